@@ -1,0 +1,3 @@
+from spyre_provenance.cli import main
+
+raise SystemExit(main())

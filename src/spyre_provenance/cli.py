@@ -1,0 +1,79 @@
+"""The ``spyre-provenance`` command: plain subcommands, one-line errors, exit codes 0/1/2.
+
+Each subcommand lives in ``spyre_provenance.commands.<name>`` and exposes
+``add_arguments(parser)`` and ``run(args) -> int``; this module only wires them up and
+turns failures into one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from spyre_provenance import __version__
+from spyre_provenance.errors import EXIT_UNUSABLE, UnusableInput
+
+EXIT_INTERNAL = 3  # a bug in this tool, never a verdict on the input
+
+# name -> one-line help, in the order `--help` lists them
+COMMANDS = {
+    "compile": "compile a model with provenance tracking and write its artifacts",
+    "validate": "validate mapping/stack-trace JSON files, TORCH_TRACE logs, or folders of them",
+    "diff": "compare two provenance artifacts and print what moved",
+    "golden": "check or update the golden provenance artifacts",
+    "open": "render a compile's provenance pages with tlparse",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # usage errors: one line, exit 2
+        self.exit(EXIT_UNUSABLE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="spyre-provenance", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name, help_text in COMMANDS.items():
+        module = _command_module(name)
+        if module is None:
+            continue
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(sp)
+        sp.set_defaults(_run=module.run)
+    return parser
+
+
+def _command_module(name: str):
+    try:
+        return importlib.import_module(f"spyre_provenance.commands.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"spyre_provenance.commands.{name}":
+            return None  # not built yet
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args))
+    except UnusableInput as exc:
+        print(f"spyre-provenance {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    except KeyboardInterrupt:
+        print(f"spyre-provenance {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the contract is one line, never a traceback
+        print(
+            f"spyre-provenance {args.command}: internal error: {type(exc).__name__}: {exc}"
+            " (please report this)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

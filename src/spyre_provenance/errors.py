@@ -1,0 +1,16 @@
+"""Exit codes and the one exception type the command line turns into a one-line error."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FOUND_WANTING = 1  # invalid artifact, golden mismatch, diff found differences
+EXIT_UNUSABLE = 2  # missing file, not JSON, not a log, bad usage
+
+
+class UnusableInput(Exception):
+    """Input that cannot be checked at all. ``str(exc)`` is the whole user-facing line."""
+
+    def __init__(self, location: str, what: str) -> None:
+        super().__init__(f"{location}: {what}")
+        self.location = location
+        self.what = what
