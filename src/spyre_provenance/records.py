@@ -21,18 +21,19 @@ NodeMap = dict[str, list[str]]
 # --- upstream artifacts -------------------------------------------------------------------
 
 
-class NodeMappingsV2(msgspec.Struct, forbid_unknown_fields=False):
+class NodeMappingsV2(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     """``inductor_provenance_tracking_node_mappings`` version 2.0: keys ``<kernel>:<N>``.
 
     Every map may be absent: upstream writes a bare ``{"version": 2.0}`` for a graph it could
-    not link (a backward graph, for one).
+    not link (a backward graph, for one). Field order is upstream's key order, ``version``
+    last, so encoding gives the same bytes upstream writes.
     """
 
-    version: float
     preToPost: NodeMap = msgspec.field(default_factory=dict)
     postToPre: NodeMap = msgspec.field(default_factory=dict)
     cppCodeToPost: NodeMap = msgspec.field(default_factory=dict)
     postToCppCode: NodeMap = msgspec.field(default_factory=dict)
+    version: float
 
 
 class NodeMappingsV1(msgspec.Struct, forbid_unknown_fields=False):

@@ -1,0 +1,31 @@
+"""Backends the hook can track: stock Inductor, the Spyre-modelled reference, torch-spyre.
+
+Each is one small adapter (see ``base.Backend``); ``get_backend(name)`` picks one.
+"""
+
+from __future__ import annotations
+
+from spyre_provenance.backends.base import Backend
+
+BACKEND_NAMES = ("auto", "reference", "inductor", "spyre")
+
+
+def get_backend(name: str, **options) -> Backend:
+    """Return the adapter for ``name``; ``auto`` is torch-spyre when it imports, else reference."""
+    if name == "auto":
+        from spyre_provenance.backends import torch_spyre
+
+        name = "spyre" if torch_spyre.available() else "reference"
+    if name == "inductor":
+        from spyre_provenance.backends.base import StockInductor
+
+        return StockInductor()
+    if name == "reference":
+        from spyre_provenance.backends.reference import ReferenceBackend
+
+        return ReferenceBackend(**options)
+    if name == "spyre":
+        from spyre_provenance.backends.torch_spyre import TorchSpyreBackend
+
+        return TorchSpyreBackend(**options)
+    raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKEND_NAMES)}")

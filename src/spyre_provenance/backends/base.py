@@ -1,0 +1,46 @@
+"""The one seam between the hook and a backend.
+
+A backend adapter installs whatever the device needs for a tracked compile (a scheduling
+class, lowerings) and tells the hook two things the hook cannot know by itself:
+which modules hold their own reference to Inductor's
+``set_kernel_post_grad_provenance_tracing`` (backends import it by name, so patching
+``torch._inductor.debug`` alone misses them), and the OpSpecs of a kernel.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any, Sequence
+
+from spyre_provenance.records import OpSpecRecord
+
+
+class Backend:
+    """Stock behaviour; subclasses override what their device does differently."""
+
+    name = "inductor"
+    device = "cpu"
+    #: True when the backend's scheduling calls ``set_kernel_post_grad_provenance_tracing``
+    #: and writes the ``[Provenance debug handles]`` comment itself. When False the backend
+    #: calls ``hook.record_call_site`` before emitting each kernel call.
+    writes_handle_comments = True
+
+    def install(self) -> None:
+        """Make this backend the one Inductor uses for ``device`` (undone by uninstall)."""
+
+    def uninstall(self) -> None:
+        """Restore what install replaced."""
+
+    def tracing_modules(self) -> Sequence[ModuleType]:
+        """Modules, besides Inductor's own, that imported the tracing function by name."""
+        return ()
+
+    def opspecs_for(self, kernel_name: str, node_schedule: Any) -> list[OpSpecRecord] | None:
+        """The kernel's OpSpecs in emission order, or None when the backend has none."""
+        return None
+
+
+class StockInductor(Backend):
+    """Inductor's own CPU code generation, unchanged: extern GEMMs, ``cpp_fused_*`` kernels."""
+
+    name = "inductor"
