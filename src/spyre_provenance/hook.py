@@ -1,0 +1,387 @@
+"""The hook: collect one KernelRecord per kernel call site, emit the mapping per graph.
+
+Two seams in Inductor, both patched only while tracking is enabled:
+
+* ``set_kernel_post_grad_provenance_tracing`` - every scheduling backend calls it when it
+  emits a kernel call (right after ``define_kernel``), and it hands out the N of the
+  ``[Provenance debug handles] name:N`` comment. Wrapping it means our N is Inductor's N by
+  construction, extern kernels and fallbacks included. Backends import it by name, so the
+  hook patches every module that holds a reference (``Backend.tracing_modules``).
+* ``torch._inductor.debug.dump_inductor_provenance_info`` - compile_fx calls it once per
+  graph after code generation and logs what it returns as the graph's
+  ``inductor_provenance_tracking_node_mappings``. Answering it with our mapping makes ours
+  the only mapping artifact of the graph (never a second, contradicting one), and puts it
+  into the FX-graph cache entry, so cache hits replay it.
+
+Nothing in here may break a compile: every stage runs under ``_stage`` which turns an
+exception into one warning and a diagnostics entry, and marks the graph partial.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from spyre_provenance import mapping
+from spyre_provenance.backends import get_backend
+from spyre_provenance.backends.base import Backend
+from spyre_provenance.records import OPSPEC_DEBUG_HANDLES, KernelRecord, NodeMappingsV2
+
+TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
+DUMP_FUNCTION = "dump_inductor_provenance_info"
+
+# Fault stages, in the order a graph passes through them (named in warnings and summaries).
+STAGES = (
+    "record collection",
+    "get_kernel_metadata",
+    "OpSpec handle reading",
+    "build",
+    "validate",
+    "emit",
+    "file write",
+)
+
+
+class ProvenanceWarning(UserWarning):
+    """A stage of the hook failed; the compile went on without (part of) the mapping."""
+
+
+class GraphDiagnostics(msgspec.Struct):
+    faults: list[str] = []  # "stage: ExcType: message"
+    partial: bool = False
+    handleless_opspecs: int = 0
+    opspecs: int = 0
+    disagreements: list[str] = []  # kernel keys whose handles and origins disagree
+    matches_upstream: bool | None = None  # None: upstream had nothing comparable
+
+
+class GraphResult(msgspec.Struct):
+    """What one graph's compile produced, in the order graphs were compiled."""
+
+    index: int
+    compile_id: str
+    kind: str  # inference | forward | backward
+    records: list[KernelRecord]
+    node_mappings: NodeMappingsV2 | None
+    stack_traces: dict[str, list[str]] | None
+    opspec_handles: dict[str, Any] | None
+    upstream_node_mappings: dict[str, Any] | None
+    diagnostics: GraphDiagnostics
+
+
+_lock = threading.RLock()
+_session: Session | None = None
+
+
+class Session:
+    """One enable() .. disable() span: the patches, and what each graph produced."""
+
+    def __init__(self, backend: Backend, out_dir: Path | None) -> None:
+        self.backend = backend
+        self.out_dir = out_dir
+        self.results: list[GraphResult] = []
+        self._pending: dict[int, list[KernelRecord]] = {}
+        self._faults: dict[int, list[str]] = {}
+        self._warned: set[str] = set()
+        self._patches: list[tuple[Any, str, Any]] = []
+        self._saved_level: int | None = None
+
+    # -- install / uninstall ---------------------------------------------------------------
+
+    def install(self) -> None:
+        import torch._inductor.codegen.cpp as cpp_codegen
+        import torch._inductor.debug as inductor_debug
+        from torch._inductor import config
+
+        self.backend.install()
+        modules = [inductor_debug, cpp_codegen, *self.backend.tracing_modules()]
+        seen: set[int] = set()
+        for module in modules:
+            if id(module) in seen or not hasattr(module, TRACING_FUNCTION):
+                continue
+            seen.add(id(module))
+            self._patch(module, TRACING_FUNCTION, self._wrap_tracing(getattr(module, TRACING_FUNCTION)))
+        self._patch(inductor_debug, DUMP_FUNCTION, self._wrap_dump(getattr(inductor_debug, DUMP_FUNCTION)))
+        if config.trace.provenance_tracking_level == 0:
+            self._saved_level = 0
+            config.trace.provenance_tracking_level = 1
+
+    def uninstall(self) -> None:
+        from torch._inductor import config
+
+        for owner, attr, original in reversed(self._patches):
+            setattr(owner, attr, original)
+        self._patches.clear()
+        if self._saved_level is not None:
+            config.trace.provenance_tracking_level = self._saved_level
+        self.backend.uninstall()
+
+    def _patch(self, owner: Any, attr: str, replacement: Any) -> None:
+        self._patches.append((owner, attr, getattr(owner, attr)))
+        setattr(owner, attr, replacement)
+
+    # -- seam 1: one record per call site ---------------------------------------------------
+
+    def _wrap_tracing(self, original):
+        def set_kernel_post_grad_provenance_tracing(node_schedule, kernel_name, is_extern=False):
+            handle = original(node_schedule, kernel_name, is_extern)
+            if handle is not None:
+                self._record(node_schedule, kernel_name, handle, is_extern)
+            return handle
+
+        set_kernel_post_grad_provenance_tracing.__wrapped__ = original  # type: ignore[attr-defined]
+        return set_kernel_post_grad_provenance_tracing
+
+    def _record(self, node_schedule: Any, kernel_name: str, handle: int, is_extern: bool) -> None:
+        from torch._inductor.virtualized import V
+
+        graph_key = id(V.graph)
+        record = None
+        with self._stage("record collection", graph_key):
+            record = KernelRecord(
+                name=str(kernel_name),
+                handle=int(handle),
+                post_grad_nodes=_origin_names(node_schedule, is_extern),
+                is_extern=is_extern,
+                stack_traces=_stack_traces(node_schedule, is_extern),
+            )
+        if record is None:
+            return
+        with self._stage("get_kernel_metadata", graph_key):
+            record.source_nodes, record.original_aten = _kernel_metadata(node_schedule)
+        if not is_extern:
+            with self._stage("OpSpec handle reading", graph_key):
+                record.opspecs = self.backend.opspecs_for(kernel_name, node_schedule)
+        self._pending.setdefault(graph_key, []).append(record)
+
+    def record_call_site(self, node_schedule: Any, kernel_name: str) -> int | None:
+        """For backends that write no handle comment: take an N and write the comment.
+
+        Goes through Inductor's own tracing function so the counter stays shared with
+        extern kernels; the comment lands on the line before the call the backend is
+        about to write.
+        """
+        import torch._inductor.debug as inductor_debug
+        from torch._inductor.virtualized import V
+
+        handle = getattr(inductor_debug, TRACING_FUNCTION)(node_schedule, kernel_name)
+        if handle is not None:
+            V.graph.wrapper_code.write_provenance_debug_handle(kernel_name, handle)
+        return handle
+
+    # -- seam 2: the graph is complete -----------------------------------------------------
+
+    def _wrap_dump(self, original):
+        def dump_inductor_provenance_info():
+            upstream = original()
+            ours = self._finish_graph(upstream)
+            return upstream if ours is None else ours
+
+        dump_inductor_provenance_info.__wrapped__ = original  # type: ignore[attr-defined]
+        return dump_inductor_provenance_info
+
+    def _finish_graph(self, upstream: dict[str, Any]) -> dict[str, Any] | None:
+        """Build, validate, emit; returns the mapping compile_fx should log, or None.
+
+        None means "fall back to upstream's own mapping": it is upstream-correct for what
+        upstream knows, so the log never holds a mapping that is wrong.
+        """
+        from torch._inductor.virtualized import V
+
+        from spyre_provenance import emit, schemas
+
+        graph = V.graph
+        graph_key = id(graph)
+        records = self._pending.pop(graph_key, [])
+        index = len(self.results)
+        result = GraphResult(
+            index=index,
+            compile_id=emit.current_compile_id(),
+            kind=_graph_kind(graph),
+            records=records,
+            node_mappings=None,
+            stack_traces=None,
+            opspec_handles=None,
+            upstream_node_mappings=upstream or None,
+            diagnostics=GraphDiagnostics(),
+        )
+        self.results.append(result)
+        diag = result.diagnostics
+
+        built = validated = False
+        with self._stage("build", graph_key):
+            pre_to_post, post_to_pre = emit.pre_post_relation_for(graph)
+            result.node_mappings = mapping.build_node_mappings(records, pre_to_post, post_to_pre)
+            result.stack_traces = mapping.build_stack_traces(records)
+            result.opspec_handles = mapping.build_opspec_artifact(records)
+            _cross_check(records, diag)
+            diag.matches_upstream = _compare_with_upstream(result.node_mappings, upstream)
+            built = True
+        if built:
+            with self._stage("validate", graph_key):
+                problems = schemas.check_built_artifacts(
+                    result.node_mappings, result.stack_traces, result.opspec_handles
+                )
+                if problems:
+                    raise ValueError("built artifact is invalid: " + "; ".join(problems[:3]))
+                validated = True
+        if not validated:  # never emit what we could not check
+            result.node_mappings = result.stack_traces = result.opspec_handles = None
+        else:
+            with self._stage("emit", graph_key):
+                emit.replace_kernel_stack_traces(result.stack_traces)
+                if result.opspec_handles is not None:
+                    emit.log_artifact(OPSPEC_DEBUG_HANDLES, result.opspec_handles)
+            with self._stage("file write", graph_key):
+                emit.write_graph_files(result, graph, self.out_dir)
+
+        diag.faults = self._faults.pop(graph_key, [])
+        diag.partial = bool(diag.faults)
+        return None if not validated else msgspec.to_builtins(result.node_mappings)
+
+    # -- never break a compile ---------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _stage(self, stage: str, graph_key: int) -> Iterator[None]:
+        try:
+            yield
+        except Exception as exc:  # noqa: BLE001 - provenance must never fail a compile
+            message = f"{stage}: {type(exc).__name__}: {exc}"
+            self._faults.setdefault(graph_key, []).append(message)
+            if stage not in self._warned:
+                self._warned.add(stage)
+                warnings.warn(
+                    f"spyre-provenance: {message} (the compile goes on; this graph's "
+                    "provenance is partial)",
+                    ProvenanceWarning,
+                    stacklevel=2,
+                )
+
+
+# --- reading Inductor objects (the only place that knows their shape) -------------------
+
+
+def _origin_names(node_schedule: Any, is_extern: bool) -> list[str]:
+    """Post-grad node names in a call site's schedule, as upstream collects them."""
+    names: list[str] = []
+    if is_extern:
+        origin_node = getattr(node_schedule, "origin_node", None)
+        origins = [origin_node] if origin_node is not None else node_schedule.origins
+        for origin in origins:
+            if origin.name not in names:
+                names.append(origin.name)
+        return names
+    for snode in node_schedule:
+        ir_node = getattr(snode, "node", None)  # reduction markers carry no node
+        if ir_node is None:
+            continue
+        for origin in ir_node.origins:
+            if origin.name not in names:
+                names.append(origin.name)
+    return names
+
+
+def _stack_traces(node_schedule: Any, is_extern: bool) -> list[str]:
+    if is_extern:
+        return list(node_schedule.get_stack_traces())
+    traces: dict[str, None] = {}
+    for snode in node_schedule:
+        ir_node = getattr(snode, "node", None)
+        if ir_node is not None:
+            traces.update(dict.fromkeys(ir_node.get_stack_traces()))
+    return list(traces)
+
+
+_METADATA = re.compile(r"Source Nodes: \[(?P<src>[^\]]*)\], Original ATen: \[(?P<aten>[^\]]*)\]")
+
+
+def _kernel_metadata(node_schedule: Any) -> tuple[list[str], list[str]]:
+    """(source nodes, original ATen ops) from Inductor's ``get_kernel_metadata``."""
+    from torch._inductor.utils import get_kernel_metadata
+    from torch._inductor.virtualized import V
+
+    summary, _detail = get_kernel_metadata(node_schedule, V.graph.wrapper_code)
+    match = _METADATA.search(summary)
+    if match is None:
+        return [], []
+    split = lambda text: [part.strip() for part in text.split(",") if part.strip()]  # noqa: E731
+    return split(match["src"]), split(match["aten"])
+
+
+def _cross_check(records: list[KernelRecord], diag: GraphDiagnostics) -> None:
+    """Count handle-less OpSpecs and call sites whose handles disagree with the origins."""
+    for record in records:
+        if record.opspecs is None:
+            continue
+        nodes = mapping.kernel_nodes(record)
+        diag.opspecs += len(record.opspecs)
+        diag.handleless_opspecs += nodes.handleless_opspecs
+        if not nodes.agrees:
+            diag.disagreements.append(record.key)
+
+
+def _graph_kind(graph: Any) -> str:
+    if getattr(graph, "is_backward", False):
+        return "backward"
+    if getattr(graph, "is_inference", False):
+        return "inference"
+    return "forward"
+
+
+def _compare_with_upstream(ours: NodeMappingsV2, upstream: dict[str, Any]) -> bool | None:
+    """True when upstream linked the same kernels the same way (its own cross-check)."""
+    theirs = {k: v for k, v in (upstream or {}).items() if k != "version"}
+    if not theirs.get("cppCodeToPost"):
+        return None
+    mine = msgspec.to_builtins(ours)
+    return all(
+        {k: list(v) for k, v in theirs.get(key, {}).items()} == mine[key]
+        for key in ("preToPost", "postToPre", "cppCodeToPost", "postToCppCode")
+    )
+
+
+# --- public API ----------------------------------------------------------------------------
+
+
+def enable(backend: str | Backend = "inductor", *, out_dir: str | Path | None = None) -> Session:
+    """Start tracking every compile in this process; returns the session (its results)."""
+    global _session
+    with _lock:
+        if _session is not None:
+            raise RuntimeError("spyre-provenance tracking is already enabled; call disable() first")
+        chosen = get_backend(backend) if isinstance(backend, str) else backend
+        session = Session(chosen, Path(out_dir) if out_dir is not None else None)
+        session.install()
+        _session = session
+        return session
+
+
+def disable() -> Session | None:
+    """Stop tracking and undo every patch; returns the finished session."""
+    global _session
+    with _lock:
+        session, _session = _session, None
+        if session is not None:
+            session.uninstall()
+        return session
+
+
+def active_session() -> Session | None:
+    return _session
+
+
+@contextlib.contextmanager
+def tracking(backend: str | Backend = "inductor", *, out_dir: str | Path | None = None):
+    """``with tracking(): torch.compile(...)(x)`` - enable for the block, then disable."""
+    session = enable(backend, out_dir=out_dir)
+    try:
+        yield session
+    finally:
+        disable()

@@ -1,0 +1,216 @@
+"""Pure builders: KernelRecords + the pre/post-grad relation -> upstream-format artifacts.
+
+No torch import. Order is deterministic and meaningful: kernels in call-site (handle) order,
+post-grad nodes in the order the records list them, pre-grad nodes in the order the
+``from_node`` walk meets them. Lists never hold duplicates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from spyre_provenance.records import (
+    DebugHandle,
+    KernelRecord,
+    KernelStackTraces,
+    NodeMap,
+    NodeMappingsV2,
+    OpSpecRecord,
+)
+
+MAPPING_VERSION = 2.0
+OPSPEC_ARTIFACT_VERSION = 1
+
+
+def _append_unique(target: dict[str, list[str]], key: str, value: str) -> None:
+    values = target.setdefault(key, [])
+    if value not in values:
+        values.append(value)
+
+
+# --- pre-grad <-> post-grad ---------------------------------------------------------------
+
+
+def pre_post_relation(
+    provenance: Mapping[str, Sequence[Mapping[str, Any]]], pre_grad_graph_id: int | None
+) -> tuple[NodeMap, NodeMap]:
+    """Link post-grad nodes to the pre-grad nodes their ``from_node`` chains reach.
+
+    ``provenance`` is ``{post_grad_node: [NodeSource dict, ...]}`` as
+    ``torch.fx.traceback.get_graph_provenance_json`` returns it; a NodeSource dict has
+    ``name``, ``graph_id`` and its own ``from_node`` list. Only sources whose ``graph_id``
+    is the pre-grad graph's count. The walk is depth first, visiting a source before its
+    ancestors and later siblings first, which is the order upstream Inductor reports, so
+    the two mappings compare equal list for list.
+    """
+    pre_to_post: NodeMap = {}
+    post_to_pre: NodeMap = {}
+    if pre_grad_graph_id is None:
+        return pre_to_post, post_to_pre
+    for post_node, sources in provenance.items():
+        for source in sources:
+            if source.get("graph_id") == pre_grad_graph_id:
+                _link(pre_to_post, post_to_pre, source["name"], post_node)
+            pending = list(source.get("from_node", ()))
+            while pending:
+                ancestor = pending.pop()
+                if ancestor.get("graph_id") == pre_grad_graph_id:
+                    _link(pre_to_post, post_to_pre, ancestor["name"], post_node)
+                pending.extend(ancestor.get("from_node", ()))
+    return pre_to_post, post_to_pre
+
+
+def _link(pre_to_post: NodeMap, post_to_pre: NodeMap, pre: str, post: str) -> None:
+    _append_unique(pre_to_post, pre, post)
+    _append_unique(post_to_pre, post, pre)
+
+
+# --- kernels --------------------------------------------------------------------------------
+
+
+def handle_nodes(handle: DebugHandle, buffers: Iterable[str]) -> list[str]:
+    """Post-grad nodes a DebugHandle names: its ir_chain and its fused constituents'.
+
+    ``ir_chain`` ends with the buffer the OpSpec writes; buffers are not graph nodes.
+    """
+    skip = set(buffers)
+    found: list[str] = []
+    pending = [handle]
+    while pending:
+        current = pending.pop(0)
+        for name in current.ir_chain:
+            if name not in skip and name not in found:
+                found.append(name)
+        pending.extend(current.fused_from)
+    return found
+
+
+class KernelNodes(msgspec.Struct, frozen=True):
+    """The post-grad nodes a kernel call site maps to, and how sure we are."""
+
+    nodes: list[str]
+    handleless_opspecs: int = 0
+    #: nodes the handles name that Inductor's origins do not, and the reverse
+    only_in_handles: list[str] = []
+    only_in_origins: list[str] = []
+
+    @property
+    def agrees(self) -> bool:
+        return not self.only_in_handles and not self.only_in_origins
+
+
+def kernel_nodes(record: KernelRecord) -> KernelNodes:
+    """Nodes for one call site: from OpSpec handles where the backend has them.
+
+    Backends without OpSpecs (stock Inductor) use the kernel's origins, as upstream does.
+    With OpSpecs the handles drive; an OpSpec without a handle cannot say what it computes,
+    so the origins fill in for it rather than leaving the kernel short.
+    """
+    if record.opspecs is None:
+        return KernelNodes(nodes=list(record.post_grad_nodes))
+    buffers = [spec.buffer for spec in record.opspecs if spec.buffer]
+    from_handles: list[str] = []
+    handleless = 0
+    for spec in record.opspecs:
+        if spec.debug_handle is None:
+            handleless += 1
+            continue
+        for name in handle_nodes(spec.debug_handle, buffers):
+            if name not in from_handles:
+                from_handles.append(name)
+    nodes = list(from_handles)
+    if handleless or not record.opspecs:
+        nodes += [n for n in record.post_grad_nodes if n not in nodes]
+    origins = set(record.post_grad_nodes)
+    return KernelNodes(
+        nodes=nodes,
+        handleless_opspecs=handleless,
+        only_in_handles=[n for n in from_handles if n not in origins],
+        only_in_origins=(
+            [] if handleless else [n for n in record.post_grad_nodes if n not in from_handles]
+        ),
+    )
+
+
+def build_node_mappings(
+    records: Sequence[KernelRecord], pre_to_post: NodeMap, post_to_pre: NodeMap
+) -> NodeMappingsV2:
+    """The upstream ``inductor_provenance_tracking_node_mappings`` document, version 2.0."""
+    cpp_to_post: NodeMap = {}
+    post_to_cpp: NodeMap = {}
+    for record in sorted(records, key=lambda r: r.handle):
+        nodes = kernel_nodes(record).nodes
+        cpp_to_post[record.key] = list(dict.fromkeys(nodes))
+        for node in cpp_to_post[record.key]:
+            _append_unique(post_to_cpp, node, record.key)
+    return NodeMappingsV2(
+        version=MAPPING_VERSION,
+        preToPost={k: list(v) for k, v in pre_to_post.items()},
+        postToPre={k: list(v) for k, v in post_to_pre.items()},
+        cppCodeToPost=cpp_to_post,
+        postToCppCode=post_to_cpp,
+    )
+
+
+def build_stack_traces(records: Sequence[KernelRecord]) -> KernelStackTraces:
+    """``inductor_provenance_tracking_kernel_stack_traces``: call site -> stack traces."""
+    return {
+        r.key: list(dict.fromkeys(r.stack_traces))
+        for r in sorted(records, key=lambda r: r.handle)
+    }
+
+
+# --- the Spyre companion artifact ---------------------------------------------------------
+
+
+def build_opspec_artifact(records: Sequence[KernelRecord]) -> dict[str, Any] | None:
+    """``spyre_opspec_debug_handles`` v1: per call site its OpSpecs, handles by id.
+
+    Handles are flattened into one ``handles`` table so a fused handle refers to its
+    constituents by id instead of repeating them. None when no record has OpSpecs.
+    """
+    with_specs = [r for r in sorted(records, key=lambda r: r.handle) if r.opspecs is not None]
+    if not with_specs:
+        return None
+    kernels: dict[str, list[dict[str, Any]]] = {}
+    handles: dict[str, dict[str, Any]] = {}
+    for record in with_specs:
+        kernels[record.key] = [_opspec_entry(spec, handles) for spec in record.opspecs or ()]
+    return {"version": OPSPEC_ARTIFACT_VERSION, "kernels": kernels, "handles": handles}
+
+
+def _opspec_entry(spec: OpSpecRecord, handles: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "op": spec.op,
+        "is_reduction": spec.is_reduction,
+        "iteration_space": list(spec.iteration_space),
+        "buffer": spec.buffer,
+        "debug_handle": None if spec.debug_handle is None else _flatten(spec.debug_handle, handles),
+    }
+
+
+def _flatten(handle: DebugHandle, handles: dict[str, dict[str, Any]]) -> str:
+    key = str(handle.id)
+    if key not in handles:
+        handles[key] = {
+            "source": msgspec.to_builtins(handle.source),
+            "aten_op": handle.aten_op,
+            "ir_chain": list(handle.ir_chain),
+            "fused_from": [_flatten(child, handles) for child in handle.fused_from],
+            "transform_history": msgspec.to_builtins(list(handle.transform_history)),
+        }
+    return key
+
+
+def to_json_bytes(document: Any) -> bytes:
+    """Canonical bytes for an artifact: key order as built, compact separators like upstream.
+
+    Upstream serializes with ``json.dumps`` defaults (``", "`` and ``": "``); we do the
+    same so a byte comparison with an upstream artifact is meaningful.
+    """
+    import json
+
+    return json.dumps(msgspec.to_builtins(document), ensure_ascii=False).encode("utf-8")
