@@ -1,0 +1,112 @@
+"""The pure builder: records + relation -> upstream-format documents."""
+
+from __future__ import annotations
+
+import pytest
+
+from spyre_provenance import mapping
+from spyre_provenance.records import DebugHandle, KernelRecord, OpSpecRecord
+
+
+def source(name, graph_id, *parents):
+    return {"name": name, "graph_id": graph_id, "from_node": list(parents)}
+
+
+PRE = 111
+
+
+def test_relation_follows_from_node_chains_to_the_pre_grad_graph_only():
+    provenance = {
+        "addmm": [source("addmm", 222, source("linear", PRE))],
+        "relu": [source("relu", PRE)],
+        "mul": [],  # a node with no history links to nothing
+    }
+    pre_to_post, post_to_pre = mapping.pre_post_relation(provenance, PRE)
+    assert pre_to_post == {"linear": ["addmm"], "relu": ["relu"]}
+    assert post_to_pre == {"addmm": ["linear"], "relu": ["relu"]}
+
+
+def test_relation_is_empty_without_a_pre_grad_graph():
+    assert mapping.pre_post_relation({"relu": [source("relu", PRE)]}, None) == ({}, {})
+
+
+def test_relation_walks_later_siblings_first_like_upstream():
+    provenance = {"add": [source("x", 9, source("a", PRE), source("b", PRE))]}
+    _, post_to_pre = mapping.pre_post_relation(provenance, PRE)
+    assert post_to_pre == {"add": ["b", "a"]}
+
+
+def test_kernels_keyed_by_call_site_in_handle_order_without_duplicates():
+    records = [
+        KernelRecord("cpp_fused_relu_0", 2, ["relu", "relu"]),
+        KernelRecord("extern_kernels.addmm", 1, ["addmm"], is_extern=True),
+        KernelRecord("cpp_fused_relu_0", 4, ["relu_1"]),
+    ]
+    doc = mapping.build_node_mappings(records, {}, {})
+    assert list(doc.cppCodeToPost) == ["extern_kernels.addmm:1", "cpp_fused_relu_0:2", "cpp_fused_relu_0:4"]
+    assert doc.cppCodeToPost["cpp_fused_relu_0:2"] == ["relu"]
+    assert doc.postToCppCode == {
+        "addmm": ["extern_kernels.addmm:1"],
+        "relu": ["cpp_fused_relu_0:2"],
+        "relu_1": ["cpp_fused_relu_0:4"],
+    }
+
+
+def test_bytes_follow_upstream_key_order_and_separators():
+    doc = mapping.build_node_mappings([KernelRecord("k", 1, ["relu"])], {"r": ["relu"]}, {"relu": ["r"]})
+    assert mapping.to_json_bytes(doc) == (
+        b'{"preToPost": {"r": ["relu"]}, "postToPre": {"relu": ["r"]}, '
+        b'"cppCodeToPost": {"k:1": ["relu"]}, "postToCppCode": {"relu": ["k:1"]}, "version": 2.0}'
+    )
+
+
+def handle(hid, chain, *children, aten=None):
+    return DebugHandle(id=hid, aten_op=aten, ir_chain=tuple(chain), fused_from=tuple(children))
+
+
+@pytest.fixture
+def fused_record():
+    mm = handle(1, ["mm", "buf0"], aten="aten.mm")
+    add = handle(2, ["add", "buf1"], aten="aten.addmm")
+    fused = handle(3, ["add", "relu", "buf2"], handle(4, ["add", "buf2"]), handle(5, ["relu", "buf2"]))
+    specs = [
+        OpSpecRecord("matmul", True, [8, 256, 128], "buf0", mm),
+        OpSpecRecord("add", False, [8, 256], "buf1", add),
+        OpSpecRecord("relu", False, [8, 256], "buf2", fused),
+    ]
+    return KernelRecord("sdsc_fused_addmm_relu_0", 1, ["mm", "add", "relu"], opspecs=specs)
+
+
+def test_handles_drive_the_nodes_and_buffers_are_not_nodes(fused_record):
+    nodes = mapping.kernel_nodes(fused_record)
+    assert nodes.nodes == ["mm", "add", "relu"]
+    assert nodes.agrees and nodes.handleless_opspecs == 0
+
+
+def test_disagreement_between_handles_and_origins_is_reported(fused_record):
+    fused_record.post_grad_nodes = ["mm", "add", "relu", "clone"]
+    nodes = mapping.kernel_nodes(fused_record)
+    assert nodes.only_in_origins == ["clone"] and not nodes.agrees
+    assert "clone" not in nodes.nodes  # handles drive; the summary counts the disagreement
+
+
+def test_handleless_opspec_falls_back_to_origins(fused_record):
+    specs = list(fused_record.opspecs)
+    specs[2] = OpSpecRecord("relu", False, [8, 256], "buf2", None)
+    fused_record.opspecs = specs
+    nodes = mapping.kernel_nodes(fused_record)
+    assert nodes.handleless_opspecs == 1
+    assert nodes.nodes == ["mm", "add", "relu"]
+
+
+def test_opspec_artifact_flattens_fused_handles_into_id_references(fused_record):
+    doc = mapping.build_opspec_artifact([fused_record])
+    assert doc["version"] == 1
+    entries = doc["kernels"]["sdsc_fused_addmm_relu_0:1"]
+    assert [e["debug_handle"] for e in entries] == ["1", "2", "3"]
+    assert doc["handles"]["3"]["fused_from"] == ["4", "5"]
+    assert set(doc["handles"]) == {"1", "2", "3", "4", "5"}
+
+
+def test_no_opspec_artifact_for_backends_without_opspecs():
+    assert mapping.build_opspec_artifact([KernelRecord("cpp_fused_relu_0", 1, ["relu"])]) is None
