@@ -1,0 +1,320 @@
+"""``--backend spyre``: the adapter for the real torch-spyre, active only when it imports.
+
+torch-spyre (github ``torch-spyre/torch-spyre``) cannot be installed here, so everything below
+was read from its source; keep this list in step with it when the adapter breaks.
+
+Registration and device
+  ``torch_spyre/_inductor/__init__.py::_autoload()`` calls
+  ``torch._inductor.codegen.common.register_backend_for_device(DEVICE_NAME,
+  SuperDSCScheduling, SpyrePythonWrapperCodegen[, device_custom_config=config])``;
+  ``DEVICE_NAME = "spyre"`` (``torch_spyre/constants.py``, later
+  ``torch_spyre/_inductor/constants.py``), the PrivateUse1 device renamed with
+  ``torch.utils.rename_privateuse1_backend``. ``_autoload`` runs from torch's backend
+  autoload entry point, so after ``import torch`` the registry normally holds it already.
+
+The scheduling class, two layouts
+  * older (Nov 2025, commit 859df83): ``torch_spyre/_inductor/dsc.py::SuperDSCScheduling``
+    subclasses Inductor's ``SIMDScheduling`` (``kernel_type = SpyreKernel``,
+    ``dsc_type = "sdsc"``) and overrides only ``define_kernel``; the call order is
+    Inductor's ``SIMDScheduling.codegen_node_schedule``: ``define_kernel`` ->
+    ``mark_run`` -> ``codegen_comment(node_schedule, kernel_name)`` ->
+    ``kernel.call_kernel(kernel_name)``. Its kernels emit ``KernelSpec(...)``, no OpSpecs.
+  * newer: ``torch_spyre/_inductor/scheduler.py::SuperDSCScheduling(BaseScheduling)``.
+    ``codegen_node``: ``SpyreKernel(pool_size=...)`` -> ``_codegen_into_kernel`` (each
+    ``snode.codegen`` lands in ``SpyreKernel.store``/``store_reduction``, which append one
+    ``create_op_spec(...)`` per ComputedBuffer to ``kernel.op_specs``) ->
+    ``src_code = kernel.codegen_kernel()`` -> ``kernel_name = self.define_kernel(src_code,
+    all_schedule_nodes, kernel)`` -> ``snode.mark_run()`` ->
+    ``self.codegen_comment(all_schedule_nodes, kernel_name)`` ->
+    ``kernel.call_kernel(kernel.kernel_name)`` (writes ``{name}.run(args)``) ->
+    ``kernel.emit_layout_restores(...)``. ``_codegen_counted_loop`` follows the same order.
+
+Kernel names (``define_kernel(src_code, node_schedule, kernel)``, both layouts)
+  ``"_".join([dsc_type or method, get_fused_kernel_name(node_schedule, "original_aten"),
+  wrapper.next_kernel_suffix()])`` with ``"sdsc"`` (``"ktir"`` when
+  ``torch_spyre._inductor.config.ktir_emitter`` is on); a src_code seen before reuses its name
+  through ``wrapper.src_to_kernel``.
+
+Handles and the wrapper comment
+  In every version read (dsc.py at 859df83 and f03382a, scheduler.py at 0b06ec7 and a later
+  one) torch-spyre neither overrides ``codegen_comment`` nor imports
+  ``set_kernel_post_grad_provenance_tracing`` by name: it inherits Inductor's method. On torch
+  2.13 ``BaseScheduling.codegen_comment`` imports the function lazily from
+  ``torch._inductor.debug``, calls it and writes ``# [Provenance debug handles] name:N``; on
+  older torch the base method wrote nothing. The newest provenance modules only *record* the
+  returned ordinals (``provenance_artifact.record_kernel_registration(graph, kernel_name,
+  ordinal)``, aliases ``"{kernel_name}:{ordinal}"``); their caller was not in the source read,
+  so a release may yet override ``codegen_comment`` - detection below covers that too.
+
+OpSpecs (``torch_spyre/_inductor/op_spec.py``)
+  ``@dataclass OpSpec(op, is_reduction, iteration_space: dict[Symbol, tuple[Expr, int]], args:
+  Sequence[TensorArg], op_info, tiled_symbols=[], tiled_symbol_trip_counts={},
+  symbolic_dim_bounds={}, node_output_ranges=None, debug_handle: DebugHandle | None = None)``;
+  ``LoopSpec(count, body)`` nests them; ``UnimplementedOp(op)``. Frozen dataclasses
+  ``SourceLoc(file, start_line, start_col=0, end_line=None, end_col=None)``,
+  ``ProvenanceTransform(kind, pass_name, reason=None)``, ``DebugHandle(id, source, aten_op,
+  ir_chain, fused_from=(), transform_history=())``; built in ``SpyreKernel.create_op_spec`` by
+  ``provenance.build_debug_handle(ir_node)`` (None on any failure). Releases before that have
+  no ``debug_handle`` field. The list lives only on the ``SpyreKernel`` (``op_specs``), a
+  local of ``codegen_node`` whose one hand-off is ``define_kernel(..., kernel)``.
+
+What the adapter does with that
+  * ``install`` finds ``SuperDSCScheduling`` (the device registry, else
+    ``torch_spyre._inductor.scheduler``, else ``torch_spyre._inductor.dsc``), registers it for
+    ``device`` when the registry holds something else, and wraps ``define_kernel`` to keep
+    ``kernel.op_specs`` per kernel name on the graph being compiled.
+  * Generation: ``codegen_comment`` as the class resolves it (MRO) either names
+    ``set_kernel_post_grad_provenance_tracing`` in its code (``co_names``, which a
+    function-local import also fills) -> it writes handles, the hook's wrappers see the
+    calls (through ``torch._inductor.debug`` or, for a by-name import, the module returned
+    by ``tracing_modules``) and N is reused; or it does not -> ``codegen_comment`` is wrapped
+    to call ``hook.active_session().record_call_site`` right after the original, i.e. on the
+    line before the call. That wrapper also checks Inductor's handle counter and stays out
+    of the way when the original did take a handle, so a wrong guess never doubles comments.
+  * ``uninstall`` restores every attribute and the registry entry exactly.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+import warnings
+from pathlib import Path
+from types import CodeType, ModuleType
+from typing import Any, Sequence
+
+from spyre_provenance.backends.base import Backend
+from spyre_provenance.records import OpSpecRecord
+
+DEVICE = "spyre"
+SCHEDULING_CLASS = "SuperDSCScheduling"
+#: Where torch-spyre has kept its scheduling class, newest first.
+SCHEDULING_MODULES = ("torch_spyre._inductor.scheduler", "torch_spyre._inductor.dsc")
+WRAPPER_MODULE, WRAPPER_CLASS = "torch_spyre._inductor.wrapper", "SpyrePythonWrapperCodegen"
+TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
+#: Inductor's per-graph handle counter in ``torch._inductor.debug``.
+HANDLE_COUNTER = "_inductor_kernel_provenance_debug_handle"
+#: Per-graph side table on the GraphLowering: it dies with the graph, so no stale entries.
+_GRAPH_OPSPECS = "_spyre_provenance_opspecs"
+
+_MISSING = object()
+
+
+def available() -> bool:
+    """True when ``import torch_spyre`` would work; finds the package without importing it."""
+    try:
+        return importlib.util.find_spec("torch_spyre") is not None
+    except (ImportError, ValueError):  # a broken parent, or a module without __spec__
+        return False
+
+
+def _code_names(code: CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, CodeType):  # nested functions and comprehensions
+            names |= _code_names(const)
+    return names
+
+
+def detect_generation(scheduling: type) -> tuple[bool, list[ModuleType]]:
+    """(does its ``codegen_comment`` take handles itself, modules holding the function by name)."""
+    method = inspect.unwrap(getattr(scheduling, "codegen_comment", None) or (lambda: None))
+    code = getattr(method, "__code__", None)
+    writes = code is not None and TRACING_FUNCTION in _code_names(code)
+    modules: list[ModuleType] = []
+    for module_name in (getattr(method, "__module__", None), scheduling.__module__):
+        module = sys.modules.get(module_name or "")
+        if module is not None and hasattr(module, TRACING_FUNCTION) and module not in modules:
+            modules.append(module)
+    return writes, modules
+
+
+def _spyre_wrapper() -> type:
+    """torch-spyre's wrapper codegen, or Inductor's Python wrapper when it has none."""
+    try:
+        return getattr(importlib.import_module(WRAPPER_MODULE), WRAPPER_CLASS)
+    except (ImportError, AttributeError):
+        from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+
+        return PythonWrapperCodegen
+
+
+class TorchSpyreBackend(Backend):
+    """torch-spyre's own scheduling, hooked where it defines kernels and comments call sites."""
+
+    name = "spyre"
+    device = DEVICE
+
+    def __init__(
+        self,
+        bundle_dir: str | Path | None = None,
+        module: ModuleType | None = None,
+        *,
+        device: str | None = None,
+    ) -> None:
+        # bundle_dir: accepted for parity with the reference backend; torch-spyre writes its
+        # own SuperDSC bundles (under its cache dir), so nothing is written here.
+        self.bundle_dir = Path(bundle_dir) if bundle_dir is not None else None
+        self.module = module
+        if device is not None:  # tests run the stand-ins on "cpu"
+            self.device = device
+        self.scheduling: type | None = None
+        self.writes_handle_comments = True
+        self._tracing_modules: list[ModuleType] = []
+        self._patches: list[tuple[Any, str, Any]] = []  # (owner, attr, old __dict__ value)
+        self._saved_registration: Any = None  # (device, old entry or _MISSING)
+        self._warned = False
+
+    # -- install / uninstall -------------------------------------------------------------
+
+    def install(self) -> None:
+        if self.scheduling is not None:
+            return
+        cls = self._find_scheduling()
+        try:
+            self._register(cls)
+            self.writes_handle_comments, self._tracing_modules = detect_generation(cls)
+            define_kernel = getattr(cls, "define_kernel")
+            self._patch(cls, "define_kernel", self._wrap_define_kernel(define_kernel))
+            if not self.writes_handle_comments:
+                codegen_comment = getattr(cls, "codegen_comment")
+                self._patch(cls, "codegen_comment", self._wrap_codegen_comment(codegen_comment))
+        except BaseException:
+            self.uninstall()  # never leave half an install behind
+            raise
+        self.scheduling = cls
+
+    def uninstall(self) -> None:
+        for owner, attr, old in reversed(self._patches):
+            if old is _MISSING:
+                delattr(owner, attr)
+            else:
+                setattr(owner, attr, old)
+        self._patches.clear()
+        if self._saved_registration is not None:
+            from torch._inductor.codegen import common
+
+            device, old = self._saved_registration
+            if old is _MISSING:
+                common.device_codegens.pop(device, None)
+            else:
+                common.device_codegens[device] = old
+            self._saved_registration = None
+        self.scheduling = None
+        self._tracing_modules = []
+
+    def tracing_modules(self) -> Sequence[ModuleType]:
+        return tuple(self._tracing_modules)
+
+    def _find_scheduling(self) -> type:
+        if self.module is not None:
+            return getattr(self.module, SCHEDULING_CLASS)
+        from torch._inductor.codegen import common
+
+        common.init_backend_registration()
+        registered = common.get_scheduling_for_device(self.device)
+        if isinstance(registered, type) and registered.__module__.startswith("torch_spyre"):
+            return registered
+        for module_name in SCHEDULING_MODULES:
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError as exc:
+                if exc.name == module_name:  # this layout is not the installed one
+                    continue
+                raise
+            if hasattr(module, SCHEDULING_CLASS):
+                return getattr(module, SCHEDULING_CLASS)
+        raise RuntimeError(
+            f"torch_spyre has no {SCHEDULING_CLASS} in {' or '.join(SCHEDULING_MODULES)}"
+        )
+
+    def _register(self, cls: type) -> None:
+        """Make ``cls`` the scheduling of ``device``, keeping the registered wrappers."""
+        from torch._inductor.codegen import common
+
+        common.init_backend_registration()  # the stock entries must exist before we save one
+        old = common.device_codegens.get(self.device, _MISSING)
+        if old is not _MISSING and old.scheduling is cls:
+            return  # torch-spyre's own _autoload registered it
+        if old is _MISSING:
+            entry = common.DeviceCodegen(cls, _spyre_wrapper())
+        else:
+            entry = common.DeviceCodegen(
+                cls, old.wrapper_codegen, old.cpp_wrapper_codegen, old.fx_wrapper_codegen
+            )
+        self._saved_registration = (self.device, old)
+        common.device_codegens[self.device] = entry
+
+    def _patch(self, owner: Any, attr: str, replacement: Any) -> None:
+        self._patches.append((owner, attr, owner.__dict__.get(attr, _MISSING)))
+        setattr(owner, attr, replacement)
+
+    # -- the two seams -----------------------------------------------------------------------
+
+    def _wrap_define_kernel(self, original):
+        def define_kernel(sched, *args, **kwargs):
+            kernel_name = original(sched, *args, **kwargs)
+            kernel = args[2] if len(args) > 2 else kwargs.get("kernel")
+            specs = getattr(kernel, "op_specs", None)
+            if specs is not None and kernel_name:
+                try:
+                    from torch._inductor.virtualized import V
+
+                    V.graph.__dict__.setdefault(_GRAPH_OPSPECS, {})[kernel_name] = list(specs)
+                except Exception as exc:  # noqa: BLE001 - provenance never breaks a compile
+                    self._warn_once("keeping OpSpecs", exc)
+            return kernel_name
+
+        define_kernel.__wrapped__ = original  # type: ignore[attr-defined]
+        return define_kernel
+
+    def _wrap_codegen_comment(self, original):
+        def codegen_comment(sched, node_schedule, kernel_name=None, *args, **kwargs):
+            import torch._inductor.debug as inductor_debug
+
+            before = getattr(inductor_debug, HANDLE_COUNTER, None)
+            result = original(sched, node_schedule, kernel_name, *args, **kwargs)
+            took_handle = getattr(inductor_debug, HANDLE_COUNTER, None) != before
+            if kernel_name and not took_handle:
+                self._record_call_site(node_schedule, kernel_name)
+            return result
+
+        codegen_comment.__wrapped__ = original  # type: ignore[attr-defined]
+        return codegen_comment
+
+    def _record_call_site(self, node_schedule: Any, kernel_name: str) -> None:
+        from spyre_provenance import hook
+
+        session = hook.active_session()
+        if session is None:  # installed outside tracking(): nothing to record into
+            return
+        try:
+            session.record_call_site(node_schedule, kernel_name)
+        except Exception as exc:  # noqa: BLE001 - provenance never breaks a compile
+            self._warn_once("recording a call site", exc)
+
+    def _warn_once(self, what: str, exc: Exception) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        from spyre_provenance.hook import ProvenanceWarning
+
+        warnings.warn(
+            f"spyre-provenance: torch-spyre adapter, {what}: {type(exc).__name__}: {exc} "
+            "(the compile goes on)",
+            ProvenanceWarning,
+            stacklevel=3,
+        )
+
+    # -- OpSpecs -------------------------------------------------------------------------------
+
+    def opspecs_for(self, kernel_name: str, node_schedule: Any) -> list[OpSpecRecord] | None:
+        """The OpSpecs ``define_kernel`` saw for this name; None for releases without OpSpecs."""
+        from torch._inductor.virtualized import V
+
+        from spyre_provenance.backends.opspec import opspec_records
+
+        specs = V.graph.__dict__.get(_GRAPH_OPSPECS, {}).get(kernel_name)
+        return None if specs is None else opspec_records(specs)

@@ -1,0 +1,30 @@
+"""torch-spyre's ``op_spec.py`` before provenance: ``OpSpec`` has no ``debug_handle`` field."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+
+@dataclasses.dataclass
+class TensorArg:
+    is_input: bool
+    arg_index: int
+    device_dtype: Any
+    device_size: list[int]
+    device_coordinates: list[Any]
+    allocation: Any
+
+
+@dataclasses.dataclass
+class OpSpec:
+    op: str
+    is_reduction: bool
+    iteration_space: dict[Any, tuple[Any, int]]  # Symbol -> (range, core division)
+    args: Sequence[TensorArg]
+    op_info: dict[str, Any]
+
+
+@dataclasses.dataclass
+class UnimplementedOp:
+    op: str

@@ -1,0 +1,327 @@
+"""Contract tests of the torch-spyre adapter against two stand-in generations of torch-spyre.
+
+The stand-ins (tests/stand_ins/, both packages named ``torch_spyre``) have torch-spyre's module
+paths, class, method names and call order, and run on CPU through real Inductor. Each
+generation is compiled once (module-scoped fixture); the tests below read that one result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import re
+import sys
+import types
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch._inductor import config as inductor_config
+from torch._inductor.codegen import common as codegen_common
+from torch._inductor.utils import run_and_get_code
+from torch._inductor.virtualized import V
+
+import spyre_provenance
+from spyre_provenance import hook
+from spyre_provenance.backends import get_backend
+from spyre_provenance.backends import torch_spyre as adapter
+from spyre_provenance.backends.torch_spyre import TorchSpyreBackend, available
+from spyre_provenance.records import OpSpecRecord
+
+STAND_INS = Path(__file__).parent / "stand_ins"
+GENERATIONS = ("gen_new", "gen_old")
+COMMENT = re.compile(r"^\s*# \[Provenance debug handles\] (?P<key>(?P<name>\S+):\d+)\s*$")
+SDSC_CALL = re.compile(r"^\s*(?P<name>sdsc_\w+)(\.run)?\(")
+
+
+def _purge_torch_spyre() -> None:
+    """Both stand-ins are called torch_spyre: forget whichever was imported last."""
+    for name in [m for m in sys.modules if m == "torch_spyre" or m.startswith("torch_spyre.")]:
+        del sys.modules[name]
+
+
+def _ensure_validator(mp: pytest.MonkeyPatch) -> None:
+    """The hook validates with schemas.check_built_artifacts, which may not exist yet."""
+    try:
+        schemas = importlib.import_module("spyre_provenance.schemas")
+    except ImportError:
+        schemas = types.ModuleType("spyre_provenance.schemas")
+        mp.setitem(sys.modules, schemas.__name__, schemas)
+        mp.setattr(spyre_provenance, "schemas", schemas, raising=False)
+    if not hasattr(schemas, "check_built_artifacts"):
+        mp.setattr(schemas, "check_built_artifacts", lambda *a: [], raising=False)
+
+
+def seed_mlp() -> torch.nn.Module:
+    return torch.nn.Sequential(
+        torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128)
+    )
+
+
+@dataclasses.dataclass
+class Compiled:
+    generation: str
+    backend: TorchSpyreBackend
+    session: Any
+    out: torch.Tensor
+    expected: torch.Tensor
+    code: str  # the wrapper's call() and below
+    scheduling: type  # what the registry held for "cpu" during the compile
+    stock: Any  # the registry entry before install
+    after: Any  # the registry entry after uninstall
+    tracing_modules: tuple
+    warnings: list
+
+    @property
+    def result(self):
+        return self.session.results[-1]
+
+    @property
+    def lines(self) -> list[str]:
+        return self.code.splitlines()
+
+
+@pytest.fixture(scope="module", params=GENERATIONS)
+def compiled(request) -> Compiled:
+    generation = request.param
+    with pytest.MonkeyPatch.context() as mp:
+        _purge_torch_spyre()
+        mp.syspath_prepend(str(STAND_INS / generation))
+        _ensure_validator(mp)
+        codegen_common.init_backend_registration()
+        stock = codegen_common.device_codegens["cpu"]
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        model, x = seed_mlp(), torch.randn(8, 128)
+        backend = TorchSpyreBackend(device="cpu")  # the stand-ins compute on CPU
+        with (
+            warnings.catch_warnings(record=True) as caught,
+            torch.no_grad(),
+            # a cache hit would skip code generation, and with it the scheduling under test
+            inductor_config.patch(fx_graph_cache=False),
+            torch._functorch.config.patch(enable_autograd_cache=False),
+        ):
+            warnings.simplefilter("always")
+            with spyre_provenance.tracking(backend) as session:
+                scheduling = codegen_common.get_scheduling_for_device("cpu")
+                modules = tuple(backend.tracing_modules())
+                out, codes = run_and_get_code(torch.compile(model), x)
+            expected = model(x)
+        after = codegen_common.device_codegens["cpu"]
+        _purge_torch_spyre()
+    torch._dynamo.reset()
+    code = codes[0]
+    return Compiled(
+        generation,
+        backend,
+        session,
+        out,
+        expected,
+        code[code.index("def call(") :],
+        scheduling,
+        stock,
+        after,
+        modules,
+        [w for w in caught if issubclass(w.category, hook.ProvenanceWarning)],
+    )
+
+
+# --- compile contract, each generation ------------------------------------------------------
+
+
+@pytest.mark.compile
+def test_output_matches_eager(compiled):
+    torch.testing.assert_close(compiled.out, compiled.expected)
+
+
+@pytest.mark.compile
+def test_compile_ran_through_the_stand_in_scheduling(compiled):
+    assert compiled.scheduling.__name__ == "SuperDSCScheduling"
+    assert compiled.scheduling.__module__ in (
+        "torch_spyre._inductor.scheduler",
+        "torch_spyre._inductor.dsc",
+    )
+    assert [SDSC_CALL.match(line) for line in compiled.lines if SDSC_CALL.match(line)]
+
+
+@pytest.mark.compile
+def test_generation_is_detected(compiled):
+    new = compiled.generation == "gen_new"
+    assert compiled.backend.writes_handle_comments is new
+    # gen_new imports the tracing function by name into its scheduler module
+    assert [m.__name__ for m in compiled.tracing_modules] == (
+        ["torch_spyre._inductor.scheduler"] if new else []
+    )
+
+
+@pytest.mark.compile
+def test_each_sdsc_call_has_exactly_one_handle_comment_right_before_it(compiled):
+    lines = compiled.lines
+    keys = [m["key"] for m in map(COMMENT.match, lines) if m]
+    calls = [(i, m["name"]) for i, m in enumerate(map(SDSC_CALL.match, lines)) if m]
+    assert calls
+    for i, name in calls:
+        before = COMMENT.match(lines[i - 1])
+        assert before and before["name"] == name, lines[i - 2 : i + 1]
+        assert not COMMENT.match(lines[i - 2]), "handle comment written twice"
+        assert keys.count(before["key"]) == 1
+
+
+@pytest.mark.compile
+def test_mapping_kernels_are_the_wrapper_comments(compiled):
+    keys = [m["key"] for m in map(COMMENT.match, compiled.lines) if m]
+    assert len(keys) == len(set(keys))
+    assert compiled.result.node_mappings is not None
+    assert set(compiled.result.node_mappings.cppCodeToPost) == set(keys)
+
+
+@pytest.mark.compile
+def test_sdsc_records_carry_their_opspecs(compiled):
+    sdsc = [r for r in compiled.result.records if r.name.startswith("sdsc_")]
+    assert sdsc
+    for record in sdsc:
+        assert record.opspecs, record.key
+        for spec in record.opspecs:
+            if compiled.generation == "gen_new":
+                assert spec.debug_handle is not None
+                assert set(record.post_grad_nodes) <= set(spec.debug_handle.ir_chain)
+                assert spec.buffer == spec.debug_handle.ir_chain[-1]
+            else:
+                assert spec.debug_handle is None  # the old OpSpec has no such field
+
+
+@pytest.mark.compile
+def test_handleless_opspecs_are_counted(compiled):
+    specs = [s for r in compiled.result.records for s in (r.opspecs or ())]
+    diag = compiled.result.diagnostics
+    assert diag.opspecs == len(specs)
+    assert diag.handleless_opspecs == sum(s.debug_handle is None for s in specs)
+    assert diag.handleless_opspecs == (0 if compiled.generation == "gen_new" else len(specs))
+
+
+@pytest.mark.compile
+def test_no_faults_and_no_warnings(compiled):
+    assert compiled.result.diagnostics.faults == []
+    assert compiled.warnings == []
+
+
+@pytest.mark.compile
+def test_uninstall_restores_registration_and_the_class(compiled):
+    assert compiled.after is compiled.stock
+    for attr in ("define_kernel", "codegen_comment"):
+        assert not hasattr(compiled.scheduling.__dict__[attr], "__wrapped__"), attr
+    assert compiled.backend.tracing_modules() == ()
+
+
+# --- no compile -------------------------------------------------------------------------------
+
+
+def test_available_follows_sys_path(monkeypatch):
+    for name in [m for m in sys.modules if m == "torch_spyre" or m.startswith("torch_spyre.")]:
+        monkeypatch.delitem(sys.modules, name)
+    if available():
+        pytest.skip("a real torch_spyre is installed")
+    monkeypatch.syspath_prepend(str(STAND_INS / "gen_old"))
+    assert available()
+
+
+def test_get_backend_spyre_is_the_adapter():
+    backend = get_backend("spyre")
+    assert isinstance(backend, TorchSpyreBackend)
+    assert (backend.name, backend.device) == ("spyre", "spyre")
+
+
+def _fake_module(codegen_comment):
+    class SuperDSCScheduling:
+        def define_kernel(self, src_code, node_schedule, kernel):
+            return "sdsc_fused_relu_0"
+
+    SuperDSCScheduling.codegen_comment = codegen_comment
+    module = types.ModuleType("fake_torch_spyre_scheduler")
+    module.SuperDSCScheduling = SuperDSCScheduling
+    return module
+
+
+def _silent(self, node_schedule, kernel_name=None):
+    pass
+
+
+def _takes_handle(self, node_schedule, kernel_name=None):
+    from torch._inductor.debug import set_kernel_post_grad_provenance_tracing  # noqa: F401
+
+    import torch._inductor.debug as d
+
+    d._inductor_kernel_provenance_debug_handle += 1  # what the real function does
+
+
+def test_detection_reads_codegen_comment():
+    assert adapter.detect_generation(_fake_module(_takes_handle).SuperDSCScheduling)[0]
+    assert not adapter.detect_generation(_fake_module(_silent).SuperDSCScheduling)[0]
+
+
+@pytest.mark.parametrize("codegen_comment, recorded", [(_silent, 1), (_takes_handle, 0)])
+def test_old_generation_wrapper_records_only_when_nothing_took_a_handle(
+    monkeypatch, codegen_comment, recorded
+):
+    import torch._inductor.debug as inductor_debug
+
+    monkeypatch.setattr(inductor_debug, adapter.HANDLE_COUNTER, 0)
+    calls = []
+    fake_session = types.SimpleNamespace(record_call_site=lambda *a: calls.append(a))
+    monkeypatch.setattr(hook, "active_session", lambda: fake_session)
+    # force the wrapper even for the handle-taking method: the counter guard must hold
+    monkeypatch.setattr(adapter, "detect_generation", lambda cls: (False, []))
+    module = _fake_module(codegen_comment)
+    backend = TorchSpyreBackend(module=module, device="spyre_test")
+    backend.install()
+    try:
+        module.SuperDSCScheduling().codegen_comment(["node"], "sdsc_fused_relu_0")
+        module.SuperDSCScheduling().codegen_comment(["node"], None)  # no name: never recorded
+    finally:
+        backend.uninstall()
+    assert len(calls) == recorded
+    assert module.SuperDSCScheduling.codegen_comment is codegen_comment
+
+
+@dataclasses.dataclass
+class OldOpSpec:  # torch-spyre before Phase 2: no debug_handle attribute at all
+    op: str
+    is_reduction: bool
+    iteration_space: dict
+    args: list
+    op_info: dict
+
+
+@dataclasses.dataclass
+class LoopSpec:
+    count: int
+    body: list
+
+
+def test_opspecs_kept_at_define_kernel_and_converted(monkeypatch):
+    module = _fake_module(_silent)
+    backend = TorchSpyreBackend(module=module, device="spyre_test")
+    none_handle = types.SimpleNamespace(
+        op="add", is_reduction=False, iteration_space={}, args=[], op_info={}, debug_handle=None
+    )
+    old_spec = OldOpSpec("relufwd", False, {"c0": (2048, 1)}, [], {})
+    kernel = types.SimpleNamespace(op_specs=[old_spec, LoopSpec(2, [none_handle])])
+    graph = types.SimpleNamespace()
+    backend.install()
+    try:
+        assert codegen_common.get_scheduling_for_device("spyre_test") is module.SuperDSCScheduling
+        with V.set_graph_handler(graph):
+            name = module.SuperDSCScheduling().define_kernel("src", ["node"], kernel)
+            got = backend.opspecs_for(name, ["node"])
+            assert backend.opspecs_for("sdsc_other_1", ["node"]) is None
+    finally:
+        backend.uninstall()
+    assert got == [
+        OpSpecRecord(op="relufwd", is_reduction=False, iteration_space=[2048], debug_handle=None),
+        OpSpecRecord(op="add", is_reduction=False, iteration_space=[], debug_handle=None),
+    ]
+    assert "spyre_test" not in codegen_common.device_codegens
+    assert "define_kernel" in module.SuperDSCScheduling.__dict__
+    assert not hasattr(module.SuperDSCScheduling.define_kernel, "__wrapped__")
