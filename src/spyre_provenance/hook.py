@@ -171,9 +171,11 @@ class Session:
         import torch._inductor.debug as inductor_debug
         from torch._inductor.virtualized import V
 
-        handle = getattr(inductor_debug, TRACING_FUNCTION)(node_schedule, kernel_name)
-        if handle is not None:
-            V.graph.wrapper_code.write_provenance_debug_handle(kernel_name, handle)
+        handle = None
+        with self._stage("record collection", id(V.graph)):
+            handle = getattr(inductor_debug, TRACING_FUNCTION)(node_schedule, kernel_name)
+            if handle is not None:
+                V.graph.wrapper_code.write_provenance_debug_handle(kernel_name, handle)
         return handle
 
     # -- seam 2: the graph is complete -----------------------------------------------------
@@ -195,7 +197,7 @@ class Session:
         """
         from torch._inductor.virtualized import V
 
-        from spyre_provenance import emit, schemas
+        from spyre_provenance import emit
 
         graph = V.graph
         graph_key = id(graph)
@@ -226,6 +228,8 @@ class Session:
             built = True
         if built:
             with self._stage("validate", graph_key):
+                from spyre_provenance import schemas
+
                 problems = schemas.check_built_artifacts(
                     result.node_mappings, result.stack_traces, result.opspec_handles
                 )
