@@ -1,0 +1,148 @@
+"""Built-in example models, and loading a model from ``PATH.py:FACTORY``.
+
+Every factory takes a dtype and returns ``(module, example_inputs)``, with weights and inputs
+drawn from a fixed seed, so the same name gives the same model in every run. Each model has
+its own ``forward`` here (not ``nn.Sequential``): Dynamo records ``stack_trace`` only for frames
+outside torch, so these lines are what provenance points back to.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+Factory = Callable[[torch.dtype], tuple[nn.Module, tuple[Tensor, ...]]]
+
+SEED = 0
+
+
+class ModelLoadError(Exception):
+    """The model spec names nothing loadable; ``str(exc)`` is a one-line reason."""
+
+
+class MLP(nn.Module):
+    """The seed model: Linear(128, 256) -> ReLU -> Linear(256, 128)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(128, 256)
+        self.act = nn.ReLU()
+        self.fc2 = nn.Linear(256, 128)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.act(self.fc1(x))
+        return self.fc2(h)
+
+
+class ResidualBlock(nn.Module):
+    """Pre-norm residual MLP block with a softmax head: views, reductions, a skip add."""
+
+    def __init__(self, dim: int = 64) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.up = nn.Linear(dim, 2 * dim)
+        self.down = nn.Linear(2 * dim, dim)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.up(self.norm(x))
+        h = self.down(torch.relu(h))
+        return torch.softmax(x + h, dim=-1)
+
+
+class Reduce2(nn.Module):
+    """Two outputs from reductions (sum, max, mean): multi-output kernels, no weights."""
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        total = x.sum(dim=-1)
+        peak = x.amax(dim=-1)
+        return total * 2.0, peak - total.mean()
+
+
+class GraphBreak(nn.Module):
+    """A graph break in the middle: Dynamo compiles two graphs, each with its own mapping."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(32, 32)
+        self.fc2 = nn.Linear(32, 16)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = torch.relu(self.fc1(x))
+        torch._dynamo.graph_break()
+        return torch.sigmoid(self.fc2(h))
+
+
+def _build(module_cls: type[nn.Module], *shape: int) -> Factory:
+    def factory(dtype: torch.dtype = torch.float32) -> tuple[nn.Module, tuple[Tensor, ...]]:
+        torch.manual_seed(SEED)
+        module = module_cls().to(dtype).eval()
+        return module, (torch.randn(*shape, dtype=dtype),)
+
+    factory.__doc__ = module_cls.__doc__
+    return factory
+
+
+EXAMPLES: dict[str, Factory] = {
+    "mlp": _build(MLP, 8, 128),
+    "residual": _build(ResidualBlock, 2, 4, 64),
+    "reduce2": _build(Reduce2, 8, 32),
+    "graph_break": _build(GraphBreak, 4, 32),
+}
+
+
+def load_model(
+    spec: str, dtype: torch.dtype = torch.float32
+) -> tuple[nn.Module, tuple[Tensor, ...]]:
+    """A built-in name, or ``PATH.py:FACTORY`` where ``FACTORY()`` returns (module, inputs).
+
+    The dtype is applied to the module and to the floating-point inputs (integer inputs, such
+    as token ids, keep theirs). Raises ModelLoadError with a one-line reason.
+    """
+    if spec in EXAMPLES:
+        return EXAMPLES[spec](dtype)
+    path_text, sep, factory_name = spec.rpartition(":")
+    if not sep or not path_text.endswith(".py") or not factory_name:
+        names = ", ".join(EXAMPLES)
+        raise ModelLoadError(f"not a built-in model ({names}) nor PATH.py:FACTORY")
+    module = _import_file(Path(path_text))
+    factory = getattr(module, factory_name, None)
+    if not callable(factory):
+        raise ModelLoadError(f"{path_text} has no callable {factory_name!r}")
+    try:
+        result = factory()
+    except Exception as exc:  # the user's code: report it, do not crash on it
+        raise ModelLoadError(f"{factory_name}() raised {type(exc).__name__}: {exc}") from exc
+    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module)):
+        raise ModelLoadError(f"{factory_name}() must return (torch.nn.Module, tuple_of_inputs)")
+    model, inputs = result
+    inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    return model.to(dtype), tuple(_cast(x, dtype) for x in inputs)
+
+
+def _cast(value: object, dtype: torch.dtype) -> object:
+    if isinstance(value, Tensor) and value.is_floating_point():
+        return value.to(dtype)
+    return value
+
+
+def _import_file(path: Path) -> object:
+    if not path.is_file():
+        raise ModelLoadError(f"{path}: no such file")
+    # A name derived from the path, so two model files never replace each other's module.
+    name = "spyre_provenance_model_" + "".join(c if c.isalnum() else "_" for c in str(path))
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ModelLoadError(f"{path}: cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look the module up by name
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        raise ModelLoadError(f"{path}: import failed: {type(exc).__name__}: {exc}") from exc
+    return module
