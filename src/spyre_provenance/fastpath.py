@@ -1,0 +1,276 @@
+"""The fast validation path: msgspec typed decode + the invariants, for 100 MB+ artifacts.
+
+No jsonschema and no generic object walk: msgspec decodes straight into the typed values
+the invariants take (``dict[str, list[str]]`` for the node maps), about 2.5x the text size
+in memory. The types mirror the schema files; where a type cannot say a rule (integral
+numbers, enums, key patterns, uniqueness) ``rules`` checks it, so this path and the
+jsonschema path agree on every document (tests/test_validator_agreement.py).
+
+Use it through ``spyre_provenance.schemas.validate_bytes``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import re
+from collections.abc import Iterator
+from itertools import chain
+from typing import Any
+
+import msgspec
+
+from spyre_provenance import rules
+from spyre_provenance.errors import UnusableInput
+from spyre_provenance.records import (
+    KERNEL_INFORMATION,
+    KERNEL_STACK_TRACES,
+    NODE_MAPPINGS,
+    OPSPEC_DEBUG_HANDLES,
+    NodeMap,
+)
+from spyre_provenance.rules import Detected, Problem, key_path, quote
+
+_MISSING: Any = object()
+
+
+class FastResult(msgspec.Struct):
+    detected: Detected
+    problems: list[Problem]
+    maybe_duplicate_keys: bool  # the text may repeat an object key: parse it to find where
+
+
+def check(data: bytes | str, artifact: str | None, location: str) -> FastResult:
+    """Check JSON text. Raises UnusableInput when it is not a JSON object of a known artifact."""
+    if not data or data.isspace():
+        raise UnusableInput(location or "<input>", "empty (no JSON value)")
+    with gc_paused():  # millions of fresh containers: the cyclic GC would rescan them all
+        run = _Run(data, location)
+        detected, tally = run.check(artifact)
+        problems = run.problems
+    maybe_dup = tally is not None and _count_disagrees(data, tally)
+    return FastResult(detected, problems, maybe_dup)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class _Run:
+    """One check: decode field by field so every problem gets an exact path.
+
+    ``check`` returns the detection and a *tally* (object keys, colons inside strings) of
+    what was decoded, or None when the document did not decode cleanly.
+    """
+
+    def __init__(self, data: bytes | str, location: str) -> None:
+        self.data = data
+        self.location = location
+        self.problems: list[Problem] = []
+
+    def check(self, artifact: str | None) -> tuple[Detected, tuple[int, int] | None]:
+        top = None
+        if artifact in (None, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES):
+            top = self.decode(self.data, dict[str, msgspec.Raw], "$", top=True)
+            artifact = artifact or rules.guess_artifact(top)
+        if artifact == NODE_MAPPINGS:
+            return self.node_mappings(top)
+        if artifact == OPSPEC_DEBUG_HANDLES:
+            return self.opspec(top)
+        if artifact == KERNEL_STACK_TRACES:
+            return self.kernel_map(artifact, list[str])
+        if artifact == KERNEL_INFORMATION:
+            return self.kernel_map(artifact, rules.KernelInfoEntry)
+        if artifact is None:
+            raise unrecognized(self.location)
+        raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(rules.ARTIFACTS)}")
+
+    def node_mappings(self, top: dict[str, msgspec.Raw]) -> tuple[Detected, Any]:
+        fields: dict[str, NodeMap] = {}
+        for name in rules.MAP_FIELDS:
+            if name in top:
+                value = self.decode_map(top[name], list[str], f"$.{name}")
+                if value is not _MISSING:
+                    fields[name] = value
+        shape: dict[str, Any] = dict(fields)
+        if "version" in top:
+            shape["version"] = self.decode(top["version"], Any, "$.version")
+        det = rules.detect(NODE_MAPPINGS, shape)
+        if det.problem is not None:
+            self.problems[:] = [det.problem]
+            return det, None
+        if det.schema == 2 and "version" not in top:
+            self.problems.append(Problem("$", 'missing required key "version"'))
+        if self.problems:
+            return det, None
+        # keys this validator does not know are allowed; decoded only to be counted
+        extra = [self.decode(raw, Any, "$") for key, raw in top.items() if key not in shape]
+        tally = _add(_tally_keys(top), *map(_tally_map, fields.values()), _tally(extra))
+        self.problems.extend(rules.check(NODE_MAPPINGS, det.schema, fields))
+        return det, tally
+
+    def kernel_map(self, artifact: str, value_type: Any) -> tuple[Detected, Any]:
+        doc = self.decode_map(self.data, value_type, "$", top=True)
+        if doc is _MISSING:
+            return rules.detect(artifact, {}), None
+        det = rules.detect(artifact, doc)
+        tally = _tally_map(doc) if value_type is list[str] else _tally(doc)
+        self.problems.extend(rules.check(artifact, det.schema, doc))
+        return det, tally
+
+    def opspec(self, top: dict[str, msgspec.Raw]) -> tuple[Detected, Any]:
+        version = self.decode(top["version"], Any, "$.version") if "version" in top else _MISSING
+        det = rules.detect(OPSPEC_DEBUG_HANDLES, {} if version is _MISSING else {"version": version})
+        if det.problem is not None:
+            self.problems[:] = [det.problem]
+            return det, None
+        for key in rules.OPSPEC_FIELDS:
+            if key not in top:
+                self.problems.append(Problem("$", f"missing required key {quote(key)}"))
+        self.problems.extend(Problem("$", f"unexpected key {quote(k)}") for k in top if k not in rules.OPSPEC_FIELDS)
+        kernels = self.decode_map(top["kernels"], list[rules.OpSpecEntry], "$.kernels") if "kernels" in top else None
+        handles = self.decode_map(top["handles"], rules.HandleEntry, "$.handles") if "handles" in top else None
+        if self.problems:
+            return det, None
+        doc = rules.OpSpecDebugHandles(version, kernels, handles)
+        self.problems.extend(rules.check_types(doc))
+        if self.problems:
+            return det, None
+        self.problems.extend(rules.check(OPSPEC_DEBUG_HANDLES, det.schema, doc))
+        return det, _add(_tally_keys(top), _tally(kernels), _tally(handles))
+
+    # -- decoding with exact problem paths --
+
+    def decode(self, raw: Any, type_: Any, path: str, *, top: bool = False) -> Any:
+        try:
+            return msgspec.json.decode(raw, type=type_)
+        except msgspec.ValidationError as exc:
+            if top:  # valid JSON, but not an object: nothing here to check
+                raise self.unusable(exc) from None
+            self.problems.append(self.problem(exc, path))
+            return _MISSING
+        except msgspec.DecodeError as exc:
+            raise self.unusable(exc) from None
+
+    def decode_map(self, raw: Any, value_type: Any, path: str, *, top: bool = False) -> Any:
+        """An object of ``value_type`` values. msgspec writes ``[...]`` for a dict key in its
+        error paths; to name the key, a failed map is decoded again value by value."""
+        try:
+            return msgspec.json.decode(raw, type=dict[str, value_type])
+        except msgspec.ValidationError:
+            pass
+        except msgspec.DecodeError as exc:
+            raise self.unusable(exc) from None
+        items = self.decode(raw, dict[str, msgspec.Raw], path, top=top)
+        if items is not _MISSING:
+            for key, value in items.items():
+                self.decode(value, value_type, key_path(path, key))
+        return _MISSING
+
+    def problem(self, exc: msgspec.ValidationError, path: str) -> Problem:
+        message, _, where = str(exc).partition(" - at `$")
+        if message.startswith("Number out of range"):  # the full path's parser refuses these too
+            raise self.unusable(exc)
+        return Problem(path + where.rstrip("`"), _plain_message(message))
+
+    def unusable(self, exc: Exception) -> UnusableInput:
+        where = self.location or "<input>"
+        message = str(exc).partition(" - at `")[0]
+        if isinstance(self.data, bytes):
+            try:
+                self.data.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                return not_utf8(where, self.data, bad)
+        if isinstance(exc, msgspec.ValidationError) and message.startswith("Expected `object`"):
+            got = message.rpartition("got `")[2].rstrip("`")
+            got = _TYPE_NAMES.get(got, got)
+            return UnusableInput(where, f"top level is a JSON {got}, expected an object")
+        if "truncated" in message:
+            return UnusableInput(where, "not valid JSON: the text ends before the document does")
+        return UnusableInput(where, f"not valid JSON: {message.removeprefix('JSON is malformed: ')}")
+
+
+def unrecognized(location: str) -> UnusableInput:
+    return UnusableInput(
+        location or "<input>",
+        "not a recognized provenance artifact (name the file after its artifact or pass --artifact)",
+    )
+
+
+def not_utf8(location: str, data: bytes, bad: UnicodeDecodeError) -> UnusableInput:
+    return UnusableInput(location, f"not UTF-8 text (byte 0x{data[bad.start]:02x} at offset {bad.start})")
+
+
+_TYPE_NAMES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
+
+
+def _plain_message(message: str) -> str:
+    """msgspec's wording in the words the jsonschema path uses."""
+    m = re.fullmatch(r"Expected `(.+)`, got `(.+)`", message)
+    if m:
+        names = [_TYPE_NAMES.get(t, t) for t in m.group(1).split(" | ")]
+        if "integer" in names and "number" in names:
+            names.remove("integer")
+        return f"expected {' or '.join(names)}, got {_TYPE_NAMES.get(m.group(2), m.group(2))}"
+    m = re.fullmatch(r"Object missing required field `(.+)`", message)
+    if m:
+        return f"missing required key {quote(m.group(1))}"
+    m = re.fullmatch(r"Object contains unknown field `(.+)`", message)
+    if m:
+        return f"unexpected key {quote(m.group(1))}"
+    return message[:1].lower() + message[1:]
+
+
+# --- duplicate keys, cheaply -----------------------------------------------------------------
+# In JSON text every colon outside a string separates one object key from its value, so
+#     colons in the text == object keys + colons inside strings.
+# Decoding keeps one value per key: a repeated key loses a key (and the strings under it),
+# and the decoded side comes up short. A colon escaped as \u003a would spoil the count, so
+# its presence also sends the text to the (slow, exact) parser.
+
+
+def _count_disagrees(data: bytes | str, tally: tuple[int, int]) -> bool:
+    if isinstance(data, bytes):
+        return b"\\u003a" in data or b"\\u003A" in data or data.count(b":") != sum(tally)
+    return "\\u003a" in data or "\\u003A" in data or data.count(":") != sum(tally)
+
+
+def _tally_keys(obj: dict[str, Any]) -> tuple[int, int]:
+    return len(obj), "".join(obj).count(":")
+
+
+def _tally_map(m: dict[str, list[str]]) -> tuple[int, int]:
+    """(keys, colons in strings) of a map of string lists; the joins keep the loops in C."""
+    return len(m), "".join(m).count(":") + "".join(chain.from_iterable(m.values())).count(":")
+
+
+def _tally(value: Any) -> tuple[int, int]:
+    """(object keys, colons in strings) of any decoded value; a Struct counts as an object
+    with all its fields (they are all required, so the text had exactly those keys)."""
+    keys = colons = 0
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            colons += v.count(":")
+        elif isinstance(v, dict):
+            keys += len(v)
+            colons += "".join(v).count(":")
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, msgspec.Struct):
+            keys += len(v.__struct_fields__)
+            stack.extend(getattr(v, f) for f in v.__struct_fields__)
+    return keys, colons
+
+
+def _add(*tallies: tuple[int, int]) -> tuple[int, int]:
+    return sum(t[0] for t in tallies), sum(t[1] for t in tallies)

@@ -1,0 +1,459 @@
+"""What each provenance artifact must be, beyond its JSON Schema: detection and invariants.
+
+The schema files (``schemas/<artifact>/v<N>.schema.json``) state shapes. This module states
+the rest, for both validation paths in ``spyre_provenance.schemas``:
+
+- which artifact and version a document is (``detect``);
+- the typed wire form of the artifacts whose entries are objects (``KernelInfoEntry``,
+  ``OpSpecDebugHandles`` and its parts);
+- the invariants no schema can state (``check``), run on already well-typed values:
+  postToPre is exactly the inverse of preToPost (postToCppCode of cppCodeToPost), kernel
+  keys are ``<kernel>:<N>`` with N unique, no list names one thing twice, and for the opspec
+  artifact: referenced handle ids exist, ids < 2**63, fused_from has no cycles.
+
+Problems carry JSON paths: fields dotted (``$.preToPost``), map keys bracketed and quoted
+(``["relu"]``), list indices bracketed (``[0]``). Pure module: no torch, no jsonschema.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Iterable, Mapping
+from itertools import chain, repeat
+from pathlib import Path
+from typing import Any, Union
+
+import msgspec
+
+from spyre_provenance.records import (
+    KERNEL_INFORMATION,
+    KERNEL_STACK_TRACES,
+    NODE_MAPPINGS,
+    OPSPEC_DEBUG_HANDLES,
+    NodeMap,
+)
+
+ARTIFACTS = (NODE_MAPPINGS, KERNEL_STACK_TRACES, KERNEL_INFORMATION, OPSPEC_DEBUG_HANDLES)
+MAP_FIELDS = ("preToPost", "postToPre", "cppCodeToPost", "postToCppCode")
+OPSPEC_FIELDS = ("version", "kernels", "handles")
+KERNEL_INFO_FIELDS = ("stack_traces", "post_grad_nodes", "pre_grad_nodes")
+TRANSFORM_KINDS = ("rewrite", "fusion", "decomposition", "clone", "remap")
+
+# File names torch and tlparse give these artifacts (tlparse appends "_<n>" before ".json").
+FILENAME_PATTERNS = {
+    NODE_MAPPINGS: "inductor_provenance_tracking_node_mappings*.json",
+    KERNEL_STACK_TRACES: "*kernel_stack_traces*.json",
+    KERNEL_INFORMATION: "kernel_information.json",
+    OPSPEC_DEBUG_HANDLES: "spyre_opspec_debug_handles*.json",
+}
+
+# The schema files' pattern strings, applied as jsonschema applies them (re.search), so both
+# validation paths accept exactly the same keys.
+KERNEL_KEY_PATTERN = r"^.+:[1-9][0-9]*$"
+HANDLE_ID_PATTERN = r"^(0|[1-9][0-9]{0,18})$"
+HANDLE_ID_LIMIT = 2**63
+_KERNEL_KEY_RE = re.compile(KERNEL_KEY_PATTERN)
+_HANDLE_ID_RE = re.compile(HANDLE_ID_PATTERN)
+
+MSG_KERNEL_KEY = 'not a kernel key "<kernel>:<N>" (N a positive integer)'
+MSG_BARE_NAME = 'has a ":<N>" debug handle suffix, which version 1 kernel names do not have'
+MSG_HANDLE_ID = "not a handle id (a decimal string without leading zeros)"
+MSG_DUPLICATE_KEY = "duplicate key (JSON readers keep only one of the values)"
+
+
+class Problem(msgspec.Struct, frozen=True):
+    """One thing wrong, and where: ``path`` is a JSON path (``$`` = the whole document), or
+    ``line N`` for a problem in a TORCH_TRACE log itself."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class Detected(msgspec.Struct, frozen=True):
+    """What ``detect`` found: the artifact, its version as users see it ("2.0", "1"), the N
+    of the ``v<N>.schema.json`` to check it against, or, for an unknown version, a problem."""
+
+    artifact: str | None
+    version: str | None
+    schema: int | None
+    problem: Problem | None = None
+
+
+# --- which artifact, which version ---------------------------------------------------------
+
+
+def artifact_for_filename(name: str) -> str | None:
+    """The artifact a file name says it holds (``inductor_provenance_tracking_node_mappings_3.json``)."""
+    base = Path(name).name
+    for artifact, pattern in FILENAME_PATTERNS.items():
+        if fnmatch.fnmatchcase(base, pattern):
+            return artifact
+    return None
+
+
+def guess_artifact(doc: Mapping[str, Any], *, strict: bool = False) -> str | None:
+    """The artifact a top-level object's shape says it is, or None.
+
+    Values may be decoded or still ``msgspec.Raw``. ``strict`` (for folder scans) also wants
+    debug-handle keys on the two bare-map artifacts, so ``{"a": ["b"]}`` is not taken for one.
+    """
+    keys = doc.keys()
+    if "kernels" in keys and "handles" in keys:
+        return OPSPEC_DEBUG_HANDLES
+    if any(f in keys for f in MAP_FIELDS) or list(keys) == ["version"]:
+        return NODE_MAPPINGS
+    if not doc or (strict and not all(_KERNEL_KEY_RE.search(k) for k in keys)):
+        return None
+    first = _kind(next(iter(doc.values())))
+    if first == "array":
+        return KERNEL_STACK_TRACES
+    if first == "object":
+        return KERNEL_INFORMATION
+    return None
+
+
+def detect(artifact: str | None, doc: Mapping[str, Any]) -> Detected:
+    """Artifact (given, else by shape) and version (the ``version`` key, else by shape).
+
+    Node mappings without ``version`` are version 1, unless their kernel keys carry ``:<N>``
+    handles: then they are 2.0 with the key missing (which validation reports). Stack traces
+    never have a version key: ``:<N>`` keys (or no keys) make them version 2.
+    """
+    if artifact is None:
+        artifact = guess_artifact(doc)
+        if artifact is None:
+            return Detected(None, None, None, Problem("$", "not a recognized provenance artifact"))
+    if artifact == NODE_MAPPINGS:
+        if "version" in doc:
+            return _explicit_version(artifact, doc["version"], {2.0: ("2.0", 2)})
+        return Detected(artifact, "2.0", 2) if _has_handle_keys(doc) else Detected(artifact, "1", 1)
+    if artifact == KERNEL_STACK_TRACES:
+        v2 = not doc or any(_KERNEL_KEY_RE.search(k) for k in doc)
+        return Detected(artifact, "2", 2) if v2 else Detected(artifact, "1", 1)
+    if artifact == KERNEL_INFORMATION:
+        return Detected(artifact, "1", 1)
+    if artifact == OPSPEC_DEBUG_HANDLES:
+        if "version" in doc:
+            return _explicit_version(artifact, doc["version"], {1: ("1", 1)})
+        return Detected(artifact, "1", 1)  # validation reports the missing key
+    raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(ARTIFACTS)}")
+
+
+def _explicit_version(artifact: str, value: Any, known: dict[float, tuple[str, int]]) -> Detected:
+    if json_type(value) in ("integer", "number") and value in known:
+        shown, schema = known[value]
+        return Detected(artifact, shown, schema)
+    names = ", ".join(shown for shown, _ in known.values())
+    message = f"unsupported version {quote(value)} (this validator knows {names})"
+    return Detected(artifact, None, None, Problem("$.version", message))
+
+
+def _has_handle_keys(doc: Mapping[str, Any]) -> bool:
+    kernels = doc.get("cppCodeToPost")
+    if isinstance(kernels, dict) and any(_KERNEL_KEY_RE.search(k) for k in kernels):
+        return True
+    posts = doc.get("postToCppCode")
+    return isinstance(posts, dict) and any(
+        isinstance(n, str) and _KERNEL_KEY_RE.search(n)
+        for names in posts.values()
+        if isinstance(names, list)
+        for n in names
+    )
+
+
+def _kind(value: Any) -> str:
+    """JSON type of a value, decoded or ``msgspec.Raw`` (which starts at its first byte)."""
+    if isinstance(value, msgspec.Raw):
+        first = bytes(memoryview(value)[:1])
+        return {b"{": "object", b"[": "array"}.get(first, "other")
+    return json_type(value)
+
+
+# --- typed wire forms -----------------------------------------------------------------------
+# Every field is required and every object closed, as in the schemas. Integers are typed
+# ``int | float`` because JSON Schema's "integer" accepts 3.0; ``check_types`` then demands
+# integral values, so both paths agree.
+
+
+class KernelInfoEntry(msgspec.Struct, forbid_unknown_fields=True):
+    """One value of AOTInductor's ``kernel_information.json``."""
+
+    stack_traces: list[str]
+    post_grad_nodes: list[str]
+    pre_grad_nodes: list[str]
+
+
+class SourceEntry(msgspec.Struct, forbid_unknown_fields=True):
+    file: str
+    start_line: Union[int, float]
+    start_col: Union[int, float]
+    end_line: Union[int, float, None]
+    end_col: Union[int, float, None]
+
+
+class TransformEntry(msgspec.Struct, forbid_unknown_fields=True):
+    kind: str  # one of TRANSFORM_KINDS
+    pass_name: str
+    reason: str
+
+
+class HandleEntry(msgspec.Struct, forbid_unknown_fields=True):
+    """A debug handle, its children referenced by id (``fused_from``)."""
+
+    source: Union[SourceEntry, None]
+    aten_op: Union[str, None]
+    ir_chain: list[str]
+    fused_from: list[str]
+    transform_history: list[TransformEntry]
+
+
+class OpSpecEntry(msgspec.Struct, forbid_unknown_fields=True):
+    op: str
+    is_reduction: bool
+    iteration_space: list[Union[int, float, str]]
+    buffer: Union[str, None]
+    debug_handle: Union[str, None]  # an id in OpSpecDebugHandles.handles
+
+
+class OpSpecDebugHandles(msgspec.Struct, forbid_unknown_fields=True):
+    """``spyre_opspec_debug_handles`` version 1, field order as written."""
+
+    version: Union[int, float]
+    kernels: dict[str, list[OpSpecEntry]]
+    handles: dict[str, HandleEntry]
+
+
+def check_types(doc: OpSpecDebugHandles) -> list[Problem]:
+    """What the opspec schema says about integers and enums that the wire types leave open."""
+    problems: list[Problem] = []
+    for key, specs in doc.kernels.items():
+        for i, spec in enumerate(specs):
+            for j, dim in enumerate(spec.iteration_space):
+                if isinstance(dim, float) and not dim.is_integer():
+                    path = f"{key_path('$.kernels', key)}[{i}].iteration_space[{j}]"
+                    problems.append(Problem(path, "expected integer or string, got number"))
+    for hid, handle in doc.handles.items():
+        base = key_path("$.handles", hid)
+        for name in ("start_line", "start_col", "end_line", "end_col"):
+            value = None if handle.source is None else getattr(handle.source, name)
+            if value is None:
+                continue
+            if isinstance(value, float) and not value.is_integer():
+                kind = "integer or null" if name.startswith("end") else "integer"
+                problems.append(Problem(f"{base}.source.{name}", f"expected {kind}, got number"))
+            elif value < 0:
+                problems.append(Problem(f"{base}.source.{name}", f"must be >= 0, got {quote(value)}"))
+        for i, step in enumerate(handle.transform_history):
+            if step.kind not in TRANSFORM_KINDS:
+                options = ", ".join(map(quote, TRANSFORM_KINDS))
+                path = f"{base}.transform_history[{i}].kind"
+                problems.append(Problem(path, f"expected one of {options}, got {quote(step.kind)}"))
+    return problems
+
+
+# --- invariants -----------------------------------------------------------------------------
+
+
+def check(artifact: str, schema: int, doc: Any) -> list[Problem]:
+    """The rules no schema can state. ``doc`` is well typed: for node mappings a dict of the
+    present maps, for stack traces the map, for kernel_information ``dict[str,
+    KernelInfoEntry]``, for the opspec artifact an ``OpSpecDebugHandles``."""
+    problems: list[Problem] = []
+    if artifact == NODE_MAPPINGS:
+        _check_node_mappings(doc, schema == 2, problems)
+    elif artifact == KERNEL_STACK_TRACES:
+        _check_kernel_keys(doc, "$", schema == 2, problems)
+        _check_unique_lists(doc, "$", problems)
+    elif artifact == KERNEL_INFORMATION:
+        _check_kernel_keys(doc, "$", True, problems)
+        for key, info in doc.items():
+            for name in KERNEL_INFO_FIELDS:
+                dup = first_duplicate(getattr(info, name))
+                if dup is not NO_DUPLICATE:
+                    problems.append(Problem(f"{key_path('$', key)}.{name}", f"duplicate entry {quote(dup)}"))
+    elif artifact == OPSPEC_DEBUG_HANDLES:
+        _check_opspec(doc, problems)
+    return problems
+
+
+def _check_node_mappings(fields: dict[str, NodeMap], v2: bool, problems: list[Problem]) -> None:
+    for name, mapping in fields.items():
+        _check_unique_lists(mapping, f"$.{name}", problems)
+    _check_kernel_keys(fields.get("cppCodeToPost", {}), "$.cppCodeToPost", v2, problems)
+    for post, names in fields.get("postToCppCode", {}).items():
+        for i, name in enumerate(names):
+            if bool(_KERNEL_KEY_RE.search(name)) != v2:
+                message = MSG_KERNEL_KEY if v2 else MSG_BARE_NAME
+                problems.append(Problem(f"{key_path('$.postToCppCode', post)}[{i}]", message))
+    _check_inverse(fields, "preToPost", "postToPre", problems)
+    _check_inverse(fields, "cppCodeToPost", "postToCppCode", problems)
+
+
+def _check_kernel_keys(keys: Iterable[str], path: str, v2: bool, problems: list[Problem]) -> None:
+    """v2: every key is ``<kernel>:<N>`` and no N is used twice. v1: no key has a handle."""
+    owner: dict[int, str] = {}
+    for key in keys:
+        has_handle = bool(_KERNEL_KEY_RE.search(key))
+        if not v2:
+            if has_handle:
+                problems.append(Problem(key_path(path, key), MSG_BARE_NAME))
+        elif not has_handle:
+            problems.append(Problem(key_path(path, key), MSG_KERNEL_KEY))
+        else:
+            handle = int(key.rpartition(":")[2])  # the last colon: kernel names may hold colons
+            first = owner.setdefault(handle, key)
+            if first != key:
+                message = f"debug handle {handle} is also used by {quote(first)}"
+                problems.append(Problem(key_path(path, key), message))
+
+
+def _check_unique_lists(mapping: NodeMap, path: str, problems: list[Problem]) -> None:
+    for key, names in mapping.items():
+        if len(names) > 1 and len(set(names)) != len(names):
+            problems.append(Problem(key_path(path, key), f"duplicate entry {quote(first_duplicate(names))}"))
+
+
+def _check_inverse(fields: dict[str, NodeMap], fwd_name: str, bwd_name: str, problems: list[Problem]) -> None:
+    """``bwd`` must list exactly the pairs ``fwd`` lists, flipped (in any order).
+
+    Decided first by pair count plus a sum of pair hashes, so the (usual, possibly 100 MB)
+    valid case builds no pair sets; a false "equal" would need a 64-bit hash coincidence.
+    Only when they differ are the sets built, to name each missing or extra pair.
+    """
+    fwd, bwd = fields.get(fwd_name, {}), fields.get(bwd_name, {})
+    if _pair_fingerprint(fwd, flip=False) == _pair_fingerprint(bwd, flip=True):
+        return
+    forward = {(a, b) for a, bs in fwd.items() for b in bs}
+    backward = {(a, b) for b, as_ in bwd.items() for a in as_}
+    for a, bs in fwd.items():
+        for b in bs:
+            if (a, b) not in backward:
+                message = f"missing {quote(a)}: {fwd_name}[{quote(a)}] lists {quote(b)}"
+                problems.append(Problem(key_path(f"$.{bwd_name}", b), message))
+    for b, as_ in bwd.items():
+        for i, a in enumerate(as_):
+            if (a, b) not in forward:
+                message = f"not in the inverse: {fwd_name}[{quote(a)}] does not list {quote(b)}"
+                problems.append(Problem(f"{key_path(f'$.{bwd_name}', b)}[{i}]", message))
+
+
+def _pair_fingerprint(mapping: NodeMap, *, flip: bool) -> tuple[int, int]:
+    # every step is a C-level iterator: about 0.1 s per million pairs
+    keys = chain.from_iterable(map(repeat, mapping.keys(), map(len, mapping.values())))
+    values = chain.from_iterable(mapping.values())
+    pairs = zip(values, keys) if flip else zip(keys, values)
+    return sum(map(len, mapping.values())), sum(map(hash, pairs)) & (2**64 - 1)
+
+
+def _check_opspec(doc: OpSpecDebugHandles, problems: list[Problem]) -> None:
+    handles = doc.handles
+    _check_kernel_keys(doc.kernels, "$.kernels", True, problems)
+    for hid in handles:
+        bad = _id_problem(hid)
+        if bad:
+            problems.append(Problem(key_path("$.handles", hid), bad))
+
+    def check_ref(ref: str, path: str) -> None:
+        bad = _id_problem(ref)
+        if bad is None and ref not in handles:
+            bad = f"unknown handle id {quote(ref)} (not in $.handles)"
+        if bad:
+            problems.append(Problem(path, bad))
+
+    for key, specs in doc.kernels.items():
+        for i, spec in enumerate(specs):
+            if spec.debug_handle is not None:
+                check_ref(spec.debug_handle, f"{key_path('$.kernels', key)}[{i}].debug_handle")
+    for hid, handle in handles.items():
+        base = f"{key_path('$.handles', hid)}.fused_from"
+        dup = first_duplicate(handle.fused_from)
+        if dup is not NO_DUPLICATE:
+            problems.append(Problem(base, f"duplicate entry {quote(dup)}"))
+        for j, ref in enumerate(handle.fused_from):
+            check_ref(ref, f"{base}[{j}]")
+    problems.extend(_fused_from_cycles(handles))
+
+
+def _id_problem(hid: str) -> str | None:
+    if not _HANDLE_ID_RE.search(hid):
+        return MSG_HANDLE_ID
+    if int(hid) >= HANDLE_ID_LIMIT:
+        return f"handle id {hid} is not below 2**63"
+    return None
+
+
+def _fused_from_cycles(handles: dict[str, HandleEntry]) -> list[Problem]:
+    """Depth-first search over fused_from (iterative: chains may be long); each edge back
+    into the current trail closes one reported cycle."""
+    problems: list[Problem] = []
+    done: set[str] = set()
+    for root in handles:
+        if root in done:
+            continue
+        trail, on_trail = [root], {root}
+        stack = [iter(handles[root].fused_from)]
+        while stack:
+            for child in stack[-1]:
+                if child not in handles or child in done:
+                    continue
+                if child in on_trail:
+                    cycle = " -> ".join(trail[trail.index(child) :] + [child])
+                    path = f"{key_path('$.handles', trail[-1])}.fused_from"
+                    problems.append(Problem(path, f"cycle: {cycle}"))
+                    continue
+                trail.append(child)
+                on_trail.add(child)
+                stack.append(iter(handles[child].fused_from))
+                break
+            else:
+                stack.pop()
+                on_trail.discard(trail[-1])
+                done.add(trail.pop())
+    return problems
+
+
+# --- small helpers shared with the validators -----------------------------------------------
+
+NO_DUPLICATE: Any = object()
+
+
+def first_duplicate(items: Iterable[Any]) -> Any:
+    """The first item equal to an earlier one (JSON equality: 1 == 1.0, 1 != true), else NO_DUPLICATE."""
+    seen: set[Any] = set()
+    for item in items:
+        key = json.dumps(item, sort_keys=True) if isinstance(item, (dict, list)) else (isinstance(item, bool), item)
+        if key in seen:
+            return item
+        seen.add(key)
+    return NO_DUPLICATE
+
+
+def key_path(path: str, key: str) -> str:
+    return f"{path}[{quote(key)}]"
+
+
+def quote(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__

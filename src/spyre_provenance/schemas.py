@@ -1,0 +1,377 @@
+"""Versioned JSON Schemas for the provenance artifacts, and the one validator behind them.
+
+``schemas/<artifact>/v<N>.schema.json`` (JSON Schema 2020-12) states each artifact's shape;
+``spyre_provenance.rules`` states what a schema cannot (inverse maps, unique debug handles,
+existing handle ids, ...). A document is checked one of two ways, with the same verdict:
+
+- fast path, ``validate_bytes(data)``: msgspec decodes straight into typed values, then the
+  rules run (``spyre_provenance.fastpath``). For artifacts of 100 MB and more.
+- full path, ``validate(doc)`` or ``validate_bytes(data, full=True)``: jsonschema against the
+  schema file, then the same rules. The schema's own semantics, slower.
+
+Both report duplicate object keys in the text (``validate(doc)`` cannot: parsing dropped
+them). Results are typed: a ``Report`` with the artifact, its version, and ``Problem``s
+with JSON paths like ``$.cppCodeToPost["k:1"][0]``. Input that cannot be checked at all (not
+UTF-8, not JSON, top level not an object, no known artifact) raises
+``spyre_provenance.errors.UnusableInput``. An unsupported ``version`` is a problem (the
+document is INVALID), not unusable input.
+
+Pure module: no torch import.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import importlib.resources
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from spyre_provenance import fastpath, rules
+from spyre_provenance.errors import UnusableInput
+from spyre_provenance.records import (
+    KERNEL_INFORMATION,
+    KERNEL_STACK_TRACES,
+    NODE_MAPPINGS,
+    OPSPEC_DEBUG_HANDLES,
+)
+from spyre_provenance.rules import (  # re-exported: the public API lives here
+    ARTIFACTS,
+    Detected,
+    Problem,
+    artifact_for_filename,
+    detect,
+    guess_artifact,
+    json_type,
+    quote,
+)
+
+__all__ = [
+    "ARTIFACTS",
+    "Detected",
+    "Problem",
+    "Report",
+    "artifact_for_filename",
+    "available_versions",
+    "check_built_artifacts",
+    "detect",
+    "guess_artifact",
+    "load_schema",
+    "parse_json",
+    "schema_dir",
+    "validate",
+    "validate_bytes",
+    "validate_paths",
+]
+
+MAX_PROBLEMS = 100  # listed per report; the rest are only counted (Report.omitted)
+AUTO_FULL_BYTES = 4 * 2**20  # "auto": jsonschema up to this size, the fast path above
+# What this project writes (older versions are only read).
+CURRENT_VERSIONS = {NODE_MAPPINGS: "2.0", KERNEL_STACK_TRACES: "2", KERNEL_INFORMATION: "1", OPSPEC_DEBUG_HANDLES: "1"}
+
+
+class Report(msgspec.Struct, frozen=True):
+    """The verdict on one document. ``version`` is None when it is not a supported one;
+    ``artifact`` is None only in ``validate_paths`` results for input that was unusable."""
+
+    artifact: str | None
+    version: str | None
+    problems: tuple[Problem, ...] = ()
+    location: str = ""
+    omitted: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+# --- finding and loading schemas -------------------------------------------------------------
+
+
+def schema_dir() -> Any:
+    """The folder (a ``Traversable``) holding ``<artifact>/v<N>.schema.json``.
+
+    A wheel carries it inside the package (pyproject's hatch force-include); an editable
+    install reads the repository's top-level ``schemas/``: one source of truth, no copy.
+    """
+    packaged = importlib.resources.files("spyre_provenance") / "schemas"
+    if packaged.is_dir():
+        return packaged
+    repo = Path(__file__).resolve().parents[2] / "schemas"
+    if repo.is_dir():
+        return repo
+    raise FileNotFoundError("spyre_provenance: schemas folder not found (broken installation)")
+
+
+def available_versions(artifact: str) -> list[int]:
+    matches = (re.fullmatch(r"v([0-9]+)\.schema\.json", p.name) for p in (schema_dir() / artifact).iterdir())
+    return sorted(int(m.group(1)) for m in matches if m)
+
+
+def load_schema(artifact: str, version: int) -> dict[str, Any]:
+    """The parsed ``schemas/<artifact>/v<version>.schema.json`` (a copy: change it freely)."""
+    return copy.deepcopy(_schema(artifact, version))
+
+
+@functools.cache
+def _schema(artifact: str, version: int) -> dict[str, Any]:
+    if artifact not in ARTIFACTS:
+        raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(ARTIFACTS)}")
+    return json.loads((schema_dir() / artifact / f"v{version}.schema.json").read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _validator(artifact: str, version: int) -> Any:
+    import jsonschema  # only the full path needs it
+
+    return jsonschema.Draft202012Validator(_schema(artifact, version))
+
+
+# --- the two ways in --------------------------------------------------------------------------
+
+
+def validate_bytes(
+    data: bytes | bytearray | str,
+    artifact: str | None = None,
+    *,
+    location: str = "",
+    full: bool = False,
+) -> Report:
+    """Validate JSON text: the fast path, or with ``full=True`` jsonschema.
+
+    ``artifact``: one of ARTIFACTS, or None to tell it by shape. ``location`` only labels the
+    report and error messages (a file name, ``log:[0/0]``).
+    """
+    if isinstance(data, bytearray):
+        data = bytes(data)
+    if full:
+        doc, dup_paths = parse_json(data, location=location)
+        return _validate_full(doc, artifact, location, dup_paths)
+    result = fastpath.check(data, artifact, location)
+    det, problems = result.detected, result.problems
+    if result.maybe_duplicate_keys:  # rare: pay for a full parse to find where
+        del result
+        _, dup_paths = parse_json(data, location=location)
+        assert det.artifact is not None and det.schema is not None
+        schema = _schema(det.artifact, det.schema)
+        problems[:0] = [Problem(_format_path(p, schema), rules.MSG_DUPLICATE_KEY) for p in dup_paths]
+    return _report(det, problems, location)
+
+
+def validate(doc: Any, artifact: str | None = None, *, location: str = "") -> Report:
+    """Full path on an already parsed document (``json.load`` result): jsonschema + rules."""
+    return _validate_full(doc, artifact, location, [])
+
+
+def parse_json(data: bytes | str, *, location: str = "") -> tuple[Any, list[tuple[Any, ...]]]:
+    """Parse JSON text, noting every duplicated object key (``json.loads`` drops them).
+
+    Returns the document (the last value wins, as in every JSON reader) and the raw path
+    (keys and indices) of each duplicated key. Stricter than ``json.loads``: NaN, Infinity
+    and numbers beyond float range are refused, as msgspec refuses them. Raises UnusableInput.
+    """
+    where = location or "<input>"
+    if isinstance(data, (bytes, bytearray)):
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise fastpath.not_utf8(where, bytes(data), bad) from None
+    else:
+        text = data
+    if not text or text.isspace():
+        raise UnusableInput(where, "empty (no JSON value)")
+    repeated: list[tuple[dict, list[str]]] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            counts: dict[str, int] = {}
+            for key, _ in pairs:
+                counts[key] = counts.get(key, 0) + 1
+            repeated.append((obj, [k for k, n in counts.items() if n > 1]))
+        return obj
+
+    try:
+        with fastpath.gc_paused():
+            doc = json.loads(text, object_pairs_hook=pairs_hook, parse_constant=_refuse, parse_float=_finite)
+    except json.JSONDecodeError as exc:
+        raise UnusableInput(where, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except ValueError as exc:  # from _refuse/_finite, or an integer with too many digits
+        raise UnusableInput(where, f"not valid JSON: {exc}") from None
+    return doc, _locate(doc, repeated)
+
+
+def check_built_artifacts(
+    node_mappings: Any, stack_traces: Any = None, opspec_handles: Any = None
+) -> list[str]:
+    """The emitter's gate: validate artifacts built in memory (Structs or plain values).
+
+    Returns one ``"<artifact>: <path>: <message>"`` line per problem; empty means emit.
+    None arguments are skipped. Same validator, same engine choice as the CLI.
+    """
+    lines: list[str] = []
+    built = ((NODE_MAPPINGS, node_mappings), (KERNEL_STACK_TRACES, stack_traces), (OPSPEC_DEBUG_HANDLES, opspec_handles))
+    for artifact, doc in built:
+        if doc is None:
+            continue
+        data = msgspec.json.encode(doc)
+        try:
+            report = validate_bytes(data, artifact, full=len(data) <= AUTO_FULL_BYTES)
+        except UnusableInput as exc:
+            lines.append(f"{artifact}: {exc.what}")
+            continue
+        lines += [f"{artifact}: {p}" for p in report.problems]
+        if report.version is not None and report.version != CURRENT_VERSIONS[artifact]:
+            lines.append(f"{artifact}: built as version {report.version}, expected {CURRENT_VERSIONS[artifact]}")
+    return lines
+
+
+def validate_paths(
+    paths: Iterable[str | Path], *, artifact: str | None = None, max_bytes: int = 2**30, engine: str = "auto"
+) -> list[Report]:
+    """What ``spyre-provenance validate PATH...`` checks, as Reports (no printing).
+
+    Files, TORCH_TRACE logs (one report per artifact, location ``log:[0/0] (line N)``, and
+    one for damage to the log itself) and folders. An unusable path gives a report with
+    ``artifact=None`` and its one problem at ``$``.
+    """
+    from spyre_provenance.commands import validate as command  # the walk lives with the command
+
+    options = command.Options(artifact=artifact, max_bytes=max_bytes, engine=engine)
+    return [r.as_report() for r in command.check_paths([str(p) for p in paths], options)]
+
+
+# --- the full path ----------------------------------------------------------------------------
+
+
+def _validate_full(doc: Any, artifact: str | None, location: str, dup_paths: list[tuple[Any, ...]]) -> Report:
+    if not isinstance(doc, Mapping):
+        raise UnusableInput(location or "<input>", f"top level is a JSON {json_type(doc)}, expected an object")
+    det = detect(artifact, doc)
+    if det.artifact is None:
+        raise fastpath.unrecognized(location)
+    if det.problem is not None or det.schema is None:
+        return _report(det, [det.problem] if det.problem else [], location)
+    schema = _schema(det.artifact, det.schema)
+    problems = [Problem(_format_path(p, schema), rules.MSG_DUPLICATE_KEY) for p in dup_paths]
+    well_typed = True
+    for error in _validator(det.artifact, det.schema).iter_errors(doc):
+        problems.extend(_from_jsonschema(error, schema))
+        # a failed pattern/uniqueness check leaves the types intact: the rules (which check
+        # the same, more precisely) can still run; any other failure and they cannot
+        well_typed &= error.validator in ("pattern", "uniqueItems", "not")
+    if well_typed:
+        problems.extend(rules.check(det.artifact, det.schema, _typed(det.artifact, doc)))
+    return _report(det, problems, location)
+
+
+def _typed(artifact: str, doc: Mapping[str, Any]) -> Any:
+    """A schema-valid parsed document as the typed values ``rules.check`` takes."""
+    if artifact == NODE_MAPPINGS:
+        return {f: doc[f] for f in rules.MAP_FIELDS if f in doc}
+    if artifact == KERNEL_STACK_TRACES:
+        return doc
+    if artifact == KERNEL_INFORMATION:
+        return msgspec.convert(dict(doc), dict[str, rules.KernelInfoEntry])
+    return msgspec.convert(dict(doc), rules.OpSpecDebugHandles)
+
+
+def _from_jsonschema(error: Any, schema: dict[str, Any]) -> Iterator[Problem]:
+    """A jsonschema error as Problems, worded like the fast path's."""
+    parts = list(error.absolute_path)
+    if "propertyNames" in error.absolute_schema_path:
+        parts.append(error.instance)  # jsonschema points at the object; point at the key
+    path = _format_path(parts, schema)
+    kind, expected, value = error.validator, error.validator_value, error.instance
+    if kind == "type":
+        names = [expected] if isinstance(expected, str) else expected
+        yield Problem(path, f"expected {' or '.join(names)}, got {json_type(value)}")
+    elif kind == "required":
+        yield from (Problem(path, f"missing required key {quote(k)}") for k in expected if k not in value)
+    elif kind == "additionalProperties":
+        known = error.schema.get("properties", {})
+        yield from (Problem(path, f"unexpected key {quote(k)}") for k in value if k not in known)
+    elif kind == "pattern":
+        messages = {rules.KERNEL_KEY_PATTERN: rules.MSG_KERNEL_KEY, rules.HANDLE_ID_PATTERN: rules.MSG_HANDLE_ID}
+        yield Problem(path, messages.get(expected, f"does not match {expected}"))
+    elif kind == "not":  # the only "not" in the schemas: version 1's bare kernel names
+        yield Problem(path, rules.MSG_BARE_NAME)
+    elif kind == "uniqueItems":
+        yield Problem(path, f"duplicate entry {quote(rules.first_duplicate(value))}")
+    elif kind == "const":
+        yield Problem(path, f"expected {quote(expected)}, got {quote(value)}")
+    elif kind == "enum":
+        yield Problem(path, f"expected one of {', '.join(map(quote, expected))}, got {quote(value)}")
+    elif kind == "minimum":
+        yield Problem(path, f"must be >= {expected}, got {quote(value)}")
+    elif kind is None:  # a `false` subschema
+        yield Problem(path, "not allowed in this version")
+    else:
+        yield Problem(path, error.message)
+
+
+def _format_path(parts: Iterable[Any], schema: dict[str, Any]) -> str:
+    """``$`` + parts: dotted where the schema names a field, bracketed for map keys/indices."""
+    out, node = "$", schema
+    for part in parts:
+        node = _resolve(node, schema)
+        if isinstance(part, int):
+            out, node = f"{out}[{part}]", node.get("items", True)
+        elif part in node.get("properties", {}) and part.isidentifier():
+            out, node = f"{out}.{part}", node["properties"][part]
+        else:
+            out, node = rules.key_path(out, part), node.get("additionalProperties", True)
+    return out
+
+
+def _resolve(node: Any, root: dict[str, Any]) -> dict[str, Any]:
+    while isinstance(node, dict) and "$ref" in node:
+        node = root["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+    return node if isinstance(node, dict) else {}
+
+
+def _locate(doc: Any, repeated: list[tuple[dict, list[str]]]) -> list[tuple[Any, ...]]:
+    """Raw paths (object path + key) of the repeated keys, found by object identity."""
+    if not repeated:
+        return []
+    wanted = {id(obj): keys for obj, keys in repeated}
+    found: list[tuple[Any, ...]] = []
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(doc, ())]
+    while stack:
+        value, parts = stack.pop()
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        if isinstance(value, dict):
+            found.extend(parts + (k,) for k in wanted.get(id(value), ()))
+        stack.extend((v, parts + (k,)) for k, v in items if isinstance(v, (dict, list)))
+    return sorted(found, key=lambda p: [str(x) for x in p])
+
+
+# --- small helpers ----------------------------------------------------------------------------
+
+
+def _report(det: Detected, problems: list[Problem], location: str) -> Report:
+    unique = list(dict.fromkeys(problems))  # schema and rules may say the same at one path
+    assert det.artifact is not None
+    return Report(
+        artifact=det.artifact,
+        version=det.version,
+        problems=tuple(unique[:MAX_PROBLEMS]),
+        location=location,
+        omitted=max(0, len(unique) - MAX_PROBLEMS),
+    )
+
+
+def _refuse(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text} is out of range")
+    return value

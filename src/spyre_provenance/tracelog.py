@@ -1,0 +1,225 @@
+"""Read TORCH_TRACE structured logs, the files tlparse reads, and pull artifacts out of them.
+
+Each record is one envelope line, then (when the envelope has ``has_payload``) the payload,
+one TAB-prefixed line per payload line::
+
+    V1202 10:33:41.253000 3455 torch/_inductor/codecache.py:2016] {"artifact": {"name":
+        "inductor_provenance_tracking_node_mappings", "encoding": "json"}, "frame_id": 0,
+        "frame_compile_id": 0, "attempt": 0, "has_payload": "a85dd891e58c86bc2245f8b8281802d5"}
+    <TAB>{"preToPost": ..., "version": 2.0}
+
+``has_payload`` is the MD5 of the payload: its lines, TABs removed, joined by "\\n". Blank
+lines are skipped anywhere, as tlparse skips them. The reader streams: it holds one payload
+at a time, and only the payloads asked for (``names``); the rest are hashed line by line.
+
+Damage (a line without the glog prefix, an envelope that is not JSON, a payload that does
+not hash to its ``has_payload``) is reported as a ``Problem`` whose path is ``line N``,
+never raised. Pure module: no torch import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Container, Iterator
+from typing import BinaryIO
+
+import msgspec
+
+from spyre_provenance.records import KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.rules import Problem
+
+# The provenance artifacts a TORCH_TRACE log may carry (kernel_information.json lives in
+# AOTInductor packages, not in logs).
+PROVENANCE_ARTIFACTS = frozenset({NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES})
+
+# torch's TorchLogsFormatter prefix: optional "[rankN]:", glog level + MMDD hh:mm:ss.uuuuuu,
+# thread id, path:line, "] ". tlparse's regex is the same, unanchored.
+GLOG_PREFIX = re.compile(rb"(?:\[rank\d+\]:)?[VIWEC]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} \d+ [^:]+:\d+\] ")
+
+# Envelope keys that are not the record's kind.
+_METADATA_KEYS = {"rank", "frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "has_payload"}
+_COMPILE_ID_KEYS = ("frame_id", "frame_compile_id", "attempt")
+_MD5_HEX = re.compile(r"[0-9a-f]{32}")  # tlparse decodes lowercase hex only
+
+
+class TraceEntry(msgspec.Struct, frozen=True):
+    """One record of the log, with its payload."""
+
+    line: int  # 1-based line of the envelope
+    name: str  # the artifact name for "artifact" records, else the record kind
+    compile_id: str | None  # as tlparse shows it: "[0/0]", "[1/0_1]", "[!0/2/0]"; None: no ids
+    payload: bytes  # TABs removed, lines joined by "\n": exactly what has_payload hashes
+    encoding: str | None = None  # "json", "string" (artifact records only)
+    problems: tuple[Problem, ...] = ()  # damage to this record: MD5 mismatch, missing ids
+
+    @property
+    def text(self) -> str:
+        return self.payload.decode("utf-8", errors="replace")
+
+
+def looks_like_trace_log(path: str | os.PathLike[str]) -> bool:
+    """Whether the first non-blank line starts with the glog prefix (reads at most 64 KiB)."""
+    with open(path, "rb") as fh:
+        head = fh.read(65536)
+    for line in head.splitlines():
+        if line.strip():
+            return GLOG_PREFIX.match(line) is not None
+    return False
+
+
+def read_trace(
+    source: str | os.PathLike[str] | BinaryIO,
+    *,
+    names: Container[str] | None = PROVENANCE_ARTIFACTS,
+) -> Iterator[TraceEntry | Problem]:
+    """Stream the records named in ``names`` (None: every record) and every problem found.
+
+    Problems inside a yielded record are on ``entry.problems``; problems elsewhere (lines that
+    are no record, records of other names that are damaged) are yielded as they are found,
+    consecutive alike ones merged into one (``lines 10-20``).
+    """
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as fh:
+            yield from _Reader(names).read(fh)
+    else:
+        yield from _Reader(names).read(source)
+
+
+def artifact_payloads(
+    source: str | os.PathLike[str] | BinaryIO, names: Container[str] | None = None
+) -> Iterator[tuple[str, str, str]]:
+    """``(compile id, name, payload text)`` of each record (of ``names``; None: all), in log
+    order. Damage is skipped here; ``read_trace`` reports it. Compile id "" when absent."""
+    for item in read_trace(source, names=names):
+        if isinstance(item, TraceEntry):
+            yield item.compile_id or "", item.name, item.text
+
+
+def compile_id(envelope: dict) -> str | None:
+    """tlparse's name for the compile an envelope belongs to ("-" for a missing part)."""
+    frame, frame_compile = envelope.get("frame_id"), envelope.get("frame_compile_id")
+    autograd, attempt = envelope.get("compiled_autograd_id"), envelope.get("attempt")
+    if frame is None and frame_compile is None and autograd is None:
+        return None
+    text = "[" + (f"!{autograd}/" if autograd is not None else "")
+    text += f"{'-' if frame is None else frame}/{'-' if frame_compile is None else frame_compile}"
+    return text + (f"_{attempt}]" if attempt else "]")
+
+
+class _Record:
+    """The record being read: its envelope, a running MD5, and (if wanted) its payload lines."""
+
+    def __init__(self, line: int, envelope: dict, keep: bool) -> None:
+        self.line = line
+        self.envelope = envelope
+        self.md5 = hashlib.md5(usedforsecurity=False)
+        self.lines: list[bytes] | None = [] if keep else None
+        self.count = 0
+
+    def add(self, payload_line: bytes) -> None:
+        self.md5.update(b"\n" + payload_line if self.count else payload_line)
+        self.count += 1
+        if self.lines is not None:
+            self.lines.append(payload_line)
+
+
+class _Reader:
+    def __init__(self, names: Container[str] | None) -> None:
+        self.names = names
+        self.run: tuple[str, int, int] | None = None  # (message, first line, last line)
+
+    def read(self, fh: BinaryIO) -> Iterator[TraceEntry | Problem]:
+        record: _Record | None = None
+        for number, raw in enumerate(fh, 1):
+            line = raw.rstrip(b"\n").rstrip(b"\r")
+            if not line:
+                continue
+            if line.startswith(b"\t"):
+                if record is not None and "has_payload" in record.envelope:
+                    record.add(line[1:])
+                else:
+                    yield from self.damaged(number, "payload line without an envelope before it")
+                continue
+            if record is not None:
+                yield from self.finish(record)
+                record = None
+            record = yield from self.start(number, line)
+        if record is not None:
+            yield from self.finish(record)
+        yield from self.flush()
+
+    def start(self, number: int, line: bytes) -> Iterator[Problem]:
+        """Parse one envelope line into a record (returned via StopIteration), or report it."""
+        prefix = GLOG_PREFIX.match(line)
+        if prefix is None:
+            yield from self.damaged(number, "no glog prefix: not a TORCH_TRACE record")
+            return None
+        try:
+            envelope = json.loads(line[prefix.end() :])
+        except (ValueError, UnicodeDecodeError):
+            yield from self.damaged(number, "envelope is not valid JSON")
+            return None
+        if not isinstance(envelope, dict):
+            yield from self.damaged(number, "envelope is not a JSON object")
+            return None
+        yield from self.flush()
+        wanted = self.names is None or _name(envelope) in self.names
+        return _Record(number, envelope, keep=wanted)
+
+    def finish(self, record: _Record) -> Iterator[TraceEntry | Problem]:
+        envelope = record.envelope
+        problems = []
+        expected = envelope.get("has_payload")
+        if expected is not None:
+            actual = record.md5.hexdigest()
+            if not isinstance(expected, str) or not _MD5_HEX.fullmatch(expected):
+                problems.append(f"has_payload {json.dumps(expected)} is not an MD5 hex digest")
+            elif expected != actual:
+                problems.append(
+                    f"payload MD5 {actual} does not match has_payload {expected}: the payload is damaged"
+                )
+        if record.lines is None:  # not asked for: report damage, drop the record
+            for message in problems:
+                yield Problem(f"line {record.line}", f"{_name(envelope)} record: {message}")
+            return
+        artifact = envelope.get("artifact")
+        encoding = artifact.get("encoding") if isinstance(artifact, dict) else None
+        if isinstance(artifact, dict):
+            missing = [k for k in _COMPILE_ID_KEYS if k not in envelope]
+            if missing:
+                problems.append(
+                    f"envelope lacks {', '.join(missing)}: tlparse files an artifact under its"
+                    " compile only with frame_id, frame_compile_id and attempt"
+                )
+        yield TraceEntry(
+            line=record.line,
+            name=_name(envelope),
+            compile_id=compile_id(envelope),
+            payload=b"\n".join(record.lines),
+            encoding=encoding if isinstance(encoding, str) else None,
+            problems=tuple(Problem(f"line {record.line}", m) for m in problems),
+        )
+
+    def damaged(self, number: int, message: str) -> Iterator[Problem]:
+        """Merge runs of alike damage (a pasted binary would otherwise be a million lines)."""
+        if self.run is not None and self.run[0] == message:
+            self.run = (message, self.run[1], number)
+            return
+        yield from self.flush()
+        self.run = (message, number, number)
+
+    def flush(self) -> Iterator[Problem]:
+        if self.run is not None:
+            message, first, last = self.run
+            self.run = None
+            yield Problem(f"line {first}" if first == last else f"lines {first}-{last}", message)
+
+
+def _name(envelope: dict) -> str:
+    artifact = envelope.get("artifact")
+    if isinstance(artifact, dict) and isinstance(artifact.get("name"), str):
+        return artifact["name"]
+    return next((k for k in envelope if k not in _METADATA_KEYS), "unknown")
