@@ -1,0 +1,273 @@
+"""``spyre-provenance validate PATH...``: artifact JSON files, TORCH_TRACE logs, folders.
+
+A PATH is one of:
+- a JSON artifact: the artifact is told by file name (``--artifact`` overrides), else shape;
+- a TORCH_TRACE log (first non-blank line has the glog prefix): every provenance artifact in
+  it is validated, one result per record (``log:[0/0] (line 1168)``); damage to the log
+  itself (bad lines, payloads failing their MD5) is one more result;
+- a folder, searched recursively for artifact JSON files (by name, or by an unmistakable
+  shape) and for logs (``*.log``, ``dedicated_log_torch_trace_*``).
+
+One line per result (``OK``/``INVALID``), problems indented below. Exit 0: all valid; 1: any
+invalid; 2: any PATH unusable (missing, empty, not JSON, not UTF-8, top level not an object,
+no artifacts in it, larger than --max-bytes), reported as one line on stderr while the other
+PATHs are still checked. An unsupported artifact version is INVALID (exit 1): the file is a
+provenance artifact, just not one this version of the tool accepts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+
+import msgspec
+
+from spyre_provenance import schemas, tracelog
+from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, EXIT_UNUSABLE, UnusableInput
+from spyre_provenance.fsutil import TMP_PREFIX
+from spyre_provenance.schemas import ARTIFACTS, Problem
+
+DEFAULT_MAX_BYTES = 2**30
+AUTO_FULL_BYTES = schemas.AUTO_FULL_BYTES  # --engine auto: jsonschema up to this, then fast
+SNIFF_MAX_BYTES = 64 * 2**20  # folder scan: unnamed *.json files larger than this are skipped
+LOG_ARTIFACT = "TORCH_TRACE"  # the "artifact" of a result about a log itself
+
+
+class Result(msgspec.Struct):
+    """One line of output: an artifact's verdict, damage to a log, or an unusable PATH."""
+
+    path: str
+    status: str  # "ok" | "invalid" | "unusable"
+    artifact: str | None = None
+    version: str | None = None
+    compile_id: str | None = None
+    line: int | None = None  # the envelope line of an artifact inside a log
+    problems: list[Problem] = []
+    omitted: int = 0  # problems not listed
+    error: str | None = None  # what makes the PATH unusable
+
+    def where(self) -> str:
+        """``path``, or ``path:[0/0] (line 1168)`` for an artifact inside a log."""
+        if self.compile_id is None and self.line is None:
+            return self.path
+        return f"{self.path}:{self.compile_id or '[-/-]'}" + (f" (line {self.line})" if self.line is not None else "")
+
+    def as_report(self) -> schemas.Report:
+        problems = tuple(self.problems) or ((Problem("$", self.error),) if self.error else ())
+        return schemas.Report(self.artifact, self.version, problems, self.where(), self.omitted)
+
+
+class Options(msgspec.Struct, frozen=True):
+    artifact: str | None = None
+    max_bytes: int = DEFAULT_MAX_BYTES
+    engine: str = "auto"  # auto | fast | full
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="artifact JSON file, TORCH_TRACE log, or folder")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="json: one document for CI")
+    parser.add_argument(
+        "--artifact",
+        choices=ARTIFACTS,
+        help="treat JSON files as this artifact; in logs and folders, check only this artifact",
+    )
+    parser.add_argument(
+        "--max-bytes",
+        type=_size,
+        default=DEFAULT_MAX_BYTES,
+        metavar="N",
+        help="refuse files larger than N bytes (suffixes K, M, G; default 1G)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("auto", "fast", "full"),
+        default="auto",
+        help="fast: msgspec + invariants; full: jsonschema + invariants; auto: full below 4 MiB",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    options = Options(artifact=args.artifact, max_bytes=args.max_bytes, engine=args.engine)
+    results = check_paths(args.paths, options)
+    for r in results:
+        if r.status == "unusable":
+            print(f"spyre-provenance validate: error: {r.path}: {r.error}", file=sys.stderr)
+    if args.format == "json":
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(results), indent=2).decode() + "\n")
+    else:
+        for r in results:
+            if r.status != "unusable":
+                print(render(r))
+    return exit_code(results)
+
+
+def exit_code(results: list[Result]) -> int:
+    statuses = {r.status for r in results}
+    if "unusable" in statuses:
+        return EXIT_UNUSABLE
+    return EXIT_FOUND_WANTING if "invalid" in statuses else EXIT_OK
+
+
+def render(r: Result) -> str:
+    """``OK      v2.0  <artifact>  <where>`` and the problems, indented."""
+    version = f"v{r.version}" if r.version else "-"
+    lines = [f"{r.status.upper():<7} {version:<5} {r.artifact}  {r.where()}"]
+    lines += [f"  {p}" for p in r.problems]
+    if r.omitted:
+        lines.append(f"  ... and {r.omitted} more problems")
+    return "\n".join(lines)
+
+
+# --- the checks (pure: no printing) ---------------------------------------------------------
+
+
+def check_paths(paths: list[str], options: Options = Options()) -> list[Result]:
+    results: list[Result] = []
+    for name in paths:
+        try:
+            results.extend(_check_path(Path(name), options))
+        except UnusableInput as exc:
+            results.append(Result(path=name, status="unusable", error=exc.what))
+        except OSError as exc:
+            results.append(Result(path=name, status="unusable", error=exc.strerror or str(exc)))
+    return results
+
+
+def _check_path(path: Path, options: Options) -> list[Result]:
+    if not path.exists():
+        raise UnusableInput(str(path), "no such file or folder")
+    if path.is_dir():
+        return _check_folder(path, options)
+    if _looks_like_log(path):
+        return _check_log(path, options, explicit=True)
+    if _is_log_name(path):
+        raise UnusableInput(str(path), "not a TORCH_TRACE log: the first line has no glog prefix")
+    return [_check_json(path, options.artifact, options)]
+
+
+def _check_json(path: Path, artifact: str | None, options: Options) -> Result:
+    data = _read(path, options)
+    artifact = artifact or schemas.artifact_for_filename(path.name)
+    full = options.engine == "full" or (options.engine == "auto" and len(data) <= AUTO_FULL_BYTES)
+    report = schemas.validate_bytes(data, artifact, location=str(path), full=full)
+    return _result(str(path), report)
+
+
+def _check_log(path: Path, options: Options, *, explicit: bool) -> list[Result]:
+    if path.stat().st_size > options.max_bytes:
+        _read(path, options)  # raises the size error
+    names = {options.artifact} if options.artifact else tracelog.PROVENANCE_ARTIFACTS
+    results: list[Result] = []
+    damage: list[Problem] = []
+    for item in tracelog.read_trace(path, names=names):
+        if isinstance(item, Problem):
+            damage.append(item)
+            continue
+        location = f"{path}:{item.compile_id or '[-/-]'}"
+        full = options.engine == "full" or (options.engine == "auto" and len(item.payload) <= AUTO_FULL_BYTES)
+        try:
+            report = schemas.validate_bytes(item.payload, item.name, location=location, full=full)
+        except UnusableInput as exc:  # inside a log, an unreadable payload is a broken artifact
+            report = schemas.Report(item.name, None, (Problem("$", exc.what),), location)
+        result = _result(str(path), report, extra=item.problems)
+        results.append(msgspec.structs.replace(result, compile_id=item.compile_id or "[-/-]", line=item.line))
+    if damage:
+        shown = damage[: schemas.MAX_PROBLEMS]
+        results.append(
+            Result(str(path), "invalid", LOG_ARTIFACT, problems=shown, omitted=len(damage) - len(shown))
+        )
+    if not results and explicit:
+        which = options.artifact or "provenance artifacts"
+        raise UnusableInput(str(path), f"no {which} in this TORCH_TRACE log (was INDUCTOR_PROVENANCE=1 set?)")
+    return results
+
+
+def _check_folder(folder: Path, options: Options) -> list[Result]:
+    results: list[Result] = []
+    for path in _walk(folder):
+        try:
+            if path.suffix == ".json":
+                artifact = _sniff_artifact(path)
+                if artifact is not None and options.artifact in (None, artifact):
+                    results.append(_check_json(path, artifact, options))
+            elif _is_log_name(path) and _looks_like_log(path):
+                results.extend(_check_log(path, options, explicit=False))
+        except UnusableInput as exc:
+            results.append(Result(path=str(path), status="unusable", error=exc.what))
+        except OSError as exc:
+            results.append(Result(path=str(path), status="unusable", error=exc.strerror or str(exc)))
+    if not results:
+        raise UnusableInput(str(folder), "no provenance artifacts or TORCH_TRACE logs in this folder")
+    return results
+
+
+def _walk(folder: Path) -> list[Path]:
+    """Files under ``folder`` in a stable order, skipping hidden folders and temporaries."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found += [Path(root, f) for f in sorted(files) if not f.startswith(TMP_PREFIX)]
+    return found
+
+
+def _sniff_artifact(path: Path) -> str | None:
+    """A JSON file's artifact if its name or its shape leaves no doubt; else None (skipped)."""
+    named = schemas.artifact_for_filename(path.name)
+    if named is not None:
+        return named
+    if path.stat().st_size > SNIFF_MAX_BYTES:
+        return None
+    try:
+        top = msgspec.json.decode(path.read_bytes(), type=dict[str, msgspec.Raw])
+    except (msgspec.DecodeError, OSError):
+        return None
+    return schemas.guess_artifact(top, strict=True)
+
+
+def _is_log_name(path: Path) -> bool:
+    return path.suffix == ".log" or path.name.startswith("dedicated_log_torch_trace")
+
+
+def _looks_like_log(path: Path) -> bool:
+    try:
+        return tracelog.looks_like_trace_log(path)
+    except OSError:
+        return False
+
+
+def _read(path: Path, options: Options) -> bytes:
+    size = path.stat().st_size
+    if size > options.max_bytes:
+        raise UnusableInput(str(path), f"{_human(size)} is over the --max-bytes limit of {_human(options.max_bytes)}")
+    if size == 0:
+        raise UnusableInput(str(path), "empty file")
+    return path.read_bytes()
+
+
+def _result(path: str, report: schemas.Report, extra: tuple[Problem, ...] = ()) -> Result:
+    problems = list(extra) + list(report.problems)
+    return Result(
+        path=path,
+        status="invalid" if problems else "ok",
+        artifact=report.artifact,
+        version=report.version,
+        problems=problems,
+        omitted=report.omitted,
+    )
+
+
+def _size(text: str) -> int:
+    m = re.fullmatch(r"\s*([0-9]+)\s*([KMG]?)(?:i?B)?\s*", text, re.IGNORECASE)
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (examples: 1000000, 500M, 2G)")
+    return int(m.group(1)) * 1024 ** "_KMG".index(m.group(2).upper() or "_")
+
+
+def _human(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
