@@ -1,0 +1,124 @@
+"""Run one tracked ``torch.compile`` of a model and check it against eager.
+
+The thin torch-side half of ``spyre-provenance compile`` (the command prints and
+validates). TORCH_TRACE must be set before torch is imported, so the caller owns that.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from spyre_provenance.hook import GraphResult, tracking
+
+DTYPES = ("float32", "float16", "bfloat16")
+# Compiled code may reorder floating-point sums; these bound what "matches eager" means.
+TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}
+
+
+class CompileReport(msgspec.Struct):
+    model: str
+    backend: str
+    dtype: str
+    train: bool
+    graphs: list[GraphResult]
+    matches_eager: bool
+    max_abs_error: float
+
+
+def resolve_backend(name: str, bundle_dir: Path | None):
+    from spyre_provenance.backends import get_backend
+
+    if name == "auto":
+        from spyre_provenance.backends import torch_spyre
+
+        name = "spyre" if torch_spyre.available() else "reference"
+    options = {"bundle_dir": bundle_dir} if name in ("reference", "spyre") else {}
+    return get_backend(name, **options)
+
+
+def compile_model(
+    spec: str,
+    *,
+    backend: str = "auto",
+    out_dir: Path | None = None,
+    dtype: str = "float32",
+    train: bool = False,
+) -> CompileReport:
+    """Compile ``spec`` (built-in name or ``PATH.py:FACTORY``) once with tracking on.
+
+    Inductor's caches are bypassed for this compile: a cache hit generates no kernels, so
+    there would be nothing to record (the mapping inside a warm cache entry is still ours,
+    since the hook answers the call whose result the cache stores).
+    """
+    import torch
+    from torch._inductor import config
+
+    from spyre_provenance.examples import load_model
+
+    torch_dtype = getattr(torch, dtype)
+    model, inputs = load_model(spec, torch_dtype)
+    reference_model = copy.deepcopy(model)
+    chosen = resolve_backend(backend, out_dir / "sdsc" if out_dir is not None else None)
+
+    torch._dynamo.reset()
+    with (
+        warnings.catch_warnings(),
+        config.patch(force_disable_caches=True),
+        tracking(chosen, out_dir=out_dir) as session,
+    ):
+        # bypassing the caches is deliberate here; torch says so once per compile
+        warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
+        compiled = torch.compile(model)
+        got = _run(compiled, model, inputs, train)
+    want = _run(reference_model, reference_model, inputs, train)
+    torch._dynamo.reset()
+
+    error = max((_max_abs_diff(a, b) for a, b in zip(got, want)), default=0.0)
+    return CompileReport(
+        model=spec,
+        backend=chosen.name,
+        dtype=dtype,
+        train=train,
+        graphs=session.results,
+        matches_eager=error <= TOLERANCE[dtype] * max(1.0, _scale(want)),
+        max_abs_error=error,
+    )
+
+
+def _run(fn: Any, module: Any, inputs: tuple[Any, ...], train: bool) -> list[Any]:
+    """Outputs (and, when training, the parameter gradients) as a flat list of tensors."""
+    import torch
+
+    if not train:
+        with torch.no_grad():
+            return _flatten(fn(*inputs))
+    module.train()
+    outputs = _flatten(fn(*inputs))
+    loss = sum(o.float().sum() for o in outputs if o.is_floating_point())
+    loss.backward()
+    return outputs + [p.grad for p in module.parameters() if p.grad is not None]
+
+
+def _flatten(value: Any) -> list[Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value.detach()]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _flatten(item)]
+    if isinstance(value, dict):
+        return [t for key in sorted(value) for t in _flatten(value[key])]
+    return []
+
+
+def _max_abs_diff(a: Any, b: Any) -> float:
+    return float((a.float() - b.float()).abs().max()) if a.numel() else 0.0
+
+
+def _scale(tensors: list[Any]) -> float:
+    return max((float(t.float().abs().max()) for t in tensors if t.numel()), default=1.0)

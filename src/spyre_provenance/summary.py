@@ -1,0 +1,142 @@
+"""After a compile: re-read what was written, validate it, measure coverage, print a summary.
+
+Everything here reads files (the TORCH_TRACE log, the ``--out`` artifacts), not the hook's
+memory: the summary describes what tlparse and a CI job will actually see.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from spyre_provenance import coverage
+from spyre_provenance.records import KERNEL_STACK_TRACES, NODE_MAPPINGS
+
+if TYPE_CHECKING:
+    from spyre_provenance.compile_run import CompileReport
+
+POST_GRAD_GRAPH = "inductor_post_grad_graph"
+OUTPUT_CODE = "inductor_output_code"
+
+
+class LoggedGraph(msgspec.Struct):
+    """One compiled graph as a log holds it: the artifacts between two post-grad graphs."""
+
+    compile_id: str
+    post_grad_graph: str | None = None
+    output_code: str | None = None
+    node_mappings: dict | None = None
+    stack_traces: dict | None = None
+
+
+def group_graphs(entries: Iterable[tuple[str, str, str]]) -> list[LoggedGraph]:
+    """``(compile_id, artifact name, payload)`` in log order -> one LoggedGraph per graph.
+
+    Within a compile id, a graph's post-grad graph comes first, then its output code, then
+    its mapping and stack traces; forward and backward of one compile id follow each other.
+    """
+    graphs: list[LoggedGraph] = []
+    current: dict[str, LoggedGraph] = {}
+    for compile_id, name, payload in entries:
+        graph = current.get(compile_id)
+        if name == POST_GRAD_GRAPH or graph is None or (
+            name == OUTPUT_CODE and graph.output_code is not None
+        ):
+            graph = current[compile_id] = LoggedGraph(compile_id)
+            graphs.append(graph)
+        if name == POST_GRAD_GRAPH:
+            graph.post_grad_graph = payload
+        elif name == OUTPUT_CODE:
+            graph.output_code = payload
+        elif name == NODE_MAPPINGS:
+            graph.node_mappings = _json_or_none(payload)
+        elif name == KERNEL_STACK_TRACES:
+            graph.stack_traces = _json_or_none(payload)
+    return [g for g in graphs if g.output_code is not None]
+
+
+def _json_or_none(payload: str) -> dict | None:
+    try:
+        value = json.loads(payload)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class GraphCheck(msgspec.Struct):
+    compile_id: str
+    coverage: coverage.GraphCoverage | None
+
+
+class OutputCheck(msgspec.Struct):
+    """What validate and coverage say about a compile's outputs."""
+
+    artifacts: int
+    invalid: list[str]  # "location: first problem"
+    graphs: list[GraphCheck]
+
+    @property
+    def all_valid(self) -> bool:
+        return not self.invalid
+
+
+def check_outputs(out: Path, log: Path | None) -> OutputCheck:
+    """Validate every artifact in ``out`` (files and log) and measure each logged graph."""
+    from spyre_provenance import schemas, tracelog
+
+    results = schemas.validate_paths([out])
+    invalid = [f"{r.location}: {r.problems[0]}" for r in results if not r.ok]
+    graphs: list[GraphCheck] = []
+    if log is not None:
+        for graph in group_graphs(tracelog.artifact_payloads(log)):
+            measured = None
+            if graph.node_mappings is not None and graph.output_code is not None:
+                measured = coverage.measure(
+                    graph.output_code, graph.node_mappings, graph.post_grad_graph, graph.stack_traces
+                )
+            graphs.append(GraphCheck(graph.compile_id, measured))
+    return OutputCheck(artifacts=len(results), invalid=invalid, graphs=graphs)
+
+
+def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: Path) -> str:
+    lines = [
+        f"compiled {report.model} ({report.dtype}{', train' if report.train else ''}) "
+        f"on the {report.backend} backend: {len(report.graphs)} graph(s)",
+        f"  output vs eager: {'match' if report.matches_eager else 'MISMATCH'} "
+        f"(max abs error {report.max_abs_error:.3g})",
+    ]
+    for graph, logged in zip(report.graphs, checked.graphs + [None] * len(report.graphs)):
+        d = graph.diagnostics
+        kernels = len(graph.records)
+        lines.append(f"  graph {graph.compile_id} {graph.kind}: {kernels} kernel call site(s)")
+        cov = logged.coverage if logged is not None else None
+        if cov is not None:
+            lines += [
+                f"    mapped call sites:     {cov.mapped_call_sites}/{cov.call_sites}"
+                + (f"  unmapped: {', '.join(cov.unmapped_call_sites)}" if cov.unmapped_call_sites else ""),
+                f"    post-grad nodes reached: {cov.reached_compute_nodes}/{cov.compute_nodes}"
+                f" ({cov.no_kernel_nodes} view/metadata node(s) emit no kernel)"
+                + (f"  unreached: {', '.join(cov.unreached_nodes)}" if cov.unreached_nodes else ""),
+                f"    kernels with a source line: {cov.kernels_with_source}/{cov.kernels}",
+            ]
+        if d.opspecs:
+            lines.append(
+                f"    OpSpecs: {d.opspecs}, without handle: {d.handleless_opspecs}, "
+                f"handle/origin disagreements: {len(d.disagreements)}"
+                + (f" ({', '.join(d.disagreements)})" if d.disagreements else "")
+            )
+        if d.faults:
+            lines.append("    PARTIAL: " + "; ".join(d.faults))
+    lines.append(
+        f"  artifacts: {checked.artifacts} validated, "
+        + ("all valid" if checked.all_valid else f"{len(checked.invalid)} INVALID")
+    )
+    lines += [f"    {problem}" for problem in checked.invalid]
+    lines.append(f"  written to {out}")
+    for page in pages:
+        lines.append(f"  provenance page: {page}")
+    return "\n".join(lines)
