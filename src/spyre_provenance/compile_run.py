@@ -7,7 +7,6 @@ validates). TORCH_TRACE must be set before torch is imported, so the caller owns
 from __future__ import annotations
 
 import copy
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -49,14 +48,8 @@ def compile_model(
     dtype: str = "float32",
     train: bool = False,
 ) -> CompileReport:
-    """Compile ``spec`` (built-in name or ``PATH.py:FACTORY``) once with tracking on.
-
-    Inductor's caches are bypassed for this compile: a cache hit generates no kernels, so
-    there would be nothing to record (the mapping inside a warm cache entry is still ours,
-    since the hook answers the call whose result the cache stores).
-    """
+    """Compile ``spec`` (built-in name or ``PATH.py:FACTORY``) once with tracking on."""
     import torch
-    from torch._inductor import config
 
     from spyre_provenance.examples import load_model
 
@@ -66,13 +59,7 @@ def compile_model(
     chosen = resolve_backend(backend, out_dir / "sdsc" if out_dir is not None else None)
 
     torch._dynamo.reset()
-    with (
-        warnings.catch_warnings(),
-        config.patch(force_disable_caches=True),
-        tracking(chosen, out_dir=out_dir) as session,
-    ):
-        # bypassing the caches is deliberate here; torch says so once per compile
-        warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
+    with tracking(chosen, out_dir=out_dir) as session:
         compiled = torch.compile(model)
         got = _run(compiled, model, inputs, train)
     want = _run(reference_model, reference_model, inputs, train)

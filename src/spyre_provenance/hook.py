@@ -112,6 +112,21 @@ class Session:
         if config.trace.provenance_tracking_level == 0:
             self._saved_level = 0
             config.trace.provenance_tracking_level = 1
+        self._bypass_graph_caches()
+
+    def _bypass_graph_caches(self) -> None:
+        """Turn off the FX-graph and AOTAutograd caches while tracking.
+
+        A cache hit generates no kernels, so the hook would see nothing: no records, no
+        OpSpec artifact, no files. Compiling again costs time but gives the same bytes
+        (the output is deterministic), and logs the pre-grad graph that upstream's cache
+        replay leaves out. Kernel-level C++ caches stay on.
+        """
+        import torch._functorch.config as functorch_config
+        from torch._inductor import config
+
+        self._patch(config, "fx_graph_cache", False)
+        self._patch(functorch_config, "enable_autograd_cache", False)
 
     def uninstall(self) -> None:
         from torch._inductor import config

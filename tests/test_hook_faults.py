@@ -1,0 +1,114 @@
+"""A failure inside the hook never breaks a compile: one warning, a partial graph, no lie."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import spyre_provenance
+from spyre_provenance import emit, hook, mapping
+from spyre_provenance.backends.base import StockInductor
+
+pytestmark = pytest.mark.compile
+
+
+class Tiny(torch.nn.Module):
+    """Two kernels (an extern mm and a fused pointwise) compile in a few seconds."""
+
+    def forward(self, x, w):
+        return torch.relu(x @ w) * 2
+
+
+INPUTS = (torch.randn(8, 16), torch.randn(16, 4))
+
+
+class Boom(RuntimeError):
+    pass
+
+
+def boom(*args, **kwargs):
+    raise Boom("injected")
+
+
+class FaultyOpSpecs(StockInductor):
+    def opspecs_for(self, kernel_name, node_schedule):
+        raise Boom("injected")
+
+
+def compile_tiny(backend="inductor", out_dir=None):
+    torch._dynamo.reset()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with spyre_provenance.tracking(backend, out_dir=out_dir) as session:
+            got = torch.compile(Tiny())(*INPUTS)
+    torch.testing.assert_close(got, Tiny()(*INPUTS))
+    ours = [w for w in caught if issubclass(w.category, hook.ProvenanceWarning)]
+    return session, ours
+
+
+@pytest.fixture(scope="module")
+def clean():
+    session, ours = compile_tiny()
+    assert not ours
+    return session.results[0]
+
+
+def test_clean_compile_has_no_faults(clean):
+    assert clean.diagnostics.faults == [] and not clean.diagnostics.partial
+    assert len(clean.node_mappings.cppCodeToPost) == 2
+
+
+FAULTS = {
+    # stage: (object, attribute) to make raise
+    "record collection": (hook, "_origin_names"),
+    "get_kernel_metadata": (hook, "_kernel_metadata"),
+    "build": (mapping, "build_node_mappings"),
+    "emit": (emit, "replace_kernel_stack_traces"),
+    "file write": (emit, "atomic_write_bytes"),
+}
+
+
+@pytest.mark.parametrize("stage", sorted(FAULTS))
+def test_fault_in_stage_is_one_warning_and_never_a_wrong_mapping(stage, monkeypatch, clean, tmp_path):
+    owner, attr = FAULTS[stage]
+    monkeypatch.setattr(owner, attr, boom)
+    session, ours = compile_tiny(out_dir=tmp_path)
+    assert len(ours) == 1 and stage in str(ours[0].message)
+    graph = session.results[0]
+    assert graph.diagnostics.partial and graph.diagnostics.faults[0].startswith(stage)
+    if graph.node_mappings is not None:  # what it holds is right
+        for key, nodes in graph.node_mappings.cppCodeToPost.items():
+            assert clean.node_mappings.cppCodeToPost[key] == nodes
+
+
+def test_fault_in_opspec_reading(clean):
+    session, ours = compile_tiny(FaultyOpSpecs())
+    assert len(ours) == 1 and "OpSpec handle reading" in str(ours[0].message)
+    assert session.results[0].node_mappings.cppCodeToPost == clean.node_mappings.cppCodeToPost
+
+
+def test_invalid_build_is_left_out(monkeypatch):
+    from spyre_provenance import schemas
+
+    monkeypatch.setattr(schemas, "check_built_artifacts", lambda *a: ["$.postToPre: not the inverse"])
+    session, ours = compile_tiny()
+    assert len(ours) == 1 and "validate" in str(ours[0].message)
+    assert session.results[0].node_mappings is None  # upstream's own mapping is logged instead
+
+
+def test_uninstall_restores_inductor():
+    import torch._inductor.codegen.cpp as cpp
+    import torch._inductor.debug as debug
+
+    before = (debug.set_kernel_post_grad_provenance_tracing, cpp.set_kernel_post_grad_provenance_tracing,
+              debug.dump_inductor_provenance_info)
+    with spyre_provenance.tracking():
+        assert debug.set_kernel_post_grad_provenance_tracing is not before[0]
+    after = (debug.set_kernel_post_grad_provenance_tracing, cpp.set_kernel_post_grad_provenance_tracing,
+             debug.dump_inductor_provenance_info)
+    assert after == before
+    with pytest.raises(RuntimeError, match="already enabled"):
+        with spyre_provenance.tracking():
+            spyre_provenance.enable()
