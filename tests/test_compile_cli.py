@@ -1,0 +1,125 @@
+"""``spyre-provenance compile`` end to end: real compile, real log, real tlparse page."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spyre_provenance import schemas, tlparse_page, wrapper_code
+from spyre_provenance.records import NODE_MAPPINGS
+from spyre_provenance.summary import group_graphs
+from spyre_provenance.tracelog import artifact_payloads
+
+pytestmark = pytest.mark.compile
+
+
+def run_compile(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "spyre_provenance", "compile", *args, "--out", str(out)],
+        capture_output=True, text=True, timeout=900,
+    )
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """What ``make demo`` runs: ``compile mlp`` with the default backend."""
+    out = tmp_path_factory.mktemp("demo")
+    done = run_compile(out, "mlp")
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    return out, done
+
+
+@pytest.fixture(scope="module")
+def demo_again(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo_again")
+    done = run_compile(out, "mlp")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def stock(tmp_path_factory):
+    out = tmp_path_factory.mktemp("stock")
+    done = run_compile(out, "mlp", "--backend", "inductor")
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    return out, done
+
+
+def log_of(out: Path) -> Path:
+    (log,) = (out / "trace").glob("*.log")
+    return log
+
+
+def only_page(out: Path) -> tlparse_page.Page:
+    """The page of compile 0/0 (tlparse also writes an empty one for the id-less records)."""
+    return tlparse_page.parse_page((out / "tlparse" / "provenance_tracking_-_0_0_0.html").read_text())
+
+
+@pytest.mark.parametrize("case", ["demo", "stock"])
+def test_summary_reports_full_coverage(case, request):
+    out, done = request.getfixturevalue(case)
+    text = done.stdout
+    assert "output vs eager: match" in text
+    calls = [line for line in text.splitlines() if "mapped call sites:" in line]
+    assert calls and all(a == b for a, b in (line.split()[-1].split("/") for line in calls))
+    assert "all valid" in text and "provenance page:" in text
+
+
+def test_demo_runs_on_the_reference_backend(demo):
+    out, done = demo
+    assert "on the reference backend" in done.stdout
+    mapping = json.loads(next(out.glob(f"graph_*/{NODE_MAPPINGS}.json")).read_bytes())
+    assert mapping["cppCodeToPost"] and all(k.startswith("sdsc_") for k in mapping["cppCodeToPost"])
+
+
+@pytest.mark.parametrize("case", ["demo", "stock"])
+def test_every_written_artifact_validates(case, request):
+    out, _ = request.getfixturevalue(case)
+    reports = schemas.validate_paths([out / "trace", *out.glob("graph_*")])
+    assert reports and all(r.ok for r in reports), [r for r in reports if not r.ok]
+
+
+@pytest.mark.parametrize("case", ["demo", "stock"])
+def test_log_mapping_is_the_graphs_last_and_matches_the_files(case, request):
+    out, _ = request.getfixturevalue(case)
+    entries = list(artifact_payloads(log_of(out)))
+    mappings = [payload for _, name, payload in entries if name == NODE_MAPPINGS]
+    assert len(mappings) == 1  # never a second, contradicting mapping
+    written = next(out.glob(f"graph_*/{NODE_MAPPINGS}.json")).read_text()
+    assert json.loads(mappings[0]) == json.loads(written)
+
+
+@pytest.mark.parametrize("case", ["demo", "stock"])
+def test_tlparse_page_links_every_announced_kernel(case, request):
+    out, _ = request.getfixturevalue(case)
+    (graph,) = group_graphs(artifact_payloads(log_of(out)))
+    announced = wrapper_code.handle_comments(graph.output_code)
+    page = only_page(out)
+    lines = tlparse_page.kernel_lines(page)
+    assert [k.key for k in lines] == announced == list(graph.node_mappings["cppCodeToPost"])
+    for kernel in lines:
+        assert kernel.post_grad_lines, f"{kernel.key} is not linked on the page"
+        assert set(kernel.post_grad_nodes) <= set(graph.node_mappings["cppCodeToPost"][kernel.key])
+    assert page.links["preToPost"], "the pre-grad panel links nothing"
+    assert any(line.strip() for line in page.pre_grad)
+
+
+def test_two_runs_give_byte_identical_artifacts(demo, demo_again):
+    first, _ = demo
+    files = sorted(p.relative_to(first) for p in first.glob("graph_*/*.json"))
+    assert files
+    for name in files:
+        assert (first / name).read_bytes() == (demo_again / name).read_bytes(), name
+    bundles = sorted(p.relative_to(first) for p in (first / "sdsc").rglob("*.json"))
+    assert bundles and all((first / b).read_bytes() == (demo_again / b).read_bytes() for b in bundles)
+
+
+def test_unknown_model_is_one_line_and_exit_2(tmp_path):
+    done = run_compile(tmp_path, "no_such_model")
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "no_such_model" in done.stderr
+    assert "Traceback" not in done.stderr
