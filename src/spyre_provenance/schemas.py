@@ -21,6 +21,7 @@ Pure module: no torch import.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import importlib.resources
@@ -149,9 +150,14 @@ def validate_bytes(
     """
     if isinstance(data, bytearray):
         data = bytes(data)
-    if full:
-        doc, dup_paths = parse_json(data, location=location)
-        return _validate_full(doc, artifact, location, dup_paths)
+    with _depth_guard(location):
+        if full:
+            doc, dup_paths = parse_json(data, location=location)
+            return _validate_full(doc, artifact, location, dup_paths)
+        return _validate_fast(data, artifact, location)
+
+
+def _validate_fast(data: bytes | str, artifact: str | None, location: str) -> Report:
     result = fastpath.check(data, artifact, location)
     det, problems = result.detected, result.problems
     if result.maybe_duplicate_keys:  # rare: pay for a full parse to find where
@@ -165,7 +171,8 @@ def validate_bytes(
 
 def validate(doc: Any, artifact: str | None = None, *, location: str = "") -> Report:
     """Full path on an already parsed document (``json.load`` result): jsonschema + rules."""
-    return _validate_full(doc, artifact, location, [])
+    with _depth_guard(location):
+        return _validate_full(doc, artifact, location, [])
 
 
 def parse_json(data: bytes | str, *, location: str = "") -> tuple[Any, list[tuple[Any, ...]]]:
@@ -364,6 +371,15 @@ def _report(det: Detected, problems: list[Problem], location: str) -> Report:
         location=location,
         omitted=max(0, len(unique) - MAX_PROBLEMS),
     )
+
+
+@contextlib.contextmanager
+def _depth_guard(location: str) -> Iterator[None]:
+    """Every reader here recurses per nesting level; provenance artifacts nest 6 deep."""
+    try:
+        yield
+    except RecursionError:
+        raise UnusableInput(location or "<input>", "nested too deeply to check") from None
 
 
 def _refuse(name: str) -> Any:

@@ -187,7 +187,7 @@ class _Reader:
             return
         artifact = envelope.get("artifact")
         encoding = artifact.get("encoding") if isinstance(artifact, dict) else None
-        if isinstance(artifact, dict):
+        if _name(envelope) in PROVENANCE_ARTIFACTS:  # torch_version and such belong to no compile
             missing = [k for k in _COMPILE_ID_KEYS if k not in envelope]
             if missing:
                 problems.append(
