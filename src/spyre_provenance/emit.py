@@ -31,18 +31,23 @@ def current_compile_id() -> str:
     return "none" if trace_id is None else str(trace_id)
 
 
-def pre_post_relation_for(graph: Any) -> tuple[NodeMap, NodeMap]:
+def current_pre_grad_graph_id() -> int | None:
+    """The id compile_fx recorded when it logged ``before_pre_grad_graph`` (None: unset)."""
+    import torch._inductor.debug as inductor_debug
+
+    graph_id = getattr(inductor_debug, "_pre_grad_graph_id", None)
+    return graph_id if isinstance(graph_id, int) and graph_id > 0 else None
+
+
+def pre_post_relation_for(graph: Any, pre_grad_graph_id: int | None) -> tuple[NodeMap, NodeMap]:
     """The pre-grad <-> post-grad relation of the graph being lowered.
 
-    ``graph.module`` is the post-grad GraphModule that GraphLowering interprets; the
-    pre-grad graph is identified by the id compile_fx recorded when it logged
-    ``before_pre_grad_graph``.
+    ``graph.module`` is the post-grad GraphModule that GraphLowering interprets; its nodes'
+    ``from_node`` chains lead back to the pre-grad graph with id ``pre_grad_graph_id``.
     """
-    import torch._inductor.debug as inductor_debug
     from torch.fx.traceback import get_graph_provenance_json
 
-    pre_grad_graph_id = getattr(inductor_debug, "_pre_grad_graph_id", None)
-    if not isinstance(pre_grad_graph_id, int) or pre_grad_graph_id <= 0:
+    if pre_grad_graph_id is None:
         return {}, {}
     provenance = get_graph_provenance_json(graph.module.graph)
     return mapping.pre_post_relation(provenance, pre_grad_graph_id)

@@ -92,6 +92,7 @@ class Session:
         self._warned: set[str] = set()
         self._patches: list[tuple[Any, str, Any]] = []
         self._saved_level: int | None = None
+        self._pre_grad_ids: dict[str, int] = {}  # compile id -> its pre-grad graph's id
 
     # -- install / uninstall ---------------------------------------------------------------
 
@@ -234,7 +235,9 @@ class Session:
 
         built = validated = False
         with self._stage("build", graph_key):
-            pre_to_post, post_to_pre = emit.pre_post_relation_for(graph)
+            pre_to_post, post_to_pre = emit.pre_post_relation_for(
+                graph, self._pre_grad_graph_id(result)
+            )
             result.node_mappings = mapping.build_node_mappings(records, pre_to_post, post_to_pre)
             result.stack_traces = mapping.build_stack_traces(records)
             result.opspec_handles = mapping.build_opspec_artifact(records)
@@ -264,6 +267,22 @@ class Session:
         diag.faults = self._faults.pop(graph_key, [])
         diag.partial = bool(diag.faults)
         return None if not validated else msgspec.to_builtins(result.node_mappings)
+
+    def _pre_grad_graph_id(self, result: GraphResult) -> int | None:
+        """The pre-grad graph this graph's nodes descend from.
+
+        A backward graph is compiled lazily, under a fresh set of Inductor's provenance
+        globals, so the pre-grad graph id is gone by then (upstream's backward mapping
+        is empty for that reason). Its nodes' ``from_node`` chains still lead to the
+        forward's pre-grad graph, whose id we remember per compile id.
+        """
+        from spyre_provenance import emit
+
+        graph_id = emit.current_pre_grad_graph_id()
+        if graph_id is not None and result.kind != "backward":
+            self._pre_grad_ids[result.compile_id] = graph_id
+            return graph_id
+        return self._pre_grad_ids.get(result.compile_id, graph_id)
 
     # -- never break a compile ---------------------------------------------------------------
 
