@@ -125,6 +125,7 @@ UNUSABLE = {
     "array.json": (b'[{"version": 2.0}]', "top level is a JSON array, expected an object"),
     "other.json": (b'{"name": "not an artifact"}', "not a recognized provenance artifact"),
     "notes.log": (b"just some text\n", "not a TORCH_TRACE log: the first line has no glog prefix"),
+    "empty.log": (b"", "empty file"),
     "blob": (b"\x00\x01binary", "not valid JSON"),
 }
 

@@ -141,6 +141,7 @@ def _check_path(path: Path, options: Options) -> list[Result]:
         raise UnusableInput(str(path), "no such file or folder")
     if path.is_dir():
         return _check_folder(path, options)
+    _check_size(path, options)
     if _looks_like_log(path):
         return _check_log(path, options, explicit=True)
     if _is_log_name(path):
@@ -151,14 +152,12 @@ def _check_path(path: Path, options: Options) -> list[Result]:
 def _check_json(path: Path, artifact: str | None, options: Options) -> Result:
     data = _read(path, options)
     artifact = artifact or schemas.artifact_for_filename(path.name)
-    full = options.engine == "full" or (options.engine == "auto" and len(data) <= AUTO_FULL_BYTES)
-    report = schemas.validate_bytes(data, artifact, location=str(path), full=full)
+    report = schemas.validate_bytes(data, artifact, location=str(path), full=_full(options, len(data)))
     return _result(str(path), report)
 
 
 def _check_log(path: Path, options: Options, *, explicit: bool) -> list[Result]:
-    if path.stat().st_size > options.max_bytes:
-        _read(path, options)  # raises the size error
+    _check_size(path, options)
     names = {options.artifact} if options.artifact else tracelog.PROVENANCE_ARTIFACTS
     results: list[Result] = []
     damage: list[Problem] = []
@@ -167,9 +166,10 @@ def _check_log(path: Path, options: Options, *, explicit: bool) -> list[Result]:
             damage.append(item)
             continue
         location = f"{path}:{item.compile_id or '[-/-]'}"
-        full = options.engine == "full" or (options.engine == "auto" and len(item.payload) <= AUTO_FULL_BYTES)
         try:
-            report = schemas.validate_bytes(item.payload, item.name, location=location, full=full)
+            report = schemas.validate_bytes(
+                item.payload, item.name, location=location, full=_full(options, len(item.payload))
+            )
         except UnusableInput as exc:  # inside a log, an unreadable payload is a broken artifact
             report = schemas.Report(item.name, None, (Problem("$", exc.what),), location)
         result = _result(str(path), report, extra=item.problems)
@@ -239,12 +239,21 @@ def _looks_like_log(path: Path) -> bool:
 
 
 def _read(path: Path, options: Options) -> bytes:
+    _check_size(path, options)
+    return path.read_bytes()
+
+
+def _full(options: Options, size: int) -> bool:
+    """jsonschema (exact schema semantics) where it is cheap, the fast path where it is not."""
+    return options.engine == "full" or (options.engine == "auto" and size <= AUTO_FULL_BYTES)
+
+
+def _check_size(path: Path, options: Options) -> None:
     size = path.stat().st_size
     if size > options.max_bytes:
         raise UnusableInput(str(path), f"{_human(size)} is over the --max-bytes limit of {_human(options.max_bytes)}")
     if size == 0:
         raise UnusableInput(str(path), "empty file")
-    return path.read_bytes()
 
 
 def _result(path: str, report: schemas.Report, extra: tuple[Problem, ...] = ()) -> Result:
