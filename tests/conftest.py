@@ -36,3 +36,44 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str,
         return code, out, err
 
     return run
+
+
+class CompiledCase:
+    """One ``spyre-provenance compile`` run: its output folder and what it printed."""
+
+    def __init__(self, out: Path, done: "subprocess.CompletedProcess[str]") -> None:
+        self.out = out
+        self.returncode = done.returncode
+        self.stdout = done.stdout
+        self.stderr = done.stderr
+
+    @property
+    def log(self) -> Path:
+        (log,) = (self.out / "trace").glob("*.log")
+        return log
+
+    def graph_dirs(self) -> list[Path]:
+        return sorted(self.out.glob("graph_*"))
+
+
+@pytest.fixture(scope="session")
+def compile_case(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., CompiledCase]:
+    """``compile_case("mlp", "--backend", "inductor")``: the real CLI in a subprocess, run
+    once per distinct argument list per session (a compile takes 7-20 s here), so every
+    test module that needs the same compile shares it. Read-only for the callers."""
+    import subprocess
+    import sys
+
+    done: dict[tuple[str, ...], CompiledCase] = {}
+
+    def run(*args: str) -> CompiledCase:
+        if args not in done:
+            out = tmp_path_factory.mktemp("compiled")
+            completed = subprocess.run(
+                [sys.executable, "-m", "spyre_provenance", "compile", *args, "--out", str(out)],
+                capture_output=True, text=True, timeout=900,
+            )
+            done[args] = CompiledCase(out, completed)
+        return done[args]
+
+    return run

@@ -25,12 +25,11 @@ def run_compile(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
+def demo(compile_case):
     """What ``make demo`` runs: ``compile mlp`` with the default backend."""
-    out = tmp_path_factory.mktemp("demo")
-    done = run_compile(out, "mlp")
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    return out, done
+    case = compile_case("mlp")
+    assert case.returncode == 0, case.stdout + case.stderr[-3000:]
+    return case.out, case
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +41,10 @@ def demo_again(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def stock(tmp_path_factory):
-    out = tmp_path_factory.mktemp("stock")
-    done = run_compile(out, "mlp", "--backend", "inductor")
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    return out, done
+def stock(compile_case):
+    case = compile_case("mlp", "--backend", "inductor")
+    assert case.returncode == 0, case.stdout + case.stderr[-3000:]
+    return case.out, case
 
 
 def log_of(out: Path) -> Path:
