@@ -1,0 +1,56 @@
+"""The hook on stock Inductor: every call site, fallbacks included, keyed like its comment."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch._inductor.utils import run_and_get_code
+
+import spyre_provenance
+from spyre_provenance import wrapper_code
+
+pytestmark = pytest.mark.compile
+
+
+def sort_then_scale(x):
+    # aten.sort(stable=True) has no Inductor lowering on CPU: it runs as a fallback op
+    return torch.sort(x, stable=True, dim=-1).values * 2
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    torch._dynamo.reset()
+    x = torch.randn(4, 8)
+    with torch.no_grad(), spyre_provenance.tracking("inductor") as session:
+        out, codes = run_and_get_code(torch.compile(sort_then_scale), x)
+    torch.testing.assert_close(out, sort_then_scale(x))
+    (graph,) = session.results
+    return graph, "\n".join(codes)
+
+
+def test_fallback_op_is_a_call_site(compiled):
+    graph, _ = compiled
+    assert graph.node_mappings.cppCodeToPost["torch.ops.aten.sort.stable:1"] == ["sort"]
+
+
+def test_keys_are_exactly_the_handle_comments_in_call_order(compiled):
+    graph, code = compiled
+    assert list(graph.node_mappings.cppCodeToPost) == wrapper_code.handle_comments(code)
+    assert [r.key for r in graph.records] == wrapper_code.handle_comments(code)
+
+
+def test_records_carry_kernel_metadata(compiled):
+    graph, _ = compiled
+    fused = next(r for r in graph.records if not r.is_extern)
+    assert "aten.mul" in fused.original_aten
+    assert fused.source_nodes  # the pre-grad nodes get_kernel_metadata names
+    assert fused.opspecs is None  # stock Inductor has no OpSpecs
+
+
+def test_tracking_level_is_restored():
+    from torch._inductor import config
+
+    before = config.trace.provenance_tracking_level
+    with spyre_provenance.tracking():
+        assert config.trace.provenance_tracking_level >= 1
+    assert config.trace.provenance_tracking_level == before
