@@ -85,21 +85,21 @@ def _run(fn: Any, module: Any, inputs: tuple[Any, ...], train: bool) -> list[Any
         with torch.no_grad():
             return _flatten(fn(*inputs))
     module.train()
-    outputs = _flatten(fn(*inputs))
-    loss = sum(o.float().sum() for o in outputs if o.is_floating_point())
+    outputs = _flatten(fn(*inputs), detach=False)  # the loss needs their autograd graph
+    loss = sum(o.float().sum() for o in outputs if o.is_floating_point() and o.requires_grad)
     loss.backward()
-    return outputs + [p.grad for p in module.parameters() if p.grad is not None]
+    return [o.detach() for o in outputs] + [p.grad for p in module.parameters() if p.grad is not None]
 
 
-def _flatten(value: Any) -> list[Any]:
+def _flatten(value: Any, detach: bool = True) -> list[Any]:
     import torch
 
     if isinstance(value, torch.Tensor):
-        return [value.detach()]
+        return [value.detach() if detach else value]
     if isinstance(value, (list, tuple)):
-        return [t for item in value for t in _flatten(item)]
+        return [t for item in value for t in _flatten(item, detach)]
     if isinstance(value, dict):
-        return [t for key in sorted(value) for t in _flatten(value[key])]
+        return [t for key in sorted(value) for t in _flatten(value[key], detach)]
     return []
 
 
