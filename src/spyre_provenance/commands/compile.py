@@ -10,11 +10,11 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
+from spyre_provenance.tlparse_run import TlparseError, render_pages, run_tlparse, tlparse_binary  # noqa: F401
 
 BACKENDS = ("auto", "reference", "inductor", "spyre")
 
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     checked = summary.check_outputs(out, logs[0] if logs else None)
     tlparse = tlparse_binary()
     if logs and not args.no_tlparse and tlparse:
-        pages = run_tlparse(tlparse, logs[0], out / "tlparse")
+        pages = _graph_pages(tlparse, logs[0], out / "tlparse")
     print(summary.render(report, checked, pages, out))
     ok = report.matches_eager and checked.all_valid and not any(
         g.diagnostics.partial for g in report.graphs
@@ -61,29 +61,13 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_FOUND_WANTING
 
 
-def tlparse_binary() -> str | None:
-    """tlparse from the PyPI extra: beside this Python first (an unactivated venv), else PATH."""
-    beside = Path(sys.executable).parent / "tlparse"
-    return str(beside) if beside.exists() else shutil.which("tlparse")
-
-
-def run_tlparse(tlparse: str, log: Path, out: Path) -> list[Path]:
-    """``tlparse LOG -i``: one provenance page per compile folder; returns their paths."""
-    completed = subprocess.run(
-        [tlparse, str(log), "-i", "--no-browser", "-o", str(out), "--overwrite"],
-        capture_output=True,
-        text=True,
-    )
-    if completed.returncode != 0:
-        print(f"tlparse failed ({completed.returncode}): {completed.stderr.strip()[:500]}", file=sys.stderr)
+def _graph_pages(tlparse: str, log: Path, out: Path) -> list[Path]:
+    """One provenance page per graph (forward and backward apart); [] when tlparse fails."""
+    try:
+        return [page.page for page in render_pages(tlparse, log, out) if page.has_mapping]
+    except TlparseError as exc:
+        print(str(exc), file=sys.stderr)
         return []
-    # tlparse writes a page for every compile folder, even the id-less one holding only the
-    # torch version; a page is worth naming only where a mapping was logged.
-    return [
-        page
-        for page in sorted(out.glob("provenance_tracking_*.html"))
-        if any((out / page.stem.removeprefix("provenance_tracking_")).glob("inductor_provenance_tracking_node_mappings*.json"))
-    ]
 
 
 def _model_label(spec: str) -> str:

@@ -1,0 +1,81 @@
+"""``spyre-provenance open DIR|LOG``: render a compile's provenance pages with tlparse.
+
+Runs ``tlparse -i`` on the TORCH_TRACE log (of a ``compile --out`` folder, a trace folder,
+or a log file) and prints one provenance page per compile folder and graph: a training
+compile's forward and backward each get theirs, though tlparse puts both in one compile
+folder (see ``tlparse_run``). Opens the first page in the system browser unless
+``--no-browser``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import webbrowser
+from pathlib import Path
+
+from spyre_provenance import tlparse_run
+from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="DIR|LOG", type=Path,
+                        help="a compile --out folder, a TORCH_TRACE folder, or a log file")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="tlparse output folder (replaced; default: DIR/tlparse, or beside the log)")
+    parser.add_argument("--no-browser", action="store_true", help="print the page paths only")
+
+
+def run(args: argparse.Namespace) -> int:
+    target: Path = args.target
+    if not target.exists():
+        raise UnusableInput(str(target), "no such file or folder")
+    logs = tlparse_run.find_logs(target)
+    if not logs:
+        raise UnusableInput(str(target), "no TORCH_TRACE log (*.log) here nor in its trace/ folder")
+    tlparse = tlparse_run.tlparse_binary()
+    if tlparse is None:
+        raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_run.INSTALL_HINT}")
+
+    out = args.out if args.out is not None else _default_out(target, logs[0])
+    _check_out(out, target, logs)
+    pages: list[tlparse_run.GraphPage] = []
+    for log in logs:
+        log_out = out if len(logs) == 1 else out / log.stem
+        try:
+            pages += tlparse_run.render_pages(tlparse, log, log_out)
+        except tlparse_run.TlparseError as exc:
+            raise UnusableInput(str(log), str(exc)) from None
+
+    mapped = [page for page in pages if page.has_mapping]
+    width = max((len(page.label) for page in pages), default=0)
+    for page in pages:
+        note = "" if page.has_mapping else "  (no provenance mapping logged: nothing is linked)"
+        print(f"{page.label.ljust(width)}  {page.page}{note}")
+    if not mapped:
+        print(f"{target}: no compiled graph with a provenance mapping in the log", file=sys.stderr)
+        return EXIT_FOUND_WANTING
+    if not args.no_browser:
+        webbrowser.open(mapped[0].page.resolve().as_uri())
+    return EXIT_OK
+
+
+def _default_out(target: Path, log: Path) -> Path:
+    if target.is_dir():
+        return (target.parent if target.name == "trace" else target) / "tlparse"
+    if log.parent.name == "trace":  # a log inside a compile --out folder
+        return log.parent.parent / "tlparse"
+    return log.with_name(f"{log.stem}_tlparse")
+
+
+def _check_out(out: Path, target: Path, logs: list[Path]) -> None:
+    """tlparse --overwrite deletes OUT first: never let that be the input or a stranger's folder."""
+    resolved = out.resolve()
+    for path in [target, *logs]:
+        path = path.resolve()
+        if resolved == path or resolved in path.parents:
+            raise UnusableInput(str(out), f"--out would replace {path}, which is the input")
+    if out.exists() and not out.is_dir():
+        raise UnusableInput(str(out), "exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not tlparse_run.looks_like_tlparse_output(out):
+        raise UnusableInput(str(out), "exists, is not empty and is no tlparse output; refusing to replace it")

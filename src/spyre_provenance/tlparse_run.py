@@ -1,0 +1,292 @@
+"""Run tlparse on a TORCH_TRACE log: one provenance page per compile folder *and* graph.
+
+tlparse builds a compile folder's provenance page from the **last** pre-grad graph,
+post-grad graph, output code and node mapping logged under that compile id. A training
+compile logs forward and backward under one compile id, so tlparse's own page shows only
+the backward graph. This module gives every graph its page: for a compile folder holding
+several graphs, it writes one log per graph (the records of that compile id up to the end
+of that graph, minus the earlier graphs' post-grad graphs, code and mappings) and runs
+tlparse on each. Records are copied byte for byte, envelopes and payloads alike, so every
+``has_payload`` MD5 stays valid. Compile folders with one graph use tlparse's page of the
+whole log, the same page ``tlparse -i`` gives.
+
+No torch import: this reads and writes files and runs the ``tlparse`` binary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+
+from spyre_provenance.records import KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.tracelog import GLOG_PREFIX, compile_id
+
+INSTALL_HINT = "pip install 'spyre-provenance[tlparse]'"
+
+POST_GRAD_GRAPHS = frozenset({"inductor_post_grad_graph", "after_post_grad_graph"})
+OUTPUT_CODE = "inductor_output_code"
+#: What tlparse (or this project) reads per graph: an earlier graph's copy must not win.
+GRAPH_ARTIFACTS = POST_GRAD_GRAPHS | {OUTPUT_CODE, NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES}
+
+_AOT_ID = re.compile(r"#\s*AOT ID:\s*\['[^']*?_(?P<kind>inference|forward|backward)'\]")
+
+
+class TlparseError(Exception):
+    """tlparse could not be run or failed; ``str(exc)`` is one line."""
+
+
+def tlparse_binary() -> str | None:
+    """tlparse from the PyPI extra: beside this Python first (an unactivated venv), else PATH."""
+    beside = Path(sys.executable).parent / "tlparse"
+    return str(beside) if beside.exists() else shutil.which("tlparse")
+
+
+def run_tlparse_raw(tlparse: str, log: Path, out: Path) -> None:
+    """``tlparse LOG -i --no-browser -o OUT --overwrite``; raises TlparseError on failure.
+
+    ``--overwrite`` makes tlparse delete OUT first: callers choose OUT with care.
+    """
+    try:
+        completed = subprocess.run(
+            [tlparse, str(log), "-i", "--no-browser", "-o", str(out), "--overwrite"],
+            capture_output=True,
+            text=True,
+        )
+    except OSError as exc:
+        raise TlparseError(f"cannot run {tlparse}: {exc.strerror or exc}") from None
+    if completed.returncode != 0:
+        detail = " ".join((completed.stderr or completed.stdout).split())[:500]
+        raise TlparseError(f"tlparse failed on {log} (exit {completed.returncode}): {detail}")
+
+
+def run_tlparse(tlparse: str, log: Path, out: Path) -> list[Path]:
+    """``tlparse LOG -i``: one provenance page per compile folder; returns their paths.
+
+    tlparse writes a page for every compile folder, even the id-less one holding only the
+    torch version; a page is worth naming only where a mapping was logged. Prints one line
+    to stderr and returns [] when tlparse fails (the compile command goes on without pages).
+    """
+    try:
+        run_tlparse_raw(tlparse, log, out)
+    except TlparseError as exc:
+        print(str(exc), file=sys.stderr)
+        return []
+    return [page for page in sorted(out.glob("provenance_tracking_*.html")) if _has_mapping(out, page)]
+
+
+def _has_mapping(out: Path, page: Path) -> bool:
+    folder = out / page.stem.removeprefix("provenance_tracking_")
+    return any(folder.glob(f"{NODE_MAPPINGS}*.json"))
+
+
+# --- the log, record by record -------------------------------------------------------------
+
+
+class RawRecord(msgspec.Struct):
+    """One record as bytes: its envelope line, its payload lines, anything tlparse skips."""
+
+    line: int  # 1-based line of the envelope (0: lines before the first envelope)
+    name: str | None
+    compile_id: str | None  # "[0/0]" as tlparse's compile_directory.json keys it
+    data: bytes
+    first_payload_line: str = ""
+
+
+def read_records(log: Path) -> list[RawRecord]:
+    """Split a log into records without changing a byte (blank and damaged lines stay with
+    the record before them)."""
+    records: list[RawRecord] = []
+    current = RawRecord(0, None, None, b"")
+    chunks: list[bytes] = []
+    seen_payload = False
+    with open(log, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            line = raw.rstrip(b"\r\n")
+            prefix = None if line.startswith(b"\t") else GLOG_PREFIX.match(line)
+            if prefix is None:
+                if line.startswith(b"\t") and not seen_payload:
+                    current.first_payload_line = line[1:].decode("utf-8", "replace")
+                    seen_payload = True
+                chunks.append(raw)
+                continue
+            if chunks:
+                current.data = b"".join(chunks)
+                records.append(current)
+            chunks, seen_payload = [raw], False
+            current = RawRecord(number, *_name_and_id(line[prefix.end() :]), b"")
+    if chunks:
+        current.data = b"".join(chunks)
+        records.append(current)
+    return records
+
+
+def _name_and_id(envelope_text: bytes) -> tuple[str | None, str | None]:
+    try:
+        envelope = json.loads(envelope_text)
+    except (ValueError, UnicodeDecodeError):
+        return None, None
+    if not isinstance(envelope, dict):
+        return None, None
+    artifact = envelope.get("artifact")
+    if isinstance(artifact, dict) and isinstance(artifact.get("name"), str):
+        name = artifact["name"]
+    else:
+        metadata = {"rank", "frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "has_payload"}
+        name = next((k for k in envelope if k not in metadata), None)
+    return name, compile_id(envelope)
+
+
+class LogGraph(msgspec.Struct):
+    """One compiled graph of a log: its compile id, position and records."""
+
+    compile_id: str
+    position: int  # 0-based among the graphs of its compile id
+    first: int  # index into the record list of the graph's first post-grad graph or code
+    last: int  # index of its last record (the compile id's tail goes to its last graph)
+    kind: str | None = None  # inference | forward | backward (the code's "# AOT ID:" line)
+    has_code: bool = False
+    has_mapping: bool = False
+
+
+def graphs_of(records: list[RawRecord]) -> list[LogGraph]:
+    """The graphs of each compile id that have output code, in log order.
+
+    A compile id's graphs follow each other: post-grad graph, output code, then mapping and
+    stack traces. A post-grad graph or output code after the current graph's code starts
+    the next graph (the rule ``summary.group_graphs`` uses).
+    """
+    graphs: list[LogGraph] = []
+    current: dict[str, LogGraph] = {}
+    tail: dict[str, int] = {}  # compile id -> index of its last record
+    for index, record in enumerate(records):
+        cid, name = record.compile_id, record.name
+        if cid is None:
+            continue
+        tail[cid] = index
+        graph = current.get(cid)
+        if name in POST_GRAD_GRAPHS or name == OUTPUT_CODE:
+            if graph is None or graph.has_code:
+                position = 0 if graph is None else graph.position + 1
+                graph = current[cid] = LogGraph(cid, position, index, index)
+                graphs.append(graph)
+        if graph is None:
+            continue
+        graph.last = index
+        if name == OUTPUT_CODE:
+            graph.has_code = True
+            kind = _AOT_ID.search(record.first_payload_line)
+            graph.kind = kind["kind"] if kind else None
+        elif name == NODE_MAPPINGS:
+            graph.has_mapping = True
+    for graph in current.values():  # metrics, guards after the last graph stay with it
+        graph.last = tail[graph.compile_id]
+    return [g for g in graphs if g.has_code]
+
+
+def graph_log(records: list[RawRecord], graphs: list[LogGraph], graph: LogGraph) -> bytes:
+    """A log holding what tlparse needs to render ``graph`` as its compile folder's page.
+
+    Kept: records without a compile id; the compile id's records up to the graph's end,
+    except the post-grad graphs, code and provenance artifacts of its earlier graphs.
+    Dropped: other compile ids, and everything of this one after the graph.
+    """
+    earlier = [g for g in graphs if g.compile_id == graph.compile_id and g.position < graph.position]
+    chunks = []
+    for index, record in enumerate(records):
+        if record.compile_id is None:
+            chunks.append(record.data)
+        elif record.compile_id != graph.compile_id or index > graph.last:
+            continue
+        elif record.name in GRAPH_ARTIFACTS and any(g.first <= index <= g.last for g in earlier):
+            continue
+        else:
+            chunks.append(record.data)
+    return b"".join(chunks)
+
+
+# --- pages -----------------------------------------------------------------------------------
+
+
+class GraphPage(msgspec.Struct):
+    compile_id: str  # "[0/0]"
+    position: int
+    kind: str | None
+    page: Path
+    has_mapping: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.compile_id} {self.kind or f'graph {self.position}'}"
+
+
+def render_pages(tlparse: str, log: Path, out: Path) -> list[GraphPage]:
+    """tlparse on the whole log into ``out``, plus one log and run per graph where a compile
+    folder holds several graphs (under ``out/graphs/``). One page per graph, in log order.
+    """
+    run_tlparse_raw(tlparse, log, out)
+    folders = _compile_folders(out)
+    records = read_records(log)
+    graphs = graphs_of(records)
+    pages: list[GraphPage] = []
+    for graph in graphs:
+        folder = folders.get(graph.compile_id)
+        if folder is None:
+            continue
+        siblings = [g for g in graphs if g.compile_id == graph.compile_id]
+        if len(siblings) == 1:
+            page = out / f"provenance_tracking_{folder}.html"
+        else:
+            name = f"{folder}_{graph.kind or 'graph'}"
+            if sum(1 for g in siblings if g.kind == graph.kind) > 1:
+                name += f"_{graph.position}"
+            split_log = out / "graphs" / f"{name}.log"
+            split_log.parent.mkdir(parents=True, exist_ok=True)
+            split_log.write_bytes(graph_log(records, graphs, graph))
+            run_tlparse_raw(tlparse, split_log, out / "graphs" / name)
+            page = out / "graphs" / name / f"provenance_tracking_{folder}.html"
+        if page.exists():
+            pages.append(GraphPage(graph.compile_id, graph.position, graph.kind, page, graph.has_mapping))
+    return pages
+
+
+def _compile_folders(out: Path) -> dict[str, str]:
+    """Compile id ("[0/0]") -> tlparse's folder name ("-_0_0_0"), from its own index."""
+    try:
+        directory = json.loads((out / "compile_directory.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    folders: dict[str, str] = {}
+    for cid, entry in directory.items() if isinstance(directory, dict) else ():
+        for artifact in (entry or {}).get("artifacts", ()):
+            url = artifact.get("url") if isinstance(artifact, dict) else None
+            if isinstance(url, str) and "/" in url:
+                folders[cid] = url.split("/", 1)[0]
+                break
+    return folders
+
+
+def find_logs(target: Path) -> list[Path]:
+    """The TORCH_TRACE logs of a compile output folder, a trace folder, or a log file."""
+    if target.is_file():
+        return [target]
+    for folder in (target / "trace", target):
+        logs = sorted(p for p in folder.glob("*.log") if p.is_file()) if folder.is_dir() else []
+        if logs:
+            return logs
+    return []
+
+
+def looks_like_tlparse_output(folder: Path) -> bool:
+    """tlparse's index files, in the folder or (one output per log) in its subfolders."""
+    return any(
+        (f / "compile_directory.json").is_file() or (f / "index.html").is_file()
+        for f in [folder, *(p for p in folder.iterdir() if p.is_dir())]
+    )
+
