@@ -121,3 +121,36 @@ def test_unknown_model_is_one_line_and_exit_2(tmp_path):
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and "no_such_model" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+REFERENCE_CASES = {
+    "mlp-fp16": ("mlp", "--dtype", "float16"),
+    "residual": ("residual",),
+    "reduce2": ("reduce2",),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFERENCE_CASES))
+def test_reference_backend_maps_every_call_site(case, compile_case):
+    compiled = compile_case(*REFERENCE_CASES[case])
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr[-3000:]
+    assert "on the reference backend" in compiled.stdout
+    assert "output vs eager: match" in compiled.stdout
+    assert "without handle: 0" in compiled.stdout
+    for graph in group_graphs(artifact_payloads(compiled.log)):
+        keys = list(graph.node_mappings["cppCodeToPost"])
+        assert keys and all(k.startswith("sdsc_") for k in keys)
+        sites = wrapper_code.call_sites(graph.output_code)
+        assert [s.key for s in sites] == keys  # every call site mapped, 1:1, in order
+        assert all(graph.node_mappings["cppCodeToPost"][k] for k in keys)
+
+
+def test_fp16_bias_adds_trace_to_addmm_without_a_stack_trace(compile_case):
+    compiled = compile_case(*REFERENCE_CASES["mlp-fp16"])
+    (folder,) = compiled.graph_dirs()
+    handles = json.loads((folder / "spyre_opspec_debug_handles.json").read_text())["handles"]
+    bias_adds = [h for h in handles.values() if h["ir_chain"][:1] == ["add"] or h["ir_chain"][:1] == ["add_1"]]
+    assert bias_adds
+    for handle in bias_adds:
+        assert handle["aten_op"] == "aten.addmm.default"
+        assert handle["source"] is None  # the decomposition's add has no stack trace
