@@ -91,7 +91,14 @@ def test_log_mapping_is_the_graphs_last_and_matches_the_files(case, request):
     assert json.loads(mappings[0]) == json.loads(written)
 
 
-@pytest.mark.parametrize("case", ["demo", "stock"])
+@pytest.fixture(scope="module")
+def demo_fp16(compile_case):
+    case = compile_case("mlp", "--dtype", "float16")
+    assert case.returncode == 0, case.stdout + case.stderr[-3000:]
+    return case.out, case
+
+
+@pytest.mark.parametrize("case", ["demo", "demo_fp16", "stock"])
 def test_tlparse_page_links_every_announced_kernel(case, request):
     out, _ = request.getfixturevalue(case)
     (graph,) = group_graphs(artifact_payloads(log_of(out)))
