@@ -7,11 +7,15 @@ post-grad nodes in the order the records list them, pre-grad nodes in the order 
 
 from __future__ import annotations
 
+import io
+import itertools
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
+from spyre_provenance.fastpath import gc_paused
 from spyre_provenance.records import (
     DebugHandle,
     KernelRecord,
@@ -141,18 +145,20 @@ def build_node_mappings(
     """The upstream ``inductor_provenance_tracking_node_mappings`` document, version 2.0."""
     cpp_to_post: NodeMap = {}
     post_to_cpp: NodeMap = {}
-    for record in sorted(records, key=lambda r: r.handle):
-        nodes = kernel_nodes(record).nodes
-        cpp_to_post[record.key] = list(dict.fromkeys(nodes))
-        for node in cpp_to_post[record.key]:
-            _append_unique(post_to_cpp, node, record.key)
-    return NodeMappingsV2(
-        version=MAPPING_VERSION,
-        preToPost={k: list(v) for k, v in pre_to_post.items()},
-        postToPre={k: list(v) for k, v in post_to_pre.items()},
-        cppCodeToPost=cpp_to_post,
-        postToCppCode=post_to_cpp,
-    )
+    with gc_paused():  # 100k call sites make millions of lists: no cyclic-GC rescans
+        for record in sorted(records, key=lambda r: r.handle):
+            key = record.key  # one string per call site, shared by every list naming it
+            nodes = list(dict.fromkeys(kernel_nodes(record).nodes))
+            cpp_to_post[key] = nodes
+            for node in nodes:
+                _append_unique(post_to_cpp, node, key)
+        return NodeMappingsV2(
+            version=MAPPING_VERSION,
+            preToPost={k: list(v) for k, v in pre_to_post.items()},
+            postToPre={k: list(v) for k, v in post_to_pre.items()},
+            cppCodeToPost=cpp_to_post,
+            postToCppCode=post_to_cpp,
+        )
 
 
 def build_stack_traces(records: Sequence[KernelRecord]) -> KernelStackTraces:
@@ -205,12 +211,81 @@ def _flatten(handle: DebugHandle, handles: dict[str, dict[str, Any]]) -> str:
     return key
 
 
+# json.dumps(..., ensure_ascii=False) is this encoder's encode(); used piecewise below.
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+_CHUNK = 16384  # map entries encoded at a time: bounds the text held besides the output
+
+
 def to_json_bytes(document: Any) -> bytes:
     """Canonical bytes for an artifact: key order as built, compact separators like upstream.
 
     Upstream serializes with ``json.dumps`` defaults (``", "`` and ``": "``); we do the
     same so a byte comparison with an upstream artifact is meaningful.
-    """
-    import json
 
-    return json.dumps(msgspec.to_builtins(document), ensure_ascii=False).encode("utf-8")
+    The bytes are exactly ``json.dumps(msgspec.to_builtins(document), ensure_ascii=False)``
+    encoded as UTF-8, written piece by piece: top-level values one at a time and large maps
+    ``_CHUNK`` entries at a time, into one growing buffer. A 100 MB mapping then needs no
+    builtins copy of itself and no whole-document text next to the bytes (peak memory about
+    the document plus its bytes, not three times that).
+    """
+    with gc_paused():
+        items = _top_level_items(document)
+        if items is None:
+            return _encode(document)
+        out = io.BytesIO()
+        out.write(b"{")
+        for index, (key, value) in enumerate(items):
+            if index:
+                out.write(b", ")
+            out.write(_encode(key))
+            out.write(b": ")
+            if isinstance(value, dict) and len(value) > _CHUNK:
+                _write_map(out, value)
+            else:
+                out.write(_encode(value))
+        out.write(b"}")
+        return out.getvalue()  # hands over the buffer itself, no copy
+
+
+def _top_level_items(document: Any) -> list[tuple[str, Any]] | None:
+    """(key, value) pairs as ``msgspec.to_builtins`` would give them, or None when the
+    top level is something this writer leaves to the one-shot encoder."""
+    if isinstance(document, dict):
+        return list(document.items()) if all(type(k) is str for k in document) else None
+    if isinstance(document, msgspec.Struct):
+        config = document.__struct_config__
+        if config.omit_defaults or config.array_like or config.tag_field is not None:
+            return None
+        return [
+            (field.encode_name, value)
+            for field in msgspec.structs.fields(document)
+            if (value := getattr(document, field.name)) is not msgspec.UNSET
+        ]
+    return None
+
+
+def _write_map(out: io.BytesIO, value: dict[Any, Any]) -> None:
+    """``{...}`` of a large map, written in chunks; the same bytes as encoding it at once."""
+    entries = iter(value.items())
+    out.write(b"{")
+    first = True
+    while chunk := dict(itertools.islice(entries, _CHUNK)):
+        if not first:
+            out.write(b", ")
+        out.write(_encode(chunk)[1:-1])  # the chunk's entries without its braces
+        first = False
+    out.write(b"}")
+
+
+def _encode(value: Any) -> bytes:
+    """``json.dumps(msgspec.to_builtins(value), ensure_ascii=False)`` as UTF-8 bytes.
+
+    Plain JSON values (dicts, lists, strings, numbers) encode as they are, which is what
+    ``to_builtins`` would hand over anyway; anything else (Structs, sets, bytes, ...) goes
+    through ``to_builtins`` first, as before.
+    """
+    try:
+        text = _ENCODER.encode(value)
+    except TypeError:
+        text = _ENCODER.encode(msgspec.to_builtins(value))
+    return text.encode("utf-8")
