@@ -128,6 +128,12 @@ class Session:
 
         self._patch(config, "fx_graph_cache", False)
         self._patch(functorch_config, "enable_autograd_cache", False)
+        # TORCHINDUCTOR_FX_GRAPH_CACHE=1 / TORCHINDUCTOR_AUTOGRAD_CACHE=1 (torch's env_name_force)
+        # win over any assignment: a warm cache would then be hit and nothing recorded.
+        for module, name in ((config, "fx_graph_cache"), (functorch_config, "enable_autograd_cache")):
+            entry = getattr(module, "_config", {}).get(name)
+            if getattr(entry, "env_value_force", None) is True:
+                self._patch(entry, "env_value_force", False)
 
     def uninstall(self) -> None:
         from torch._inductor import config
