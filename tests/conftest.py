@@ -77,3 +77,42 @@ def compile_case(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Comp
         return done[args]
 
     return run
+
+
+class OpenedCase:
+    """``spyre-provenance open --no-browser`` on a compiled case: the pages it printed."""
+
+    def __init__(self, case: CompiledCase, out: Path, done: "subprocess.CompletedProcess[str]") -> None:
+        self.case = case
+        self.out = out
+        self.returncode = done.returncode
+        self.stdout = done.stdout
+        self.stderr = done.stderr
+        # one line per compile folder and graph: "LABEL  PATH" (+ "  (note)" when unlinked)
+        self.pages: list[tuple[str, Path]] = []
+        for line in done.stdout.splitlines():
+            label, path = line.split("  ", 1)
+            self.pages.append((label, Path(path.strip().split("  ")[0])))
+
+
+@pytest.fixture(scope="session")
+def open_case(compile_case, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., OpenedCase]:
+    """``open_case("mlp", "--train")``: the compile of ``compile_case`` with the same
+    arguments, then ``spyre-provenance open`` on its folder; once per session."""
+    import subprocess
+    import sys
+
+    done: dict[tuple[str, ...], OpenedCase] = {}
+
+    def run(*args: str) -> OpenedCase:
+        if args not in done:
+            case = compile_case(*args)
+            out = tmp_path_factory.mktemp("opened") / "tlparse"
+            completed = subprocess.run(
+                [sys.executable, "-m", "spyre_provenance", "open", str(case.out), "--out", str(out), "--no-browser"],
+                capture_output=True, text=True, timeout=300,
+            )
+            done[args] = OpenedCase(case, out, completed)
+        return done[args]
+
+    return run

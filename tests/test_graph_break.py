@@ -1,0 +1,35 @@
+"""Several graphs in one log: a graph break gives Dynamo two frames, two compile folders.
+
+Every compile folder gets its page from ``open``, each with its own pre-grad graph, code
+and mapping, every kernel linked (the per-kernel check for these cases is in
+tests/test_open.py). Compiles shared through the session ``open_case`` fixture.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from spyre_provenance import tlparse_page, tlparse_run, tracelog
+from spyre_provenance.summary import group_graphs
+
+pytestmark = [
+    pytest.mark.compile,
+    pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed"),
+]
+
+
+@pytest.mark.parametrize("backend", ["reference", "inductor"])
+def test_each_frame_gets_a_linked_page_of_its_own(backend, open_case):
+    opened = open_case("graph_break", *(["--backend", "inductor"] if backend == "inductor" else []))
+    assert opened.case.returncode == 0, opened.case.stdout + opened.case.stderr[-3000:]
+    assert opened.returncode == 0, opened.stderr
+    logged = group_graphs(tracelog.artifact_payloads(opened.case.log))
+    assert len({graph.compile_id for graph in logged}) == len(logged) == 2
+    assert [label.split()[0] for label, _ in opened.pages] == [graph.compile_id for graph in logged]
+    pages = [tlparse_page.parse_page(path.read_text()) for _, path in opened.pages]
+    assert pages[0].pre_grad != pages[1].pre_grad  # each frame its own pre-grad graph
+    assert pages[0].code != pages[1].code
+    for (label, _), page, graph in zip(opened.pages, pages, logged):
+        keys = [kernel.key for kernel in tlparse_page.kernel_lines(page) if kernel.post_grad_lines]
+        assert keys and keys == list(graph.node_mappings["cppCodeToPost"]), label
+        assert page.links.get("preToPost"), f"{label}: the pre-grad panel links nothing"

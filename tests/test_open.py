@@ -1,0 +1,219 @@
+"""``spyre-provenance open``: tlparse pages per compile folder and graph, every kernel linked.
+
+The matrix (issue 6's "done when"): mlp inference, mlp training, the residual model and the
+graph-break model, on the reference backend and on stock Inductor. Each compile runs once
+per session (``compile_case``, shared with the other test modules); ``open`` itself costs
+well under a second. The unit tests below use a small hand-written log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from spyre_provenance import tlparse_page, tlparse_run, tracelog, wrapper_code
+from spyre_provenance.records import NODE_MAPPINGS
+from spyre_provenance.summary import group_graphs
+
+CASES = [
+    ("mlp",),
+    ("mlp", "--backend", "inductor"),
+    ("mlp", "--train"),
+    ("mlp", "--train", "--backend", "inductor"),
+    ("residual",),
+    ("residual", "--backend", "inductor"),
+    ("graph_break",),
+    ("graph_break", "--backend", "inductor"),
+]
+
+needs_tlparse = pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")
+
+
+@pytest.mark.compile
+@needs_tlparse
+@pytest.mark.parametrize("case", CASES, ids=["-".join(c).replace("--", "") for c in CASES])
+def test_every_page_links_every_announced_kernel(case, open_case):
+    opened = open_case(*case)
+    assert opened.case.returncode == 0, opened.case.stdout + opened.case.stderr[-3000:]
+    assert opened.returncode == 0, opened.stderr
+    logged = group_graphs(tracelog.artifact_payloads(opened.case.log))
+    # one page per graph, in log order, each showing its own graph's code
+    assert len(opened.pages) == len(logged) >= 1, opened.stdout
+    for (label, path), graph in zip(opened.pages, logged):
+        page = tlparse_page.parse_page(path.read_text())
+        assert "\n".join(page.code).strip() == graph.output_code.strip(), f"{label}: another graph's code"
+        announced = wrapper_code.handle_comments(graph.output_code)
+        lines = tlparse_page.kernel_lines(page)
+        assert announced and [k.key for k in lines] == announced, label
+        assert announced == list(graph.node_mappings["cppCodeToPost"]), label
+        for kernel in lines:
+            assert kernel.post_grad_lines, f"{label}: {kernel.key} (code line {kernel.line}) links nothing"
+            assert set(kernel.post_grad_nodes) <= set(graph.node_mappings["cppCodeToPost"][kernel.key])
+        assert any(line.strip() for line in page.pre_grad), f"{label}: empty pre-grad panel"
+        if "backward" not in label:  # the backward graph's limits: tests/test_training.py
+            assert page.links.get("preToPost"), f"{label}: the pre-grad panel links nothing"
+
+
+# --- the command ----------------------------------------------------------------------------
+
+
+@pytest.mark.compile
+@needs_tlparse
+def test_open_prints_a_page_per_graph_and_opens_the_first(compile_case, run_cli, monkeypatch, tmp_path):
+    case = compile_case("mlp")
+    opened: list[str] = []
+    monkeypatch.setattr("webbrowser.open", lambda url, *a, **k: opened.append(url) or True)
+    code, out, err = run_cli("open", case.out, "--out", tmp_path / "pages")
+    assert code == 0, err
+    (line,) = out.splitlines()
+    label, path = line.split("  ", 1)
+    assert label == "[0/0] inference" and Path(path.strip()).is_file()
+    assert opened == [Path(path.strip()).resolve().as_uri()]
+    # the same log, named directly or as its trace folder; --no-browser opens nothing
+    opened.clear()
+    for target in (case.log, case.out / "trace"):
+        code, again, err = run_cli("open", target, "--out", tmp_path / "pages", "--no-browser")
+        assert code == 0 and again == out, err
+    assert opened == []
+
+
+def test_missing_tlparse_is_one_line_naming_the_install_command(run_cli, monkeypatch, data_dir):
+    monkeypatch.setattr(tlparse_run, "tlparse_binary", lambda: None)
+    code, out, err = run_cli("open", data_dir / "logs" / "seed_mlp.log", "--no-browser")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "pip install 'spyre-provenance[tlparse]'" in err
+
+
+@needs_tlparse
+@pytest.mark.parametrize(
+    "problem",
+    ["missing", "empty_folder", "out_is_input", "out_is_a_stranger"],
+)
+def test_unusable_input_is_one_line_and_exit_2(problem, run_cli, tmp_path, data_dir):
+    log = tmp_path / "run" / "trace" / "x.log"
+    log.parent.mkdir(parents=True)
+    log.write_bytes((data_dir / "logs" / "seed_mlp.log").read_bytes())
+    args = {
+        "missing": [tmp_path / "nothing"],
+        "empty_folder": [tmp_path / "run" / "trace" / "sub"],
+        "out_is_input": [tmp_path / "run", "--out", tmp_path / "run"],
+        "out_is_a_stranger": [tmp_path / "run", "--out", tmp_path / "precious"],
+    }[problem]
+    (tmp_path / "run" / "trace" / "sub").mkdir()
+    (tmp_path / "precious").mkdir()
+    (tmp_path / "precious" / "notes.txt").write_text("keep me")
+    code, out, err = run_cli("open", *args, "--no-browser")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    assert (tmp_path / "precious" / "notes.txt").read_text() == "keep me"
+    assert log.exists()
+
+
+@needs_tlparse
+def test_default_out_is_beside_the_compile(run_cli, tmp_path, training_log):
+    log = tmp_path / "run" / "trace" / "x.log"
+    log.parent.mkdir(parents=True)
+    log.write_bytes(training_log.read_bytes())
+    code, out, err = run_cli("open", tmp_path / "run", "--no-browser")
+    assert code == 0, err
+    paths = [Path(line.split("  ", 1)[1].strip()) for line in out.splitlines()]
+    assert len(paths) == 3 and all(p.is_relative_to(tmp_path / "run" / "tlparse") for p in paths)
+    # a second run replaces its own earlier output
+    assert run_cli("open", log, "--no-browser")[:2] == (0, out)
+
+
+@needs_tlparse
+def test_a_log_without_compiled_code_is_found_wanting(run_cli, data_dir, tmp_path):
+    """The seed log holds a mapping but no output code: nothing a page could link."""
+    code, out, err = run_cli("open", data_dir / "logs" / "seed_mlp.log", "--out", tmp_path / "o", "--no-browser")
+    assert code == 1 and out == "" and err.count("\n") == 1 and "no compiled graph" in err
+
+
+# --- splitting a log per graph, on a hand-written log ------------------------------------------
+
+
+def _record(name: str, payload: str | None, cid: tuple[int, int, int] | None = (0, 0, 0)) -> str:
+    envelope: dict = {"artifact": {"name": name, "encoding": "string"}} if payload is not None else {name: {}}
+    if cid is not None:
+        envelope.update(frame_id=cid[0], frame_compile_id=cid[1], attempt=cid[2])
+    lines = [] if payload is None else payload.split("\n")
+    if payload is not None:
+        envelope["has_payload"] = hashlib.md5(payload.encode()).hexdigest()
+    head = f"V0101 00:00:00.000000 1 torch/x.py:1] {json.dumps(envelope)}\n"
+    return head + "".join(f"\t{line}\n" for line in lines)
+
+
+def _graph(kind: str, tag: str) -> list[str]:
+    mapping = {"preToPost": {}, "postToPre": {}, "cppCodeToPost": {f"k_{tag}:1": [f"n_{tag}"]},
+               "postToCppCode": {f"n_{tag}": [f"k_{tag}:1"]}, "version": 2.0}
+    return [
+        _record("inductor_post_grad_graph", f"class G(torch.nn.Module):\n    n_{tag} = torch.ops.aten.relu.default(x)"),
+        _record("inductor_output_code", f"# AOT ID: ['0_{kind}']\ndef call(args):\n    # [Provenance debug handles] k_{tag}:1\n    k_{tag}(buf)"),
+        _record(NODE_MAPPINGS, json.dumps(mapping)),
+    ]
+
+
+@pytest.fixture
+def training_log(tmp_path) -> Path:
+    log = tmp_path / "train.log"
+    log.write_text(
+        _record("torch_version", "2.13.0", cid=None)
+        + "\n"  # a blank line: kept, as tlparse skips it
+        + _record("before_pre_grad_graph", "class P(torch.nn.Module):\n    x = l_x_")
+        + "".join(_graph("forward", "fwd"))
+        + _record("compilation_metrics", None)
+        + "".join(_graph("backward", "bwd"))
+        + _record("bwd_compilation_metrics", None)
+        + _record("before_pre_grad_graph", "class Q(torch.nn.Module):\n    y = l_y_", cid=(1, 0, 0))
+        + "".join(_graph("inference", "other")).replace('"frame_id": 0', '"frame_id": 1')
+    )
+    return log
+
+
+def test_records_round_trip_byte_for_byte(training_log):
+    records = tlparse_run.read_records(training_log)
+    assert b"".join(r.data for r in records) == training_log.read_bytes()
+    assert [r.compile_id for r in records][:2] == [None, "[0/0]"]
+
+
+def test_graphs_of_a_compile_id_follow_each_other(training_log):
+    graphs = tlparse_run.graphs_of(tlparse_run.read_records(training_log))
+    assert [(g.compile_id, g.position, g.kind, g.has_mapping) for g in graphs] == [
+        ("[0/0]", 0, "forward", True),
+        ("[0/0]", 1, "backward", True),
+        ("[1/0]", 0, "inference", True),
+    ]
+
+
+@pytest.mark.parametrize("index, keeps, drops", [
+    (0, ["k_fwd", "class P", "2.13.0"], ["k_bwd", "bwd_compilation_metrics", "k_other", "class Q"]),
+    (1, ["k_bwd", "class P", "2.13.0", "compilation_metrics"], ["k_fwd", "n_fwd", "k_other"]),
+    (2, ["k_other", "class Q", "2.13.0"], ["k_fwd", "k_bwd", "class P"]),
+])
+def test_graph_log_keeps_what_its_page_needs(training_log, tmp_path, index, keeps, drops):
+    records = tlparse_run.read_records(training_log)
+    graphs = tlparse_run.graphs_of(records)
+    text = tlparse_run.graph_log(records, graphs, graphs[index]).decode()
+    assert all(k in text for k in keeps) and not any(d in text for d in drops)
+    split = tmp_path / "split.log"
+    split.write_text(text)
+    damage = [
+        item for item in tracelog.read_trace(split, names=None)
+        if not isinstance(item, tracelog.TraceEntry) or item.problems
+    ]
+    assert damage == []  # envelopes and payloads intact: every MD5 still matches
+
+
+@needs_tlparse
+def test_render_pages_gives_forward_and_backward_their_own_page(training_log, tmp_path):
+    pages = tlparse_run.render_pages(tlparse_run.tlparse_binary(), training_log, tmp_path / "out")
+    assert [p.label for p in pages] == ["[0/0] forward", "[0/0] backward", "[1/0] inference"]
+    for page, tag in zip(pages, ["fwd", "bwd", "other"]):
+        parsed = tlparse_page.parse_page(page.page.read_text())
+        (kernel,) = tlparse_page.kernel_lines(parsed)
+        assert kernel.key == f"k_{tag}:1" and kernel.post_grad_nodes == [f"n_{tag}"]
+    # a compile folder with one graph keeps tlparse's own page of the whole log
+    assert pages[2].page.parent == tmp_path / "out"
