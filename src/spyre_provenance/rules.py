@@ -20,7 +20,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, Union
@@ -282,16 +282,64 @@ def check(artifact: str, schema: int, doc: Any) -> list[Problem]:
 
 
 def _check_node_mappings(fields: dict[str, NodeMap], v2: bool, problems: list[Problem]) -> None:
-    for name, mapping in fields.items():
-        _check_unique_lists(mapping, f"$.{name}", problems)
-    _check_kernel_keys(fields.get("cppCodeToPost", {}), "$.cppCodeToPost", v2, problems)
-    for post, names in fields.get("postToCppCode", {}).items():
+    facts = {name: node_map_facts(name, mapping, v2) for name, mapping in fields.items()}
+    problems.extend(check_node_map_facts(facts, fields.__getitem__))
+
+
+class NodeMapFacts(msgspec.Struct, frozen=True):
+    """What the node-mapping rules need to know of one map (``node_map_facts``).
+
+    A validator can gather these one map at a time, letting each map go before decoding
+    the next, and then judge the document with ``check_node_map_facts``: the same problems
+    in the same order as checking all maps at once.
+    """
+
+    duplicates: list[Problem]  # lists naming something twice
+    kernel_keys: list[Problem]  # cppCodeToPost keys, or postToCppCode entries
+    pairs: tuple[int, int]  # the map's pair fingerprint; an inverse map's is flipped
+
+
+_INVERSES = (("preToPost", "postToPre"), ("cppCodeToPost", "postToCppCode"))
+_NO_PAIRS = (0, 0)  # the fingerprint of an absent (empty) map
+
+
+def node_map_facts(name: str, mapping: NodeMap, v2: bool) -> NodeMapFacts:
+    duplicates: list[Problem] = []
+    kernel_keys: list[Problem] = []
+    _check_unique_lists(mapping, f"$.{name}", duplicates)
+    if name == "cppCodeToPost":
+        _check_kernel_keys(mapping, "$.cppCodeToPost", v2, kernel_keys)
+    elif name == "postToCppCode":
+        _check_kernel_refs(mapping, v2, kernel_keys)
+    flip = any(name == bwd for _, bwd in _INVERSES)
+    return NodeMapFacts(duplicates, kernel_keys, _pair_fingerprint(mapping, flip=flip))
+
+
+def check_node_map_facts(facts: Mapping[str, NodeMapFacts], reload: Callable[[str], NodeMap]) -> list[Problem]:
+    """The node-mapping rules, from each present map's facts (in MAP_FIELDS order).
+
+    ``reload(name)`` returns a present map again; it is called only for the two maps of a
+    failed inverse check, to name the pairs that differ.
+    """
+    problems = [p for f in facts.values() for p in f.duplicates]
+    for name in ("cppCodeToPost", "postToCppCode"):
+        if name in facts:
+            problems.extend(facts[name].kernel_keys)
+    for fwd, bwd in _INVERSES:
+        fwd_pairs = facts[fwd].pairs if fwd in facts else _NO_PAIRS
+        bwd_pairs = facts[bwd].pairs if bwd in facts else _NO_PAIRS
+        if fwd_pairs != bwd_pairs:
+            _check_inverse({n: reload(n) for n in (fwd, bwd) if n in facts}, fwd, bwd, problems)
+    return problems
+
+
+def _check_kernel_refs(post_to_cpp: NodeMap, v2: bool, problems: list[Problem]) -> None:
+    """postToCppCode entries: v2 kernel keys ``<kernel>:<N>``, v1 bare names."""
+    for post, names in post_to_cpp.items():
         for i, name in enumerate(names):
             if bool(_KERNEL_KEY_RE.search(name)) != v2:
                 message = MSG_KERNEL_KEY if v2 else MSG_BARE_NAME
                 problems.append(Problem(f"{key_path('$.postToCppCode', post)}[{i}]", message))
-    _check_inverse(fields, "preToPost", "postToPre", problems)
-    _check_inverse(fields, "cppCodeToPost", "postToCppCode", problems)
 
 
 def _check_kernel_keys(keys: Iterable[str], path: str, v2: bool, problems: list[Problem]) -> None:
