@@ -109,6 +109,8 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
         f"  output vs eager: {'match' if report.matches_eager else 'MISMATCH'} "
         f"(max abs error {report.max_abs_error:.3g})",
     ]
+    if not report.graphs:
+        lines.append("  NO GRAPH RECORDED: the hook saw no kernel code generation")
     for graph, logged in zip(report.graphs, checked.graphs + [None] * len(report.graphs)):
         d = graph.diagnostics
         kernels = len(graph.records)

@@ -55,8 +55,13 @@ def run(args: argparse.Namespace) -> int:
     if logs and not args.no_tlparse and tlparse:
         pages = _graph_pages(tlparse, logs[0], out / "tlparse")
     print(summary.render(report, checked, pages, out))
-    ok = report.matches_eager and checked.all_valid and not any(
-        g.diagnostics.partial for g in report.graphs
+    # no graph recorded means the hook saw nothing (a cache hit it could not bypass, or a
+    # model that compiled no code): never a silent success
+    ok = (
+        bool(report.graphs)
+        and report.matches_eager
+        and checked.all_valid
+        and not any(g.diagnostics.partial for g in report.graphs)
     )
     return EXIT_OK if ok else EXIT_FOUND_WANTING
 
