@@ -1,0 +1,260 @@
+"""pytest plugin (entry point ``pytest11``): the ``provenance_regression`` fixture.
+
+For a project's own test suite (torch-spyre's, a model zoo's)::
+
+    def test_block_provenance(provenance_regression):
+        model, inputs = make_block()
+        provenance_regression.check(model, inputs, backend="spyre")
+
+compiles the model with provenance tracking, normalizes the artifacts
+(``golden.normalize``) and compares them with the golden beside the test file,
+``<test dir>/<test module>/<test name>/`` (a golden case folder: ``manifest.json`` and one
+``graph_*`` folder per compiled graph), the way pytest-regressions does it, through its
+``file_regression`` fixture: the first run writes the golden and fails, ``--force-regen``
+rewrites it, and a mismatch fails with the readable diff (``spyre-provenance diff``'s lines).
+A golden made with another torch is a hint (a warning, and a line in a failure message),
+never a failure by itself.
+
+This repository's own golden tests (``tests/test_golden.py``) go through
+``check_provenance`` too, so ``pytest --force-regen`` and ``spyre-provenance golden update``
+write the same bytes to the same files. Importing this module imports neither torch nor
+pytest-regressions; the fixture asks for them when used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spyre_provenance import golden, schemas
+
+
+class ProvenanceToolchainHint(UserWarning):
+    """The golden was made with another toolchain (or recipe) than this run."""
+
+
+class ProvenanceRegression:
+    """What the ``provenance_regression`` fixture returns."""
+
+    def __init__(self, request: pytest.FixtureRequest, file_regression: Any, obtained_dir: Path) -> None:
+        self.request = request
+        self.file_regression = file_regression
+        self.obtained_dir = obtained_dir
+        self.roots = golden.Roots.default(request.config.rootpath)
+
+    # -- the user-facing check -------------------------------------------------------------------
+
+    def check(
+        self,
+        model: Any,
+        example_inputs: Any,
+        *,
+        backend: str = "auto",
+        train: bool = False,
+        basename: str | None = None,
+    ) -> golden.Provenance:
+        """Compile ``model(*example_inputs)`` with tracking on and compare its provenance with
+        the golden ``<test dir>/<module>/<basename or test name>/``. Returns the normalized
+        provenance. ``backend``: auto (torch-spyre when it imports, else reference),
+        reference, inductor or spyre. ``train``: also compile the backward graph."""
+        __tracebackhide__ = True
+        inputs = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+        graphs, backend_name = _compile(model, inputs, backend, train)
+        manifest = golden.make_manifest(
+            {"model": _model_name(model), "backend": backend_name, "dtype": _dtype(model, inputs), "train": train},
+            how={"update": f"pytest {self.request.node.nodeid} --force-regen"},
+        )
+        provenance = golden.Provenance(self.request.node.nodeid, graphs, manifest).normalized(self.roots)
+        self.check_provenance(provenance, self.golden_dir(basename))
+        return provenance
+
+    def golden_dir(self, basename: str | None = None) -> Path:
+        """Where pytest-regressions keeps a test's data: beside the test file, in a folder
+        named after the module, then the test (``[\\W]`` replaced by ``_``, as it does)."""
+        test_file = Path(self.request.node.path)
+        name = basename or re.sub(r"[\W]", "_", self.request.node.name)
+        return test_file.parent / test_file.stem / name
+
+    # -- the comparison, for any normalized provenance -------------------------------------------
+
+    def check_provenance(self, provenance: golden.Provenance, case_dir: Path) -> None:
+        """Regression-check a normalized provenance against a golden case folder through
+        pytest-regressions' ``file_regression`` (one call per file, ``fullpath`` into the
+        case folder). Fails once, with the whole case's diff."""
+        __tracebackhide__ = True
+        force = bool(self.request.config.getoption("force_regen") or self.request.config.getoption("regen_all"))
+        files = provenance.files()
+        expected = golden.read_case(case_dir)
+        comparison = (
+            golden.compare(expected, provenance, self.roots, labels=(_rel(case_dir, self.request), "this run"))
+            if expected is not None
+            else None
+        )
+        mismatched: list[str] = []
+        written: list[str] = []
+        for rel, data in files.items():
+            obtained = self.obtained_dir / rel
+            obtained.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.file_regression.check(
+                    data,
+                    binary=True,
+                    fullpath=case_dir / rel,
+                    obtained_filename=obtained,
+                    check_fn=_check_fn(rel, force, self.roots),
+                )
+            except AssertionError:
+                mismatched.append(rel)
+            except pytest.fail.Exception:  # pytest-regressions wrote the file (new or regenerated)
+                written.append(rel)
+        stale = golden.stale_files(case_dir, files)
+        if stale and force:
+            for rel in stale:
+                (case_dir / rel).unlink()
+            written += [f"{rel} (removed)" for rel in stale]
+            stale = []
+        hints = comparison.hints if comparison is not None else []
+        if mismatched or stale:
+            lines = golden.render(comparison, _rel(case_dir, self.request), "this run").splitlines() if comparison else []
+            if comparison is not None and comparison.equal:  # equal provenance, other files
+                lines = [f"golden files differ from this run: {', '.join(mismatched + stale)}"] + lines[1:]
+            lines += [f"golden file no longer produced: {rel}" for rel in stale]
+            lines.append("(run pytest with --force-regen to accept this run as the golden)")
+            pytest.fail("\n".join(lines), pytrace=False)
+        if written:
+            what = "created" if expected is None else "regenerated"
+            pytest.fail(
+                f"provenance golden {what} in {_rel(case_dir, self.request)}: {', '.join(written)}"
+                + "".join(f"\nhint: {h}" for h in hints),
+                pytrace=False,
+            )
+        for hint in hints:
+            warnings.warn(ProvenanceToolchainHint(hint), stacklevel=2)
+
+
+def _check_fn(rel: str, force: bool, roots: golden.Roots) -> Callable[[Path, Path], None]:
+    """The comparison pytest-regressions runs on (obtained, expected) for one file.
+
+    Under ``--force-regen`` any byte difference counts (so the regenerated file is exactly
+    what ``golden update`` writes); otherwise artifacts compare structurally after
+    normalization, and the manifest never fails (a torch mismatch is only a hint).
+    """
+
+    def check(obtained: Path, expected: Path) -> None:
+        __tracebackhide__ = True
+        if force:
+            if obtained.read_bytes() != expected.read_bytes():
+                raise AssertionError(f"{rel} differs")
+            return
+        if rel == golden.MANIFEST:
+            return
+        artifact = schemas.artifact_for_filename(rel)
+        try:
+            old = golden.normalize(artifact, json.loads(expected.read_bytes()), roots)
+        except ValueError:
+            raise AssertionError(f"{rel}: the golden file is not valid JSON") from None
+        new = golden.normalize(artifact, json.loads(obtained.read_bytes()), roots)
+        if golden.dumps(old) != golden.dumps(new):
+            raise AssertionError(f"{rel} differs")
+
+    return check
+
+
+def _rel(path: Path, request: pytest.FixtureRequest) -> str:
+    try:
+        return str(path.relative_to(request.config.rootpath))
+    except ValueError:
+        return str(path)
+
+
+# --- compiling in this process ----------------------------------------------------------------
+
+
+def _compile(model: Any, inputs: tuple[Any, ...], backend: str, train: bool) -> tuple[dict[str, dict[str, Any]], str]:
+    """One tracked compile; graph folder name -> {artifact: document}, and the backend used."""
+    __tracebackhide__ = True
+    import torch
+
+    from spyre_provenance import emit
+    from spyre_provenance.compile_run import resolve_backend
+    from spyre_provenance.hook import tracking
+
+    chosen = resolve_backend(backend, None)
+    torch._dynamo.reset()  # a cached compile of the same code would generate no kernels
+    try:
+        with _quiet_trace_log(), tracking(chosen) as session:
+            compiled = torch.compile(model)
+            if train:
+                outputs = compiled(*inputs)
+                flat = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
+                sum(o.float().sum() for o in flat if isinstance(o, torch.Tensor) and o.requires_grad).backward()
+            else:
+                with torch.no_grad():
+                    compiled(*inputs)
+    finally:
+        torch._dynamo.reset()
+    if not session.results:
+        pytest.fail("provenance_regression: torch.compile compiled no graph", pytrace=False)
+    graphs: dict[str, dict[str, Any]] = {}
+    for result in session.results:
+        if result.node_mappings is None or result.diagnostics.partial:
+            faults = "; ".join(result.diagnostics.faults) or "no mapping was built"
+            pytest.fail(f"provenance_regression: graph {result.compile_id} {result.kind}: {faults}", pytrace=False)
+        files = emit.artifact_files(result)
+        graphs[emit.graph_folder_name(result)] = {
+            artifact: json.loads(files[name])
+            for artifact, name in golden.ARTIFACT_FILES.items()
+            if name in files
+        }
+    return graphs, chosen.name
+
+
+@contextlib.contextmanager
+def _quiet_trace_log() -> Iterator[None]:
+    """Keep torch's structured-trace records (hundreds of machine-readable DEBUG lines per
+    compile) out of pytest's captured log, so a failure shows the diff, not the trace.
+    Only handlers pytest attached are detached; torch's own (TORCH_TRACE) stay."""
+    trace_log = logging.getLogger("torch.__trace")
+    detached = [h for h in trace_log.handlers if type(h).__module__.startswith("_pytest")]
+    for handler in detached:
+        trace_log.removeHandler(handler)
+    try:
+        yield
+    finally:
+        for handler in detached:
+            trace_log.addHandler(handler)
+
+
+def _model_name(model: Any) -> str:
+    cls = type(model)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _dtype(model: Any, inputs: tuple[Any, ...]) -> str:
+    import torch
+
+    tensors = [t for t in inputs if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    tensors += [p for p in getattr(model, "parameters", lambda: [])() if p.is_floating_point()]
+    return str(tensors[0].dtype).removeprefix("torch.") if tensors else "none"
+
+
+# --- the fixture ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def provenance_regression(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ProvenanceRegression:
+    """Compare a compile's provenance with a golden beside the test (``--force-regen``
+    rewrites it). Needs pytest-regressions (``pip install spyre-provenance[test]``)."""
+    try:
+        file_regression = request.getfixturevalue("file_regression")
+    except pytest.FixtureLookupError:
+        pytest.fail("provenance_regression needs pytest-regressions: pip install pytest-regressions", pytrace=False)
+    return ProvenanceRegression(request, file_regression, tmp_path_factory.mktemp("provenance-obtained"))
