@@ -116,3 +116,21 @@ def open_case(compile_case, tmp_path_factory: pytest.TempPathFactory) -> Callabl
         return done[args]
 
     return run
+
+
+@pytest.fixture(scope="session")
+def golden_compile(compile_case: Callable[..., CompiledCase]) -> Callable[[str], CompiledCase]:
+    """``golden_compile("mlp_fp16")``: ``compile_case`` for a golden case
+    (``spyre_provenance.golden.CASES``), in the argument form the other test modules use
+    (``--backend reference`` is what ``auto`` picks without torch-spyre), so the golden
+    tests share their compiles instead of adding their own."""
+    from spyre_provenance import golden
+    from spyre_provenance.backends import torch_spyre
+
+    def run(name: str) -> CompiledCase:
+        args = golden.CASES[name].compile_args()
+        if args[1:3] == ["--backend", "reference"] and not torch_spyre.available():
+            del args[1:3]
+        return compile_case(*args)
+
+    return run

@@ -1,0 +1,121 @@
+"""``spyre-provenance golden check|update`` end to end on a copy of one golden case.
+
+Two real compiles (check, then update; ~8 s each): editing one node name makes ``check``
+fail with one line naming that change, a torch mismatch in the manifest is a hint while the
+comparison still runs, and ``update`` restores the committed bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from spyre_provenance import golden
+from spyre_provenance.commands import golden as golden_command
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+GRAPH = "graph_00_0-0_inference"
+MAPPINGS = f"{GRAPH}/inductor_provenance_tracking_node_mappings.json"
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.compile
+def test_edit_check_update_restores(run_cli, tmp_path):
+    shutil.copytree(GOLDEN / "mlp", tmp_path / "mlp")
+    committed = snapshot(GOLDEN / "mlp")
+    mappings = tmp_path / "mlp" / MAPPINGS
+    doc = json.loads(mappings.read_text())
+    kernel = next(iter(doc["cppCodeToPost"]))
+    doc["cppCodeToPost"][kernel] = [n.replace("relu", "relu_7") for n in doc["cppCodeToPost"][kernel]]
+    mappings.write_text(json.dumps(doc, indent=2))
+    manifest = tmp_path / "mlp" / golden.MANIFEST
+    manifest.write_text(manifest.read_text().replace(f'"torch": "{golden.torch_version()}"', '"torch": "2.12.0"'))
+
+    code, out, err = run_cli("golden", "check", "mlp", "--golden-dir", tmp_path)
+    assert code == 1, out + err
+    lines = out.splitlines()
+    assert lines[0] == f"golden mlp: 1 change(s) from {tmp_path / 'mlp'}"
+    assert lines[1] == f"  {GRAPH}: kernel {kernel}: post-grad node relu_7 -> relu"
+    assert lines[2].startswith(f"  hint: {tmp_path / 'mlp'} was made with torch 2.12.0, this compile with torch ")
+    assert len(lines) == 3 and not err
+
+    code, out, err = run_cli("golden", "update", "mlp", "--golden-dir", tmp_path)
+    assert code == 0, out + err
+    assert out.splitlines()[:2] == [
+        f"golden mlp: updated {tmp_path / 'mlp'}, 1 change(s)",
+        f"  {GRAPH}: kernel {kernel}: post-grad node relu_7 -> relu",
+    ]
+    assert snapshot(tmp_path / "mlp") == committed
+
+
+def test_unknown_case_is_exit_2(run_cli):
+    code, out, err = run_cli("golden", "check", "mlp", "no_such_case")
+    assert code == 2 and not out
+    assert err.strip() == (
+        "spyre-provenance golden: error: no_such_case: not a golden case; known: " + ", ".join(golden.CASES)
+    )
+
+
+def test_missing_golden_folder_is_exit_2(run_cli, tmp_path):
+    code, _, err = run_cli("golden", "check", "mlp", "--golden-dir", tmp_path / "nowhere")
+    assert code == 2 and "no such folder" in err and len(err.strip().splitlines()) == 1
+
+
+# --- update's gate, without a compile: invalid artifacts and broken coverage are not written ---
+
+
+def _fake_compile(tmp_path: Path, returncode: int = 0) -> golden_command.Compiled:
+    """What a compile of the mlp case leaves in --out, faked from the committed golden."""
+    out = tmp_path / "out"
+    shutil.copytree(GOLDEN / "mlp" / GRAPH, out / GRAPH)
+    return golden_command.Compiled(out, returncode, "compiled mlp\n  artifacts: 3 validated, 1 INVALID")
+
+
+@pytest.mark.compile
+def test_update_refuses_an_invalid_artifact(golden_compile, tmp_path):
+    """A real compile (the session's), one of its files made invalid: nothing is written."""
+    out = Path(shutil.copytree(golden_compile("mlp").out, tmp_path / "out"))
+    mappings = out / MAPPINGS
+    doc = json.loads(mappings.read_text())
+    doc["postToCppCode"]["relu"] = ["no_such_kernel:9"]
+    mappings.write_text(json.dumps(doc))
+    compiled = golden_command.Compiled(out, 0, "")
+    lines, ok = golden_command.update_case(golden.CASES["mlp"], compiled, tmp_path / "golden" / "mlp")
+    assert not ok and lines[0] == "golden mlp: NOT written: invalid artifact"
+    assert lines[1].startswith(f"  {MAPPINGS}: $.postToCppCode") and "no_such_kernel:9" in "".join(lines)
+    assert not (tmp_path / "golden").exists()
+
+
+def test_update_refuses_a_failed_compile(tmp_path):
+    compiled = _fake_compile(tmp_path, returncode=1)
+    lines, ok = golden_command.update_case(golden.CASES["mlp"], compiled, tmp_path / "golden" / "mlp")
+    assert not ok and lines == [
+        "golden mlp: NOT written: compile failed (exit 1): compiled mlp | artifacts: 3 validated, 1 INVALID"
+    ]
+    assert not (tmp_path / "golden").exists()
+
+
+def test_update_refuses_broken_coverage(tmp_path):
+    compiled = _fake_compile(tmp_path)  # a --out without a TORCH_TRACE log: coverage unknown
+    compiled.returncode = 0
+    lines, ok = golden_command.update_case(golden.CASES["mlp"], compiled, tmp_path / "golden" / "mlp")
+    assert not ok and lines[0] == "golden mlp: NOT written: coverage invariant broken"
+    assert not (tmp_path / "golden").exists()
+
+
+def test_write_case_removes_stale_files_and_is_atomic(tmp_path):
+    folder = tmp_path / "mlp"
+    shutil.copytree(GOLDEN / "mlp", folder)
+    (folder / "graph_01_1-0_inference").mkdir()
+    (folder / "graph_01_1-0_inference" / "inductor_provenance_tracking_node_mappings.json").write_text("{}")
+    files = golden.read_case(GOLDEN / "mlp").files()
+    assert golden.stale_files(folder, files) == ["graph_01_1-0_inference/inductor_provenance_tracking_node_mappings.json"]
+    assert golden.write_case(folder, files) == []
+    assert snapshot(folder) == snapshot(GOLDEN / "mlp")
+    assert not any(p.name.startswith(".spyre-provenance-tmp-") for p in folder.rglob("*"))

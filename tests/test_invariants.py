@@ -1,0 +1,128 @@
+"""Coverage invariants: hold on every golden case's compile, fail on broken artifacts.
+
+The compiles are the session's (``golden_compile`` -> ``compile_case``), shared with the
+golden and compile tests; the broken artifacts are edits of the mlp compile's log records.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from spyre_provenance import golden, invariants
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("name", list(golden.CASES))
+def test_every_golden_case_is_complete(name, golden_compile):
+    compiled = golden_compile(name)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr[-3000:]
+    graphs = invariants.read_log_graphs(compiled.log)
+    assert len(graphs) == len(compiled.graph_dirs()) >= 1
+    assert invariants.check_log(compiled.log) == []
+    with_opspecs = golden.CASES[name].backend == "reference"
+    assert all((g.opspec_handles is not None) == with_opspecs for g in graphs)
+
+
+@pytest.fixture(scope="module")
+def mlp(golden_compile) -> invariants.LoggedGraph:
+    compiled = golden_compile("mlp")
+    assert compiled.returncode == 0, compiled.stderr[-3000:]
+    (graph,) = invariants.read_log_graphs(compiled.log)
+    return graph
+
+
+def check(graph: invariants.LoggedGraph, **replace) -> list[str]:
+    parts = {
+        "output_code": graph.output_code,
+        "post_grad_graph": graph.post_grad_graph,
+        "node_mappings": graph.node_mappings,
+        "opspec_handles": graph.opspec_handles,
+        **replace,
+    }
+    return [str(v) for v in invariants.check_graph(**parts, where="g")]
+
+
+def kernels(graph: invariants.LoggedGraph) -> list[str]:
+    return list(graph.node_mappings["cppCodeToPost"])
+
+
+@pytest.mark.compile
+def test_dropped_kernel_fails(mlp):
+    mappings = copy.deepcopy(mlp.node_mappings)
+    dropped = kernels(mlp)[1]
+    for node in mappings["cppCodeToPost"].pop(dropped):
+        mappings["postToCppCode"].pop(node)
+    found = check(mlp, node_mappings=mappings)
+    assert any(v.startswith(f"g: {dropped}: called at wrapper line") and v.endswith("[call-sites]") for v in found), found
+    assert "g: mm_1: post-grad compute node (aten.mm) reaches no kernel [node-reach]" in found
+    assert f"g: {dropped}: has OpSpecs but is not a mapping key [opspec-handle]" in found
+
+
+@pytest.mark.compile
+def test_dropped_node_fails(mlp):
+    mappings = copy.deepcopy(mlp.node_mappings)
+    first = kernels(mlp)[0]
+    mappings["cppCodeToPost"][first].remove("relu")
+    mappings["postToCppCode"].pop("relu")
+    found = check(mlp, node_mappings=mappings)
+    assert "g: relu: post-grad compute node (aten.relu) reaches no kernel [node-reach]" in found
+    assert any("names relu, which the kernel's mapping lacks" in v for v in found), found
+
+
+@pytest.mark.compile
+def test_handleless_opspec_fails(mlp):
+    handles = copy.deepcopy(mlp.opspec_handles)
+    first = kernels(mlp)[0]
+    spec = handles["kernels"][first][2]
+    spec["debug_handle"] = None
+    assert check(mlp, opspec_handles=handles) == [
+        f"g: {first} OpSpec 2 ({spec['buffer']}, {spec['op']}): carries no debug handle [opspec-handle]"
+    ]
+
+
+@pytest.mark.compile
+def test_fused_handle_missing_a_constituent_fails(mlp):
+    handles = copy.deepcopy(mlp.opspec_handles)
+    first = kernels(mlp)[0]
+    fused = handles["handles"][handles["kernels"][first][0]["debug_handle"]]
+    assert len(fused["fused_from"]) == 2
+    fused["fused_from"].pop()
+    found = check(mlp, opspec_handles=handles)
+    assert len(found) == 1 and "lists no constituent for permute [fused-constituents]" in found[0]
+
+
+@pytest.mark.compile
+def test_handle_naming_a_node_that_does_not_exist_fails(mlp):
+    handles = copy.deepcopy(mlp.opspec_handles)
+    first = kernels(mlp)[0]
+    handles["handles"][handles["kernels"][first][2]["debug_handle"]]["ir_chain"][0] = "relu_99"
+    found = check(mlp, opspec_handles=handles)
+    assert any("names relu_99, which is not a post-grad node" in v for v in found), found
+
+
+@pytest.mark.compile
+def test_call_site_without_handle_comment_fails(mlp):
+    second = kernels(mlp)[1]
+    code = "\n".join(line for line in mlp.output_code.splitlines() if f"handles] {second}" not in line)
+    found = check(mlp, output_code=code)
+    assert any(v.endswith(f"call of {second.rpartition(':')[0]} has no handle comment [call-sites]") for v in found)
+    assert f"g: {second}: mapping key without a call site in the wrapper [call-sites]" in found
+
+
+@pytest.mark.compile
+def test_view_nodes_need_no_kernel_by_rule(mlp):
+    """permute is a view: unmapping it breaks no reach rule (the OpSpec rule still sees it)."""
+    mappings = copy.deepcopy(mlp.node_mappings)
+    for targets in mappings["cppCodeToPost"].values():
+        if "permute" in targets:
+            targets.remove("permute")
+    found = check(mlp, node_mappings=mappings, opspec_handles=None)
+    assert found == []
+
+
+def test_missing_inputs_are_violations_not_crashes():
+    found = invariants.check_graph(None, None, {"cppCodeToPost": {"k:1": ["a"]}, "version": 2.0})
+    assert [v.rule for v in found] == ["call-sites", "node-reach"]
+    assert invariants.check_graph("", "", None)[0].message == "no node mappings to check"
