@@ -81,7 +81,8 @@ def _fake_compile(tmp_path: Path, returncode: int = 0) -> golden_command.Compile
 def test_update_refuses_an_invalid_artifact(golden_compile, tmp_path):
     """A real compile (the session's), one of its files made invalid: nothing is written."""
     out = Path(shutil.copytree(golden_compile("mlp").out, tmp_path / "out"))
-    mappings = out / MAPPINGS
+    (graph,) = out.glob("graph_*")  # named by the compile (a model label may be in it)
+    mappings = graph / Path(MAPPINGS).name
     doc = json.loads(mappings.read_text())
     doc["postToCppCode"]["relu"] = ["no_such_kernel:9"]
     mappings.write_text(json.dumps(doc))

@@ -418,18 +418,32 @@ def _graph_artifacts(folder: Path) -> dict[str, Any]:
     return {a: found[a] for a in ARTIFACT_FILES if a in found}  # one artifact order everywhere
 
 
+_LABELED_GRAPH = re.compile(r"graph_[0-9A-Za-z.-]*[A-Za-z.-][0-9A-Za-z.-]*_(?P<rest>[0-9]+_.*)")
+
+
+def graph_names(names: Sequence[str]) -> list[str]:
+    """Graph folder names without a model label (``graph_mlp_00_0-0_forward`` ->
+    ``graph_00_0-0_forward``): a golden case names its model once, in its folder. Names
+    that would then collide (several models in one ``--out``) are kept as they are."""
+    stripped = [
+        f"{GRAPH_PREFIX}{m['rest']}" if (m := _LABELED_GRAPH.fullmatch(name)) else name for name in names
+    ]
+    return stripped if len(set(stripped)) == len(stripped) else list(names)
+
+
 def _load_folder(folder: Path) -> Provenance:
     manifest = None
     if (folder / MANIFEST).is_file():
         doc, _ = schemas.parse_json((folder / MANIFEST).read_bytes(), location=str(folder / MANIFEST))
         manifest = doc if isinstance(doc, dict) else None
-    graphs = {
-        sub.name: arts
+    found = [
+        (sub.name, arts)
         for sub in sorted(folder.glob(GRAPH_PREFIX + "*"))
         if sub.is_dir() and (arts := _graph_artifacts(sub))
-    }
-    if graphs:
-        return Provenance(str(folder), graphs, manifest)
+    ]
+    if found:
+        names = graph_names([name for name, _ in found])
+        return Provenance(str(folder), {name: arts for name, (_, arts) in zip(names, found)}, manifest)
     direct = _graph_artifacts(folder)
     if direct:
         return Provenance(str(folder), {folder.name: direct}, manifest)

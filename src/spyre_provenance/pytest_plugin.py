@@ -101,6 +101,9 @@ class ProvenanceRegression:
         mismatched: list[str] = []
         written: list[str] = []
         for rel, data in files.items():
+            if expected is not None and not force and not (case_dir / rel).is_file():
+                mismatched.append(rel)  # new in this run: never added to an existing golden unasked
+                continue
             obtained = self.obtained_dir / rel
             obtained.parent.mkdir(parents=True, exist_ok=True)
             try:
@@ -203,18 +206,16 @@ def _compile(model: Any, inputs: tuple[Any, ...], backend: str, train: bool) -> 
         torch._dynamo.reset()
     if not session.results:
         pytest.fail("provenance_regression: torch.compile compiled no graph", pytrace=False)
-    graphs: dict[str, dict[str, Any]] = {}
+    found: list[tuple[str, dict[str, Any]]] = []
     for result in session.results:
         if result.node_mappings is None or result.diagnostics.partial:
             faults = "; ".join(result.diagnostics.faults) or "no mapping was built"
             pytest.fail(f"provenance_regression: graph {result.compile_id} {result.kind}: {faults}", pytrace=False)
         files = emit.artifact_files(result)
-        graphs[emit.graph_folder_name(result)] = {
-            artifact: json.loads(files[name])
-            for artifact, name in golden.ARTIFACT_FILES.items()
-            if name in files
-        }
-    return graphs, chosen.name
+        artifacts = {a: json.loads(files[name]) for a, name in golden.ARTIFACT_FILES.items() if name in files}
+        found.append((emit.graph_folder_name(result), artifacts))
+    names = golden.graph_names([name for name, _ in found])
+    return {name: arts for name, (_, arts) in zip(names, found)}, chosen.name
 
 
 @contextlib.contextmanager
