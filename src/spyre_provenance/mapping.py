@@ -148,10 +148,17 @@ def build_node_mappings(
     with gc_paused():  # 100k call sites make millions of lists: no cyclic-GC rescans
         for record in sorted(records, key=lambda r: r.handle):
             key = record.key  # one string per call site, shared by every list naming it
-            nodes = list(dict.fromkeys(kernel_nodes(record).nodes))
+            # kernel_nodes(record).nodes, without its copy and cross-check where there are
+            # no OpSpecs: the nodes are the record's own then
+            nodes = record.post_grad_nodes if record.opspecs is None else kernel_nodes(record).nodes
+            nodes = list(dict.fromkeys(nodes))
             cpp_to_post[key] = nodes
-            for node in nodes:
-                _append_unique(post_to_cpp, node, key)
+            for node in nodes:  # _append_unique, inlined: this loop runs once per reference
+                keys = post_to_cpp.get(node)
+                if keys is None:
+                    keys = post_to_cpp[node] = []
+                if key not in keys:
+                    keys.append(key)
         return NodeMappingsV2(
             version=MAPPING_VERSION,
             preToPost={k: list(v) for k, v in pre_to_post.items()},
