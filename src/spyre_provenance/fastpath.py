@@ -25,6 +25,7 @@ import msgspec
 from spyre_provenance import rules
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.records import (
+    DIAGNOSTICS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
@@ -79,13 +80,15 @@ class _Run:
 
     def check(self, artifact: str | None) -> tuple[Detected, tuple[int, int] | None]:
         top = None
-        if artifact in (None, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES):
+        if artifact in (None, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS):
             top = self.decode(self.data, dict[str, msgspec.Raw], "$", top=True)
             artifact = artifact or rules.guess_artifact(top)
         if artifact == NODE_MAPPINGS:
             return self.node_mappings(top)
         if artifact == OPSPEC_DEBUG_HANDLES:
             return self.opspec(top)
+        if artifact == DIAGNOSTICS:
+            return self.diagnostics(top)
         if artifact == KERNEL_STACK_TRACES:
             return self.kernel_map(artifact, list[str])
         if artifact == KERNEL_INFORMATION:
@@ -177,6 +180,28 @@ class _Run:
             return det, None
         self.problems.extend(rules.check(OPSPEC_DEBUG_HANDLES, det.schema, doc))
         return det, _add(_tally_keys(top), _tally(kernels), _tally(handles))
+
+    def diagnostics(self, top: dict[str, msgspec.Raw]) -> tuple[Detected, Any]:
+        version = self.decode(top["version"], Any, "$.version") if "version" in top else _MISSING
+        det = rules.detect(DIAGNOSTICS, {} if version is _MISSING else {"version": version})
+        if det.problem is not None:
+            self.problems[:] = [det.problem]
+            return det, None
+        fields = rules.DIAGNOSTICS_FIELDS
+        self.problems.extend(Problem("$", f"missing required key {quote(k)}") for k in fields if k not in top)
+        self.problems.extend(Problem("$", f"unexpected key {quote(k)}") for k in top if k not in fields)
+        values = {}
+        for name, type_ in rules.diagnostics_field_types().items():
+            if name in top and name != "version":
+                values[name] = self.decode(top[name], type_, f"$.{name}")
+        if self.problems:
+            return det, None
+        doc = rules.DiagnosticsDoc(version=version, **values)
+        self.problems.extend(rules.check_diagnostics_types(doc))
+        if self.problems:
+            return det, None
+        self.problems.extend(rules.check(DIAGNOSTICS, det.schema, doc))
+        return det, _add(_tally_keys(top), _tally(list(values.values())))
 
     # -- decoding with exact problem paths --
 

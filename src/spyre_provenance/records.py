@@ -14,6 +14,20 @@ NODE_MAPPINGS = "inductor_provenance_tracking_node_mappings"
 KERNEL_STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
 KERNEL_INFORMATION = "kernel_information"
 OPSPEC_DEBUG_HANDLES = "spyre_opspec_debug_handles"
+DIAGNOSTICS = "spyre_provenance_diagnostics"
+
+# The hook's fault stages, in the order a graph passes through them (``hook.STAGES``; the
+# diagnostics schema lists the same names).
+FAULT_STAGES = (
+    "record collection",
+    "get_kernel_metadata",
+    "OpSpec handle reading",
+    "build",
+    "validate",
+    "emit",
+    "file write",
+)
+GRAPH_KINDS = ("inference", "forward", "backward")
 
 NodeMap = dict[str, list[str]]
 
@@ -121,3 +135,32 @@ class KernelRecord(msgspec.Struct):
     @property
     def key(self) -> str:
         return f"{self.name}:{self.handle}"
+
+
+# --- what the hook lost on a graph (``spyre_provenance_diagnostics``) ---------------------
+
+
+class Fault(msgspec.Struct, frozen=True):
+    stage: str  # one of FAULT_STAGES
+    error: str  # "<exception type>: <message>"
+
+
+class DiagnosticsV1(msgspec.Struct, kw_only=True):
+    """``spyre_provenance_diagnostics`` version 1: one per compiled graph, always emitted.
+
+    ``mapping`` says whose node mapping the TORCH_TRACE log holds for the graph: ``hook``
+    (ours, validated) or ``upstream`` (Inductor's, logged instead when ours could not be
+    built or validated). Field order is the order written.
+    """
+
+    version: int = 1
+    compile_id: str
+    graph: str  # one of GRAPH_KINDS
+    partial: bool
+    mapping: str  # "hook" | "upstream"
+    faults: list[Fault] = msgspec.field(default_factory=list)
+    kernels: int = 0
+    opspecs: int = 0
+    handleless_opspecs: int = 0
+    disagreements: list[str] = msgspec.field(default_factory=list)
+    matches_upstream: bool | None = None

@@ -18,8 +18,10 @@ Problems carry JSON paths: fields dotted (``$.preToPost``), map keys bracketed a
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import re
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from itertools import chain, repeat
 from pathlib import Path
@@ -28,6 +30,9 @@ from typing import Any, Union
 import msgspec
 
 from spyre_provenance.records import (
+    DIAGNOSTICS,
+    FAULT_STAGES,
+    GRAPH_KINDS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
@@ -35,11 +40,12 @@ from spyre_provenance.records import (
     NodeMap,
 )
 
-ARTIFACTS = (NODE_MAPPINGS, KERNEL_STACK_TRACES, KERNEL_INFORMATION, OPSPEC_DEBUG_HANDLES)
+ARTIFACTS = (NODE_MAPPINGS, KERNEL_STACK_TRACES, KERNEL_INFORMATION, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS)
 MAP_FIELDS = ("preToPost", "postToPre", "cppCodeToPost", "postToCppCode")
 OPSPEC_FIELDS = ("version", "kernels", "handles")
 KERNEL_INFO_FIELDS = ("stack_traces", "post_grad_nodes", "pre_grad_nodes")
 TRANSFORM_KINDS = ("rewrite", "fusion", "decomposition", "clone", "remap")
+MAPPING_SOURCES = ("hook", "upstream")
 
 # File names torch and tlparse give these artifacts (tlparse appends "_<n>" before ".json").
 FILENAME_PATTERNS = {
@@ -47,6 +53,7 @@ FILENAME_PATTERNS = {
     KERNEL_STACK_TRACES: "*kernel_stack_traces*.json",
     KERNEL_INFORMATION: "kernel_information.json",
     OPSPEC_DEBUG_HANDLES: "spyre_opspec_debug_handles*.json",
+    DIAGNOSTICS: "spyre_provenance_diagnostics*.json",
 }
 
 # The schema files' pattern strings, applied as jsonschema applies them (re.search), so both
@@ -105,6 +112,8 @@ def guess_artifact(doc: Mapping[str, Any], *, strict: bool = False) -> str | Non
     keys = doc.keys()
     if "kernels" in keys and "handles" in keys:
         return OPSPEC_DEBUG_HANDLES
+    if "faults" in keys and "partial" in keys:
+        return DIAGNOSTICS
     if any(f in keys for f in MAP_FIELDS) or list(keys) == ["version"]:
         return NODE_MAPPINGS
     if not doc or (strict and not all(_KERNEL_KEY_RE.search(k) for k in keys)):
@@ -141,6 +150,10 @@ def detect(artifact: str | None, doc: Mapping[str, Any]) -> Detected:
         if "version" in doc:
             return _explicit_version(artifact, doc["version"], {1: ("1", 1)})
         return Detected(artifact, "1", 1)  # validation reports the missing key
+    if artifact == DIAGNOSTICS:
+        if "version" in doc:
+            return _explicit_version(artifact, doc["version"], {1: ("1", 1)})
+        return Detected(artifact, "1", 1)
     raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(ARTIFACTS)}")
 
 
@@ -228,6 +241,57 @@ class OpSpecDebugHandles(msgspec.Struct, forbid_unknown_fields=True):
     handles: dict[str, HandleEntry]
 
 
+class FaultEntry(msgspec.Struct, forbid_unknown_fields=True):
+    stage: str  # one of FAULT_STAGES
+    error: str
+
+
+class DiagnosticsDoc(msgspec.Struct, forbid_unknown_fields=True):
+    """``spyre_provenance_diagnostics`` version 1 (records.DiagnosticsV1 on the wire)."""
+
+    version: Union[int, float]
+    compile_id: str
+    graph: str  # one of GRAPH_KINDS
+    partial: bool
+    mapping: str  # one of MAPPING_SOURCES
+    faults: list[FaultEntry]
+    kernels: Union[int, float]
+    opspecs: Union[int, float]
+    handleless_opspecs: Union[int, float]
+    disagreements: list[str]
+    matches_upstream: Union[bool, None]
+
+
+DIAGNOSTICS_FIELDS = tuple(DiagnosticsDoc.__struct_fields__)
+DIAGNOSTICS_COUNTS = ("kernels", "opspecs", "handleless_opspecs")
+
+
+@functools.cache
+def diagnostics_field_types() -> dict[str, Any]:
+    """Field name -> wire type, for decoding a diagnostics document field by field."""
+    hints = typing.get_type_hints(DiagnosticsDoc)
+    return {name: hints[name] for name in DIAGNOSTICS_FIELDS}
+
+
+def check_diagnostics_types(doc: DiagnosticsDoc) -> list[Problem]:
+    """What the diagnostics schema says about enums and counts that the wire types leave open."""
+    problems: list[Problem] = []
+    for name, options, value in (("graph", GRAPH_KINDS, doc.graph), ("mapping", MAPPING_SOURCES, doc.mapping)):
+        if value not in options:
+            problems.append(Problem(f"$.{name}", f"expected one of {', '.join(map(quote, options))}, got {quote(value)}"))
+    for i, fault in enumerate(doc.faults):
+        if fault.stage not in FAULT_STAGES:
+            options = ", ".join(map(quote, FAULT_STAGES))
+            problems.append(Problem(f"$.faults[{i}].stage", f"expected one of {options}, got {quote(fault.stage)}"))
+    for name in DIAGNOSTICS_COUNTS:
+        value = getattr(doc, name)
+        if isinstance(value, float) and not value.is_integer():
+            problems.append(Problem(f"$.{name}", "expected integer, got number"))
+        elif value < 0:
+            problems.append(Problem(f"$.{name}", f"must be >= 0, got {quote(value)}"))
+    return problems
+
+
 def check_types(doc: OpSpecDebugHandles) -> list[Problem]:
     """What the opspec schema says about integers and enums that the wire types leave open."""
     problems: list[Problem] = []
@@ -278,7 +342,24 @@ def check(artifact: str, schema: int, doc: Any) -> list[Problem]:
                     problems.append(Problem(f"{key_path('$', key)}.{name}", f"duplicate entry {quote(dup)}"))
     elif artifact == OPSPEC_DEBUG_HANDLES:
         _check_opspec(doc, problems)
+    elif artifact == DIAGNOSTICS:
+        _check_diagnostics(doc, problems)
     return problems
+
+
+def _check_diagnostics(doc: DiagnosticsDoc, problems: list[Problem]) -> None:
+    if doc.partial != bool(doc.faults):
+        message = "is true, but faults is empty" if doc.partial else "is false, but faults lists what failed"
+        problems.append(Problem("$.partial", message))
+    if doc.handleless_opspecs > doc.opspecs:
+        message = f"{quote(doc.handleless_opspecs)} is more than the {quote(doc.opspecs)} OpSpecs"
+        problems.append(Problem("$.handleless_opspecs", message))
+    for i, key in enumerate(doc.disagreements):
+        if not _KERNEL_KEY_RE.search(key):
+            problems.append(Problem(f"$.disagreements[{i}]", MSG_KERNEL_KEY))
+    dup = first_duplicate(doc.disagreements)
+    if dup is not NO_DUPLICATE:
+        problems.append(Problem("$.disagreements", f"duplicate entry {quote(dup)}"))
 
 
 def _check_node_mappings(fields: dict[str, NodeMap], v2: bool, problems: list[Problem]) -> None:

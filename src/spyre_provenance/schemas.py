@@ -36,6 +36,7 @@ import msgspec
 from spyre_provenance import fastpath, rules
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.records import (
+    DIAGNOSTICS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
@@ -73,7 +74,13 @@ __all__ = [
 MAX_PROBLEMS = 100  # listed per report; the rest are only counted (Report.omitted)
 AUTO_FULL_BYTES = 4 * 2**20  # "auto": jsonschema up to this size, the fast path above
 # What this project writes (older versions are only read).
-CURRENT_VERSIONS = {NODE_MAPPINGS: "2.0", KERNEL_STACK_TRACES: "2", KERNEL_INFORMATION: "1", OPSPEC_DEBUG_HANDLES: "1"}
+CURRENT_VERSIONS = {
+    NODE_MAPPINGS: "2.0",
+    KERNEL_STACK_TRACES: "2",
+    KERNEL_INFORMATION: "1",
+    OPSPEC_DEBUG_HANDLES: "1",
+    DIAGNOSTICS: "1",
+}
 
 
 class Report(msgspec.Struct, frozen=True):
@@ -214,7 +221,7 @@ def parse_json(data: bytes | str, *, location: str = "") -> tuple[Any, list[tupl
 
 
 def check_built_artifacts(
-    node_mappings: Any, stack_traces: Any = None, opspec_handles: Any = None
+    node_mappings: Any, stack_traces: Any = None, opspec_handles: Any = None, diagnostics: Any = None
 ) -> list[str]:
     """The emitter's gate: validate artifacts built in memory (Structs or plain values).
 
@@ -222,7 +229,12 @@ def check_built_artifacts(
     None arguments are skipped. Same validator, same engine choice as the CLI.
     """
     lines: list[str] = []
-    built = ((NODE_MAPPINGS, node_mappings), (KERNEL_STACK_TRACES, stack_traces), (OPSPEC_DEBUG_HANDLES, opspec_handles))
+    built = (
+        (NODE_MAPPINGS, node_mappings),
+        (KERNEL_STACK_TRACES, stack_traces),
+        (OPSPEC_DEBUG_HANDLES, opspec_handles),
+        (DIAGNOSTICS, diagnostics),
+    )
     for artifact, doc in built:
         if doc is None:
             continue
@@ -285,6 +297,8 @@ def _typed(artifact: str, doc: Mapping[str, Any]) -> Any:
         return doc
     if artifact == KERNEL_INFORMATION:
         return msgspec.convert(dict(doc), dict[str, rules.KernelInfoEntry])
+    if artifact == DIAGNOSTICS:
+        return msgspec.convert(dict(doc), rules.DiagnosticsDoc)
     return msgspec.convert(dict(doc), rules.OpSpecDebugHandles)
 
 

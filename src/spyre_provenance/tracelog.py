@@ -28,12 +28,12 @@ from typing import BinaryIO
 
 import msgspec
 
-from spyre_provenance.records import KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.records import DIAGNOSTICS, KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.rules import Problem
 
 # The provenance artifacts a TORCH_TRACE log may carry (kernel_information.json lives in
 # AOTInductor packages, not in logs).
-PROVENANCE_ARTIFACTS = frozenset({NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES})
+PROVENANCE_ARTIFACTS = frozenset({NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS})
 
 # torch's TorchLogsFormatter prefix: optional "[rankN]:", glog level + MMDD hh:mm:ss.uuuuuu,
 # thread id, path:line, "] ". tlparse's regex is the same, unanchored.
