@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spyre_provenance import mapping
-from spyre_provenance.fsutil import atomic_write_bytes
+from spyre_provenance.fsutil import atomic_write_bytes, remove_stale_temporaries
 from spyre_provenance.records import (
+    DIAGNOSTICS,
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
@@ -78,8 +79,10 @@ def replace_kernel_stack_traces(stack_traces: dict[str, list[str]] | None) -> No
 
 
 def artifact_files(result: GraphResult) -> dict[str, bytes]:
-    """File name -> bytes for one graph's artifacts."""
-    files = {f"{NODE_MAPPINGS}.json": mapping.to_json_bytes(result.node_mappings)}
+    """File name -> bytes for one graph's provenance artifacts (those it has)."""
+    files = {}
+    if result.node_mappings is not None:
+        files[f"{NODE_MAPPINGS}.json"] = mapping.to_json_bytes(result.node_mappings)
     if result.stack_traces is not None:
         files[f"{KERNEL_STACK_TRACES}.json"] = mapping.to_json_bytes(result.stack_traces)
     if result.opspec_handles is not None:
@@ -87,18 +90,71 @@ def artifact_files(result: GraphResult) -> dict[str, bytes]:
     return files
 
 
-def graph_folder_name(result: GraphResult) -> str:
-    """``graph_00_0-0_forward``: compile order, compile id, graph kind; sortable, unique."""
+GRAPH_PREFIX = "graph_"
+# a label has a non-digit, so it never reads as the compile order "00"
+_GRAPH_FOLDER = re.compile(r"graph_(?:(?P<label>[0-9A-Za-z.-]*[A-Za-z.-][0-9A-Za-z.-]*)_)?(?P<rest>[0-9]+_.*)")
+
+
+def model_label(text: str) -> str:
+    """``text`` as a graph-folder label: letters, digits, ``.`` and ``-`` only (an ``_``
+    becomes ``-``), so the label never runs into the folder name's ``_``-separated parts."""
+    label = re.sub(r"[^0-9A-Za-z.-]+", "-", text).strip("-.") or "model"
+    return label if not label.isdigit() else f"model-{label}"
+
+
+def graph_folder_name(result: GraphResult, label: str | None = None) -> str:
+    """``graph_00_0-0_forward``: compile order, compile id, graph kind; sortable, unique.
+
+    With a model label (``label``, else the result's own): ``graph_mlp_00_0-0_forward``,
+    so compiles of different models can write into one ``--out`` folder side by side.
+    """
     compile_id = re.sub(r"[^0-9A-Za-z_]+", "-", result.compile_id).strip("-")
-    return f"graph_{result.index:02d}_{compile_id}_{result.kind}"
+    label = label if label is not None else result.label
+    prefix = f"{GRAPH_PREFIX}{model_label(label)}_" if label else GRAPH_PREFIX
+    return f"{prefix}{result.index:02d}_{compile_id}_{result.kind}"
+
+
+def split_graph_folder_name(name: str) -> tuple[str | None, str]:
+    """``graph_mlp_00_0-0_forward`` -> ``("mlp", "graph_00_0-0_forward")``; a name without
+    a label -> ``(None, name)``. For readers that compare graphs across models or runs."""
+    match = _GRAPH_FOLDER.fullmatch(name)
+    if match is None:
+        return None, name
+    return match["label"], GRAPH_PREFIX + match["rest"]
+
+
+def is_graph_folder_of(name: str, label: str | None) -> bool:
+    """Whether ``name`` is a graph folder of the model ``label`` (None: unlabeled)."""
+    match = _GRAPH_FOLDER.fullmatch(name)
+    return match is not None and match["label"] == (model_label(label) if label else None)
+
+
+def diagnostics_file(document: Any) -> dict[str, bytes]:
+    return {f"{DIAGNOSTICS}.json": mapping.to_json_bytes(document)}
 
 
 def write_graph_files(result: GraphResult, graph: Any, out_dir: Path | None) -> None:
     """Write into the Inductor debug dir (when ``trace.enabled``) and into ``out_dir``."""
+    _write(artifact_files(result), result, out_dir)
+
+
+def write_diagnostics(result: GraphResult, document: Any, graph: Any, out_dir: Path | None) -> None:
+    """The graph's diagnostics artifact, beside its other artifacts (written even when
+    those were left out)."""
+    _write(diagnostics_file(document), result, out_dir)
+
+
+def _write(files: dict[str, bytes], result: GraphResult, out_dir: Path | None) -> None:
+    for folder in _graph_folders(result, out_dir):
+        remove_stale_temporaries(folder, recursive=False)  # a killed writer's leftovers
+        for name, data in files.items():
+            atomic_write_bytes(folder / name, data)
+
+
+def _graph_folders(result: GraphResult, out_dir: Path | None) -> list[Path]:
     from torch._inductor import config
     from torch._inductor.virtualized import V
 
-    files = artifact_files(result)
     folders: list[Path] = []
     if config.trace.enabled:
         debug_dir = getattr(V.debug, "_path", None)
@@ -106,6 +162,4 @@ def write_graph_files(result: GraphResult, graph: Any, out_dir: Path | None) -> 
             folders.append(Path(debug_dir))
     if out_dir is not None:
         folders.append(Path(out_dir) / graph_folder_name(result))
-    for folder in folders:
-        for name, data in files.items():
-            atomic_write_bytes(folder / name, data)
+    return folders

@@ -32,21 +32,22 @@ import msgspec
 from spyre_provenance import mapping
 from spyre_provenance.backends import get_backend
 from spyre_provenance.backends.base import Backend
-from spyre_provenance.records import OPSPEC_DEBUG_HANDLES, KernelRecord, NodeMappingsV2
+from spyre_provenance.records import (
+    DIAGNOSTICS,
+    FAULT_STAGES,
+    OPSPEC_DEBUG_HANDLES,
+    DiagnosticsV1,
+    Fault,
+    KernelRecord,
+    NodeMappingsV2,
+)
 
 TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
 DUMP_FUNCTION = "dump_inductor_provenance_info"
 
-# Fault stages, in the order a graph passes through them (named in warnings and summaries).
-STAGES = (
-    "record collection",
-    "get_kernel_metadata",
-    "OpSpec handle reading",
-    "build",
-    "validate",
-    "emit",
-    "file write",
-)
+# Fault stages, in the order a graph passes through them (named in warnings, summaries and
+# the diagnostics artifact).
+STAGES = FAULT_STAGES
 
 
 class ProvenanceWarning(UserWarning):
@@ -55,7 +56,9 @@ class ProvenanceWarning(UserWarning):
 
 class GraphDiagnostics(msgspec.Struct):
     faults: list[str] = []  # "stage: ExcType: message"
+    fault_records: list[Fault] = []  # the same, as (stage, "ExcType: message")
     partial: bool = False
+    mapping: str = "hook"  # whose node mapping the log holds: "hook" (ours) | "upstream"
     handleless_opspecs: int = 0
     opspecs: int = 0
     disagreements: list[str] = []  # kernel keys whose handles and origins disagree
@@ -74,6 +77,7 @@ class GraphResult(msgspec.Struct):
     opspec_handles: dict[str, Any] | None
     upstream_node_mappings: dict[str, Any] | None
     diagnostics: GraphDiagnostics
+    label: str | None = None  # the model label graph folders are named with (compile --out)
 
 
 _lock = threading.RLock()
@@ -83,16 +87,18 @@ _session: Session | None = None
 class Session:
     """One enable() .. disable() span: the patches, and what each graph produced."""
 
-    def __init__(self, backend: Backend, out_dir: Path | None) -> None:
+    def __init__(self, backend: Backend, out_dir: Path | None, label: str | None = None) -> None:
         self.backend = backend
         self.out_dir = out_dir
+        self.label = label
         self.results: list[GraphResult] = []
         self._pending: dict[int, list[KernelRecord]] = {}
-        self._faults: dict[int, list[str]] = {}
+        self._faults: dict[int, list[Fault]] = {}
         self._warned: set[str] = set()
         self._patches: list[tuple[Any, str, Any]] = []
         self._saved_level: int | None = None
         self._pre_grad_ids: dict[str, int] = {}  # compile id -> its pre-grad graph's id
+        self._current: tuple[int, GraphResult] | None = None  # the graph _finish_graph is on
 
     # -- install / uninstall ---------------------------------------------------------------
 
@@ -155,7 +161,10 @@ class Session:
         def set_kernel_post_grad_provenance_tracing(node_schedule, kernel_name, is_extern=False):
             handle = original(node_schedule, kernel_name, is_extern)
             if handle is not None:
-                self._record(node_schedule, kernel_name, handle, is_extern)
+                try:
+                    self._record(node_schedule, kernel_name, handle, is_extern)
+                except Exception as exc:  # noqa: BLE001 - a bug outside the stages: still never fail
+                    self._fault("record collection", None, exc)
             return handle
 
         set_kernel_post_grad_provenance_tracing.__wrapped__ = original  # type: ignore[attr-defined]
@@ -205,7 +214,12 @@ class Session:
     def _wrap_dump(self, original):
         def dump_inductor_provenance_info():
             upstream = original()
-            ours = self._finish_graph(upstream)
+            try:
+                ours = self._finish_graph(upstream)
+            except Exception as exc:  # noqa: BLE001 - a bug outside the stages: log upstream's
+                self._fault("build", None, exc)
+                self._abandon_current()
+                ours = None
             return upstream if ours is None else ours
 
         dump_inductor_provenance_info.__wrapped__ = original  # type: ignore[attr-defined]
@@ -221,11 +235,13 @@ class Session:
 
         from spyre_provenance import emit
 
+        self._current = None
         graph = V.graph
         graph_key = id(graph)
         records = self._pending.pop(graph_key, [])
         index = len(self.results)
         result = GraphResult(
+            label=self.label,
             index=index,
             compile_id=emit.current_compile_id(),
             kind=_graph_kind(graph),
@@ -237,6 +253,7 @@ class Session:
             diagnostics=GraphDiagnostics(),
         )
         self.results.append(result)
+        self._current = (graph_key, result)
         diag = result.diagnostics
 
         built = validated = False
@@ -262,6 +279,7 @@ class Session:
                 validated = True
         if not validated:  # never emit what we could not check
             result.node_mappings = result.stack_traces = result.opspec_handles = None
+            diag.mapping = "upstream"
         else:
             with self._stage("emit", graph_key):
                 emit.replace_kernel_stack_traces(result.stack_traces)
@@ -269,10 +287,48 @@ class Session:
                     emit.log_artifact(OPSPEC_DEBUG_HANDLES, result.opspec_handles)
             with self._stage("file write", graph_key):
                 emit.write_graph_files(result, graph, self.out_dir)
-
-        diag.faults = self._faults.pop(graph_key, [])
-        diag.partial = bool(diag.faults)
+        self._emit_diagnostics(result, graph, graph_key)
         return None if not validated else msgspec.to_builtins(result.node_mappings)
+
+    def _emit_diagnostics(self, result: GraphResult, graph: Any, graph_key: int) -> None:
+        """Log and write the graph's ``spyre_provenance_diagnostics``, mapping or not.
+
+        Logged first (the log is what tlparse and CI read), then written beside the other
+        artifacts; a failure of either is one more fault of its stage. The file holds the
+        faults known when it is written, so a failed log emission shows up in it.
+        """
+        from spyre_provenance import emit
+
+        self._settle(result, graph_key)
+        document = diagnostics_document(result)
+        checked = False
+        with self._stage("validate", graph_key):
+            _check_diagnostics(document)
+            checked = True
+        if checked:
+            with self._stage("emit", graph_key):
+                emit.log_artifact(DIAGNOSTICS, document)
+            self._settle(result, graph_key)
+            document = diagnostics_document(result)
+            with self._stage("file write", graph_key):
+                emit.write_diagnostics(result, document, graph, self.out_dir)
+        self._settle(result, graph_key)
+
+    def _settle(self, result: GraphResult, graph_key: int) -> None:
+        """Move the graph's faults so far into its diagnostics."""
+        diag = result.diagnostics
+        diag.fault_records = diag.fault_records + self._faults.pop(graph_key, [])
+        diag.faults = [f"{f.stage}: {f.error}" for f in diag.fault_records]
+        diag.partial = bool(diag.fault_records)
+
+    def _abandon_current(self) -> None:
+        """After an unexpected failure in ``_finish_graph``: upstream's mapping is logged."""
+        if self._current is None:
+            return
+        graph_key, result = self._current
+        result.node_mappings = result.stack_traces = result.opspec_handles = None
+        result.diagnostics.mapping = "upstream"
+        self._settle(result, graph_key)
 
     def _pre_grad_graph_id(self, result: GraphResult) -> int | None:
         """The pre-grad graph this graph's nodes descend from.
@@ -297,16 +353,60 @@ class Session:
         try:
             yield
         except Exception as exc:  # noqa: BLE001 - provenance must never fail a compile
-            message = f"{stage}: {type(exc).__name__}: {exc}"
-            self._faults.setdefault(graph_key, []).append(message)
-            if stage not in self._warned:
-                self._warned.add(stage)
-                warnings.warn(
-                    f"spyre-provenance: {message} (the compile goes on; this graph's "
-                    "provenance is partial)",
-                    ProvenanceWarning,
-                    stacklevel=2,
-                )
+            self._fault(stage, graph_key, exc)
+
+    def _fault(self, stage: str, graph_key: int | None, exc: BaseException) -> None:
+        """Note a failure of ``stage`` on a graph (None: the current one, if it can be told)
+        and warn once per stage and session."""
+        if graph_key is None:
+            try:
+                from torch._inductor.virtualized import V
+
+                graph_key = id(V.graph)
+            except Exception:  # noqa: BLE001
+                graph_key = 0
+        error = f"{type(exc).__name__}: {_one_line(str(exc))}"
+        self._faults.setdefault(graph_key, []).append(Fault(stage, error))
+        if stage not in self._warned:
+            self._warned.add(stage)
+            warnings.warn(
+                f"spyre-provenance: {stage}: {error} (the compile goes on; this graph's "
+                "provenance is partial)",
+                ProvenanceWarning,
+                stacklevel=3,
+            )
+
+
+def diagnostics_document(result: GraphResult) -> dict[str, Any]:
+    """The ``spyre_provenance_diagnostics`` document of a graph, as it is logged and written."""
+    diag = result.diagnostics
+    return msgspec.to_builtins(
+        DiagnosticsV1(
+            compile_id=result.compile_id,
+            graph=result.kind,
+            partial=diag.partial,
+            mapping=diag.mapping,
+            faults=list(diag.fault_records),
+            kernels=len(result.records),
+            opspecs=diag.opspecs,
+            handleless_opspecs=diag.handleless_opspecs,
+            disagreements=list(diag.disagreements),
+            matches_upstream=diag.matches_upstream,
+        )
+    )
+
+
+def _check_diagnostics(document: dict[str, Any]) -> None:
+    from spyre_provenance import schemas
+
+    report = schemas.validate_bytes(msgspec.json.encode(document), DIAGNOSTICS, full=True)
+    if not report.ok:
+        raise ValueError("built diagnostics are invalid: " + "; ".join(map(str, report.problems[:3])))
+
+
+def _one_line(text: str, limit: int = 500) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # --- reading Inductor objects (the only place that knows their shape) -------------------
@@ -394,14 +494,20 @@ def _compare_with_upstream(ours: NodeMappingsV2, upstream: dict[str, Any]) -> bo
 # --- public API ----------------------------------------------------------------------------
 
 
-def enable(backend: str | Backend = "inductor", *, out_dir: str | Path | None = None) -> Session:
-    """Start tracking every compile in this process; returns the session (its results)."""
+def enable(
+    backend: str | Backend = "inductor", *, out_dir: str | Path | None = None, label: str | None = None
+) -> Session:
+    """Start tracking every compile in this process; returns the session (its results).
+
+    ``label`` names the graph folders written into ``out_dir`` (``graph_<label>_00_...``),
+    so runs of different models can share one ``out_dir``; None: ``graph_00_...``.
+    """
     global _session
     with _lock:
         if _session is not None:
             raise RuntimeError("spyre-provenance tracking is already enabled; call disable() first")
         chosen = get_backend(backend) if isinstance(backend, str) else backend
-        session = Session(chosen, Path(out_dir) if out_dir is not None else None)
+        session = Session(chosen, Path(out_dir) if out_dir is not None else None, label)
         session.install()
         _session = session
         return session
@@ -422,9 +528,9 @@ def active_session() -> Session | None:
 
 
 @contextlib.contextmanager
-def tracking(backend: str | Backend = "inductor", *, out_dir: str | Path | None = None):
+def tracking(backend: str | Backend = "inductor", *, out_dir: str | Path | None = None, label: str | None = None):
     """``with tracking(): torch.compile(...)(x)`` - enable for the block, then disable."""
-    session = enable(backend, out_dir=out_dir)
+    session = enable(backend, out_dir=out_dir, label=label)
     try:
         yield session
     finally:

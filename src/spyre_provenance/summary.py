@@ -84,11 +84,18 @@ class OutputCheck(msgspec.Struct):
         return not self.invalid
 
 
-def check_outputs(out: Path, log: Path | None) -> OutputCheck:
-    """Validate every artifact in ``out`` (files and log) and measure each logged graph."""
+def check_outputs(paths: Path | list[Path], log: Path | None) -> OutputCheck:
+    """Validate every artifact in ``paths`` (a folder, or this run's graph folders) and in
+    ``log``, and measure each graph the log holds.
+
+    A compile names only its own folders and log: another run may be writing into the
+    same ``--out`` at the same time, and its half-written files are not this run's verdict.
+    """
     from spyre_provenance import schemas, tracelog
 
-    results = schemas.validate_paths([out])
+    targets = [paths] if isinstance(paths, Path) else list(paths)
+    targets += [log] if log is not None and log not in targets else []
+    results = schemas.validate_paths(targets) if targets else []
     invalid = [f"{r.location}: {r.problems[0]}" for r in results if not r.ok]
     graphs: list[GraphCheck] = []
     if log is not None:
@@ -133,6 +140,8 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
             )
         if d.faults:
             lines.append("    PARTIAL: " + "; ".join(d.faults))
+            if d.mapping == "upstream":
+                lines.append("    mapping left out: the log holds Inductor's own mapping for this graph")
     lines.append(
         f"  artifacts: {checked.artifacts} validated, "
         + ("all valid" if checked.all_valid else f"{len(checked.invalid)} INVALID")
