@@ -57,7 +57,7 @@ def test_warm_cache_run_gives_the_same_mapping_and_a_linked_pre_grad_panel(tmp_p
     payloads = [text for _, _, text in tracelog.artifact_payloads(log)]
     assert not any(hit in text for text in payloads for hit in CACHE_HITS), "the warm run hit a graph cache"
 
-    (page_path,) = (tmp_path / "warm" / "tlparse").glob("provenance_tracking_-_0_0_0.html")
+    (page_path,) = (tmp_path / "warm" / "tlparse" / "mlp").glob("provenance_tracking_-_0_0_0.html")
     page = tlparse_page.parse_page(page_path.read_text())
     assert any(line.strip() for line in page.pre_grad), "no pre-grad graph on the warm run's page"
     assert page.links.get("preToPost") and page.links.get("postToPre")

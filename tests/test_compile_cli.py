@@ -54,7 +54,7 @@ def log_of(out: Path) -> Path:
 
 def only_page(out: Path) -> tlparse_page.Page:
     """The page of compile 0/0 (tlparse also writes an empty one for the id-less records)."""
-    return tlparse_page.parse_page((out / "tlparse" / "provenance_tracking_-_0_0_0.html").read_text())
+    return tlparse_page.parse_page((out / "tlparse" / "mlp" / "provenance_tracking_-_0_0_0.html").read_text())
 
 
 @pytest.mark.parametrize("case", ["demo", "stock"])

@@ -47,8 +47,13 @@ def compile_model(
     out_dir: Path | None = None,
     dtype: str = "float32",
     train: bool = False,
+    label: str | None = None,
 ) -> CompileReport:
-    """Compile ``spec`` (built-in name or ``PATH.py:FACTORY``) once with tracking on."""
+    """Compile ``spec`` (built-in name or ``PATH.py:FACTORY``) once with tracking on.
+
+    ``label`` (the model's name in ``out_dir``): graph folders are ``graph_<label>_...`` and
+    bundles go to ``sdsc/<label>/``, so runs of several models can share ``out_dir``.
+    """
     import torch
 
     from spyre_provenance.examples import load_model
@@ -56,10 +61,11 @@ def compile_model(
     torch_dtype = getattr(torch, dtype)
     model, inputs = load_model(spec, torch_dtype)
     reference_model = copy.deepcopy(model)
-    chosen = resolve_backend(backend, out_dir / "sdsc" if out_dir is not None else None)
+    bundle_dir = None if out_dir is None else out_dir / "sdsc" / label if label else out_dir / "sdsc"
+    chosen = resolve_backend(backend, bundle_dir)
 
     torch._dynamo.reset()
-    with tracking(chosen, out_dir=out_dir) as session:
+    with tracking(chosen, out_dir=out_dir, label=label) as session:
         compiled = torch.compile(model)
         got = _run(compiled, model, inputs, train)
     want = _run(reference_model, reference_model, inputs, train)

@@ -1,8 +1,17 @@
 """``spyre-provenance compile MODEL``: one tracked compile, its artifacts, a summary.
 
-Writes into ``--out DIR``: ``trace/`` (the TORCH_TRACE log), one ``graph_*`` folder per
-compiled graph with its artifacts, ``sdsc/`` (reference backend bundles) and, when tlparse
-is installed, ``tlparse/`` with the provenance pages.
+Writes into ``--out DIR``, everything named after the model (``mlp``, or ``file-factory``
+for ``PATH.py:FACTORY``; see ``run_label``):
+
+- ``trace/<model>.log``: this run's TORCH_TRACE log (torch writes it under its own random
+  name while compiling; the run finds it through torch's trace handler, not by globbing,
+  and renames it when the compile is done);
+- ``graph_<model>_NN_<compile id>_<kind>/``: one folder per compiled graph, its artifacts;
+- ``sdsc/<model>/``: the reference backend's SuperDSC-like bundles;
+- ``tlparse/<model>/``: the provenance pages, when tlparse is installed.
+
+A run replaces only its own model's earlier output, so compiles of different models can
+share one ``--out`` (and so one TORCH_TRACE folder), also at the same time.
 """
 
 from __future__ import annotations
@@ -13,7 +22,9 @@ import shutil
 import sys
 from pathlib import Path
 
+from spyre_provenance import emit
 from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
+from spyre_provenance.fsutil import remove_stale_temporaries
 from spyre_provenance.tlparse_run import TlparseError, render_pages, run_tlparse, tlparse_binary  # noqa: F401
 
 BACKENDS = ("auto", "reference", "inductor", "spyre")
@@ -31,8 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     out = args.out or Path("out") / _model_label(args.model)
+    label = run_label(args.model)
     trace_dir = out / "trace"
-    _prepare(out, trace_dir)
+    _prepare(out, trace_dir, label)
     if "torch" in sys.modules and os.environ.get("TORCH_TRACE") != str(trace_dir):
         raise UnusableInput("TORCH_TRACE", "torch was imported before the trace folder was set")
     os.environ["TORCH_TRACE"] = str(trace_dir)
@@ -42,18 +54,18 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         report = compile_run.compile_model(
-            args.model, backend=args.backend, out_dir=out, dtype=args.dtype, train=args.train
+            args.model, backend=args.backend, out_dir=out, dtype=args.dtype, train=args.train, label=label
         )
     except ModelLoadError as exc:
         raise UnusableInput(args.model, str(exc)) from None
-    _flush_trace_log()
+    log = _claim_trace_log(trace_dir / f"{label}.log")
 
-    logs = sorted(trace_dir.glob("*.log"))
     pages: list[Path] = []
-    checked = summary.check_outputs(out, logs[0] if logs else None)
+    graph_dirs = [p for p in sorted(out.glob(f"{emit.GRAPH_PREFIX}*")) if emit.is_graph_folder_of(p.name, label)]
+    checked = summary.check_outputs(graph_dirs, log)
     tlparse = tlparse_binary()
-    if logs and not args.no_tlparse and tlparse:
-        pages = _graph_pages(tlparse, logs[0], out / "tlparse")
+    if log is not None and not args.no_tlparse and tlparse:
+        pages = _graph_pages(tlparse, log, out / "tlparse" / label)
     print(summary.render(report, checked, pages, out))
     # no graph recorded means the hook saw nothing (a cache hit it could not bypass, or a
     # model that compiled no code): never a silent success
@@ -79,18 +91,45 @@ def _model_label(spec: str) -> str:
     return Path(spec.split(":", 1)[0]).stem if ":" in spec else spec
 
 
-def _prepare(out: Path, trace_dir: Path) -> None:
-    """Start from an empty trace folder and no stale graph folders of an earlier run."""
+def run_label(spec: str) -> str:
+    """What this run's files are named after: the built-in model's name, or for
+    ``PATH.py:FACTORY`` the file's stem and the factory (two factories of one file are two
+    models). Letters, digits, ``.`` and ``-`` only."""
+    if ":" in spec:
+        path, _, factory = spec.partition(":")
+        return emit.model_label(f"{Path(path).stem}-{factory}")
+    return emit.model_label(spec)
+
+
+def _prepare(out: Path, trace_dir: Path, label: str) -> None:
+    """Remove this model's output of an earlier run, and nothing else: another model's
+    folders and logs (maybe being written right now by another run) stay untouched."""
     if out.exists() and not out.is_dir():
         raise UnusableInput(str(out), "exists and is not a folder")
-    for stale in [trace_dir, out / "sdsc", out / "tlparse", *out.glob("graph_*")]:
-        if stale.is_dir():
-            shutil.rmtree(stale)
+    if out.is_dir():
+        remove_stale_temporaries(out)  # a killed writer's leftovers; live writers' stay
+        stale = [p for p in out.glob(f"{emit.GRAPH_PREFIX}*") if emit.is_graph_folder_of(p.name, label)]
+        for folder in [*stale, out / "sdsc" / label, out / "tlparse" / label]:
+            if folder.is_dir():
+                shutil.rmtree(folder)
+        (trace_dir / f"{label}.log").unlink(missing_ok=True)
     trace_dir.mkdir(parents=True, exist_ok=True)
 
 
-def _flush_trace_log() -> None:
+def _claim_trace_log(target: Path) -> Path | None:
+    """Flush this process's TORCH_TRACE log and rename it to ``target``; None if torch
+    wrote none. The log is found through torch's trace handler (its stream's path), never
+    by globbing the folder, which other runs may be writing into."""
     import logging
+
+    from torch._logging import _internal
 
     for handler in logging.getLogger("torch.__trace").handlers:
         handler.flush()
+    handler = _internal.LOG_TRACE_HANDLER
+    stream = getattr(handler, "stream", None)
+    path = getattr(handler, "_stream_path", None) or getattr(stream, "name", None)
+    if stream is None or not isinstance(path, str) or not os.path.isfile(path):
+        return None
+    os.replace(path, target)  # torch keeps writing to the same (renamed) file
+    return target
