@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 from spyre_provenance import schemas
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.records import (
+    DIAGNOSTICS,
+    FAULT_STAGES,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
@@ -66,6 +68,45 @@ CORPUS = (
         ("stack-traces-object-entry", '{"k:1": {}}', KERNEL_STACK_TRACES),
     ]
 )
+
+# spyre_provenance_diagnostics (issue 8)
+_DIAG = {
+    "version": 1, "compile_id": "0/0", "graph": "inference", "partial": True, "mapping": "upstream",
+    "faults": [{"stage": "build", "error": "RuntimeError: x: y"}], "kernels": 2, "opspecs": 5,
+    "handleless_opspecs": 1, "disagreements": ["sdsc_a_0:1"], "matches_upstream": None,
+}
+
+
+def _diag(**changes: Any) -> str:
+    doc = {**_DIAG, **changes}
+    return json.dumps({k: v for k, v in doc.items() if v is not ...})
+
+
+CORPUS += [
+    ("diag-valid", _diag(), None),
+    ("diag-clean", _diag(partial=False, faults=[], mapping="hook", matches_upstream=True), DIAGNOSTICS),
+    ("diag-version-1.0", _diag(version=1.0), DIAGNOSTICS),
+    ("diag-version-2", _diag(version=2), DIAGNOSTICS),
+    ("diag-no-version", _diag(version=...), DIAGNOSTICS),
+    ("diag-partial-without-faults", _diag(faults=[]), DIAGNOSTICS),
+    ("diag-faults-not-partial", _diag(partial=False), DIAGNOSTICS),
+    ("diag-bad-stage", _diag(faults=[{"stage": "lunch", "error": "e"}]), DIAGNOSTICS),
+    ("diag-fault-extra-key", _diag(faults=[{"stage": "build", "error": "e", "x": 1}]), DIAGNOSTICS),
+    ("diag-bad-graph", _diag(graph="sideways"), DIAGNOSTICS),
+    ("diag-bad-mapping", _diag(mapping="mine"), DIAGNOSTICS),
+    ("diag-negative-count", _diag(kernels=-1), DIAGNOSTICS),
+    ("diag-fractional-count", _diag(opspecs=2.5), DIAGNOSTICS),
+    ("diag-integral-float-count", _diag(opspecs=5.0), DIAGNOSTICS),
+    ("diag-bool-count", _diag(kernels=True), DIAGNOSTICS),
+    ("diag-more-handleless", _diag(handleless_opspecs=6), DIAGNOSTICS),
+    ("diag-bare-disagreement", _diag(disagreements=["sdsc_a_0"]), DIAGNOSTICS),
+    ("diag-repeated-disagreement", _diag(disagreements=["k:1", "k:1"]), DIAGNOSTICS),
+    ("diag-missing-key", _diag(mapping=...), DIAGNOSTICS),
+    ("diag-extra-key", _diag(extra=1), DIAGNOSTICS),
+    ("diag-matches-string", _diag(matches_upstream="yes"), DIAGNOSTICS),
+    ("diag-repeated-key", _diag().replace('"kernels"', '"kernels": 2, "kernels"'), None),
+    ("diag-array", "[]", DIAGNOSTICS),
+]
 
 
 @pytest.mark.parametrize("name, data, artifact", CORPUS, ids=[c[0] for c in CORPUS])
@@ -230,7 +271,28 @@ def damaged(draw: st.DrawFn, documents: st.SearchStrategy[dict]) -> str:
     return json.dumps(doc)
 
 
+@st.composite
+def diagnostics(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid diagnostics document: partial exactly when there are faults."""
+    faults = draw(st.lists(st.fixed_dictionaries({"stage": st.sampled_from(FAULT_STAGES), "error": st.text(max_size=8)}), max_size=3))
+    opspecs = draw(st.integers(0, 50))
+    return {
+        "version": 1,
+        "compile_id": draw(st.sampled_from(["0/0", "1/0_1", "none"])),
+        "graph": draw(st.sampled_from(["inference", "forward", "backward"])),
+        "partial": bool(faults),
+        "mapping": draw(st.sampled_from(["hook", "upstream"])),
+        "faults": faults,
+        "kernels": draw(st.integers(0, 50)),
+        "opspecs": opspecs,
+        "handleless_opspecs": draw(st.integers(0, opspecs)),
+        "disagreements": [f"{n}:{i}" for i, n in enumerate(draw(st.lists(KERNEL_NAMES, max_size=3)), 1)],
+        "matches_upstream": draw(st.none() | st.booleans()),
+    }
+
+
 GENERATED = {
+    DIAGNOSTICS: diagnostics(),
     NODE_MAPPINGS: node_mappings(),
     KERNEL_STACK_TRACES: stack_traces(),
     KERNEL_INFORMATION: kernel_information(),
