@@ -1,0 +1,15 @@
+"""``make bench``: what provenance costs, as ratios against the anchors, in one run.
+
+Four measurements, printed as one markdown table (``python -m spyre_provenance.bench``):
+
+1. Compile overhead (``compile_overhead``): median ``torch.compile`` wall time with
+   (A) the hook on, (B) upstream provenance tracking alone, (C) tracking off, interleaved
+   round by round, every run with fresh Inductor caches.
+2. Validation throughput (``artifacts``): the fast path and the JSON Schema path on a
+   synthetic ~100 MB mapping, against plain ``json.loads`` of the same bytes.
+3. Build throughput and memory: KernelRecords -> mapping -> bytes for 100k kernels.
+4. Scaling: the same at 1k, 10k, 100k and 1M node references.
+
+``--quick`` (or ``SPYRE_BENCH_QUICK=1``) runs a tiny version in seconds; the smoke test uses
+it. Timings are never asserted anywhere: they belong to the machine they ran on.
+"""

@@ -1,0 +1,3 @@
+from spyre_provenance.bench.run import main
+
+raise SystemExit(main())

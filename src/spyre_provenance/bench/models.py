@@ -1,0 +1,85 @@
+"""The benchmark's models: the seed MLP, a transformer block, and a 24-layer stack of it.
+
+The stack makes the graph large (~1.9k post-grad nodes, hundreds of kernel call sites)
+while Inductor's per-graph kernel dedup keeps the number of distinct C++ kernels small, so
+its compile time is mostly Python-side lowering and scheduling: where a hook's cost would
+show. Each module has its own ``forward`` (not ``nn.Sequential``) so stack traces point here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+
+from spyre_provenance.examples import EXAMPLES
+
+SEED = 0
+DIM, HEADS, SEQ, BATCH = 64, 4, 32, 2
+
+
+class TransformerBlock(nn.Module):
+    """Pre-norm block: LayerNorm -> attention (SDPA) -> residual, LayerNorm -> GELU MLP -> residual."""
+
+    def __init__(self, dim: int = DIM, heads: int = HEADS) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.norm2 = nn.LayerNorm(dim)
+        self.up = nn.Linear(dim, 4 * dim)
+        self.down = nn.Linear(4 * dim, dim)
+
+    def forward(self, x: Tensor) -> Tensor:
+        batch, seq, dim = x.shape
+        q, k, v = self.qkv(self.norm1(x)).chunk(3, dim=-1)
+        q, k, v = (t.reshape(batch, seq, self.heads, dim // self.heads).transpose(1, 2) for t in (q, k, v))
+        attn = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(attn.transpose(1, 2).reshape(batch, seq, dim))
+        return x + self.down(torch.nn.functional.gelu(self.up(self.norm2(x))))
+
+
+class Stack(nn.Module):
+    """``layers`` transformer blocks, one after the other."""
+
+    def __init__(self, layers: int = 24) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(TransformerBlock() for _ in range(layers))
+
+    def forward(self, x: Tensor) -> Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+class Tiny(nn.Module):
+    """For ``--quick``: one extern GEMM, no C++ kernel to compile (a smoke run, in seconds)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 16, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc(x)
+
+
+def _seeded(build: Callable[[], nn.Module], *shape: int) -> Callable[[], tuple[nn.Module, tuple[Tensor, ...]]]:
+    def factory() -> tuple[nn.Module, tuple[Tensor, ...]]:
+        torch.manual_seed(SEED)
+        return build().eval(), (torch.randn(*shape),)
+
+    return factory
+
+
+MODELS: dict[str, Callable[[], tuple[nn.Module, tuple[Tensor, ...]]]] = {
+    "mlp": lambda: EXAMPLES["mlp"](torch.float32),
+    "transformer block": _seeded(TransformerBlock, BATCH, SEQ, DIM),
+    "24-layer stack": _seeded(Stack, BATCH, SEQ, DIM),
+    "tiny": _seeded(Tiny, 4, 16),
+}
+FULL = ("mlp", "transformer block", "24-layer stack")
+QUICK = ("tiny",)
+#: Rounds per model (at least 5): more where a compile is short and its noise large.
+ROUNDS = {"mlp": 9, "transformer block": 7, "24-layer stack": 5, "tiny": 1}

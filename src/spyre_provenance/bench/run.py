@@ -1,0 +1,61 @@
+"""``python -m spyre_provenance.bench [--quick] [--json PATH]``: run everything, print the table.
+
+The table (markdown) goes to stdout, progress to stderr. ``--quick`` (or
+``SPYRE_BENCH_QUICK=1``) is the smoke version: one tiny model, one round, no warm-up,
+1k and 4k references; its numbers mean nothing, its table has the full run's shape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import sys
+import time
+from pathlib import Path
+
+import msgspec
+
+from spyre_provenance.bench import artifacts, report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m spyre_provenance.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a tiny run (seconds), for the smoke test")
+    parser.add_argument("--rounds", type=int, default=None, help="compile rounds for every model (default: models.ROUNDS)")
+    parser.add_argument("--skip-compile", action="store_true", help="only the artifact measurements")
+    parser.add_argument("--json", type=Path, help="also write the raw measurements here")
+    args = parser.parse_args(argv)
+    quick = args.quick or os.environ.get("SPYRE_BENCH_QUICK", "") not in ("", "0")
+
+    def progress(message: str) -> None:
+        print(f"[bench {time.perf_counter() - start:6.0f}s] {message}", file=sys.stderr, flush=True)
+
+    if quick:  # no pool of compile workers to start and stop for one tiny extern-only graph
+        os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    from spyre_provenance.bench import compile_overhead, models  # imports torch
+
+    started = dt.datetime.now(dt.timezone.utc)
+    load_before = report.load_average()
+    start = time.perf_counter()
+    compile_results = None
+    if not args.skip_compile:
+        chosen = models.QUICK if quick else models.FULL
+        rounds = {name: args.rounds or models.ROUNDS[name] for name in chosen}
+        warmup = None if quick else "transformer block"
+        compile_results = compile_overhead.run(chosen, rounds, warmup, progress)
+    artifact_results = artifacts.run(
+        artifacts.QUICK_SIZES if quick else artifacts.FULL_SIZES,
+        artifacts.QUICK_OUTER if quick else artifacts.OUTER,
+        artifacts.FULL_SCHEMA_MAX,
+        progress,
+        repeat=not quick,
+    )
+    elapsed = time.perf_counter() - start
+    load = (load_before, report.load_average())
+    table = report.render(compile_results, artifact_results, started=started, elapsed=elapsed, quick=quick, load=load)
+    if args.json:
+        raw = {"compile": compile_results, "artifacts": artifact_results, "started": started.isoformat()}
+        args.json.write_bytes(msgspec.json.encode(raw))
+    sys.stdout.write(table)
+    return 0
