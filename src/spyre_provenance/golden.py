@@ -190,12 +190,11 @@ class Roots:
 
     @classmethod
     def default(cls, *project: str | os.PathLike[str] | None) -> Roots:
-        """The given project roots (None skipped), else this source checkout; the temp dir;
-        the standard library."""
+        """The given project roots (None skipped), else this source checkout, else the
+        current folder; the temp dir; the standard library."""
         roots = [Path(p) for p in project if p is not None]
         if not roots:
-            checkout = source_checkout()
-            roots = [checkout] if checkout else []
+            roots = [source_checkout() or Path.cwd()]
         tmp = {tempfile.gettempdir(), "/tmp"}
         stdlib = {sysconfig.get_paths()["stdlib"]}
         return cls(project=_variants(roots), tmp=_variants(tmp), stdlib=_variants(stdlib))

@@ -15,8 +15,6 @@ Exit 0: same provenance; 1: different; 2: unusable input (one line on stderr).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
 from spyre_provenance import golden
 from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
 
@@ -30,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="DIR",
         help="project root: absolute paths under it compare as relative (repeatable; "
-        "default: this checkout and the current folder)",
+        "default: this source checkout, else the current folder)",
     )
 
 
@@ -42,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         (kind_a,), (kind_b,) = a.graphs[""], b.graphs[""]
         if kind_a != kind_b:
             raise UnusableInput(args.b, f"is {kind_b}, while {args.a} is {kind_a}: nothing to compare")
-    roots = golden.Roots.default(*(args.root or [golden.source_checkout(), Path.cwd()]))
+    roots = golden.Roots.default(*(args.root or []))
     comparison = golden.compare(a, b, roots, labels=(args.a, args.b))
     print(golden.render(comparison, args.a, args.b))
     return EXIT_OK if comparison.equal else EXIT_FOUND_WANTING
