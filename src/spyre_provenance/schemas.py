@@ -26,6 +26,7 @@ import copy
 import functools
 import importlib.resources
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -63,8 +64,12 @@ __all__ = [
     "check_built_artifacts",
     "detect",
     "guess_artifact",
+    "default_max_bytes",
+    "load_json",
     "load_schema",
     "parse_json",
+    "parse_size",
+    "read_file",
     "schema_dir",
     "validate",
     "validate_bytes",
@@ -72,6 +77,8 @@ __all__ = [
 ]
 
 MAX_PROBLEMS = 100  # listed per report; the rest are only counted (Report.omitted)
+DEFAULT_MAX_BYTES = 2**30  # files larger than this are refused unless the limit is raised
+MAX_BYTES_ENV = "SPYRE_PROVENANCE_MAX_BYTES"  # the limit for every command (validate: --max-bytes)
 AUTO_FULL_BYTES = 4 * 2**20  # "auto": jsonschema up to this size, the fast path above
 # What this project writes (older versions are only read).
 CURRENT_VERSIONS = {
@@ -217,7 +224,84 @@ def parse_json(data: bytes | str, *, location: str = "") -> tuple[Any, list[tupl
         raise UnusableInput(where, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     except ValueError as exc:  # from _refuse/_finite, or an integer with too many digits
         raise UnusableInput(where, f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise UnusableInput(where, "nested too deeply to check") from None
+    if _SURROGATE.search(text) and _has_lone_surrogate(doc):
+        # valid JSON grammar, but no Unicode text: msgspec (the fast path) refuses it too, and
+        # printing it fails
+        raise UnusableInput(where, "not valid JSON: a string holds a lone UTF-16 surrogate (\\ud800-\\udfff)")
     return doc, _locate(doc, repeated)
+
+
+def load_json(data: bytes | str, *, location: str = "") -> Any:
+    """``parse_json`` for readers that do not report duplicate keys themselves: a repeated
+    key is refused (UnusableInput naming its path) instead of silently keeping one value."""
+    doc, dup_paths = parse_json(data, location=location)
+    if dup_paths:
+        where = location or "<input>"
+        shown = ", ".join(_format_path(p, {}) for p in dup_paths[:3])
+        more = f" and {len(dup_paths) - 3} more" if len(dup_paths) > 3 else ""
+        raise UnusableInput(where, f"duplicate key at {shown}{more} (JSON readers keep only one of the values)")
+    return doc
+
+
+def read_file(path: str | Path, *, max_bytes: int | None = None) -> bytes:
+    """A file's bytes, refused (UnusableInput) when it is larger than ``max_bytes`` (default:
+    ``default_max_bytes()``), before anything is read."""
+    path = Path(path)
+    limit = default_max_bytes() if max_bytes is None else max_bytes
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise UnusableInput(str(path), f"{_human(size)} is over the size limit of {_human(limit)}")
+        return path.read_bytes()
+    except OSError as exc:
+        raise UnusableInput(str(path), exc.strerror or str(exc)) from None
+
+
+def default_max_bytes() -> int:
+    """The size limit: ``SPYRE_PROVENANCE_MAX_BYTES`` (``500M``, ``2G``, bytes), else 1 GiB."""
+    text = os.environ.get(MAX_BYTES_ENV)
+    if not text:
+        return DEFAULT_MAX_BYTES
+    try:
+        return parse_size(text)
+    except ValueError:
+        raise UnusableInput(MAX_BYTES_ENV, f"not a size: {text!r} (examples: 1000000, 500M, 2G)") from None
+
+
+def parse_size(text: str) -> int:
+    """``"1000000"``, ``"500M"``, ``"2G"``, ``"64KiB"`` -> bytes; ValueError otherwise."""
+    m = re.fullmatch(r"\s*([0-9]+)\s*([KMG]?)(?:i?B)?\s*", text, re.IGNORECASE)
+    if not m:
+        raise ValueError(f"not a size: {text!r}")
+    return int(m.group(1)) * 1024 ** "_KMG".index(m.group(2).upper() or "_")
+
+
+def _human(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|[\ud800-\udfff]")
+_SURROGATE_CHAR = re.compile("[\ud800-\udfff]")
+
+
+def _has_lone_surrogate(doc: Any) -> bool:
+    stack = [doc]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if _SURROGATE_CHAR.search(value):
+                return True
+        elif isinstance(value, dict):
+            stack.extend(value)
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
 
 
 def check_built_artifacts(

@@ -11,7 +11,8 @@ A PATH is one of:
 One line per result (``OK``/``INVALID``), problems indented below. Exit 0: all valid; 1: any
 invalid; 2: any PATH unusable (missing, empty, not JSON, not UTF-8, top level not an object,
 no artifacts in it, larger than --max-bytes), reported as one line on stderr while the other
-PATHs are still checked. An unsupported artifact version is INVALID (exit 1): the file is a
+PATHs are still checked. The size limit defaults to ``SPYRE_PROVENANCE_MAX_BYTES`` or 1 GiB.
+Text that cannot be printed as is (lone surrogates in a file name) is printed escaped. An unsupported artifact version is INVALID (exit 1): the file is a
 provenance artifact, just not one this version of the tool accepts.
 """
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -30,7 +30,7 @@ from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, EXIT_UNUSABLE, 
 from spyre_provenance.fsutil import TMP_PREFIX
 from spyre_provenance.schemas import ARTIFACTS, Problem
 
-DEFAULT_MAX_BYTES = 2**30
+DEFAULT_MAX_BYTES = schemas.DEFAULT_MAX_BYTES
 AUTO_FULL_BYTES = schemas.AUTO_FULL_BYTES  # --engine auto: jsonschema up to this, then fast
 SNIFF_MAX_BYTES = 64 * 2**20  # folder scan: unnamed *.json files larger than this are skipped
 LOG_ARTIFACT = "TORCH_TRACE"  # the "artifact" of a result about a log itself
@@ -77,9 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-bytes",
         type=_size,
-        default=DEFAULT_MAX_BYTES,
+        default=None,
         metavar="N",
-        help="refuse files larger than N bytes (suffixes K, M, G; default 1G)",
+        help=f"refuse files larger than N bytes (suffixes K, M, G; default: ${schemas.MAX_BYTES_ENV}, else 1G)",
     )
     parser.add_argument(
         "--engine",
@@ -90,18 +90,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = Options(artifact=args.artifact, max_bytes=args.max_bytes, engine=args.engine)
+    max_bytes = args.max_bytes if args.max_bytes is not None else schemas.default_max_bytes()
+    options = Options(artifact=args.artifact, max_bytes=max_bytes, engine=args.engine)
     results = check_paths(args.paths, options)
     for r in results:
         if r.status == "unusable":
-            print(f"spyre-provenance validate: error: {r.path}: {r.error}", file=sys.stderr)
+            _print(f"spyre-provenance validate: error: {r.path}: {r.error}", sys.stderr)
     if args.format == "json":
+        # msgspec writes lone surrogates (from undecodable file names) as \u escapes
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(results), indent=2).decode() + "\n")
     else:
         for r in results:
             if r.status != "unusable":
-                print(render(r))
+                _print(render(r), sys.stdout)
     return exit_code(results)
+
+
+def _print(text: str, stream) -> None:
+    """``print``, escaping what the stream cannot encode instead of failing on it."""
+    try:
+        print(text, file=stream)
+    except UnicodeEncodeError:
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        print(text.encode(encoding, "backslashreplace").decode(encoding), file=stream)
 
 
 def exit_code(results: list[Result]) -> int:
@@ -269,10 +280,10 @@ def _result(path: str, report: schemas.Report, extra: tuple[Problem, ...] = ()) 
 
 
 def _size(text: str) -> int:
-    m = re.fullmatch(r"\s*([0-9]+)\s*([KMG]?)(?:i?B)?\s*", text, re.IGNORECASE)
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (examples: 1000000, 500M, 2G)")
-    return int(m.group(1)) * 1024 ** "_KMG".index(m.group(2).upper() or "_")
+    try:
+        return schemas.parse_size(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (examples: 1000000, 500M, 2G)") from None
 
 
 def _human(n: int) -> str:
