@@ -90,7 +90,8 @@ class ProvenanceRegression:
         pytest-regressions' ``file_regression`` (one call per file, ``fullpath`` into the
         case folder). Fails once, with the whole case's diff."""
         __tracebackhide__ = True
-        force = bool(self.request.config.getoption("force_regen") or self.request.config.getoption("regen_all"))
+        options = self.request.config
+        force = bool(options.getoption("force_regen", default=False) or options.getoption("regen_all", default=False))
         files = provenance.files()
         expected = golden.read_case(case_dir)
         comparison = (
