@@ -226,14 +226,19 @@ class _Run:
         except msgspec.DecodeError as exc:
             raise self.unusable(exc) from None
         items = self.decode(raw, dict[str, msgspec.Raw], path, top=top)
-        if items is not _MISSING:
-            for key, value in items.items():
-                self.decode(value, value_type, key_path(path, key))
+        if items is _MISSING:
+            return _MISSING
+        before = len(self.problems)
+        values = {key: self.decode(value, value_type, key_path(path, key)) for key, value in items.items()}
+        if len(self.problems) == before:
+            # every value decodes: what failed was a value a repeated key overwrites (readers
+            # keep the last one); the tally finds and reports the repeated key
+            return values
         return _MISSING
 
     def problem(self, exc: msgspec.ValidationError, path: str) -> Problem:
         message, _, where = str(exc).partition(" - at `$")
-        if message.startswith("Number out of range"):  # the full path's parser refuses these too
+        if message.startswith(("Number out of range", "Integer value out of range")):  # json.loads refuses these too
             raise self.unusable(exc)
         return Problem(path + where.rstrip("`"), _plain_message(message))
 

@@ -566,8 +566,17 @@ def key_path(path: str, key: str) -> str:
     return f"{path}[{quote(key)}]"
 
 
+QUOTE_LIMIT = 200  # characters of a value shown in a problem; a hostile 100 MB name is cut
+
+
 def quote(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    """A value as JSON text for a problem message, cut to about QUOTE_LIMIT characters."""
+    if isinstance(value, str) and len(value) > QUOTE_LIMIT:
+        return json.dumps(value[: QUOTE_LIMIT // 2], ensure_ascii=False)[:-1] + f'..." ({len(value)} characters)'
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text) > QUOTE_LIMIT:
+        return text[: QUOTE_LIMIT // 2] + f"... ({len(text)} characters of JSON)"
+    return text
 
 
 def json_type(value: Any) -> str:
