@@ -134,3 +134,41 @@ def golden_compile(compile_case: Callable[..., CompiledCase]) -> Callable[[str],
         return compile_case(*args)
 
     return run
+
+
+# --- fuzzing (issue 8): the `fuzz` marker's example count ---------------------------------------
+
+FUZZ_EXAMPLES_ENV = "SPYRE_PROVENANCE_FUZZ_EXAMPLES"
+FUZZ_EXAMPLES_DEFAULT = 25  # what `make test` runs: seconds, not minutes
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fuzz-examples", type=int, default=None, metavar="N",
+        help=f"hypothesis examples per `fuzz` test (default: ${FUZZ_EXAMPLES_ENV}, else {FUZZ_EXAMPLES_DEFAULT}); "
+        "a long run: pytest -m fuzz --fuzz-examples 5000",
+    )
+
+
+_configure_markers = pytest_configure  # the hook above, kept: this one extends it
+
+
+def pytest_configure(config: pytest.Config) -> None:  # noqa: F811
+    """The markers above, and the hypothesis profile ``spyre-fuzz`` that `fuzz` tests take
+    their settings from (never loaded globally: other hypothesis tests keep theirs)."""
+    import os
+
+    _configure_markers(config)
+
+    from hypothesis import HealthCheck, settings
+
+    examples = config.getoption("--fuzz-examples", default=None)
+    if examples is None:
+        examples = int(os.environ.get(FUZZ_EXAMPLES_ENV) or FUZZ_EXAMPLES_DEFAULT)
+    settings.register_profile(
+        "spyre-fuzz",
+        max_examples=max(1, examples),
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+        database=None,
+    )
