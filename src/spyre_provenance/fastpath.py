@@ -47,6 +47,10 @@ def check(data: bytes | str, artifact: str | None, location: str) -> FastResult:
     """Check JSON text. Raises UnusableInput when it is not a JSON object of a known artifact."""
     if not data or data.isspace():
         raise UnusableInput(location or "<input>", "empty (no JSON value)")
+    if isinstance(data, bytes) and not data.isascii():
+        # msgspec checks UTF-8 only in the strings it decodes: a bad byte inside a value it
+        # rejects first would make the document "invalid" here and "unusable" on the full path
+        _check_utf8(data, location or "<input>")
     with gc_paused():  # millions of fresh containers: the cyclic GC would rescan them all
         run = _Run(data, location)
         detected, tally = run.check(artifact)
@@ -270,6 +274,24 @@ def _explicit_v2(top: dict[str, msgspec.Raw]) -> Detected | None:
         return None
     det = rules.detect(NODE_MAPPINGS, {"version": version})
     return det if det.problem is None and det.schema == 2 else None
+
+
+def _check_utf8(data: bytes, where: str, chunk: int = 2**20) -> None:
+    """Raise the not-UTF-8 error for ``data``, decoding a slice at a time (no full copy)."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    for start in range(0, len(data), chunk):
+        try:
+            decoder.decode(view[start : start + chunk], final=start + chunk >= len(data))
+        except UnicodeDecodeError:
+            try:  # decode again from here, for the offset of the bad byte in the whole text
+                data[max(0, start - 4) :].decode("utf-8")
+            except UnicodeDecodeError as bad:
+                offset = max(0, start - 4) + bad.start
+                raise UnusableInput(where, f"not UTF-8 text (byte 0x{data[offset]:02x} at offset {offset})") from None
+            raise
 
 
 def unrecognized(location: str) -> UnusableInput:

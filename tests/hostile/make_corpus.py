@@ -137,6 +137,7 @@ UNUSABLE: dict[str, tuple[str, bytes | str]] = {
     "truncated-inside-a-string": (NM, GOOD_MAPPING[:17]),
     "not-utf8-latin1": (NM, '{"version": 2.0, "preToPost": {"caf\xe9": []}}'.encode("latin-1")),
     "not-utf8-bad-continuation": (NM, b'{"version": 2.0, "preToPost": {"\xe2\x28\xa1": []}}'),
+    "not-utf8-in-an-unknown-key": (OP, with_(OPSPECS, kernels={"sdsc_mm_0:1": [{**SPEC, "x": 1}]}).encode().replace(b'"x"', b'"\x80x"')),
     "utf16-with-bom": (NM, GOOD_MAPPING.encode("utf-16")),
     "utf8-bom": (NM, b"\xef\xbb\xbf" + GOOD_MAPPING.encode()),
     "lone-surrogate-escape": (NM, '{"version": 2.0, "preToPost": {"\\ud800": ["x"]}, "postToPre": {"x": ["\\ud800"]}}'),
