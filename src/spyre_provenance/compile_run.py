@@ -48,11 +48,13 @@ def compile_model(
     dtype: str = "float32",
     train: bool = False,
     label: str | None = None,
+    redact_paths: bool = False,
 ) -> CompileReport:
     """Compile ``spec`` (built-in name or ``PATH.py:FACTORY``) once with tracking on.
 
     ``label`` (the model's name in ``out_dir``): graph folders are ``graph_<label>_...`` and
     bundles go to ``sdsc/<label>/``, so runs of several models can share ``out_dir``.
+    ``redact_paths``: see ``hook.enable``.
     """
     import torch
 
@@ -65,7 +67,10 @@ def compile_model(
     chosen = resolve_backend(backend, bundle_dir)
 
     torch._dynamo.reset()
-    with tracking(chosen, out_dir=out_dir, label=label) as session:
+    redact: bool | Path = redact_paths
+    if redact_paths and ":" in spec:  # the project is the model file's
+        redact = Path(spec.split(":", 1)[0]).resolve().parent
+    with tracking(chosen, out_dir=out_dir, label=label, redact_paths=redact) as session:
         compiled = torch.compile(model)
         got = _run(compiled, model, inputs, train)
     want = _run(reference_model, reference_model, inputs, train)

@@ -87,10 +87,13 @@ _session: Session | None = None
 class Session:
     """One enable() .. disable() span: the patches, and what each graph produced."""
 
-    def __init__(self, backend: Backend, out_dir: Path | None, label: str | None = None) -> None:
+    def __init__(
+        self, backend: Backend, out_dir: Path | None, label: str | None = None, redactor: Any = None
+    ) -> None:
         self.backend = backend
         self.out_dir = out_dir
         self.label = label
+        self.redactor = redactor  # a redact.Redactor: paths in written/emitted artifacts rewritten
         self.results: list[GraphResult] = []
         self._pending: dict[int, list[KernelRecord]] = {}
         self._faults: dict[int, list[Fault]] = {}
@@ -264,6 +267,9 @@ class Session:
             result.node_mappings = mapping.build_node_mappings(records, pre_to_post, post_to_pre)
             result.stack_traces = mapping.build_stack_traces(records)
             result.opspec_handles = mapping.build_opspec_artifact(records)
+            if self.redactor is not None:  # before validation: what is checked is what is emitted
+                result.stack_traces = self.redactor.stack_traces(result.stack_traces)
+                result.opspec_handles = self.redactor.opspec_handles(result.opspec_handles)
             _cross_check(records, diag)
             diag.matches_upstream = _compare_with_upstream(result.node_mappings, upstream)
             built = True
@@ -366,6 +372,8 @@ class Session:
             except Exception:  # noqa: BLE001
                 graph_key = 0
         error = f"{type(exc).__name__}: {_one_line(str(exc))}"
+        if self.redactor is not None:
+            error = self.redactor.redact_text(error)
         self._faults.setdefault(graph_key, []).append(Fault(stage, error))
         if stage not in self._warned:
             self._warned.add(stage)
@@ -495,19 +503,33 @@ def _compare_with_upstream(ours: NodeMappingsV2, upstream: dict[str, Any]) -> bo
 
 
 def enable(
-    backend: str | Backend = "inductor", *, out_dir: str | Path | None = None, label: str | None = None
+    backend: str | Backend = "inductor",
+    *,
+    out_dir: str | Path | None = None,
+    label: str | None = None,
+    redact_paths: bool | str | Path = False,
 ) -> Session:
     """Start tracking every compile in this process; returns the session (its results).
 
     ``label`` names the graph folders written into ``out_dir`` (``graph_<label>_00_...``),
     so runs of different models can share one ``out_dir``; None: ``graph_00_...``.
+    ``redact_paths``: absolute paths in the stack traces, handle sources and fault messages
+    of the artifacts written and logged become ``<project>/...``, ``<site-packages>/...``,
+    ``~/...`` (``spyre_provenance.redact``); the KernelRecords keep them. True: the project
+    is found from the current folder; a path: from that folder (the model's file's).
     """
     global _session
     with _lock:
         if _session is not None:
             raise RuntimeError("spyre-provenance tracking is already enabled; call disable() first")
         chosen = get_backend(backend) if isinstance(backend, str) else backend
-        session = Session(chosen, Path(out_dir) if out_dir is not None else None, label)
+        redactor = None
+        if redact_paths:
+            from spyre_provenance.redact import Redactor, find_project
+
+            start = Path.cwd() if redact_paths is True else Path(redact_paths)
+            redactor = Redactor.default(find_project(start, Path.home()))
+        session = Session(chosen, Path(out_dir) if out_dir is not None else None, label, redactor)
         session.install()
         _session = session
         return session
@@ -528,9 +550,15 @@ def active_session() -> Session | None:
 
 
 @contextlib.contextmanager
-def tracking(backend: str | Backend = "inductor", *, out_dir: str | Path | None = None, label: str | None = None):
+def tracking(
+    backend: str | Backend = "inductor",
+    *,
+    out_dir: str | Path | None = None,
+    label: str | None = None,
+    redact_paths: bool | str | Path = False,
+):
     """``with tracking(): torch.compile(...)(x)`` - enable for the block, then disable."""
-    session = enable(backend, out_dir=out_dir, label=label)
+    session = enable(backend, out_dir=out_dir, label=label, redact_paths=redact_paths)
     try:
         yield session
     finally:

@@ -38,6 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", choices=("float32", "float16", "bfloat16"), default="float32")
     parser.add_argument("--train", action="store_true", help="compile forward and backward")
     parser.add_argument("--no-tlparse", action="store_true", help="do not run tlparse afterwards")
+    parser.add_argument(
+        "--redact-paths", action="store_true",
+        help="write stack traces and handle sources with <project>/, <site-packages>/, ~/ instead of "
+        "absolute paths (and user names)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         report = compile_run.compile_model(
-            args.model, backend=args.backend, out_dir=out, dtype=args.dtype, train=args.train, label=label
+            args.model, backend=args.backend, out_dir=out, dtype=args.dtype, train=args.train, label=label,
+            redact_paths=args.redact_paths,
         )
     except ModelLoadError as exc:
         raise UnusableInput(args.model, str(exc)) from None

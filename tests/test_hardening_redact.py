@@ -1,0 +1,176 @@
+"""``--redact-paths``: no absolute path and no user name in the artifacts written and emitted.
+
+The rules (spyre_provenance.redact) on plain strings first, then a real compile of a model
+that lives in a (fake) home folder, in-process and through ``spyre-provenance compile``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spyre_provenance import schemas, tracelog
+from spyre_provenance.records import DIAGNOSTICS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.redact import Redactor, find_project
+
+REPO = Path(__file__).parents[1]
+PACKAGE_ROOT = REPO / "src"
+
+
+@pytest.fixture
+def redactor() -> Redactor:
+    return Redactor.default("/home/alice/proj", home="/home/alice", user="alice")
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('  File "/home/alice/proj/model.py", line 3, in forward', '  File "<project>/model.py", line 3, in forward'),
+        ('File "/home/alice/proj/.venv/lib/python3.11/site-packages/torch/nn/modules/linear.py", line 125',
+         'File "<site-packages>/torch/nn/modules/linear.py", line 125'),
+        ('File "/usr/lib/python3/dist-packages/numpy/core.py"', 'File "<site-packages>/numpy/core.py"'),
+        ('File "/home/alice/data/train.py", line 9', 'File "~/data/train.py", line 9'),
+        ('File "/home/alice/projects/other.py"', 'File "~/projects/other.py"'),  # whole components only
+        ("/scratch/alice/run/model.py:12", "/scratch/<user>/run/model.py:12"),
+        ("cannot open /home/alice/proj/x.json: denied", "cannot open <project>/x.json: denied"),
+        (f'File "{PACKAGE_ROOT}/spyre_provenance/examples.py"', 'File "<site-packages>/spyre_provenance/examples.py"'),
+        ("no path here: relu(x) / 2", "no path here: relu(x) / 2"),
+        ("/opt/tools/bin/x", "/opt/tools/bin/x"),
+    ],
+)
+def test_rules(redactor: Redactor, text: str, expected: str) -> None:
+    assert redactor.redact_text(text) == expected
+    assert redactor.redact_text(expected) == expected  # idempotent
+
+
+def test_stdlib_and_paths(redactor: Redactor) -> None:
+    import json as json_module
+
+    stdlib = Path(json_module.__file__).parents[1]
+    assert redactor.redact_text(f'File "{stdlib}/json/decoder.py"') == 'File "<stdlib>/json/decoder.py"'
+    assert redactor.redact_path("/home/alice/proj") == "<project>"
+    assert redactor.redact_path("/home/alice/proj/m.py") == "<project>/m.py"
+
+
+def test_artifacts(redactor: Redactor) -> None:
+    handles = {"version": 1, "kernels": {}, "handles": {"7": {
+        "source": {"file": "/home/alice/proj/m.py", "start_line": 1, "start_col": 0, "end_line": None, "end_col": None},
+        "aten_op": None, "ir_chain": [], "fused_from": [],
+        "transform_history": [{"kind": "rewrite", "pass_name": "p", "reason": "see /home/alice/proj/pass.py"}]}}}
+    out = redactor.artifact(OPSPEC_DEBUG_HANDLES, handles)
+    assert out["handles"]["7"]["source"]["file"] == "<project>/m.py"
+    assert out["handles"]["7"]["transform_history"][0]["reason"] == "see <project>/pass.py"
+    assert list(out["handles"]) == ["7"]  # ids stay: the bundles refer to them
+    assert handles["handles"]["7"]["source"]["file"] == "/home/alice/proj/m.py"  # a copy
+    diag = {"faults": [{"stage": "build", "error": "OSError: /home/alice/proj/x"}]}
+    assert redactor.artifact(DIAGNOSTICS, diag)["faults"][0]["error"] == "OSError: <project>/x"
+    traces = {"k:1": ['File "/home/alice/proj/m.py", line 1']}
+    assert redactor.artifact(KERNEL_STACK_TRACES, traces) == {"k:1": ['File "<project>/m.py", line 1']}
+
+
+def test_project_is_found_upwards_but_never_home_or_root(tmp_path: Path) -> None:
+    (tmp_path / "home" / "proj" / "src").mkdir(parents=True)
+    (tmp_path / "home" / "proj" / "pyproject.toml").write_text("")
+    assert find_project(tmp_path / "home" / "proj" / "src", tmp_path / "home") == tmp_path / "home" / "proj"
+    assert find_project(tmp_path / "home" / "loose", tmp_path / "home") == tmp_path / "home" / "loose"
+    assert find_project(tmp_path / "home", tmp_path / "home") is None
+    assert find_project(Path("/"), None) is None
+
+
+# --- a real compile of a model in a user's home folder -----------------------------------------
+
+MODEL = '''
+import torch
+
+
+class Tiny(torch.nn.Module):
+    def forward(self, x, w):
+        return torch.relu(x @ w) * 2
+
+
+def make():
+    torch.manual_seed(0)
+    return Tiny(), (torch.randn(8, 16), torch.randn(16, 4))
+'''
+
+
+@pytest.fixture
+def alices_project(tmp_path: Path) -> Path:
+    project = tmp_path / "home" / "alice" / "proj"
+    project.mkdir(parents=True)
+    (project / "pyproject.toml").write_text("")
+    (project / "tiny.py").write_text(MODEL)
+    return project
+
+
+def leaks(text: str, project: Path) -> list[str]:
+    home = str(project.parents[0])
+    return [needle for needle in (home, str(project), "alice") if needle in text]
+
+
+@pytest.mark.compile
+def test_compile_in_process_writes_and_logs_no_path(alices_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    import spyre_provenance
+    from spyre_provenance import emit
+    from spyre_provenance.backends.reference import ReferenceBackend
+
+    monkeypatch.setenv("HOME", str(alices_project.parent))
+    monkeypatch.setenv("USER", "alice")
+    monkeypatch.setenv("LOGNAME", "alice")
+    spec = importlib.util.spec_from_file_location("alices_tiny", alices_project / "tiny.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model, inputs = module.make()
+    logged: list[tuple[str, object]] = []
+    real_log = emit.log_artifact
+    monkeypatch.setattr(emit, "log_artifact", lambda name, doc: (real_log(name, doc), logged.append((name, doc))))
+
+    out = tmp_path / "out"
+    torch._dynamo.reset()
+    with spyre_provenance.tracking(ReferenceBackend(), out_dir=out, redact_paths=alices_project) as session:
+        torch.compile(model)(*inputs)
+    torch._dynamo.reset()
+
+    (graph,) = session.results
+    assert any(str(alices_project) in t for r in graph.records for t in r.stack_traces)  # the records keep them
+    traces = json.dumps(graph.stack_traces)
+    assert '<project>/tiny.py\\", line 7, in forward' in traces
+    assert leaks(traces, alices_project) == []
+    files = sorted(out.rglob("*.json"))
+    assert {f.name for f in files} >= {f"{KERNEL_STACK_TRACES}.json", f"{OPSPEC_DEBUG_HANDLES}.json", f"{DIAGNOSTICS}.json"}
+    for file in files:
+        assert leaks(file.read_text(), alices_project) == [], file
+    sources = {h["source"]["file"] for h in json.loads((files[0].parent / f"{OPSPEC_DEBUG_HANDLES}.json").read_text())["handles"].values() if h["source"]}
+    assert sources == {"<project>/tiny.py"}
+    for name, doc in logged:
+        assert leaks(json.dumps(doc), alices_project) == [], name
+    assert all(r.ok for r in schemas.validate_paths([out]))
+
+
+@pytest.mark.compile
+def test_compile_command_redact_paths(alices_project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}
+    env.update(HOME=str(alices_project.parent), USER="alice", LOGNAME="alice", PYTHONPATH=str(REPO / "src"))
+    done = subprocess.run(
+        [sys.executable, "-m", "spyre_provenance", "compile", f"{alices_project / 'tiny.py'}:make", "--backend", "reference",
+         "--out", str(out), "--no-tlparse", "--redact-paths"],
+        capture_output=True, text=True, timeout=600, env=env, cwd=alices_project,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    (folder,) = out.glob("graph_tiny-make_*")
+    for file in folder.iterdir():
+        assert leaks(file.read_text(), alices_project) == [], file
+    assert "<project>/tiny.py" in (folder / f"{KERNEL_STACK_TRACES}.json").read_text()
+    ours = {KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS}
+    for _, name, payload in tracelog.artifact_payloads(out / "trace" / "tiny-make.log"):
+        if name in ours:
+            assert leaks(payload, alices_project) == [], name
