@@ -10,9 +10,6 @@ each runs in its own process, whose peak RSS (``os.wait4``) and wall time are bo
 Generated input (hypothesis, marker ``fuzz``): random bytes and byte-level mutations of
 valid artifacts and logs; ``make test`` runs a few examples of each, ``pytest -m fuzz
 --fuzz-examples 5000`` a long run.
-
-Where ``diff`` and ``golden check`` fall short because of code outside this suite's files
-(golden.py, invariants.py), the test is an xfail naming what is missing.
 """
 
 from __future__ import annotations
@@ -126,16 +123,10 @@ def test_both_engines_give_the_same_exit_codes(run_cli: RunCli, engine: str) -> 
 
 # --- diff ----------------------------------------------------------------------------------------
 
-# cases where diff's reader (golden.py, invariants.py; not this suite's files) still fails
-DIFF_KNOWN = {
-    "log-payload-deeply-nested": "invariants.read_log_graphs: json.loads lets RecursionError escape (internal error)",
-}
 
 
 @pytest.mark.parametrize("verdict, case, file", CORPUS, ids=IDS)
 def test_diff_never_crashes(run_cli: RunCli, verdict: str, case: str, file: Path, tmp_path: Path) -> None:
-    if case in DIFF_KNOWN:
-        pytest.xfail(DIFF_KNOWN[case])
     good = good_counterpart(file, tmp_path)
     for a, b in ((file, good), (good, file)):
         code, out, err = run_cli("diff", a, b)
@@ -154,8 +145,6 @@ def _with_duplicate(text: str, field: str) -> str:
     return text.replace(f'"{field}"', f'"{field}": {{}}, "{field}"', 1)
 
 
-@pytest.mark.xfail(reason="golden._read_artifact drops parse_json's duplicate paths; "
-                          "it should read with schemas.load_json", strict=False)
 def test_diff_reports_duplicate_keys(run_cli: RunCli, tmp_path: Path) -> None:
     good = DATA / "artifacts" / f"{NODE_MAPPINGS}.json"
     twice = tmp_path / f"{NODE_MAPPINGS}.json"
@@ -168,9 +157,6 @@ def test_diff_reports_duplicate_keys(run_cli: RunCli, tmp_path: Path) -> None:
 
 GOLDEN_ARTIFACTS = {f"{a}.json" for a in (NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, KERNEL_INFORMATION)}
 GOLDEN_CORPUS = [c for c in CORPUS if c[2].name in GOLDEN_ARTIFACTS or c[2].suffix == ".log"]
-GOLDEN_KNOWN = {
-    "log-payload-deeply-nested": DIFF_KNOWN["log-payload-deeply-nested"],
-}
 
 
 @pytest.fixture(scope="module")
@@ -213,8 +199,6 @@ def test_golden_check_passes_on_the_real_golden(golden_check: Callable[[Path], t
 
 @pytest.mark.parametrize("verdict, case, file", GOLDEN_CORPUS, ids=[f"{v}-{c}" for v, c, _ in GOLDEN_CORPUS])
 def test_golden_check_refuses_a_broken_golden(golden_check, verdict: str, case: str, file: Path, tmp_path: Path) -> None:
-    if case in GOLDEN_KNOWN:
-        pytest.xfail(GOLDEN_KNOWN[case])
     code, out, err = golden_check(hostile_golden(tmp_path, file))
     assert_no_crash(code, out, err)
     assert code in (1, 2), (code, out, err)  # a broken golden never passes
@@ -224,8 +208,6 @@ def test_golden_check_refuses_a_broken_golden(golden_check, verdict: str, case: 
         assert code == 2
 
 
-@pytest.mark.xfail(reason="golden._read_artifact drops parse_json's duplicate paths; "
-                          "it should read with schemas.load_json", strict=False)
 def test_golden_check_reports_duplicate_keys(golden_check, tmp_path: Path) -> None:
     golden_dir = tmp_path / "golden"
     shutil.copytree(GOLDEN / "mlp", golden_dir / "mlp")
@@ -314,8 +296,6 @@ def test_100_mb_string_diff(huge_string: Path) -> None:
     assert elapsed < 60, elapsed
 
 
-@pytest.mark.xfail(reason="golden.render prints node names whole: a 100 MB name is a 100 MB line "
-                          "(rules.quote cuts long values for validate)", strict=False)
 def test_100_mb_string_diff_output_is_bounded(huge_string: Path) -> None:
     good = DATA / "artifacts" / f"{NODE_MAPPINGS}.json"
     code, out, err, _, _ = measured(["diff", str(good), str(huge_string)])
@@ -329,8 +309,6 @@ def test_over_the_size_limit_validate_refuses_with_one_line(huge_string: Path) -
     assert peak < FLOOR and elapsed < 10  # refused before reading
 
 
-@pytest.mark.xfail(reason="diff reads files with Path.read_bytes (golden._read_artifact); it should read "
-                          "with schemas.read_file, which honours SPYRE_PROVENANCE_MAX_BYTES", strict=False)
 def test_over_the_size_limit_diff_refuses_with_one_line(huge_string: Path) -> None:
     good = DATA / "artifacts" / f"{NODE_MAPPINGS}.json"
     code, out, err, peak, _ = measured(["diff", str(good), str(huge_string)], env={"SPYRE_PROVENANCE_MAX_BYTES": "50M"})
@@ -487,17 +465,11 @@ def test_fuzz_mutated_artifacts_and_logs(tmp_path_factory: pytest.TempPathFactor
     @given(mutated())
     def run(case: tuple[str, bytes]) -> None:
         name, data = case
-        if name.endswith(".log") and _log_payload_nests_deeply(data):
-            return  # DIFF_KNOWN["log-payload-deeply-nested"]
         check_one(tmp, name, data)
         seen[name] = seen.get(name, 0) + 1
 
     run()
     assert seen
-
-
-def _log_payload_nests_deeply(data: bytes) -> bool:
-    return data.count(b"[") + data.count(b"{") > 900
 
 
 @pytest.mark.fuzz
@@ -507,8 +479,6 @@ def test_fuzz_random_bytes(tmp_path_factory: pytest.TempPathFactory) -> None:
     @fuzz_settings
     @given(st.sampled_from(sorted(SEEDS)), st.binary(max_size=512) | st.text(max_size=256).map(str.encode))
     def run(name: str, data: bytes) -> None:
-        if name.endswith(".log") and _log_payload_nests_deeply(data):
-            return
         check_one(tmp, name, data)
 
     run()

@@ -392,11 +392,8 @@ def _is_log(path: Path) -> bool:
 
 
 def _read_artifact(path: Path, artifact: str | None = None) -> tuple[str, Any]:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UnusableInput(str(path), exc.strerror or str(exc)) from None
-    doc, _ = schemas.parse_json(data, location=str(path))
+    # the validator's readers: the size limit, and a duplicate key refused, never dropped
+    doc = schemas.load_json(schemas.read_file(path), location=str(path))
     if not isinstance(doc, dict):
         raise UnusableInput(str(path), f"top level is a JSON {rules.json_type(doc)}, expected an object")
     artifact = artifact or schemas.artifact_for_filename(path.name) or rules.guess_artifact(doc)
@@ -491,12 +488,14 @@ def write_case(folder: str | os.PathLike[str], files: Mapping[str, bytes]) -> li
     """Validate every artifact in ``files``, then write them atomically and delete stale
     ones. Nothing is written when any artifact is invalid: the problems are returned
     (``"<file>: <path>: <message>"``), else an empty list."""
-    from spyre_provenance.fsutil import atomic_write_bytes
+    from spyre_provenance.fsutil import atomic_write_bytes, remove_stale_temporaries
 
     problems = validate_files(files)
     if problems:
         return problems
     folder = Path(folder)
+    if folder.is_dir():
+        remove_stale_temporaries(folder)  # what a killed update left behind
     for rel, data in files.items():
         target = folder / rel
         if not target.is_file() or target.read_bytes() != data:
@@ -609,7 +608,7 @@ def render(comparison: Comparison, a_label: str, b_label: str) -> str:
         lines = [f"same provenance: {a_label} and {b_label} (after normalization)"]
     else:
         lines = [f"{n} change(s) from {a_label} to {b_label}:"]
-        lines += [f"  {c}" for c in comparison.changes]
+        lines += [f"  {_clip(str(c))}" for c in comparison.changes]
     lines += [f"hint: {h}" for h in comparison.hints]
     return "\n".join(lines)
 
@@ -1122,6 +1121,11 @@ def _generic(a: Any, b: Any, path: str) -> list[str]:
             out.append(f"{path}: key order changed")
         return out
     return [f"{path}: {_short(a)} -> {_short(b)}"]
+
+
+def _clip(line: str, limit: int = 500) -> str:
+    """A change line of readable length: a node name can be any size (100 MB, in a test)."""
+    return line if len(line) <= limit else f"{line[: limit - 40]}... ({len(line)} characters)"
 
 
 def _short(value: Any, limit: int = 100) -> str:

@@ -21,14 +21,13 @@ Pure module: no torch import.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
 
-from spyre_provenance import coverage, wrapper_code
+from spyre_provenance import coverage, schemas, wrapper_code
 from spyre_provenance.records import KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 
 RULES = ("call-sites", "node-reach", "opspec-handle", "fused-constituents")
@@ -77,10 +76,9 @@ def read_log_graphs(path: str | os.PathLike[str]) -> list[LoggedGraph]:
         elif name == OUTPUT_CODE:
             graph.output_code = payload
         else:
-            try:
-                value = json.loads(payload)
-            except ValueError:
-                value = None
+            # the validator's reader: deep nesting, bad JSON and duplicate keys are one clear
+            # error (UnusableInput), never an internal error or a value silently kept
+            value = schemas.load_json(payload, location=f"{path}:{compile_id} {name}")
             setattr(graph, artifacts[name], value if isinstance(value, dict) else None)
     return graphs
 
