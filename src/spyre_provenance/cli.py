@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from spyre_provenance import __version__
 from spyre_provenance.errors import EXIT_UNUSABLE, UnusableInput
 
 EXIT_INTERNAL = 3  # a bug in this tool, never a verdict on the input
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool cut off by `| head`
 
 # name -> one-line help, in the order `--help` lists them
 COMMANDS = {
@@ -63,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     except UnusableInput as exc:
         print(f"spyre-provenance {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
+    except BrokenPipeError:
+        # the reader went away (``diff | head``): stop quietly, as a shell tool would
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         print(f"spyre-provenance {args.command}: interrupted", file=sys.stderr)
         return 130
