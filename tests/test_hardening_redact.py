@@ -170,6 +170,9 @@ def test_compile_command_redact_paths(alices_project: Path, tmp_path: Path) -> N
     for file in folder.iterdir():
         assert leaks(file.read_text(), alices_project) == [], file
     assert "<project>/tiny.py" in (folder / f"{KERNEL_STACK_TRACES}.json").read_text()
+    bundles = sorted((out / "sdsc").rglob("*.json"))  # the backend's own files, debug_handle_ included
+    assert bundles and all(leaks(b.read_text(), alices_project) == [] for b in bundles)
+    assert any("<project>/tiny.py" in b.read_text() for b in bundles)
     ours = {KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS}
     for _, name, payload in tracelog.artifact_payloads(out / "trace" / "tiny-make.log"):
         if name in ours:

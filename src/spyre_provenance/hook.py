@@ -530,6 +530,7 @@ def enable(
             start = Path.cwd() if redact_paths is True else Path(redact_paths)
             redactor = Redactor.default(find_project(start, Path.home()))
         session = Session(chosen, Path(out_dir) if out_dir is not None else None, label, redactor)
+        chosen.path_redactor = redactor  # files the backend writes itself (SuperDSC bundles)
         session.install()
         _session = session
         return session

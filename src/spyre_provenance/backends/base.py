@@ -24,6 +24,9 @@ class Backend:
     #: and writes the ``[Provenance debug handles]`` comment itself. When False the backend
     #: calls ``hook.record_call_site`` before emitting each kernel call.
     writes_handle_comments = True
+    #: set by the hook when paths are redacted (``spyre_provenance.redact.Redactor``): a
+    #: backend that writes files of its own applies it to the paths in them
+    path_redactor = None
 
     def install(self) -> None:
         """Make this backend the one Inductor uses for ``device`` (undone by uninstall)."""

@@ -286,6 +286,16 @@ def _flat_nodes(node_schedule: Sequence[Any]) -> list[Any]:
     return nodes
 
 
+def _redact_handle(handle: dict[str, Any], redactor: Any) -> None:
+    """Rewrite the source paths of a serialized handle and its fused constituents, in place."""
+    pending = [handle]
+    while pending:
+        current = pending.pop()
+        if current.get("source"):
+            current["source"]["file"] = redactor.redact_path(current["source"]["file"])
+        pending.extend(current.get("fused_from", ()))
+
+
 def bundle_document(index: int, spec: OpSpec) -> dict[str, Any]:
     """One SuperDSC-like device spec for one OpSpec (key style as SuperDSC: trailing ``_``).
 
@@ -512,10 +522,15 @@ class ReferenceBackend(Backend):
             return
         folder = self.bundle_dir / kernel_name
         for i, spec in enumerate(specs):
-            text = json.dumps(bundle_document(i, spec), indent=2, sort_keys=True) + "\n"
             try:
+                document = bundle_document(i, spec)
+                if self.path_redactor is not None:
+                    for body in document.values():
+                        if body["debug_handle_"] is not None:
+                            _redact_handle(body["debug_handle_"], self.path_redactor)
+                text = json.dumps(document, indent=2, sort_keys=True) + "\n"
                 self.bundles_written.append(atomic_write_text(folder / f"sdsc_{i}.json", text))
-            except OSError:  # a bundle is a by-product: never fail a compile over it
+            except Exception:  # a bundle is a by-product: never fail a compile over it
                 log.warning("could not write bundle %s", folder / f"sdsc_{i}.json", exc_info=True)
 
 
