@@ -11,7 +11,7 @@ import pytest
 
 from spyre_provenance import schemas, tlparse_page, wrapper_code
 from spyre_provenance.records import NODE_MAPPINGS
-from spyre_provenance.summary import group_graphs
+from spyre_provenance.invariants import read_log_graphs
 from spyre_provenance.tracelog import artifact_payloads
 
 pytestmark = pytest.mark.compile
@@ -101,7 +101,7 @@ def demo_fp16(compile_case):
 @pytest.mark.parametrize("case", ["demo", "demo_fp16", "stock"])
 def test_tlparse_page_links_every_announced_kernel(case, request):
     out, _ = request.getfixturevalue(case)
-    (graph,) = group_graphs(artifact_payloads(log_of(out)))
+    (graph,) = read_log_graphs(log_of(out))
     announced = wrapper_code.handle_comments(graph.output_code)
     page = only_page(out)
     lines = tlparse_page.kernel_lines(page)
@@ -144,7 +144,7 @@ def test_reference_backend_maps_every_call_site(case, compile_case):
     assert "on the reference backend" in compiled.stdout
     assert "output vs eager: match" in compiled.stdout
     assert "without handle: 0" in compiled.stdout
-    for graph in group_graphs(artifact_payloads(compiled.log)):
+    for graph in read_log_graphs(compiled.log):
         keys = list(graph.node_mappings["cppCodeToPost"])
         assert keys and all(k.startswith("sdsc_") for k in keys)
         sites = wrapper_code.call_sites(graph.output_code)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from spyre_provenance import tlparse_page, tlparse_run, tracelog
-from spyre_provenance.summary import group_graphs
+from spyre_provenance import tlparse_page, tlparse_run
+from spyre_provenance.invariants import read_log_graphs
 
 pytestmark = [
     pytest.mark.compile,
@@ -23,7 +23,7 @@ def test_each_frame_gets_a_linked_page_of_its_own(backend, open_case):
     opened = open_case("graph_break", *(["--backend", "inductor"] if backend == "inductor" else []))
     assert opened.case.returncode == 0, opened.case.stdout + opened.case.stderr[-3000:]
     assert opened.returncode == 0, opened.stderr
-    logged = group_graphs(tracelog.artifact_payloads(opened.case.log))
+    logged = read_log_graphs(opened.case.log)
     assert len({graph.compile_id for graph in logged}) == len(logged) == 2
     assert [label.split()[0] for label, _ in opened.pages] == [graph.compile_id for graph in logged]
     pages = [tlparse_page.parse_page(path.read_text()) for _, path in opened.pages]

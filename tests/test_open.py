@@ -16,7 +16,7 @@ import pytest
 
 from spyre_provenance import tlparse_page, tlparse_run, tracelog, wrapper_code
 from spyre_provenance.records import NODE_MAPPINGS
-from spyre_provenance.summary import group_graphs
+from spyre_provenance.invariants import read_log_graphs
 
 CASES = [
     ("mlp",),
@@ -39,7 +39,7 @@ def test_every_page_links_every_announced_kernel(case, open_case):
     opened = open_case(*case)
     assert opened.case.returncode == 0, opened.case.stdout + opened.case.stderr[-3000:]
     assert opened.returncode == 0, opened.stderr
-    logged = group_graphs(tracelog.artifact_payloads(opened.case.log))
+    logged = read_log_graphs(opened.case.log)
     # one page per graph, in log order, each showing its own graph's code
     assert len(opened.pages) == len(logged) >= 1, opened.stdout
     for (label, path), graph in zip(opened.pages, logged):

@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from spyre_provenance import coverage, tlparse_page, tlparse_run, tracelog
-from spyre_provenance.summary import group_graphs
+from spyre_provenance import coverage, tlparse_page, tlparse_run
+from spyre_provenance.invariants import read_log_graphs
 
 pytestmark = [
     pytest.mark.compile,
@@ -49,7 +49,7 @@ def test_backward_links_pre_grad_nodes_only_through_from_node(opened):
     """Every backward kernel links post-grad nodes; pre-grad links exist only for nodes
     whose from_node chain reaches the forward's pre-grad graph (forward nodes the
     partitioner moved into the backward). Gradient nodes autograd created have none."""
-    _, backward = group_graphs(tracelog.artifact_payloads(opened.case.log))
+    _, backward = read_log_graphs(opened.case.log)
     mapping = backward.node_mappings
     page = tlparse_page.parse_page(opened.pages[1][1].read_text())
     pre_grad_nodes = {m[1] for line in page.pre_grad if (m := _NODE.match(line))}

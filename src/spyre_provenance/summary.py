@@ -6,65 +6,15 @@ memory: the summary describes what tlparse and a CI job will actually see.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from spyre_provenance import coverage
-from spyre_provenance.records import KERNEL_STACK_TRACES, NODE_MAPPINGS
 
 if TYPE_CHECKING:
     from spyre_provenance.compile_run import CompileReport
-
-POST_GRAD_GRAPH = "inductor_post_grad_graph"
-OUTPUT_CODE = "inductor_output_code"
-
-
-class LoggedGraph(msgspec.Struct):
-    """One compiled graph as a log holds it: the artifacts between two post-grad graphs."""
-
-    compile_id: str
-    post_grad_graph: str | None = None
-    output_code: str | None = None
-    node_mappings: dict | None = None
-    stack_traces: dict | None = None
-
-
-def group_graphs(entries: Iterable[tuple[str, str, str]]) -> list[LoggedGraph]:
-    """``(compile_id, artifact name, payload)`` in log order -> one LoggedGraph per graph.
-
-    Within a compile id, a graph's post-grad graph comes first, then its output code, then
-    its mapping and stack traces; forward and backward of one compile id follow each other.
-    """
-    graphs: list[LoggedGraph] = []
-    current: dict[str, LoggedGraph] = {}
-    for compile_id, name, payload in entries:
-        graph = current.get(compile_id)
-        if name == POST_GRAD_GRAPH or graph is None or (
-            name == OUTPUT_CODE and graph.output_code is not None
-        ):
-            graph = current[compile_id] = LoggedGraph(compile_id)
-            graphs.append(graph)
-        if name == POST_GRAD_GRAPH:
-            graph.post_grad_graph = payload
-        elif name == OUTPUT_CODE:
-            graph.output_code = payload
-        elif name == NODE_MAPPINGS:
-            graph.node_mappings = _json_or_none(payload)
-        elif name == KERNEL_STACK_TRACES:
-            graph.stack_traces = _json_or_none(payload)
-    return [g for g in graphs if g.output_code is not None]
-
-
-def _json_or_none(payload: str) -> dict | None:
-    try:
-        value = json.loads(payload)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 class GraphCheck(msgspec.Struct):
@@ -91,7 +41,8 @@ def check_outputs(paths: Path | list[Path], log: Path | None) -> OutputCheck:
     A compile names only its own folders and log: another run may be writing into the
     same ``--out`` at the same time, and its half-written files are not this run's verdict.
     """
-    from spyre_provenance import schemas, tracelog
+    from spyre_provenance import schemas
+    from spyre_provenance.invariants import read_log_graphs
 
     targets = [paths] if isinstance(paths, Path) else list(paths)
     targets += [log] if log is not None and log not in targets else []
@@ -99,7 +50,7 @@ def check_outputs(paths: Path | list[Path], log: Path | None) -> OutputCheck:
     invalid = [f"{r.location}: {r.problems[0]}" for r in results if not r.ok]
     graphs: list[GraphCheck] = []
     if log is not None:
-        for graph in group_graphs(tracelog.artifact_payloads(log)):
+        for graph in read_log_graphs(log):
             measured = None
             if graph.node_mappings is not None and graph.output_code is not None:
                 measured = coverage.measure(

@@ -160,7 +160,7 @@ def graphs_of(records: list[RawRecord]) -> list[LogGraph]:
 
     A compile id's graphs follow each other: post-grad graph, output code, then mapping and
     stack traces. A post-grad graph or output code after the current graph's code starts
-    the next graph (the rule ``summary.group_graphs`` uses).
+    the next graph (the rule ``invariants.read_log_graphs`` uses).
     """
     graphs: list[LogGraph] = []
     current: dict[str, LogGraph] = {}
