@@ -49,6 +49,7 @@ from spyre_provenance.records import (
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
 )
+from spyre_provenance.redact import path_variants
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -207,14 +208,8 @@ class Roots:
 
 
 def _variants(paths: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
-    """Each path as given and resolved (symlinks), with a trailing separator."""
-    out: list[str] = []
-    for path in paths:
-        for form in (os.path.abspath(path), os.path.realpath(path)):
-            form = form.rstrip("/\\") + "/"
-            if len(form) > 1 and form not in out:
-                out.append(form)
-    return tuple(out)
+    """Each path as given and resolved, with a trailing separator (redact's rule)."""
+    return tuple(path_variants(paths))
 
 
 def normalize_path(path: str, roots: Roots) -> str:

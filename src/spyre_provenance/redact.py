@@ -69,12 +69,12 @@ class Redactor:
         project_dir = Path(project) if project is not None else find_project(Path.cwd(), home_dir)
         rules: list[tuple[str, str]] = []
         if project_dir is not None:
-            rules += [(p, project_prefix) for p in _variants([project_dir])]
+            rules += [(p, project_prefix) for p in path_variants([project_dir])]
         package_root = Path(__file__).resolve().parents[1]  # the folder holding spyre_provenance/
-        rules += [(p, "<site-packages>/") for p in _variants([package_root])]
+        rules += [(p, "<site-packages>/") for p in path_variants([package_root])]
         stdlib = sysconfig.get_paths().get("stdlib")
-        rules += [(p, "<stdlib>/") for p in _variants([stdlib] if stdlib else [])]
-        rules += [(p, "~/") for p in _variants([home_dir])]
+        rules += [(p, "<stdlib>/") for p in path_variants([stdlib] if stdlib else [])]
+        rules += [(p, "~/") for p in path_variants([home_dir])]
         rules = sorted(dict(rules).items(), key=lambda rule: -len(rule[0]))
         return cls(tuple(rules), user if user is not None else _login())
 
@@ -165,7 +165,7 @@ def _replace_prefix(text: str, prefix: str, replacement: str) -> str:
     return re.sub(rf"""(?:^|(?<=[\s"'`(\[=:])){re.escape(prefix)}""", lambda m: replacement, text, flags=re.MULTILINE)
 
 
-def _variants(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+def path_variants(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
     """Each path as given and resolved (symlinks), with one trailing separator."""
     out: list[str] = []
     for path in paths:
