@@ -832,15 +832,8 @@ class GraphDiff:
         tb = _node_map(doc_b, "B", "stack traces")
         implied = False
         for key in _first_seen([ta, tb]):
-            if key not in tb:
-                implied |= key in self.kernels_removed
-                if key not in self.kernels_removed:
-                    self.out.append(f"stack traces of {key} removed")
-                continue
-            if key not in ta:
-                implied |= key in self.kernels_added
-                if key not in self.kernels_added:
-                    self.out.append(f"stack traces of {key} added: {_traces_short(tb[key])}")
+            if key not in ta or key not in tb:
+                implied |= self._one_sided(key, ta, tb, "stack traces", lambda: _traces_short(tb[key]))
                 continue
             old, new = ta[key], tb[key]
             if old == new:
@@ -864,15 +857,8 @@ class GraphDiff:
         ka = {k: [_rename_spec(s, self.post_renames) for s in v] for k, v in ka.items()}
         implied = False
         for key in _first_seen([ka, kb]):
-            if key not in kb:
-                implied |= key in self.kernels_removed
-                if key not in self.kernels_removed:
-                    self.out.append(f"OpSpecs of {key} removed")
-                continue
-            if key not in ka:
-                implied |= key in self.kernels_added
-                if key not in self.kernels_added:
-                    self.out.append(f"OpSpecs of {key} added: {len(kb[key])}")
+            if key not in ka or key not in kb:
+                implied |= self._one_sided(key, ka, kb, "OpSpecs", lambda: str(len(kb[key])))
                 continue
             for old, new in _pair_specs(ka[key], kb[key]):
                 if old is None:
@@ -886,6 +872,20 @@ class GraphDiff:
         return implied
 
     # -- helpers --------------------------------------------------------------------------------
+
+    def _one_sided(self, key: str, a: Mapping[str, Any], b: Mapping[str, Any], what: str, added: Any) -> bool:
+        """A kernel's ``what`` present on one side only: reported, unless the kernel itself
+        was added or removed (then the kernel's own line says it). Returns whether it was
+        implied that way. ``added()`` describes B's entry for the "added" line."""
+        if key not in b:
+            if key in self.kernels_removed:
+                return True
+            self.out.append(f"{what} of {key} removed")
+            return False
+        if key in self.kernels_added:
+            return True
+        self.out.append(f"{what} of {key} added: {added()}")
+        return False
 
     def _renamed_kernel_keys(self, doc: Any) -> Any:
         if not isinstance(doc, Mapping):
