@@ -28,20 +28,13 @@ import torch
 import spyre_provenance
 from spyre_provenance import emit, hook, mapping, schemas
 from spyre_provenance.backends.reference import ReferenceBackend
+from test_hook_faults import INPUTS, TINY_SOURCE, Tiny
 from spyre_provenance.records import DIAGNOSTICS, NODE_MAPPINGS
 
 pytestmark = pytest.mark.compile
 
 REPO = Path(__file__).parents[1]
 MAPS = ("preToPost", "postToPre", "cppCodeToPost", "postToCppCode")
-
-
-class Tiny(torch.nn.Module):
-    def forward(self, x, w):
-        return torch.relu(x @ w) * 2
-
-
-INPUTS = (torch.randn(8, 16), torch.randn(16, 4))
 
 
 class Injected(RuntimeError):
@@ -182,20 +175,6 @@ def test_each_stage_faulted_on_the_reference_backend(stage: str, clean: Run, mon
 
 # --- through the command line ------------------------------------------------------------------
 
-FACTORY = '''
-import torch
-
-
-class Tiny(torch.nn.Module):
-    def forward(self, x, w):
-        return torch.relu(x @ w) * 2
-
-
-def make():
-    torch.manual_seed(0)
-    return Tiny(), (torch.randn(8, 16), torch.randn(16, 4))
-'''
-
 # spyre-provenance compile, with the build stage raising inside the hook
 DRIVER = '''
 import sys
@@ -212,7 +191,7 @@ sys.exit(cli.main(sys.argv[1:]))
 
 
 def test_compile_command_reports_the_loss(tmp_path: Path) -> None:
-    (tmp_path / "tiny.py").write_text(FACTORY)
+    (tmp_path / "tiny.py").write_text(TINY_SOURCE)
     out = tmp_path / "out"
     env = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}
     env["PYTHONPATH"] = str(REPO / "src")

@@ -18,6 +18,7 @@ import pytest
 from spyre_provenance import schemas, tracelog
 from spyre_provenance.records import DIAGNOSTICS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.redact import Redactor, find_project
+from test_hook_faults import TINY_SOURCE
 
 REPO = Path(__file__).parents[1]
 PACKAGE_ROOT = REPO / "src"
@@ -85,19 +86,7 @@ def test_project_is_found_upwards_but_never_home_or_root(tmp_path: Path) -> None
 
 # --- a real compile of a model in a user's home folder -----------------------------------------
 
-MODEL = '''
-import torch
-
-
-class Tiny(torch.nn.Module):
-    def forward(self, x, w):
-        return torch.relu(x @ w) * 2
-
-
-def make():
-    torch.manual_seed(0)
-    return Tiny(), (torch.randn(8, 16), torch.randn(16, 4))
-'''
+MODEL = TINY_SOURCE
 
 
 @pytest.fixture

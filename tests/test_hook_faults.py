@@ -31,6 +31,21 @@ class Tiny(torch.nn.Module):
 
 INPUTS = (torch.randn(8, 16), torch.randn(16, 4))
 
+#: the same model as a user's file (``PATH.py:make``), for tests that compile through the CLI
+TINY_SOURCE = '''
+import torch
+
+
+class Tiny(torch.nn.Module):
+    def forward(self, x, w):
+        return torch.relu(x @ w) * 2
+
+
+def make():
+    torch.manual_seed(0)
+    return Tiny(), (torch.randn(8, 16), torch.randn(16, 4))
+'''
+
 
 class Boom(RuntimeError):
     pass
