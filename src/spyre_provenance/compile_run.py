@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from spyre_provenance.backends import get_backend
 from spyre_provenance.hook import GraphResult, tracking
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -27,17 +28,6 @@ class CompileReport(msgspec.Struct):
     graphs: list[GraphResult]
     matches_eager: bool
     max_abs_error: float
-
-
-def resolve_backend(name: str, bundle_dir: Path | None):
-    from spyre_provenance.backends import get_backend
-
-    if name == "auto":
-        from spyre_provenance.backends import torch_spyre
-
-        name = "spyre" if torch_spyre.available() else "reference"
-    options = {"bundle_dir": bundle_dir} if name in ("reference", "spyre") else {}
-    return get_backend(name, **options)
 
 
 def compile_model(
@@ -64,7 +54,7 @@ def compile_model(
     model, inputs = load_model(spec, torch_dtype)
     reference_model = copy.deepcopy(model)
     bundle_dir = None if out_dir is None else out_dir / "sdsc" / label if label else out_dir / "sdsc"
-    chosen = resolve_backend(backend, bundle_dir)
+    chosen = get_backend(backend, bundle_dir=bundle_dir)
 
     torch._dynamo.reset()
     redact: bool | Path = redact_paths

@@ -188,10 +188,10 @@ def _compile(model: Any, inputs: tuple[Any, ...], backend: str, train: bool) -> 
     import torch
 
     from spyre_provenance import emit
-    from spyre_provenance.compile_run import resolve_backend
+    from spyre_provenance.backends import get_backend
     from spyre_provenance.hook import tracking
 
-    chosen = resolve_backend(backend, None)
+    chosen = get_backend(backend)
     torch._dynamo.reset()  # a cached compile of the same code would generate no kernels
     try:
         with _quiet_trace_log(), tracking(chosen) as session:

@@ -10,8 +10,11 @@ from spyre_provenance.backends.base import Backend
 BACKEND_NAMES = ("auto", "reference", "inductor", "spyre")
 
 
-def get_backend(name: str, **options) -> Backend:
-    """Return the adapter for ``name``; ``auto`` is torch-spyre when it imports, else reference."""
+def get_backend(name: str, *, bundle_dir=None) -> Backend:
+    """Return the adapter for ``name``; ``auto`` is torch-spyre when it imports, else reference.
+
+    ``bundle_dir``: where a Spyre backend writes its SuperDSC bundles (stock Inductor has none).
+    """
     if name == "auto":
         from spyre_provenance.backends import torch_spyre
 
@@ -23,9 +26,9 @@ def get_backend(name: str, **options) -> Backend:
     if name == "reference":
         from spyre_provenance.backends.reference import ReferenceBackend
 
-        return ReferenceBackend(**options)
+        return ReferenceBackend(bundle_dir=bundle_dir)
     if name == "spyre":
         from spyre_provenance.backends.torch_spyre import TorchSpyreBackend
 
-        return TorchSpyreBackend(**options)
+        return TorchSpyreBackend(bundle_dir=bundle_dir)
     raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKEND_NAMES)}")
