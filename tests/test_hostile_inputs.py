@@ -41,6 +41,9 @@ from spyre_provenance.records import (
     OPSPEC_DEBUG_HANDLES,
 )
 
+# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
+from test_schemas import DIAG_V2
+
 HERE = Path(__file__).parent
 HOSTILE = HERE / "hostile"
 DATA = HERE / "data"
@@ -395,6 +398,7 @@ SEEDS = {
     for a in (NODE_MAPPINGS, KERNEL_STACK_TRACES, KERNEL_INFORMATION, OPSPEC_DEBUG_HANDLES)
 }
 SEEDS[f"{DIAGNOSTICS}.json"] = json.dumps(GOOD_DIAGNOSTICS).encode()
+SEEDS[f"{DIAGNOSTICS}_v2.json"] = json.dumps(DIAG_V2).encode()  # what the hook writes; v1 is still read
 SEEDS["dedicated_log_torch_trace_seed.log"] = SEED_LOG.read_bytes()
 SPECIAL_BYTES = st.sampled_from([b",", b"{", b"}", b"[", b"]", b'"', b":", b"\\", b"\x00", b"\xff", b"\n", b"\t", b"\\u", b"1e999", b"-"])
 

@@ -17,15 +17,27 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import msgspec
 import pytest
 
-from spyre_provenance import schemas
+from spyre_provenance import rules, schemas
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.records import (
+    COVERAGE_RULES,
+    DIAGNOSTICS,
+    FAULT_STAGES,
+    GRAPH_KINDS,
+    INFERRED_REASONS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
+    CoverageCounts,
+    DiagnosticsV1,
+    DiagnosticsV2,
+    ExemptNodes,
+    Fault,
+    Inferred,
 )
 
 ARTIFACTS_DIR = Path(__file__).parent / "data" / "artifacts"
@@ -77,6 +89,7 @@ def test_versions_on_disk() -> None:
     assert schemas.available_versions(KERNEL_STACK_TRACES) == [1, 2]
     assert schemas.available_versions(KERNEL_INFORMATION) == [1]
     assert schemas.available_versions(OPSPEC_DEBUG_HANDLES) == [1]
+    assert schemas.available_versions(DIAGNOSTICS) == [1, 2]
 
 
 def test_load_schema_returns_a_copy() -> None:
@@ -406,6 +419,215 @@ def test_problems_beyond_the_limit_are_counted() -> None:
         assert len(report.problems) == schemas.MAX_PROBLEMS and report.omitted == 50
 
 
+# --- spyre_provenance_diagnostics: version 2, and version 1 still ------------------------------
+# Built from the records the hook writes, so the samples have its key order. Boundaries are
+# met exactly: reached + dead + constant == compute_nodes.
+
+DIAG_V1 = msgspec.to_builtins(
+    DiagnosticsV1(
+        compile_id="0/0", graph="inference", partial=True, mapping="upstream",
+        faults=[Fault("build", "RuntimeError: x: y")], kernels=2, opspecs=5, handleless_opspecs=1,
+        disagreements=["sdsc_a_0:1"],
+    )
+)
+DIAG_V2 = msgspec.to_builtins(
+    DiagnosticsV2(
+        compile_id="0/0", graph="forward", backend="reference", partial=False, complete=True, mapping="hook",
+        kernels=2, opspecs=5, handleless_opspecs=5, disagreements=["sdsc_a_0:1"], matches_upstream=True,
+        coverage=CoverageCounts(
+            call_sites=3, linked_call_sites=3, compute_nodes=5, reached_nodes=3,
+            exempt_nodes=ExemptNodes(view=4, dead=1, constant=1),
+        ),
+        inferred=[Inferred("relu", "cpp_fused_relu_0:2", "inlined"), Inferred("relu", "cpp_add:3", "consumer")],
+        hints=["graph: wrapper line 12: call of k has no handle comment (a gap of stock Inductor's own mapping) [call-sites]"],
+    )
+)
+VIOLATION = {"rule": "node-reach", "where": "0/0: add", "message": "post-grad compute node (aten.add) reaches no kernel"}
+FAULT = {"stage": "emit", "error": "OSError: disk full"}
+
+
+def _diag(doc: dict[str, Any], **changes: Any) -> str:
+    """``doc`` with top-level keys replaced (``...`` removes one), as JSON text."""
+    changed = {**doc, **changes}
+    return json.dumps({k: v for k, v in changed.items() if v is not ...})
+
+
+def test_diagnostics_v2_schema_states_the_records() -> None:
+    schema = schemas.load_schema(DIAGNOSTICS, 2)
+    assert schema["required"] == list(DIAG_V2) == list(rules.diagnostics_fields(2))
+    assert schema["properties"]["graph"]["enum"] == list(GRAPH_KINDS)
+    assert schema["$defs"]["fault"]["properties"]["stage"]["enum"] == list(FAULT_STAGES)
+    assert schema["$defs"]["inferred"]["properties"]["why"]["enum"] == list(INFERRED_REASONS)
+    assert schema["$defs"]["violation"]["properties"]["rule"]["enum"] == list(COVERAGE_RULES)
+    coverage = schema["properties"]["coverage"]
+    assert coverage["required"] == [f.name for f in msgspec.structs.fields(CoverageCounts)]
+    assert coverage["properties"]["exempt_nodes"]["required"] == [f.name for f in msgspec.structs.fields(ExemptNodes)]
+    # the migration note names what version 2 adds
+    added = [k for k in schema["required"] if k not in schemas.load_schema(DIAGNOSTICS, 1)["required"]]
+    assert added == ["backend", "complete", "coverage", "inferred", "violations", "hints"]
+    assert all(name in schema["$comment"].partition("Migration")[2] for name in added)
+
+
+@pytest.mark.parametrize("doc, version", [(DIAG_V1, "1"), (DIAG_V2, "2")], ids=["v1", "v2"])
+@pytest.mark.parametrize("given", [True, False], ids=["named", "by-shape"])
+def test_diagnostics_versions_validate(doc: dict[str, Any], version: str, given: bool) -> None:
+    for report in both(json.dumps(doc), DIAGNOSTICS if given else None):
+        assert (report.artifact, report.version, report.problems) == (DIAGNOSTICS, version, ())
+
+
+DIAG_VALID_EDGES = {
+    "v2-incomplete-with-violations": _diag(DIAG_V2, complete=False, violations=[VIOLATION]),
+    "v2-incomplete-unjudged": _diag(DIAG_V2, complete=False, coverage=None, backend=None),
+    "v2-partial-incomplete": _diag(DIAG_V2, partial=True, complete=False, faults=[FAULT], mapping="upstream"),
+    "v2-nothing-to-count": _diag(
+        DIAG_V2, kernels=0, opspecs=0, handleless_opspecs=0, disagreements=[], inferred=[], hints=[],
+        coverage={"call_sites": 0, "linked_call_sites": 0, "compute_nodes": 0, "reached_nodes": 0,
+                  "exempt_nodes": {"view": 0, "dead": 0, "constant": 0}},
+    ),
+    "v2-version-2.0": _diag(DIAG_V2, version=2.0),
+    "v2-integral-float-count": _diag(DIAG_V2, coverage={**DIAG_V2["coverage"], "call_sites": 3.0}),
+    "v2-same-node-two-kernels": _diag(DIAG_V2, inferred=[
+        {"node": "relu", "kernel": "k:1", "why": "inlined"}, {"node": "relu", "kernel": "k:2", "why": "inlined"}]),
+}
+
+
+@pytest.mark.parametrize("case", DIAG_VALID_EDGES)
+def test_diagnostics_valid_edge_cases(case: str) -> None:
+    for report in both(DIAG_VALID_EDGES[case], DIAGNOSTICS):
+        assert (report.version, report.problems) == ("2", ()), report
+
+
+def _coverage(**changes: Any) -> dict[str, Any]:
+    return {**DIAG_V2["coverage"], **changes}
+
+
+def _exempt(**changes: Any) -> dict[str, Any]:
+    return _coverage(exempt_nodes={**DIAG_V2["coverage"]["exempt_nodes"], **changes})
+
+
+# name -> (document text, {path: a part of its message}, version reported); every path is
+# reported on both engines, and nothing else
+BROKEN_DIAGNOSTICS: dict[str, tuple[str, dict[str, str], str | None]] = {
+    # the invariants no schema can state, each broken alone
+    "v2-partial-without-faults": (
+        _diag(DIAG_V2, partial=True, complete=False), {"$.partial": "is true, but faults is empty"}, "2"),
+    "v2-faults-not-partial": (
+        _diag(DIAG_V2, faults=[FAULT]), {"$.partial": "is false, but faults lists what failed"}, "2"),
+    "v2-complete-but-partial": (
+        _diag(DIAG_V2, partial=True, faults=[FAULT]), {"$.complete": "is true, but partial is true"}, "2"),
+    "v2-complete-but-unjudged": (
+        _diag(DIAG_V2, coverage=None), {"$.complete": "is true, but coverage is null"}, "2"),
+    "v2-complete-but-violated": (
+        _diag(DIAG_V2, violations=[VIOLATION]), {"$.complete": "is true, but violations is not empty"}, "2"),
+    "v2-complete-but-everything-wrong": (
+        _diag(DIAG_V2, partial=True, faults=[FAULT], coverage=None, violations=[VIOLATION]),
+        {"$.complete": "partial is true, coverage is null, violations is not empty"}, "2"),
+    "v2-incomplete-but-nothing-wrong": (
+        _diag(DIAG_V2, complete=False),
+        {"$.complete": "is false, but partial is false, coverage is not null and violations is empty"}, "2"),
+    "v2-more-handleless": (
+        _diag(DIAG_V2, handleless_opspecs=6), {"$.handleless_opspecs": "6 is more than the 5 OpSpecs"}, "2"),
+    "v2-bare-disagreement": (
+        _diag(DIAG_V2, disagreements=["sdsc_a_0"]), {"$.disagreements[0]": rules.MSG_KERNEL_KEY}, "2"),
+    "v2-repeated-disagreement": (
+        _diag(DIAG_V2, disagreements=["k:1", "k:1"]), {"$.disagreements": 'duplicate entry "k:1"'}, "2"),
+    "v2-more-linked-than-call-sites": (
+        _diag(DIAG_V2, coverage=_coverage(linked_call_sites=4)),
+        {"$.coverage.linked_call_sites": "4 is more than the 3 call sites"}, "2"),
+    "v2-more-reached-than-compute": (
+        _diag(DIAG_V2, coverage=_coverage(reached_nodes=4)),
+        {"$.coverage.reached_nodes": "4 reached plus 1 dead plus 1 constant is more than the 5 compute nodes"}, "2"),
+    "v2-more-exempt-than-compute": (
+        _diag(DIAG_V2, coverage=_exempt(constant=2)), {"$.coverage.reached_nodes": "2 constant is more than"}, "2"),
+    "v2-inferred-bare-kernel": (
+        _diag(DIAG_V2, inferred=[{"node": "relu", "kernel": "cpp_fused_relu_0", "why": "inlined"}]),
+        {"$.inferred[0].kernel": rules.MSG_KERNEL_KEY}, "2"),
+    "v2-inferred-handle-zero": (
+        _diag(DIAG_V2, inferred=[{"node": "relu", "kernel": "k:0", "why": "inlined"}]),
+        {"$.inferred[0].kernel": rules.MSG_KERNEL_KEY}, "2"),
+    "v2-inferred-twice": (
+        _diag(DIAG_V2, inferred=[{"node": "relu", "kernel": "k:1", "why": "inlined"},
+                                 {"node": "relu", "kernel": "k:1", "why": "consumer"}]),
+        {"$.inferred": 'duplicate link of "relu" to "k:1"'}, "2"),
+    # what the schema states, in the new (nested) fields
+    "v2-empty-backend": (_diag(DIAG_V2, backend=""), {"$.backend": "must not be empty"}, "2"),
+    "v2-backend-number": (_diag(DIAG_V2, backend=1), {"$.backend": "got integer"}, "2"),
+    "v2-complete-null": (_diag(DIAG_V2, complete=None), {"$.complete": "expected boolean"}, "2"),
+    "v2-coverage-list": (_diag(DIAG_V2, coverage=[]), {"$.coverage": "expected object or null, got array"}, "2"),
+    "v2-coverage-missing-key": (
+        _diag(DIAG_V2, coverage={k: v for k, v in DIAG_V2["coverage"].items() if k != "call_sites"}),
+        {"$.coverage": 'missing required key "call_sites"'}, "2"),
+    "v2-coverage-extra-key": (
+        _diag(DIAG_V2, coverage=_coverage(views=1)), {"$.coverage": 'unexpected key "views"'}, "2"),
+    "v2-coverage-negative": (
+        _diag(DIAG_V2, coverage=_coverage(call_sites=-1)), {"$.coverage.call_sites": "must be >= 0, got -1"}, "2"),
+    "v2-coverage-fractional": (
+        _diag(DIAG_V2, coverage=_coverage(compute_nodes=5.5)),
+        {"$.coverage.compute_nodes": "expected integer, got number"}, "2"),
+    "v2-coverage-string-count": (
+        _diag(DIAG_V2, coverage=_coverage(reached_nodes="3")), {"$.coverage.reached_nodes": "got string"}, "2"),
+    "v2-exempt-negative": (
+        _diag(DIAG_V2, coverage=_exempt(dead=-1)), {"$.coverage.exempt_nodes.dead": "must be >= 0, got -1"}, "2"),
+    "v2-exempt-bool": (
+        _diag(DIAG_V2, coverage=_exempt(view=True)), {"$.coverage.exempt_nodes.view": "got boolean"}, "2"),
+    "v2-exempt-missing-key": (
+        _diag(DIAG_V2, coverage=_coverage(exempt_nodes={"view": 0, "dead": 0})),
+        {"$.coverage.exempt_nodes": 'missing required key "constant"'}, "2"),
+    "v2-exempt-extra-key": (
+        _diag(DIAG_V2, coverage=_exempt(alias=0)), {"$.coverage.exempt_nodes": 'unexpected key "alias"'}, "2"),
+    "v2-inferred-bad-reason": (
+        _diag(DIAG_V2, inferred=[{"node": "relu", "kernel": "k:1", "why": "guess"}]),
+        {"$.inferred[0].why": 'got "guess"'}, "2"),
+    "v2-inferred-missing-key": (
+        _diag(DIAG_V2, inferred=[{"node": "relu", "kernel": "k:1"}]),
+        {"$.inferred[0]": 'missing required key "why"'}, "2"),
+    "v2-inferred-node-null": (
+        _diag(DIAG_V2, inferred=[{"node": None, "kernel": "k:1", "why": "inlined"}]),
+        {"$.inferred[0].node": "expected string, got null"}, "2"),
+    "v2-violation-bad-rule": (
+        _diag(DIAG_V2, complete=False, violations=[{**VIOLATION, "rule": "vibes"}]),
+        {"$.violations[0].rule": 'got "vibes"'}, "2"),
+    "v2-violation-extra-key": (
+        _diag(DIAG_V2, complete=False, violations=[{**VIOLATION, "severity": 1}]),
+        {"$.violations[0]": 'unexpected key "severity"'}, "2"),
+    "v2-hint-not-a-string": (_diag(DIAG_V2, hints=[None]), {"$.hints[0]": "expected string, got null"}, "2"),
+    "v2-missing-key": (_diag(DIAG_V2, hints=...), {"$": 'missing required key "hints"'}, "2"),
+    "v2-extra-key": (_diag(DIAG_V2, extra=1), {"$": 'unexpected key "extra"'}, "2"),
+    # versions: a version 2 document is not a version 1 one, nor the other way round
+    "v2-without-version": (
+        _diag(DIAG_V2, version=...), {"$": 'unexpected key "backend"'}, "1"),  # taken for version 1
+    "v1-with-version-2": (_diag(DIAG_V1, version=2), {"$": 'missing required key "backend"'}, "2"),
+    "v1-with-v2-key": (_diag(DIAG_V1, backend="reference"), {"$": 'unexpected key "backend"'}, "1"),
+    "v1-handleless-still-checked": (
+        _diag(DIAG_V1, handleless_opspecs=6), {"$.handleless_opspecs": "6 is more than the 5 OpSpecs"}, "1"),
+    "version-3": (
+        _diag(DIAG_V2, version=3), {"$.version": "unsupported version 3 (this validator knows 1, 2)"}, None),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN_DIAGNOSTICS)
+def test_each_broken_diagnostics_document_reports_exactly_its_paths(case: str) -> None:
+    text, expected, version = BROKEN_DIAGNOSTICS[case]
+    for report in both(text, DIAGNOSTICS):
+        assert {p.path for p in report.problems} == set(expected), report
+        assert (report.artifact, report.version) == (DIAGNOSTICS, version)
+        for path, part in expected.items():
+            # the problem line names the path, then says what is wrong there
+            assert any(str(p).startswith(f"{path}: ") and part in p.message for p in report.problems), report
+
+
+def test_diagnostics_gate_wants_version_2() -> None:
+    built = msgspec.convert(DIAG_V2, DiagnosticsV2)
+    assert schemas.check_built_artifacts(None, diagnostics=built) == []
+    assert schemas.check_built_artifacts(None, diagnostics=msgspec.convert(DIAG_V1, DiagnosticsV1)) == [
+        f"{DIAGNOSTICS}: built as version 1, expected 2"
+    ]
+    built.complete = False
+    assert schemas.check_built_artifacts(None, diagnostics=built) == [
+        f"{DIAGNOSTICS}: $.complete: is false, but partial is false, coverage is not null and violations is empty"
+    ]
+
+
 # --- detection ---------------------------------------------------------------------------------
 
 
@@ -457,6 +679,12 @@ def test_guess_artifact(doc: dict, strict: bool, artifact: str | None) -> None:
         (KERNEL_STACK_TRACES, {"k": []}, "1", 1),
         (OPSPEC_DEBUG_HANDLES, {"version": 1}, "1", 1),
         (OPSPEC_DEBUG_HANDLES, {"version": "1"}, None, None),
+        (DIAGNOSTICS, {"version": 1}, "1", 1),
+        (DIAGNOSTICS, {"version": 2}, "2", 2),
+        (DIAGNOSTICS, {"version": 2.0}, "2", 2),
+        (DIAGNOSTICS, {}, "1", 1),  # the key is missing; validation reports it
+        (DIAGNOSTICS, {"version": 3}, None, None),
+        (DIAGNOSTICS, {"version": "2"}, None, None),
     ],
 )
 def test_detect_version(artifact: str, doc: dict, version: str | None, schema: int | None) -> None:

@@ -20,16 +20,19 @@ from hypothesis import strategies as st
 from spyre_provenance import schemas
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.records import (
+    COVERAGE_RULES,
     DIAGNOSTICS,
     FAULT_STAGES,
+    INFERRED_REASONS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
+    DiagnosticsV2,
 )
 
 # pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
-from test_schemas import BROKEN, VALID_EDGES
+from test_schemas import BROKEN, BROKEN_DIAGNOSTICS, DIAG_V2, DIAG_VALID_EDGES, VALID_EDGES
 
 ARTIFACTS_DIR = Path(__file__).parent / "data" / "artifacts"
 
@@ -54,6 +57,8 @@ CORPUS = (
     [(p.name, p.read_bytes(), None) for p in sorted(ARTIFACTS_DIR.glob("*.json"))]
     + [(name, text, artifact) for name, (artifact, text) in VALID_EDGES.items()]
     + [(name, text, artifact) for name, (artifact, text, _, _) in BROKEN.items()]
+    + [(name, text, DIAGNOSTICS) for name, text in DIAG_VALID_EDGES.items()]
+    + [(name, text, DIAGNOSTICS) for name, (text, _, _) in BROKEN_DIAGNOSTICS.items()]
     + [
         ("array", "[]", NODE_MAPPINGS),
         ("truncated", '{"version": 2.0', NODE_MAPPINGS),
@@ -106,6 +111,48 @@ CORPUS += [
     ("diag-matches-string", _diag(matches_upstream="yes"), DIAGNOSTICS),
     ("diag-repeated-key", _diag().replace('"kernels"', '"kernels": 2, "kernels"'), None),
     ("diag-array", "[]", DIAGNOSTICS),
+]
+
+
+# version 2 (test_schemas.py holds one document per invariant); here what else may go wrong
+def _diag2(**changes: Any) -> str:
+    doc = {**DIAG_V2, **changes}
+    return json.dumps({k: v for k, v in doc.items() if v is not ...})
+
+
+_COVERAGE = DIAG_V2["coverage"]
+CORPUS += [
+    ("diag2-valid", _diag2(), None),
+    ("diag2-valid-named", _diag2(), DIAGNOSTICS),
+    ("diag2-partial-and-complete-wrong", _diag2(partial=True), DIAGNOSTICS),
+    ("diag2-all-invariants-at-once", _diag2(
+        partial=True, handleless_opspecs=9, disagreements=["x", "x"], violations=[{"rule": "call-sites", "where": "", "message": ""}],
+        coverage={**_COVERAGE, "linked_call_sites": 9, "reached_nodes": 9},
+        inferred=[{"node": "a", "kernel": "b", "why": "inlined"}] * 2,
+    ), DIAGNOSTICS),
+    ("diag2-huge-counts", _diag2(coverage={**_COVERAGE, "call_sites": 2**70, "linked_call_sites": 2**70}), DIAGNOSTICS),
+    ("diag2-float-counts-overflow-sum", _diag2(coverage={**_COVERAGE, "compute_nodes": 1e300, "reached_nodes": 1e300}), DIAGNOSTICS),
+    ("diag2-coverage-string", _diag2(coverage="none"), DIAGNOSTICS),
+    ("diag2-coverage-empty-object", _diag2(coverage={}), DIAGNOSTICS),
+    ("diag2-exempt-null", _diag2(coverage={**_COVERAGE, "exempt_nodes": None}), DIAGNOSTICS),
+    ("diag2-exempt-list", _diag2(coverage={**_COVERAGE, "exempt_nodes": [0, 0, 0]}), DIAGNOSTICS),
+    ("diag2-exempt-fractional", _diag2(coverage={**_COVERAGE, "exempt_nodes": {"view": 0.5, "dead": 0, "constant": 0}}), DIAGNOSTICS),
+    ("diag2-inferred-object", _diag2(inferred={"node": "a", "kernel": "k:1", "why": "inlined"}), DIAGNOSTICS),
+    ("diag2-inferred-entry-string", _diag2(inferred=["a"]), DIAGNOSTICS),
+    ("diag2-inferred-extra-key", _diag2(inferred=[{"node": "a", "kernel": "k:1", "why": "inlined", "x": 0}]), DIAGNOSTICS),
+    ("diag2-inferred-bad-kernel-and-reason", _diag2(inferred=[{"node": "a", "kernel": "k", "why": "?"}]), DIAGNOSTICS),
+    ("diag2-violation-missing-key", _diag2(complete=False, violations=[{"rule": "call-sites", "where": ""}]), DIAGNOSTICS),
+    ("diag2-violation-message-number", _diag2(complete=False, violations=[{"rule": "call-sites", "where": "", "message": 1}]), DIAGNOSTICS),
+    ("diag2-hints-string", _diag2(hints="none"), DIAGNOSTICS),
+    ("diag2-backend-bool", _diag2(backend=False), DIAGNOSTICS),
+    ("diag2-complete-string", _diag2(complete="yes"), DIAGNOSTICS),
+    ("diag2-missing-coverage", _diag2(coverage=...), DIAGNOSTICS),
+    ("diag2-missing-everything-new", _diag2(backend=..., complete=..., coverage=..., inferred=..., violations=..., hints=...), DIAGNOSTICS),
+    ("diag2-extra-key", _diag2(coverage_v3={}), DIAGNOSTICS),
+    ("diag2-version-string", _diag2(version="2"), DIAGNOSTICS),
+    ("diag2-version-2.5", _diag2(version=2.5), DIAGNOSTICS),
+    ("diag2-repeated-key-in-coverage", _diag2().replace('"call_sites"', '"call_sites": 3, "call_sites"'), None),
+    ("diag2-repeated-key-in-inferred", _diag2().replace('"why"', '"why": "inlined", "why"', 1), DIAGNOSTICS),
 ]
 
 
@@ -291,8 +338,43 @@ def diagnostics(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+@st.composite
+def diagnostics_v2(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid version 2 document: version 1's fields and rules (``diagnostics``), coverage
+    counts that bound each other, inferred links named once, complete exactly when nothing
+    is partial, unjudged or violated. Keys in the order the hook writes them."""
+    doc = draw(diagnostics())
+    coverage = None
+    if draw(st.booleans()):
+        call_sites, compute = draw(st.integers(0, 50)), draw(st.integers(0, 50))
+        reached = draw(st.integers(0, compute))
+        dead = draw(st.integers(0, compute - reached))
+        exempt = {"view": draw(st.integers(0, 50)), "dead": dead, "constant": draw(st.integers(0, compute - reached - dead))}
+        coverage = {
+            "call_sites": call_sites, "linked_call_sites": draw(st.integers(0, call_sites)),
+            "compute_nodes": compute, "reached_nodes": reached, "exempt_nodes": exempt,
+        }
+    kernel_keys = st.builds("{}:{}".format, KERNEL_NAMES, st.integers(1, 9))
+    links = draw(st.lists(st.tuples(NAMES, kernel_keys), unique=True, max_size=3))
+    violation = st.fixed_dictionaries({"rule": st.sampled_from(COVERAGE_RULES), "where": NAMES, "message": st.text(max_size=6)})
+    violations = draw(st.lists(violation, max_size=2))
+    if draw(st.booleans()):  # a clean graph, so that complete is often true
+        doc.update(partial=False, faults=[])
+        violations = []
+    doc.update(
+        version=2,
+        backend=draw(st.none() | st.sampled_from(["reference", "inductor", "spyre"]) | st.text(min_size=1, max_size=4)),
+        coverage=coverage,
+        inferred=[{"node": node, "kernel": key, "why": draw(st.sampled_from(INFERRED_REASONS))} for node, key in links],
+        violations=violations,
+        hints=draw(st.lists(st.text(max_size=6), max_size=2)),
+    )
+    doc["complete"] = not doc["partial"] and coverage is not None and not doc["violations"]
+    return {key: doc[key] for key in DiagnosticsV2.__struct_fields__}
+
+
 GENERATED = {
-    DIAGNOSTICS: diagnostics(),
+    DIAGNOSTICS: diagnostics() | diagnostics_v2(),
     NODE_MAPPINGS: node_mappings(),
     KERNEL_STACK_TRACES: stack_traces(),
     KERNEL_INFORMATION: kernel_information(),

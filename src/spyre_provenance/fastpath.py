@@ -191,16 +191,16 @@ class _Run:
         if det.problem is not None:
             self.problems[:] = [det.problem]
             return det, None
-        fields = rules.DIAGNOSTICS_FIELDS
+        fields = rules.diagnostics_fields(det.schema)
         self.problems.extend(Problem("$", f"missing required key {quote(k)}") for k in fields if k not in top)
         self.problems.extend(Problem("$", f"unexpected key {quote(k)}") for k in top if k not in fields)
         values = {}
-        for name, type_ in rules.diagnostics_field_types().items():
+        for name, type_ in rules.diagnostics_field_types(det.schema).items():
             if name in top and name != "version":
                 values[name] = self.decode(top[name], type_, f"$.{name}")
         if self.problems:
             return det, None
-        doc = rules.DiagnosticsDoc(version=version, **values)
+        doc = rules.DIAGNOSTICS_DOCS[det.schema](version=version, **values)
         self.problems.extend(rules.check_diagnostics_types(doc))
         if self.problems:
             return det, None

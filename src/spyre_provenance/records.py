@@ -7,6 +7,8 @@ checks that on a corpus of valid and invalid documents).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
 # Artifact names as they appear in a TORCH_TRACE envelope (``"artifact": {"name": ...}``).
@@ -28,6 +30,12 @@ FAULT_STAGES = (
     "file write",
 )
 GRAPH_KINDS = ("inference", "forward", "backward")
+#: The rules coverage is judged by (``coverage.judge``), named in violations.
+COVERAGE_RULES = ("call-sites", "kernel-link", "node-reach", "opspec-handle", "fused-constituents")
+#: Why a post-grad node the mapping lists under a kernel is there although the kernel's
+#: schedule does not name it: computed inside the kernel (inlined), or the node reading
+#: what a kernel that copies a graph input writes.
+INFERRED_REASONS = ("inlined", "consumer")
 
 NodeMap = dict[str, list[str]]
 
@@ -103,13 +111,19 @@ class DebugHandle(msgspec.Struct, frozen=True):
 
 
 class OpSpecRecord(msgspec.Struct, frozen=True):
-    """What the hook keeps of one OpSpec: its identity and its (optional) debug handle."""
+    """What the hook keeps of one OpSpec: its identity and its (optional) debug handle.
+
+    ``missing_handle`` says why an OpSpec that should carry a handle has none (a fault the
+    hook reports); None when it has one, or when its generation of OpSpec has no such field.
+    It is not part of any artifact.
+    """
 
     op: str
     is_reduction: bool
     iteration_space: list[int | str] = msgspec.field(default_factory=list)
     buffer: str | None = None
     debug_handle: DebugHandle | None = None
+    missing_handle: str | None = None
 
 
 # --- what the hook collects per kernel call site ------------------------------------------
@@ -131,6 +145,8 @@ class KernelRecord(msgspec.Struct):
     source_nodes: list[str] = msgspec.field(default_factory=list)
     stack_traces: list[str] = msgspec.field(default_factory=list)
     opspecs: list[OpSpecRecord] | None = None
+    #: post-grad nodes outside this call site that read what it writes (scheduler users)
+    consumers: list[str] = msgspec.field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -164,3 +180,143 @@ class DiagnosticsV1(msgspec.Struct, kw_only=True):
     handleless_opspecs: int = 0
     disagreements: list[str] = msgspec.field(default_factory=list)
     matches_upstream: bool | None = None
+
+
+class ExemptNodes(msgspec.Struct, kw_only=True):
+    """Post-grad nodes that need no kernel, by reason (``coverage.judge``)."""
+
+    view: int = 0  # view and metadata ops: folded into the indexing of their users' kernels
+    dead: int = 0  # no user and not an output
+    constant: int = 0  # a constant whose users reach no kernel either
+
+
+class CoverageCounts(msgspec.Struct, kw_only=True):
+    """What the coverage judge counted on one graph."""
+
+    call_sites: int = 0  # kernel calls in the wrapper, announced or not
+    linked_call_sites: int = 0  # announced, a mapping key, and linked to a node tlparse can highlight
+    compute_nodes: int = 0  # post-grad nodes that compute (views and metadata ops excluded)
+    reached_nodes: int = 0  # compute nodes some kernel maps to
+    exempt_nodes: ExemptNodes = msgspec.field(default_factory=ExemptNodes)
+
+
+class Inferred(msgspec.Struct, frozen=True):
+    """A post-grad node the hook listed under a kernel beyond the kernel's own origins."""
+
+    node: str
+    kernel: str  # "<kernel>:<N>"
+    why: str  # one of INFERRED_REASONS
+
+
+class Violation(msgspec.Struct, frozen=True):
+    """One broken coverage rule: which, where (graph, kernel, OpSpec), and what is wrong."""
+
+    rule: str  # one of COVERAGE_RULES
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message} [{self.rule}]"
+
+
+class DiagnosticsV2(msgspec.Struct, kw_only=True):
+    """``spyre_provenance_diagnostics`` version 2: version 1 plus the coverage judgement.
+
+    ``partial``: a stage of the hook failed (``faults``). ``complete``: nothing was lost
+    and nothing is missing: not partial, coverage judged, no violation. ``coverage`` is None
+    when it could not be judged (no wrapper code at hand). ``hints`` are gaps that are not
+    failures: a stock-Inductor mapping's gaps are upstream's own.
+    """
+
+    version: int = 2
+    compile_id: str
+    graph: str  # one of GRAPH_KINDS
+    backend: str | None  # the backend's name: "reference", "inductor", "spyre"
+    partial: bool
+    complete: bool
+    mapping: str  # "hook" | "upstream"
+    faults: list[Fault] = msgspec.field(default_factory=list)
+    kernels: int = 0
+    opspecs: int = 0
+    handleless_opspecs: int = 0
+    disagreements: list[str] = msgspec.field(default_factory=list)
+    matches_upstream: bool | None = None
+    coverage: CoverageCounts | None = None
+    inferred: list[Inferred] = msgspec.field(default_factory=list)
+    violations: list[Violation] = msgspec.field(default_factory=list)
+    hints: list[str] = msgspec.field(default_factory=list)
+
+
+# --- the post-grad graph, as far as coverage is concerned ---------------------------------
+
+#: ATen ops that only re-describe memory (or say nothing of it): Inductor folds them into
+#: the indexing of the kernels around them, so they never get a kernel of their own.
+NO_KERNEL_OPS = frozenset(
+    {
+        "view", "_unsafe_view", "reshape", "permute", "t", "transpose", "expand",
+        "squeeze", "unsqueeze", "as_strided", "slice", "select", "alias", "detach",
+        "lift_fresh_copy", "_reshape_alias", "split", "split_with_sizes", "unbind",
+        "sym_size", "sym_stride", "sym_numel", "sym_storage_offset",
+    }
+)
+#: Ops that make a tensor from nothing but their arguments: a constant.
+FACTORY_OPS = frozenset(
+    {"full", "zeros", "ones", "empty", "empty_strided", "scalar_tensor", "arange", "iota"}
+)
+
+
+class GraphNode(msgspec.Struct, frozen=True):
+    """One node of a post-grad graph, as far as coverage is concerned.
+
+    ``kind``: ``placeholder`` (a graph input), ``call`` (an op), ``get_attr`` (a constant
+    attribute). ``op``: ``aten.relu`` for ``torch.ops.aten.relu.default``, ``getitem`` for
+    a tuple element, ``python`` for anything else (symbolic arithmetic). ``line``: whether
+    the node has a line of its own in the printed graph, which is what tlparse can highlight.
+    """
+
+    name: str
+    kind: str
+    op: str = ""
+    inputs: tuple[str, ...] = ()
+    line: bool = True
+
+    @property
+    def computes(self) -> bool:
+        """An op that needs a kernel (or a stated reason for having none)."""
+        if self.kind != "call" or self.op in ("getitem", "python"):
+            return False
+        namespace, _, op = self.op.partition(".")
+        return not (namespace == "aten" and op in NO_KERNEL_OPS)
+
+    @property
+    def is_view(self) -> bool:
+        namespace, _, op = self.op.partition(".")
+        return self.kind == "call" and (
+            self.op in ("getitem", "python") or (namespace == "aten" and op in NO_KERNEL_OPS)
+        )
+
+
+class PostGradGraph:
+    """The nodes of a post-grad graph in graph order, and what the graph returns; users
+    and lookups by name are derived once."""
+
+    def __init__(self, nodes: Sequence[GraphNode], outputs: Sequence[str] = ()) -> None:
+        self.nodes = list(nodes)
+        self.outputs = tuple(outputs)
+        self._by_name = {n.name: n for n in self.nodes}
+        users: dict[str, list[str]] = {n.name: [] for n in self.nodes}
+        for node in self.nodes:
+            for name in node.inputs:
+                if name in users and node.name not in users[name]:
+                    users[name].append(node.name)
+        self._users = users
+
+    def get(self, name: str) -> GraphNode | None:
+        return self._by_name.get(name)
+
+    def users(self, name: str) -> list[str]:
+        return self._users.get(name, [])
+
+    def has_line(self, name: str) -> bool:
+        node = self._by_name.get(name)
+        return node is not None and node.line

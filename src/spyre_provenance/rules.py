@@ -5,11 +5,13 @@ the rest, for both validation paths in ``spyre_provenance.schemas``:
 
 - which artifact and version a document is (``detect``);
 - the typed wire form of the artifacts whose entries are objects (``KernelInfoEntry``,
-  ``OpSpecDebugHandles`` and its parts);
+  ``OpSpecDebugHandles`` and its parts, ``DIAGNOSTICS_DOCS`` by version);
 - the invariants no schema can state (``check``), run on already well-typed values:
   postToPre is exactly the inverse of preToPost (postToCppCode of cppCodeToPost), kernel
-  keys are ``<kernel>:<N>`` with N unique, no list names one thing twice, and for the opspec
-  artifact: referenced handle ids exist, ids < 2**63, fused_from has no cycles.
+  keys are ``<kernel>:<N>`` with N unique, no list names one thing twice, for the opspec
+  artifact: referenced handle ids exist, ids < 2**63, fused_from has no cycles, and for
+  diagnostics: partial exactly when there are faults, counts that bound each other, and
+  (version 2) complete exactly when not partial, coverage judged and nothing violated.
 
 Problems carry JSON paths: fields dotted (``$.preToPost``), map keys bracketed and quoted
 (``["relu"]``), list indices bracketed (``[0]``). Pure module: no torch, no jsonschema.
@@ -30,9 +32,11 @@ from typing import Any, Union
 import msgspec
 
 from spyre_provenance.records import (
+    COVERAGE_RULES,
     DIAGNOSTICS,
     FAULT_STAGES,
     GRAPH_KINDS,
+    INFERRED_REASONS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
@@ -68,6 +72,7 @@ MSG_KERNEL_KEY = 'not a kernel key "<kernel>:<N>" (N a positive integer)'
 MSG_BARE_NAME = 'has a ":<N>" debug handle suffix, which version 1 kernel names do not have'
 MSG_HANDLE_ID = "not a handle id (a decimal string without leading zeros)"
 MSG_DUPLICATE_KEY = "duplicate key (JSON readers keep only one of the values)"
+MSG_EMPTY = "must not be empty"
 
 
 class Problem(msgspec.Struct, frozen=True):
@@ -152,7 +157,7 @@ def detect(artifact: str | None, doc: Mapping[str, Any]) -> Detected:
         return Detected(artifact, "1", 1)  # validation reports the missing key
     if artifact == DIAGNOSTICS:
         if "version" in doc:
-            return _explicit_version(artifact, doc["version"], {1: ("1", 1)})
+            return _explicit_version(artifact, doc["version"], {1: ("1", 1), 2: ("2", 2)})
         return Detected(artifact, "1", 1)
     raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(ARTIFACTS)}")
 
@@ -247,7 +252,7 @@ class FaultEntry(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class DiagnosticsDoc(msgspec.Struct, forbid_unknown_fields=True):
-    """``spyre_provenance_diagnostics`` version 1 (records.DiagnosticsV1 on the wire)."""
+    """``spyre_provenance_diagnostics`` version 1 on the wire."""
 
     version: Union[int, float]
     compile_id: str
@@ -262,34 +267,107 @@ class DiagnosticsDoc(msgspec.Struct, forbid_unknown_fields=True):
     matches_upstream: Union[bool, None]
 
 
-DIAGNOSTICS_FIELDS = tuple(DiagnosticsDoc.__struct_fields__)
+class ExemptEntry(msgspec.Struct, forbid_unknown_fields=True):
+    view: Union[int, float]
+    dead: Union[int, float]
+    constant: Union[int, float]
+
+
+class CoverageEntry(msgspec.Struct, forbid_unknown_fields=True):
+    call_sites: Union[int, float]
+    linked_call_sites: Union[int, float]
+    compute_nodes: Union[int, float]
+    reached_nodes: Union[int, float]
+    exempt_nodes: ExemptEntry
+
+
+class InferredEntry(msgspec.Struct, forbid_unknown_fields=True):
+    node: str
+    kernel: str
+    why: str  # one of INFERRED_REASONS
+
+
+class ViolationEntry(msgspec.Struct, forbid_unknown_fields=True):
+    rule: str  # one of COVERAGE_RULES
+    where: str
+    message: str
+
+
+class DiagnosticsDocV2(msgspec.Struct, forbid_unknown_fields=True):
+    """``spyre_provenance_diagnostics`` version 2 (records.DiagnosticsV2) on the wire."""
+
+    version: Union[int, float]
+    compile_id: str
+    graph: str  # one of GRAPH_KINDS
+    backend: Union[str, None]
+    partial: bool
+    complete: bool
+    mapping: str  # one of MAPPING_SOURCES
+    faults: list[FaultEntry]
+    kernels: Union[int, float]
+    opspecs: Union[int, float]
+    handleless_opspecs: Union[int, float]
+    disagreements: list[str]
+    matches_upstream: Union[bool, None]
+    coverage: Union[CoverageEntry, None]
+    inferred: list[InferredEntry]
+    violations: list[ViolationEntry]
+    hints: list[str]
+
+
+#: The wire form of each diagnostics version, by the N of its schema file.
+DIAGNOSTICS_DOCS: dict[int, type[DiagnosticsDoc] | type[DiagnosticsDocV2]] = {1: DiagnosticsDoc, 2: DiagnosticsDocV2}
 DIAGNOSTICS_COUNTS = ("kernels", "opspecs", "handleless_opspecs")
+COVERAGE_COUNTS = ("call_sites", "linked_call_sites", "compute_nodes", "reached_nodes")
+EXEMPT_COUNTS = ("view", "dead", "constant")
+
+
+def diagnostics_fields(schema: int) -> tuple[str, ...]:
+    """The keys of a diagnostics document of schema version ``schema``, in the order written."""
+    return tuple(DIAGNOSTICS_DOCS[schema].__struct_fields__)
 
 
 @functools.cache
-def diagnostics_field_types() -> dict[str, Any]:
+def diagnostics_field_types(schema: int) -> dict[str, Any]:
     """Field name -> wire type, for decoding a diagnostics document field by field."""
-    hints = typing.get_type_hints(DiagnosticsDoc)
-    return {name: hints[name] for name in DIAGNOSTICS_FIELDS}
+    hints = typing.get_type_hints(DIAGNOSTICS_DOCS[schema])
+    return {name: hints[name] for name in diagnostics_fields(schema)}
 
 
-def check_diagnostics_types(doc: DiagnosticsDoc) -> list[Problem]:
-    """What the diagnostics schema says about enums and counts that the wire types leave open."""
+def check_diagnostics_types(doc: DiagnosticsDoc | DiagnosticsDocV2) -> list[Problem]:
+    """What the diagnostics schema says about enums, counts and strings that the wire types
+    leave open (version 2: also in backend, coverage, inferred and violations)."""
     problems: list[Problem] = []
     for name, options, value in (("graph", GRAPH_KINDS, doc.graph), ("mapping", MAPPING_SOURCES, doc.mapping)):
         if value not in options:
-            problems.append(Problem(f"$.{name}", f"expected one of {', '.join(map(quote, options))}, got {quote(value)}"))
+            problems.append(Problem(f"$.{name}", _not_one_of(options, value)))
     for i, fault in enumerate(doc.faults):
         if fault.stage not in FAULT_STAGES:
-            options = ", ".join(map(quote, FAULT_STAGES))
-            problems.append(Problem(f"$.faults[{i}].stage", f"expected one of {options}, got {quote(fault.stage)}"))
-    for name in DIAGNOSTICS_COUNTS:
-        value = getattr(doc, name)
+            problems.append(Problem(f"$.faults[{i}].stage", _not_one_of(FAULT_STAGES, fault.stage)))
+    counts = [(f"$.{name}", getattr(doc, name)) for name in DIAGNOSTICS_COUNTS]
+    if isinstance(doc, DiagnosticsDocV2):
+        if doc.backend == "":
+            problems.append(Problem("$.backend", MSG_EMPTY))
+        if doc.coverage is not None:
+            counts += [(f"$.coverage.{name}", getattr(doc.coverage, name)) for name in COVERAGE_COUNTS]
+            exempt = doc.coverage.exempt_nodes
+            counts += [(f"$.coverage.exempt_nodes.{name}", getattr(exempt, name)) for name in EXEMPT_COUNTS]
+        for i, link in enumerate(doc.inferred):
+            if link.why not in INFERRED_REASONS:
+                problems.append(Problem(f"$.inferred[{i}].why", _not_one_of(INFERRED_REASONS, link.why)))
+        for i, violation in enumerate(doc.violations):
+            if violation.rule not in COVERAGE_RULES:
+                problems.append(Problem(f"$.violations[{i}].rule", _not_one_of(COVERAGE_RULES, violation.rule)))
+    for path, value in counts:
         if isinstance(value, float) and not value.is_integer():
-            problems.append(Problem(f"$.{name}", "expected integer, got number"))
+            problems.append(Problem(path, "expected integer, got number"))
         elif value < 0:
-            problems.append(Problem(f"$.{name}", f"must be >= 0, got {quote(value)}"))
+            problems.append(Problem(path, f"must be >= 0, got {quote(value)}"))
     return problems
+
+
+def _not_one_of(options: Iterable[str], value: Any) -> str:
+    return f"expected one of {', '.join(map(quote, options))}, got {quote(value)}"
 
 
 def check_types(doc: OpSpecDebugHandles) -> list[Problem]:
@@ -326,7 +404,8 @@ def check_types(doc: OpSpecDebugHandles) -> list[Problem]:
 def check(artifact: str, schema: int, doc: Any) -> list[Problem]:
     """The rules no schema can state. ``doc`` is well typed: for node mappings a dict of the
     present maps, for stack traces the map, for kernel_information ``dict[str,
-    KernelInfoEntry]``, for the opspec artifact an ``OpSpecDebugHandles``."""
+    KernelInfoEntry]``, for the opspec artifact an ``OpSpecDebugHandles``, for diagnostics
+    the ``DIAGNOSTICS_DOCS`` type of its version."""
     problems: list[Problem] = []
     if artifact == NODE_MAPPINGS:
         _check_node_mappings(doc, schema == 2, problems)
@@ -347,7 +426,8 @@ def check(artifact: str, schema: int, doc: Any) -> list[Problem]:
     return problems
 
 
-def _check_diagnostics(doc: DiagnosticsDoc, problems: list[Problem]) -> None:
+def _check_diagnostics(doc: DiagnosticsDoc | DiagnosticsDocV2, problems: list[Problem]) -> None:
+    # version 2 keeps every version 1 field and its meaning: the version 1 rules hold for both
     if doc.partial != bool(doc.faults):
         message = "is true, but faults is empty" if doc.partial else "is false, but faults lists what failed"
         problems.append(Problem("$.partial", message))
@@ -360,6 +440,44 @@ def _check_diagnostics(doc: DiagnosticsDoc, problems: list[Problem]) -> None:
     dup = first_duplicate(doc.disagreements)
     if dup is not NO_DUPLICATE:
         problems.append(Problem("$.disagreements", f"duplicate entry {quote(dup)}"))
+    if isinstance(doc, DiagnosticsDocV2):
+        _check_diagnostics_v2(doc, problems)
+
+
+def _check_diagnostics_v2(doc: DiagnosticsDocV2, problems: list[Problem]) -> None:
+    # complete == not partial and coverage judged and no violation; say which condition fails
+    lacking = [
+        why
+        for why, fails in (
+            ("partial is true", doc.partial),
+            ("coverage is null", doc.coverage is None),
+            ("violations is not empty", bool(doc.violations)),
+        )
+        if fails
+    ]
+    if doc.complete and lacking:
+        problems.append(Problem("$.complete", f"is true, but {', '.join(lacking)}"))
+    elif not doc.complete and not lacking:
+        message = "is false, but partial is false, coverage is not null and violations is empty"
+        problems.append(Problem("$.complete", message))
+    cov = doc.coverage
+    if cov is not None:
+        if cov.linked_call_sites > cov.call_sites:
+            message = f"{quote(cov.linked_call_sites)} is more than the {quote(cov.call_sites)} call sites"
+            problems.append(Problem("$.coverage.linked_call_sites", message))
+        accounted = cov.reached_nodes + cov.exempt_nodes.dead + cov.exempt_nodes.constant
+        if accounted > cov.compute_nodes:
+            message = (
+                f"{quote(cov.reached_nodes)} reached plus {quote(cov.exempt_nodes.dead)} dead plus"
+                f" {quote(cov.exempt_nodes.constant)} constant is more than the {quote(cov.compute_nodes)} compute nodes"
+            )
+            problems.append(Problem("$.coverage.reached_nodes", message))
+    for i, link in enumerate(doc.inferred):
+        if not _KERNEL_KEY_RE.search(link.kernel):
+            problems.append(Problem(f"$.inferred[{i}].kernel", MSG_KERNEL_KEY))
+    dup = first_duplicate([[link.node, link.kernel] for link in doc.inferred])
+    if dup is not NO_DUPLICATE:
+        problems.append(Problem("$.inferred", f"duplicate link of {quote(dup[0])} to {quote(dup[1])}"))
 
 
 def _check_node_mappings(fields: dict[str, NodeMap], v2: bool, problems: list[Problem]) -> None:

@@ -86,7 +86,7 @@ CURRENT_VERSIONS = {
     KERNEL_STACK_TRACES: "2",
     KERNEL_INFORMATION: "1",
     OPSPEC_DEBUG_HANDLES: "1",
-    DIAGNOSTICS: "1",
+    DIAGNOSTICS: "2",
 }
 
 
@@ -372,12 +372,13 @@ def _validate_full(doc: Any, artifact: str | None, location: str, dup_paths: lis
         # the same, more precisely) can still run; any other failure and they cannot
         well_typed &= error.validator in ("pattern", "uniqueItems", "not")
     if well_typed:
-        problems.extend(rules.check(det.artifact, det.schema, _typed(det.artifact, doc)))
+        problems.extend(rules.check(det.artifact, det.schema, _typed(det.artifact, det.schema, doc)))
     return _report(det, problems, location)
 
 
-def _typed(artifact: str, doc: Mapping[str, Any]) -> Any:
-    """A schema-valid parsed document as the typed values ``rules.check`` takes."""
+def _typed(artifact: str, schema: int, doc: Mapping[str, Any]) -> Any:
+    """A schema-valid parsed document (of schema version ``schema``) as the typed values
+    ``rules.check`` takes."""
     if artifact == NODE_MAPPINGS:
         return {f: doc[f] for f in rules.MAP_FIELDS if f in doc}
     if artifact == KERNEL_STACK_TRACES:
@@ -385,7 +386,7 @@ def _typed(artifact: str, doc: Mapping[str, Any]) -> Any:
     if artifact == KERNEL_INFORMATION:
         return msgspec.convert(dict(doc), dict[str, rules.KernelInfoEntry])
     if artifact == DIAGNOSTICS:
-        return msgspec.convert(dict(doc), rules.DiagnosticsDoc)
+        return msgspec.convert(dict(doc), rules.DIAGNOSTICS_DOCS[schema])
     return msgspec.convert(dict(doc), rules.OpSpecDebugHandles)
 
 
@@ -417,6 +418,8 @@ def _from_jsonschema(error: Any, schema: dict[str, Any]) -> Iterator[Problem]:
         yield Problem(path, f"expected one of {', '.join(map(quote, expected))}, got {quote(value)}")
     elif kind == "minimum":
         yield Problem(path, f"must be >= {expected}, got {quote(value)}")
+    elif kind == "minLength" and expected == 1:  # the only minLength: diagnostics v2's backend
+        yield Problem(path, rules.MSG_EMPTY)
     elif kind is None:  # a `false` subschema
         yield Problem(path, "not allowed in this version")
     else:
