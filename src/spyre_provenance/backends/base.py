@@ -12,7 +12,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, Sequence
 
-from spyre_provenance.records import OpSpecRecord
+from spyre_provenance.records import Fault, OpSpecRecord
 
 
 class Backend:
@@ -24,6 +24,11 @@ class Backend:
     #: and writes the ``[Provenance debug handles]`` comment itself. When False the backend
     #: calls ``hook.record_call_site`` before emitting each kernel call.
     writes_handle_comments = True
+    #: False: the mapping must stay torch's own (stock Inductor), so its gaps are upstream's
+    #: and reported as hints. True: the hook completes it (links graph-input copies to their
+    #: consumers and inlined nodes to their kernels, announces fallback calls Inductor
+    #: leaves unannounced) and judges every gap a violation.
+    extends_upstream = False
     #: set by the hook when paths are redacted (``spyre_provenance.redact.Redactor``): a
     #: backend that writes files of its own applies it to the paths in them
     path_redactor = None
@@ -41,6 +46,11 @@ class Backend:
     def opspecs_for(self, kernel_name: str, node_schedule: Any) -> list[OpSpecRecord] | None:
         """The kernel's OpSpecs in emission order, or None when the backend has none."""
         return None
+
+    def take_faults(self) -> list[Fault]:
+        """Failures of the backend's own work (files it writes) since the last call; the
+        hook reports them like its own, on the graph being compiled."""
+        return []
 
 
 class StockInductor(Backend):

@@ -355,14 +355,20 @@ def _buffer_of(obj: Any, handle: Any) -> str | None:
 
 
 def opspec_record(obj: Any) -> records.OpSpecRecord:
-    """One OpSpec (real torch-spyre, this module's stand-in, or UnimplementedOp) as a record."""
+    """One OpSpec (real torch-spyre, this module's stand-in, or UnimplementedOp) as a record.
+
+    An OpSpec of a generation with a ``debug_handle`` field that holds None lost its handle
+    (``missing_handle`` says so); one without the field never had one.
+    """
     handle = getattr(obj, "debug_handle", None)
+    lost = handle is None and hasattr(obj, "debug_handle")
     return records.OpSpecRecord(
         op=str(getattr(obj, "op", "")),
         is_reduction=bool(getattr(obj, "is_reduction", False)),
         iteration_space=_iteration_space(getattr(obj, "iteration_space", None)),
         buffer=_buffer_of(obj, handle),
         debug_handle=debug_handle_record(handle),
+        missing_handle="the backend built no debug handle for it" if lost else None,
     )
 
 

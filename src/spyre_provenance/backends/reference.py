@@ -26,19 +26,20 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import msgspec
 import torch
 from torch._inductor import ir
 from torch._inductor import lowering as inductor_lowering
 from torch._inductor.codegen import common as codegen_common
 from torch._inductor.codegen import cpp as cpp_codegen
 from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
+from torch._inductor.dependencies import MemoryDep, StarDep, WeakDep
 from torch._inductor.utils import IndentedBuffer, Placeholder, get_fused_kernel_name
 from torch._inductor.virtualized import V, ops
 
@@ -46,9 +47,8 @@ from spyre_provenance.backends import opspec as opspec_mod
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.backends.opspec import OpSpec, TensorArg
 from spyre_provenance.fsutil import atomic_write_text
-from spyre_provenance.records import OpSpecRecord
+from spyre_provenance.records import Fault, OpSpecRecord
 
-log = logging.getLogger(__name__)
 aten = torch.ops.aten
 
 DEVICE = "cpu"
@@ -223,8 +223,7 @@ _VIEW_OPS = frozenset(
 def _op_name(buffer: Any) -> tuple[str, bool, dict[str, Any]]:
     """(op, is_reduction, op_info) of one buffer, named the way Spyre names its ops."""
     data = getattr(buffer, "data", None)
-    origins = sorted(getattr(buffer, "origins", ()) or (), key=lambda n: n.name)
-    targets = [getattr(o.target, "__name__", str(o.target)).split(".")[0] for o in origins]
+    targets = _origin_ops(buffer)
     if isinstance(data, ir.Reduction):
         rtype = str(data.reduction_type)
         if rtype == "sum" and "mm" in targets:
@@ -232,7 +231,35 @@ def _op_name(buffer: Any) -> tuple[str, bool, dict[str, Any]]:
         return rtype, True, {"reduction_type": rtype}
     compute = [t for t in targets if t not in _VIEW_OPS]
     names = [_SPYRE_OPS.get(t, t) for t in dict.fromkeys(compute)]
+    # no op of its own: a copy (a weight's layout copy, whose only origin is the input)
     return ("+".join(names) if names else "identity"), False, {}
+
+
+def _origin_ops(buffer: Any) -> list[str]:
+    """The aten op names (``relu``, ``copy_``) of the FX nodes lowered into a buffer, by
+    node name; graph inputs among the origins compute nothing and are left out."""
+    origins = sorted(getattr(buffer, "origins", ()) or (), key=lambda n: n.name)
+    return [_packet_name(o.target) for o in origins if getattr(o, "op", None) == "call_function"]
+
+
+def _packet_name(target: Any) -> str:
+    packet = getattr(target, "_overloadpacket", None)
+    return getattr(packet, "__name__", None) or getattr(target, "__name__", str(target)).split(".")[0]
+
+
+def kernel_descriptor(nodes: Sequence[Any]) -> str:
+    """The middle of a kernel name: ``fused_<original-aten ops>`` as torch-spyre names it.
+
+    Inductor's ``get_fused_kernel_name`` reads ``meta["original_aten"]``; nodes without it
+    (a layout copy of a weight, nodes a pass created) would give a bare ``fused``, which
+    says nothing. Then the ops the buffers compute name the kernel, and a kernel that only
+    copies its input is a ``clone``.
+    """
+    fused = get_fused_kernel_name(nodes, "original_aten")
+    if fused != "fused":
+        return fused
+    ops = sorted({op for n in _flat_nodes(nodes) for op in _origin_ops(n.node)})
+    return "_".join(["fused", *(ops or ["clone"])])
 
 
 def _size(name: str) -> list[int | str]:
@@ -249,32 +276,48 @@ def _dtype(name: str) -> str:
         return "unknown"
 
 
-def build_opspec(snode: Any, call_args: Sequence[str]) -> OpSpec:
-    """The OpSpec of one scheduler node (one ComputedBuffer), handle included."""
+def build_opspec(snode: Any, call_args: Sequence[str]) -> tuple[OpSpec, str | None]:
+    """The OpSpec of one scheduler node (one ComputedBuffer), handle included, and why
+    it has no handle when it has none (None when it has one)."""
     buffer = snode.node
     op, is_reduction, op_info = _op_name(buffer)
     sizes, rsizes = snode.get_ranges()
     space = {f"d{i}": (opspec_mod.extent(s), 1) for i, s in enumerate([*sizes, *rsizes])}
 
     def arg(dep: Any, is_input: bool) -> TensorArg:
-        index = getattr(dep, "index", None)
+        if isinstance(dep, MemoryDep):
+            coordinates = [str(dep.index)]
+        elif isinstance(dep, StarDep):  # the whole buffer: a scatter target, a mutated input
+            coordinates = ["*"]
+        else:
+            coordinates = []
         return TensorArg(
             is_input=is_input,
             arg_index=call_args.index(dep.name) if dep.name in call_args else -1,
             device_dtype=_dtype(dep.name),
             device_size=_size(dep.name),
-            device_coordinates=[] if index is None else [str(index)],
+            device_coordinates=coordinates,
             name=dep.name,
         )
 
-    args = [arg(d, True) for d in snode.read_writes.reads]
-    args += [arg(d, False) for d in snode.read_writes.writes]
+    # a WeakDep orders a mutation after earlier reads; it moves no data, so it is no argument
+    args = [arg(d, True) for d in snode.read_writes.reads if not isinstance(d, WeakDep)]
+    args += [arg(d, False) for d in snode.read_writes.writes if not isinstance(d, WeakDep)]
+    handle, why = None, None
     try:
         handle = opspec_mod.build_debug_handle(buffer)
-    except Exception:  # provenance is debug-only: never fail a compile over it
-        log.warning("no debug handle for %s", buffer.get_name(), exc_info=True)
-        handle = None
-    return OpSpec(op, is_reduction, space, args, op_info, handle)
+        if handle is None:
+            why = "the buffer has no origins to build a debug handle from"
+    except Exception as exc:  # provenance is debug-only: the hook records it as a fault
+        why = f"building its debug handle failed: {type(exc).__name__}: {exc}"
+    return OpSpec(op, is_reduction, space, args, op_info, handle), why
+
+
+def _failed_opspec(snode: Any, exc: Exception) -> tuple[OpSpec, str]:
+    """What is left of an OpSpec that could not be built: its buffer, and why."""
+    name = getattr(getattr(snode, "node", None), "get_name", lambda: None)()
+    spec = OpSpec("unknown", False, {}, [TensorArg(False, -1, "unknown", [], [], name=name)], {})
+    return spec, f"its OpSpec could not be built: {type(exc).__name__}: {exc}"
 
 
 def _flat_nodes(node_schedule: Sequence[Any]) -> list[Any]:
@@ -345,6 +388,24 @@ class ReferenceScheduling(cpp_codegen.CppScheduling):
         super().codegen_node(node)
         self._set_flush_status(True)
 
+    # With every op realized (as torch-spyre configures Inductor), Inductor 2.13 fuses a
+    # reader of a mutated buffer (``scatter``'s result, say) into a kernel that runs before
+    # the mutation, and computes wrong values (the max-with-indices backward of
+    # tests/zoo/models.py:multi_reduce is off by 1.85). Nodes that touch a mutated buffer
+    # therefore stay unfused: a kernel of their own, in the scheduler's order.
+    def can_fuse_vertical(self, node1: Any, node2: Any) -> bool:
+        return not self._touches_mutation(node1, node2) and super().can_fuse_vertical(node1, node2)
+
+    def can_fuse_horizontal(self, node1: Any, node2: Any) -> bool:
+        return not self._touches_mutation(node1, node2) and super().can_fuse_horizontal(node1, node2)
+
+    def _touches_mutation(self, *nodes: Any) -> bool:
+        renamed = getattr(self.scheduler, "mutation_real_name", None) or {}
+        mutated = set(renamed) | set(renamed.values())
+        return bool(mutated) and any(
+            dep.name in mutated for n in nodes for dep in (*n.read_writes.reads, *n.read_writes.writes)
+        )
+
     def define_kernel(self, src_code: str, nodes: Sequence[Any], kernel_args: Any = None) -> str:
         """As ``CppScheduling.define_kernel``, named the Spyre way, plus OpSpecs and bundles."""
         wrapper = V.graph.wrapper_code
@@ -353,8 +414,7 @@ class ReferenceScheduling(cpp_codegen.CppScheduling):
             kernel_name = wrapper.src_to_kernel[src_code]
             is_new = False
         else:
-            fused = get_fused_kernel_name(nodes, "original_aten")
-            kernel_name = "_".join([KERNEL_PREFIX, fused, wrapper.next_kernel_suffix()])
+            kernel_name = "_".join([KERNEL_PREFIX, kernel_descriptor(nodes), wrapper.next_kernel_suffix()])
             wrapper.src_to_kernel[src_code] = kernel_name
             is_new = True
             self._define_cpp(wrapper, kernel_name, src_code, args)
@@ -397,6 +457,7 @@ class ReferenceBackend(Backend):
     name = "reference"
     device = DEVICE
     writes_handle_comments = True
+    extends_upstream = True
 
     def __init__(self, bundle_dir: str | os.PathLike[str] | None = None) -> None:
         #: Where SuperDSC-like bundles go (``<bundle_dir>/<kernel>/sdsc_<i>.json``); None: nowhere.
@@ -406,6 +467,10 @@ class ReferenceBackend(Backend):
         self.call_sites: list[tuple[str, list[OpSpec]]] = []
         #: Every bundle file written since ``install()``.
         self.bundles_written: list[Path] = []
+        #: Faults of the backend's own work (bundle writes) not yet handed to the hook.
+        self.faults: list[Fault] = []
+        # Why each OpSpec of the last call site has no handle (None: it has one).
+        self._last_missing: list[str | None] = []
         self._saved: dict[str, Any] | None = None
         # Node identities of the last call site: the hook asks for its OpSpecs right after.
         self._last_nodes: tuple[int, ...] = ()
@@ -448,6 +513,7 @@ class ReferenceBackend(Backend):
             raise
         self.call_sites.clear()
         self.bundles_written.clear()
+        self.faults.clear()
 
     def uninstall(self) -> None:
         saved, self._saved = self._saved, None
@@ -482,23 +548,28 @@ class ReferenceBackend(Backend):
         return (cpp_codegen,)
 
     def opspecs_for(self, kernel_name: str, node_schedule: Any) -> list[OpSpecRecord]:
-        """The OpSpecs of the call site being recorded (an extern call has none)."""
+        """The OpSpecs of the call site being recorded (an extern call has none), one per
+        buffer: a buffer whose handle could not be built is an OpSpec without one, with
+        the reason in ``missing_handle`` (the hook counts and reports it)."""
         if not isinstance(node_schedule, (list, tuple)):
             return []
-        try:
-            nodes = _flat_nodes(node_schedule)
-            if (
-                self.call_sites
-                and self.call_sites[-1][0] == kernel_name
-                and self._last_nodes == tuple(map(id, nodes))
-            ):
-                specs = self.call_sites[-1][1]
-            else:  # asked outside define_kernel -> codegen_comment: rebuild from the nodes
-                specs = [build_opspec(n, ()) for n in nodes]
-            return opspec_mod.opspec_records(specs)
-        except Exception:  # never break a compile over provenance
-            log.warning("OpSpecs of %s unavailable", kernel_name, exc_info=True)
-            return []
+        nodes = _flat_nodes(node_schedule)
+        if (
+            self.call_sites
+            and self.call_sites[-1][0] == kernel_name
+            and self._last_nodes == tuple(map(id, nodes))
+        ):
+            specs, missing = self.call_sites[-1][1], self._last_missing
+        else:  # asked outside define_kernel -> codegen_comment: rebuild from the nodes
+            specs, missing = self._build_opspecs(nodes, ())
+        return [
+            msgspec.structs.replace(record, missing_handle=why) if why else record
+            for record, why in zip(opspec_mod.opspec_records(specs), missing)
+        ]
+
+    def take_faults(self) -> list[Fault]:
+        faults, self.faults = self.faults, []
+        return faults
 
     # called by ReferenceScheduling.define_kernel
 
@@ -506,16 +577,23 @@ class ReferenceBackend(Backend):
         flat = _flat_nodes(nodes)
         try:
             call_args = list(args.cpp_argdefs()[1])
-        except Exception:
+        except Exception:  # no argument list: OpSpec arguments get index -1
             call_args = []
-        try:
-            specs = [build_opspec(n, call_args) for n in flat]
-        except Exception:  # OpSpecs are a provenance by-product: never fail a compile
-            log.warning("OpSpecs of %s could not be built", kernel_name, exc_info=True)
-            specs = []
+        specs, self._last_missing = self._build_opspecs(flat, call_args)
         self.call_sites.append((kernel_name, specs))
         self._last_nodes = tuple(map(id, flat))
         return specs
+
+    @staticmethod
+    def _build_opspecs(nodes: Sequence[Any], call_args: Sequence[str]) -> tuple[list[OpSpec], list[str | None]]:
+        """One OpSpec per buffer, whatever happens: a buffer is never dropped."""
+        built = []
+        for node in nodes:
+            try:
+                built.append(build_opspec(node, call_args))
+            except Exception as exc:  # provenance is debug-only: reported, never raised
+                built.append(_failed_opspec(node, exc))
+        return [spec for spec, _ in built], [why for _, why in built]
 
     def _write_bundles(self, kernel_name: str, specs: Sequence[OpSpec]) -> None:
         if self.bundle_dir is None:
@@ -530,8 +608,10 @@ class ReferenceBackend(Backend):
                             _redact_handle(body["debug_handle_"], self.path_redactor)
                 text = json.dumps(document, indent=2, sort_keys=True) + "\n"
                 self.bundles_written.append(atomic_write_text(folder / f"sdsc_{i}.json", text))
-            except Exception:  # a bundle is a by-product: never fail a compile over it
-                log.warning("could not write bundle %s", folder / f"sdsc_{i}.json", exc_info=True)
+            except Exception as exc:  # a bundle is a by-product: never fail a compile over it
+                self.faults.append(
+                    Fault("file write", f"{type(exc).__name__}: bundle {folder / f'sdsc_{i}.json'}: {exc}")
+                )
 
 
 _ABSENT = object()

@@ -146,6 +146,7 @@ class TorchSpyreBackend(Backend):
 
     name = "spyre"
     device = DEVICE
+    extends_upstream = True
 
     def __init__(
         self,
