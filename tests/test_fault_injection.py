@@ -173,6 +173,37 @@ def test_each_stage_faulted_on_the_reference_backend(stage: str, clean: Run, mon
         assert (file.parent / f"{NODE_MAPPINGS}.json").exists() == (diag.mapping == "hook")
 
 
+def test_a_buffer_whose_handle_cannot_be_built_is_counted_not_dropped(
+    clean: Run, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The reference backend's handle builder fails on one buffer: that buffer still has its
+    OpSpec (without a handle), the loss is one warning, one fault, one handleless OpSpec."""
+    from spyre_provenance.backends import opspec as opspec_mod
+
+    real, calls = opspec_mod.build_debug_handle, []
+
+    def fails_once(buffer: Any) -> Any:
+        calls.append(buffer)
+        if len(calls) == 1:
+            raise Injected("injected fault")
+        return real(buffer)
+
+    monkeypatch.setattr(opspec_mod, "build_debug_handle", fails_once)
+    run = compile_tiny(ReferenceBackend(), tmp_path, record_logged(monkeypatch))
+
+    (warned,) = run.warned
+    assert "spyre-provenance: OpSpec handle reading: " in str(warned.message)
+    assert "building its debug handle failed: Injected: injected fault" in str(warned.message)
+    diag = run.graph.diagnostics
+    assert diag.partial and not diag.complete and [f.stage for f in diag.fault_records] == ["OpSpec handle reading"]
+    assert diag.opspecs == clean.graph.diagnostics.opspecs  # no buffer dropped
+    assert diag.handleless_opspecs == 1
+    (doc,) = run.logged_docs(DIAGNOSTICS)
+    assert doc["handleless_opspecs"] == 1 and doc["partial"] and not doc["complete"]
+    specs = [s for specs in run.logged_docs("spyre_opspec_debug_handles")[0]["kernels"].values() for s in specs]
+    assert [s["debug_handle"] for s in specs].count(None) == 1
+
+
 # --- through the command line ------------------------------------------------------------------
 
 # spyre-provenance compile, with the build stage raising inside the hook
@@ -226,4 +257,4 @@ def test_compile_command_reports_the_loss(tmp_path: Path) -> None:
         capture_output=True, text=True, env=env,
     )
     assert validated.returncode == 0, validated.stdout + validated.stderr
-    assert f"OK      v1    {DIAGNOSTICS}" in validated.stdout
+    assert f"OK      v2    {DIAGNOSTICS}" in validated.stdout

@@ -110,3 +110,54 @@ def test_opspec_artifact_flattens_fused_handles_into_id_references(fused_record)
 
 def test_no_opspec_artifact_for_backends_without_opspecs():
     assert mapping.build_opspec_artifact([KernelRecord("cpp_fused_relu_0", 1, ["relu"])]) is None
+
+
+# --- links the hook infers where the origins leave tlparse nothing to highlight ---------------
+
+def _graph():
+    from spyre_provenance.records import GraphNode, PostGradGraph
+
+    return PostGradGraph(
+        [
+            GraphNode("primals_1", "placeholder", line=False),
+            GraphNode("primals_2", "placeholder", line=False),
+            GraphNode("permute", "call", "aten.permute", ("primals_1",)),
+            GraphNode("mm", "call", "aten.mm", ("primals_2", "permute")),
+            GraphNode("full", "call", "aten.full"),
+            GraphNode("scatter_add", "call", "aten.scatter_add", ("full", "mm")),
+            GraphNode("unused", "call", "aten.full"),
+        ],
+        outputs=("scatter_add",),
+    )
+
+
+def test_a_weight_copy_is_linked_to_the_nodes_that_read_it():
+    from spyre_provenance.records import Inferred
+
+    records = [
+        # the layout copy of primals_1: its only origin is the graph input
+        KernelRecord("sdsc_fused_clone_0", 1, ["primals_1"], consumers=["mm", "scatter_add"]),
+        KernelRecord("sdsc_fused_mm_1", 2, ["permute", "mm"]),
+        KernelRecord("sdsc_fused_scatter_add_2", 3, ["scatter_add"]),
+    ]
+    links = mapping.infer_links(records, _graph())
+    # mm reads the copy's input; scatter_add reads none of its nodes, so it is no consumer.
+    # full, inlined into the scatter's kernel, is listed there; unused is dead code.
+    assert links == [
+        Inferred("mm", "sdsc_fused_clone_0:1", "consumer"),
+        Inferred("full", "sdsc_fused_scatter_add_2:3", "inlined"),
+    ]
+    doc = mapping.build_node_mappings(records, {}, {}, links)
+    assert doc.cppCodeToPost["sdsc_fused_clone_0:1"] == ["primals_1", "mm"]
+    assert doc.postToCppCode["full"] == ["sdsc_fused_scatter_add_2:3"]
+
+
+def test_nothing_is_inferred_where_a_kernel_has_a_line_already():
+    records = [KernelRecord("k", 1, ["mm", "primals_1"], consumers=["scatter_add"]), KernelRecord("s", 2, ["full", "scatter_add"])]
+    assert mapping.infer_links(records, _graph()) == []
+
+
+def test_users_kernels_are_found_through_views():
+    graph = _graph()
+    assert mapping.kernels_of_users(graph, "primals_1", {"mm": ["k:2"]}) == ["k:2"]  # through permute
+    assert mapping.kernels_of_users(graph, "unused", {"mm": ["k:2"]}) == []

@@ -49,29 +49,47 @@ def test_defined_kernels_and_comments():
     assert wrapper_code.handle_comments(WRAPPER) == ["extern_kernels.addmm:1", "cpp_fused_relu_0:2"]
 
 
-def test_post_grad_nodes_and_views_by_rule():
-    nodes = coverage.post_grad_nodes(GRAPH)
-    assert [(n.name, n.op, n.emits_kernel) for n in nodes] == [
-        ("permute", "aten.permute", False),
-        ("addmm", "aten.addmm", True),
-        ("relu", "aten.relu", True),
+def test_post_grad_graph_nodes_views_and_lines():
+    graph = coverage.parse_post_grad_graph(GRAPH)
+    assert [(n.name, n.op, n.is_view, n.computes) for n in graph.nodes] == [
+        ("primals_1", "", False, False),
+        ("permute", "aten.permute", True, False),
+        ("addmm", "aten.addmm", False, True),
+        ("relu", "aten.relu", False, True),
     ]
+    # a graph input is named only in the ``def forward`` line: tlparse has nothing to highlight
+    assert not graph.has_line("primals_1") and graph.has_line("addmm")
+    assert graph.users("addmm") == ["relu"] and graph.outputs == ("relu",)
 
 
-def test_coverage_counts_unmapped_calls_and_unreached_nodes():
+def test_judge_counts_unannounced_calls_and_unreached_nodes():
     mapping = {
         "cppCodeToPost": {"extern_kernels.addmm:1": ["addmm"], "cpp_fused_relu_0:2": ["relu"]},
         "postToCppCode": {"addmm": ["extern_kernels.addmm:1"], "relu": ["cpp_fused_relu_0:2"]},
     }
-    cov = coverage.measure(WRAPPER, mapping, GRAPH, {"cpp_fused_relu_0:2": ['File "m.py", line 3']})
-    assert (cov.call_sites, cov.mapped_call_sites) == (3, 2)
-    assert cov.unmapped_call_sites == ["cpp_fused_relu_10"]
-    assert (cov.compute_nodes, cov.reached_compute_nodes, cov.no_kernel_nodes) == (2, 2, 1)
+    graph = coverage.parse_post_grad_graph(GRAPH)
+    cov = coverage.judge(WRAPPER, graph, mapping, stack_traces={"cpp_fused_relu_0:2": ['File "m.py", line 3']})
+    assert (cov.counts.call_sites, cov.counts.linked_call_sites) == (3, 2)
+    assert (cov.counts.compute_nodes, cov.counts.reached_nodes, cov.counts.exempt_nodes.view) == (2, 2, 1)
     assert cov.kernels_with_source == 1 and not cov.complete
+    unannounced = wrapper_code.call_sites(WRAPPER)[2].line
+    assert [(v.rule, v.where) for v in cov.violations] == [("call-sites", f"wrapper line {unannounced}")]
 
 
-def test_coverage_reports_a_key_no_comment_announces():
+def test_judge_reports_a_key_no_comment_announces_and_an_unreached_node():
     mapping = {"cppCodeToPost": {"cpp_fused_relu_0:7": ["relu"]}, "postToCppCode": {"relu": ["cpp_fused_relu_0:7"]}}
-    cov = coverage.measure(WRAPPER, mapping, GRAPH)
-    assert cov.keys_without_call == ["cpp_fused_relu_0:7"]
-    assert cov.unreached_nodes == ["addmm"]
+    cov = coverage.judge(WRAPPER, coverage.parse_post_grad_graph(GRAPH), mapping)
+    messages = [str(v) for v in cov.violations]
+    assert "cpp_fused_relu_0:7: mapping key without a call site in the wrapper [call-sites]" in messages
+    # addmm feeds relu, whose kernel computes it: inlined there, yet not listed, so a violation
+    assert (
+        "addmm: post-grad compute node (aten.addmm) is computed inside cpp_fused_relu_0:7 (inlined into"
+        " its users), but no kernel lists it [node-reach]"
+    ) in messages
+
+
+def test_judge_on_stock_inductor_turns_mapping_gaps_into_hints():
+    mapping = {"cppCodeToPost": {"extern_kernels.addmm:1": ["addmm"], "cpp_fused_relu_0:2": ["relu"]}}
+    graph = coverage.parse_post_grad_graph(GRAPH)
+    cov = coverage.judge(WRAPPER, graph, mapping, upstream=True)
+    assert cov.complete and len(cov.hints) == 1 and "cpp_fused_relu_10" in cov.hints[0]

@@ -1,102 +1,386 @@
-"""Coverage of one graph's mapping, measured on what tlparse reads (pure, no torch).
+"""Coverage of one graph's provenance: the one judge behind every verdict on it.
 
-Coverage, not op counts: every kernel call site in the generated code is a mapping key and
-vice versa, every post-grad compute node reaches a kernel, every kernel has a source line.
-Nodes that emit no kernel (views, metadata ops) are recognised by rule, never by name.
+The summary of ``compile``, the diagnostics artifact, the invariants of ``golden check`` and
+``golden update`` and the tests all call ``judge``, on what tlparse reads: the generated
+wrapper code, the post-grad graph, the node mappings and, on Spyre backends, the OpSpec
+debug handles. Coverage, not op counts:
+
+1. ``call-sites``: every kernel call in the wrapper is announced by one
+   ``[Provenance debug handles] name:N`` comment whose ``name:N`` is a mapping key, the line
+   tlparse highlights for it is that call, and every mapping key has its call.
+2. ``kernel-link``: every mapping key lists at least one post-grad node that has a line of
+   its own in the post-grad graph (a graph input has none: tlparse can highlight nothing),
+   and only nodes the graph has.
+3. ``node-reach``: every post-grad compute node reaches a kernel, or needs none for a stated
+   reason: a view or metadata op (by rule, ``NO_KERNEL_OPS``), dead code (no user, not an
+   output), a constant no kernel needs. A node computed inside its users' kernels (inlined)
+   must be listed there.
+4. ``opspec-handle``: every OpSpec carries a debug handle whose ``ir_chain`` names real
+   post-grad nodes, all mapped to its kernel.
+5. ``fused-constituents``: a handle naming several nodes lists one constituent per node.
+
+For stock Inductor (``upstream=True``) the mapping is torch's own: its gaps are reported as
+hints, not violations. The post-grad graph comes in as a ``PostGradGraph``, read from the
+logged text (``parse_post_grad_graph``, here) or from the FX graph itself (the hook); both
+readers give the same nodes (tests/test_zoo.py checks it on every graph of the zoo).
+
+Pure module: no torch import.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import msgspec
 
 from spyre_provenance import wrapper_code
-
-# ``name: "f32[8, 256]..." = torch.ops.aten.relu.default(addmm);`` in a readable FX graph
-_GRAPH_NODE = re.compile(
-    r"^\s+(?P<name>[A-Za-z_]\w*)(?:\s*:\s*\"[^\"]*\")?\s*=\s*torch\.ops\.(?P<ns>\w+)\.(?P<op>\w+)\."
+from spyre_provenance.mapping import kernels_of_users
+from spyre_provenance.records import (
+    FACTORY_OPS,
+    NO_KERNEL_OPS,  # noqa: F401 - re-exported: the rule's name in the README
+    CoverageCounts,
+    ExemptNodes,
+    GraphNode,
+    PostGradGraph,
+    Violation,
 )
 
-#: ATen ops that only re-describe memory (or say nothing of it): Inductor folds them into
-#: the indexing of the kernels around them, so they never get a kernel of their own.
-NO_KERNEL_OPS = frozenset(
-    {
-        "view", "_unsafe_view", "reshape", "permute", "t", "transpose", "expand",
-        "squeeze", "unsqueeze", "as_strided", "slice", "select", "alias", "detach",
-        "lift_fresh_copy", "_reshape_alias", "split", "split_with_sizes", "unbind",
-        "sym_size", "sym_stride", "sym_numel", "sym_storage_offset",
-    }
-)
+# ``name: "f32[8, 256]..." = rhs`` at the top level of the printed forward (8 spaces deep)
+_ASSIGNMENT = re.compile(r"^ {8}(?P<name>[A-Za-z_]\w*)(?:\s*:\s*\"[^\"]*\")?\s*=\s*(?P<rhs>.*)$")
+_FORWARD = re.compile(r"^ {4}def forward\(self(?P<params>.*)\):\s*$")
+_PARAM = re.compile(r"(?:^|,)\s*(?P<name>[A-Za-z_]\w*)\s*(?::|,|$)")
+_TORCH_OP = re.compile(r"^torch\.ops\.(?P<ns>\w+)\.(?P<op>\w+)(?:\.\w+)?\((?P<args>.*)$")
+_SUBSCRIPT = re.compile(r"^(?P<base>[A-Za-z_]\w*)\[")
+_ATTRIBUTE = re.compile(r"^self\.[\w.]+$")
+_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 
 
-class PostGradNode(msgspec.Struct, frozen=True):
-    name: str
-    op: str  # "aten.relu"
+def parse_post_grad_graph(text: str) -> PostGradGraph:
+    """The top-level nodes of a logged post-grad graph (``GraphModule.print_readable``).
 
-    @property
-    def emits_kernel(self) -> bool:
-        namespace, _, op = self.op.partition(".")
-        return not (namespace == "aten" and op in NO_KERNEL_OPS)
+    A node has a line when tlparse's rule finds its name on one: a line that is not a
+    comment, cut at its first ``=`` and then at its first ``:`` (graph inputs, named only
+    in the ``def forward(...)`` line, have none).
+    """
+    lines = text.splitlines()
+    highlightable = {_line_name(line) for line in lines} - {None}
+    nodes: list[GraphNode] = []
+    known: set[str] = set()
+    outputs: tuple[str, ...] = ()
+    for line in lines:
+        forward = _FORWARD.match(line) if not nodes else None
+        if forward:
+            for match in _PARAM.finditer(_STRING.sub('""', forward["params"])):
+                name = match["name"]
+                nodes.append(GraphNode(name, "placeholder", line=name in highlightable))
+                known.add(name)
+            continue
+        if line.startswith("        return "):
+            outputs = tuple(_names_in(line[len("        return ") :], known))
+            continue
+        assigned = _ASSIGNMENT.match(line)
+        if assigned is None:
+            continue
+        name, rhs = assigned["name"], assigned["rhs"].split(";", 1)[0].strip()
+        kind, op, args = _classify(rhs)
+        nodes.append(GraphNode(name, kind, op, tuple(_names_in(args, known)), name in highlightable))
+        known.add(name)
+    return PostGradGraph(nodes, outputs)
 
 
-def post_grad_nodes(graph_text: str) -> list[PostGradNode]:
-    """The call_function nodes of a readable post-grad graph, in graph order."""
-    return [
-        PostGradNode(m["name"], f"{m['ns']}.{m['op']}")
-        for m in map(_GRAPH_NODE.match, graph_text.splitlines())
-        if m
-    ]
+def _line_name(line: str) -> str | None:
+    """tlparse's ``extract_node_name``: what it would look a node up by on this line."""
+    stripped = line.strip()
+    if not stripped or stripped.startswith("#"):
+        return None
+    name = stripped.split("=", 1)[0].split(":", 1)[0].strip()
+    return name or None
+
+
+def _classify(rhs: str) -> tuple[str, str, str]:
+    """(kind, op, argument text) of a node's right-hand side."""
+    call = _TORCH_OP.match(rhs)
+    if call:
+        return "call", f"{call['ns']}.{call['op']}", call["args"]
+    if _ATTRIBUTE.match(rhs):
+        return "get_attr", "", ""
+    subscript = _SUBSCRIPT.match(rhs)
+    if subscript:
+        return "call", "getitem", subscript["base"]
+    return "call", "python", rhs
+
+
+def _names_in(text: str, known: set[str]) -> list[str]:
+    """The graph nodes an argument text names, in order, once each."""
+    found: list[str] = []
+    for name in _NAME.findall(_STRING.sub('""', text)):
+        if name in known and name not in found:
+            found.append(name)
+    return found
+
+
+# --- the judge --------------------------------------------------------------------------------
 
 
 class GraphCoverage(msgspec.Struct):
-    call_sites: int
-    mapped_call_sites: int
-    unmapped_call_sites: list[str]  # kernel names called without a mapped handle
-    keys_without_call: list[str]  # mapping keys no handle comment announces
-    compute_nodes: int
-    reached_compute_nodes: int
-    unreached_nodes: list[str]
-    no_kernel_nodes: int
+    """The judge's verdict on one graph: counts, violations (failures), hints (not)."""
+
+    counts: CoverageCounts
     kernels: int
     kernels_with_source: int
+    violations: list[Violation]
+    hints: list[str]
 
     @property
     def complete(self) -> bool:
-        return (
-            not self.unmapped_call_sites
-            and not self.keys_without_call
-            and not self.unreached_nodes
-            and self.call_sites == self.mapped_call_sites
-        )
+        return not self.violations
 
 
-def measure(
-    output_code: str,
-    node_mappings: Mapping[str, object],
-    graph_text: str | None = None,
+def judge(
+    output_code: str | None,
+    graph: PostGradGraph | None,
+    node_mappings: Mapping[str, Any] | None,
+    opspec_handles: Mapping[str, Any] | None = None,
     stack_traces: Mapping[str, Sequence[str]] | None = None,
+    *,
+    upstream: bool = False,
+    where: str = "",
 ) -> GraphCoverage:
-    """Coverage of ``node_mappings`` against the code and graph it describes."""
-    cpp_to_post = dict(node_mappings.get("cppCodeToPost") or {})  # type: ignore[arg-type]
-    post_to_cpp = dict(node_mappings.get("postToCppCode") or {})  # type: ignore[arg-type]
-    sites = wrapper_code.call_sites(output_code)
-    announced = {site.key for site in sites if site.key}
-    mapped = [s for s in sites if s.key in cpp_to_post and cpp_to_post[s.key]]
-    nodes = post_grad_nodes(graph_text) if graph_text else []
-    compute = [n for n in nodes if n.emits_kernel]
-    reached = [n for n in compute if post_to_cpp.get(n.name)]
+    """Every coverage rule on one graph.
+
+    ``opspec_handles`` None skips rules 4 and 5 (backends without OpSpecs). ``upstream``:
+    the mapping is stock Inductor's own, so its gaps are hints. A missing wrapper, graph or
+    mapping is itself a violation: coverage cannot be shown.
+    """
+    found = _Findings(where, upstream)
+    counts = CoverageCounts()
+    cpp_to_post = _map((node_mappings or {}).get("cppCodeToPost"))
+    if node_mappings is None:
+        found.bad("call-sites", "", "no node mappings to check")
+    if output_code is None:
+        found.bad("call-sites", "", "no wrapper code to check the mapping keys against")
+    else:
+        counts.call_sites, counts.linked_call_sites = _call_sites(output_code, cpp_to_post, graph, found)
+    if graph is None:
+        found.bad("node-reach", "", "no post-grad graph to check node coverage against")
+    else:
+        _kernel_links(graph, cpp_to_post, found)
+        _node_reach(graph, cpp_to_post, counts, found)
+    if opspec_handles is not None:
+        names = {n.name for n in graph.nodes} if graph is not None else None
+        _opspecs(opspec_handles, cpp_to_post, names, found)
     traces = stack_traces or {}
     return GraphCoverage(
-        call_sites=len(sites),
-        mapped_call_sites=len(mapped),
-        unmapped_call_sites=[s.key or s.name for s in sites if s not in mapped],
-        keys_without_call=[k for k in cpp_to_post if k not in announced],
-        compute_nodes=len(compute),
-        reached_compute_nodes=len(reached),
-        unreached_nodes=[n.name for n in compute if n not in reached],
-        no_kernel_nodes=len(nodes) - len(compute),
+        counts=counts,
         kernels=len(cpp_to_post),
         kernels_with_source=sum(1 for k in cpp_to_post if any(t.strip() for t in traces.get(k, ()))),
+        violations=found.violations,
+        hints=found.hints,
     )
+
+
+class _Findings:
+    def __init__(self, where: str, upstream: bool) -> None:
+        self.where = where
+        self.upstream = upstream
+        self.violations: list[Violation] = []
+        self.hints: list[str] = []
+
+    def _place(self, place: str) -> str:
+        if self.where and place:
+            return f"{self.where}: {place}"
+        return place or self.where or "graph"
+
+    def bad(self, rule: str, place: str, message: str) -> None:
+        self.violations.append(Violation(rule, self._place(place), message))
+
+    def gap(self, rule: str, place: str, message: str) -> None:
+        """A gap of the mapping: a violation, or on stock Inductor upstream's own (a hint)."""
+        if self.upstream:
+            self.hints.append(f"{self._place(place)}: {message} (a gap of stock Inductor's own mapping) [{rule}]")
+        else:
+            self.bad(rule, place, message)
+
+
+def _map(value: Any) -> dict[str, list[str]]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): [str(x) for x in v] for k, v in value.items() if isinstance(v, list)}
+
+
+def _call_sites(
+    code: str, cpp_to_post: Mapping[str, list[str]], graph: PostGradGraph | None, found: _Findings
+) -> tuple[int, int]:
+    """(call sites, linked call sites); the call-sites rule's findings go to ``found``."""
+    sites = wrapper_code.call_sites(code)
+    comments = wrapper_code.handle_comments(code)
+    linked = 0
+    for site in sites:
+        if site.key is None:
+            found.gap("call-sites", f"wrapper line {site.line}", f"call of {site.name} has no handle comment")
+            continue
+        if not cpp_to_post.get(site.key):
+            found.bad(
+                "call-sites", site.key, f"called at wrapper line {site.line} but not a mapping key"
+                + (" (mapped to no node)" if site.key in cpp_to_post else ""),
+            )
+            continue
+        shown = wrapper_code.tlparse_line(code, site.key)
+        if shown != site.line:
+            what = f"line {shown}" if shown is not None else "every line naming the kernel"
+            found.bad("call-sites", site.key, f"tlparse highlights {what}, not the call at wrapper line {site.line}")
+            continue
+        if graph is None or any(graph.has_line(n) for n in cpp_to_post[site.key]):
+            linked += 1
+    seen: set[str] = set()
+    for key in comments:
+        if key in seen:
+            found.bad("call-sites", key, "announced by more than one handle comment")
+        seen.add(key)
+    called = {site.key for site in sites if site.key}
+    for key in comments:
+        if key not in called:
+            found.bad("call-sites", key, "a handle comment announces it, but no kernel call follows")
+    for key in cpp_to_post:
+        if key not in seen:
+            found.bad("call-sites", key, "mapping key without a call site in the wrapper")
+    return len(sites), linked
+
+
+def _kernel_links(graph: PostGradGraph, cpp_to_post: Mapping[str, list[str]], found: _Findings) -> None:
+    for key, names in cpp_to_post.items():
+        missing = [n for n in names if graph.get(n) is None]
+        for name in missing:
+            found.bad("kernel-link", key, f"maps to {name}, which is not a node of the post-grad graph")
+        if names and not missing and not any(graph.has_line(n) for n in names):
+            found.gap(
+                "kernel-link", key,
+                f"maps only to {', '.join(names)}, which {'has' if len(names) == 1 else 'have'} no line of"
+                " its own in the post-grad graph (graph inputs): tlparse highlights nothing for it",
+            )
+
+
+def _node_reach(
+    graph: PostGradGraph, cpp_to_post: Mapping[str, list[str]], counts: CoverageCounts, found: _Findings
+) -> None:
+    kernels_of: dict[str, list[str]] = {}
+    for key, names in cpp_to_post.items():
+        for name in names:
+            kernels_of.setdefault(name, []).append(key)
+    exempt = ExemptNodes()
+    outputs = set(graph.outputs)
+    for node in graph.nodes:
+        if node.is_view:
+            exempt.view += 1
+            continue
+        if not node.computes:
+            continue
+        counts.compute_nodes += 1
+        if node.name in kernels_of:
+            counts.reached_nodes += 1
+            continue
+        if not graph.users(node.name) and node.name not in outputs:
+            exempt.dead += 1
+            continue
+        inside = kernels_of_users(graph, node.name, kernels_of)
+        if inside:
+            found.gap(
+                "node-reach", node.name,
+                f"post-grad compute node ({node.op}) is computed inside {', '.join(inside)} (inlined into its"
+                " users), but no kernel lists it",
+            )
+        elif _is_constant(graph, node):
+            exempt.constant += 1
+        else:
+            found.gap("node-reach", node.name, f"post-grad compute node ({node.op}) reaches no kernel")
+    counts.exempt_nodes = exempt
+
+
+def _is_constant(graph: PostGradGraph, node: GraphNode) -> bool:
+    """A factory op of no tensor: its value needs no kernel unless a user reads it."""
+    _, _, op = node.op.partition(".")
+    return op in FACTORY_OPS and not any(graph.get(i) is not None for i in node.inputs)
+
+
+# --- OpSpec handles (rules 4 and 5) ---------------------------------------------------------
+
+
+def _opspecs(
+    doc: Mapping[str, Any], cpp_to_post: Mapping[str, list[str]], graph_nodes: set[str] | None, found: _Findings
+) -> None:
+    kernels = doc.get("kernels") if isinstance(doc.get("kernels"), Mapping) else {}
+    handles = doc.get("handles") if isinstance(doc.get("handles"), Mapping) else {}
+    for key, specs in kernels.items():
+        if key not in cpp_to_post:
+            found.bad("opspec-handle", key, "has OpSpecs but is not a mapping key")
+        specs = specs if isinstance(specs, list) else []
+        buffers = {s.get("buffer") for s in specs if isinstance(s, Mapping) and s.get("buffer")}
+        mapped = set(cpp_to_post.get(key, ()))
+        for i, spec in enumerate(specs):
+            place = f"{key} OpSpec {i} ({spec.get('buffer') or '?'}, {spec.get('op')})"
+            hid = spec.get("debug_handle")
+            if hid is None:
+                found.bad("opspec-handle", place, "carries no debug handle")
+                continue
+            if not isinstance(handles.get(hid), Mapping):
+                found.bad("opspec-handle", place, f"debug handle {hid} is not in the handles table")
+                continue
+            named = handle_nodes(hid, handles, buffers)
+            if not named:
+                found.bad("opspec-handle", place, "debug handle names no post-grad node (empty ir_chain)")
+            for name in named:
+                if graph_nodes is not None and name not in graph_nodes:
+                    found.bad("opspec-handle", place, f"debug handle names {name}, which is not a post-grad node")
+                elif name not in mapped:
+                    found.bad("opspec-handle", place, f"debug handle names {name}, which the kernel's mapping lacks")
+            _fused(hid, handles, buffers, place, found, set())
+
+
+def _own_nodes(handle: Mapping[str, Any], buffers: Iterable[str]) -> list[str]:
+    skip = set(buffers)
+    return [n for n in handle.get("ir_chain") or () if n not in skip]
+
+
+def handle_nodes(hid: str, handles: Mapping[str, Any], buffers: Iterable[str]) -> list[str]:
+    """Nodes a flattened handle names: its ir_chain and its constituents' (buffers are not
+    nodes), in breadth-first order, once each."""
+    buffers = set(buffers)
+    found: list[str] = []
+    pending, seen = [hid], set()
+    while pending:
+        current = pending.pop(0)
+        if current in seen or not isinstance(handles.get(current), Mapping):
+            continue
+        seen.add(current)
+        for name in _own_nodes(handles[current], buffers):
+            if name not in found:
+                found.append(name)
+        pending.extend(handles[current].get("fused_from") or ())
+    return found
+
+
+def _fused(hid: str, handles: Mapping[str, Any], buffers: set[str], place: str, found: _Findings, seen: set[str]) -> None:
+    if hid in seen:
+        return
+    seen.add(hid)
+    handle = handles.get(hid)
+    if not isinstance(handle, Mapping):
+        return
+    own = _own_nodes(handle, buffers)
+    children = list(handle.get("fused_from") or ())
+    listed = [n for c in children if isinstance(handles.get(c), Mapping) for n in _own_nodes(handles[c], buffers)]
+    if len(own) > 1 or children:
+        missing = [n for n in own if n not in listed]
+        extra = [n for n in listed if n not in own]
+        if missing:
+            found.bad("fused-constituents", place, f"handle fuses {', '.join(own)} but lists no constituent for {', '.join(missing)}")
+        if extra:
+            found.bad("fused-constituents", place, f"handle lists constituent(s) {', '.join(extra)} outside its ir_chain")
+        for child in children:
+            if child not in handles:
+                found.bad("fused-constituents", place, f"constituent handle {child} is not in the handles table")
+    for child in children:
+        _fused(child, handles, buffers, place, found, seen)

@@ -17,7 +17,9 @@ from spyre_provenance.records import (
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
+    GraphNode,
     NodeMap,
+    PostGradGraph,
 )
 
 if TYPE_CHECKING:
@@ -52,6 +54,58 @@ def pre_post_relation_for(graph: Any, pre_grad_graph_id: int | None) -> tuple[No
         return {}, {}
     provenance = get_graph_provenance_json(graph.module.graph)
     return mapping.pre_post_relation(provenance, pre_grad_graph_id)
+
+
+def post_grad_graph(graph: Any) -> PostGradGraph:
+    """The post-grad graph being lowered, node by node as it is printed for tlparse
+    (``GraphModule.print_readable``: one line per op and constant, graph inputs in the
+    ``def forward`` line only)."""
+    nodes: list[GraphNode] = []
+    outputs: tuple[str, ...] = ()
+    for node in graph.module.graph.nodes:
+        if node.op == "placeholder":
+            nodes.append(GraphNode(node.name, "placeholder", line=False))
+        elif node.op == "output":
+            outputs = tuple(n.name for n in node.all_input_nodes)
+        elif node.op == "get_attr":
+            nodes.append(GraphNode(node.name, "get_attr"))
+        else:
+            inputs = tuple(dict.fromkeys(n.name for n in node.all_input_nodes))
+            nodes.append(GraphNode(node.name, "call", _op_name(node), inputs))
+    return PostGradGraph(nodes, outputs)
+
+
+def _op_name(node: Any) -> str:
+    """``aten.relu`` for ``torch.ops.aten.relu.default``, as the printed graph shows it."""
+    import operator
+
+    import torch
+
+    target = node.target
+    if node.op != "call_function":
+        return "python"
+    if target is operator.getitem:
+        return "getitem"
+    if isinstance(target, torch._ops.OpOverload):
+        return f"{target.namespace}.{target._overloadpacket.__name__}"
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        return target._qualified_op_name.replace("::", ".")
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return f"{target.namespace}.{target.name()}"
+    return "python"
+
+
+def output_code(graph: Any) -> str | None:
+    """The wrapper code of the graph just compiled, as logged for tlparse; None before
+    ``compile_to_module`` wrote it (AOT compiles keep theirs elsewhere)."""
+    path = getattr(graph, "cache_path", None)
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return None
 
 
 def log_artifact(name: str, document: Any) -> None:

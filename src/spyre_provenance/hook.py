@@ -29,21 +29,26 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance import mapping
+from spyre_provenance import coverage, mapping
 from spyre_provenance.backends import get_backend
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.records import (
     DIAGNOSTICS,
     FAULT_STAGES,
     OPSPEC_DEBUG_HANDLES,
-    DiagnosticsV1,
+    CoverageCounts,
+    DiagnosticsV2,
     Fault,
+    Inferred,
     KernelRecord,
     NodeMappingsV2,
+    Violation,
 )
 
 TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
 DUMP_FUNCTION = "dump_inductor_provenance_info"
+#: Inductor IR classes whose call is written without a handle comment (torch 2.13).
+UNANNOUNCED_FALLBACKS = ("ScatterFallback", "IndexPutFallback")
 
 # Fault stages, in the order a graph passes through them (named in warnings, summaries and
 # the diagnostics artifact).
@@ -63,6 +68,16 @@ class GraphDiagnostics(msgspec.Struct):
     opspecs: int = 0
     disagreements: list[str] = []  # kernel keys whose handles and origins disagree
     matches_upstream: bool | None = None  # None: upstream had nothing comparable
+    coverage: CoverageCounts | None = None  # None: not judged (no wrapper code at hand)
+    inferred: list[Inferred] = []  # nodes listed beyond the kernels' origins, and why
+    violations: list[Violation] = []  # coverage rules the graph breaks
+    hints: list[str] = []  # gaps that are not failures (stock Inductor's own)
+
+    @property
+    def complete(self) -> bool:
+        """Nothing lost, nothing missing: the one verdict summary, exit status and the
+        diagnostics artifact all give."""
+        return not self.partial and self.coverage is not None and not self.violations
 
 
 class GraphResult(msgspec.Struct):
@@ -78,6 +93,7 @@ class GraphResult(msgspec.Struct):
     upstream_node_mappings: dict[str, Any] | None
     diagnostics: GraphDiagnostics
     label: str | None = None  # the model label graph folders are named with (compile --out)
+    backend: str | None = None  # the backend's name ("reference", "inductor", "spyre")
 
 
 _lock = threading.RLock()
@@ -119,6 +135,8 @@ class Session:
             seen.add(id(module))
             self._patch(module, TRACING_FUNCTION, self._wrap_tracing(getattr(module, TRACING_FUNCTION)))
         self._patch(inductor_debug, DUMP_FUNCTION, self._wrap_dump(getattr(inductor_debug, DUMP_FUNCTION)))
+        if self.backend.extends_upstream:
+            self._announce_fallbacks()
         if config.trace.provenance_tracking_level == 0:
             self._saved_level = 0
             config.trace.provenance_tracking_level = 1
@@ -143,6 +161,32 @@ class Session:
             entry = getattr(module, "_config", {}).get(name)
             if getattr(entry, "env_value_force", None) is True:
                 self._patch(entry, "env_value_force", False)
+
+    def _announce_fallbacks(self) -> None:
+        """Give the fallback calls Inductor writes without a handle comment one.
+
+        ``ScatterFallback`` and ``IndexPutFallback`` write their call (``aten.scatter_reduce_.two(...)``)
+        without the ``codegen_comment`` other extern kernels get, so the call site has no
+        handle and no page links it. Calling it first takes the handle through the same
+        tracing function and writes the comment on the line before the call.
+        """
+        from torch._inductor import ir
+
+        for name in UNANNOUNCED_FALLBACKS:
+            cls = getattr(ir, name, None)
+            original = getattr(cls, "__dict__", {}).get("codegen")
+            if original is None:
+                continue
+
+            def codegen(node: Any, wrapper: Any, _original: Any = original) -> None:
+                try:
+                    node.codegen_comment(wrapper)
+                except Exception as exc:  # noqa: BLE001 - never break a compile
+                    self._fault("record collection", None, exc)
+                _original(node, wrapper)
+
+            codegen.__wrapped__ = original  # type: ignore[attr-defined]
+            self._patch(cls, "codegen", codegen)
 
     def uninstall(self) -> None:
         from torch._inductor import config
@@ -186,6 +230,8 @@ class Session:
                 is_extern=is_extern,
                 stack_traces=_stack_traces(node_schedule, is_extern),
             )
+            if not is_extern:
+                record.consumers = _consumers(node_schedule, record.post_grad_nodes)
         if record is None:
             return
         with self._stage("get_kernel_metadata", graph_key):
@@ -193,6 +239,15 @@ class Session:
         if not is_extern:
             with self._stage("OpSpec handle reading", graph_key):
                 record.opspecs = self.backend.opspecs_for(kernel_name, node_schedule)
+            for spec in record.opspecs or ():
+                if spec.missing_handle:  # counted in handleless_opspecs too, by _cross_check
+                    self._note(
+                        "OpSpec handle reading",
+                        graph_key,
+                        f"{record.key}: {spec.buffer or '?'} ({spec.op}) has no debug handle: {spec.missing_handle}",
+                    )
+        for fault in self.backend.take_faults():
+            self._note(fault.stage, graph_key, fault.error)
         self._pending.setdefault(graph_key, []).append(record)
 
     def record_call_site(self, node_schedule: Any, kernel_name: str) -> int | None:
@@ -245,6 +300,7 @@ class Session:
         index = len(self.results)
         result = GraphResult(
             label=self.label,
+            backend=self.backend.name,
             index=index,
             compile_id=emit.current_compile_id(),
             kind=_graph_kind(graph),
@@ -260,11 +316,17 @@ class Session:
         diag = result.diagnostics
 
         built = validated = False
+        graph_model = None
         with self._stage("build", graph_key):
+            graph_model = emit.post_grad_graph(graph)
+            if self.backend.extends_upstream:
+                diag.inferred = mapping.infer_links(records, graph_model)
             pre_to_post, post_to_pre = emit.pre_post_relation_for(
                 graph, self._pre_grad_graph_id(result)
             )
-            result.node_mappings = mapping.build_node_mappings(records, pre_to_post, post_to_pre)
+            result.node_mappings = mapping.build_node_mappings(
+                records, pre_to_post, post_to_pre, diag.inferred
+            )
             result.stack_traces = mapping.build_stack_traces(records)
             result.opspec_handles = mapping.build_opspec_artifact(records)
             if self.redactor is not None:  # before validation: what is checked is what is emitted
@@ -293,8 +355,27 @@ class Session:
                     emit.log_artifact(OPSPEC_DEBUG_HANDLES, result.opspec_handles)
             with self._stage("file write", graph_key):
                 emit.write_graph_files(result, graph, self.out_dir)
+        with self._stage("build", graph_key):
+            self._judge(result, graph, graph_model, upstream)
         self._emit_diagnostics(result, graph, graph_key)
         return None if not validated else msgspec.to_builtins(result.node_mappings)
+
+    def _judge(self, result: GraphResult, graph: Any, graph_model: Any, upstream: dict[str, Any]) -> None:
+        """Coverage of what the log will hold for this graph, judged as ``compile`` and
+        ``golden`` judge it from the log: the same function on the same code and nodes."""
+        from spyre_provenance import emit
+
+        code = emit.output_code(graph)
+        if code is None or graph_model is None:
+            result.diagnostics.hints = ["coverage not judged: the graph's wrapper code is not at hand"]
+            return
+        logged = msgspec.to_builtins(result.node_mappings) if result.node_mappings is not None else upstream
+        verdict = coverage.judge(
+            code, graph_model, logged, result.opspec_handles, result.stack_traces,
+            upstream=not self.backend.extends_upstream,
+        )
+        diag = result.diagnostics
+        diag.coverage, diag.violations, diag.hints = verdict.counts, verdict.violations, verdict.hints
 
     def _emit_diagnostics(self, result: GraphResult, graph: Any, graph_key: int) -> None:
         """Log and write the graph's ``spyre_provenance_diagnostics``, mapping or not.
@@ -371,7 +452,12 @@ class Session:
                 graph_key = id(V.graph)
             except Exception:  # noqa: BLE001
                 graph_key = 0
-        error = f"{type(exc).__name__}: {_one_line(str(exc))}"
+        self._note(stage, graph_key, f"{type(exc).__name__}: {str(exc)}")
+
+    def _note(self, stage: str, graph_key: int, error: str) -> None:
+        """Record a loss of ``stage`` on a graph (``error``: what was lost, and why) and warn
+        once per stage and session; the graph becomes partial."""
+        error = _one_line(error)
         if self.redactor is not None:
             error = self.redactor.redact_text(error)
         self._faults.setdefault(graph_key, []).append(Fault(stage, error))
@@ -389,10 +475,12 @@ def diagnostics_document(result: GraphResult) -> dict[str, Any]:
     """The ``spyre_provenance_diagnostics`` document of a graph, as it is logged and written."""
     diag = result.diagnostics
     return msgspec.to_builtins(
-        DiagnosticsV1(
+        DiagnosticsV2(
             compile_id=result.compile_id,
             graph=result.kind,
+            backend=result.backend,
             partial=diag.partial,
+            complete=diag.complete,
             mapping=diag.mapping,
             faults=list(diag.fault_records),
             kernels=len(result.records),
@@ -400,6 +488,10 @@ def diagnostics_document(result: GraphResult) -> dict[str, Any]:
             handleless_opspecs=diag.handleless_opspecs,
             disagreements=list(diag.disagreements),
             matches_upstream=diag.matches_upstream,
+            coverage=diag.coverage,
+            inferred=list(diag.inferred),
+            violations=list(diag.violations),
+            hints=list(diag.hints),
         )
     )
 
@@ -438,6 +530,25 @@ def _origin_names(node_schedule: Any, is_extern: bool) -> list[str]:
             if origin.name not in names:
                 names.append(origin.name)
     return names
+
+
+def _consumers(node_schedule: Any, own: list[str]) -> list[str]:
+    """Post-grad nodes of the scheduler nodes that read what this call site writes."""
+    found: list[str] = []
+    for snode in node_schedule:
+        outputs = snode.get_outputs() if hasattr(snode, "get_outputs") else ()
+        for buffer in outputs:
+            for user in getattr(buffer, "users", ()):
+                if getattr(user, "is_weak", False):
+                    continue
+                user_node = user.node
+                inner = user_node.get_nodes() if hasattr(user_node, "get_nodes") else [user_node]
+                for node in inner:
+                    ir_node = getattr(node, "node", None)
+                    for origin in getattr(ir_node, "origins", None) or ():
+                        if origin.name not in own and origin.name not in found:
+                            found.append(origin.name)
+    return found
 
 
 def _stack_traces(node_schedule: Any, is_extern: bool) -> list[str]:

@@ -18,11 +18,13 @@ import msgspec
 from spyre_provenance.fastpath import gc_paused
 from spyre_provenance.records import (
     DebugHandle,
+    Inferred,
     KernelRecord,
     KernelStackTraces,
     NodeMap,
     NodeMappingsV2,
     OpSpecRecord,
+    PostGradGraph,
 )
 
 MAPPING_VERSION = 2.0
@@ -140,18 +142,27 @@ def kernel_nodes(record: KernelRecord) -> KernelNodes:
 
 
 def build_node_mappings(
-    records: Sequence[KernelRecord], pre_to_post: NodeMap, post_to_pre: NodeMap
+    records: Sequence[KernelRecord],
+    pre_to_post: NodeMap,
+    post_to_pre: NodeMap,
+    inferred: Sequence[Inferred] = (),
 ) -> NodeMappingsV2:
-    """The upstream ``inductor_provenance_tracking_node_mappings`` document, version 2.0."""
+    """The upstream ``inductor_provenance_tracking_node_mappings`` document, version 2.0.
+
+    ``inferred`` links (``infer_links``) follow a kernel's own nodes in its list.
+    """
     cpp_to_post: NodeMap = {}
     post_to_cpp: NodeMap = {}
+    extra: dict[str, list[str]] = {}
+    for link in inferred:
+        extra.setdefault(link.kernel, []).append(link.node)
     with gc_paused():  # 100k call sites make millions of lists: no cyclic-GC rescans
         for record in sorted(records, key=lambda r: r.handle):
             key = record.key  # one string per call site, shared by every list naming it
             # kernel_nodes(record).nodes, without its copy and cross-check where there are
             # no OpSpecs: the nodes are the record's own then
             nodes = record.post_grad_nodes if record.opspecs is None else kernel_nodes(record).nodes
-            nodes = list(dict.fromkeys(nodes))
+            nodes = list(dict.fromkeys([*nodes, *extra.get(key, ())] if extra else nodes))
             cpp_to_post[key] = nodes
             for node in nodes:  # _append_unique, inlined: this loop runs once per reference
                 keys = post_to_cpp.get(node)
@@ -296,3 +307,74 @@ def _encode(value: Any) -> bytes:
     except TypeError:
         text = _ENCODER.encode(msgspec.to_builtins(value))
     return text.encode("utf-8")
+
+
+def kernels_of_users(graph: PostGradGraph, name: str, kernels_of: Mapping[str, Sequence[str]]) -> list[str]:
+    """The kernels that compute the users of ``name``: its users' own, and for users no
+    kernel lists (a view, an inlined op), theirs, transitively. In graph order, once each."""
+    found: list[str] = []
+    pending, seen = list(graph.users(name)), {name}
+    while pending:
+        user = pending.pop(0)
+        if user in seen:
+            continue
+        seen.add(user)
+        if user in kernels_of:
+            found.extend(k for k in kernels_of[user] if k not in found)
+        else:
+            pending.extend(graph.users(user))
+    return found
+
+
+def _reads(graph: PostGradGraph, name: str) -> set[str]:
+    """The nodes ``name`` reads, looking through views (Inductor folds a view into the
+    indexing of its reader, so the reader reads what the view describes)."""
+    found: set[str] = set()
+    node = graph.get(name)
+    pending = list(node.inputs) if node is not None else []
+    while pending:
+        current = pending.pop()
+        if current in found:
+            continue
+        found.add(current)
+        read = graph.get(current)
+        if read is not None and read.is_view:
+            pending.extend(read.inputs)
+    return found
+
+
+def infer_links(records: Sequence[KernelRecord], graph: PostGradGraph) -> list[Inferred]:
+    """Post-grad nodes a kernel computes or serves that its schedule's origins leave out.
+
+    - ``consumer``: a kernel whose nodes are all graph inputs (a weight's layout copy) has
+      nothing tlparse can highlight; it is listed with the nodes that read what it writes
+      and read that input, directly or through views (``KernelRecord.consumers``).
+    - ``inlined``: a compute node no kernel lists but whose users' kernels compute it (a
+      constant fill inlined into a scatter's initialisation): listed with those kernels.
+
+    Graph order, then call-site order; nothing a kernel already lists.
+    """
+    nodes_of = {r.key: list(dict.fromkeys(kernel_nodes(r).nodes if r.opspecs is not None else r.post_grad_nodes)) for r in records}
+    found: list[Inferred] = []
+    for record in sorted(records, key=lambda r: r.handle):
+        own = nodes_of[record.key]
+        if not own or any(graph.get(n) is None or graph.has_line(n) for n in own):
+            continue
+        for name in record.consumers:
+            node = graph.get(name)
+            if node is not None and node.line and _reads(graph, name) & set(own) and name not in own:
+                found.append(Inferred(name, record.key, "consumer"))
+    kernels_of: dict[str, list[str]] = {}
+    for key, names in nodes_of.items():
+        for name in names:
+            kernels_of.setdefault(name, []).append(key)
+    for link in found:
+        kernels_of.setdefault(link.node, []).append(link.kernel)
+    outputs = set(graph.outputs)
+    for node in graph.nodes:
+        if not node.computes or node.name in kernels_of:
+            continue
+        if not graph.users(node.name) and node.name not in outputs:
+            continue  # dead code: nothing computes it
+        found.extend(Inferred(node.name, key, "inlined") for key in kernels_of_users(graph, node.name, kernels_of))
+    return found

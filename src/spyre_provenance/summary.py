@@ -1,7 +1,9 @@
-"""After a compile: re-read what was written, validate it, measure coverage, print a summary.
+"""After a compile: re-read what was written, validate it, judge coverage, print a summary.
 
 Everything here reads files (the TORCH_TRACE log, the ``--out`` artifacts), not the hook's
-memory: the summary describes what tlparse and a CI job will actually see.
+memory: the summary describes what tlparse and a CI job will actually see. Coverage comes
+from ``coverage.judge`` on the log, the function the hook judged the same graph with for
+its diagnostics artifact; where the two disagree, the summary says so and the run fails.
 """
 
 from __future__ import annotations
@@ -16,10 +18,19 @@ from spyre_provenance import coverage
 if TYPE_CHECKING:
     from spyre_provenance.compile_run import CompileReport
 
+#: Violations listed per graph; the rest are counted.
+SHOWN_VIOLATIONS = 10
+
 
 class GraphCheck(msgspec.Struct):
     compile_id: str
     coverage: coverage.GraphCoverage | None
+    #: what the graph's logged diagnostics say, where it disagrees with the log's coverage
+    inconsistent: list[str] = []
+
+    @property
+    def complete(self) -> bool:
+        return self.coverage is not None and self.coverage.complete and not self.inconsistent
 
 
 class OutputCheck(msgspec.Struct):
@@ -33,16 +44,20 @@ class OutputCheck(msgspec.Struct):
     def all_valid(self) -> bool:
         return not self.invalid
 
+    @property
+    def all_complete(self) -> bool:
+        return all(g.complete for g in self.graphs)
+
 
 def check_outputs(paths: Path | list[Path], log: Path | None) -> OutputCheck:
     """Validate every artifact in ``paths`` (a folder, or this run's graph folders) and in
-    ``log``, and measure each graph the log holds.
+    ``log``, and judge the coverage of each graph the log holds.
 
     A compile names only its own folders and log: another run may be writing into the
     same ``--out`` at the same time, and its half-written files are not this run's verdict.
     """
     from spyre_provenance import schemas
-    from spyre_provenance.invariants import read_log_graphs
+    from spyre_provenance.invariants import judge_logged, read_log_graphs
 
     targets = [paths] if isinstance(paths, Path) else list(paths)
     targets += [log] if log is not None and log not in targets else []
@@ -51,13 +66,27 @@ def check_outputs(paths: Path | list[Path], log: Path | None) -> OutputCheck:
     graphs: list[GraphCheck] = []
     if log is not None:
         for graph in read_log_graphs(log):
-            measured = None
-            if graph.node_mappings is not None and graph.output_code is not None:
-                measured = coverage.measure(
-                    graph.output_code, graph.node_mappings, graph.post_grad_graph, graph.stack_traces
-                )
-            graphs.append(GraphCheck(graph.compile_id, measured))
+            if graph.output_code is None:
+                continue  # a graph Inductor did not finish: no code, nothing to judge
+            judged = judge_logged(graph)
+            graphs.append(GraphCheck(graph.compile_id, judged, _disagreements(judged, graph.diagnostics)))
     return OutputCheck(artifacts=len(results), invalid=invalid, graphs=graphs)
+
+
+def _disagreements(judged: coverage.GraphCoverage, diagnostics: dict | None) -> list[str]:
+    """Where the hook's judgement (its diagnostics) and the log's differ: one of the two
+    saw something else than tlparse will."""
+    if diagnostics is None or diagnostics.get("version") == 1:
+        return []
+    logged = diagnostics.get("coverage")
+    mine = msgspec.to_builtins(judged.counts)
+    found = []
+    if logged != mine:
+        found.append(f"diagnostics counted {logged}, the log shows {mine}")
+    logged_complete = bool(diagnostics.get("complete"))
+    if logged_complete and not judged.complete:
+        found.append("diagnostics say complete, the log's coverage is not")
+    return found
 
 
 def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: Path) -> str:
@@ -69,20 +98,14 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
     ]
     if not report.graphs:
         lines.append("  NO GRAPH RECORDED: the hook saw no kernel code generation")
-    for graph, logged in zip(report.graphs, checked.graphs + [None] * len(report.graphs)):
+    for graph, logged in zip(report.graphs, pair_graphs(report.graphs, checked.graphs)):
         d = graph.diagnostics
-        kernels = len(graph.records)
-        lines.append(f"  graph {graph.compile_id} {graph.kind}: {kernels} kernel call site(s)")
+        lines.append(f"  graph {graph.compile_id} {graph.kind}: {len(graph.records)} kernel call site(s)")
         cov = logged.coverage if logged is not None else None
-        if cov is not None:
-            lines += [
-                f"    mapped call sites:     {cov.mapped_call_sites}/{cov.call_sites}"
-                + (f"  unmapped: {', '.join(cov.unmapped_call_sites)}" if cov.unmapped_call_sites else ""),
-                f"    post-grad nodes reached: {cov.reached_compute_nodes}/{cov.compute_nodes}"
-                f" ({cov.no_kernel_nodes} view/metadata node(s) emit no kernel)"
-                + (f"  unreached: {', '.join(cov.unreached_nodes)}" if cov.unreached_nodes else ""),
-                f"    kernels with a source line: {cov.kernels_with_source}/{cov.kernels}",
-            ]
+        if cov is None:
+            lines.append("    coverage: NOT JUDGED (the log holds no code for this graph)")
+        else:
+            lines += _coverage_lines(cov, d.inferred)
         if d.opspecs:
             lines.append(
                 f"    OpSpecs: {d.opspecs}, without handle: {d.handleless_opspecs}, "
@@ -93,6 +116,8 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
             lines.append("    PARTIAL: " + "; ".join(d.faults))
             if d.mapping == "upstream":
                 lines.append("    mapping left out: the log holds Inductor's own mapping for this graph")
+        for problem in logged.inconsistent if logged is not None else ():
+            lines.append(f"    INCONSISTENT: {problem}")
     lines.append(
         f"  artifacts: {checked.artifacts} validated, "
         + ("all valid" if checked.all_valid else f"{len(checked.invalid)} INVALID")
@@ -102,3 +127,37 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
     for page in pages:
         lines.append(f"  provenance page: {page}")
     return "\n".join(lines)
+
+
+def pair_graphs(graphs: list, logged: list[GraphCheck]) -> list[GraphCheck | None]:
+    """For each graph the hook recorded, the log's graph of the same compile id (the n-th
+    of that id for the n-th), or None when the log has no such graph."""
+    pending: dict[str, list[GraphCheck]] = {}
+    for check in logged:
+        pending.setdefault(check.compile_id.strip("[]"), []).append(check)
+    paired: list[GraphCheck | None] = []
+    for graph in graphs:
+        queue = pending.get(graph.compile_id, [])
+        paired.append(queue.pop(0) if queue else None)
+    return paired
+
+
+def _coverage_lines(cov: coverage.GraphCoverage, inferred: list) -> list[str]:
+    c, exempt = cov.counts, cov.counts.exempt_nodes
+    consumers = len({link.kernel for link in inferred if link.why == "consumer"})
+    inlined = len({link.node for link in inferred if link.why == "inlined"})
+    lines = [
+        f"    call sites linked on the page: {c.linked_call_sites}/{c.call_sites}"
+        + (f" ({consumers} graph-input copies through the nodes that read them)" if consumers else ""),
+        f"    post-grad compute nodes reached: {c.reached_nodes}/{c.compute_nodes}"
+        + (f" ({inlined} inlined into their users' kernels)" if inlined else "")
+        + f"; no kernel needed: {exempt.view} view/metadata, {exempt.dead} dead, {exempt.constant} constant",
+        f"    kernels with a source line: {cov.kernels_with_source}/{cov.kernels}",
+    ]
+    lines += [f"    VIOLATION: {v}" for v in cov.violations[:SHOWN_VIOLATIONS]]
+    if len(cov.violations) > SHOWN_VIOLATIONS:
+        lines.append(f"    ... and {len(cov.violations) - SHOWN_VIOLATIONS} more violations")
+    lines += [f"    hint: {h}" for h in cov.hints[:SHOWN_VIOLATIONS]]
+    if len(cov.hints) > SHOWN_VIOLATIONS:
+        lines.append(f"    ... and {len(cov.hints) - SHOWN_VIOLATIONS} more hints")
+    return lines

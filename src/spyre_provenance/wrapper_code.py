@@ -1,8 +1,9 @@
 """Read what tlparse reads in Inductor's generated code: handle comments and kernel calls.
 
 Pure text processing (no torch). tlparse highlights, for each ``name:N`` mapping key, the
-line after the ``[Provenance debug handles] name:N`` comment that follows ``def call(``;
-these helpers find the same lines so tests and the coverage summary see what a user sees.
+first line after the ``[Provenance debug handles] name:N`` comment that contains ``name``
+(``tlparse_line``); ``call_sites`` finds every kernel call in the wrapper's ``call``, with
+the comment that announces it, so tests and the coverage judge see what a user sees.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ HANDLE_COMMENT = re.compile(
 _KERNEL_DEFINITION = re.compile(r"^(?P<name>[A-Za-z_]\w*) = async_compile\.\w+\(", re.M)
 _CALL_START = re.compile(r"^\s*(?:async\s+)?def call\(")
 _EXTERN_CALL = re.compile(r"\b(extern_kernels\.\w+)\(")
+#: A fallback op called by name: ``aten.scatter_reduce_.two(...)``, ``torch.ops.aten.x.default(...)``.
+_FALLBACK_CALL = re.compile(r"(?<![\w.])((?:torch\.ops\.\w+|aten|prims)\.\w+(?:\.\w+)?)\(")
+_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 
 
 class CallSite(msgspec.Struct, frozen=True):
@@ -36,8 +40,9 @@ def defined_kernels(code: str) -> list[str]:
 def call_sites(code: str) -> list[CallSite]:
     """Every kernel call site after ``def call(``, with the handle comment announcing it.
 
-    A call site is a call of a defined kernel or of ``extern_kernels.*``, or whatever line
-    a handle comment announces (fallback ops such as ``torch.ops.aten.sort.stable``).
+    A call site is a call of a defined kernel, of ``extern_kernels.*`` or of a fallback op
+    by name (``aten.*``, ``torch.ops.*``), or whatever line a handle comment announces.
+    String literals are blanked first: an ``assert_size_stride`` message names ops too.
     """
     kernels = defined_kernels(code)
     kernel_call = (
@@ -61,8 +66,15 @@ def call_sites(code: str) -> list[CallSite]:
             sites.append(CallSite(pending["name"], number, pending["key"], pending_line))
             pending = None
             continue
-        called = (kernel_call.search(line) if kernel_call else None) or _EXTERN_CALL.search(line)
-        if called and not line.lstrip().startswith(("#", "//")):
+        if line.lstrip().startswith(("#", "//")):
+            continue
+        bare = _STRING.sub("''", line)
+        called = (
+            (kernel_call.search(bare) if kernel_call else None)
+            or _EXTERN_CALL.search(bare)
+            or _FALLBACK_CALL.search(bare)
+        )
+        if called:
             sites.append(CallSite(called.group(1), number))
     return sites
 
@@ -70,3 +82,25 @@ def call_sites(code: str) -> list[CallSite]:
 def handle_comments(code: str) -> list[str]:
     """Every ``name:N`` a handle comment announces, in code order."""
     return [m["key"] for line in code.splitlines() if (m := HANDLE_COMMENT.match(line))]
+
+
+def tlparse_line(code: str, key: str) -> int | None:
+    """The 1-based line tlparse highlights for the mapping key ``name:N``, or None when it
+    finds none (it then highlights every line naming the kernel).
+
+    tlparse's rule (0.4.3, Python wrappers): from the ``def call(args)`` line (the first
+    line, when it finds none), the first line containing the key, then the first line after
+    it containing the name up to the key's first colon. Plain substring matches, as there.
+    """
+    lines = code.splitlines()
+    start = next(
+        (i for i, line in enumerate(lines) if "def" in line and "call" in line and "(args)" in line), 0
+    )
+    name = key[: key.find(":")] if ":" in key else key
+    for i in range(start, len(lines)):
+        if key in lines[i]:
+            for j in range(i + 1, len(lines)):
+                if name in lines[j]:
+                    return j + 1
+            return None
+    return None
