@@ -1,7 +1,9 @@
 """Run one tracked ``torch.compile`` of a model and check it against eager.
 
 The thin torch-side half of ``spyre-provenance compile`` (the command prints and
-validates). TORCH_TRACE must be set before torch is imported, so the caller owns that.
+validates). The eager reference runs first, on copies of the model and its inputs: a model
+that fails in eager mode, or a training run with nothing to differentiate, is refused
+before anything is compiled or written.
 """
 
 from __future__ import annotations
@@ -15,9 +17,20 @@ import msgspec
 from spyre_provenance.backends import get_backend
 from spyre_provenance.hook import GraphResult, tracking
 
-DTYPES = ("float32", "float16", "bfloat16")
 # Compiled code may reorder floating-point sums; these bound what "matches eager" means.
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}
+AS_BUILT = "as built"  # the dtype label of a file model compiled without --dtype
+
+
+class NotCompilable(Exception):
+    """The model cannot be compiled the way it was asked for; ``str(exc)`` is one line."""
+
+
+class LoadedModel(msgspec.Struct):
+    spec: str
+    model: Any
+    inputs: tuple[Any, ...]
+    dtype: str  # "float32", ... or AS_BUILT
 
 
 class CompileReport(msgspec.Struct):
@@ -30,17 +43,61 @@ class CompileReport(msgspec.Struct):
     max_abs_error: float
 
 
+def load(spec: str, dtype: str | None = None) -> LoadedModel:
+    """The model of ``spec`` (built-in name or ``PATH.py:FACTORY``) in ``dtype``; None keeps
+    a file model's own dtypes (float32 for the built-in ones). Raises ModelLoadError."""
+    import torch
+
+    from spyre_provenance.examples import EXAMPLES, load_model
+
+    if dtype is None and spec in EXAMPLES:
+        dtype = "float32"
+    model, inputs = load_model(spec, None if dtype is None else getattr(torch, dtype))
+    return LoadedModel(spec, model, inputs, dtype or AS_BUILT)
+
+
+def check_trainable(loaded: LoadedModel) -> None:
+    """``--train`` needs a parameter or an input that requires grad: NotCompilable if not."""
+    import torch
+
+    if any(p.requires_grad for p in loaded.model.parameters()):
+        return
+    if any(isinstance(x, torch.Tensor) and x.requires_grad for x in loaded.inputs):
+        return
+    raise NotCompilable(
+        "--train needs something to differentiate: the model has no parameter that requires grad"
+        " and no input requires grad (return inputs with requires_grad=True from the factory)"
+    )
+
+
+def run_eager(loaded: LoadedModel, *, train: bool = False) -> list[Any]:
+    """The eager reference: outputs (and gradients, when training) of copies of the model
+    and its inputs, in train or eval mode. Raises NotCompilable when there is nothing to
+    differentiate or the model fails."""
+    if train:
+        check_trainable(loaded)
+    loaded.model.train(train)
+    model, inputs = copy.deepcopy(loaded.model), _copies(loaded.inputs)
+    try:
+        return _run(model, model, inputs, train)
+    except NotCompilable:
+        raise
+    except Exception as exc:  # the user's model: one line, never a traceback
+        raise NotCompilable(f"the model fails in eager mode: {type(exc).__name__}: {exc}") from None
+
+
 def compile_model(
-    spec: str,
+    loaded: LoadedModel,
+    reference: list[Any] | None = None,
     *,
     backend: str = "auto",
     out_dir: Path | None = None,
-    dtype: str = "float32",
     train: bool = False,
     label: str | None = None,
     redact_paths: bool = False,
 ) -> CompileReport:
-    """Compile ``spec`` (built-in name or ``PATH.py:FACTORY``) once with tracking on.
+    """Compile ``loaded`` once with tracking on and compare with the eager ``reference``
+    (``run_eager``'s result for the same ``train``; run here when None).
 
     ``label`` (the model's name in ``out_dir``): graph folders are ``graph_<label>_...`` and
     bundles go to ``sdsc/<label>/``, so runs of several models can share ``out_dir``.
@@ -48,48 +105,60 @@ def compile_model(
     """
     import torch
 
-    from spyre_provenance.examples import load_model
-
-    torch_dtype = getattr(torch, dtype)
-    model, inputs = load_model(spec, torch_dtype)
-    reference_model = copy.deepcopy(model)
+    if reference is None:
+        reference = run_eager(loaded, train=train)
+    loaded.model.train(train)
     bundle_dir = None if out_dir is None else out_dir / "sdsc" / label if label else out_dir / "sdsc"
     chosen = get_backend(backend, bundle_dir=bundle_dir)
 
     torch._dynamo.reset()
     redact: bool | Path = redact_paths
-    if redact_paths and ":" in spec:  # the project is the model file's
-        redact = Path(spec.split(":", 1)[0]).resolve().parent
+    if redact_paths and ":" in loaded.spec:  # the project is the model file's
+        redact = Path(loaded.spec.split(":", 1)[0]).resolve().parent
     with tracking(chosen, out_dir=out_dir, label=label, redact_paths=redact) as session:
-        compiled = torch.compile(model)
-        got = _run(compiled, model, inputs, train)
-    want = _run(reference_model, reference_model, inputs, train)
+        compiled = torch.compile(loaded.model)
+        got = _run(compiled, loaded.model, loaded.inputs, train)
     torch._dynamo.reset()
 
-    error = max((_max_abs_diff(a, b) for a, b in zip(got, want)), default=0.0)
+    error = max((_max_abs_diff(a, b) for a, b in zip(got, reference)), default=0.0)
+    tolerance = max((TOLERANCE.get(str(t.dtype).replace("torch.", ""), 0.0) for t in reference), default=0.0)
     return CompileReport(
-        model=spec,
+        model=loaded.spec,
         backend=chosen.name,
-        dtype=dtype,
+        dtype=loaded.dtype,
         train=train,
         graphs=session.results,
-        matches_eager=error <= TOLERANCE[dtype] * max(1.0, _scale(want)),
+        matches_eager=len(got) == len(reference)
+        and error <= max(tolerance, TOLERANCE["float32"]) * max(1.0, _scale(reference)),
         max_abs_error=error,
     )
 
 
+def _copies(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Fresh tensors for the eager run: the gradients of inputs must not add up."""
+    import torch
+
+    return tuple(
+        x.detach().clone().requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else copy.deepcopy(x)
+        for x in inputs
+    )
+
+
 def _run(fn: Any, module: Any, inputs: tuple[Any, ...], train: bool) -> list[Any]:
-    """Outputs (and, when training, the parameter gradients) as a flat list of tensors."""
+    """Outputs and, when training, the gradients of the parameters and of the inputs that
+    require grad, as a flat list of tensors."""
     import torch
 
     if not train:
         with torch.no_grad():
             return _flatten(fn(*inputs))
-    module.train()
     outputs = _flatten(fn(*inputs), detach=False)  # the loss needs their autograd graph
-    loss = sum(o.float().sum() for o in outputs if o.is_floating_point() and o.requires_grad)
-    loss.backward()
-    return [o.detach() for o in outputs] + [p.grad for p in module.parameters() if p.grad is not None]
+    differentiable = [o for o in outputs if o.is_floating_point() and o.requires_grad]
+    if not differentiable:
+        raise NotCompilable("--train: no output of the model depends on something that requires grad")
+    sum(o.float().sum() for o in differentiable).backward()
+    leaves = [*module.parameters(), *(x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad)]
+    return [o.detach() for o in outputs] + [t.grad for t in leaves if t.grad is not None]
 
 
 def _flatten(value: Any, detach: bool = True) -> list[Any]:
@@ -105,6 +174,8 @@ def _flatten(value: Any, detach: bool = True) -> list[Any]:
 
 
 def _max_abs_diff(a: Any, b: Any) -> float:
+    if a.shape != b.shape:
+        return float("inf")
     return float((a.float() - b.float()).abs().max()) if a.numel() else 0.0
 
 

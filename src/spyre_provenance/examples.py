@@ -96,15 +96,17 @@ EXAMPLES: dict[str, Factory] = {
 
 
 def load_model(
-    spec: str, dtype: torch.dtype = torch.float32
+    spec: str, dtype: torch.dtype | None = torch.float32
 ) -> tuple[nn.Module, tuple[Tensor, ...]]:
     """A built-in name, or ``PATH.py:FACTORY`` where ``FACTORY()`` returns (module, inputs).
 
     The dtype is applied to the module and to the floating-point inputs (integer inputs, such
-    as token ids, keep theirs). Raises ModelLoadError with a one-line reason.
+    as token ids, keep theirs); None leaves a file model as its factory built it (mixed
+    dtypes stay mixed; built-in models are float32 then). Raises ModelLoadError with a
+    one-line reason.
     """
     if spec in EXAMPLES:
-        return EXAMPLES[spec](dtype)
+        return EXAMPLES[spec](dtype or torch.float32)
     path_text, sep, factory_name = spec.rpartition(":")
     if not sep or not path_text.endswith(".py") or not factory_name:
         names = ", ".join(EXAMPLES)
@@ -121,12 +123,15 @@ def load_model(
         raise ModelLoadError(f"{factory_name}() must return (torch.nn.Module, tuple_of_inputs)")
     model, inputs = result
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    if dtype is None:
+        return model, inputs
     return model.to(dtype), tuple(_cast(x, dtype) for x in inputs)
 
 
 def _cast(value: object, dtype: torch.dtype) -> object:
-    if isinstance(value, Tensor) and value.is_floating_point():
-        return value.to(dtype)
+    """A floating-point input in ``dtype``; a leaf that requires grad stays one."""
+    if isinstance(value, Tensor) and value.is_floating_point() and value.dtype != dtype:
+        return value.detach().to(dtype).requires_grad_(value.requires_grad)
     return value
 
 

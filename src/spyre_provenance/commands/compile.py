@@ -35,7 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=BACKENDS, default="auto",
                         help="auto = torch-spyre when it imports, else the reference backend")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: out/<model>)")
-    parser.add_argument("--dtype", choices=("float32", "float16", "bfloat16"), default="float32")
+    parser.add_argument(
+        "--dtype", choices=("float32", "float16", "bfloat16"), default=None,
+        help="cast the model and its floating-point inputs (default: float32 for built-in models, "
+        "a PATH.py:FACTORY model as its factory builds it)",
+    )
     parser.add_argument("--train", action="store_true", help="compile forward and backward")
     parser.add_argument("--no-tlparse", action="store_true", help="do not run tlparse afterwards")
     parser.add_argument(
@@ -49,21 +53,33 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or Path("out") / _model_label(args.model)
     label = run_label(args.model)
     trace_dir = out / "trace"
-    _prepare(out, trace_dir, label)
-    if "torch" in sys.modules and os.environ.get("TORCH_TRACE") != str(trace_dir):
-        raise UnusableInput("TORCH_TRACE", "torch was imported before the trace folder was set")
-    os.environ["TORCH_TRACE"] = str(trace_dir)
+    if out.exists() and not out.is_dir():
+        raise UnusableInput(str(out), "exists and is not a folder")
+    _point_trace_at(trace_dir)
 
     from spyre_provenance import compile_run, summary
     from spyre_provenance.examples import ModelLoadError
 
+    # everything that can refuse the model happens before --out is touched
+    try:
+        loaded = compile_run.load(args.model, args.dtype)
+        reference = compile_run.run_eager(loaded, train=args.train)
+    except (ModelLoadError, compile_run.NotCompilable) as exc:
+        raise UnusableInput(args.model, str(exc)) from None
+    created = [p for p in (out, trace_dir) if not p.exists()]
+    _prepare(out, trace_dir, label)
     try:
         report = compile_run.compile_model(
-            args.model, backend=args.backend, out_dir=out, dtype=args.dtype, train=args.train, label=label,
+            loaded, reference, backend=args.backend, out_dir=out, train=args.train, label=label,
             redact_paths=args.redact_paths,
         )
-    except ModelLoadError as exc:
-        raise UnusableInput(args.model, str(exc)) from None
+    except Exception as exc:
+        # the model ran eagerly, so torch.compile refused it: the input, in one line
+        _discard(out, trace_dir, label, created)
+        raise UnusableInput(args.model, f"torch.compile failed: {type(exc).__name__}: {_first_line(exc)}") from None
+    except BaseException:
+        _discard(out, trace_dir, label, created)  # a failed run leaves no half-named log, no stale folder
+        raise
     log = _claim_trace_log(trace_dir / f"{label}.log")
 
     pages: list[Path] = []
@@ -75,13 +91,43 @@ def run(args: argparse.Namespace) -> int:
     print(summary.render(report, checked, pages, out))
     # no graph recorded means the hook saw nothing (a cache hit it could not bypass, or a
     # model that compiled no code): never a silent success
+    paired = summary.pair_graphs(report.graphs, checked.graphs)
     ok = (
         bool(report.graphs)
         and report.matches_eager
         and checked.all_valid
-        and not any(g.diagnostics.partial for g in report.graphs)
+        and checked.all_complete
+        and all(g.diagnostics.complete for g in report.graphs)
+        and all(p is not None for p in paired)
     )
     return EXIT_OK if ok else EXIT_FOUND_WANTING
+
+
+def _point_trace_at(trace_dir: Path) -> None:
+    """Make torch's structured trace go to ``trace_dir`` for this compile.
+
+    Before torch is imported, ``TORCH_TRACE`` does it. In a process that imported torch
+    with a trace handler already (a second compile in one process: the Python API, a test
+    session), the handler's open log is closed and it opens a new one in ``trace_dir`` on
+    its next record, as it does for its first.
+    """
+    os.environ["TORCH_TRACE"] = str(trace_dir)
+    if "torch" not in sys.modules:
+        return
+    import logging
+
+    from torch._logging import _internal
+
+    handler = _internal.LOG_TRACE_HANDLER
+    close = getattr(handler, "_close_stream", None)
+    if handler is None or close is None or handler not in logging.getLogger("torch.__trace").handlers:
+        raise UnusableInput("TORCH_TRACE", "torch was imported before the trace folder was set")
+    handler.acquire()
+    try:
+        close()
+        handler.root_dir = str(trace_dir)
+    finally:
+        handler.release()
 
 
 def _graph_pages(tlparse: str, log: Path, out: Path) -> list[Path]:
@@ -120,6 +166,31 @@ def _prepare(out: Path, trace_dir: Path, label: str) -> None:
                 shutil.rmtree(folder)
         (trace_dir / f"{label}.log").unlink(missing_ok=True)
     trace_dir.mkdir(parents=True, exist_ok=True)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
+def _discard(out: Path, trace_dir: Path, label: str, created: list[Path]) -> None:
+    """Remove what this run wrote: its graph folders, bundles and pages, torch's log of it
+    under its temporary name, and the folders it created when they hold nothing else.
+    Another model's output stays."""
+    for folder in [
+        *(p for p in out.glob(f"{emit.GRAPH_PREFIX}*") if emit.is_graph_folder_of(p.name, label)),
+        out / "sdsc" / label,
+        out / "tlparse" / label,
+    ]:
+        shutil.rmtree(folder, ignore_errors=True)
+    log = _claim_trace_log(trace_dir / f"{label}.log")
+    if log is not None:
+        log.unlink(missing_ok=True)
+    for folder in [out / "sdsc", out / "tlparse", *sorted(created, key=lambda p: -len(p.parts))]:
+        try:
+            folder.rmdir()  # only when empty
+        except OSError:
+            pass
 
 
 def _claim_trace_log(target: Path) -> Path | None:

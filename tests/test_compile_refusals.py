@@ -1,0 +1,42 @@
+"""``compile`` refuses what it cannot do in one line and leaves ``--out`` as it found it.
+
+Compiles: two models of tests/zoo/refused.py in the session's compile worker (one is refused
+before anything compiles, the other fails after its first graph was written).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REFUSED = Path(__file__).parent / "zoo" / "refused.py"
+
+pytestmark = pytest.mark.compile
+
+
+def _leftovers(out: Path) -> list[str]:
+    return sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+
+
+def test_train_with_nothing_to_differentiate_exits_2_and_writes_nothing(compile_case):
+    done = compile_case(f"{REFUSED}:nothing_to_differentiate", "--backend", "reference", "--train")
+    assert done.returncode == 2, done.stdout + done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "--train needs something to differentiate" in line and "Traceback" not in done.stderr
+    assert done.stdout == "" and _leftovers(done.out) == []
+
+
+def test_the_same_model_compiles_in_inference(compile_case):
+    done = compile_case(f"{REFUSED}:nothing_to_differentiate", "--backend", "reference", "--no-tlparse")
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert done.graph_dirs()
+
+
+def test_a_compile_that_fails_midway_leaves_nothing_behind(compile_case):
+    done = compile_case(f"{REFUSED}:fails_compiled", "--backend", "reference", "--no-tlparse")
+    assert done.returncode == 2, done.stdout + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    (line,) = [l for l in done.stderr.splitlines() if l.startswith("spyre-provenance")]
+    assert "torch.compile failed: RuntimeError: this model refuses to be compiled" in line
+    assert _leftovers(done.out) == []  # no graph folder, no half-named log, no empty trace folder

@@ -1,0 +1,42 @@
+"""Models ``compile`` must refuse or fail on cleanly (tests/test_compile_refusals.py)."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+
+class Trig(nn.Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.sin(x) * torch.cos(x)
+
+
+def nothing_to_differentiate():
+    """No parameter, and the input does not require grad: ``--train`` has nothing to do."""
+    return Trig(), (torch.randn(4, 8),)
+
+
+_CALLS = {"n": 0}
+
+
+@torch.compiler.disable
+def _second_call_fails(y: Tensor) -> Tensor:
+    _CALLS["n"] += 1
+    if _CALLS["n"] > 1:
+        raise RuntimeError("this model refuses to be compiled")
+    return y
+
+
+class FailsCompiled(nn.Module):
+    """Runs once eagerly (``compile``'s reference run); in the compiled run it fails after
+    its first graph was compiled and run, so the run has begun writing (a graph folder,
+    the TORCH_TRACE log) when it fails."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = _second_call_fails(torch.relu(x) + 1)
+        return y * 2
+
+
+def fails_compiled():
+    _CALLS["n"] = 0
+    return FailsCompiled(), (torch.randn(4, 8),)
