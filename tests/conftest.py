@@ -41,11 +41,11 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str,
 class CompiledCase:
     """One ``spyre-provenance compile`` run: its output folder and what it printed."""
 
-    def __init__(self, out: Path, done: "subprocess.CompletedProcess[str]") -> None:
+    def __init__(self, out: Path, returncode: int, stdout: str, stderr: str) -> None:
         self.out = out
-        self.returncode = done.returncode
-        self.stdout = done.stdout
-        self.stderr = done.stderr
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
 
     @property
     def log(self) -> Path:
@@ -56,24 +56,73 @@ class CompiledCase:
         return sorted(self.out.glob("graph_*"))
 
 
-@pytest.fixture(scope="session")
-def compile_case(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., CompiledCase]:
-    """``compile_case("mlp", "--backend", "inductor")``: the real CLI in a subprocess, run
-    once per distinct argument list per session (a compile takes 7-20 s here), so every
-    test module that needs the same compile shares it. Read-only for the callers."""
-    import subprocess
-    import sys
+class CompileServer:
+    """``tests/compile_server.py`` in a subprocess: compiles run one after another in one
+    interpreter (see its docstring for why). Restarted when it dies; a compile taking
+    longer than ``timeout`` seconds kills it and fails that compile."""
 
+    def __init__(self, timeout: float = 900) -> None:
+        self.timeout = timeout
+        self.proc = None
+        self.replies = None
+
+    def _start(self) -> None:
+        import os
+        import subprocess
+        import sys
+
+        read_fd, write_fd = os.pipe()
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).parent / "compile_server.py"), str(write_fd)],
+            stdin=subprocess.PIPE, text=True, pass_fds=(write_fd,),
+        )
+        os.close(write_fd)
+        self.replies = os.fdopen(read_fd, "r")
+
+    def run(self, args: list[str], stdout: Path, stderr: Path) -> int:
+        import json
+        import select
+
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        self.proc.stdin.write(json.dumps({"args": args, "stdout": str(stdout), "stderr": str(stderr)}) + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.replies], [], [], self.timeout)
+        line = self.replies.readline() if ready else ""
+        if not line:  # died or hung: the next compile gets a fresh worker
+            self.close()
+            return -9
+        return int(json.loads(line)["returncode"])
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.replies.close()
+        self.proc = None
+
+
+@pytest.fixture(scope="session")
+def compile_server() -> "CompileServer":
+    server = CompileServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def compile_case(tmp_path_factory: pytest.TempPathFactory, compile_server: CompileServer) -> Callable[..., CompiledCase]:
+    """``compile_case("mlp", "--backend", "inductor")``: the real command, run once per
+    distinct argument list per session in the session's compile worker (a compile takes
+    7-20 s in a fresh process here), so every test module that needs the same compile
+    shares it. Read-only for the callers."""
     done: dict[tuple[str, ...], CompiledCase] = {}
 
     def run(*args: str) -> CompiledCase:
         if args not in done:
             out = tmp_path_factory.mktemp("compiled")
-            completed = subprocess.run(
-                [sys.executable, "-m", "spyre_provenance", "compile", *args, "--out", str(out)],
-                capture_output=True, text=True, timeout=900,
-            )
-            done[args] = CompiledCase(out, completed)
+            stdout, stderr = out.parent / f"{out.name}.stdout", out.parent / f"{out.name}.stderr"
+            code = compile_server.run(["compile", *args, "--out", str(out)], stdout, stderr)
+            done[args] = CompiledCase(out, code, stdout.read_text(errors="replace"), stderr.read_text(errors="replace"))
         return done[args]
 
     return run

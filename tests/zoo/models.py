@@ -1,0 +1,295 @@
+"""The model zoo: small models beyond ``examples.py``, each a ``PATH.py:FACTORY`` as a user
+would hand it to ``spyre-provenance compile``.
+
+Every factory returns ``(module, example_inputs)`` from a fixed seed. Each covers a shape of
+compiled code the five built-in examples do not: attention, tied weights, convolution with
+BatchNorm and pooling, in-place and index ops, a submodule called twice, a long residual
+loop, multi-output reductions, a graph break, dynamic shapes, mixed dtypes, a model without
+parameters. The tests compile each one on the reference backend, in inference and in
+training (``tests/test_zoo.py``); ``ZOO`` lists them with what each is for.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+SEED = 0
+
+
+class Attention(nn.Module):
+    """Multi-head self-attention through ``scaled_dot_product_attention``."""
+
+    def __init__(self, dim: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x: Tensor) -> Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out(y.transpose(1, 2).reshape(b, t, d))
+
+
+def attention():
+    torch.manual_seed(SEED)
+    return Attention(), (torch.randn(2, 8, 32),)
+
+
+class TiedEmbedding(nn.Module):
+    """Token embedding whose weight is also the output projection's (weight tying)."""
+
+    def __init__(self, vocab: int = 64, dim: int = 16) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, ids: Tensor) -> Tensor:
+        return self.head(self.norm(self.embed(ids)))
+
+
+def tied_embedding():
+    torch.manual_seed(SEED)
+    return TiedEmbedding(), (torch.randint(0, 64, (2, 6)),)
+
+
+class ConvNet(nn.Module):
+    """Conv2d -> BatchNorm2d -> ReLU -> MaxPool2d, twice, then a Linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(2)
+        self.head = nn.Linear(8 * 2 * 2, 10)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.pool(torch.relu(self.bn1(self.conv1(x))))
+        h = self.pool(torch.relu(self.bn2(self.conv2(h))))
+        return self.head(h.flatten(1))
+
+
+def convnet():
+    torch.manual_seed(SEED)
+    return ConvNet(), (torch.randn(2, 3, 8, 8),)
+
+
+class InplaceIndex(nn.Module):
+    """In-place and index ops: index_put_, masked_fill_, scatter_add, slicing, cat."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(16, 16)
+
+    def forward(self, x: Tensor, rows: Tensor) -> Tensor:
+        h = self.proj(x)
+        out = torch.zeros_like(h)
+        out.index_put_((rows,), h[rows])
+        out.masked_fill_(out > 0.5, 0.5)
+        groups = (rows % 4).view(-1, 1).expand(-1, 16)
+        pooled = torch.zeros(4, 16).scatter_add(0, groups, h[rows])
+        return torch.cat([out[:, :8], h[:, 8:] + pooled.sum(0)[8:]], dim=1)
+
+
+def inplace_index():
+    torch.manual_seed(SEED)
+    return InplaceIndex(), (torch.randn(6, 16), torch.tensor([0, 2, 5]))
+
+
+class Block(nn.Module):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.tanh(self.fc(x))
+
+
+class SharedBlock(nn.Module):
+    """One submodule called twice: the same kernel at two call sites."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = Block(24)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.block(self.block(x))
+
+
+def shared_block():
+    torch.manual_seed(SEED)
+    return SharedBlock(), (torch.randn(4, 24),)
+
+
+class ResidualStack(nn.Module):
+    """A loop of pre-norm residual blocks: more than 50 post-grad nodes."""
+
+    def __init__(self, dim: int = 16, depth: int = 6) -> None:
+        super().__init__()
+        self.norms = nn.ModuleList(nn.LayerNorm(dim) for _ in range(depth))
+        self.fcs = nn.ModuleList(nn.Linear(dim, dim) for _ in range(depth))
+
+    def forward(self, x: Tensor) -> Tensor:
+        for norm, fc in zip(self.norms, self.fcs):
+            x = x + F.gelu(fc(norm(x)))
+        return x
+
+
+def residual_stack():
+    torch.manual_seed(SEED)
+    return ResidualStack(), (torch.randn(2, 4, 16),)
+
+
+class MultiReduce(nn.Module):
+    """Reductions with several outputs: var_mean, max with indices, and a shared sum."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(12))
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        h = x * self.scale
+        var, mean = torch.var_mean(h, dim=-1, keepdim=True)
+        peak, where = h.max(dim=-1)
+        normed = (h - mean) / torch.sqrt(var + 1e-5)
+        return normed, peak + where.to(h.dtype), h.sum(dim=0)
+
+
+def multi_reduce():
+    torch.manual_seed(SEED)
+    return MultiReduce(), (torch.randn(5, 12),)
+
+
+class ItemBreak(nn.Module):
+    """A graph break on a data-dependent scalar (``.item()``): two graphs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(12, 12)
+        self.fc2 = nn.Linear(12, 6)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = torch.relu(self.fc1(x))
+        scale = float(h.mean().item()) + 1.0
+        return self.fc2(h) * scale
+
+
+def item_break():
+    torch.manual_seed(SEED)
+    return ItemBreak(), (torch.randn(3, 12),)
+
+
+class Dynamic(nn.Module):
+    """Symbolic batch size (the input's first dimension is marked dynamic)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 8)
+        self.norm = nn.LayerNorm(8)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.softmax(self.norm(self.fc(x)), dim=-1)
+
+
+def dynamic():
+    torch.manual_seed(SEED)
+    x = torch.randn(6, 16)
+    torch._dynamo.mark_dynamic(x, 0)
+    return Dynamic(), (x,)
+
+
+class MixedDtypes(nn.Module):
+    """Half-precision weights, a float32 norm, int64 indices and a bool mask in one graph."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 16).to(torch.float16)
+        self.norm = nn.LayerNorm(16)
+
+    def forward(self, x: Tensor, index: Tensor) -> Tensor:
+        h = self.fc(x.to(torch.float16)).to(torch.float32)
+        h = self.norm(h)
+        picked = torch.gather(h, 1, index)
+        return torch.where(picked > 0, picked, picked * 0.1).to(torch.float16)
+
+
+def mixed_dtypes():
+    torch.manual_seed(SEED)
+    return MixedDtypes(), (torch.randn(4, 16), torch.randint(0, 16, (4, 5)))
+
+
+class ParamFree(nn.Module):
+    """No parameters at all: training differentiates with respect to the input."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.sin(x) * torch.cos(x) + x.sum(dim=-1, keepdim=True)
+
+
+def param_free():
+    torch.manual_seed(SEED)
+    return ParamFree(), (torch.randn(4, 8, requires_grad=True),)
+
+
+class GatedMLP(nn.Module):
+    """RMSNorm then a SwiGLU MLP (gate, up, down projections)."""
+
+    def __init__(self, dim: int = 16, hidden: int = 32) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.gate = nn.Linear(dim, hidden, bias=False)
+        self.up = nn.Linear(dim, hidden, bias=False)
+        self.down = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+def gated_mlp():
+    torch.manual_seed(SEED)
+    return GatedMLP(), (torch.randn(3, 16),)
+
+
+class ConvGroupNorm(nn.Module):
+    """Conv1d with GroupNorm, average pooling and a depthwise convolution."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(4, 8, 3, padding=1)
+        self.norm = nn.GroupNorm(2, 8)
+        self.depthwise = nn.Conv1d(8, 8, 3, padding=1, groups=8)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = F.avg_pool1d(F.silu(self.norm(self.conv(x))), 2)
+        return self.depthwise(h).mean(dim=-1)
+
+
+def conv_groupnorm():
+    torch.manual_seed(SEED)
+    return ConvGroupNorm(), (torch.randn(2, 4, 16),)
+
+
+#: name -> what the model is there to cover (the factory is the module attribute of that name)
+ZOO = {
+    "attention": "scaled_dot_product_attention, views, chunk",
+    "tied_embedding": "embedding, layer norm, a weight shared with the head",
+    "convnet": "convolution, BatchNorm (running stats mutated in training), ReLU, max pooling",
+    "inplace_index": "index_put_, masked_fill_, scatter_add, slicing, cat",
+    "shared_block": "one submodule called twice: one kernel, two call sites",
+    "residual_stack": "a loop of residual blocks, more than 50 post-grad nodes",
+    "multi_reduce": "var_mean, max with indices, sums: reductions with several outputs",
+    "item_break": "a graph break on .item(): two graphs",
+    "dynamic": "a symbolic batch dimension (dynamic shapes)",
+    "mixed_dtypes": "float16, float32, int64 and bool in one graph",
+    "param_free": "no parameters: training needs an input that requires grad",
+    "gated_mlp": "RMSNorm and a SwiGLU MLP",
+    "conv_groupnorm": "conv1d, group norm, average pooling, depthwise convolution",
+}
