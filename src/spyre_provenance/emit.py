@@ -168,15 +168,6 @@ def graph_folder_name(result: GraphResult, label: str | None = None) -> str:
     return f"{prefix}{result.index:02d}_{compile_id}_{result.kind}"
 
 
-def split_graph_folder_name(name: str) -> tuple[str | None, str]:
-    """``graph_mlp_00_0-0_forward`` -> ``("mlp", "graph_00_0-0_forward")``; a name without
-    a label -> ``(None, name)``. For readers that compare graphs across models or runs."""
-    match = _GRAPH_FOLDER.fullmatch(name)
-    if match is None:
-        return None, name
-    return match["label"], GRAPH_PREFIX + match["rest"]
-
-
 def is_graph_folder_of(name: str, label: str | None) -> bool:
     """Whether ``name`` is a graph folder of the model ``label`` (None: unlabeled)."""
     match = _GRAPH_FOLDER.fullmatch(name)

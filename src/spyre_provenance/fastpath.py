@@ -28,6 +28,7 @@ from spyre_provenance.records import (
     DIAGNOSTICS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
+    MAP_FIELDS,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
     NodeMap,
@@ -106,7 +107,7 @@ class _Run:
         if det is not None:
             return self.node_mappings_by_map(top, det)
         fields: dict[str, NodeMap] = {}
-        for name in rules.MAP_FIELDS:
+        for name in MAP_FIELDS:
             if name in top:
                 value = self.decode_map(top[name], list[str], f"$.{name}")
                 if value is not _MISSING:
@@ -138,7 +139,7 @@ class _Run:
         """
         facts: dict[str, rules.NodeMapFacts] = {}
         tallies: list[tuple[int, int]] = []
-        for name in rules.MAP_FIELDS:
+        for name in MAP_FIELDS:
             if name not in top:
                 continue
             value = self.decode_map(top[name], list[str], f"$.{name}")
@@ -149,7 +150,7 @@ class _Run:
             del value
         if self.problems:
             return det, None
-        extra = [self.decode(raw, Any, "$") for key, raw in top.items() if key not in rules.MAP_FIELDS and key != "version"]
+        extra = [self.decode(raw, Any, "$") for key, raw in top.items() if key not in MAP_FIELDS and key != "version"]
         tally = _add(_tally_keys(top), *tallies, _tally(extra))
         reload = lambda name: msgspec.json.decode(top[name], type=NodeMap)  # noqa: E731
         self.problems.extend(rules.check_node_map_facts(facts, reload))

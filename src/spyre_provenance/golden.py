@@ -46,6 +46,7 @@ from spyre_provenance.errors import UnusableInput
 from spyre_provenance.records import (
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
+    MAP_FIELDS,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
 )
@@ -61,7 +62,6 @@ ARTIFACT_FILES = {
     OPSPEC_DEBUG_HANDLES: f"{OPSPEC_DEBUG_HANDLES}.json",
     KERNEL_INFORMATION: f"{KERNEL_INFORMATION}.json",
 }
-MAP_FIELDS = ("preToPost", "postToPre", "cppCodeToPost", "postToCppCode")
 
 
 # --- the cases --------------------------------------------------------------------------------

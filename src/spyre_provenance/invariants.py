@@ -23,11 +23,11 @@ from spyre_provenance.records import (
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
+    OUTPUT_CODE,
+    POST_GRAD_GRAPHS,
     Violation,
 )
 
-POST_GRAD_GRAPHS = ("inductor_post_grad_graph", "after_post_grad_graph")
-OUTPUT_CODE = "inductor_output_code"
 #: The backend whose mappings are torch's own: their gaps are hints, not violations.
 UPSTREAM_BACKEND = "inductor"
 

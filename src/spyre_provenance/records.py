@@ -17,6 +17,11 @@ KERNEL_STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
 KERNEL_INFORMATION = "kernel_information"
 OPSPEC_DEBUG_HANDLES = "spyre_opspec_debug_handles"
 DIAGNOSTICS = "spyre_provenance_diagnostics"
+# torch's own records of a graph that coverage and tlparse read beside them
+POST_GRAD_GRAPHS = ("inductor_post_grad_graph", "after_post_grad_graph")  # the name moved in torch 2.8
+OUTPUT_CODE = "inductor_output_code"
+#: The four maps of a node-mappings document, in upstream's key order.
+MAP_FIELDS = ("preToPost", "postToPre", "cppCodeToPost", "postToCppCode")
 
 # The hook's fault stages, in the order a graph passes through them (``hook.STAGES``; the
 # diagnostics schema lists the same names).
@@ -58,28 +63,8 @@ class NodeMappingsV2(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     version: float
 
 
-class NodeMappingsV1(msgspec.Struct, forbid_unknown_fields=False):
-    """Legacy mapping (torch before debug handles): no ``version``, bare kernel names."""
-
-    preToPost: NodeMap = msgspec.field(default_factory=dict)
-    postToPre: NodeMap = msgspec.field(default_factory=dict)
-    cppCodeToPost: NodeMap = msgspec.field(default_factory=dict)
-    postToCppCode: NodeMap = msgspec.field(default_factory=dict)
-
-
 # ``inductor_provenance_tracking_kernel_stack_traces``: {"<kernel>:<N>": [stack trace, ...]}
 KernelStackTraces = dict[str, list[str]]
-
-
-class KernelInfo(msgspec.Struct, forbid_unknown_fields=False):
-    """One entry of AOTInductor's ``kernel_information.json``."""
-
-    stack_traces: list[str] = msgspec.field(default_factory=list)
-    post_grad_nodes: list[str] = msgspec.field(default_factory=list)
-    pre_grad_nodes: list[str] = msgspec.field(default_factory=list)
-
-
-KernelInformation = dict[str, KernelInfo]
 
 
 # --- Spyre OpSpec debug handles (REFERENCE.md section 4) ----------------------------------

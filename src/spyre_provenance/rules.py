@@ -39,13 +39,13 @@ from spyre_provenance.records import (
     INFERRED_REASONS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
+    MAP_FIELDS,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
     NodeMap,
 )
 
 ARTIFACTS = (NODE_MAPPINGS, KERNEL_STACK_TRACES, KERNEL_INFORMATION, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS)
-MAP_FIELDS = ("preToPost", "postToPre", "cppCodeToPost", "postToCppCode")
 OPSPEC_FIELDS = ("version", "kernels", "handles")
 KERNEL_INFO_FIELDS = ("stack_traces", "post_grad_nodes", "pre_grad_nodes")
 TRANSFORM_KINDS = ("rewrite", "fusion", "decomposition", "clone", "remap")

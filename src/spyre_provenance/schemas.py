@@ -40,6 +40,7 @@ from spyre_provenance.records import (
     DIAGNOSTICS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
+    MAP_FIELDS,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
 )
@@ -380,7 +381,7 @@ def _typed(artifact: str, schema: int, doc: Mapping[str, Any]) -> Any:
     """A schema-valid parsed document (of schema version ``schema``) as the typed values
     ``rules.check`` takes."""
     if artifact == NODE_MAPPINGS:
-        return {f: doc[f] for f in rules.MAP_FIELDS if f in doc}
+        return {f: doc[f] for f in MAP_FIELDS if f in doc}
     if artifact == KERNEL_STACK_TRACES:
         return doc
     if artifact == KERNEL_INFORMATION:

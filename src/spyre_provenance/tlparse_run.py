@@ -25,15 +25,19 @@ from pathlib import Path
 
 import msgspec
 
-from spyre_provenance.records import KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.records import (
+    KERNEL_STACK_TRACES,
+    NODE_MAPPINGS,
+    OPSPEC_DEBUG_HANDLES,
+    OUTPUT_CODE,
+    POST_GRAD_GRAPHS,
+)
 from spyre_provenance.tracelog import GLOG_PREFIX, compile_id
 
 INSTALL_HINT = "pip install 'spyre-provenance[tlparse]'"
 
-POST_GRAD_GRAPHS = frozenset({"inductor_post_grad_graph", "after_post_grad_graph"})
-OUTPUT_CODE = "inductor_output_code"
 #: What tlparse (or this project) reads per graph: an earlier graph's copy must not win.
-GRAPH_ARTIFACTS = POST_GRAD_GRAPHS | {OUTPUT_CODE, NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES}
+GRAPH_ARTIFACTS = frozenset({*POST_GRAD_GRAPHS, OUTPUT_CODE, NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES})
 
 _AOT_ID = re.compile(r"#\s*AOT ID:\s*\['[^']*?_(?P<kind>inference|forward|backward)'\]")
 
