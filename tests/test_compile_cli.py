@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from spyre_provenance import schemas, tlparse_page, wrapper_code
+from spyre_provenance import path_validation, tlparse_page, wrapper_code
 from spyre_provenance.records import NODE_MAPPINGS
 from spyre_provenance.invariants import read_log_graphs
 from spyre_provenance.tracelog import artifact_payloads
@@ -80,7 +80,7 @@ def test_demo_runs_on_the_reference_backend(demo):
 @pytest.mark.parametrize("case", ["demo", "stock"])
 def test_every_written_artifact_validates(case, request):
     out, _ = request.getfixturevalue(case)
-    reports = schemas.validate_paths([out / "trace", *out.glob("graph_*")])
+    reports = path_validation.validate_paths([out / "trace", *out.glob("graph_*")])
     assert reports and all(r.ok for r in reports), [r for r in reports if not r.ok]
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from spyre_provenance import schemas, tracelog
+from spyre_provenance import path_validation, schemas, tracelog
 from spyre_provenance.records import DIAGNOSTICS, KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 
 pytestmark = pytest.mark.compile
@@ -67,7 +67,7 @@ def test_layout_has_each_models_output_once(shared_out: Path) -> None:
 
 
 def test_every_artifact_is_valid(shared_out: Path) -> None:
-    reports = schemas.validate_paths([shared_out])
+    reports = path_validation.validate_paths([shared_out])
     assert len(reports) >= 2 * 4 * len(MODELS)  # 4 artifacts per graph, in files and in logs
     assert all(r.ok for r in reports), [r for r in reports if not r.ok]
 

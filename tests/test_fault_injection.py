@@ -26,7 +26,7 @@ import pytest
 import torch
 
 import spyre_provenance
-from spyre_provenance import emit, hook, mapping, schemas
+from spyre_provenance import emit, hook, mapping, path_validation, schemas
 from spyre_provenance.backends.reference import ReferenceBackend
 from test_hook_faults import INPUTS, TINY_SOURCE, Tiny
 from spyre_provenance.records import DIAGNOSTICS, NODE_MAPPINGS
@@ -167,7 +167,7 @@ def test_each_stage_faulted_on_the_reference_backend(stage: str, clean: Run, mon
         (file,) = files
         written = json.loads(file.read_bytes())
         assert written == document and written["faults"][0]["stage"] == stage
-        report = schemas.validate_paths([file.parent])
+        report = path_validation.validate_paths([file.parent])
         assert report and all(r.ok for r in report), report
         # the mapping file is there exactly when the log holds ours
         assert (file.parent / f"{NODE_MAPPINGS}.json").exists() == (diag.mapping == "hook")

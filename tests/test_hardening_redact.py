@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from spyre_provenance import schemas, tracelog
+from spyre_provenance import path_validation, tracelog
 from spyre_provenance.records import DIAGNOSTICS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.redact import Redactor, find_project
 from test_hook_faults import TINY_SOURCE
@@ -141,7 +141,7 @@ def test_compile_in_process_writes_and_logs_no_path(alices_project: Path, tmp_pa
     assert sources == {"<project>/tiny.py"}
     for name, doc in logged:
         assert leaks(json.dumps(doc), alices_project) == [], name
-    assert all(r.ok for r in schemas.validate_paths([out]))
+    assert all(r.ok for r in path_validation.validate_paths([out]))
 
 
 @pytest.mark.compile

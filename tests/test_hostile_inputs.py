@@ -32,7 +32,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from spyre_provenance import cli, schemas
-from spyre_provenance.commands import validate as validate_command
+from spyre_provenance import path_validation
 from spyre_provenance.records import (
     DIAGNOSTICS,
     KERNEL_INFORMATION,
@@ -441,7 +441,7 @@ def check_one(tmp: Path, name: str, data: bytes) -> None:
     folder.mkdir(exist_ok=True)
     path = folder / name
     path.write_bytes(data)
-    assert all(r.status in ("ok", "invalid", "unusable") for r in validate_command.check_paths([str(path)]))
+    assert all(r.status in ("ok", "invalid", "unusable") for r in path_validation.check_paths([str(path)]))
     if path.suffix == ".json" and data.strip():
         verdicts = []
         for full in (False, True):

@@ -749,9 +749,22 @@ def test_built_artifacts_gate() -> None:
     ]
 
 
+def test_the_validation_library_imports_no_command() -> None:
+    """The command line sits on the library, never under it (no import circle)."""
+    golden = Path(__file__).parents[1] / "golden" / "mlp"
+    code = (
+        "import sys; from spyre_provenance import path_validation;"
+        f"reports = path_validation.validate_paths([{str(golden)!r}]);"
+        "assert reports and all(r.ok for r in reports), reports;"
+        "loaded = [m for m in sys.modules if m.startswith('spyre_provenance.commands')];"
+        "assert not loaded, loaded"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_pure_modules_do_not_import_torch() -> None:
     code = (
-        "import sys; import spyre_provenance.schemas, spyre_provenance.tracelog, spyre_provenance.commands.validate;"
+        "import sys; import spyre_provenance.schemas, spyre_provenance.tracelog, spyre_provenance.path_validation, spyre_provenance.commands.validate;"
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from spyre_provenance import schemas
+from spyre_provenance import path_validation
 from spyre_provenance.records import KERNEL_STACK_TRACES, NODE_MAPPINGS
 
 RunCli = Callable[..., tuple[int, str, str]]
@@ -257,7 +257,7 @@ def test_json_format_for_ci(run_cli: RunCli, data_dir: Path, tmp_path: Path, dat
 
 def test_validate_paths_api(data_dir: Path, tmp_path: Path) -> None:
     root = make_folder(tmp_path / "out", data_dir)
-    reports = schemas.validate_paths([root, tmp_path / "missing"])
+    reports = path_validation.validate_paths([root, tmp_path / "missing"])
     assert [r.ok for r in reports] == [True, False, True, True, True, False]
     assert reports[3].location.endswith("dedicated_log_torch_trace_a.log:[0/0] (line 21)")
     assert reports[-1].artifact is None and str(reports[-1].problems[0]) == "$: no such file or folder"

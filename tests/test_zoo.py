@@ -19,7 +19,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from spyre_provenance import schemas, tlparse_page, tlparse_run, wrapper_code
+from spyre_provenance import path_validation, tlparse_page, tlparse_run, wrapper_code
 from spyre_provenance.invariants import judge_logged, read_log_graphs
 
 from zoo.models import ZOO
@@ -50,7 +50,7 @@ def test_exit_0_and_no_warning(zoo_case):
 
 
 def test_every_artifact_is_valid(zoo_case):
-    reports = schemas.validate_paths([zoo_case.out])
+    reports = path_validation.validate_paths([zoo_case.out])
     assert reports and all(r.ok for r in reports), [f"{r.location}: {r.problems[:2]}" for r in reports if not r.ok]
 
 

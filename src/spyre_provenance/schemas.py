@@ -74,7 +74,6 @@ __all__ = [
     "schema_dir",
     "validate",
     "validate_bytes",
-    "validate_paths",
 ]
 
 MAX_PROBLEMS = 100  # listed per report; the rest are only counted (Report.omitted)
@@ -254,7 +253,7 @@ def read_file(path: str | Path, *, max_bytes: int | None = None) -> bytes:
     try:
         size = path.stat().st_size
         if size > limit:
-            raise UnusableInput(str(path), f"{_human(size)} is over the size limit of {_human(limit)}")
+            raise UnusableInput(str(path), f"{human_size(size)} is over the size limit of {human_size(limit)}")
         return path.read_bytes()
     except OSError as exc:
         raise UnusableInput(str(path), exc.strerror or str(exc)) from None
@@ -279,7 +278,7 @@ def parse_size(text: str) -> int:
     return int(m.group(1)) * 1024 ** "_KMG".index(m.group(2).upper() or "_")
 
 
-def _human(n: int) -> str:
+def human_size(n: int) -> str:
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
@@ -336,21 +335,6 @@ def check_built_artifacts(
         if report.version is not None and report.version != CURRENT_VERSIONS[artifact]:
             lines.append(f"{artifact}: built as version {report.version}, expected {CURRENT_VERSIONS[artifact]}")
     return lines
-
-
-def validate_paths(
-    paths: Iterable[str | Path], *, artifact: str | None = None, max_bytes: int = 2**30, engine: str = "auto"
-) -> list[Report]:
-    """What ``spyre-provenance validate PATH...`` checks, as Reports (no printing).
-
-    Files, TORCH_TRACE logs (one report per artifact, location ``log:[0/0] (line N)``, and
-    one for damage to the log itself) and folders. An unusable path gives a report with
-    ``artifact=None`` and its one problem at ``$``.
-    """
-    from spyre_provenance.commands import validate as command  # the walk lives with the command
-
-    options = command.Options(artifact=artifact, max_bytes=max_bytes, engine=engine)
-    return [r.as_report() for r in command.check_paths([str(p) for p in paths], options)]
 
 
 # --- the full path ----------------------------------------------------------------------------

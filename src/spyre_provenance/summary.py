@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from spyre_provenance import coverage
+from spyre_provenance import coverage, path_validation
 
 if TYPE_CHECKING:
     from spyre_provenance.compile_run import CompileReport
@@ -56,12 +56,11 @@ def check_outputs(paths: Path | list[Path], log: Path | None) -> OutputCheck:
     A compile names only its own folders and log: another run may be writing into the
     same ``--out`` at the same time, and its half-written files are not this run's verdict.
     """
-    from spyre_provenance import schemas
     from spyre_provenance.invariants import judge_logged, read_log_graphs
 
     targets = [paths] if isinstance(paths, Path) else list(paths)
     targets += [log] if log is not None and log not in targets else []
-    results = schemas.validate_paths(targets) if targets else []
+    results = path_validation.validate_paths(targets) if targets else []
     invalid = [f"{r.location}: {r.problems[0]}" for r in results if not r.ok]
     graphs: list[GraphCheck] = []
     if log is not None:

@@ -19,51 +19,16 @@ provenance artifact, just not one this version of the tool accepts.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from pathlib import Path
 
 import msgspec
 
-from spyre_provenance import schemas, tracelog
-from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, EXIT_UNUSABLE, UnusableInput
-from spyre_provenance.fsutil import TMP_PREFIX
-from spyre_provenance.schemas import ARTIFACTS, Problem
+from spyre_provenance import schemas
+from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, EXIT_UNUSABLE
+from spyre_provenance.path_validation import Options, Result, check_paths
+from spyre_provenance.schemas import ARTIFACTS
 
-DEFAULT_MAX_BYTES = schemas.DEFAULT_MAX_BYTES
-AUTO_FULL_BYTES = schemas.AUTO_FULL_BYTES  # --engine auto: jsonschema up to this, then fast
-SNIFF_MAX_BYTES = 64 * 2**20  # folder scan: unnamed *.json files larger than this are skipped
-LOG_ARTIFACT = "TORCH_TRACE"  # the "artifact" of a result about a log itself
-
-
-class Result(msgspec.Struct):
-    """One line of output: an artifact's verdict, damage to a log, or an unusable PATH."""
-
-    path: str
-    status: str  # "ok" | "invalid" | "unusable"
-    artifact: str | None = None
-    version: str | None = None
-    compile_id: str | None = None
-    line: int | None = None  # the envelope line of an artifact inside a log
-    problems: list[Problem] = []
-    omitted: int = 0  # problems not listed
-    error: str | None = None  # what makes the PATH unusable
-
-    def where(self) -> str:
-        """``path``, or ``path:[0/0] (line 1168)`` for an artifact inside a log."""
-        if self.compile_id is None and self.line is None:
-            return self.path
-        return f"{self.path}:{self.compile_id or '[-/-]'}" + (f" (line {self.line})" if self.line is not None else "")
-
-    def as_report(self) -> schemas.Report:
-        problems = tuple(self.problems) or ((Problem("$", self.error),) if self.error else ())
-        return schemas.Report(self.artifact, self.version, problems, self.where(), self.omitted)
-
-
-class Options(msgspec.Struct, frozen=True):
-    artifact: str | None = None
-    max_bytes: int = DEFAULT_MAX_BYTES
-    engine: str = "auto"  # auto | fast | full
+__all__ = ["Options", "Result", "add_arguments", "check_paths", "exit_code", "render", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -132,162 +97,8 @@ def render(r: Result) -> str:
     return "\n".join(lines)
 
 
-# --- the checks (pure: no printing) ---------------------------------------------------------
-
-
-def check_paths(paths: list[str], options: Options = Options()) -> list[Result]:
-    results: list[Result] = []
-    for name in paths:
-        try:
-            results.extend(_check_path(Path(name), options))
-        except UnusableInput as exc:
-            results.append(Result(path=name, status="unusable", error=exc.what))
-        except OSError as exc:
-            results.append(Result(path=name, status="unusable", error=exc.strerror or str(exc)))
-    return results
-
-
-def _check_path(path: Path, options: Options) -> list[Result]:
-    if not path.exists():
-        raise UnusableInput(str(path), "no such file or folder")
-    if path.is_dir():
-        return _check_folder(path, options)
-    _check_size(path, options)
-    if _looks_like_log(path):
-        return _check_log(path, options, explicit=True)
-    if _is_log_name(path):
-        raise UnusableInput(str(path), "not a TORCH_TRACE log: the first line has no glog prefix")
-    return [_check_json(path, options.artifact, options)]
-
-
-def _check_json(path: Path, artifact: str | None, options: Options) -> Result:
-    data = _read(path, options)
-    artifact = artifact or schemas.artifact_for_filename(path.name)
-    report = schemas.validate_bytes(data, artifact, location=str(path), full=_full(options, len(data)))
-    return _result(str(path), report)
-
-
-def _check_log(path: Path, options: Options, *, explicit: bool) -> list[Result]:
-    _check_size(path, options)
-    names = {options.artifact} if options.artifact else tracelog.PROVENANCE_ARTIFACTS
-    results: list[Result] = []
-    damage: list[Problem] = []
-    for item in tracelog.read_trace(path, names=names):
-        if isinstance(item, Problem):
-            damage.append(item)
-            continue
-        location = f"{path}:{item.compile_id or '[-/-]'}"
-        try:
-            report = schemas.validate_bytes(
-                item.payload, item.name, location=location, full=_full(options, len(item.payload))
-            )
-        except UnusableInput as exc:  # inside a log, an unreadable payload is a broken artifact
-            report = schemas.Report(item.name, None, (Problem("$", exc.what),), location)
-        result = _result(str(path), report, extra=item.problems)
-        results.append(msgspec.structs.replace(result, compile_id=item.compile_id or "[-/-]", line=item.line))
-    if damage:
-        shown = damage[: schemas.MAX_PROBLEMS]
-        results.append(
-            Result(str(path), "invalid", LOG_ARTIFACT, problems=shown, omitted=len(damage) - len(shown))
-        )
-    if not results and explicit:
-        which = options.artifact or "provenance artifacts"
-        raise UnusableInput(str(path), f"no {which} in this TORCH_TRACE log (was INDUCTOR_PROVENANCE=1 set?)")
-    return results
-
-
-def _check_folder(folder: Path, options: Options) -> list[Result]:
-    results: list[Result] = []
-    for path in _walk(folder):
-        try:
-            if path.suffix == ".json":
-                artifact = _sniff_artifact(path)
-                if artifact is not None and options.artifact in (None, artifact):
-                    results.append(_check_json(path, artifact, options))
-            elif _is_log_name(path) and _looks_like_log(path):
-                results.extend(_check_log(path, options, explicit=False))
-        except UnusableInput as exc:
-            results.append(Result(path=str(path), status="unusable", error=exc.what))
-        except OSError as exc:
-            results.append(Result(path=str(path), status="unusable", error=exc.strerror or str(exc)))
-    if not results:
-        raise UnusableInput(str(folder), "no provenance artifacts or TORCH_TRACE logs in this folder")
-    return results
-
-
-def _walk(folder: Path) -> list[Path]:
-    """Files under ``folder`` in a stable order, skipping hidden folders and temporaries."""
-    found = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        found += [Path(root, f) for f in sorted(files) if not f.startswith(TMP_PREFIX)]
-    return found
-
-
-def _sniff_artifact(path: Path) -> str | None:
-    """A JSON file's artifact if its name or its shape leaves no doubt; else None (skipped)."""
-    named = schemas.artifact_for_filename(path.name)
-    if named is not None:
-        return named
-    if path.stat().st_size > SNIFF_MAX_BYTES:
-        return None
-    try:
-        top = msgspec.json.decode(path.read_bytes(), type=dict[str, msgspec.Raw])
-    except (msgspec.DecodeError, OSError):
-        return None
-    return schemas.guess_artifact(top, strict=True)
-
-
-def _is_log_name(path: Path) -> bool:
-    return path.suffix == ".log" or path.name.startswith("dedicated_log_torch_trace")
-
-
-def _looks_like_log(path: Path) -> bool:
-    try:
-        return tracelog.looks_like_trace_log(path)
-    except OSError:
-        return False
-
-
-def _read(path: Path, options: Options) -> bytes:
-    _check_size(path, options)
-    return path.read_bytes()
-
-
-def _full(options: Options, size: int) -> bool:
-    """jsonschema (exact schema semantics) where it is cheap, the fast path where it is not."""
-    return options.engine == "full" or (options.engine == "auto" and size <= AUTO_FULL_BYTES)
-
-
-def _check_size(path: Path, options: Options) -> None:
-    size = path.stat().st_size
-    if size > options.max_bytes:
-        raise UnusableInput(str(path), f"{_human(size)} is over the --max-bytes limit of {_human(options.max_bytes)}")
-    if size == 0:
-        raise UnusableInput(str(path), "empty file")
-
-
-def _result(path: str, report: schemas.Report, extra: tuple[Problem, ...] = ()) -> Result:
-    problems = list(extra) + list(report.problems)
-    return Result(
-        path=path,
-        status="invalid" if problems else "ok",
-        artifact=report.artifact,
-        version=report.version,
-        problems=problems,
-        omitted=report.omitted,
-    )
-
-
 def _size(text: str) -> int:
     try:
         return schemas.parse_size(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (examples: 1000000, 500M, 2G)") from None
-
-
-def _human(n: int) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} bytes"
