@@ -269,13 +269,16 @@ def test_old_generation_wrapper_records_only_when_nothing_took_a_handle(
 
     monkeypatch.setattr(inductor_debug, adapter.HANDLE_COUNTER, 0)
     calls = []
-    fake_session = types.SimpleNamespace(record_call_site=lambda *a: calls.append(a))
-    monkeypatch.setattr(hook, "active_session", lambda: fake_session)
+
+    class Recorder:  # the seam a backend is handed at install (backends.base.CallSiteRecorder)
+        def record_call_site(self, node_schedule, kernel_name):
+            calls.append((node_schedule, kernel_name))
+
     # force the wrapper even for the handle-taking method: the counter guard must hold
     monkeypatch.setattr(adapter, "detect_generation", lambda cls: (False, []))
     module = _fake_module(codegen_comment)
     backend = TorchSpyreBackend(module=module, device="spyre_test")
-    backend.install()
+    backend.install(Recorder())
     try:
         module.SuperDSCScheduling().codegen_comment(["node"], "sdsc_fused_relu_0")
         module.SuperDSCScheduling().codegen_comment(["node"], None)  # no name: never recorded

@@ -1,4 +1,5 @@
-"""Exit codes and the one exception type the command line turns into a one-line error."""
+"""Exit codes, the one exception type the command line turns into a one-line error, and
+the warning a failing provenance stage gives (the compile goes on). Imports nothing of ours."""
 
 from __future__ import annotations
 
@@ -14,3 +15,7 @@ class UnusableInput(Exception):
         super().__init__(f"{location}: {what}")
         self.location = location
         self.what = what
+
+
+class ProvenanceWarning(UserWarning):
+    """A stage of the hook failed; the compile went on without (part of) the mapping."""

@@ -29,9 +29,10 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance import coverage, mapping
+from spyre_provenance import coverage, emit, mapping, schemas
 from spyre_provenance.backends import get_backend
 from spyre_provenance.backends.base import Backend
+from spyre_provenance.errors import ProvenanceWarning
 from spyre_provenance.records import (
     DIAGNOSTICS,
     FAULT_STAGES,
@@ -53,10 +54,6 @@ UNANNOUNCED_FALLBACKS = ("ScatterFallback", "IndexPutFallback")
 # Fault stages, in the order a graph passes through them (named in warnings, summaries and
 # the diagnostics artifact).
 STAGES = FAULT_STAGES
-
-
-class ProvenanceWarning(UserWarning):
-    """A stage of the hook failed; the compile went on without (part of) the mapping."""
 
 
 class GraphDiagnostics(msgspec.Struct):
@@ -126,7 +123,7 @@ class Session:
         import torch._inductor.debug as inductor_debug
         from torch._inductor import config
 
-        self.backend.install()
+        self.backend.install(self)
         modules = [inductor_debug, cpp_codegen, *self.backend.tracing_modules()]
         seen: set[int] = set()
         for module in modules:
@@ -291,8 +288,6 @@ class Session:
         """
         from torch._inductor.virtualized import V
 
-        from spyre_provenance import emit
-
         self._current = None
         graph = V.graph
         graph_key = id(graph)
@@ -337,8 +332,6 @@ class Session:
             built = True
         if built:
             with self._stage("validate", graph_key):
-                from spyre_provenance import schemas
-
                 problems = schemas.check_built_artifacts(
                     result.node_mappings, result.stack_traces, result.opspec_handles
                 )
@@ -363,8 +356,6 @@ class Session:
     def _judge(self, result: GraphResult, graph: Any, graph_model: Any, upstream: dict[str, Any]) -> None:
         """Coverage of what the log will hold for this graph, judged as ``compile`` and
         ``golden`` judge it from the log: the same function on the same code and nodes."""
-        from spyre_provenance import emit
-
         code = emit.output_code(graph)
         if code is None or graph_model is None:
             result.diagnostics.hints = ["coverage not judged: the graph's wrapper code is not at hand"]
@@ -384,8 +375,6 @@ class Session:
         artifacts; a failure of either is one more fault of its stage. The file holds the
         faults known when it is written, so a failed log emission shows up in it.
         """
-        from spyre_provenance import emit
-
         self._settle(result, graph_key)
         document = diagnostics_document(result)
         checked = False
@@ -425,8 +414,6 @@ class Session:
         is empty for that reason). Its nodes' ``from_node`` chains still lead to the
         forward's pre-grad graph, whose id we remember per compile id.
         """
-        from spyre_provenance import emit
-
         graph_id = emit.current_pre_grad_graph_id()
         if graph_id is not None and result.kind != "backward":
             self._pre_grad_ids[result.compile_id] = graph_id
@@ -497,8 +484,6 @@ def diagnostics_document(result: GraphResult) -> dict[str, Any]:
 
 
 def _check_diagnostics(document: dict[str, Any]) -> None:
-    from spyre_provenance import schemas
-
     report = schemas.validate_bytes(msgspec.json.encode(document), DIAGNOSTICS)  # fast engine, like the gate
     if not report.ok:
         raise ValueError("built diagnostics are invalid: " + "; ".join(map(str, report.problems[:3])))
@@ -655,10 +640,6 @@ def disable() -> Session | None:
         if session is not None:
             session.uninstall()
         return session
-
-
-def active_session() -> Session | None:
-    return _session
 
 
 @contextlib.contextmanager

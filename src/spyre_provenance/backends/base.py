@@ -10,9 +10,15 @@ which modules hold their own reference to Inductor's
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
 from spyre_provenance.records import Fault, OpSpecRecord
+
+
+class CallSiteRecorder(Protocol):
+    """What the hook hands a backend at install: the one thing a backend may call back."""
+
+    def record_call_site(self, node_schedule: Any, kernel_name: str) -> int | None: ...
 
 
 class Backend:
@@ -33,8 +39,11 @@ class Backend:
     #: backend that writes files of its own applies it to the paths in them
     path_redactor = None
 
-    def install(self) -> None:
-        """Make this backend the one Inductor uses for ``device`` (undone by uninstall)."""
+    def install(self, recorder: CallSiteRecorder | None = None) -> None:
+        """Make this backend the one Inductor uses for ``device`` (undone by uninstall).
+
+        ``recorder`` is what a backend that writes no handle comments calls for each
+        kernel call (the hook's session); None outside a tracked compile."""
 
     def uninstall(self) -> None:
         """Restore what install replaced."""

@@ -477,7 +477,7 @@ class ReferenceBackend(Backend):
 
     # install / uninstall: every global touched is saved first and put back exactly.
 
-    def install(self) -> None:
+    def install(self, recorder: Any = None) -> None:  # writes its own handle comments
         if self._saved is not None:
             return
         codegen_common.init_backend_registration()  # the stock cpu entry must exist to save it

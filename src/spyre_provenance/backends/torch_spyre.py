@@ -68,7 +68,7 @@ What the adapter does with that
     function-local import also fills) -> it writes handles, the hook's wrappers see the
     calls (through ``torch._inductor.debug`` or, for a by-name import, the module returned
     by ``tracing_modules``) and N is reused; or it does not -> ``codegen_comment`` is wrapped
-    to call ``hook.active_session().record_call_site`` right after the original, i.e. on the
+    to call ``recorder.record_call_site`` (the hook's session, handed over at ``install``) right after the original, i.e. on the
     line before the call. That wrapper also checks Inductor's handle counter and stays out
     of the way when the original did take a handle, so a wrong guess never doubles comments.
   * ``uninstall`` restores every attribute and the registry entry exactly.
@@ -85,7 +85,8 @@ from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any, Sequence
 
-from spyre_provenance.backends.base import Backend
+from spyre_provenance.backends.base import Backend, CallSiteRecorder
+from spyre_provenance.errors import ProvenanceWarning
 from spyre_provenance.records import OpSpecRecord
 
 DEVICE = "spyre"
@@ -167,12 +168,14 @@ class TorchSpyreBackend(Backend):
         self._patches: list[tuple[Any, str, Any]] = []  # (owner, attr, old __dict__ value)
         self._saved_registration: Any = None  # (device, old entry or _MISSING)
         self._warned = False
+        self._recorder: CallSiteRecorder | None = None
 
     # -- install / uninstall -------------------------------------------------------------
 
-    def install(self) -> None:
+    def install(self, recorder: CallSiteRecorder | None = None) -> None:
         if self.scheduling is not None:
             return
+        self._recorder = recorder
         cls = self._find_scheduling()
         try:
             self._register(cls)
@@ -188,6 +191,7 @@ class TorchSpyreBackend(Backend):
         self.scheduling = cls
 
     def uninstall(self) -> None:
+        self._recorder = None
         for owner, attr, old in reversed(self._patches):
             if old is _MISSING:
                 delattr(owner, attr)
@@ -286,13 +290,10 @@ class TorchSpyreBackend(Backend):
         return codegen_comment
 
     def _record_call_site(self, node_schedule: Any, kernel_name: str) -> None:
-        from spyre_provenance import hook
-
-        session = hook.active_session()
-        if session is None:  # installed outside tracking(): nothing to record into
+        if self._recorder is None:  # installed outside tracking(): nothing to record into
             return
         try:
-            session.record_call_site(node_schedule, kernel_name)
+            self._recorder.record_call_site(node_schedule, kernel_name)
         except Exception as exc:  # noqa: BLE001 - provenance never breaks a compile
             self._warn_once("recording a call site", exc)
 
@@ -300,8 +301,6 @@ class TorchSpyreBackend(Backend):
         if self._warned:
             return
         self._warned = True
-        from spyre_provenance.hook import ProvenanceWarning
-
         warnings.warn(
             f"spyre-provenance: torch-spyre adapter, {what}: {type(exc).__name__}: {exc} "
             "(the compile goes on)",
