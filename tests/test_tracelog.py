@@ -174,3 +174,25 @@ def test_streams_payloads_it_was_not_asked_for(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert entry.payload == MAPPING.encode()
     assert peak < 2 * 2**20, peak
+
+
+def test_one_rule_splits_a_compile_id_into_graphs():
+    """Forward then backward under one compile id; another id interleaved; the records
+    after a graph's code stay with it."""
+    from spyre_provenance.tracelog import GraphSplitter
+
+    splitter = GraphSplitter()
+    log = [
+        ("[0/0]", "dynamo_start"),
+        ("[0/0]", "inductor_post_grad_graph"),
+        ("[0/0]", "inductor_output_code"),
+        ("[1/0]", "inductor_post_grad_graph"),
+        ("[0/0]", "inductor_provenance_tracking_node_mappings"),
+        ("[0/0]", "inductor_post_grad_graph"),  # the backward
+        ("[0/0]", "inductor_post_grad_graph"),  # no code yet: still the backward
+        ("[0/0]", "inductor_output_code"),
+        ("[0/0]", "inductor_output_code"),  # code after code: a third graph
+    ]
+    assert [splitter.place(cid, name) for cid, name in log] == [
+        (0, True), (0, False), (0, False), (0, True), (0, False), (1, True), (1, False), (1, False), (2, True),
+    ]

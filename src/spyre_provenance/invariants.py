@@ -59,8 +59,8 @@ class LoggedGraph(msgspec.Struct):
 
 
 def read_log_graphs(path: str | os.PathLike[str]) -> list[LoggedGraph]:
-    """The graphs of a TORCH_TRACE log, in compile order: a graph starts at each post-grad
-    graph record of its compile id, and owns the records of that id up to the next one."""
+    """The graphs of a TORCH_TRACE log, in compile order, split by ``tracelog.GraphSplitter``
+    (the rule ``tlparse_run`` splits logs by, too)."""
     from spyre_provenance import tracelog
 
     artifacts = {
@@ -72,11 +72,12 @@ def read_log_graphs(path: str | os.PathLike[str]) -> list[LoggedGraph]:
     names = {*POST_GRAD_GRAPHS, OUTPUT_CODE, *artifacts}
     graphs: list[LoggedGraph] = []
     current: dict[str, LoggedGraph] = {}
+    splitter = tracelog.GraphSplitter()
     for compile_id, name, payload in tracelog.artifact_payloads(path, names):
-        graph = current.get(compile_id)
-        if graph is None or name in POST_GRAD_GRAPHS or (name == OUTPUT_CODE and graph.output_code is not None):
+        if splitter.place(compile_id, name)[1]:
             graph = current[compile_id] = LoggedGraph(compile_id)
             graphs.append(graph)
+        graph = current[compile_id]
         if name in POST_GRAD_GRAPHS:
             graph.post_grad_graph = payload
         elif name == OUTPUT_CODE:

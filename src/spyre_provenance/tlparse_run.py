@@ -32,7 +32,7 @@ from spyre_provenance.records import (
     OUTPUT_CODE,
     POST_GRAD_GRAPHS,
 )
-from spyre_provenance.tracelog import GLOG_PREFIX, compile_id
+from spyre_provenance.tracelog import GLOG_PREFIX, GraphSplitter, compile_id
 
 INSTALL_HINT = "pip install 'spyre-provenance[tlparse]'"
 
@@ -152,7 +152,7 @@ class LogGraph(msgspec.Struct):
 
     compile_id: str
     position: int  # 0-based among the graphs of its compile id
-    first: int  # index into the record list of the graph's first post-grad graph or code
+    first: int  # index into the record list of the graph's first record (GraphSplitter)
     last: int  # index of its last record (the compile id's tail goes to its last graph)
     kind: str | None = None  # inference | forward | backward (the code's "# AOT ID:" line)
     has_code: bool = False
@@ -162,26 +162,22 @@ class LogGraph(msgspec.Struct):
 def graphs_of(records: list[RawRecord]) -> list[LogGraph]:
     """The graphs of each compile id that have output code, in log order.
 
-    A compile id's graphs follow each other: post-grad graph, output code, then mapping and
-    stack traces. A post-grad graph or output code after the current graph's code starts
-    the next graph (the rule ``invariants.read_log_graphs`` uses).
+    Split by ``tracelog.GraphSplitter``, the rule ``invariants.read_log_graphs`` uses.
     """
     graphs: list[LogGraph] = []
     current: dict[str, LogGraph] = {}
     tail: dict[str, int] = {}  # compile id -> index of its last record
+    splitter = GraphSplitter()
     for index, record in enumerate(records):
         cid, name = record.compile_id, record.name
         if cid is None:
             continue
         tail[cid] = index
-        graph = current.get(cid)
-        if name in POST_GRAD_GRAPHS or name == OUTPUT_CODE:
-            if graph is None or graph.has_code:
-                position = 0 if graph is None else graph.position + 1
-                graph = current[cid] = LogGraph(cid, position, index, index)
-                graphs.append(graph)
-        if graph is None:
-            continue
+        position, starts = splitter.place(cid, name)
+        if starts:
+            graph = current[cid] = LogGraph(cid, position, index, index)
+            graphs.append(graph)
+        graph = current[cid]
         graph.last = index
         if name == OUTPUT_CODE:
             graph.has_code = True

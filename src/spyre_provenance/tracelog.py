@@ -28,7 +28,14 @@ from typing import BinaryIO
 
 import msgspec
 
-from spyre_provenance.records import DIAGNOSTICS, KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.records import (
+    DIAGNOSTICS,
+    KERNEL_STACK_TRACES,
+    NODE_MAPPINGS,
+    OPSPEC_DEBUG_HANDLES,
+    OUTPUT_CODE,
+    POST_GRAD_GRAPHS,
+)
 from spyre_provenance.rules import Problem
 
 # The provenance artifacts a TORCH_TRACE log may carry (kernel_information.json lives in
@@ -96,6 +103,29 @@ def artifact_payloads(
     for item in read_trace(source, names=names):
         if isinstance(item, TraceEntry):
             yield item.compile_id or "", item.name, item.text
+
+
+class GraphSplitter:
+    """The one rule that splits a compile id's records into graphs (a training compile logs
+    its forward and its backward under one id), for every reader of logs.
+
+    Fed the records in log order, ``place`` says which graph of its compile id a record
+    belongs to (0-based) and whether it starts that graph: the id's first record starts its
+    first graph; a post-grad graph or output code starts the next one once the current
+    graph has its code. Records after a graph's code (mapping, stack traces, metrics) stay
+    with it.
+    """
+
+    def __init__(self) -> None:
+        self._current: dict[str, tuple[int, bool]] = {}  # compile id -> (position, has code)
+
+    def place(self, compile_id: str, name: str | None) -> tuple[int, bool]:
+        current = self._current.get(compile_id)
+        starts = current is None or (current[1] and (name in POST_GRAD_GRAPHS or name == OUTPUT_CODE))
+        position = 0 if current is None else current[0] + starts
+        has_code = (not starts and current is not None and current[1]) or name == OUTPUT_CODE
+        self._current[compile_id] = (position, has_code)
+        return position, starts
 
 
 def compile_id(envelope: dict) -> str | None:
