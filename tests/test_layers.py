@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).parents[1] / "src" / "spyre_provenance"
 #: Modules that read and judge artifacts: no torch, and nothing above them.
 CORE = (
     "errors", "fsutil", "records", "mapping", "redact", "rules", "fastpath", "schemas",
-    "path_validation", "tracelog", "wrapper_code", "coverage", "invariants", "golden",
+    "path_validation", "folders", "tracelog", "wrapper_code", "coverage", "invariants", "golden",
     "tlparse_page", "tlparse_run", "summary",
 )
 #: What sits above the core: capture (hook, emit), backends, entry points.

@@ -6,11 +6,11 @@ writes has been validated by the hook first, and every file is written atomicall
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spyre_provenance import mapping
+from spyre_provenance.folders import graph_folder
 from spyre_provenance.fsutil import atomic_write_bytes, remove_stale_temporaries
 from spyre_provenance.records import (
     DIAGNOSTICS,
@@ -144,34 +144,10 @@ def artifact_files(result: GraphResult) -> dict[str, bytes]:
     return files
 
 
-GRAPH_PREFIX = "graph_"
-# a label has a non-digit, so it never reads as the compile order "00"
-_GRAPH_FOLDER = re.compile(r"graph_(?:(?P<label>[0-9A-Za-z.-]*[A-Za-z.-][0-9A-Za-z.-]*)_)?(?P<rest>[0-9]+_.*)")
-
-
-def model_label(text: str) -> str:
-    """``text`` as a graph-folder label: letters, digits, ``.`` and ``-`` only (an ``_``
-    becomes ``-``), so the label never runs into the folder name's ``_``-separated parts."""
-    label = re.sub(r"[^0-9A-Za-z.-]+", "-", text).strip("-.") or "model"
-    return label if not label.isdigit() else f"model-{label}"
-
-
 def graph_folder_name(result: GraphResult, label: str | None = None) -> str:
-    """``graph_00_0-0_forward``: compile order, compile id, graph kind; sortable, unique.
-
-    With a model label (``label``, else the result's own): ``graph_mlp_00_0-0_forward``,
-    so compiles of different models can write into one ``--out`` folder side by side.
-    """
-    compile_id = re.sub(r"[^0-9A-Za-z_]+", "-", result.compile_id).strip("-")
-    label = label if label is not None else result.label
-    prefix = f"{GRAPH_PREFIX}{model_label(label)}_" if label else GRAPH_PREFIX
-    return f"{prefix}{result.index:02d}_{compile_id}_{result.kind}"
-
-
-def is_graph_folder_of(name: str, label: str | None) -> bool:
-    """Whether ``name`` is a graph folder of the model ``label`` (None: unlabeled)."""
-    match = _GRAPH_FOLDER.fullmatch(name)
-    return match is not None and match["label"] == (model_label(label) if label else None)
+    """The graph's folder (``folders.graph_folder``), named with ``label`` or else the
+    result's own model label, so compiles of different models share one ``--out``."""
+    return graph_folder(result.index, result.compile_id, result.kind, label if label is not None else result.label)
 
 
 def diagnostics_file(document: Any) -> dict[str, bytes]:

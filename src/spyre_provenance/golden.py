@@ -50,11 +50,11 @@ from spyre_provenance.records import (
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
 )
+from spyre_provenance.folders import GRAPH_PREFIX, graph_folder, without_label
 from spyre_provenance.redact import path_variants
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
-GRAPH_PREFIX = "graph_"
 #: File name of each artifact inside a graph folder (what compile --out writes, too).
 ARTIFACT_FILES = {
     NODE_MAPPINGS: f"{NODE_MAPPINGS}.json",
@@ -409,16 +409,11 @@ def _graph_artifacts(folder: Path) -> dict[str, Any]:
     return {a: found[a] for a in ARTIFACT_FILES if a in found}  # one artifact order everywhere
 
 
-_LABELED_GRAPH = re.compile(r"graph_[0-9A-Za-z.-]*[A-Za-z.-][0-9A-Za-z.-]*_(?P<rest>[0-9]+_.*)")
-
-
 def graph_names(names: Sequence[str]) -> list[str]:
     """Graph folder names without a model label (``graph_mlp_00_0-0_forward`` ->
     ``graph_00_0-0_forward``): a golden case names its model once, in its folder. Names
     that would then collide (several models in one ``--out``) are kept as they are."""
-    stripped = [
-        f"{GRAPH_PREFIX}{m['rest']}" if (m := _LABELED_GRAPH.fullmatch(name)) else name for name in names
-    ]
+    stripped = [without_label(name) for name in names]
     return stripped if len(set(stripped)) == len(stripped) else list(names)
 
 
@@ -447,7 +442,7 @@ def _load_folder(folder: Path) -> Provenance:
 
 
 def _load_log(path: Path, label: str) -> Provenance:
-    """Graphs of a TORCH_TRACE log: a graph starts at each post-grad graph record."""
+    """Graphs of a TORCH_TRACE log, split as ``invariants.read_log_graphs`` splits them."""
     from spyre_provenance.invariants import read_log_graphs
 
     graphs: dict[str, dict[str, Any]] = {}
@@ -456,8 +451,7 @@ def _load_log(path: Path, label: str) -> Provenance:
                  OPSPEC_DEBUG_HANDLES: logged.opspec_handles}
         artifacts = {a: doc for a, doc in found.items() if doc is not None}
         if artifacts:
-            clean = re.sub(r"[^0-9A-Za-z_]+", "-", logged.compile_id).strip("-") or "none"
-            graphs[f"{GRAPH_PREFIX}{i:02d}_{clean}"] = artifacts
+            graphs[graph_folder(i, logged.compile_id)] = artifacts
     if not graphs:
         raise UnusableInput(str(path), "no provenance artifacts in this TORCH_TRACE log")
     return Provenance(label, graphs)

@@ -22,7 +22,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from spyre_provenance import emit
+from spyre_provenance import folders
 from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
 from spyre_provenance.fsutil import remove_stale_temporaries
 from spyre_provenance.tlparse_run import TlparseError, render_pages, run_tlparse, tlparse_binary  # noqa: F401
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     log = _claim_trace_log(trace_dir / f"{label}.log")
 
     pages: list[Path] = []
-    graph_dirs = [p for p in sorted(out.glob(f"{emit.GRAPH_PREFIX}*")) if emit.is_graph_folder_of(p.name, label)]
+    graph_dirs = [p for p in sorted(out.glob(f"{folders.GRAPH_PREFIX}*")) if folders.is_graph_folder_of(p.name, label)]
     checked = summary.check_outputs(graph_dirs, log)
     tlparse = tlparse_binary()
     if log is not None and not args.no_tlparse and tlparse:
@@ -149,8 +149,8 @@ def run_label(spec: str) -> str:
     models). Letters, digits, ``.`` and ``-`` only."""
     if ":" in spec:
         path, _, factory = spec.partition(":")
-        return emit.model_label(f"{Path(path).stem}-{factory}")
-    return emit.model_label(spec)
+        return folders.model_label(f"{Path(path).stem}-{factory}")
+    return folders.model_label(spec)
 
 
 def _prepare(out: Path, trace_dir: Path, label: str) -> None:
@@ -160,7 +160,7 @@ def _prepare(out: Path, trace_dir: Path, label: str) -> None:
         raise UnusableInput(str(out), "exists and is not a folder")
     if out.is_dir():
         remove_stale_temporaries(out)  # a killed writer's leftovers; live writers' stay
-        stale = [p for p in out.glob(f"{emit.GRAPH_PREFIX}*") if emit.is_graph_folder_of(p.name, label)]
+        stale = [p for p in out.glob(f"{folders.GRAPH_PREFIX}*") if folders.is_graph_folder_of(p.name, label)]
         for folder in [*stale, out / "sdsc" / label, out / "tlparse" / label]:
             if folder.is_dir():
                 shutil.rmtree(folder)
@@ -178,7 +178,7 @@ def _discard(out: Path, trace_dir: Path, label: str, created: list[Path]) -> Non
     under its temporary name, and the folders it created when they hold nothing else.
     Another model's output stays."""
     for folder in [
-        *(p for p in out.glob(f"{emit.GRAPH_PREFIX}*") if emit.is_graph_folder_of(p.name, label)),
+        *(p for p in out.glob(f"{folders.GRAPH_PREFIX}*") if folders.is_graph_folder_of(p.name, label)),
         out / "sdsc" / label,
         out / "tlparse" / label,
     ]:

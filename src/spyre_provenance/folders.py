@@ -1,0 +1,44 @@
+"""Graph-folder names: ``graph_<model>_<order>_<compile id>_<kind>``, written by ``emit``
+and ``compile``, read by ``golden``. One place for the rule both sides depend on.
+
+Pure: imports nothing of ours.
+"""
+
+from __future__ import annotations
+
+import re
+
+GRAPH_PREFIX = "graph_"
+# a label has a non-digit, so it never reads as the compile order "00"
+_GRAPH_FOLDER = re.compile(r"graph_(?:(?P<label>[0-9A-Za-z.-]*[A-Za-z.-][0-9A-Za-z.-]*)_)?(?P<rest>[0-9]+_.*)")
+
+
+def model_label(text: str) -> str:
+    """``text`` as a graph-folder label: letters, digits, ``.`` and ``-`` only (an ``_``
+    becomes ``-``), so the label never runs into the folder name's ``_``-separated parts."""
+    label = re.sub(r"[^0-9A-Za-z.-]+", "-", text).strip("-.") or "model"
+    return label if not label.isdigit() else f"model-{label}"
+
+
+def compile_id_part(compile_id: str) -> str:
+    """A compile id as a folder-name part: ``[0/0_1]`` -> ``0-0_1``."""
+    return re.sub(r"[^0-9A-Za-z_]+", "-", compile_id).strip("-") or "none"
+
+
+def graph_folder(index: int, compile_id: str, kind: str | None = None, label: str | None = None) -> str:
+    """``graph_00_0-0_forward`` (compile order, compile id, graph kind; sortable, unique),
+    ``graph_mlp_00_0-0_forward`` with a model label."""
+    prefix = f"{GRAPH_PREFIX}{model_label(label)}_" if label else GRAPH_PREFIX
+    return f"{prefix}{index:02d}_{compile_id_part(compile_id)}" + (f"_{kind}" if kind else "")
+
+
+def is_graph_folder_of(name: str, label: str | None) -> bool:
+    """Whether ``name`` is a graph folder of the model ``label`` (None: unlabeled)."""
+    match = _GRAPH_FOLDER.fullmatch(name)
+    return match is not None and match["label"] == (model_label(label) if label else None)
+
+
+def without_label(name: str) -> str:
+    """``graph_mlp_00_0-0_forward`` -> ``graph_00_0-0_forward``; other names unchanged."""
+    match = _GRAPH_FOLDER.fullmatch(name)
+    return f"{GRAPH_PREFIX}{match['rest']}" if match and match["label"] else name
