@@ -12,7 +12,7 @@ debug handles. Coverage, not op counts:
    its own in the post-grad graph (a graph input has none: tlparse can highlight nothing),
    and only nodes the graph has.
 3. ``node-reach``: every post-grad compute node reaches a kernel, or needs none for a stated
-   reason: a view or metadata op (by rule, ``NO_KERNEL_OPS``), dead code (no user, not an
+   reason: a view or metadata op (by rule, ``records.NO_KERNEL_OPS``), dead code (no user, not an
    output), a constant no kernel needs. A node computed inside its users' kernels (inlined)
    must be listed there.
 4. ``opspec-handle``: every OpSpec carries a debug handle whose ``ir_chain`` names real
@@ -36,10 +36,9 @@ from typing import Any
 import msgspec
 
 from spyre_provenance import wrapper_code
-from spyre_provenance.mapping import kernels_of_users
+from spyre_provenance.mapping import kernels_by_node, kernels_of_users
 from spyre_provenance.records import (
     FACTORY_OPS,
-    NO_KERNEL_OPS,  # noqa: F401 - re-exported: the rule's name in the README
     CoverageCounts,
     ExemptNodes,
     GraphNode,
@@ -266,10 +265,7 @@ def _kernel_links(graph: PostGradGraph, cpp_to_post: Mapping[str, list[str]], fo
 def _node_reach(
     graph: PostGradGraph, cpp_to_post: Mapping[str, list[str]], counts: CoverageCounts, found: _Findings
 ) -> None:
-    kernels_of: dict[str, list[str]] = {}
-    for key, names in cpp_to_post.items():
-        for name in names:
-            kernels_of.setdefault(name, []).append(key)
+    kernels_of = kernels_by_node(cpp_to_post)
     exempt = ExemptNodes()
     outputs = set(graph.outputs)
     for node in graph.nodes:

@@ -309,6 +309,15 @@ def _encode(value: Any) -> bytes:
     return text.encode("utf-8")
 
 
+def kernels_by_node(cpp_to_post: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """Post-grad node -> the kernel keys listing it, in key order (a map's inverse)."""
+    kernels_of: dict[str, list[str]] = {}
+    for key, names in cpp_to_post.items():
+        for name in names:
+            kernels_of.setdefault(name, []).append(key)
+    return kernels_of
+
+
 def kernels_of_users(graph: PostGradGraph, name: str, kernels_of: Mapping[str, Sequence[str]]) -> list[str]:
     """The kernels that compute the users of ``name``: its users' own, and for users no
     kernel lists (a view, an inlined op), theirs, transitively. In graph order, once each."""
@@ -364,10 +373,7 @@ def infer_links(records: Sequence[KernelRecord], graph: PostGradGraph) -> list[I
             node = graph.get(name)
             if node is not None and node.line and _reads(graph, name) & set(own) and name not in own:
                 found.append(Inferred(name, record.key, "consumer"))
-    kernels_of: dict[str, list[str]] = {}
-    for key, names in nodes_of.items():
-        for name in names:
-            kernels_of.setdefault(name, []).append(key)
+    kernels_of = kernels_by_node(nodes_of)
     for link in found:
         kernels_of.setdefault(link.node, []).append(link.kernel)
     outputs = set(graph.outputs)

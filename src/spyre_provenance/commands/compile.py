@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     log = _claim_trace_log(trace_dir / f"{label}.log")
 
     pages: list[Path] = []
-    graph_dirs = [p for p in sorted(out.glob(f"{folders.GRAPH_PREFIX}*")) if folders.is_graph_folder_of(p.name, label)]
+    graph_dirs = _graph_folders(out, label)
     checked = summary.check_outputs(graph_dirs, log)
     tlparse = tlparse_binary()
     if log is not None and not args.no_tlparse and tlparse:
@@ -153,15 +153,24 @@ def run_label(spec: str) -> str:
     return folders.model_label(spec)
 
 
+def _graph_folders(out: Path, label: str) -> list[Path]:
+    """The graph folders of model ``label`` in ``out``, in name order."""
+    return [p for p in sorted(out.glob(f"{folders.GRAPH_PREFIX}*")) if folders.is_graph_folder_of(p.name, label)]
+
+
+def _own_folders(out: Path, label: str) -> list[Path]:
+    """Everything a run of model ``label`` writes into ``out`` besides its log: graph
+    folders, bundles, pages. Another model's stay out of it."""
+    return [*_graph_folders(out, label), out / "sdsc" / label, out / "tlparse" / label]
+
+
 def _prepare(out: Path, trace_dir: Path, label: str) -> None:
     """Remove this model's output of an earlier run, and nothing else: another model's
-    folders and logs (maybe being written right now by another run) stay untouched."""
-    if out.exists() and not out.is_dir():
-        raise UnusableInput(str(out), "exists and is not a folder")
+    folders and logs (maybe being written right now by another run) stay untouched.
+    ``run`` has refused an ``out`` that is not a folder."""
     if out.is_dir():
         remove_stale_temporaries(out)  # a killed writer's leftovers; live writers' stay
-        stale = [p for p in out.glob(f"{folders.GRAPH_PREFIX}*") if folders.is_graph_folder_of(p.name, label)]
-        for folder in [*stale, out / "sdsc" / label, out / "tlparse" / label]:
+        for folder in _own_folders(out, label):
             if folder.is_dir():
                 shutil.rmtree(folder)
         (trace_dir / f"{label}.log").unlink(missing_ok=True)
@@ -177,11 +186,7 @@ def _discard(out: Path, trace_dir: Path, label: str, created: list[Path]) -> Non
     """Remove what this run wrote: its graph folders, bundles and pages, torch's log of it
     under its temporary name, and the folders it created when they hold nothing else.
     Another model's output stays."""
-    for folder in [
-        *(p for p in out.glob(f"{folders.GRAPH_PREFIX}*") if folders.is_graph_folder_of(p.name, label)),
-        out / "sdsc" / label,
-        out / "tlparse" / label,
-    ]:
+    for folder in _own_folders(out, label):
         shutil.rmtree(folder, ignore_errors=True)
     log = _claim_trace_log(trace_dir / f"{label}.log")
     if log is not None:
