@@ -17,8 +17,9 @@ import sys
 import msgspec
 import pytest
 
-from spyre_provenance import mapping, schemas
+from spyre_provenance import mapping
 from spyre_provenance.bench import synthetic
+from spyre_provenance.validate import schemas
 
 SECTIONS = (
     "#### 1. Compile overhead",

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from spyre_provenance import tlparse_page, tlparse_run, tracelog
-from spyre_provenance.records import NODE_MAPPINGS
+from spyre_provenance.model.names import NODE_MAPPINGS
 
 pytestmark = [
     pytest.mark.compile,

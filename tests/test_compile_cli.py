@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from spyre_provenance import path_validation, tlparse_page, wrapper_code
-from spyre_provenance.records import NODE_MAPPINGS
+from spyre_provenance import tlparse_page, wrapper_code
 from spyre_provenance.invariants import read_log_graphs
+from spyre_provenance.model.names import NODE_MAPPINGS
 from spyre_provenance.tracelog import artifact_payloads
+from spyre_provenance.validate import paths as path_validation
 
 pytestmark = pytest.mark.compile
 

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from spyre_provenance import path_validation, schemas, tracelog
-from spyre_provenance.records import DIAGNOSTICS, KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance import tracelog
+from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.validate import paths as path_validation
+from spyre_provenance.validate import schemas
 
 pytestmark = pytest.mark.compile
 

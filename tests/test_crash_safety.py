@@ -3,7 +3,7 @@
 After every kill each file is byte-identical to a complete version (the previous one or the
 complete new one), never torn, and every artifact is valid; the next run of the writer
 leaves no temporary file behind (writers clear dead writers' temporaries when they start,
-``fsutil.remove_stale_temporaries``, while a live writer's temporaries are left alone).
+``support.remove_stale_temporaries``, while a live writer's temporaries are left alone).
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 
-from spyre_provenance import fsutil, schemas
-from spyre_provenance.records import KERNEL_STACK_TRACES, NODE_MAPPINGS
+from spyre_provenance import support
+from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
+from spyre_provenance.validate import schemas
 
 REPO = Path(__file__).parents[1]
 GOLDEN = REPO / "golden"
@@ -52,18 +53,18 @@ def artifact_versions(version: int, kernels: int = 12_000) -> dict[str, bytes]:
 WRITER = (
     "import json, sys\n"
     "from pathlib import Path\n"
-    "from spyre_provenance import fsutil\n"
-    "from spyre_provenance.records import KERNEL_STACK_TRACES, NODE_MAPPINGS\n"
+    "from spyre_provenance import support\n"
+    "from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS\n"
     + inspect.getsource(artifact_versions)
     + textwrap.dedent(
         """
         folder, mode = Path(sys.argv[1]), sys.argv[2]
-        fsutil.remove_stale_temporaries(folder)  # what every writer does first
+        support.remove_stale_temporaries(folder)  # what every writer does first
         versions = [artifact_versions(0), artifact_versions(1)]
         round = 0
         while True:
             for name, data in versions[round % 2].items():
-                fsutil.atomic_write_bytes(folder / name, data)
+                support.atomic_write_bytes(folder / name, data)
             if round == 0:
                 print("ready", flush=True)
                 if mode == "once":
@@ -75,7 +76,7 @@ WRITER = (
 
 
 def temporaries(folder: Path) -> list[Path]:
-    return sorted(folder.rglob(f"{fsutil.TMP_PREFIX}*"))
+    return sorted(folder.rglob(f"{support.TMP_PREFIX}*"))
 
 
 def test_sigkill_while_writing_artifacts_never_tears_a_file(tmp_path: Path) -> None:
@@ -110,17 +111,17 @@ def test_sigkill_while_writing_artifacts_never_tears_a_file(tmp_path: Path) -> N
 def test_cleanup_spares_a_live_writers_temporaries(tmp_path: Path) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = tmp_path / f"{fsutil.TMP_PREFIX}{dead.pid}-abc.part"
-    old_style = tmp_path / "sub" / f"{fsutil.TMP_PREFIX}xyz.part"
-    live = tmp_path / f"{fsutil.TMP_PREFIX}{os.getppid()}-def.part"  # pytest's parent: alive
-    mine = tmp_path / "sub" / f"{fsutil.TMP_PREFIX}{os.getpid()}-ghi.part"
+    stale = tmp_path / f"{support.TMP_PREFIX}{dead.pid}-abc.part"
+    old_style = tmp_path / "sub" / f"{support.TMP_PREFIX}xyz.part"
+    live = tmp_path / f"{support.TMP_PREFIX}{os.getppid()}-def.part"  # pytest's parent: alive
+    mine = tmp_path / "sub" / f"{support.TMP_PREFIX}{os.getpid()}-ghi.part"
     other = tmp_path / "keep.json"
     for path in (stale, old_style, live, mine, other):
         path.parent.mkdir(exist_ok=True)
         path.write_bytes(b"x")
-    assert fsutil.remove_stale_temporaries(tmp_path, recursive=False) == 1
+    assert support.remove_stale_temporaries(tmp_path, recursive=False) == 1
     assert not stale.exists() and old_style.exists()
-    assert fsutil.remove_stale_temporaries(tmp_path) == 1
+    assert support.remove_stale_temporaries(tmp_path) == 1
     assert not old_style.exists()
     assert live.exists() and mine.exists() and other.exists()
 
@@ -138,7 +139,7 @@ def test_emit_clears_dead_writers_temporaries_before_writing(tmp_path: Path) -> 
     folder.mkdir()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = folder / f"{fsutil.TMP_PREFIX}{dead.pid}-x.part"
+    stale = folder / f"{support.TMP_PREFIX}{dead.pid}-x.part"
     stale.write_bytes(b"half an artifact")
     emit.write_graph_files(result, None, tmp_path)
     assert sorted(p.name for p in folder.iterdir()) == [f"{KERNEL_STACK_TRACES}.json"]
@@ -159,8 +160,8 @@ def test_compile_prepare_removes_only_this_models_output(tmp_path: Path) -> None
         (out / "trace" / log).write_text("V")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = out / "graph_residual_00_0-0_inference" / f"{fsutil.TMP_PREFIX}{dead.pid}-x.part"
-    live = out / "graph_residual_00_0-0_inference" / f"{fsutil.TMP_PREFIX}{os.getppid()}-x.part"
+    stale = out / "graph_residual_00_0-0_inference" / f"{support.TMP_PREFIX}{dead.pid}-x.part"
+    live = out / "graph_residual_00_0-0_inference" / f"{support.TMP_PREFIX}{os.getppid()}-x.part"
     stale.write_bytes(b"x")
     live.write_bytes(b"x")
 
@@ -177,19 +178,19 @@ GOLDEN_DRIVER = textwrap.dedent(
     """
     import os, signal, sys, tempfile
     from pathlib import Path
-    from spyre_provenance import cli, fsutil
+    from spyre_provenance import support, cli
     from spyre_provenance.commands import golden as golden_command
 
     out, golden_dir, kill_at, when = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     golden_command.compile_case = lambda case, _out: golden_command.Compiled(Path(out), 0, "")
-    real_write = fsutil.atomic_write_bytes
+    real_write = support.atomic_write_bytes
     writes = 0
 
 
     def write(path, data):
         global writes
         if writes == kill_at and when == "during":  # half the new bytes in a temporary, then dead
-            fd, _ = tempfile.mkstemp(prefix=f"{fsutil.TMP_PREFIX}{os.getpid()}-", suffix=".part", dir=Path(path).parent)
+            fd, _ = tempfile.mkstemp(prefix=f"{support.TMP_PREFIX}{os.getpid()}-", suffix=".part", dir=Path(path).parent)
             os.write(fd, data[: len(data) // 2])
             os.kill(os.getpid(), signal.SIGKILL)
         done = real_write(path, data)
@@ -199,7 +200,7 @@ GOLDEN_DRIVER = textwrap.dedent(
         return done
 
 
-    fsutil.atomic_write_bytes = write
+    support.atomic_write_bytes = write
     sys.exit(cli.main(["golden", "update", "mlp", "--golden-dir", golden_dir]))
     """
 )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from spyre_provenance import golden
-from spyre_provenance.records import KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 GRAPH = "graph_00_0-0_inference"

@@ -24,12 +24,14 @@ from typing import Any
 import msgspec
 import pytest
 import torch
+from test_hook_faults import INPUTS, TINY_SOURCE, Tiny
 
 import spyre_provenance
-from spyre_provenance import emit, hook, mapping, path_validation, schemas
+from spyre_provenance import emit, hook, mapping
 from spyre_provenance.backends.reference import ReferenceBackend
-from test_hook_faults import INPUTS, TINY_SOURCE, Tiny
-from spyre_provenance.records import DIAGNOSTICS, NODE_MAPPINGS
+from spyre_provenance.model.names import DIAGNOSTICS, NODE_MAPPINGS
+from spyre_provenance.validate import paths as path_validation
+from spyre_provenance.validate import schemas
 
 pytestmark = pytest.mark.compile
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spyre_provenance import folders
+from spyre_provenance.model import folders
 
 
 @pytest.mark.parametrize(

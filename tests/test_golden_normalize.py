@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from spyre_provenance import golden, mapping
 from spyre_provenance.backends import opspec
-from spyre_provenance.records import KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES, KernelRecord
+from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.records import KernelRecord
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 ROOTS = golden.Roots(project=("/home/ci/repo/",), tmp=("/tmp/",), stdlib=("/usr/lib/python3.11/",))

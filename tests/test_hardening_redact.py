@@ -14,11 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from spyre_provenance import path_validation, tracelog
-from spyre_provenance.records import DIAGNOSTICS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
-from spyre_provenance.redact import Redactor, find_project
 from test_hook_faults import TINY_SOURCE
+
+from spyre_provenance import tracelog
+from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.redact import Redactor, find_project
+from spyre_provenance.validate import paths as path_validation
 
 REPO = Path(__file__).parents[1]
 PACKAGE_ROOT = REPO / "src"

@@ -15,9 +15,10 @@ import pytest
 import torch
 
 import spyre_provenance
-from spyre_provenance import emit, hook, mapping, schemas
+from spyre_provenance import emit, hook, mapping
 from spyre_provenance.backends.base import StockInductor
-from spyre_provenance.records import DIAGNOSTICS
+from spyre_provenance.model.names import DIAGNOSTICS
+from spyre_provenance.validate import schemas
 
 pytestmark = pytest.mark.compile
 
@@ -143,7 +144,7 @@ def test_a_bug_outside_the_stages_is_a_fault_not_a_broken_compile(monkeypatch, c
 
 
 def test_invalid_build_is_left_out(monkeypatch):
-    from spyre_provenance import schemas
+    from spyre_provenance.validate import schemas
 
     monkeypatch.setattr(schemas, "check_built_artifacts", lambda *a: ["$.postToPre: not the inverse"])
     session, ours = compile_tiny()

@@ -31,18 +31,19 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from spyre_provenance import cli, schemas
-from spyre_provenance import path_validation
-from spyre_provenance.records import (
+# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
+from test_schemas import DIAG_V2
+
+from spyre_provenance import cli
+from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
 )
-
-# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
-from test_schemas import DIAG_V2
+from spyre_provenance.validate import paths as path_validation
+from spyre_provenance.validate import schemas
 
 HERE = Path(__file__).parent
 HOSTILE = HERE / "hostile"

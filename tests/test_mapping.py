@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from spyre_provenance import mapping
-from spyre_provenance.records import DebugHandle, KernelRecord, OpSpecRecord
+from spyre_provenance.model.records import DebugHandle, KernelRecord, OpSpecRecord
 
 
 def source(name, graph_id, *parents):
@@ -115,7 +115,7 @@ def test_no_opspec_artifact_for_backends_without_opspecs():
 # --- links the hook infers where the origins leave tlparse nothing to highlight ---------------
 
 def _graph():
-    from spyre_provenance.records import GraphNode, PostGradGraph
+    from spyre_provenance.model.records import GraphNode, PostGradGraph
 
     return PostGradGraph(
         [
@@ -132,7 +132,7 @@ def _graph():
 
 
 def test_a_weight_copy_is_linked_to_the_nodes_that_read_it():
-    from spyre_provenance.records import Inferred
+    from spyre_provenance.model.records import Inferred
 
     records = [
         # the layout copy of primals_1: its only origin is the graph input

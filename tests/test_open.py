@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from spyre_provenance import tlparse_page, tlparse_run, tracelog, wrapper_code
-from spyre_provenance.records import NODE_MAPPINGS
 from spyre_provenance.invariants import read_log_graphs
+from spyre_provenance.model.names import NODE_MAPPINGS
 
 CASES = [
     ("mlp",),

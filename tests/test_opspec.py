@@ -14,7 +14,6 @@ from typing import Any
 import msgspec
 import pytest
 
-from spyre_provenance import records
 from spyre_provenance.backends import opspec
 from spyre_provenance.backends.opspec import (
     DebugHandle,
@@ -29,6 +28,7 @@ from spyre_provenance.backends.opspec import (
     source_from_stack_trace,
     stable_id,
 )
+from spyre_provenance.model import records
 
 TORCH_DIR = opspec._internal_roots()[-1]  # the torch package folder (found, not imported)
 USER_FILE = "/home/user/project/model.py"

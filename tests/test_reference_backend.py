@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 import torch
-from torch._inductor import compile_fx
+from torch._inductor import compile_fx, ir
 from torch._inductor import config as inductor_config
-from torch._inductor import ir
 from torch._inductor import lowering as inductor_lowering
 from torch._inductor.codegen import common as codegen_common
 from torch._inductor.codegen import cpp as cpp_codegen
@@ -35,7 +34,7 @@ from spyre_provenance.backends.reference import (
     split_addmm,
 )
 from spyre_provenance.examples import EXAMPLES, ModelLoadError, load_model
-from spyre_provenance.records import OpSpecRecord
+from spyre_provenance.model.records import OpSpecRecord
 
 aten = torch.ops.aten
 HANDLE_COMMENT = re.compile(r"^\s*# \[Provenance debug handles\] (\S+):(\d+)$")

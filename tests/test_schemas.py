@@ -20,9 +20,9 @@ import jsonschema
 import msgspec
 import pytest
 
-from spyre_provenance import rules, schemas
 from spyre_provenance.errors import UnusableInput
-from spyre_provenance.records import (
+from spyre_provenance.model import wire
+from spyre_provenance.model.names import (
     COVERAGE_RULES,
     DIAGNOSTICS,
     FAULT_STAGES,
@@ -32,6 +32,8 @@ from spyre_provenance.records import (
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
+)
+from spyre_provenance.model.records import (
     CoverageCounts,
     DiagnosticsV1,
     DiagnosticsV2,
@@ -39,6 +41,7 @@ from spyre_provenance.records import (
     Fault,
     Inferred,
 )
+from spyre_provenance.validate import rules, schemas
 
 ARTIFACTS_DIR = Path(__file__).parent / "data" / "artifacts"
 FILES = {
@@ -454,7 +457,7 @@ def _diag(doc: dict[str, Any], **changes: Any) -> str:
 
 def test_diagnostics_v2_schema_states_the_records() -> None:
     schema = schemas.load_schema(DIAGNOSTICS, 2)
-    assert schema["required"] == list(DIAG_V2) == list(rules.diagnostics_fields(2))
+    assert schema["required"] == list(DIAG_V2) == list(wire.diagnostics_fields(2))
     assert schema["properties"]["graph"]["enum"] == list(GRAPH_KINDS)
     assert schema["$defs"]["fault"]["properties"]["stage"]["enum"] == list(FAULT_STAGES)
     assert schema["$defs"]["inferred"]["properties"]["why"]["enum"] == list(INFERRED_REASONS)
@@ -738,7 +741,7 @@ def test_parse_json_finds_every_duplicated_key() -> None:
 
 
 def test_built_artifacts_gate() -> None:
-    from spyre_provenance.records import NodeMappingsV2
+    from spyre_provenance.model.records import NodeMappingsV2
 
     good = NodeMappingsV2(version=2.0, preToPost={"a": ["x"]}, postToPre={"x": ["a"]})
     assert schemas.check_built_artifacts(good, {"k:1": []}, None) == []
@@ -753,8 +756,8 @@ def test_the_validation_library_imports_no_command() -> None:
     """The command line sits on the library, never under it (no import circle)."""
     golden = Path(__file__).parents[1] / "golden" / "mlp"
     code = (
-        "import sys; from spyre_provenance import path_validation;"
-        f"reports = path_validation.validate_paths([{str(golden)!r}]);"
+        "import sys; from spyre_provenance.validate import paths;"
+        f"reports = paths.validate_paths([{str(golden)!r}]);"
         "assert reports and all(r.ok for r in reports), reports;"
         "loaded = [m for m in sys.modules if m.startswith('spyre_provenance.commands')];"
         "assert not loaded, loaded"

@@ -28,7 +28,7 @@ from spyre_provenance import hook
 from spyre_provenance.backends import get_backend
 from spyre_provenance.backends import torch_spyre as adapter
 from spyre_provenance.backends.torch_spyre import TorchSpyreBackend, available
-from spyre_provenance.records import OpSpecRecord
+from spyre_provenance.model.records import OpSpecRecord
 
 STAND_INS = Path(__file__).parent / "stand_ins"
 GENERATIONS = ("gen_new", "gen_old")
@@ -45,9 +45,9 @@ def _purge_torch_spyre() -> None:
 def _ensure_validator(mp: pytest.MonkeyPatch) -> None:
     """The hook validates with schemas.check_built_artifacts, which may not exist yet."""
     try:
-        schemas = importlib.import_module("spyre_provenance.schemas")
+        schemas = importlib.import_module("spyre_provenance.validate.schemas")
     except ImportError:
-        schemas = types.ModuleType("spyre_provenance.schemas")
+        schemas = types.ModuleType("spyre_provenance.validate.schemas")
         mp.setitem(sys.modules, schemas.__name__, schemas)
         mp.setattr(spyre_provenance, "schemas", schemas, raising=False)
     if not hasattr(schemas, "check_built_artifacts"):
@@ -249,9 +249,8 @@ def _silent(self, node_schedule, kernel_name=None):
 
 
 def _takes_handle(self, node_schedule, kernel_name=None):
-    from torch._inductor.debug import set_kernel_post_grad_provenance_tracing  # noqa: F401
-
     import torch._inductor.debug as d
+    from torch._inductor.debug import set_kernel_post_grad_provenance_tracing  # noqa: F401
 
     d._inductor_kernel_provenance_debug_handle += 1  # what the real function does
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from spyre_provenance import tracelog
-from spyre_provenance.records import KERNEL_STACK_TRACES, NODE_MAPPINGS
-from spyre_provenance.rules import Problem
+from spyre_provenance.model.detect import Problem
+from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
 from spyre_provenance.tracelog import TraceEntry
 
 PREFIX = "V1202 10:56:15.069000 10152 torch/_inductor/compile_fx.py:1624] "

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from spyre_provenance import schemas, tracelog
-from spyre_provenance.records import KERNEL_STACK_TRACES, NODE_MAPPINGS
+from spyre_provenance import tracelog
+from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
+from spyre_provenance.validate import schemas
 
 pytestmark = pytest.mark.compile
 

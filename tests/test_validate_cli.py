@@ -20,8 +20,8 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from spyre_provenance import path_validation
-from spyre_provenance.records import KERNEL_STACK_TRACES, NODE_MAPPINGS
+from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
+from spyre_provenance.validate import paths as path_validation
 
 RunCli = Callable[..., tuple[int, str, str]]
 MAPPINGS_NAME = "inductor_provenance_tracking_node_mappings.json"

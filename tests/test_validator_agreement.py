@@ -17,9 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spyre_provenance import schemas
+# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
+from test_schemas import BROKEN, BROKEN_DIAGNOSTICS, DIAG_V2, DIAG_VALID_EDGES, VALID_EDGES
+
 from spyre_provenance.errors import UnusableInput
-from spyre_provenance.records import (
+from spyre_provenance.model.names import (
     COVERAGE_RULES,
     DIAGNOSTICS,
     FAULT_STAGES,
@@ -28,11 +30,9 @@ from spyre_provenance.records import (
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
-    DiagnosticsV2,
 )
-
-# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
-from test_schemas import BROKEN, BROKEN_DIAGNOSTICS, DIAG_V2, DIAG_VALID_EDGES, VALID_EDGES
+from spyre_provenance.model.records import DiagnosticsV2
+from spyre_provenance.validate import schemas
 
 ARTIFACTS_DIR = Path(__file__).parent / "data" / "artifacts"
 

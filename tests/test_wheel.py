@@ -36,7 +36,7 @@ def test_installed_package_validates_with_its_own_schemas(wheel: Path, tmp_path:
     target = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(target)  # a wheel is installed by unpacking it
     script = (
-        "from spyre_provenance import schemas; import pathlib, sys; "
+        "from spyre_provenance.validate import schemas; import pathlib, sys; "
         "d = pathlib.Path(str(schemas.schema_dir())); "
         "assert d.is_relative_to(sys.argv[1]), d; "
         "r = schemas.validate({'version': 2.0}); assert r.ok and r.version == '2.0', r; print(d)"

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import msgspec
 import pytest
-
-from spyre_provenance import path_validation, tlparse_page, tlparse_run, wrapper_code
-from spyre_provenance.invariants import judge_logged, read_log_graphs
-
 from zoo.models import ZOO
+
+from spyre_provenance import tlparse_page, tlparse_run, wrapper_code
+from spyre_provenance.invariants import judge_logged, read_log_graphs
+from spyre_provenance.validate import paths as path_validation
 
 MODELS = Path(__file__).parent / "zoo" / "models.py"
 CASES = [(name, mode) for name in ZOO for mode in ("inference", "train")]

@@ -37,7 +37,7 @@ import msgspec
 
 from spyre_provenance import wrapper_code
 from spyre_provenance.mapping import kernels_by_node, kernels_of_users
-from spyre_provenance.records import (
+from spyre_provenance.model.records import (
     FACTORY_OPS,
     CoverageCounts,
     ExemptNodes,

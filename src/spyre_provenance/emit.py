@@ -10,17 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spyre_provenance import mapping
-from spyre_provenance.folders import graph_folder
-from spyre_provenance.fsutil import atomic_write_bytes, remove_stale_temporaries
-from spyre_provenance.records import (
-    DIAGNOSTICS,
-    KERNEL_STACK_TRACES,
-    NODE_MAPPINGS,
-    OPSPEC_DEBUG_HANDLES,
-    GraphNode,
-    NodeMap,
-    PostGradGraph,
-)
+from spyre_provenance.model.folders import graph_folder
+from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.records import GraphNode, NodeMap, PostGradGraph
+from spyre_provenance.support import atomic_write_bytes, remove_stale_temporaries
 
 if TYPE_CHECKING:
     from spyre_provenance.hook import GraphResult

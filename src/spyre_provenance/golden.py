@@ -41,17 +41,19 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance import rules, schemas
 from spyre_provenance.errors import UnusableInput
-from spyre_provenance.records import (
+from spyre_provenance.model import wire
+from spyre_provenance.model.detect import guess_artifact, json_type
+from spyre_provenance.model.folders import GRAPH_PREFIX, graph_folder, without_label
+from spyre_provenance.model.names import (
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
     MAP_FIELDS,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
 )
-from spyre_provenance.folders import GRAPH_PREFIX, graph_folder, without_label
 from spyre_provenance.redact import path_variants
+from spyre_provenance.validate import schemas
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -390,8 +392,8 @@ def _read_artifact(path: Path, artifact: str | None = None) -> tuple[str, Any]:
     # the validator's readers: the size limit, and a duplicate key refused, never dropped
     doc = schemas.load_json(schemas.read_file(path), location=str(path))
     if not isinstance(doc, dict):
-        raise UnusableInput(str(path), f"top level is a JSON {rules.json_type(doc)}, expected an object")
-    artifact = artifact or schemas.artifact_for_filename(path.name) or rules.guess_artifact(doc)
+        raise UnusableInput(str(path), f"top level is a JSON {json_type(doc)}, expected an object")
+    artifact = artifact or schemas.artifact_for_filename(path.name) or guess_artifact(doc)
     if artifact is None:
         raise UnusableInput(str(path), "not a provenance artifact (node mappings, stack traces, OpSpec handles)")
     return artifact, doc
@@ -477,7 +479,7 @@ def write_case(folder: str | os.PathLike[str], files: Mapping[str, bytes]) -> li
     """Validate every artifact in ``files``, then write them atomically and delete stale
     ones. Nothing is written when any artifact is invalid: the problems are returned
     (``"<file>: <path>: <message>"``), else an empty list."""
-    from spyre_provenance.fsutil import atomic_write_bytes, remove_stale_temporaries
+    from spyre_provenance.support import atomic_write_bytes, remove_stale_temporaries
 
     problems = validate_files(files)
     if problems:
@@ -969,7 +971,7 @@ def _traces_short(traces: Sequence[str]) -> str:
 
 def _resolved_opspecs(doc: Any, side: str) -> dict[str, list[dict[str, Any]]]:
     try:
-        typed = msgspec.convert(doc, rules.OpSpecDebugHandles)
+        typed = msgspec.convert(doc, wire.OpSpecDebugHandles)
     except msgspec.ValidationError as exc:
         raise _Malformed(side, f"OpSpec handles are not well-formed ({exc})") from None
     handles = {k: msgspec.to_builtins(v) for k, v in typed.handles.items()}

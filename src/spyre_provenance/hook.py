@@ -29,14 +29,12 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance import coverage, emit, mapping, schemas
+from spyre_provenance import coverage, emit, mapping
 from spyre_provenance.backends import get_backend
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.errors import ProvenanceWarning
-from spyre_provenance.records import (
-    DIAGNOSTICS,
-    FAULT_STAGES,
-    OPSPEC_DEBUG_HANDLES,
+from spyre_provenance.model.names import DIAGNOSTICS, FAULT_STAGES, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.records import (
     CoverageCounts,
     DiagnosticsV2,
     Fault,
@@ -45,6 +43,7 @@ from spyre_provenance.records import (
     NodeMappingsV2,
     Violation,
 )
+from spyre_provenance.validate import schemas
 
 TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
 DUMP_FUNCTION = "dump_inductor_provenance_info"

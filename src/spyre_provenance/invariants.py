@@ -17,16 +17,17 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance import coverage, schemas
-from spyre_provenance.records import (
+from spyre_provenance import coverage
+from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
     OUTPUT_CODE,
     POST_GRAD_GRAPHS,
-    Violation,
 )
+from spyre_provenance.model.records import Violation
+from spyre_provenance.validate import schemas
 
 #: The backend whose mappings are torch's own: their gaps are hints, not violations.
 UPSTREAM_BACKEND = "inductor"

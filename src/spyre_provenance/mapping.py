@@ -15,8 +15,7 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance.fastpath import gc_paused
-from spyre_provenance.records import (
+from spyre_provenance.model.records import (
     DebugHandle,
     Inferred,
     KernelRecord,
@@ -26,6 +25,7 @@ from spyre_provenance.records import (
     OpSpecRecord,
     PostGradGraph,
 )
+from spyre_provenance.support import gc_paused
 
 MAPPING_VERSION = 2.0
 OPSPEC_ARTIFACT_VERSION = 1

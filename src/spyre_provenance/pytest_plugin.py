@@ -34,7 +34,8 @@ from typing import Any
 
 import pytest
 
-from spyre_provenance import golden, schemas
+from spyre_provenance import golden
+from spyre_provenance.validate import schemas
 
 
 class ProvenanceToolchainHint(UserWarning):

@@ -39,7 +39,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from spyre_provenance.records import DIAGNOSTICS, KERNEL_INFORMATION, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.names import (
+    DIAGNOSTICS,
+    KERNEL_INFORMATION,
+    KERNEL_STACK_TRACES,
+    OPSPEC_DEBUG_HANDLES,
+)
 
 # an absolute path up to and including its site-packages (or dist-packages) folder
 _PACKAGES = re.compile(r"""(?:[A-Za-z]:)?[/\\][^\s"'`]*?[/\\](?:site|dist)-packages[/\\]""")

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from spyre_provenance import coverage, path_validation
+from spyre_provenance import coverage
+from spyre_provenance.validate.paths import validate_paths
 
 if TYPE_CHECKING:
     from spyre_provenance.compile_run import CompileReport
@@ -60,7 +61,7 @@ def check_outputs(paths: Path | list[Path], log: Path | None) -> OutputCheck:
 
     targets = [paths] if isinstance(paths, Path) else list(paths)
     targets += [log] if log is not None and log not in targets else []
-    results = path_validation.validate_paths(targets) if targets else []
+    results = validate_paths(targets) if targets else []
     invalid = [f"{r.location}: {r.problems[0]}" for r in results if not r.ok]
     graphs: list[GraphCheck] = []
     if log is not None:

@@ -16,7 +16,6 @@ No torch import: this reads and writes files and runs the ``tlparse`` binary.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -25,7 +24,7 @@ from pathlib import Path
 
 import msgspec
 
-from spyre_provenance.records import (
+from spyre_provenance.model.names import (
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,

@@ -28,7 +28,8 @@ from typing import BinaryIO
 
 import msgspec
 
-from spyre_provenance.records import (
+from spyre_provenance.model.detect import Problem
+from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
@@ -36,7 +37,6 @@ from spyre_provenance.records import (
     OUTPUT_CODE,
     POST_GRAD_GRAPHS,
 )
-from spyre_provenance.rules import Problem
 
 # The provenance artifacts a TORCH_TRACE log may carry (kernel_information.json lives in
 # AOTInductor packages, not in logs).

@@ -12,7 +12,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, Protocol, Sequence
 
-from spyre_provenance.records import Fault, OpSpecRecord
+from spyre_provenance.model.records import Fault, OpSpecRecord
 
 
 class CallSiteRecorder(Protocol):

@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from spyre_provenance import records
+from spyre_provenance.model import records
 
 # --- the stand-in dataclasses (field names and order as in torch-spyre) -------------------
 

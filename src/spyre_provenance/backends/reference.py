@@ -46,8 +46,8 @@ from torch._inductor.virtualized import V, ops
 from spyre_provenance.backends import opspec as opspec_mod
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.backends.opspec import OpSpec, TensorArg
-from spyre_provenance.fsutil import atomic_write_text
-from spyre_provenance.records import Fault, OpSpecRecord
+from spyre_provenance.model.records import Fault, OpSpecRecord
+from spyre_provenance.support import atomic_write_text
 
 aten = torch.ops.aten
 

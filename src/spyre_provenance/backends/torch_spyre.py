@@ -87,7 +87,7 @@ from typing import Any, Sequence
 
 from spyre_provenance.backends.base import Backend, CallSiteRecorder
 from spyre_provenance.errors import ProvenanceWarning
-from spyre_provenance.records import OpSpecRecord
+from spyre_provenance.model.records import OpSpecRecord
 
 DEVICE = "spyre"
 SCHEDULING_CLASS = "SuperDSCScheduling"

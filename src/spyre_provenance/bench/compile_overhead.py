@@ -163,8 +163,8 @@ def _check_session(model_name: str, session: object) -> tuple[int, int, int]:
 
 def one_time_hook_import() -> float:
     """What a process's first tracked compile pays once: jsonschema and the validators."""
-    from spyre_provenance import schemas
-    from spyre_provenance.records import KERNEL_STACK_TRACES, NODE_MAPPINGS
+    from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
+    from spyre_provenance.validate import schemas
 
     start = time.perf_counter()
     schemas._validator(NODE_MAPPINGS, 2)

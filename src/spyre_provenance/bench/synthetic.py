@@ -10,7 +10,7 @@ postToPre. Names look like Inductor's; 1M references make ~108 MB of JSON.
 
 from __future__ import annotations
 
-from spyre_provenance.records import KernelRecord, NodeMap
+from spyre_provenance.model.records import KernelRecord, NodeMap
 
 REFS_PER_KERNEL = 10
 SHARED_BY = 2  # call sites per post-grad node

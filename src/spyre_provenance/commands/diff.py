@@ -15,6 +15,7 @@ Exit 0: same provenance; 1: different; 2: unusable input (one line on stderr).
 from __future__ import annotations
 
 import argparse
+
 from spyre_provenance import golden
 from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
 

@@ -23,10 +23,10 @@ import sys
 
 import msgspec
 
-from spyre_provenance import schemas
 from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, EXIT_UNUSABLE
-from spyre_provenance.path_validation import Options, Result, check_paths
-from spyre_provenance.schemas import ARTIFACTS
+from spyre_provenance.model.names import ARTIFACTS
+from spyre_provenance.validate import schemas
+from spyre_provenance.validate.paths import Options, Result, check_paths
 
 __all__ = ["Options", "Result", "add_arguments", "check_paths", "exit_code", "render", "run"]
 

@@ -1,37 +1,36 @@
-"""What each provenance artifact must be, beyond its JSON Schema: detection and invariants.
+"""What each provenance artifact must be, beyond its JSON Schema: the invariants.
 
-The schema files (``schemas/<artifact>/v<N>.schema.json``) state shapes. This module states
-the rest, for both validation paths in ``spyre_provenance.schemas``:
+The schema files (``schemas/<artifact>/v<N>.schema.json``) state shapes; ``model.wire`` the
+typed form both engines decode into. This module states the rest, run on already well-typed
+values (``check``): postToPre is exactly the inverse of preToPost (postToCppCode of
+cppCodeToPost), kernel keys are ``<kernel>:<N>`` with N unique, no list names one thing
+twice; for the opspec artifact: referenced handle ids exist, ids < 2**63, fused_from has no
+cycles; for diagnostics: partial exactly when there are faults, counts that bound each
+other, and (version 2) complete exactly when not partial, coverage judged and nothing
+violated. ``check_types`` and ``check_diagnostics_types`` state what the wire types leave
+open (integral numbers, enums).
 
-- which artifact and version a document is (``detect``);
-- the typed wire form of the artifacts whose entries are objects (``KernelInfoEntry``,
-  ``OpSpecDebugHandles`` and its parts, ``DIAGNOSTICS_DOCS`` by version);
-- the invariants no schema can state (``check``), run on already well-typed values:
-  postToPre is exactly the inverse of preToPost (postToCppCode of cppCodeToPost), kernel
-  keys are ``<kernel>:<N>`` with N unique, no list names one thing twice, for the opspec
-  artifact: referenced handle ids exist, ids < 2**63, fused_from has no cycles, and for
-  diagnostics: partial exactly when there are faults, counts that bound each other, and
-  (version 2) complete exactly when not partial, coverage judged and nothing violated.
-
-Problems carry JSON paths: fields dotted (``$.preToPost``), map keys bracketed and quoted
-(``["relu"]``), list indices bracketed (``[0]``). Pure module: no torch, no jsonschema.
+Pure: no torch, no jsonschema.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import functools
 import json
 import re
-import typing
 from collections.abc import Callable, Iterable, Mapping
 from itertools import chain, repeat
-from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import msgspec
 
-from spyre_provenance.records import (
+from spyre_provenance.model.detect import (
+    HANDLE_ID_PATTERN,
+    KERNEL_KEY_RE,
+    Problem,
+    key_path,
+    quote,
+)
+from spyre_provenance.model.names import (
     COVERAGE_RULES,
     DIAGNOSTICS,
     FAULT_STAGES,
@@ -39,33 +38,21 @@ from spyre_provenance.records import (
     INFERRED_REASONS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
-    MAP_FIELDS,
+    MAPPING_SOURCES,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
-    NodeMap,
+    TRANSFORM_KINDS,
+)
+from spyre_provenance.model.records import CoverageCounts, ExemptNodes, NodeMap
+from spyre_provenance.model.wire import (
+    KERNEL_INFO_FIELDS,
+    DiagnosticsDocV1,
+    DiagnosticsDocV2,
+    HandleEntry,
+    OpSpecDebugHandles,
 )
 
-ARTIFACTS = (NODE_MAPPINGS, KERNEL_STACK_TRACES, KERNEL_INFORMATION, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS)
-OPSPEC_FIELDS = ("version", "kernels", "handles")
-KERNEL_INFO_FIELDS = ("stack_traces", "post_grad_nodes", "pre_grad_nodes")
-TRANSFORM_KINDS = ("rewrite", "fusion", "decomposition", "clone", "remap")
-MAPPING_SOURCES = ("hook", "upstream")
-
-# File names torch and tlparse give these artifacts (tlparse appends "_<n>" before ".json").
-FILENAME_PATTERNS = {
-    NODE_MAPPINGS: "inductor_provenance_tracking_node_mappings*.json",
-    KERNEL_STACK_TRACES: "*kernel_stack_traces*.json",
-    KERNEL_INFORMATION: "kernel_information.json",
-    OPSPEC_DEBUG_HANDLES: "spyre_opspec_debug_handles*.json",
-    DIAGNOSTICS: "spyre_provenance_diagnostics*.json",
-}
-
-# The schema files' pattern strings, applied as jsonschema applies them (re.search), so both
-# validation paths accept exactly the same keys.
-KERNEL_KEY_PATTERN = r"^.+:[1-9][0-9]*$"
-HANDLE_ID_PATTERN = r"^(0|[1-9][0-9]{0,18})$"
 HANDLE_ID_LIMIT = 2**63
-_KERNEL_KEY_RE = re.compile(KERNEL_KEY_PATTERN)
 _HANDLE_ID_RE = re.compile(HANDLE_ID_PATTERN)
 
 MSG_KERNEL_KEY = 'not a kernel key "<kernel>:<N>" (N a positive integer)'
@@ -75,266 +62,13 @@ MSG_DUPLICATE_KEY = "duplicate key (JSON readers keep only one of the values)"
 MSG_EMPTY = "must not be empty"
 
 
-class Problem(msgspec.Struct, frozen=True):
-    """One thing wrong, and where: ``path`` is a JSON path (``$`` = the whole document), or
-    ``line N`` for a problem in a TORCH_TRACE log itself."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
-
-
-class Detected(msgspec.Struct, frozen=True):
-    """What ``detect`` found: the artifact, its version as users see it ("2.0", "1"), the N
-    of the ``v<N>.schema.json`` to check it against, or, for an unknown version, a problem."""
-
-    artifact: str | None
-    version: str | None
-    schema: int | None
-    problem: Problem | None = None
-
-
-# --- which artifact, which version ---------------------------------------------------------
-
-
-def artifact_for_filename(name: str) -> str | None:
-    """The artifact a file name says it holds (``inductor_provenance_tracking_node_mappings_3.json``)."""
-    base = Path(name).name
-    for artifact, pattern in FILENAME_PATTERNS.items():
-        if fnmatch.fnmatchcase(base, pattern):
-            return artifact
-    return None
-
-
-def guess_artifact(doc: Mapping[str, Any], *, strict: bool = False) -> str | None:
-    """The artifact a top-level object's shape says it is, or None.
-
-    Values may be decoded or still ``msgspec.Raw``. ``strict`` (for folder scans) also wants
-    debug-handle keys on the two bare-map artifacts, so ``{"a": ["b"]}`` is not taken for one.
-    """
-    keys = doc.keys()
-    if "kernels" in keys and "handles" in keys:
-        return OPSPEC_DEBUG_HANDLES
-    if "faults" in keys and "partial" in keys:
-        return DIAGNOSTICS
-    if any(f in keys for f in MAP_FIELDS) or list(keys) == ["version"]:
-        return NODE_MAPPINGS
-    if not doc or (strict and not all(_KERNEL_KEY_RE.search(k) for k in keys)):
-        return None
-    first = _kind(next(iter(doc.values())))
-    if first == "array":
-        return KERNEL_STACK_TRACES
-    if first == "object":
-        return KERNEL_INFORMATION
-    return None
-
-
-def detect(artifact: str | None, doc: Mapping[str, Any]) -> Detected:
-    """Artifact (given, else by shape) and version (the ``version`` key, else by shape).
-
-    Node mappings without ``version`` are version 1, unless their kernel keys carry ``:<N>``
-    handles: then they are 2.0 with the key missing (which validation reports). Stack traces
-    never have a version key: ``:<N>`` keys (or no keys) make them version 2.
-    """
-    if artifact is None:
-        artifact = guess_artifact(doc)
-        if artifact is None:
-            return Detected(None, None, None, Problem("$", "not a recognized provenance artifact"))
-    if artifact == NODE_MAPPINGS:
-        if "version" in doc:
-            return _explicit_version(artifact, doc["version"], {2.0: ("2.0", 2)})
-        return Detected(artifact, "2.0", 2) if _has_handle_keys(doc) else Detected(artifact, "1", 1)
-    if artifact == KERNEL_STACK_TRACES:
-        v2 = not doc or any(_KERNEL_KEY_RE.search(k) for k in doc)
-        return Detected(artifact, "2", 2) if v2 else Detected(artifact, "1", 1)
-    if artifact == KERNEL_INFORMATION:
-        return Detected(artifact, "1", 1)
-    if artifact == OPSPEC_DEBUG_HANDLES:
-        if "version" in doc:
-            return _explicit_version(artifact, doc["version"], {1: ("1", 1)})
-        return Detected(artifact, "1", 1)  # validation reports the missing key
-    if artifact == DIAGNOSTICS:
-        if "version" in doc:
-            return _explicit_version(artifact, doc["version"], {1: ("1", 1), 2: ("2", 2)})
-        return Detected(artifact, "1", 1)
-    raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(ARTIFACTS)}")
-
-
-def _explicit_version(artifact: str, value: Any, known: dict[float, tuple[str, int]]) -> Detected:
-    if json_type(value) in ("integer", "number") and value in known:
-        shown, schema = known[value]
-        return Detected(artifact, shown, schema)
-    names = ", ".join(shown for shown, _ in known.values())
-    message = f"unsupported version {quote(value)} (this validator knows {names})"
-    return Detected(artifact, None, None, Problem("$.version", message))
-
-
-def _has_handle_keys(doc: Mapping[str, Any]) -> bool:
-    kernels = doc.get("cppCodeToPost")
-    if isinstance(kernels, dict) and any(_KERNEL_KEY_RE.search(k) for k in kernels):
-        return True
-    posts = doc.get("postToCppCode")
-    return isinstance(posts, dict) and any(
-        isinstance(n, str) and _KERNEL_KEY_RE.search(n)
-        for names in posts.values()
-        if isinstance(names, list)
-        for n in names
-    )
-
-
-def _kind(value: Any) -> str:
-    """JSON type of a value, decoded or ``msgspec.Raw`` (which starts at its first byte)."""
-    if isinstance(value, msgspec.Raw):
-        first = bytes(memoryview(value)[:1])
-        return {b"{": "object", b"[": "array"}.get(first, "other")
-    return json_type(value)
-
-
-# --- typed wire forms -----------------------------------------------------------------------
-# Every field is required and every object closed, as in the schemas. Integers are typed
-# ``int | float`` because JSON Schema's "integer" accepts 3.0; ``check_types`` then demands
-# integral values, so both paths agree.
-
-
-class KernelInfoEntry(msgspec.Struct, forbid_unknown_fields=True):
-    """One value of AOTInductor's ``kernel_information.json``."""
-
-    stack_traces: list[str]
-    post_grad_nodes: list[str]
-    pre_grad_nodes: list[str]
-
-
-class SourceEntry(msgspec.Struct, forbid_unknown_fields=True):
-    file: str
-    start_line: Union[int, float]
-    start_col: Union[int, float]
-    end_line: Union[int, float, None]
-    end_col: Union[int, float, None]
-
-
-class TransformEntry(msgspec.Struct, forbid_unknown_fields=True):
-    kind: str  # one of TRANSFORM_KINDS
-    pass_name: str
-    reason: str
-
-
-class HandleEntry(msgspec.Struct, forbid_unknown_fields=True):
-    """A debug handle, its children referenced by id (``fused_from``)."""
-
-    source: Union[SourceEntry, None]
-    aten_op: Union[str, None]
-    ir_chain: list[str]
-    fused_from: list[str]
-    transform_history: list[TransformEntry]
-
-
-class OpSpecEntry(msgspec.Struct, forbid_unknown_fields=True):
-    op: str
-    is_reduction: bool
-    iteration_space: list[Union[int, float, str]]
-    buffer: Union[str, None]
-    debug_handle: Union[str, None]  # an id in OpSpecDebugHandles.handles
-
-
-class OpSpecDebugHandles(msgspec.Struct, forbid_unknown_fields=True):
-    """``spyre_opspec_debug_handles`` version 1, field order as written."""
-
-    version: Union[int, float]
-    kernels: dict[str, list[OpSpecEntry]]
-    handles: dict[str, HandleEntry]
-
-
-class FaultEntry(msgspec.Struct, forbid_unknown_fields=True):
-    stage: str  # one of FAULT_STAGES
-    error: str
-
-
-class DiagnosticsDoc(msgspec.Struct, forbid_unknown_fields=True):
-    """``spyre_provenance_diagnostics`` version 1 on the wire."""
-
-    version: Union[int, float]
-    compile_id: str
-    graph: str  # one of GRAPH_KINDS
-    partial: bool
-    mapping: str  # one of MAPPING_SOURCES
-    faults: list[FaultEntry]
-    kernels: Union[int, float]
-    opspecs: Union[int, float]
-    handleless_opspecs: Union[int, float]
-    disagreements: list[str]
-    matches_upstream: Union[bool, None]
-
-
-class ExemptEntry(msgspec.Struct, forbid_unknown_fields=True):
-    view: Union[int, float]
-    dead: Union[int, float]
-    constant: Union[int, float]
-
-
-class CoverageEntry(msgspec.Struct, forbid_unknown_fields=True):
-    call_sites: Union[int, float]
-    linked_call_sites: Union[int, float]
-    compute_nodes: Union[int, float]
-    reached_nodes: Union[int, float]
-    exempt_nodes: ExemptEntry
-
-
-class InferredEntry(msgspec.Struct, forbid_unknown_fields=True):
-    node: str
-    kernel: str
-    why: str  # one of INFERRED_REASONS
-
-
-class ViolationEntry(msgspec.Struct, forbid_unknown_fields=True):
-    rule: str  # one of COVERAGE_RULES
-    where: str
-    message: str
-
-
-class DiagnosticsDocV2(msgspec.Struct, forbid_unknown_fields=True):
-    """``spyre_provenance_diagnostics`` version 2 (records.DiagnosticsV2) on the wire."""
-
-    version: Union[int, float]
-    compile_id: str
-    graph: str  # one of GRAPH_KINDS
-    backend: Union[str, None]
-    partial: bool
-    complete: bool
-    mapping: str  # one of MAPPING_SOURCES
-    faults: list[FaultEntry]
-    kernels: Union[int, float]
-    opspecs: Union[int, float]
-    handleless_opspecs: Union[int, float]
-    disagreements: list[str]
-    matches_upstream: Union[bool, None]
-    coverage: Union[CoverageEntry, None]
-    inferred: list[InferredEntry]
-    violations: list[ViolationEntry]
-    hints: list[str]
-
-
-#: The wire form of each diagnostics version, by the N of its schema file.
-DIAGNOSTICS_DOCS: dict[int, type[DiagnosticsDoc] | type[DiagnosticsDocV2]] = {1: DiagnosticsDoc, 2: DiagnosticsDocV2}
+# the integer fields of a diagnostics document that must be >= 0
 DIAGNOSTICS_COUNTS = ("kernels", "opspecs", "handleless_opspecs")
-COVERAGE_COUNTS = ("call_sites", "linked_call_sites", "compute_nodes", "reached_nodes")
-EXEMPT_COUNTS = ("view", "dead", "constant")
+COVERAGE_COUNTS = tuple(f for f in CoverageCounts.__struct_fields__ if f != "exempt_nodes")
+EXEMPT_COUNTS = ExemptNodes.__struct_fields__
 
 
-def diagnostics_fields(schema: int) -> tuple[str, ...]:
-    """The keys of a diagnostics document of schema version ``schema``, in the order written."""
-    return tuple(DIAGNOSTICS_DOCS[schema].__struct_fields__)
-
-
-@functools.cache
-def diagnostics_field_types(schema: int) -> dict[str, Any]:
-    """Field name -> wire type, for decoding a diagnostics document field by field."""
-    hints = typing.get_type_hints(DIAGNOSTICS_DOCS[schema])
-    return {name: hints[name] for name in diagnostics_fields(schema)}
-
-
-def check_diagnostics_types(doc: DiagnosticsDoc | DiagnosticsDocV2) -> list[Problem]:
+def check_diagnostics_types(doc: DiagnosticsDocV1 | DiagnosticsDocV2) -> list[Problem]:
     """What the diagnostics schema says about enums, counts and strings that the wire types
     leave open (version 2: also in backend, coverage, inferred and violations)."""
     problems: list[Problem] = []
@@ -426,7 +160,7 @@ def check(artifact: str, schema: int, doc: Any) -> list[Problem]:
     return problems
 
 
-def _check_diagnostics(doc: DiagnosticsDoc | DiagnosticsDocV2, problems: list[Problem]) -> None:
+def _check_diagnostics(doc: DiagnosticsDocV1 | DiagnosticsDocV2, problems: list[Problem]) -> None:
     # version 2 keeps every version 1 field and its meaning: the version 1 rules hold for both
     if doc.partial != bool(doc.faults):
         message = "is true, but faults is empty" if doc.partial else "is false, but faults lists what failed"
@@ -435,7 +169,7 @@ def _check_diagnostics(doc: DiagnosticsDoc | DiagnosticsDocV2, problems: list[Pr
         message = f"{quote(doc.handleless_opspecs)} is more than the {quote(doc.opspecs)} OpSpecs"
         problems.append(Problem("$.handleless_opspecs", message))
     for i, key in enumerate(doc.disagreements):
-        if not _KERNEL_KEY_RE.search(key):
+        if not KERNEL_KEY_RE.search(key):
             problems.append(Problem(f"$.disagreements[{i}]", MSG_KERNEL_KEY))
     dup = first_duplicate(doc.disagreements)
     if dup is not NO_DUPLICATE:
@@ -473,7 +207,7 @@ def _check_diagnostics_v2(doc: DiagnosticsDocV2, problems: list[Problem]) -> Non
             )
             problems.append(Problem("$.coverage.reached_nodes", message))
     for i, link in enumerate(doc.inferred):
-        if not _KERNEL_KEY_RE.search(link.kernel):
+        if not KERNEL_KEY_RE.search(link.kernel):
             problems.append(Problem(f"$.inferred[{i}].kernel", MSG_KERNEL_KEY))
     dup = first_duplicate([[link.node, link.kernel] for link in doc.inferred])
     if dup is not NO_DUPLICATE:
@@ -536,7 +270,7 @@ def _check_kernel_refs(post_to_cpp: NodeMap, v2: bool, problems: list[Problem]) 
     """postToCppCode entries: v2 kernel keys ``<kernel>:<N>``, v1 bare names."""
     for post, names in post_to_cpp.items():
         for i, name in enumerate(names):
-            if bool(_KERNEL_KEY_RE.search(name)) != v2:
+            if bool(KERNEL_KEY_RE.search(name)) != v2:
                 message = MSG_KERNEL_KEY if v2 else MSG_BARE_NAME
                 problems.append(Problem(f"{key_path('$.postToCppCode', post)}[{i}]", message))
 
@@ -545,7 +279,7 @@ def _check_kernel_keys(keys: Iterable[str], path: str, v2: bool, problems: list[
     """v2: every key is ``<kernel>:<N>`` and no N is used twice. v1: no key has a handle."""
     owner: dict[int, str] = {}
     for key in keys:
-        has_handle = bool(_KERNEL_KEY_RE.search(key))
+        has_handle = bool(KERNEL_KEY_RE.search(key))
         if not v2:
             if has_handle:
                 problems.append(Problem(key_path(path, key), MSG_BARE_NAME))
@@ -680,36 +414,3 @@ def first_duplicate(items: Iterable[Any]) -> Any:
     return NO_DUPLICATE
 
 
-def key_path(path: str, key: str) -> str:
-    return f"{path}[{quote(key)}]"
-
-
-QUOTE_LIMIT = 200  # characters of a value shown in a problem; a hostile 100 MB name is cut
-
-
-def quote(value: Any) -> str:
-    """A value as JSON text for a problem message, cut to about QUOTE_LIMIT characters."""
-    if isinstance(value, str) and len(value) > QUOTE_LIMIT:
-        return json.dumps(value[: QUOTE_LIMIT // 2], ensure_ascii=False)[:-1] + f'..." ({len(value)} characters)'
-    text = json.dumps(value, ensure_ascii=False)
-    if len(text) > QUOTE_LIMIT:
-        return text[: QUOTE_LIMIT // 2] + f"... ({len(text)} characters of JSON)"
-    return text
-
-
-def json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__

@@ -8,32 +8,33 @@ type cannot say a rule (integral numbers, enums, key patterns, uniqueness) ``rul
 it, so this path and the jsonschema path agree on every document
 (tests/test_validator_agreement.py).
 
-Use it through ``spyre_provenance.schemas.validate_bytes``.
+Use it through ``spyre_provenance.validate.schemas.validate_bytes``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from itertools import chain, islice
 from typing import Any
 
 import msgspec
 
-from spyre_provenance import rules
 from spyre_provenance.errors import UnusableInput
-from spyre_provenance.records import (
+from spyre_provenance.model import wire
+from spyre_provenance.model.detect import Detected, Problem, detect, guess_artifact, key_path, quote
+from spyre_provenance.model.names import (
+    ARTIFACTS,
     DIAGNOSTICS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
     MAP_FIELDS,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
-    NodeMap,
 )
-from spyre_provenance.rules import Detected, Problem, key_path, quote
+from spyre_provenance.model.records import NodeMap
+from spyre_provenance.support import gc_paused
+from spyre_provenance.validate import rules
 
 _MISSING: Any = object()
 
@@ -60,17 +61,6 @@ def check(data: bytes | str, artifact: str | None, location: str) -> FastResult:
     return FastResult(detected, problems, maybe_dup)
 
 
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 class _Run:
     """One check: decode field by field so every problem gets an exact path.
 
@@ -87,7 +77,7 @@ class _Run:
         top = None
         if artifact in (None, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS):
             top = self.decode(self.data, dict[str, msgspec.Raw], "$", top=True)
-            artifact = artifact or rules.guess_artifact(top)
+            artifact = artifact or guess_artifact(top)
         if artifact == NODE_MAPPINGS:
             return self.node_mappings(top)
         if artifact == OPSPEC_DEBUG_HANDLES:
@@ -97,10 +87,10 @@ class _Run:
         if artifact == KERNEL_STACK_TRACES:
             return self.kernel_map(artifact, list[str])
         if artifact == KERNEL_INFORMATION:
-            return self.kernel_map(artifact, rules.KernelInfoEntry)
+            return self.kernel_map(artifact, wire.KernelInfoEntry)
         if artifact is None:
             raise unrecognized(self.location)
-        raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(rules.ARTIFACTS)}")
+        raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(ARTIFACTS)}")
 
     def node_mappings(self, top: dict[str, msgspec.Raw]) -> tuple[Detected, Any]:
         det = _explicit_v2(top)
@@ -115,7 +105,7 @@ class _Run:
         shape: dict[str, Any] = dict(fields)
         if "version" in top:
             shape["version"] = self.decode(top["version"], Any, "$.version")
-        det = rules.detect(NODE_MAPPINGS, shape)
+        det = detect(NODE_MAPPINGS, shape)
         if det.problem is not None:
             self.problems[:] = [det.problem]
             return det, None
@@ -159,27 +149,27 @@ class _Run:
     def kernel_map(self, artifact: str, value_type: Any) -> tuple[Detected, Any]:
         doc = self.decode_map(self.data, value_type, "$", top=True)
         if doc is _MISSING:
-            return rules.detect(artifact, {}), None
-        det = rules.detect(artifact, doc)
+            return detect(artifact, {}), None
+        det = detect(artifact, doc)
         tally = _tally_map(doc) if value_type is list[str] else _tally(doc)
         self.problems.extend(rules.check(artifact, det.schema, doc))
         return det, tally
 
     def opspec(self, top: dict[str, msgspec.Raw]) -> tuple[Detected, Any]:
         version = self.decode(top["version"], Any, "$.version") if "version" in top else _MISSING
-        det = rules.detect(OPSPEC_DEBUG_HANDLES, {} if version is _MISSING else {"version": version})
+        det = detect(OPSPEC_DEBUG_HANDLES, {} if version is _MISSING else {"version": version})
         if det.problem is not None:
             self.problems[:] = [det.problem]
             return det, None
-        for key in rules.OPSPEC_FIELDS:
+        for key in wire.OPSPEC_FIELDS:
             if key not in top:
                 self.problems.append(Problem("$", f"missing required key {quote(key)}"))
-        self.problems.extend(Problem("$", f"unexpected key {quote(k)}") for k in top if k not in rules.OPSPEC_FIELDS)
-        kernels = self.decode_map(top["kernels"], list[rules.OpSpecEntry], "$.kernels") if "kernels" in top else None
-        handles = self.decode_map(top["handles"], rules.HandleEntry, "$.handles") if "handles" in top else None
+        self.problems.extend(Problem("$", f"unexpected key {quote(k)}") for k in top if k not in wire.OPSPEC_FIELDS)
+        kernels = self.decode_map(top["kernels"], list[wire.OpSpecEntry], "$.kernels") if "kernels" in top else None
+        handles = self.decode_map(top["handles"], wire.HandleEntry, "$.handles") if "handles" in top else None
         if self.problems:
             return det, None
-        doc = rules.OpSpecDebugHandles(version, kernels, handles)
+        doc = wire.OpSpecDebugHandles(version, kernels, handles)
         self.problems.extend(rules.check_types(doc))
         if self.problems:
             return det, None
@@ -188,20 +178,20 @@ class _Run:
 
     def diagnostics(self, top: dict[str, msgspec.Raw]) -> tuple[Detected, Any]:
         version = self.decode(top["version"], Any, "$.version") if "version" in top else _MISSING
-        det = rules.detect(DIAGNOSTICS, {} if version is _MISSING else {"version": version})
+        det = detect(DIAGNOSTICS, {} if version is _MISSING else {"version": version})
         if det.problem is not None:
             self.problems[:] = [det.problem]
             return det, None
-        fields = rules.diagnostics_fields(det.schema)
+        fields = wire.diagnostics_fields(det.schema)
         self.problems.extend(Problem("$", f"missing required key {quote(k)}") for k in fields if k not in top)
         self.problems.extend(Problem("$", f"unexpected key {quote(k)}") for k in top if k not in fields)
         values = {}
-        for name, type_ in rules.diagnostics_field_types(det.schema).items():
+        for name, type_ in wire.diagnostics_field_types(det.schema).items():
             if name in top and name != "version":
                 values[name] = self.decode(top[name], type_, f"$.{name}")
         if self.problems:
             return det, None
-        doc = rules.DIAGNOSTICS_DOCS[det.schema](version=version, **values)
+        doc = wire.DIAGNOSTICS_DOCS[det.schema](version=version, **values)
         self.problems.extend(rules.check_diagnostics_types(doc))
         if self.problems:
             return det, None
@@ -273,7 +263,7 @@ def _explicit_v2(top: dict[str, msgspec.Raw]) -> Detected | None:
         version = msgspec.json.decode(top["version"])
     except msgspec.DecodeError:
         return None
-    det = rules.detect(NODE_MAPPINGS, {"version": version})
+    det = detect(NODE_MAPPINGS, {"version": version})
     return det if det.problem is None and det.schema == 2 else None
 
 

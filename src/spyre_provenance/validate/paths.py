@@ -15,10 +15,11 @@ from pathlib import Path
 
 import msgspec
 
-from spyre_provenance import schemas, tracelog
+from spyre_provenance import tracelog
 from spyre_provenance.errors import UnusableInput
-from spyre_provenance.fsutil import TMP_PREFIX
-from spyre_provenance.rules import Problem
+from spyre_provenance.model.detect import Problem
+from spyre_provenance.support import TMP_PREFIX
+from spyre_provenance.validate import schemas
 
 DEFAULT_MAX_BYTES = schemas.DEFAULT_MAX_BYTES
 AUTO_FULL_BYTES = schemas.AUTO_FULL_BYTES  # --engine auto: jsonschema up to this, then fast

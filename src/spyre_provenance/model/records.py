@@ -1,8 +1,9 @@
-"""Typed records for every artifact this project reads or writes.
+"""Typed records: what the hook collects per call site and what it writes.
 
 Pure data: no torch import. The JSON Schemas under ``schemas/`` are the source of truth for
-the on-disk shape; these Structs are the fast decode path and must agree with them (a test
-checks that on a corpus of valid and invalid documents).
+the on-disk shape. Records written as they are (node mappings, diagnostics) give the wire
+form the validators decode into (``model.wire``), so a test that the schemas and the fast
+engine agree on a corpus of valid and invalid documents also holds these to the schemas.
 """
 
 from __future__ import annotations
@@ -10,37 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import msgspec
-
-# Artifact names as they appear in a TORCH_TRACE envelope (``"artifact": {"name": ...}``).
-NODE_MAPPINGS = "inductor_provenance_tracking_node_mappings"
-KERNEL_STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
-KERNEL_INFORMATION = "kernel_information"
-OPSPEC_DEBUG_HANDLES = "spyre_opspec_debug_handles"
-DIAGNOSTICS = "spyre_provenance_diagnostics"
-# torch's own records of a graph that coverage and tlparse read beside them
-POST_GRAD_GRAPHS = ("inductor_post_grad_graph", "after_post_grad_graph")  # the name moved in torch 2.8
-OUTPUT_CODE = "inductor_output_code"
-#: The four maps of a node-mappings document, in upstream's key order.
-MAP_FIELDS = ("preToPost", "postToPre", "cppCodeToPost", "postToCppCode")
-
-# The hook's fault stages, in the order a graph passes through them (``hook.STAGES``; the
-# diagnostics schema lists the same names).
-FAULT_STAGES = (
-    "record collection",
-    "get_kernel_metadata",
-    "OpSpec handle reading",
-    "build",
-    "validate",
-    "emit",
-    "file write",
-)
-GRAPH_KINDS = ("inference", "forward", "backward")
-#: The rules coverage is judged by (``coverage.judge``), named in violations.
-COVERAGE_RULES = ("call-sites", "kernel-link", "node-reach", "opspec-handle", "fused-constituents")
-#: Why a post-grad node the mapping lists under a kernel is there although the kernel's
-#: schedule does not name it: computed inside the kernel (inlined), or the node reading
-#: what a kernel that copies a graph input writes.
-INFERRED_REASONS = ("inlined", "consumer")
 
 NodeMap = dict[str, list[str]]
 

@@ -1,11 +1,11 @@
 """Versioned JSON Schemas for the provenance artifacts, and the one validator behind them.
 
 ``schemas/<artifact>/v<N>.schema.json`` (JSON Schema 2020-12) states each artifact's shape;
-``spyre_provenance.rules`` states what a schema cannot (inverse maps, unique debug handles,
+``spyre_provenance.validate.rules`` states what a schema cannot (inverse maps, unique debug handles,
 existing handle ids, ...). A document is checked one of two ways, with the same verdict:
 
 - fast path, ``validate_bytes(data)``: msgspec decodes straight into typed values, then the
-  rules run (``spyre_provenance.fastpath``). For artifacts of 100 MB and more.
+  rules run (``spyre_provenance.validate.fastpath``). For artifacts of 100 MB and more.
 - full path, ``validate(doc)`` or ``validate_bytes(data, full=True)``: jsonschema against the
   schema file, then the same rules. The schema's own semantics, slower.
 
@@ -34,18 +34,11 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance import fastpath, rules
 from spyre_provenance.errors import UnusableInput
-from spyre_provenance.records import (
-    DIAGNOSTICS,
-    KERNEL_INFORMATION,
-    KERNEL_STACK_TRACES,
-    MAP_FIELDS,
-    NODE_MAPPINGS,
-    OPSPEC_DEBUG_HANDLES,
-)
-from spyre_provenance.rules import (  # re-exported: the public API lives here
-    ARTIFACTS,
+from spyre_provenance.model import wire
+from spyre_provenance.model.detect import (  # re-exported: the public API lives here
+    HANDLE_ID_PATTERN,
+    KERNEL_KEY_PATTERN,
     Detected,
     Problem,
     artifact_for_filename,
@@ -54,6 +47,17 @@ from spyre_provenance.rules import (  # re-exported: the public API lives here
     json_type,
     quote,
 )
+from spyre_provenance.model.names import (
+    ARTIFACTS,
+    DIAGNOSTICS,
+    KERNEL_INFORMATION,
+    KERNEL_STACK_TRACES,
+    MAP_FIELDS,
+    NODE_MAPPINGS,
+    OPSPEC_DEBUG_HANDLES,
+)
+from spyre_provenance.support import gc_paused
+from spyre_provenance.validate import fastpath, rules
 
 __all__ = [
     "ARTIFACTS",
@@ -117,7 +121,7 @@ def schema_dir() -> Any:
     packaged = importlib.resources.files("spyre_provenance") / "schemas"
     if packaged.is_dir():
         return packaged
-    repo = Path(__file__).resolve().parents[2] / "schemas"
+    repo = Path(__file__).resolve().parents[3] / "schemas"
     if repo.is_dir():
         return repo
     raise FileNotFoundError("spyre_provenance: schemas folder not found (broken installation)")
@@ -218,7 +222,7 @@ def parse_json(data: bytes | str, *, location: str = "") -> tuple[Any, list[tupl
         return obj
 
     try:
-        with fastpath.gc_paused():
+        with gc_paused():
             doc = json.loads(text, object_pairs_hook=pairs_hook, parse_constant=_refuse, parse_float=_finite)
     except json.JSONDecodeError as exc:
         raise UnusableInput(where, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
@@ -369,10 +373,10 @@ def _typed(artifact: str, schema: int, doc: Mapping[str, Any]) -> Any:
     if artifact == KERNEL_STACK_TRACES:
         return doc
     if artifact == KERNEL_INFORMATION:
-        return msgspec.convert(dict(doc), dict[str, rules.KernelInfoEntry])
+        return msgspec.convert(dict(doc), dict[str, wire.KernelInfoEntry])
     if artifact == DIAGNOSTICS:
-        return msgspec.convert(dict(doc), rules.DIAGNOSTICS_DOCS[schema])
-    return msgspec.convert(dict(doc), rules.OpSpecDebugHandles)
+        return msgspec.convert(dict(doc), wire.DIAGNOSTICS_DOCS[schema])
+    return msgspec.convert(dict(doc), wire.OpSpecDebugHandles)
 
 
 def _from_jsonschema(error: Any, schema: dict[str, Any]) -> Iterator[Problem]:
@@ -391,7 +395,7 @@ def _from_jsonschema(error: Any, schema: dict[str, Any]) -> Iterator[Problem]:
         known = error.schema.get("properties", {})
         yield from (Problem(path, f"unexpected key {quote(k)}") for k in value if k not in known)
     elif kind == "pattern":
-        messages = {rules.KERNEL_KEY_PATTERN: rules.MSG_KERNEL_KEY, rules.HANDLE_ID_PATTERN: rules.MSG_HANDLE_ID}
+        messages = {KERNEL_KEY_PATTERN: rules.MSG_KERNEL_KEY, HANDLE_ID_PATTERN: rules.MSG_HANDLE_ID}
         yield Problem(path, messages.get(expected, f"does not match {expected}"))
     elif kind == "not":  # the only "not" in the schemas: version 1's bare kernel names
         yield Problem(path, rules.MSG_BARE_NAME)

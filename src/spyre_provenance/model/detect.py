@@ -1,0 +1,193 @@
+"""What a document is: which artifact, which version, and how to say where it is wrong.
+
+``detect`` names the artifact (given, by file name, or by shape) and its version; a
+``Problem`` is one thing wrong at a JSON path: fields dotted (``$.preToPost``), map keys
+bracketed and quoted (``["relu"]``), list indices bracketed (``[0]``); ``quote`` cuts a
+hostile value to a readable size. Used by the validators, the log reader and golden.
+
+Pure: no torch, no jsonschema.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from spyre_provenance.model.names import (
+    ARTIFACTS,
+    DIAGNOSTICS,
+    FILENAME_PATTERNS,
+    KERNEL_INFORMATION,
+    KERNEL_STACK_TRACES,
+    MAP_FIELDS,
+    NODE_MAPPINGS,
+    OPSPEC_DEBUG_HANDLES,
+)
+
+# The schema files' pattern strings, applied as jsonschema applies them (re.search), so both
+# validation paths accept exactly the same keys.
+KERNEL_KEY_PATTERN = r"^.+:[1-9][0-9]*$"
+HANDLE_ID_PATTERN = r"^(0|[1-9][0-9]{0,18})$"
+KERNEL_KEY_RE = re.compile(KERNEL_KEY_PATTERN)
+
+
+class Problem(msgspec.Struct, frozen=True):
+    """One thing wrong, and where: ``path`` is a JSON path (``$`` = the whole document), or
+    ``line N`` for a problem in a TORCH_TRACE log itself."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class Detected(msgspec.Struct, frozen=True):
+    """What ``detect`` found: the artifact, its version as users see it ("2.0", "1"), the N
+    of the ``v<N>.schema.json`` to check it against, or, for an unknown version, a problem."""
+
+    artifact: str | None
+    version: str | None
+    schema: int | None
+    problem: Problem | None = None
+
+
+
+# --- which artifact, which version ---------------------------------------------------------
+
+
+def artifact_for_filename(name: str) -> str | None:
+    """The artifact a file name says it holds (``inductor_provenance_tracking_node_mappings_3.json``)."""
+    base = Path(name).name
+    for artifact, pattern in FILENAME_PATTERNS.items():
+        if fnmatch.fnmatchcase(base, pattern):
+            return artifact
+    return None
+
+
+def guess_artifact(doc: Mapping[str, Any], *, strict: bool = False) -> str | None:
+    """The artifact a top-level object's shape says it is, or None.
+
+    Values may be decoded or still ``msgspec.Raw``. ``strict`` (for folder scans) also wants
+    debug-handle keys on the two bare-map artifacts, so ``{"a": ["b"]}`` is not taken for one.
+    """
+    keys = doc.keys()
+    if "kernels" in keys and "handles" in keys:
+        return OPSPEC_DEBUG_HANDLES
+    if "faults" in keys and "partial" in keys:
+        return DIAGNOSTICS
+    if any(f in keys for f in MAP_FIELDS) or list(keys) == ["version"]:
+        return NODE_MAPPINGS
+    if not doc or (strict and not all(KERNEL_KEY_RE.search(k) for k in keys)):
+        return None
+    first = _kind(next(iter(doc.values())))
+    if first == "array":
+        return KERNEL_STACK_TRACES
+    if first == "object":
+        return KERNEL_INFORMATION
+    return None
+
+
+def detect(artifact: str | None, doc: Mapping[str, Any]) -> Detected:
+    """Artifact (given, else by shape) and version (the ``version`` key, else by shape).
+
+    Node mappings without ``version`` are version 1, unless their kernel keys carry ``:<N>``
+    handles: then they are 2.0 with the key missing (which validation reports). Stack traces
+    never have a version key: ``:<N>`` keys (or no keys) make them version 2.
+    """
+    if artifact is None:
+        artifact = guess_artifact(doc)
+        if artifact is None:
+            return Detected(None, None, None, Problem("$", "not a recognized provenance artifact"))
+    if artifact == NODE_MAPPINGS:
+        if "version" in doc:
+            return _explicit_version(artifact, doc["version"], {2.0: ("2.0", 2)})
+        return Detected(artifact, "2.0", 2) if _has_handle_keys(doc) else Detected(artifact, "1", 1)
+    if artifact == KERNEL_STACK_TRACES:
+        v2 = not doc or any(KERNEL_KEY_RE.search(k) for k in doc)
+        return Detected(artifact, "2", 2) if v2 else Detected(artifact, "1", 1)
+    if artifact == KERNEL_INFORMATION:
+        return Detected(artifact, "1", 1)
+    if artifact == OPSPEC_DEBUG_HANDLES:
+        if "version" in doc:
+            return _explicit_version(artifact, doc["version"], {1: ("1", 1)})
+        return Detected(artifact, "1", 1)  # validation reports the missing key
+    if artifact == DIAGNOSTICS:
+        if "version" in doc:
+            return _explicit_version(artifact, doc["version"], {1: ("1", 1), 2: ("2", 2)})
+        return Detected(artifact, "1", 1)
+    raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(ARTIFACTS)}")
+
+
+def _explicit_version(artifact: str, value: Any, known: dict[float, tuple[str, int]]) -> Detected:
+    if json_type(value) in ("integer", "number") and value in known:
+        shown, schema = known[value]
+        return Detected(artifact, shown, schema)
+    names = ", ".join(shown for shown, _ in known.values())
+    message = f"unsupported version {quote(value)} (this validator knows {names})"
+    return Detected(artifact, None, None, Problem("$.version", message))
+
+
+def _has_handle_keys(doc: Mapping[str, Any]) -> bool:
+    kernels = doc.get("cppCodeToPost")
+    if isinstance(kernels, dict) and any(KERNEL_KEY_RE.search(k) for k in kernels):
+        return True
+    posts = doc.get("postToCppCode")
+    return isinstance(posts, dict) and any(
+        isinstance(n, str) and KERNEL_KEY_RE.search(n)
+        for names in posts.values()
+        if isinstance(names, list)
+        for n in names
+    )
+
+
+def _kind(value: Any) -> str:
+    """JSON type of a value, decoded or ``msgspec.Raw`` (which starts at its first byte)."""
+    if isinstance(value, msgspec.Raw):
+        first = bytes(memoryview(value)[:1])
+        return {b"{": "object", b"[": "array"}.get(first, "other")
+    return json_type(value)
+
+
+# --- saying where and what -------------------------------------------------------------------
+
+
+def key_path(path: str, key: str) -> str:
+    return f"{path}[{quote(key)}]"
+
+
+QUOTE_LIMIT = 200  # characters of a value shown in a problem; a hostile 100 MB name is cut
+
+
+def quote(value: Any) -> str:
+    """A value as JSON text for a problem message, cut to about QUOTE_LIMIT characters."""
+    if isinstance(value, str) and len(value) > QUOTE_LIMIT:
+        return json.dumps(value[: QUOTE_LIMIT // 2], ensure_ascii=False)[:-1] + f'..." ({len(value)} characters)'
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text) > QUOTE_LIMIT:
+        return text[: QUOTE_LIMIT // 2] + f"... ({len(text)} characters of JSON)"
+    return text
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__

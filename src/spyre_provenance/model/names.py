@@ -1,0 +1,56 @@
+"""Names every layer agrees on: artifacts, torch's records beside them, stages, rules.
+
+Artifact names are as they appear in a TORCH_TRACE envelope (``"artifact": {"name": ...}``);
+the enums are the value sets the JSON Schemas list (a test checks each against its schema).
+
+Pure: imports nothing.
+"""
+
+from __future__ import annotations
+
+# Artifact names as they appear in a TORCH_TRACE envelope (``"artifact": {"name": ...}``).
+NODE_MAPPINGS = "inductor_provenance_tracking_node_mappings"
+KERNEL_STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
+KERNEL_INFORMATION = "kernel_information"
+OPSPEC_DEBUG_HANDLES = "spyre_opspec_debug_handles"
+DIAGNOSTICS = "spyre_provenance_diagnostics"
+# torch's own records of a graph that coverage and tlparse read beside them
+POST_GRAD_GRAPHS = ("inductor_post_grad_graph", "after_post_grad_graph")  # the name moved in torch 2.8
+OUTPUT_CODE = "inductor_output_code"
+#: The four maps of a node-mappings document, in upstream's key order.
+MAP_FIELDS = ("preToPost", "postToPre", "cppCodeToPost", "postToCppCode")
+
+# The hook's fault stages, in the order a graph passes through them (``hook.STAGES``; the
+# diagnostics schema lists the same names).
+FAULT_STAGES = (
+    "record collection",
+    "get_kernel_metadata",
+    "OpSpec handle reading",
+    "build",
+    "validate",
+    "emit",
+    "file write",
+)
+GRAPH_KINDS = ("inference", "forward", "backward")
+#: The rules coverage is judged by (``coverage.judge``), named in violations.
+COVERAGE_RULES = ("call-sites", "kernel-link", "node-reach", "opspec-handle", "fused-constituents")
+#: Why a post-grad node the mapping lists under a kernel is there although the kernel's
+#: schedule does not name it: computed inside the kernel (inlined), or the node reading
+#: what a kernel that copies a graph input writes.
+INFERRED_REASONS = ("inlined", "consumer")
+
+#: Every artifact this project reads or writes, in the order reports list them.
+ARTIFACTS = (NODE_MAPPINGS, KERNEL_STACK_TRACES, KERNEL_INFORMATION, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS)
+#: A debug handle's ``transform_history[].kind`` (torch-spyre's ProvenanceTransform).
+TRANSFORM_KINDS = ("rewrite", "fusion", "decomposition", "clone", "remap")
+#: Whose node mapping the log holds for a graph (diagnostics ``mapping``).
+MAPPING_SOURCES = ("hook", "upstream")
+
+# File names torch and tlparse give these artifacts (tlparse appends "_<n>" before ".json").
+FILENAME_PATTERNS = {
+    NODE_MAPPINGS: "inductor_provenance_tracking_node_mappings*.json",
+    KERNEL_STACK_TRACES: "*kernel_stack_traces*.json",
+    KERNEL_INFORMATION: "kernel_information.json",
+    OPSPEC_DEBUG_HANDLES: "spyre_opspec_debug_handles*.json",
+    DIAGNOSTICS: "spyre_provenance_diagnostics*.json",
+}

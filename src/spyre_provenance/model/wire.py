@@ -1,0 +1,123 @@
+"""The artifacts as they are on disk: the typed form both validators decode into.
+
+Every field is required and every object closed, as in the schemas. Integers are typed
+``int | float`` because JSON Schema's "integer" accepts 3.0; the rules
+(``validate.rules.check_types``) then demand integral values, so both engines agree.
+
+Where the hook writes a record as it is (diagnostics, a handle's source and transforms),
+the wire form is derived from that record (``wire_form``): one definition of the shape,
+the record's, with its field order as the wire order. The OpSpec artifact is written
+flattened (handles by id, see ``mapping.build_opspec_artifact``) and AOTInductor's
+``kernel_information.json`` is only read; their wire forms are written out here.
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import typing
+from typing import Any, Union
+
+import msgspec
+
+from spyre_provenance.model import records
+
+
+@functools.cache
+def wire_form(record: type[msgspec.Struct]) -> type[msgspec.Struct]:
+    """``record`` with every field required, unknown fields refused, integers widened to
+    ``int | float`` and nested records replaced by their own wire forms."""
+    hints = typing.get_type_hints(record)
+    fields = [(f.encode_name, _widen(hints[f.name])) for f in msgspec.structs.fields(record)]
+    return msgspec.defstruct(f"{record.__name__}Wire", fields, forbid_unknown_fields=True, module=__name__)
+
+
+def _widen(hint: Any) -> Any:
+    if hint is int:
+        return Union[int, float]
+    if isinstance(hint, type) and issubclass(hint, msgspec.Struct):
+        return wire_form(hint)
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        members: list[Any] = []
+        for arg in typing.get_args(hint):
+            for widened in typing.get_args(_widen(arg)) if arg is int else (_widen(arg),):
+                if widened not in members:
+                    members.append(widened)
+        return Union[tuple(members)]
+    if origin in (list, tuple):
+        (item, *_rest) = typing.get_args(hint)
+        return list[_widen(item)]
+    if origin is dict:
+        key, value = typing.get_args(hint)
+        return dict[key, _widen(value)]
+    return hint
+
+
+# --- derived from the records the hook writes ---------------------------------------------
+
+SourceEntry = wire_form(records.SourceLoc)
+TransformEntry = wire_form(records.ProvenanceTransform)
+DiagnosticsDocV1 = wire_form(records.DiagnosticsV1)
+DiagnosticsDocV2 = wire_form(records.DiagnosticsV2)
+
+#: The wire form of each diagnostics version, by the N of its schema file.
+DIAGNOSTICS_DOCS: dict[int, type[msgspec.Struct]] = {1: DiagnosticsDocV1, 2: DiagnosticsDocV2}
+
+
+def diagnostics_fields(schema: int) -> tuple[str, ...]:
+    """The keys of a diagnostics document of schema version ``schema``, in the order written."""
+    return tuple(DIAGNOSTICS_DOCS[schema].__struct_fields__)
+
+
+@functools.cache
+def diagnostics_field_types(schema: int) -> dict[str, Any]:
+    """Field name -> wire type, for decoding a diagnostics document field by field."""
+    hints = typing.get_type_hints(DIAGNOSTICS_DOCS[schema])
+    return {name: hints[name] for name in diagnostics_fields(schema)}
+
+
+# --- written out: no record has these shapes ----------------------------------------------
+
+
+class KernelInfoEntry(msgspec.Struct, forbid_unknown_fields=True):
+    """One value of AOTInductor's ``kernel_information.json``."""
+
+    stack_traces: list[str]
+    post_grad_nodes: list[str]
+    pre_grad_nodes: list[str]
+
+
+class HandleEntry(msgspec.Struct, forbid_unknown_fields=True):
+    """A debug handle (``records.DebugHandle``) without its id, which is its key in
+    ``OpSpecDebugHandles.handles``; its children referenced by id (``fused_from``)."""
+
+    source: Union[SourceEntry, None]  # type: ignore[valid-type]
+    aten_op: Union[str, None]
+    ir_chain: list[str]
+    fused_from: list[str]
+    transform_history: list[TransformEntry]  # type: ignore[valid-type]
+
+
+class OpSpecEntry(msgspec.Struct, forbid_unknown_fields=True):
+    """An OpSpec (``records.OpSpecRecord`` without what no artifact carries)."""
+
+    op: str
+    is_reduction: bool
+    iteration_space: list[Union[int, float, str]]
+    buffer: Union[str, None]
+    debug_handle: Union[str, None]  # an id in OpSpecDebugHandles.handles
+
+
+class OpSpecDebugHandles(msgspec.Struct, forbid_unknown_fields=True):
+    """``spyre_opspec_debug_handles`` version 1, field order as written."""
+
+    version: Union[int, float]
+    kernels: dict[str, list[OpSpecEntry]]
+    handles: dict[str, HandleEntry]
+
+
+OPSPEC_FIELDS = OpSpecDebugHandles.__struct_fields__
+KERNEL_INFO_FIELDS = KernelInfoEntry.__struct_fields__

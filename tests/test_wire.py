@@ -1,0 +1,55 @@
+"""The wire form is derived from the records: one shape, strict on the way in."""
+
+from __future__ import annotations
+
+from typing import Union
+
+import msgspec
+import pytest
+
+from spyre_provenance.model import records, wire
+from spyre_provenance.model.names import DIAGNOSTICS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.validate import schemas
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_diagnostics_wire_fields_are_the_records_and_the_schemas(version):
+    record = {1: records.DiagnosticsV1, 2: records.DiagnosticsV2}[version]
+    schema = schemas.load_schema(DIAGNOSTICS, version)
+    assert wire.diagnostics_fields(version) == record.__struct_fields__
+    assert list(schema["properties"]) == list(record.__struct_fields__)  # the order written
+
+
+def test_the_opspec_wire_form_is_the_schemas():
+    schema = schemas.load_schema(OPSPEC_DEBUG_HANDLES, 1)
+    assert list(schema["properties"]) == list(wire.OPSPEC_FIELDS)
+    handle = schemas._resolve(schema["properties"]["handles"]["additionalProperties"], schema)
+    assert list(handle["properties"]) == list(wire.HandleEntry.__struct_fields__)
+    source = schemas._resolve(handle["properties"]["source"], schema)
+    source = next(schemas._resolve(s, schema) for s in source.get("anyOf", source.get("oneOf", [source])) if s.get("type") != "null")
+    assert list(source["properties"]) == list(records.SourceLoc.__struct_fields__)
+
+
+def test_a_derived_form_requires_every_field_and_refuses_unknown_ones():
+    doc = {"stage": "emit", "error": "OSError: disk full"}
+    assert msgspec.convert(doc, wire.wire_form(records.Fault)).stage == "emit"
+    with pytest.raises(msgspec.ValidationError, match="missing required field `error`"):
+        msgspec.convert({"stage": "emit"}, wire.wire_form(records.Fault))
+    with pytest.raises(msgspec.ValidationError, match="unknown field `extra`"):
+        msgspec.convert({**doc, "extra": 1}, wire.wire_form(records.Fault))
+
+
+def test_integers_widen_as_json_schema_reads_them():
+    # JSON Schema's "integer" accepts 3.0; the rules then demand an integral value
+    hints = msgspec.structs.fields(wire.SourceEntry)
+    by_name = {f.name: f.type for f in hints}
+    assert by_name["start_line"] == Union[int, float]
+    assert by_name["end_line"] == Union[int, float, None]
+    assert by_name["file"] is str
+
+
+def test_nested_records_are_replaced_by_their_wire_forms():
+    fields = {f.name: f.type for f in msgspec.structs.fields(wire.DiagnosticsDocV2)}
+    assert fields["faults"] == list[wire.wire_form(records.Fault)]
+    assert fields["coverage"] == Union[wire.wire_form(records.CoverageCounts), None]
+    assert fields["partial"] is bool
