@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from spyre_provenance import tlparse_run, tracelog, wrapper_code
+from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
 from spyre_provenance.model.names import NODE_MAPPINGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.compile]

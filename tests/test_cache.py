@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import tlparse_page
 
-from spyre_provenance import tlparse_page, tlparse_run, tracelog
+from spyre_provenance.logs import tlparse_run, tracelog
 from spyre_provenance.model.names import NODE_MAPPINGS
 
 pytestmark = [

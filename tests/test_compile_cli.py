@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import tlparse_page
 
-from spyre_provenance import tlparse_page, wrapper_code
-from spyre_provenance.invariants import read_log_graphs
+from spyre_provenance.logs import wrapper_code
+from spyre_provenance.logs.graphs import read_log_graphs
+from spyre_provenance.logs.tracelog import artifact_payloads
 from spyre_provenance.model.names import NODE_MAPPINGS
-from spyre_provenance.tracelog import artifact_payloads
 from spyre_provenance.validate import paths as path_validation
 
 pytestmark = pytest.mark.compile

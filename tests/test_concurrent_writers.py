@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from spyre_provenance import tracelog
+from spyre_provenance.logs import tracelog
 from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.validate import paths as path_validation
 from spyre_provenance.validate import schemas

@@ -246,7 +246,7 @@ def test_compile_command_reports_the_loss(tmp_path: Path) -> None:
     assert written["partial"] and written["mapping"] == "upstream"
     assert written["faults"] == [{"stage": "build", "error": "RuntimeError: injected fault"}]
 
-    from spyre_provenance import tracelog
+    from spyre_provenance.logs import tracelog
 
     log = out / "trace" / "tiny-make.log"
     logged = {name: json.loads(payload) for _, name, payload in tracelog.artifact_payloads(log)

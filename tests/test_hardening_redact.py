@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from test_hook_faults import TINY_SOURCE
 
-from spyre_provenance import tracelog
+from spyre_provenance.logs import tracelog
 from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.redact import Redactor, find_project
 from spyre_provenance.validate import paths as path_validation

@@ -7,7 +7,7 @@ import torch
 from torch._inductor.utils import run_and_get_code
 
 import spyre_provenance
-from spyre_provenance import wrapper_code
+from spyre_provenance.logs import wrapper_code
 
 pytestmark = pytest.mark.compile
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from spyre_provenance import tracelog
+from spyre_provenance.logs import tracelog
+from spyre_provenance.logs.tracelog import TraceEntry
 from spyre_provenance.model.detect import Problem
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
-from spyre_provenance.tracelog import TraceEntry
 
 PREFIX = "V1202 10:56:15.069000 10152 torch/_inductor/compile_fx.py:1624] "
 IDS = {"frame_id": 0, "frame_compile_id": 0, "attempt": 0}
@@ -179,7 +179,7 @@ def test_streams_payloads_it_was_not_asked_for(tmp_path: Path) -> None:
 def test_one_rule_splits_a_compile_id_into_graphs():
     """Forward then backward under one compile id; another id interleaved; the records
     after a graph's code stay with it."""
-    from spyre_provenance.tracelog import GraphSplitter
+    from spyre_provenance.logs.tracelog import GraphSplitter
 
     splitter = GraphSplitter()
     log = [

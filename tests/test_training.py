@@ -11,9 +11,11 @@ from __future__ import annotations
 import re
 
 import pytest
+import tlparse_page
 
-from spyre_provenance import coverage, tlparse_page, tlparse_run
-from spyre_provenance.invariants import read_log_graphs
+from spyre_provenance.logs import tlparse_run
+from spyre_provenance.logs.graphs import read_log_graphs
+from spyre_provenance.logs.post_grad import parse_post_grad_graph
 
 pytestmark = [
     pytest.mark.compile,
@@ -55,7 +57,7 @@ def test_backward_links_pre_grad_nodes_only_through_from_node(opened):
     mapping = backward.node_mappings
     page = tlparse_page.parse_page(opened.pages[1][1].read_text())
     pre_grad_nodes = {m[1] for line in page.pre_grad if (m := _NODE.match(line))}
-    post_grad = {node.name for node in coverage.parse_post_grad_graph(backward.post_grad_graph).nodes}
+    post_grad = {node.name for node in parse_post_grad_graph(backward.post_grad_graph).nodes}
 
     assert all(mapping["cppCodeToPost"].values())
     assert set(mapping["postToPre"]) <= post_grad

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from spyre_provenance import tracelog
+from spyre_provenance.logs import tracelog
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
 from spyre_provenance.validate import schemas
 

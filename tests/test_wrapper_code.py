@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from spyre_provenance import coverage, wrapper_code
+from spyre_provenance import coverage
+from spyre_provenance.logs import wrapper_code
+from spyre_provenance.logs.post_grad import parse_post_grad_graph
 
 WRAPPER = '''
 # AOT ID: ['0_inference']
@@ -50,7 +52,7 @@ def test_defined_kernels_and_comments():
 
 
 def test_post_grad_graph_nodes_views_and_lines():
-    graph = coverage.parse_post_grad_graph(GRAPH)
+    graph = parse_post_grad_graph(GRAPH)
     assert [(n.name, n.op, n.is_view, n.computes) for n in graph.nodes] == [
         ("primals_1", "", False, False),
         ("permute", "aten.permute", True, False),
@@ -67,7 +69,7 @@ def test_judge_counts_unannounced_calls_and_unreached_nodes():
         "cppCodeToPost": {"extern_kernels.addmm:1": ["addmm"], "cpp_fused_relu_0:2": ["relu"]},
         "postToCppCode": {"addmm": ["extern_kernels.addmm:1"], "relu": ["cpp_fused_relu_0:2"]},
     }
-    graph = coverage.parse_post_grad_graph(GRAPH)
+    graph = parse_post_grad_graph(GRAPH)
     cov = coverage.judge(WRAPPER, graph, mapping, stack_traces={"cpp_fused_relu_0:2": ['File "m.py", line 3']})
     assert (cov.counts.call_sites, cov.counts.linked_call_sites) == (3, 2)
     assert (cov.counts.compute_nodes, cov.counts.reached_nodes, cov.counts.exempt_nodes.view) == (2, 2, 1)
@@ -78,7 +80,7 @@ def test_judge_counts_unannounced_calls_and_unreached_nodes():
 
 def test_judge_reports_a_key_no_comment_announces_and_an_unreached_node():
     mapping = {"cppCodeToPost": {"cpp_fused_relu_0:7": ["relu"]}, "postToCppCode": {"relu": ["cpp_fused_relu_0:7"]}}
-    cov = coverage.judge(WRAPPER, coverage.parse_post_grad_graph(GRAPH), mapping)
+    cov = coverage.judge(WRAPPER, parse_post_grad_graph(GRAPH), mapping)
     messages = [str(v) for v in cov.violations]
     assert "cpp_fused_relu_0:7: mapping key without a call site in the wrapper [call-sites]" in messages
     # addmm feeds relu, whose kernel computes it: inlined there, yet not listed, so a violation
@@ -90,6 +92,6 @@ def test_judge_reports_a_key_no_comment_announces_and_an_unreached_node():
 
 def test_judge_on_stock_inductor_turns_mapping_gaps_into_hints():
     mapping = {"cppCodeToPost": {"extern_kernels.addmm:1": ["addmm"], "cpp_fused_relu_0:2": ["relu"]}}
-    graph = coverage.parse_post_grad_graph(GRAPH)
+    graph = parse_post_grad_graph(GRAPH)
     cov = coverage.judge(WRAPPER, graph, mapping, upstream=True)
     assert cov.complete and len(cov.hints) == 1 and "cpp_fused_relu_10" in cov.hints[0]

@@ -18,10 +18,12 @@ from pathlib import Path
 
 import msgspec
 import pytest
+import tlparse_page
 from zoo.models import ZOO
 
-from spyre_provenance import tlparse_page, tlparse_run, wrapper_code
-from spyre_provenance.invariants import judge_logged, read_log_graphs
+from spyre_provenance.coverage import judge_logged
+from spyre_provenance.logs import tlparse_run, wrapper_code
+from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.validate import paths as path_validation
 
 MODELS = Path(__file__).parent / "zoo" / "models.py"

@@ -12,7 +12,7 @@ debug handles. Coverage, not op counts:
    its own in the post-grad graph (a graph input has none: tlparse can highlight nothing),
    and only nodes the graph has.
 3. ``node-reach``: every post-grad compute node reaches a kernel, or needs none for a stated
-   reason: a view or metadata op (by rule, ``records.NO_KERNEL_OPS``), dead code (no user, not an
+   reason: a view or metadata op (by rule, ``model.records.NO_KERNEL_OPS``), dead code (no user, not an
    output), a constant no kernel needs. A node computed inside its users' kernels (inlined)
    must be listed there.
 4. ``opspec-handle``: every OpSpec carries a debug handle whose ``ir_chain`` names real
@@ -21,21 +21,26 @@ debug handles. Coverage, not op counts:
 
 For stock Inductor (``upstream=True``) the mapping is torch's own: its gaps are reported as
 hints, not violations. The post-grad graph comes in as a ``PostGradGraph``, read from the
-logged text (``parse_post_grad_graph``, here) or from the FX graph itself (the hook); both
+logged text (``logs.post_grad.parse_post_grad_graph``) or from the FX graph itself (the hook); both
 readers give the same nodes (tests/test_zoo.py checks it on every graph of the zoo).
+``judge_logged`` and ``check_log`` judge the graphs of a TORCH_TRACE log
+(``logs.graphs.read_log_graphs``): golden files pin *what* the provenance says, these rules
+say it is *complete*, for any model on any compiler version.
 
 Pure module: no torch import.
 """
 
 from __future__ import annotations
 
-import re
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
-from spyre_provenance import wrapper_code
+from spyre_provenance.logs import wrapper_code
+from spyre_provenance.logs.graphs import LoggedGraph, read_log_graphs
+from spyre_provenance.logs.post_grad import parse_post_grad_graph
 from spyre_provenance.mapping import kernels_by_node, kernels_of_users
 from spyre_provenance.model.records import (
     FACTORY_OPS,
@@ -45,81 +50,6 @@ from spyre_provenance.model.records import (
     PostGradGraph,
     Violation,
 )
-
-# ``name: "f32[8, 256]..." = rhs`` at the top level of the printed forward (8 spaces deep)
-_ASSIGNMENT = re.compile(r"^ {8}(?P<name>[A-Za-z_]\w*)(?:\s*:\s*\"[^\"]*\")?\s*=\s*(?P<rhs>.*)$")
-_FORWARD = re.compile(r"^ {4}def forward\(self(?P<params>.*)\):\s*$")
-_PARAM = re.compile(r"(?:^|,)\s*(?P<name>[A-Za-z_]\w*)\s*(?::|,|$)")
-_TORCH_OP = re.compile(r"^torch\.ops\.(?P<ns>\w+)\.(?P<op>\w+)(?:\.\w+)?\((?P<args>.*)$")
-_SUBSCRIPT = re.compile(r"^(?P<base>[A-Za-z_]\w*)\[")
-_ATTRIBUTE = re.compile(r"^self\.[\w.]+$")
-_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
-_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
-
-
-def parse_post_grad_graph(text: str) -> PostGradGraph:
-    """The top-level nodes of a logged post-grad graph (``GraphModule.print_readable``).
-
-    A node has a line when tlparse's rule finds its name on one: a line that is not a
-    comment, cut at its first ``=`` and then at its first ``:`` (graph inputs, named only
-    in the ``def forward(...)`` line, have none).
-    """
-    lines = text.splitlines()
-    highlightable = {_line_name(line) for line in lines} - {None}
-    nodes: list[GraphNode] = []
-    known: set[str] = set()
-    outputs: tuple[str, ...] = ()
-    for line in lines:
-        forward = _FORWARD.match(line) if not nodes else None
-        if forward:
-            for match in _PARAM.finditer(_STRING.sub('""', forward["params"])):
-                name = match["name"]
-                nodes.append(GraphNode(name, "placeholder", line=name in highlightable))
-                known.add(name)
-            continue
-        if line.startswith("        return "):
-            outputs = tuple(_names_in(line[len("        return ") :], known))
-            continue
-        assigned = _ASSIGNMENT.match(line)
-        if assigned is None:
-            continue
-        name, rhs = assigned["name"], assigned["rhs"].split(";", 1)[0].strip()
-        kind, op, args = _classify(rhs)
-        nodes.append(GraphNode(name, kind, op, tuple(_names_in(args, known)), name in highlightable))
-        known.add(name)
-    return PostGradGraph(nodes, outputs)
-
-
-def _line_name(line: str) -> str | None:
-    """tlparse's ``extract_node_name``: what it would look a node up by on this line."""
-    stripped = line.strip()
-    if not stripped or stripped.startswith("#"):
-        return None
-    name = stripped.split("=", 1)[0].split(":", 1)[0].strip()
-    return name or None
-
-
-def _classify(rhs: str) -> tuple[str, str, str]:
-    """(kind, op, argument text) of a node's right-hand side."""
-    call = _TORCH_OP.match(rhs)
-    if call:
-        return "call", f"{call['ns']}.{call['op']}", call["args"]
-    if _ATTRIBUTE.match(rhs):
-        return "get_attr", "", ""
-    subscript = _SUBSCRIPT.match(rhs)
-    if subscript:
-        return "call", "getitem", subscript["base"]
-    return "call", "python", rhs
-
-
-def _names_in(text: str, known: set[str]) -> list[str]:
-    """The graph nodes an argument text names, in order, once each."""
-    found: list[str] = []
-    for name in _NAME.findall(_STRING.sub('""', text)):
-        if name in known and name not in found:
-            found.append(name)
-    return found
-
 
 # --- the judge --------------------------------------------------------------------------------
 
@@ -380,3 +310,26 @@ def _fused(hid: str, handles: Mapping[str, Any], buffers: set[str], place: str, 
                 found.bad("fused-constituents", place, f"constituent handle {child} is not in the handles table")
     for child in children:
         _fused(child, handles, buffers, place, found, seen)
+
+
+# --- on a log -----------------------------------------------------------------------------------
+
+
+def judge_logged(graph: LoggedGraph, where: str = "") -> GraphCoverage:
+    """The judge's full verdict (counts, violations, hints) on one logged graph."""
+    parsed = parse_post_grad_graph(graph.post_grad_graph) if graph.post_grad_graph is not None else None
+    return judge(
+        graph.output_code, parsed, graph.node_mappings, graph.opspec_handles, graph.stack_traces,
+        upstream=graph.upstream, where=where,
+    )
+
+
+def check_log(path: str | os.PathLike[str], *, labels: Iterable[str] | None = None) -> list[Violation]:
+    """Every rule on every graph of a TORCH_TRACE log (``labels`` names the graphs)."""
+    graphs = read_log_graphs(path)
+    names = list(labels) if labels is not None else []
+    found: list[Violation] = []
+    for i, graph in enumerate(graphs):
+        label = names[i] if i < len(names) else f"graph {i} {graph.compile_id}"
+        found += judge_logged(graph, label).violations
+    return found

@@ -42,6 +42,7 @@ from typing import Any
 import msgspec
 
 from spyre_provenance.errors import UnusableInput
+from spyre_provenance.logs import tracelog
 from spyre_provenance.model import wire
 from spyre_provenance.model.detect import guess_artifact, json_type
 from spyre_provenance.model.folders import GRAPH_PREFIX, graph_folder, without_label
@@ -371,21 +372,10 @@ def load(path: str | os.PathLike[str]) -> Provenance:
         raise UnusableInput(str(path), "no such file or folder")
     if path.is_dir():
         return _load_folder(path)
-    if _is_log(path):
+    if tracelog.is_trace_log(path):
         return _load_log(path, str(path))
     artifact, doc = _read_artifact(path)
     return Provenance(str(path), {"": {artifact: doc}})
-
-
-def _is_log(path: Path) -> bool:
-    from spyre_provenance import tracelog
-
-    if path.suffix != ".log" and not path.name.startswith("dedicated_log_torch_trace"):
-        return False
-    try:
-        return tracelog.looks_like_trace_log(path)
-    except OSError:
-        return False
 
 
 def _read_artifact(path: Path, artifact: str | None = None) -> tuple[str, Any]:
@@ -435,7 +425,7 @@ def _load_folder(folder: Path) -> Provenance:
     direct = _graph_artifacts(folder)
     if direct:
         return Provenance(str(folder), {folder.name: direct}, manifest)
-    logs = [p for p in sorted(folder.glob("*.log")) + sorted(folder.glob("trace/*")) if p.is_file() and _is_log(p)]
+    logs = [p for p in sorted(folder.glob("*.log")) + sorted(folder.glob("trace/*")) if p.is_file() and tracelog.is_trace_log(p)]
     if len(logs) == 1:
         return _load_log(logs[0], str(folder))
     if logs:
@@ -444,8 +434,8 @@ def _load_folder(folder: Path) -> Provenance:
 
 
 def _load_log(path: Path, label: str) -> Provenance:
-    """Graphs of a TORCH_TRACE log, split as ``invariants.read_log_graphs`` splits them."""
-    from spyre_provenance.invariants import read_log_graphs
+    """Graphs of a TORCH_TRACE log, split as ``logs.graphs.read_log_graphs`` splits them."""
+    from spyre_provenance.logs.graphs import read_log_graphs
 
     graphs: dict[str, dict[str, Any]] = {}
     for i, logged in enumerate(read_log_graphs(path)):

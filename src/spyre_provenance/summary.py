@@ -57,7 +57,8 @@ def check_outputs(paths: Path | list[Path], log: Path | None) -> OutputCheck:
     A compile names only its own folders and log: another run may be writing into the
     same ``--out`` at the same time, and its half-written files are not this run's verdict.
     """
-    from spyre_provenance.invariants import judge_logged, read_log_graphs
+    from spyre_provenance.coverage import judge_logged
+    from spyre_provenance.logs.graphs import read_log_graphs
 
     targets = [paths] if isinstance(paths, Path) else list(paths)
     targets += [log] if log is not None and log not in targets else []

@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from spyre_provenance import golden, invariants
+from spyre_provenance import coverage, golden
 from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
 
 COMPILE_TIMEOUT = 900  # seconds per case; a compile takes 7-20 s
@@ -104,11 +104,11 @@ def compile_cases(cases: list[golden.Case], work: Path, jobs: int):
         yield from pool.map(lambda c: compile_case(c, work / c.name), cases)
 
 
-def coverage_violations(compiled: Compiled, fresh: golden.Provenance) -> list[invariants.Violation]:
+def coverage_violations(compiled: Compiled, fresh: golden.Provenance) -> list[coverage.Violation]:
     log = compiled.log()
     if log is None:
-        return [invariants.Violation("call-sites", "trace", "the compile wrote no TORCH_TRACE log")]
-    return invariants.check_log(log, labels=list(fresh.graphs))
+        return [coverage.Violation("call-sites", "trace", "the compile wrote no TORCH_TRACE log")]
+    return coverage.check_log(log, labels=list(fresh.graphs))
 
 
 # --- check and update -----------------------------------------------------------------------------

@@ -14,8 +14,8 @@ import sys
 import webbrowser
 from pathlib import Path
 
-from spyre_provenance import tlparse_run
 from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
+from spyre_provenance.logs import tlparse_run
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import msgspec
 
-from spyre_provenance import tracelog
 from spyre_provenance.errors import UnusableInput
+from spyre_provenance.logs import tracelog
 from spyre_provenance.model.detect import Problem
 from spyre_provenance.support import TMP_PREFIX
 from spyre_provenance.validate import schemas
@@ -88,9 +88,9 @@ def _check_path(path: Path, options: Options) -> list[Result]:
     if path.is_dir():
         return _check_folder(path, options)
     _check_size(path, options)
-    if _looks_like_log(path):
+    if tracelog.looks_like_trace_log(path):
         return _check_log(path, options, explicit=True)
-    if _is_log_name(path):
+    if tracelog.has_log_name(path):
         raise UnusableInput(str(path), "not a TORCH_TRACE log: the first line has no glog prefix")
     return [_check_json(path, options.artifact, options)]
 
@@ -139,7 +139,7 @@ def _check_folder(folder: Path, options: Options) -> list[Result]:
                 artifact = _sniff_artifact(path)
                 if artifact is not None and options.artifact in (None, artifact):
                     results.append(_check_json(path, artifact, options))
-            elif _is_log_name(path) and _looks_like_log(path):
+            elif tracelog.is_trace_log(path):
                 results.extend(_check_log(path, options, explicit=False))
         except UnusableInput as exc:
             results.append(Result(path=str(path), status="unusable", error=exc.what))
@@ -171,17 +171,6 @@ def _sniff_artifact(path: Path) -> str | None:
     except (msgspec.DecodeError, OSError):
         return None
     return schemas.guess_artifact(top, strict=True)
-
-
-def _is_log_name(path: Path) -> bool:
-    return path.suffix == ".log" or path.name.startswith("dedicated_log_torch_trace")
-
-
-def _looks_like_log(path: Path) -> bool:
-    try:
-        return tracelog.looks_like_trace_log(path)
-    except OSError:
-        return False
 
 
 def _read(path: Path, options: Options) -> bytes:

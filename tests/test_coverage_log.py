@@ -1,4 +1,4 @@
-"""Coverage invariants: hold on every golden case's compile, fail on broken artifacts.
+"""Coverage judged on a log: holds on every golden case's compile, fails on broken artifacts.
 
 The compiles are the session's (``golden_compile`` -> ``compile_case``), shared with the
 golden and compile tests; the broken artifacts are edits of the mlp compile's log records.
@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import copy
 
+import msgspec
 import pytest
 
-from spyre_provenance import golden, invariants
+from spyre_provenance import coverage, golden
+from spyre_provenance.logs.graphs import LoggedGraph, read_log_graphs
 
 
 @pytest.mark.compile
@@ -18,33 +20,27 @@ from spyre_provenance import golden, invariants
 def test_every_golden_case_is_complete(name, golden_compile):
     compiled = golden_compile(name)
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr[-3000:]
-    graphs = invariants.read_log_graphs(compiled.log)
+    graphs = read_log_graphs(compiled.log)
     assert len(graphs) == len(compiled.graph_dirs()) >= 1
-    assert invariants.check_log(compiled.log) == []
+    assert coverage.check_log(compiled.log) == []
     with_opspecs = golden.CASES[name].backend == "reference"
     assert all((g.opspec_handles is not None) == with_opspecs for g in graphs)
 
 
 @pytest.fixture(scope="module")
-def mlp(golden_compile) -> invariants.LoggedGraph:
+def mlp(golden_compile) -> LoggedGraph:
     compiled = golden_compile("mlp")
     assert compiled.returncode == 0, compiled.stderr[-3000:]
-    (graph,) = invariants.read_log_graphs(compiled.log)
+    (graph,) = read_log_graphs(compiled.log)
     return graph
 
 
-def check(graph: invariants.LoggedGraph, **replace) -> list[str]:
-    parts = {
-        "output_code": graph.output_code,
-        "post_grad_graph": graph.post_grad_graph,
-        "node_mappings": graph.node_mappings,
-        "opspec_handles": graph.opspec_handles,
-        **replace,
-    }
-    return [str(v) for v in invariants.check_graph(**parts, where="g")]
+def check(graph: LoggedGraph, **replace) -> list[str]:
+    """The violations on ``graph`` with some of its records replaced."""
+    return [str(v) for v in coverage.judge_logged(msgspec.structs.replace(graph, **replace), "g").violations]
 
 
-def kernels(graph: invariants.LoggedGraph) -> list[str]:
+def kernels(graph: LoggedGraph) -> list[str]:
     return list(graph.node_mappings["cppCodeToPost"])
 
 
@@ -124,6 +120,6 @@ def test_view_nodes_need_no_kernel_by_rule(mlp):
 
 
 def test_missing_inputs_are_violations_not_crashes():
-    found = invariants.check_graph(None, None, {"cppCodeToPost": {"k:1": ["a"]}, "version": 2.0})
+    found = coverage.judge(None, None, {"cppCodeToPost": {"k:1": ["a"]}, "version": 2.0}).violations
     assert [v.rule for v in found] == ["call-sites", "node-reach"]
-    assert invariants.check_graph("", "", None)[0].message == "no node mappings to check"
+    assert coverage.judge("", None, None).violations[0].message == "no node mappings to check"

@@ -14,7 +14,7 @@ import re
 
 import msgspec
 
-from spyre_provenance import wrapper_code
+from spyre_provenance.logs import wrapper_code
 
 _PANEL = r'<div id="{id}" class="editor">\s*<pre>(?P<body>.*?)</div>'
 _MAPPINGS = re.compile(r'<script id="lineMappings" type="application/json">(.*?)</script>', re.S)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import msgspec
 
+from spyre_provenance.logs.tracelog import GLOG_PREFIX, GraphSplitter, compile_id
 from spyre_provenance.model.names import (
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
@@ -31,7 +32,6 @@ from spyre_provenance.model.names import (
     OUTPUT_CODE,
     POST_GRAD_GRAPHS,
 )
-from spyre_provenance.tracelog import GLOG_PREFIX, GraphSplitter, compile_id
 
 INSTALL_HINT = "pip install 'spyre-provenance[tlparse]'"
 
@@ -161,7 +161,7 @@ class LogGraph(msgspec.Struct):
 def graphs_of(records: list[RawRecord]) -> list[LogGraph]:
     """The graphs of each compile id that have output code, in log order.
 
-    Split by ``tracelog.GraphSplitter``, the rule ``invariants.read_log_graphs`` uses.
+    Split by ``tracelog.GraphSplitter``, the rule ``logs.graphs.read_log_graphs`` uses.
     """
     graphs: list[LogGraph] = []
     current: dict[str, LogGraph] = {}

@@ -67,14 +67,29 @@ class TraceEntry(msgspec.Struct, frozen=True):
         return self.payload.decode("utf-8", errors="replace")
 
 
+def has_log_name(path: str | os.PathLike[str]) -> bool:
+    """Whether the name is one torch gives TORCH_TRACE logs (``*.log``, ``dedicated_log_torch_trace*``)."""
+    name = os.path.basename(path)
+    return name.endswith(".log") or name.startswith("dedicated_log_torch_trace")
+
+
 def looks_like_trace_log(path: str | os.PathLike[str]) -> bool:
-    """Whether the first non-blank line starts with the glog prefix (reads at most 64 KiB)."""
-    with open(path, "rb") as fh:
-        head = fh.read(65536)
+    """Whether the first non-blank line starts with the glog prefix (reads at most 64 KiB);
+    False for a file that cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(65536)
+    except OSError:
+        return False
     for line in head.splitlines():
         if line.strip():
             return GLOG_PREFIX.match(line) is not None
     return False
+
+
+def is_trace_log(path: str | os.PathLike[str]) -> bool:
+    """A file found in a folder is taken for a log when both its name and its content say so."""
+    return has_log_name(path) and looks_like_trace_log(path)
 
 
 def read_trace(

@@ -1,23 +1,20 @@
-"""Coverage invariants of a TORCH_TRACE log: ``coverage.judge`` on every graph it holds.
+"""The graphs of a TORCH_TRACE log: each compiled graph's records, as logged.
 
-Golden files pin *what* the provenance says; the coverage rules (``coverage``, where they
-are written) say it is *complete*, for any model on any compiler version (op counts do not
-hold: they change with the compiler). This module reads each graph's records from a log
-(the wrapper code, the post-grad graph, the node mappings, the OpSpec debug handles, the
-diagnostics) and hands them to the judge.
+One graph per compile id and order (``tracelog.GraphSplitter``): the wrapper code, the
+post-grad graph, the node mappings, stack traces, OpSpec debug handles and diagnostics.
+The payloads are read with the validator's JSON reader, so deep nesting, bad JSON and
+duplicate keys are one clear error (``UnusableInput``).
 
-Pure module: no torch import.
+Pure: no torch.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
-from typing import Any
 
 import msgspec
 
-from spyre_provenance import coverage
+from spyre_provenance.logs import tracelog
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_STACK_TRACES,
@@ -26,13 +23,10 @@ from spyre_provenance.model.names import (
     OUTPUT_CODE,
     POST_GRAD_GRAPHS,
 )
-from spyre_provenance.model.records import Violation
 from spyre_provenance.validate import schemas
 
 #: The backend whose mappings are torch's own: their gaps are hints, not violations.
 UPSTREAM_BACKEND = "inductor"
-
-__all__ = ["LoggedGraph", "Violation", "check_graph", "check_log", "judge_logged", "read_log_graphs"]
 
 
 class LoggedGraph(msgspec.Struct):
@@ -61,9 +55,7 @@ class LoggedGraph(msgspec.Struct):
 
 def read_log_graphs(path: str | os.PathLike[str]) -> list[LoggedGraph]:
     """The graphs of a TORCH_TRACE log, in compile order, split by ``tracelog.GraphSplitter``
-    (the rule ``tlparse_run`` splits logs by, too)."""
-    from spyre_provenance import tracelog
-
+    (the rule ``logs.tlparse_run`` splits logs by, too)."""
     artifacts = {
         NODE_MAPPINGS: "node_mappings",
         KERNEL_STACK_TRACES: "stack_traces",
@@ -89,39 +81,3 @@ def read_log_graphs(path: str | os.PathLike[str]) -> list[LoggedGraph]:
             value = schemas.load_json(payload, location=f"{path}:{compile_id} {name}")
             setattr(graph, artifacts[name], value if isinstance(value, dict) else None)
     return graphs
-
-
-def check_graph(
-    output_code: str | None,
-    post_grad_graph: str | None,
-    node_mappings: Mapping[str, Any] | None,
-    opspec_handles: Mapping[str, Any] | None = None,
-    *,
-    upstream: bool = False,
-    where: str = "",
-) -> list[Violation]:
-    """Every rule on one graph's logged texts; an empty list means the provenance is complete."""
-    graph = coverage.parse_post_grad_graph(post_grad_graph) if post_grad_graph is not None else None
-    return coverage.judge(
-        output_code, graph, node_mappings, opspec_handles, upstream=upstream, where=where
-    ).violations
-
-
-def judge_logged(graph: LoggedGraph, where: str = "") -> coverage.GraphCoverage:
-    """The judge's full verdict (counts, violations, hints) on one logged graph."""
-    parsed = coverage.parse_post_grad_graph(graph.post_grad_graph) if graph.post_grad_graph is not None else None
-    return coverage.judge(
-        graph.output_code, parsed, graph.node_mappings, graph.opspec_handles, graph.stack_traces,
-        upstream=graph.upstream, where=where,
-    )
-
-
-def check_log(path: str | os.PathLike[str], *, labels: Iterable[str] | None = None) -> list[Violation]:
-    """Every rule on every graph of a TORCH_TRACE log (``labels`` names the graphs)."""
-    graphs = read_log_graphs(path)
-    names = list(labels) if labels is not None else []
-    found: list[Violation] = []
-    for i, graph in enumerate(graphs):
-        label = names[i] if i < len(names) else f"graph {i} {graph.compile_id}"
-        found += judge_logged(graph, label).violations
-    return found

@@ -1,0 +1,88 @@
+"""Reading a logged post-grad graph (``GraphModule.print_readable``) into a ``PostGradGraph``.
+
+The hook builds the same model from the FX graph itself; both readers give the same nodes
+(tests/test_zoo.py checks it on every graph of the zoo). A node "has a line" by tlparse's
+rule: the line tlparse would look it up by.
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+import re
+
+from spyre_provenance.model.records import GraphNode, PostGradGraph
+
+# ``name: "f32[8, 256]..." = rhs`` at the top level of the printed forward (8 spaces deep)
+_ASSIGNMENT = re.compile(r"^ {8}(?P<name>[A-Za-z_]\w*)(?:\s*:\s*\"[^\"]*\")?\s*=\s*(?P<rhs>.*)$")
+_FORWARD = re.compile(r"^ {4}def forward\(self(?P<params>.*)\):\s*$")
+_PARAM = re.compile(r"(?:^|,)\s*(?P<name>[A-Za-z_]\w*)\s*(?::|,|$)")
+_TORCH_OP = re.compile(r"^torch\.ops\.(?P<ns>\w+)\.(?P<op>\w+)(?:\.\w+)?\((?P<args>.*)$")
+_SUBSCRIPT = re.compile(r"^(?P<base>[A-Za-z_]\w*)\[")
+_ATTRIBUTE = re.compile(r"^self\.[\w.]+$")
+_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+
+
+def parse_post_grad_graph(text: str) -> PostGradGraph:
+    """The top-level nodes of a logged post-grad graph (``GraphModule.print_readable``).
+
+    A node has a line when tlparse's rule finds its name on one: a line that is not a
+    comment, cut at its first ``=`` and then at its first ``:`` (graph inputs, named only
+    in the ``def forward(...)`` line, have none).
+    """
+    lines = text.splitlines()
+    highlightable = {_line_name(line) for line in lines} - {None}
+    nodes: list[GraphNode] = []
+    known: set[str] = set()
+    outputs: tuple[str, ...] = ()
+    for line in lines:
+        forward = _FORWARD.match(line) if not nodes else None
+        if forward:
+            for match in _PARAM.finditer(_STRING.sub('""', forward["params"])):
+                name = match["name"]
+                nodes.append(GraphNode(name, "placeholder", line=name in highlightable))
+                known.add(name)
+            continue
+        if line.startswith("        return "):
+            outputs = tuple(_names_in(line[len("        return ") :], known))
+            continue
+        assigned = _ASSIGNMENT.match(line)
+        if assigned is None:
+            continue
+        name, rhs = assigned["name"], assigned["rhs"].split(";", 1)[0].strip()
+        kind, op, args = _classify(rhs)
+        nodes.append(GraphNode(name, kind, op, tuple(_names_in(args, known)), name in highlightable))
+        known.add(name)
+    return PostGradGraph(nodes, outputs)
+
+
+def _line_name(line: str) -> str | None:
+    """tlparse's ``extract_node_name``: what it would look a node up by on this line."""
+    stripped = line.strip()
+    if not stripped or stripped.startswith("#"):
+        return None
+    name = stripped.split("=", 1)[0].split(":", 1)[0].strip()
+    return name or None
+
+
+def _classify(rhs: str) -> tuple[str, str, str]:
+    """(kind, op, argument text) of a node's right-hand side."""
+    call = _TORCH_OP.match(rhs)
+    if call:
+        return "call", f"{call['ns']}.{call['op']}", call["args"]
+    if _ATTRIBUTE.match(rhs):
+        return "get_attr", "", ""
+    subscript = _SUBSCRIPT.match(rhs)
+    if subscript:
+        return "call", "getitem", subscript["base"]
+    return "call", "python", rhs
+
+
+def _names_in(text: str, known: set[str]) -> list[str]:
+    """The graph nodes an argument text names, in order, once each."""
+    found: list[str] = []
+    for name in _NAME.findall(_STRING.sub('""', text)):
+        if name in known and name not in found:
+            found.append(name)
+    return found
