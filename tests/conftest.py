@@ -3,6 +3,7 @@ belong in their test module."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -131,7 +132,7 @@ def compile_case(tmp_path_factory: pytest.TempPathFactory, compile_server: Compi
 class OpenedCase:
     """``spyre-provenance open --no-browser`` on a compiled case: the pages it printed."""
 
-    def __init__(self, case: CompiledCase, out: Path, done: "subprocess.CompletedProcess[str]") -> None:
+    def __init__(self, case: CompiledCase, out: Path, done: subprocess.CompletedProcess[str]) -> None:
         self.case = case
         self.out = out
         self.returncode = done.returncode

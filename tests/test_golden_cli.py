@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from spyre_provenance import golden
-from spyre_provenance.commands import golden as golden_command
+from spyre_provenance.golden import check as golden_check
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 GRAPH = "graph_00_0-0_inference"
@@ -70,11 +70,11 @@ def test_missing_golden_folder_is_exit_2(run_cli, tmp_path):
 # --- update's gate, without a compile: invalid artifacts and broken coverage are not written ---
 
 
-def _fake_compile(tmp_path: Path, returncode: int = 0) -> golden_command.Compiled:
+def _fake_compile(tmp_path: Path, returncode: int = 0) -> golden_check.Compiled:
     """What a compile of the mlp case leaves in --out, faked from the committed golden."""
     out = tmp_path / "out"
     shutil.copytree(GOLDEN / "mlp" / GRAPH, out / GRAPH)
-    return golden_command.Compiled(out, returncode, "compiled mlp\n  artifacts: 3 validated, 1 INVALID")
+    return golden_check.Compiled(out, returncode, "compiled mlp\n  artifacts: 3 validated, 1 INVALID")
 
 
 @pytest.mark.compile
@@ -86,8 +86,8 @@ def test_update_refuses_an_invalid_artifact(golden_compile, tmp_path):
     doc = json.loads(mappings.read_text())
     doc["postToCppCode"]["relu"] = ["no_such_kernel:9"]
     mappings.write_text(json.dumps(doc))
-    compiled = golden_command.Compiled(out, 0, "")
-    lines, ok = golden_command.update_case(golden.CASES["mlp"], compiled, tmp_path / "golden" / "mlp")
+    compiled = golden_check.Compiled(out, 0, "")
+    lines, ok = golden_check.update_case(golden.CASES["mlp"], compiled, tmp_path / "golden" / "mlp")
     assert not ok and lines[0] == "golden mlp: NOT written: invalid artifact"
     assert lines[1].startswith(f"  {MAPPINGS}: $.postToCppCode") and "no_such_kernel:9" in "".join(lines)
     assert not (tmp_path / "golden").exists()
@@ -95,7 +95,7 @@ def test_update_refuses_an_invalid_artifact(golden_compile, tmp_path):
 
 def test_update_refuses_a_failed_compile(tmp_path):
     compiled = _fake_compile(tmp_path, returncode=1)
-    lines, ok = golden_command.update_case(golden.CASES["mlp"], compiled, tmp_path / "golden" / "mlp")
+    lines, ok = golden_check.update_case(golden.CASES["mlp"], compiled, tmp_path / "golden" / "mlp")
     assert not ok and lines == [
         "golden mlp: NOT written: compile failed (exit 1): compiled mlp | artifacts: 3 validated, 1 INVALID"
     ]
@@ -105,7 +105,7 @@ def test_update_refuses_a_failed_compile(tmp_path):
 def test_update_refuses_broken_coverage(tmp_path):
     compiled = _fake_compile(tmp_path)  # a --out without a TORCH_TRACE log: coverage unknown
     compiled.returncode = 0
-    lines, ok = golden_command.update_case(golden.CASES["mlp"], compiled, tmp_path / "golden" / "mlp")
+    lines, ok = golden_check.update_case(golden.CASES["mlp"], compiled, tmp_path / "golden" / "mlp")
     assert not ok and lines[0] == "golden mlp: NOT written: coverage invariant broken"
     assert not (tmp_path / "golden").exists()
 

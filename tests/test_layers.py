@@ -24,7 +24,7 @@ LAYERS = (
     ("mapping", "redact"),  # records -> artifacts; the one path rewriter
     ("validate", "logs"),  # the two engines, path walking; TORCH_TRACE reading, call sites
     ("coverage",),  # one judge, on a compile or on a log
-    ("golden",),
+    ("golden",),  # cases, normalize, store, diff, the regression check
     ("capture", "hook", "emit", "compile_run", "backends", "examples"),  # touch torch
     ("cli", "commands", "summary", "pytest_plugin", "bench"),  # entry points: imported by nothing
 )

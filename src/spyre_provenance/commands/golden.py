@@ -1,8 +1,8 @@
 """``spyre-provenance golden check|update [CASE...]``: the golden provenance of the built-in cases.
 
 Both recompile each case (``golden.CASES``) in its own process (TORCH_TRACE must be set
-before torch is imported), normalize what the compile wrote, and check the coverage
-invariants on its TORCH_TRACE log.
+before torch is imported); ``golden.check`` normalizes what the compile wrote, compares or
+writes it, and judges coverage on its TORCH_TRACE log.
 
 - ``check`` compares with ``golden/<case>/`` and prints one line per change. A golden made
   with another torch (its manifest says which) is a hint, and the comparison still runs.
@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import dataclasses
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from spyre_provenance import coverage, golden
+from spyre_provenance import golden
 from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
+from spyre_provenance.golden.check import Compiled, check_case, update_case
 
 COMPILE_TIMEOUT = 900  # seconds per case; a compile takes 7-20 s
 
@@ -68,25 +68,6 @@ def default_golden_dir() -> Path:
 # --- compiling --------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class Compiled:
-    """One case's compile: its ``--out`` folder, exit status and last output lines."""
-
-    out: Path
-    returncode: int
-    output: str
-
-    def failure(self) -> str | None:
-        if self.returncode == 0:
-            return None
-        tail = [line.strip() for line in self.output.strip().splitlines() if line.strip()][-3:]
-        return f"compile failed (exit {self.returncode}): " + " | ".join(tail)
-
-    def log(self) -> Path | None:
-        logs = sorted((self.out / "trace").glob("*.log"))
-        return logs[0] if logs else None
-
-
 def compile_case(case: golden.Case, out: Path) -> Compiled:
     """``spyre-provenance compile`` for one case, in a fresh process, tlparse skipped."""
     command = [sys.executable, "-m", "spyre_provenance", "compile", *case.compile_args(), "--out", str(out), "--no-tlparse"]
@@ -102,72 +83,3 @@ def compile_cases(cases: list[golden.Case], work: Path, jobs: int):
     """Compile results in case order (each yielded as soon as it and those before are done)."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         yield from pool.map(lambda c: compile_case(c, work / c.name), cases)
-
-
-def coverage_violations(compiled: Compiled, fresh: golden.Provenance) -> list[coverage.Violation]:
-    log = compiled.log()
-    if log is None:
-        return [coverage.Violation("call-sites", "trace", "the compile wrote no TORCH_TRACE log")]
-    return coverage.check_log(log, labels=list(fresh.graphs))
-
-
-# --- check and update -----------------------------------------------------------------------------
-
-
-def check_case(case: golden.Case, compiled: Compiled, folder: Path) -> tuple[list[str], bool]:
-    head = f"golden {case.name}"
-    try:
-        fresh = golden.fresh_case(case, compiled.out)
-    except UnusableInput as exc:
-        return [f"{head}: FAILED: {compiled.failure() or exc}"], False
-    expected = golden.read_case(folder)
-    if expected is None:
-        return [f"{head}: FAILED: no golden in {_show(folder)} (run: spyre-provenance golden update {case.name})"], False
-    comparison = golden.compare(expected, fresh, labels=(_show(folder), "this compile"))
-    violations = coverage_violations(compiled, fresh)
-    failure = compiled.failure()
-    problems = len(comparison.changes) + len(violations) + bool(failure)
-    lines = [f"{head}: ok" if not problems else f"{head}: {len(comparison.changes)} change(s) from {_show(folder)}"]
-    lines += [f"  {change}" for change in comparison.changes]
-    lines += [f"  coverage: {v}" for v in violations]
-    lines += [f"  {failure}"] if failure else []
-    lines += [f"  hint: {h}" for h in comparison.hints]
-    return lines, not problems
-
-
-def update_case(case: golden.Case, compiled: Compiled, folder: Path) -> tuple[list[str], bool]:
-    head = f"golden {case.name}"
-    refused = f"{head}: NOT written"
-    if compiled.failure():
-        return [f"{refused}: {compiled.failure()}"], False
-    try:
-        fresh = golden.fresh_case(case, compiled.out)
-    except UnusableInput as exc:
-        return [f"{refused}: {exc}"], False
-    violations = coverage_violations(compiled, fresh)
-    if violations:
-        return [f"{refused}: coverage invariant broken"] + [f"  {v}" for v in violations], False
-    files = fresh.files()
-    previous = golden.read_case(folder)
-    unchanged = all((folder / rel).is_file() and (folder / rel).read_bytes() == data for rel, data in files.items())
-    stale = golden.stale_files(folder, files)
-    problems = golden.write_case(folder, files)
-    if problems:
-        return [f"{refused}: invalid artifact"] + [f"  {p}" for p in problems[:10]], False
-    if previous is None:
-        return [f"{head}: created {_show(folder)} ({len(files)} files)"], True
-    if unchanged and not stale:
-        return [f"{head}: unchanged"], True
-    comparison = golden.compare(previous, fresh, labels=("the old golden", "this compile"))
-    lines = [f"{head}: updated {_show(folder)}, {len(comparison.changes)} change(s)"]
-    lines += [f"  {change}" for change in comparison.changes]
-    lines += [f"  removed {rel}" for rel in stale]
-    lines += [f"  hint: {h}" for h in comparison.hints]
-    return lines, True
-
-
-def _show(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)

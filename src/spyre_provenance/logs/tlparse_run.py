@@ -24,7 +24,7 @@ from pathlib import Path
 
 import msgspec
 
-from spyre_provenance.logs.tracelog import GLOG_PREFIX, GraphSplitter, compile_id
+from spyre_provenance.logs.tracelog import GLOG_PREFIX, GraphSplitter, compile_id, record_name
 from spyre_provenance.model.names import (
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
@@ -137,13 +137,7 @@ def _name_and_id(envelope_text: bytes) -> tuple[str | None, str | None]:
         return None, None
     if not isinstance(envelope, dict):
         return None, None
-    artifact = envelope.get("artifact")
-    if isinstance(artifact, dict) and isinstance(artifact.get("name"), str):
-        name = artifact["name"]
-    else:
-        metadata = {"rank", "frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "has_payload"}
-        name = next((k for k in envelope if k not in metadata), None)
-    return name, compile_id(envelope)
+    return record_name(envelope), compile_id(envelope)
 
 
 class LogGraph(msgspec.Struct):

@@ -211,7 +211,7 @@ class _Reader:
             yield from self.damaged(number, "envelope is not a JSON object")
             return None
         yield from self.flush()
-        wanted = self.names is None or _name(envelope) in self.names
+        wanted = self.names is None or record_name(envelope) in self.names
         return _Record(number, envelope, keep=wanted)
 
     def finish(self, record: _Record) -> Iterator[TraceEntry | Problem]:
@@ -228,11 +228,11 @@ class _Reader:
                 )
         if record.lines is None:  # not asked for: report damage, drop the record
             for message in problems:
-                yield Problem(f"line {record.line}", f"{_name(envelope)} record: {message}")
+                yield Problem(f"line {record.line}", f"{record_name(envelope) or 'unknown'} record: {message}")
             return
         artifact = envelope.get("artifact")
         encoding = artifact.get("encoding") if isinstance(artifact, dict) else None
-        if _name(envelope) in PROVENANCE_ARTIFACTS:  # torch_version and such belong to no compile
+        if record_name(envelope) in PROVENANCE_ARTIFACTS:  # torch_version and such belong to no compile
             missing = [k for k in _COMPILE_ID_KEYS if k not in envelope]
             if missing:
                 problems.append(
@@ -241,7 +241,7 @@ class _Reader:
                 )
         yield TraceEntry(
             line=record.line,
-            name=_name(envelope),
+            name=record_name(envelope) or "unknown",
             compile_id=compile_id(envelope),
             payload=b"\n".join(record.lines),
             encoding=encoding if isinstance(encoding, str) else None,
@@ -263,8 +263,10 @@ class _Reader:
             yield Problem(f"line {first}" if first == last else f"lines {first}-{last}", message)
 
 
-def _name(envelope: dict) -> str:
+def record_name(envelope: dict) -> str | None:
+    """What a record is: its artifact's name, else its envelope's first non-metadata key
+    (``inductor_output_code``, ``dynamo_start``); None for an envelope of metadata only."""
     artifact = envelope.get("artifact")
     if isinstance(artifact, dict) and isinstance(artifact.get("name"), str):
         return artifact["name"]
-    return next((k for k in envelope if k not in _METADATA_KEYS), "unknown")
+    return next((k for k in envelope if k not in _METADATA_KEYS), None)

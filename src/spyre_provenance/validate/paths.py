@@ -71,7 +71,7 @@ def check_paths(paths: list[str], options: Options = Options()) -> list[Result]:
 
 def validate_paths(
     paths: Iterable[str | Path], *, artifact: str | None = None, max_bytes: int = 2**30, engine: str = "auto"
-) -> list[Report]:
+) -> list[schemas.Report]:
     """What ``spyre-provenance validate PATH...`` checks, as Reports (no printing).
 
     Files, TORCH_TRACE logs (one report per artifact, location ``log:[0/0] (line N)``, and

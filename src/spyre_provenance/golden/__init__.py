@@ -1,0 +1,51 @@
+"""Golden provenance: cases, normalization, storage, the structural diff, the regression check.
+
+A *golden case* is a folder ``golden/<case>/`` laid out like a compile's ``--out``::
+
+    manifest.json                       how it was made: model, backend, dtype, train, torch
+    graph_00_0-0_inference/             one folder per compiled graph, in compile order
+        inductor_provenance_tracking_node_mappings.json
+        inductor_provenance_tracking_kernel_stack_traces.json
+        spyre_opspec_debug_handles.json  (backends with OpSpecs)
+
+``cases``      the case list (``CASES``) and manifests
+``normalize``  what varies between machines rewritten (on ``redact``); the one serializer
+``store``      ``Provenance`` (artifacts by graph): ``load`` anything, read and write cases
+``diff``       ``compare`` and ``render``: kernels added, removed, renamed, nodes, handles
+``check``      ``golden check|update`` for one compiled case
+
+The commands (``diff``, ``golden``) and the pytest plugin are thin layers over these, so
+all three write and read the same bytes. Pure: no torch import.
+"""
+
+from spyre_provenance.golden.cases import (
+    CASES,
+    MANIFEST,
+    Case,
+    case_manifest,
+    make_manifest,
+    manifest_hints,
+    select_cases,
+    source_checkout,
+    torch_version,
+)
+from spyre_provenance.golden.diff import Change, Comparison, compare, render
+from spyre_provenance.golden.normalize import Roots, dumps, handle_id, normalize, normalize_path, normalize_text
+from spyre_provenance.golden.store import (
+    ARTIFACT_FILES,
+    Provenance,
+    fresh_case,
+    graph_names,
+    load,
+    read_case,
+    stale_files,
+    write_case,
+)
+
+__all__ = [
+    "ARTIFACT_FILES", "CASES", "MANIFEST", "Case", "Change", "Comparison", "Provenance", "Roots",
+    "case_manifest", "compare", "dumps", "fresh_case", "graph_names", "handle_id", "load",
+    "make_manifest", "manifest_hints", "normalize", "normalize_path", "normalize_text",
+    "read_case", "render", "select_cases", "source_checkout", "stale_files", "torch_version",
+    "write_case",
+]

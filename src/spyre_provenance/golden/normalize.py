@@ -1,0 +1,186 @@
+"""Normalization: what varies between machines rewritten, nothing else; and the serializer.
+
+Absolute paths in stack traces and handle sources become relative to the project root, or
+``<site-packages>/...``, ``<stdlib>/...``, ``<tmp>/...`` (the path rules are ``redact``'s,
+with the golden files' conventions: ``Roots.redactor``); memory addresses become
+``0xADDR``; debug-handle ids (content hashes, so they hash the absolute paths) are
+recomputed from the normalized content, and every reference to them (``debug_handle``,
+``fused_from``) is remapped. Kernel names, handle numbers, node names and every order stay
+as compiled. Normalizing twice changes nothing.
+
+Pure: no torch import.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import re
+import sysconfig
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from spyre_provenance.golden.cases import source_checkout
+from spyre_provenance.model.names import KERNEL_INFORMATION, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.redact import Redactor, path_variants
+
+ADDRESS = re.compile(r"(?<![0-9A-Za-z])0x[0-9a-fA-F]{8,16}(?![0-9A-Za-z])")
+ADDRESS_TEXT = "0xADDR"
+_FRAME_FILE = re.compile(r'(File ")([^"\n]+)(")')
+_ID_MASK = (1 << 63) - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Roots:
+    """Folders whose absolute paths are rewritten: ``project`` ones to relative paths,
+    ``tmp`` ones to ``<tmp>/...``. Any ``site-packages`` folder becomes ``<site-packages>``."""
+
+    project: tuple[str, ...] = ()
+    tmp: tuple[str, ...] = ()
+    stdlib: tuple[str, ...] = ()
+
+    @classmethod
+    def default(cls, *project: str | os.PathLike[str] | None) -> Roots:
+        """The given project roots (None skipped), else this source checkout, else the
+        current folder; the temp dir; the standard library."""
+        roots = [Path(p) for p in project if p is not None]
+        if not roots:
+            roots = [source_checkout() or Path.cwd()]
+        tmp = {tempfile.gettempdir(), "/tmp"}
+        stdlib = {sysconfig.get_paths()["stdlib"]}
+        return cls(project=_variants(roots), tmp=_variants(tmp), stdlib=_variants(stdlib))
+
+    def rules(self) -> list[tuple[str, str]]:
+        """(prefix, replacement), longest prefix first: a project inside /tmp stays relative."""
+        pairs = [(r, "") for r in self.project] + [(r, "<tmp>/") for r in self.tmp]
+        pairs += [(r, "<stdlib>/") for r in self.stdlib]
+        return sorted(pairs, key=lambda p: -len(p[0]))
+
+    @functools.cached_property
+    def redactor(self) -> Redactor:
+        """These rules as a ``redact.Redactor``, the one path rewriter: any site-packages
+        folder first, then the longest root; no home or user rule (the roots cover them)."""
+        return Redactor(tuple(self.rules()), user=None)
+
+
+def _variants(paths: Iterable[str | os.PathLike[str]]) -> tuple[str, ...]:
+    """Each path as given and resolved, with a trailing separator (redact's rule)."""
+    return tuple(path_variants(paths))
+
+
+def normalize_path(path: str, roots: Roots) -> str:
+    """An absolute path as the machine-independent text a golden file holds."""
+    path = ADDRESS.sub(ADDRESS_TEXT, path)
+    if not (path.startswith("/") or re.match(r"^[A-Za-z]:[/\\]", path)):
+        return path  # already relative or a placeholder: normalizing is idempotent
+    return roots.redactor.redact_path(path)
+
+
+def normalize_text(text: str, roots: Roots) -> str:
+    """A stack trace: the path of every ``File "..."`` frame, and memory addresses."""
+    text = _FRAME_FILE.sub(lambda m: m[1] + normalize_path(m[2], roots) + m[3], text)
+    return ADDRESS.sub(ADDRESS_TEXT, text)
+
+
+def normalize(artifact: str, doc: Any, roots: Roots | None = None) -> Any:
+    """The one normalize function: a machine-independent copy of one artifact document.
+
+    Node mappings hold only names, so they come back as they are. Stack traces and handle
+    sources lose their machine's paths and addresses; handle ids are recomputed from the
+    normalized content (children first) and remapped wherever they are referenced.
+    """
+    roots = roots if roots is not None else Roots.default()
+    doc = copy.deepcopy(doc)
+    if artifact == KERNEL_STACK_TRACES and isinstance(doc, dict):
+        return {k: _normalize_traces(v, roots) for k, v in doc.items()}
+    if artifact == KERNEL_INFORMATION and isinstance(doc, dict):
+        for entry in doc.values():
+            if isinstance(entry, dict) and "stack_traces" in entry:
+                entry["stack_traces"] = _normalize_traces(entry["stack_traces"], roots)
+        return doc
+    if artifact == OPSPEC_DEBUG_HANDLES and isinstance(doc, dict):
+        return _normalize_opspecs(doc, roots)
+    return doc
+
+
+def _normalize_traces(traces: Any, roots: Roots) -> Any:
+    if not isinstance(traces, list):
+        return traces
+    return [normalize_text(t, roots) if isinstance(t, str) else t for t in traces]
+
+
+def _normalize_opspecs(doc: dict[str, Any], roots: Roots) -> dict[str, Any]:
+    handles = doc.get("handles")
+    if not isinstance(handles, dict):
+        return doc
+    for entry in handles.values():
+        if not isinstance(entry, dict):
+            continue
+        source = entry.get("source")
+        if isinstance(source, dict) and isinstance(source.get("file"), str):
+            source["file"] = normalize_path(source["file"], roots)
+        for step in entry.get("transform_history") or ():
+            if isinstance(step, dict):
+                for key in ("pass_name", "reason"):
+                    if isinstance(step.get(key), str):
+                        step[key] = ADDRESS.sub(ADDRESS_TEXT, step[key])
+
+    new_ids: dict[str, str] = {}
+
+    def new_id(old: str, visiting: frozenset[str]) -> str:
+        if old in new_ids:
+            return new_ids[old]
+        entry = handles.get(old)
+        if not isinstance(entry, dict) or old in visiting:  # dangling or cyclic: leave it
+            return old
+        children = entry.get("fused_from") or []
+        remapped = [new_id(c, visiting | {old}) if isinstance(c, str) else c for c in children]
+        entry["fused_from"] = remapped
+        new_ids[old] = handle_id(entry)
+        return new_ids[old]
+
+    for old in list(handles):
+        new_id(old, frozenset())
+    doc["handles"] = {}
+    for old, entry in handles.items():  # table order kept; equal content merges
+        doc["handles"].setdefault(new_ids.get(old, old), entry)
+    for specs in (doc.get("kernels") or {}).values():
+        for spec in specs if isinstance(specs, list) else ():
+            if isinstance(spec, dict) and isinstance(spec.get("debug_handle"), str):
+                spec["debug_handle"] = new_ids.get(spec["debug_handle"], spec["debug_handle"])
+    return doc
+
+
+def handle_id(entry: Mapping[str, Any]) -> str:
+    """A handle's id from its content: BLAKE2b-64 of its sorted-key JSON, 63 bits, as text.
+
+    The function the reference backend uses for its ids (``backends.opspec.stable_id``), on
+    the flattened form (children by id), so a handle whose paths are already normalized
+    keeps its id.
+    """
+    content = {
+        "source": entry.get("source"),
+        "aten_op": entry.get("aten_op"),
+        "ir_chain": list(entry.get("ir_chain") or []),
+        "fused_from": [str(c) for c in entry.get("fused_from") or []],
+        "transform_history": list(entry.get("transform_history") or []),
+    }
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    digest = hashlib.blake2b(canonical.encode("ascii"), digest_size=8).digest()
+    return str(int.from_bytes(digest, "big") & _ID_MASK)
+
+
+# --- the serializer -------------------------------------------------------------------------------
+
+
+def dumps(doc: Any) -> bytes:
+    """The one serializer for golden files: key order as built, 2-space indent, UTF-8, final
+    newline. Readable in a code review; ``golden update``, ``pytest --force-regen`` and the
+    pytest plugin all write through it."""
+    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")

@@ -1,0 +1,216 @@
+"""Sets of artifacts: reading them from anything a user points at, writing golden cases.
+
+A ``Provenance`` is artifacts by graph. ``load`` reads an artifact file, a graph folder, a
+compile ``--out``, a golden case or a TORCH_TRACE log (split into graphs by
+``logs.graphs.read_log_graphs``); ``write_case`` validates, then writes atomically and
+removes stale files. Every read goes through the validator's readers (size limit,
+duplicate keys refused).
+
+Pure: no torch import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from spyre_provenance import support
+from spyre_provenance.errors import UnusableInput
+from spyre_provenance.golden.cases import MANIFEST, Case, case_manifest
+from spyre_provenance.golden.normalize import Roots, dumps, normalize
+from spyre_provenance.logs import tracelog
+from spyre_provenance.logs.graphs import read_log_graphs
+from spyre_provenance.model.detect import guess_artifact, json_type
+from spyre_provenance.model.folders import GRAPH_PREFIX, graph_folder, without_label
+from spyre_provenance.model.names import (
+    KERNEL_INFORMATION,
+    KERNEL_STACK_TRACES,
+    NODE_MAPPINGS,
+    OPSPEC_DEBUG_HANDLES,
+)
+from spyre_provenance.validate import schemas
+
+#: File name of each artifact inside a graph folder (what compile --out writes, too).
+ARTIFACT_FILES = {
+    NODE_MAPPINGS: f"{NODE_MAPPINGS}.json",
+    KERNEL_STACK_TRACES: f"{KERNEL_STACK_TRACES}.json",
+    OPSPEC_DEBUG_HANDLES: f"{OPSPEC_DEBUG_HANDLES}.json",
+    KERNEL_INFORMATION: f"{KERNEL_INFORMATION}.json",
+}
+
+
+@dataclasses.dataclass
+class Provenance:
+    """Artifacts by graph: ``graphs[graph name][artifact] = document``, in compile order."""
+
+    label: str
+    graphs: dict[str, dict[str, Any]]
+    manifest: dict[str, Any] | None = None
+
+    def normalized(self, roots: Roots | None = None) -> Provenance:
+        roots = roots if roots is not None else Roots.default()
+        return Provenance(
+            self.label,
+            {g: {a: normalize(a, d, roots) for a, d in arts.items()} for g, arts in self.graphs.items()},
+            self.manifest,
+        )
+
+    def files(self) -> dict[str, bytes]:
+        """Relative path -> bytes, as a golden case folder holds them (normalize first)."""
+        out: dict[str, bytes] = {}
+        if self.manifest is not None:
+            out[MANIFEST] = dumps(self.manifest)
+        for graph, artifacts in self.graphs.items():
+            for artifact in ARTIFACT_FILES:
+                if artifact in artifacts:
+                    out[f"{graph}/{ARTIFACT_FILES[artifact]}"] = dumps(artifacts[artifact])
+        return out
+
+
+def load(path: str | os.PathLike[str]) -> Provenance:
+    """Read an artifact file, a graph folder, a compile ``--out``, a golden case or a
+    TORCH_TRACE log. Raises UnusableInput (one line) for anything else."""
+    path = Path(path)
+    if not path.exists():
+        raise UnusableInput(str(path), "no such file or folder")
+    if path.is_dir():
+        return _load_folder(path)
+    if tracelog.is_trace_log(path):
+        return _load_log(path, str(path))
+    artifact, doc = _read_artifact(path)
+    return Provenance(str(path), {"": {artifact: doc}})
+
+
+def _read_artifact(path: Path, artifact: str | None = None) -> tuple[str, Any]:
+    # the validator's readers: the size limit, and a duplicate key refused, never dropped
+    doc = schemas.load_json(schemas.read_file(path), location=str(path))
+    if not isinstance(doc, dict):
+        raise UnusableInput(str(path), f"top level is a JSON {json_type(doc)}, expected an object")
+    artifact = artifact or schemas.artifact_for_filename(path.name) or guess_artifact(doc)
+    if artifact is None:
+        raise UnusableInput(str(path), "not a provenance artifact (node mappings, stack traces, OpSpec handles)")
+    return artifact, doc
+
+
+def _graph_artifacts(folder: Path) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for file in sorted(folder.glob("*.json")):
+        artifact = schemas.artifact_for_filename(file.name)
+        if artifact is None:
+            continue
+        if artifact in found:
+            raise UnusableInput(str(folder), f"holds two {artifact} files; compare the files themselves")
+        found[artifact] = _read_artifact(file, artifact)[1]
+    return {a: found[a] for a in ARTIFACT_FILES if a in found}  # one artifact order everywhere
+
+
+def graph_names(names: Sequence[str]) -> list[str]:
+    """Graph folder names without a model label (``graph_mlp_00_0-0_forward`` ->
+    ``graph_00_0-0_forward``): a golden case names its model once, in its folder. Names
+    that would then collide (several models in one ``--out``) are kept as they are."""
+    stripped = [without_label(name) for name in names]
+    return stripped if len(set(stripped)) == len(stripped) else list(names)
+
+
+def _load_folder(folder: Path) -> Provenance:
+    manifest = None
+    if (folder / MANIFEST).is_file():
+        doc, _ = schemas.parse_json((folder / MANIFEST).read_bytes(), location=str(folder / MANIFEST))
+        manifest = doc if isinstance(doc, dict) else None
+    found = [
+        (sub.name, arts)
+        for sub in sorted(folder.glob(GRAPH_PREFIX + "*"))
+        if sub.is_dir() and (arts := _graph_artifacts(sub))
+    ]
+    if found:
+        names = graph_names([name for name, _ in found])
+        return Provenance(str(folder), {name: arts for name, (_, arts) in zip(names, found)}, manifest)
+    direct = _graph_artifacts(folder)
+    if direct:
+        return Provenance(str(folder), {folder.name: direct}, manifest)
+    logs = [p for p in sorted(folder.glob("*.log")) + sorted(folder.glob("trace/*")) if p.is_file() and tracelog.is_trace_log(p)]
+    if len(logs) == 1:
+        return _load_log(logs[0], str(folder))
+    if logs:
+        raise UnusableInput(str(folder), f"holds {len(logs)} TORCH_TRACE logs; name one")
+    raise UnusableInput(str(folder), "no provenance artifacts, graph_* folders or TORCH_TRACE log in this folder")
+
+
+def _load_log(path: Path, label: str) -> Provenance:
+    """Graphs of a TORCH_TRACE log, split as ``logs.graphs.read_log_graphs`` splits them."""
+    graphs: dict[str, dict[str, Any]] = {}
+    for i, logged in enumerate(read_log_graphs(path)):
+        found = {NODE_MAPPINGS: logged.node_mappings, KERNEL_STACK_TRACES: logged.stack_traces,
+                 OPSPEC_DEBUG_HANDLES: logged.opspec_handles}
+        artifacts = {a: doc for a, doc in found.items() if doc is not None}
+        if artifacts:
+            graphs[graph_folder(i, logged.compile_id)] = artifacts
+    if not graphs:
+        raise UnusableInput(str(path), "no provenance artifacts in this TORCH_TRACE log")
+    return Provenance(label, graphs)
+
+
+def fresh_case(case: Case, out: str | os.PathLike[str], roots: Roots | None = None) -> Provenance:
+    """What a compile of ``case`` wrote into ``out`` (its ``--out``), as the golden holds it:
+    normalized, with the case's manifest."""
+    fresh = load(out)
+    fresh.manifest = case_manifest(case)
+    return fresh.normalized(roots)
+
+
+def read_case(folder: str | os.PathLike[str]) -> Provenance | None:
+    """A golden case folder, or None when it holds no golden yet."""
+    folder = Path(folder)
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return None
+    return _load_folder(folder)
+
+
+def write_case(folder: str | os.PathLike[str], files: Mapping[str, bytes]) -> list[str]:
+    """Validate every artifact in ``files``, then write them atomically and delete stale
+    ones. Nothing is written when any artifact is invalid: the problems are returned
+    (``"<file>: <path>: <message>"``), else an empty list."""
+    problems = validate_files(files)
+    if problems:
+        return problems
+    folder = Path(folder)
+    if folder.is_dir():
+        support.remove_stale_temporaries(folder)  # what a killed update left behind
+    for rel, data in files.items():
+        target = folder / rel
+        if not target.is_file() or target.read_bytes() != data:
+            support.atomic_write_bytes(target, data)  # looked up per call: crash tests interpose it
+    for stale in stale_files(folder, files):
+        (folder / stale).unlink()
+    for sub in sorted(folder.glob(GRAPH_PREFIX + "*"), reverse=True):
+        if sub.is_dir() and not any(sub.iterdir()):
+            sub.rmdir()
+    return []
+
+
+def stale_files(folder: Path, files: Mapping[str, bytes]) -> list[str]:
+    """Golden files in ``folder`` that ``files`` no longer has (a graph or artifact gone)."""
+    if not folder.is_dir():
+        return []
+    present = [MANIFEST] if (folder / MANIFEST).is_file() else []
+    present += [p.relative_to(folder).as_posix() for p in sorted(folder.glob(f"{GRAPH_PREFIX}*/*.json"))]
+    return [p for p in present if p not in files]
+
+
+def validate_files(files: Mapping[str, bytes]) -> list[str]:
+    """Problems of the artifact files (by name) among ``files``; the manifest is skipped."""
+    problems: list[str] = []
+    for rel, data in files.items():
+        artifact = schemas.artifact_for_filename(rel)
+        if artifact is None:
+            continue
+        try:
+            report = schemas.validate_bytes(data, artifact, location=rel, full=True)
+        except UnusableInput as exc:
+            problems.append(str(exc))
+            continue
+        problems += [f"{rel}: {p}" for p in report.problems]
+    return problems
