@@ -127,13 +127,12 @@ def test_cleanup_spares_a_live_writers_temporaries(tmp_path: Path) -> None:
 
 
 def test_emit_clears_dead_writers_temporaries_before_writing(tmp_path: Path) -> None:
-    import torch  # noqa: F401 - emit reads Inductor's config
+    from spyre_provenance.capture import emit
+    from spyre_provenance.model.records import GraphDiagnostics, GraphResult
 
-    from spyre_provenance import emit, hook
-
-    result = hook.GraphResult(
+    result = GraphResult(
         index=0, compile_id="0/0", kind="inference", records=[], node_mappings=None, stack_traces={"k:1": []},
-        opspec_handles=None, upstream_node_mappings=None, diagnostics=hook.GraphDiagnostics(), label="mlp",
+        opspec_handles=None, upstream_node_mappings=None, diagnostics=GraphDiagnostics(), label="mlp",
     )
     folder = tmp_path / emit.graph_folder_name(result)
     folder.mkdir()
@@ -141,12 +140,12 @@ def test_emit_clears_dead_writers_temporaries_before_writing(tmp_path: Path) -> 
     dead.wait()
     stale = folder / f"{support.TMP_PREFIX}{dead.pid}-x.part"
     stale.write_bytes(b"half an artifact")
-    emit.write_graph_files(result, None, tmp_path)
+    emit.write_files(emit.artifact_files(result), emit.graph_folders(result, None, tmp_path))
     assert sorted(p.name for p in folder.iterdir()) == [f"{KERNEL_STACK_TRACES}.json"]
 
 
 def test_compile_prepare_removes_only_this_models_output(tmp_path: Path) -> None:
-    from spyre_provenance.commands import compile as compile_command
+    from spyre_provenance.cli import compile as compile_command
 
     out = tmp_path / "out"
     mine = [out / "graph_mlp_00_0-0_inference", out / "sdsc" / "mlp", out / "tlparse" / "mlp"]
@@ -179,7 +178,7 @@ GOLDEN_DRIVER = textwrap.dedent(
     import os, signal, sys, tempfile
     from pathlib import Path
     from spyre_provenance import support, cli
-    from spyre_provenance.commands import golden as golden_command
+    from spyre_provenance.cli import golden as golden_command
 
     out, golden_dir, kill_at, when = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     golden_command.compile_case = lambda case, _out: golden_command.Compiled(Path(out), 0, "")

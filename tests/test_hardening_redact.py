@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_hook_faults import TINY_SOURCE
+from test_faults import TINY_SOURCE
 
 from spyre_provenance.logs import tracelog
 from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
@@ -107,9 +107,9 @@ def leaks(text: str, project: Path) -> list[str]:
 @pytest.mark.compile
 def test_compile_in_process_writes_and_logs_no_path(alices_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
+    from inductor_doubles import RecordingInductor
 
     import spyre_provenance
-    from spyre_provenance import emit
     from spyre_provenance.backends.reference import ReferenceBackend
 
     monkeypatch.setenv("HOME", str(alices_project.parent))
@@ -119,13 +119,13 @@ def test_compile_in_process_writes_and_logs_no_path(alices_project: Path, tmp_pa
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     model, inputs = module.make()
-    logged: list[tuple[str, object]] = []
-    real_log = emit.log_artifact
-    monkeypatch.setattr(emit, "log_artifact", lambda name, doc: (real_log(name, doc), logged.append((name, doc))))
+    inductor = RecordingInductor()
 
     out = tmp_path / "out"
     torch._dynamo.reset()
-    with spyre_provenance.tracking(ReferenceBackend(), out_dir=out, redact_paths=alices_project) as session:
+    with spyre_provenance.tracking(
+        ReferenceBackend(), out_dir=out, redact_paths=alices_project, inductor=inductor
+    ) as session:
         torch.compile(model)(*inputs)
     torch._dynamo.reset()
 
@@ -140,7 +140,7 @@ def test_compile_in_process_writes_and_logs_no_path(alices_project: Path, tmp_pa
         assert leaks(file.read_text(), alices_project) == [], file
     sources = {h["source"]["file"] for h in json.loads((files[0].parent / f"{OPSPEC_DEBUG_HANDLES}.json").read_text())["handles"].values() if h["source"]}
     assert sources == {"<project>/tiny.py"}
-    for name, doc in logged:
+    for name, doc in inductor.logged:
         assert leaks(json.dumps(doc), alices_project) == [], name
     assert all(r.ok for r in path_validation.validate_paths([out]))
 

@@ -759,7 +759,7 @@ def test_the_validation_library_imports_no_command() -> None:
         "import sys; from spyre_provenance.validate import paths;"
         f"reports = paths.validate_paths([{str(golden)!r}]);"
         "assert reports and all(r.ok for r in reports), reports;"
-        "loaded = [m for m in sys.modules if m.startswith('spyre_provenance.commands')];"
+        "loaded = [m for m in sys.modules if m.startswith('spyre_provenance.cli')];"
         "assert not loaded, loaded"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

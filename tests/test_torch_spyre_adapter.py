@@ -24,10 +24,10 @@ from torch._inductor.utils import run_and_get_code
 from torch._inductor.virtualized import V
 
 import spyre_provenance
-from spyre_provenance import hook
 from spyre_provenance.backends import get_backend
 from spyre_provenance.backends import torch_spyre as adapter
 from spyre_provenance.backends.torch_spyre import TorchSpyreBackend, available
+from spyre_provenance.capture import hook
 from spyre_provenance.model.records import OpSpecRecord
 
 STAND_INS = Path(__file__).parent / "stand_ins"

@@ -13,7 +13,7 @@ __all__ = ["__version__", "enable", "disable", "tracking"]
 
 def __getattr__(name: str):
     if name in ("enable", "disable", "tracking"):
-        from spyre_provenance import hook
+        from spyre_provenance.capture import hook
 
         return getattr(hook, name)
     raise AttributeError(name)

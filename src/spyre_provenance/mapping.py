@@ -1,5 +1,8 @@
 """Pure builders: KernelRecords + the pre/post-grad relation -> upstream-format artifacts.
 
+Also what the diagnostics artifact says of a graph: the cross-check of OpSpec handles with
+the kernels' origins, the comparison with upstream's own mapping, and the document itself.
+
 No torch import. Order is deterministic and meaningful: kernels in call-site (handle) order,
 post-grad nodes in the order the records list them, pre-grad nodes in the order the
 ``from_node`` walk meets them. Lists never hold duplicates.
@@ -15,8 +18,12 @@ from typing import Any
 
 import msgspec
 
+from spyre_provenance.model.names import MAP_FIELDS
 from spyre_provenance.model.records import (
     DebugHandle,
+    DiagnosticsV2,
+    GraphDiagnostics,
+    GraphResult,
     Inferred,
     KernelRecord,
     KernelStackTraces,
@@ -384,3 +391,55 @@ def infer_links(records: Sequence[KernelRecord], graph: PostGradGraph) -> list[I
             continue  # dead code: nothing computes it
         found.extend(Inferred(node.name, key, "inlined") for key in kernels_of_users(graph, node.name, kernels_of))
     return found
+
+
+# --- the graph's diagnostics ------------------------------------------------------------------
+
+
+def cross_check(records: list[KernelRecord], diag: GraphDiagnostics) -> None:
+    """Count handle-less OpSpecs and call sites whose handles disagree with the origins."""
+    for record in records:
+        if record.opspecs is None:
+            continue
+        nodes = kernel_nodes(record)
+        diag.opspecs += len(record.opspecs)
+        diag.handleless_opspecs += nodes.handleless_opspecs
+        if not nodes.agrees:
+            diag.disagreements.append(record.key)
+
+
+def matches_upstream(ours: NodeMappingsV2, upstream: dict[str, Any]) -> bool | None:
+    """True when upstream linked the same kernels the same way (its own cross-check)."""
+    theirs = {k: v for k, v in (upstream or {}).items() if k != "version"}
+    if not theirs.get("cppCodeToPost"):
+        return None
+    mine = msgspec.to_builtins(ours)
+    return all(
+        {k: list(v) for k, v in theirs.get(key, {}).items()} == mine[key]
+        for key in MAP_FIELDS
+    )
+
+
+def diagnostics_document(result: GraphResult) -> dict[str, Any]:
+    """The ``spyre_provenance_diagnostics`` document of a graph, as it is logged and written."""
+    diag = result.diagnostics
+    return msgspec.to_builtins(
+        DiagnosticsV2(
+            compile_id=result.compile_id,
+            graph=result.kind,
+            backend=result.backend,
+            partial=diag.partial,
+            complete=diag.complete,
+            mapping=diag.mapping,
+            faults=list(diag.fault_records),
+            kernels=len(result.records),
+            opspecs=diag.opspecs,
+            handleless_opspecs=diag.handleless_opspecs,
+            disagreements=list(diag.disagreements),
+            matches_upstream=diag.matches_upstream,
+            coverage=diag.coverage,
+            inferred=list(diag.inferred),
+            violations=list(diag.violations),
+            hints=list(diag.hints),
+        )
+    )

@@ -186,30 +186,20 @@ def _rel(path: Path, request: pytest.FixtureRequest) -> str:
 def _compile(model: Any, inputs: tuple[Any, ...], backend: str, train: bool) -> tuple[dict[str, dict[str, Any]], str]:
     """One tracked compile; graph folder name -> {artifact: document}, and the backend used."""
     __tracebackhide__ = True
-    import torch
-
-    from spyre_provenance import emit
     from spyre_provenance.backends import get_backend
-    from spyre_provenance.hook import tracking
+    from spyre_provenance.capture import emit
+    from spyre_provenance.capture.compile_run import NotCompilable, tracked_compile
 
     chosen = get_backend(backend)
-    torch._dynamo.reset()  # a cached compile of the same code would generate no kernels
     try:
-        with _quiet_trace_log(), tracking(chosen) as session:
-            compiled = torch.compile(model)
-            if train:
-                outputs = compiled(*inputs)
-                flat = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
-                sum(o.float().sum() for o in flat if isinstance(o, torch.Tensor) and o.requires_grad).backward()
-            else:
-                with torch.no_grad():
-                    compiled(*inputs)
-    finally:
-        torch._dynamo.reset()
-    if not session.results:
+        with _quiet_trace_log():
+            graphs, _outputs = tracked_compile(model, inputs, chosen, train=train)
+    except NotCompilable as exc:
+        pytest.fail(f"provenance_regression: {exc}", pytrace=False)
+    if not graphs:
         pytest.fail("provenance_regression: torch.compile compiled no graph", pytrace=False)
     found: list[tuple[str, dict[str, Any]]] = []
-    for result in session.results:
+    for result in graphs:
         if result.node_mappings is None or result.diagnostics.partial:
             faults = "; ".join(result.diagnostics.faults) or "no mapping was built"
             pytest.fail(f"provenance_regression: graph {result.compile_id} {result.kind}: {faults}", pytrace=False)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -46,7 +46,7 @@ from torch._inductor.virtualized import V, ops
 from spyre_provenance.backends import opspec as opspec_mod
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.backends.opspec import OpSpec, TensorArg
-from spyre_provenance.model.records import Fault, OpSpecRecord
+from spyre_provenance.model.records import DebugHandle, Fault, OpSpecRecord
 from spyre_provenance.support import atomic_write_text
 
 aten = torch.ops.aten
@@ -276,7 +276,9 @@ def _dtype(name: str) -> str:
         return "unknown"
 
 
-def build_opspec(snode: Any, call_args: Sequence[str]) -> tuple[OpSpec, str | None]:
+def build_opspec(
+    snode: Any, call_args: Sequence[str], debug_handle: Callable[[Any], DebugHandle | None] | None = None
+) -> tuple[OpSpec, str | None]:
     """The OpSpec of one scheduler node (one ComputedBuffer), handle included, and why
     it has no handle when it has none (None when it has one)."""
     buffer = snode.node
@@ -305,7 +307,7 @@ def build_opspec(snode: Any, call_args: Sequence[str]) -> tuple[OpSpec, str | No
     args += [arg(d, False) for d in snode.read_writes.writes if not isinstance(d, WeakDep)]
     handle, why = None, None
     try:
-        handle = opspec_mod.build_debug_handle(buffer)
+        handle = (debug_handle or opspec_mod.build_debug_handle)(buffer)
         if handle is None:
             why = "the buffer has no origins to build a debug handle from"
     except Exception as exc:  # provenance is debug-only: the hook records it as a fault
@@ -584,13 +586,16 @@ class ReferenceBackend(Backend):
         self._last_nodes = tuple(map(id, flat))
         return specs
 
-    @staticmethod
-    def _build_opspecs(nodes: Sequence[Any], call_args: Sequence[str]) -> tuple[list[OpSpec], list[str | None]]:
+    def debug_handle(self, buffer: Any) -> DebugHandle | None:
+        """The DebugHandle of one IR buffer (``opspec.build_debug_handle``)."""
+        return opspec_mod.build_debug_handle(buffer)
+
+    def _build_opspecs(self, nodes: Sequence[Any], call_args: Sequence[str]) -> tuple[list[OpSpec], list[str | None]]:
         """One OpSpec per buffer, whatever happens: a buffer is never dropped."""
         built = []
         for node in nodes:
             try:
-                built.append(build_opspec(node, call_args))
+                built.append(build_opspec(node, call_args, self.debug_handle))
             except Exception as exc:  # provenance is debug-only: reported, never raised
                 built.append(_failed_opspec(node, exc))
         return [spec for spec, _ in built], [why for _, why in built]

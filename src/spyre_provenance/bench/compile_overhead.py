@@ -80,7 +80,7 @@ def _arm(arm: str, hook_time: list[float]) -> Iterator[object]:
         if arm != "A":
             yield None
             return
-        from spyre_provenance import hook
+        from spyre_provenance.capture import hook
 
         start = time.perf_counter()
         session = hook.enable("inductor")
@@ -96,7 +96,7 @@ def _arm(arm: str, hook_time: list[float]) -> Iterator[object]:
 @contextlib.contextmanager
 def _timing_hook_seams(hook_time: list[float]) -> Iterator[None]:
     """Add the time spent in the hook's two seams to ``hook_time[0]`` (bench only)."""
-    from spyre_provenance import hook
+    from spyre_provenance.capture import hook
 
     originals = {name: getattr(hook.Session, name) for name in ("_record", "_finish_graph")}
 

@@ -9,6 +9,7 @@ engine agree on a corpus of valid and invalid documents also holds these to the 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 
@@ -200,6 +201,46 @@ class DiagnosticsV2(msgspec.Struct, kw_only=True):
     inferred: list[Inferred] = msgspec.field(default_factory=list)
     violations: list[Violation] = msgspec.field(default_factory=list)
     hints: list[str] = msgspec.field(default_factory=list)
+
+
+# --- what the hook produced per graph ---------------------------------------------------
+
+
+class GraphDiagnostics(msgspec.Struct):
+    faults: list[str] = []  # "stage: ExcType: message"
+    fault_records: list[Fault] = []  # the same, as (stage, "ExcType: message")
+    partial: bool = False
+    mapping: str = "hook"  # whose node mapping the log holds: "hook" (ours) | "upstream"
+    handleless_opspecs: int = 0
+    opspecs: int = 0
+    disagreements: list[str] = []  # kernel keys whose handles and origins disagree
+    matches_upstream: bool | None = None  # None: upstream had nothing comparable
+    coverage: CoverageCounts | None = None  # None: not judged (no wrapper code at hand)
+    inferred: list[Inferred] = []  # nodes listed beyond the kernels' origins, and why
+    violations: list[Violation] = []  # coverage rules the graph breaks
+    hints: list[str] = []  # gaps that are not failures (stock Inductor's own)
+
+    @property
+    def complete(self) -> bool:
+        """Nothing lost, nothing missing: the one verdict summary, exit status and the
+        diagnostics artifact all give."""
+        return not self.partial and self.coverage is not None and not self.violations
+
+
+class GraphResult(msgspec.Struct):
+    """What one graph's compile produced, in the order graphs were compiled."""
+
+    index: int
+    compile_id: str
+    kind: str  # inference | forward | backward
+    records: list[KernelRecord]
+    node_mappings: NodeMappingsV2 | None
+    stack_traces: dict[str, list[str]] | None
+    opspec_handles: dict[str, Any] | None
+    upstream_node_mappings: dict[str, Any] | None
+    diagnostics: GraphDiagnostics
+    label: str | None = None  # the model label graph folders are named with (compile --out)
+    backend: str | None = None  # the backend's name ("reference", "inductor", "spyre")
 
 
 # --- the post-grad graph, as far as coverage is concerned ---------------------------------

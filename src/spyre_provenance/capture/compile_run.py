@@ -1,9 +1,10 @@
-"""Run one tracked ``torch.compile`` of a model and check it against eager.
+"""One tracked ``torch.compile`` of a model, checked against eager.
 
-The thin torch-side half of ``spyre-provenance compile`` (the command prints and
-validates). The eager reference runs first, on copies of the model and its inputs: a model
-that fails in eager mode, or a training run with nothing to differentiate, is refused
-before anything is compiled or written.
+``tracked_compile`` is the one way this project compiles with tracking on (the ``compile``
+command through ``compile_model``, the pytest plugin directly). ``compile_model`` runs the
+eager reference first, on copies of the model and its inputs: a model that fails in eager
+mode, or a training run with nothing to differentiate, is refused before anything is
+compiled or written.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from typing import Any
 import msgspec
 
 from spyre_provenance.backends import get_backend
-from spyre_provenance.hook import GraphResult, tracking
+from spyre_provenance.backends.base import Backend
+from spyre_provenance.capture.hook import tracking
+from spyre_provenance.model.records import GraphResult
 
 # Compiled code may reorder floating-point sums; these bound what "matches eager" means.
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}
@@ -103,7 +106,6 @@ def compile_model(
     bundles go to ``sdsc/<label>/``, so runs of several models can share ``out_dir``.
     ``redact_paths``: see ``hook.enable``.
     """
-    import torch
 
     if reference is None:
         reference = run_eager(loaded, train=train)
@@ -111,14 +113,12 @@ def compile_model(
     bundle_dir = None if out_dir is None else out_dir / "sdsc" / label if label else out_dir / "sdsc"
     chosen = get_backend(backend, bundle_dir=bundle_dir)
 
-    torch._dynamo.reset()
     redact: bool | Path = redact_paths
     if redact_paths and ":" in loaded.spec:  # the project is the model file's
         redact = Path(loaded.spec.split(":", 1)[0]).resolve().parent
-    with tracking(chosen, out_dir=out_dir, label=label, redact_paths=redact) as session:
-        compiled = torch.compile(loaded.model)
-        got = _run(compiled, loaded.model, loaded.inputs, train)
-    torch._dynamo.reset()
+    graphs, got = tracked_compile(
+        loaded.model, loaded.inputs, chosen, train=train, out_dir=out_dir, label=label, redact_paths=redact
+    )
 
     error = max((_max_abs_diff(a, b) for a, b in zip(got, reference)), default=0.0)
     tolerance = max((TOLERANCE.get(str(t.dtype).replace("torch.", ""), 0.0) for t in reference), default=0.0)
@@ -127,11 +127,36 @@ def compile_model(
         backend=chosen.name,
         dtype=loaded.dtype,
         train=train,
-        graphs=session.results,
+        graphs=graphs,
         matches_eager=len(got) == len(reference)
         and error <= max(tolerance, TOLERANCE["float32"]) * max(1.0, _scale(reference)),
         max_abs_error=error,
     )
+
+
+def tracked_compile(
+    model: Any,
+    inputs: tuple[Any, ...],
+    backend: Backend,
+    *,
+    train: bool = False,
+    out_dir: Path | None = None,
+    label: str | None = None,
+    redact_paths: bool | Path = False,
+) -> tuple[list[GraphResult], list[Any]]:
+    """The one tracked compile (``compile``'s and the pytest plugin's): ``torch.compile`` of
+    ``model`` called once on ``inputs`` with tracking on (under ``no_grad``, or with a
+    backward through every output that requires grad when ``train``). Returns the graphs
+    the session saw, and the outputs (then gradients) as a flat list of tensors."""
+    import torch
+
+    torch._dynamo.reset()  # a cached compile of the same code would generate no kernels
+    try:
+        with tracking(backend, out_dir=out_dir, label=label, redact_paths=redact_paths) as session:
+            got = _run(torch.compile(model), model, inputs, train)
+    finally:
+        torch._dynamo.reset()
+    return session.results, got
 
 
 def _copies(inputs: tuple[Any, ...]) -> tuple[Any, ...]:

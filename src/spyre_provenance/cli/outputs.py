@@ -17,7 +17,7 @@ from spyre_provenance import coverage
 from spyre_provenance.validate.paths import validate_paths
 
 if TYPE_CHECKING:
-    from spyre_provenance.compile_run import CompileReport
+    from spyre_provenance.capture.compile_run import CompileReport
 
 #: Violations listed per graph; the rest are counted.
 SHOWN_VIOLATIONS = 10

@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         raise UnusableInput(str(out), "exists and is not a folder")
     _point_trace_at(trace_dir)
 
-    from spyre_provenance import compile_run, summary
+    from spyre_provenance.capture import compile_run
+    from spyre_provenance.cli import outputs as summary
     from spyre_provenance.examples import ModelLoadError
 
     # everything that can refuse the model happens before --out is touched

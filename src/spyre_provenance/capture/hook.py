@@ -20,7 +20,6 @@ exception into one warning and a diagnostics entry, and marks the graph partial.
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 import warnings
 from collections.abc import Iterator
@@ -29,20 +28,14 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance import coverage, emit, mapping
+from spyre_provenance import coverage, mapping
 from spyre_provenance.backends import get_backend
 from spyre_provenance.backends.base import Backend
+from spyre_provenance.capture import emit
+from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning
 from spyre_provenance.model.names import DIAGNOSTICS, FAULT_STAGES, OPSPEC_DEBUG_HANDLES
-from spyre_provenance.model.records import (
-    CoverageCounts,
-    DiagnosticsV2,
-    Fault,
-    Inferred,
-    KernelRecord,
-    NodeMappingsV2,
-    Violation,
-)
+from spyre_provenance.model.records import Fault, GraphDiagnostics, GraphResult, KernelRecord
 from spyre_provenance.validate import schemas
 
 TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
@@ -55,43 +48,6 @@ UNANNOUNCED_FALLBACKS = ("ScatterFallback", "IndexPutFallback")
 STAGES = FAULT_STAGES
 
 
-class GraphDiagnostics(msgspec.Struct):
-    faults: list[str] = []  # "stage: ExcType: message"
-    fault_records: list[Fault] = []  # the same, as (stage, "ExcType: message")
-    partial: bool = False
-    mapping: str = "hook"  # whose node mapping the log holds: "hook" (ours) | "upstream"
-    handleless_opspecs: int = 0
-    opspecs: int = 0
-    disagreements: list[str] = []  # kernel keys whose handles and origins disagree
-    matches_upstream: bool | None = None  # None: upstream had nothing comparable
-    coverage: CoverageCounts | None = None  # None: not judged (no wrapper code at hand)
-    inferred: list[Inferred] = []  # nodes listed beyond the kernels' origins, and why
-    violations: list[Violation] = []  # coverage rules the graph breaks
-    hints: list[str] = []  # gaps that are not failures (stock Inductor's own)
-
-    @property
-    def complete(self) -> bool:
-        """Nothing lost, nothing missing: the one verdict summary, exit status and the
-        diagnostics artifact all give."""
-        return not self.partial and self.coverage is not None and not self.violations
-
-
-class GraphResult(msgspec.Struct):
-    """What one graph's compile produced, in the order graphs were compiled."""
-
-    index: int
-    compile_id: str
-    kind: str  # inference | forward | backward
-    records: list[KernelRecord]
-    node_mappings: NodeMappingsV2 | None
-    stack_traces: dict[str, list[str]] | None
-    opspec_handles: dict[str, Any] | None
-    upstream_node_mappings: dict[str, Any] | None
-    diagnostics: GraphDiagnostics
-    label: str | None = None  # the model label graph folders are named with (compile --out)
-    backend: str | None = None  # the backend's name ("reference", "inductor", "spyre")
-
-
 _lock = threading.RLock()
 _session: Session | None = None
 
@@ -100,9 +56,15 @@ class Session:
     """One enable() .. disable() span: the patches, and what each graph produced."""
 
     def __init__(
-        self, backend: Backend, out_dir: Path | None, label: str | None = None, redactor: Any = None
+        self,
+        backend: Backend,
+        out_dir: Path | None,
+        label: str | None = None,
+        redactor: Any = None,
+        inductor: Inductor | None = None,
     ) -> None:
         self.backend = backend
+        self.inductor = inductor if inductor is not None else Inductor()  # what is read from Inductor
         self.out_dir = out_dir
         self.label = label
         self.redactor = redactor  # a redact.Redactor: paths in written/emitted artifacts rewritten
@@ -214,29 +176,27 @@ class Session:
         return set_kernel_post_grad_provenance_tracing
 
     def _record(self, node_schedule: Any, kernel_name: str, handle: int, is_extern: bool) -> None:
-        from torch._inductor.virtualized import V
-
-        graph_key = id(V.graph)
+        graph_key = id(self.inductor.graph())
         record = None
         with self._stage("record collection", graph_key):
             record = KernelRecord(
                 name=str(kernel_name),
                 handle=int(handle),
-                post_grad_nodes=_origin_names(node_schedule, is_extern),
+                post_grad_nodes=self.inductor.origin_names(node_schedule, is_extern),
                 is_extern=is_extern,
-                stack_traces=_stack_traces(node_schedule, is_extern),
+                stack_traces=self.inductor.stack_traces(node_schedule, is_extern),
             )
             if not is_extern:
-                record.consumers = _consumers(node_schedule, record.post_grad_nodes)
+                record.consumers = self.inductor.consumers(node_schedule, record.post_grad_nodes)
         if record is None:
             return
         with self._stage("get_kernel_metadata", graph_key):
-            record.source_nodes, record.original_aten = _kernel_metadata(node_schedule)
+            record.source_nodes, record.original_aten = self.inductor.kernel_metadata(node_schedule)
         if not is_extern:
             with self._stage("OpSpec handle reading", graph_key):
                 record.opspecs = self.backend.opspecs_for(kernel_name, node_schedule)
             for spec in record.opspecs or ():
-                if spec.missing_handle:  # counted in handleless_opspecs too, by _cross_check
+                if spec.missing_handle:  # counted in handleless_opspecs too, by mapping.cross_check
                     self._note(
                         "OpSpec handle reading",
                         graph_key,
@@ -285,19 +245,19 @@ class Session:
         None means "fall back to upstream's own mapping": it is upstream-correct for what
         upstream knows, so the log never holds a mapping that is wrong.
         """
-        from torch._inductor.virtualized import V
-
         self._current = None
-        graph = V.graph
+        graph = self.inductor.graph()
         graph_key = id(graph)
         records = self._pending.pop(graph_key, [])
-        index = len(self.results)
+        compile_id = "unknown"  # a graph whose id cannot be read is still counted, and partial
+        with self._stage("build", graph_key):
+            compile_id = self.inductor.compile_id()
         result = GraphResult(
             label=self.label,
             backend=self.backend.name,
-            index=index,
-            compile_id=emit.current_compile_id(),
-            kind=_graph_kind(graph),
+            index=len(self.results),
+            compile_id=compile_id,
+            kind=self.inductor.graph_kind(graph),
             records=records,
             node_mappings=None,
             stack_traces=None,
@@ -312,10 +272,10 @@ class Session:
         built = validated = False
         graph_model = None
         with self._stage("build", graph_key):
-            graph_model = emit.post_grad_graph(graph)
+            graph_model = self.inductor.post_grad_graph(graph)
             if self.backend.extends_upstream:
                 diag.inferred = mapping.infer_links(records, graph_model)
-            pre_to_post, post_to_pre = emit.pre_post_relation_for(
+            pre_to_post, post_to_pre = self.inductor.pre_post_relation(
                 graph, self._pre_grad_graph_id(result)
             )
             result.node_mappings = mapping.build_node_mappings(
@@ -326,8 +286,8 @@ class Session:
             if self.redactor is not None:  # before validation: what is checked is what is emitted
                 result.stack_traces = self.redactor.stack_traces(result.stack_traces)
                 result.opspec_handles = self.redactor.opspec_handles(result.opspec_handles)
-            _cross_check(records, diag)
-            diag.matches_upstream = _compare_with_upstream(result.node_mappings, upstream)
+            mapping.cross_check(records, diag)
+            diag.matches_upstream = mapping.matches_upstream(result.node_mappings, upstream)
             built = True
         if built:
             with self._stage("validate", graph_key):
@@ -342,20 +302,23 @@ class Session:
             diag.mapping = "upstream"
         else:
             with self._stage("emit", graph_key):
-                emit.replace_kernel_stack_traces(result.stack_traces)
+                self.inductor.replace_kernel_stack_traces(result.stack_traces)
                 if result.opspec_handles is not None:
-                    emit.log_artifact(OPSPEC_DEBUG_HANDLES, result.opspec_handles)
+                    self.inductor.log_artifact(OPSPEC_DEBUG_HANDLES, result.opspec_handles)
             with self._stage("file write", graph_key):
-                emit.write_graph_files(result, graph, self.out_dir)
+                emit.write_files(emit.artifact_files(result), self._folders(result))
         with self._stage("build", graph_key):
             self._judge(result, graph, graph_model, upstream)
         self._emit_diagnostics(result, graph, graph_key)
         return None if not validated else msgspec.to_builtins(result.node_mappings)
 
+    def _folders(self, result: GraphResult) -> list[Path]:
+        return emit.graph_folders(result, self.inductor.debug_dir(), self.out_dir)
+
     def _judge(self, result: GraphResult, graph: Any, graph_model: Any, upstream: dict[str, Any]) -> None:
         """Coverage of what the log will hold for this graph, judged as ``compile`` and
         ``golden`` judge it from the log: the same function on the same code and nodes."""
-        code = emit.output_code(graph)
+        code = self.inductor.output_code(graph)
         if code is None or graph_model is None:
             result.diagnostics.hints = ["coverage not judged: the graph's wrapper code is not at hand"]
             return
@@ -375,18 +338,18 @@ class Session:
         faults known when it is written, so a failed log emission shows up in it.
         """
         self._settle(result, graph_key)
-        document = diagnostics_document(result)
+        document = mapping.diagnostics_document(result)
         checked = False
         with self._stage("validate", graph_key):
             _check_diagnostics(document)
             checked = True
         if checked:
             with self._stage("emit", graph_key):
-                emit.log_artifact(DIAGNOSTICS, document)
+                self.inductor.log_artifact(DIAGNOSTICS, document)
             self._settle(result, graph_key)
-            document = diagnostics_document(result)
+            document = mapping.diagnostics_document(result)
             with self._stage("file write", graph_key):
-                emit.write_diagnostics(result, document, graph, self.out_dir)
+                emit.write_files(emit.diagnostics_file(document), self._folders(result))
         self._settle(result, graph_key)
 
     def _settle(self, result: GraphResult, graph_key: int) -> None:
@@ -413,7 +376,7 @@ class Session:
         is empty for that reason). Its nodes' ``from_node`` chains still lead to the
         forward's pre-grad graph, whose id we remember per compile id.
         """
-        graph_id = emit.current_pre_grad_graph_id()
+        graph_id = self.inductor.pre_grad_graph_id()
         if graph_id is not None and result.kind != "backward":
             self._pre_grad_ids[result.compile_id] = graph_id
             return graph_id
@@ -457,31 +420,6 @@ class Session:
             )
 
 
-def diagnostics_document(result: GraphResult) -> dict[str, Any]:
-    """The ``spyre_provenance_diagnostics`` document of a graph, as it is logged and written."""
-    diag = result.diagnostics
-    return msgspec.to_builtins(
-        DiagnosticsV2(
-            compile_id=result.compile_id,
-            graph=result.kind,
-            backend=result.backend,
-            partial=diag.partial,
-            complete=diag.complete,
-            mapping=diag.mapping,
-            faults=list(diag.fault_records),
-            kernels=len(result.records),
-            opspecs=diag.opspecs,
-            handleless_opspecs=diag.handleless_opspecs,
-            disagreements=list(diag.disagreements),
-            matches_upstream=diag.matches_upstream,
-            coverage=diag.coverage,
-            inferred=list(diag.inferred),
-            violations=list(diag.violations),
-            hints=list(diag.hints),
-        )
-    )
-
-
 def _check_diagnostics(document: dict[str, Any]) -> None:
     report = schemas.validate_bytes(msgspec.json.encode(document), DIAGNOSTICS)  # fast engine, like the gate
     if not report.ok:
@@ -493,107 +431,6 @@ def _one_line(text: str, limit: int = 500) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-# --- reading Inductor objects (the only place that knows their shape) -------------------
-
-
-def _origin_names(node_schedule: Any, is_extern: bool) -> list[str]:
-    """Post-grad node names in a call site's schedule, as upstream collects them."""
-    names: list[str] = []
-    if is_extern:
-        origin_node = getattr(node_schedule, "origin_node", None)
-        origins = [origin_node] if origin_node is not None else node_schedule.origins
-        for origin in origins:
-            if origin.name not in names:
-                names.append(origin.name)
-        return names
-    for snode in node_schedule:
-        ir_node = getattr(snode, "node", None)  # reduction markers carry no node
-        if ir_node is None:
-            continue
-        for origin in ir_node.origins:
-            if origin.name not in names:
-                names.append(origin.name)
-    return names
-
-
-def _consumers(node_schedule: Any, own: list[str]) -> list[str]:
-    """Post-grad nodes of the scheduler nodes that read what this call site writes."""
-    found: list[str] = []
-    for snode in node_schedule:
-        outputs = snode.get_outputs() if hasattr(snode, "get_outputs") else ()
-        for buffer in outputs:
-            for user in getattr(buffer, "users", ()):
-                if getattr(user, "is_weak", False):
-                    continue
-                user_node = user.node
-                inner = user_node.get_nodes() if hasattr(user_node, "get_nodes") else [user_node]
-                for node in inner:
-                    ir_node = getattr(node, "node", None)
-                    for origin in getattr(ir_node, "origins", None) or ():
-                        if origin.name not in own and origin.name not in found:
-                            found.append(origin.name)
-    return found
-
-
-def _stack_traces(node_schedule: Any, is_extern: bool) -> list[str]:
-    if is_extern:
-        return list(node_schedule.get_stack_traces())
-    traces: dict[str, None] = {}
-    for snode in node_schedule:
-        ir_node = getattr(snode, "node", None)
-        if ir_node is not None:
-            traces.update(dict.fromkeys(ir_node.get_stack_traces()))
-    return list(traces)
-
-
-_METADATA = re.compile(r"Source Nodes: \[(?P<src>[^\]]*)\], Original ATen: \[(?P<aten>[^\]]*)\]")
-
-
-def _kernel_metadata(node_schedule: Any) -> tuple[list[str], list[str]]:
-    """(source nodes, original ATen ops) from Inductor's ``get_kernel_metadata``."""
-    from torch._inductor.utils import get_kernel_metadata
-    from torch._inductor.virtualized import V
-
-    summary, _detail = get_kernel_metadata(node_schedule, V.graph.wrapper_code)
-    match = _METADATA.search(summary)
-    if match is None:
-        return [], []
-    split = lambda text: [part.strip() for part in text.split(",") if part.strip()]  # noqa: E731
-    return split(match["src"]), split(match["aten"])
-
-
-def _cross_check(records: list[KernelRecord], diag: GraphDiagnostics) -> None:
-    """Count handle-less OpSpecs and call sites whose handles disagree with the origins."""
-    for record in records:
-        if record.opspecs is None:
-            continue
-        nodes = mapping.kernel_nodes(record)
-        diag.opspecs += len(record.opspecs)
-        diag.handleless_opspecs += nodes.handleless_opspecs
-        if not nodes.agrees:
-            diag.disagreements.append(record.key)
-
-
-def _graph_kind(graph: Any) -> str:
-    if getattr(graph, "is_backward", False):
-        return "backward"
-    if getattr(graph, "is_inference", False):
-        return "inference"
-    return "forward"
-
-
-def _compare_with_upstream(ours: NodeMappingsV2, upstream: dict[str, Any]) -> bool | None:
-    """True when upstream linked the same kernels the same way (its own cross-check)."""
-    theirs = {k: v for k, v in (upstream or {}).items() if k != "version"}
-    if not theirs.get("cppCodeToPost"):
-        return None
-    mine = msgspec.to_builtins(ours)
-    return all(
-        {k: list(v) for k, v in theirs.get(key, {}).items()} == mine[key]
-        for key in ("preToPost", "postToPre", "cppCodeToPost", "postToCppCode")
-    )
-
-
 # --- public API ----------------------------------------------------------------------------
 
 
@@ -603,6 +440,7 @@ def enable(
     out_dir: str | Path | None = None,
     label: str | None = None,
     redact_paths: bool | str | Path = False,
+    inductor: Inductor | None = None,
 ) -> Session:
     """Start tracking every compile in this process; returns the session (its results).
 
@@ -612,6 +450,8 @@ def enable(
     of the artifacts written and logged become ``<project>/...``, ``<site-packages>/...``,
     ``~/...`` (``spyre_provenance.redact``); the KernelRecords keep them. True: the project
     is found from the current folder; a path: from that folder (the model's file's).
+    ``inductor``: what the session reads Inductor through (default ``Inductor()``; a test
+    makes one step fail with a subclass).
     """
     global _session
     with _lock:
@@ -624,7 +464,7 @@ def enable(
 
             start = Path.cwd() if redact_paths is True else Path(redact_paths)
             redactor = Redactor.default(find_project(start, Path.home()))
-        session = Session(chosen, Path(out_dir) if out_dir is not None else None, label, redactor)
+        session = Session(chosen, Path(out_dir) if out_dir is not None else None, label, redactor, inductor)
         chosen.path_redactor = redactor  # files the backend writes itself (SuperDSC bundles)
         session.install()
         _session = session
@@ -648,9 +488,10 @@ def tracking(
     out_dir: str | Path | None = None,
     label: str | None = None,
     redact_paths: bool | str | Path = False,
+    inductor: Inductor | None = None,
 ):
     """``with tracking(): torch.compile(...)(x)`` - enable for the block, then disable."""
-    session = enable(backend, out_dir=out_dir, label=label, redact_paths=redact_paths)
+    session = enable(backend, out_dir=out_dir, label=label, redact_paths=redact_paths, inductor=inductor)
     try:
         yield session
     finally:

@@ -1,8 +1,9 @@
 """The ``spyre-provenance`` command: plain subcommands, one-line errors, exit codes 0/1/2.
 
-Each subcommand lives in ``spyre_provenance.commands.<name>`` and exposes
+Each subcommand lives in ``spyre_provenance.cli.<name>`` and exposes
 ``add_arguments(parser)`` and ``run(args) -> int``; this module only wires them up and
-turns failures into one line on stderr.
+turns failures into one line on stderr. ``cli.outputs`` checks and summarizes what
+``compile`` wrote. Nothing imports the command line (it is an entry point).
 """
 
 from __future__ import annotations
@@ -39,22 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name, help_text in COMMANDS.items():
-        module = _command_module(name)
-        if module is None:
-            continue
+        module = importlib.import_module(f"spyre_provenance.cli.{name}")
         sp = sub.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(sp)
         sp.set_defaults(_run=module.run)
     return parser
-
-
-def _command_module(name: str):
-    try:
-        return importlib.import_module(f"spyre_provenance.commands.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"spyre_provenance.commands.{name}":
-            return None  # not built yet
-        raise
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,56 @@
+"""Where a graph's artifacts go on disk: the Inductor debug dir and ``--out``.
+
+Everything written here has been validated by the hook first; every file is written
+atomically, after the folder's stale temporaries of a killed writer are removed. The log
+side (structured-trace artifacts) is ``Inductor.log_artifact``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from spyre_provenance import mapping
+from spyre_provenance.model.folders import graph_folder
+from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.records import GraphResult
+from spyre_provenance.support import atomic_write_bytes, remove_stale_temporaries
+
+
+def artifact_files(result: GraphResult) -> dict[str, bytes]:
+    """File name -> bytes for one graph's provenance artifacts (those it has)."""
+    files = {}
+    if result.node_mappings is not None:
+        files[f"{NODE_MAPPINGS}.json"] = mapping.to_json_bytes(result.node_mappings)
+    if result.stack_traces is not None:
+        files[f"{KERNEL_STACK_TRACES}.json"] = mapping.to_json_bytes(result.stack_traces)
+    if result.opspec_handles is not None:
+        files[f"{OPSPEC_DEBUG_HANDLES}.json"] = mapping.to_json_bytes(result.opspec_handles)
+    return files
+
+
+def diagnostics_file(document: Any) -> dict[str, bytes]:
+    return {f"{DIAGNOSTICS}.json": mapping.to_json_bytes(document)}
+
+
+def graph_folder_name(result: GraphResult, label: str | None = None) -> str:
+    """The graph's folder (``folders.graph_folder``), named with ``label`` or else the
+    result's own model label, so compiles of different models share one ``--out``."""
+    return graph_folder(result.index, result.compile_id, result.kind, label if label is not None else result.label)
+
+
+def graph_folders(result: GraphResult, debug_dir: Path | None, out_dir: Path | None) -> list[Path]:
+    """Where the graph's files go: Inductor's debug folder (when tracing) and ``--out``'s
+    graph folder."""
+    folders = [debug_dir] if debug_dir is not None else []
+    if out_dir is not None:
+        folders.append(Path(out_dir) / graph_folder_name(result))
+    return folders
+
+
+def write_files(files: Mapping[str, bytes], folders: Iterable[Path]) -> None:
+    for folder in folders:
+        remove_stale_temporaries(folder, recursive=False)  # a killed writer's leftovers
+        for name, data in files.items():
+            atomic_write_bytes(folder / name, data)

@@ -1,0 +1,212 @@
+"""Everything the hook reads from Inductor, and the two things it hands back to it.
+
+One class, one method per thing read (a call site's origins, stack traces and kernel
+metadata; the graph's kind, compile id, post-grad graph, pre/post relation and wrapper
+code) or written (a structured-log artifact, the graph's kernel stack traces). The session
+holds one ``Inductor``; a test that must make one step fail hands it a subclass whose
+method raises, instead of patching names in here. Reads what torch 2.13 has, by the names
+REFERENCE.md lists; torch is imported only when a method runs.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from spyre_provenance import mapping
+from spyre_provenance.model.records import GraphNode, NodeMap, PostGradGraph
+
+_METADATA = re.compile(r"Source Nodes: \[(?P<src>[^\]]*)\], Original ATen: \[(?P<aten>[^\]]*)\]")
+
+
+class Inductor:
+    """The hook's view of Inductor while a graph is lowered (``V.graph``)."""
+
+    # -- one kernel call site (``node_schedule``: scheduler nodes, or an extern kernel) ------
+
+    def origin_names(self, node_schedule: Any, is_extern: bool) -> list[str]:
+        """Post-grad node names in a call site's schedule, as upstream collects them."""
+        names: list[str] = []
+        if is_extern:
+            origin_node = getattr(node_schedule, "origin_node", None)
+            origins = [origin_node] if origin_node is not None else node_schedule.origins
+            for origin in origins:
+                if origin.name not in names:
+                    names.append(origin.name)
+            return names
+        for snode in node_schedule:
+            ir_node = getattr(snode, "node", None)  # reduction markers carry no node
+            if ir_node is None:
+                continue
+            for origin in ir_node.origins:
+                if origin.name not in names:
+                    names.append(origin.name)
+        return names
+
+    def consumers(self, node_schedule: Any, own: list[str]) -> list[str]:
+        """Post-grad nodes of the scheduler nodes that read what this call site writes."""
+        found: list[str] = []
+        for snode in node_schedule:
+            outputs = snode.get_outputs() if hasattr(snode, "get_outputs") else ()
+            for buffer in outputs:
+                for user in getattr(buffer, "users", ()):
+                    if getattr(user, "is_weak", False):
+                        continue
+                    user_node = user.node
+                    inner = user_node.get_nodes() if hasattr(user_node, "get_nodes") else [user_node]
+                    for node in inner:
+                        ir_node = getattr(node, "node", None)
+                        for origin in getattr(ir_node, "origins", None) or ():
+                            if origin.name not in own and origin.name not in found:
+                                found.append(origin.name)
+        return found
+
+    def stack_traces(self, node_schedule: Any, is_extern: bool) -> list[str]:
+        if is_extern:
+            return list(node_schedule.get_stack_traces())
+        traces: dict[str, None] = {}
+        for snode in node_schedule:
+            ir_node = getattr(snode, "node", None)
+            if ir_node is not None:
+                traces.update(dict.fromkeys(ir_node.get_stack_traces()))
+        return list(traces)
+
+    def kernel_metadata(self, node_schedule: Any) -> tuple[list[str], list[str]]:
+        """(source nodes, original ATen ops) from Inductor's ``get_kernel_metadata``."""
+        from torch._inductor.utils import get_kernel_metadata
+        from torch._inductor.virtualized import V
+
+        summary, _detail = get_kernel_metadata(node_schedule, V.graph.wrapper_code)
+        match = _METADATA.search(summary)
+        if match is None:
+            return [], []
+        split = lambda text: [part.strip() for part in text.split(",") if part.strip()]  # noqa: E731
+        return split(match["src"]), split(match["aten"])
+
+    # -- the graph being lowered -------------------------------------------------------------
+
+    def graph(self) -> Any:
+        from torch._inductor.virtualized import V
+
+        return V.graph
+
+    def graph_kind(self, graph: Any) -> str:
+        if getattr(graph, "is_backward", False):
+            return "backward"
+        if getattr(graph, "is_inference", False):
+            return "inference"
+        return "forward"
+
+    def compile_id(self) -> str:
+        """The compile id tlparse names folders after (``0/0``, ``1/0_1`` with an attempt)."""
+        from torch._guards import CompileContext
+
+        trace_id = CompileContext.current_trace_id()
+        return "none" if trace_id is None else str(trace_id)
+
+    def pre_grad_graph_id(self) -> int | None:
+        """The id compile_fx recorded when it logged ``before_pre_grad_graph`` (None: unset)."""
+        import torch._inductor.debug as inductor_debug
+
+        graph_id = getattr(inductor_debug, "_pre_grad_graph_id", None)
+        return graph_id if isinstance(graph_id, int) and graph_id > 0 else None
+
+    def pre_post_relation(self, graph: Any, pre_grad_graph_id: int | None) -> tuple[NodeMap, NodeMap]:
+        """The pre-grad <-> post-grad relation of the graph being lowered.
+
+        ``graph.module`` is the post-grad GraphModule that GraphLowering interprets; its
+        nodes' ``from_node`` chains lead back to the pre-grad graph with id
+        ``pre_grad_graph_id``.
+        """
+        from torch.fx.traceback import get_graph_provenance_json
+
+        if pre_grad_graph_id is None:
+            return {}, {}
+        provenance = get_graph_provenance_json(graph.module.graph)
+        return mapping.pre_post_relation(provenance, pre_grad_graph_id)
+
+    def post_grad_graph(self, graph: Any) -> PostGradGraph:
+        """The post-grad graph being lowered, node by node as it is printed for tlparse
+        (``GraphModule.print_readable``: one line per op and constant, graph inputs in the
+        ``def forward`` line only)."""
+        nodes: list[GraphNode] = []
+        outputs: tuple[str, ...] = ()
+        for node in graph.module.graph.nodes:
+            if node.op == "placeholder":
+                nodes.append(GraphNode(node.name, "placeholder", line=False))
+            elif node.op == "output":
+                outputs = tuple(n.name for n in node.all_input_nodes)
+            elif node.op == "get_attr":
+                nodes.append(GraphNode(node.name, "get_attr"))
+            else:
+                inputs = tuple(dict.fromkeys(n.name for n in node.all_input_nodes))
+                nodes.append(GraphNode(node.name, "call", _op_name(node), inputs))
+        return PostGradGraph(nodes, outputs)
+
+    def output_code(self, graph: Any) -> str | None:
+        """The wrapper code of the graph just compiled, as logged for tlparse; None before
+        ``compile_to_module`` wrote it (AOT compiles keep theirs elsewhere)."""
+        path = getattr(graph, "cache_path", None)
+        if not path:
+            return None
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return fh.read()
+        except OSError:
+            return None
+
+    def debug_dir(self) -> Path | None:
+        """Inductor's debug folder of this graph, when ``trace.enabled`` (else None)."""
+        from torch._inductor import config
+        from torch._inductor.virtualized import V
+
+        if not config.trace.enabled:
+            return None
+        debug_dir = getattr(V.debug, "_path", None)
+        return Path(debug_dir) if debug_dir else None
+
+    # -- handing back ------------------------------------------------------------------------
+
+    def log_artifact(self, name: str, document: Any) -> None:
+        """One structured-log artifact (encoding json) under the current compile id."""
+        from torch._logging import trace_structured
+
+        payload = mapping.to_json_bytes(document).decode("utf-8")
+        trace_structured(
+            "artifact",
+            metadata_fn=lambda: {"name": name, "encoding": "json"},
+            payload_fn=lambda: payload,
+        )
+
+    def replace_kernel_stack_traces(self, stack_traces: dict[str, list[str]] | None) -> None:
+        """Make compile_fx log our stack traces as this graph's stack-traces artifact.
+
+        compile_fx serializes ``torch._inductor.debug._inductor_kernel_stack_trace`` right
+        after asking for the mapping; rebinding it keeps the two artifacts of a graph about
+        the same call sites. ``reset_provenance_globals`` restores upstream's dict after the
+        compile.
+        """
+        import torch._inductor.debug as inductor_debug
+
+        inductor_debug._inductor_kernel_stack_trace = dict(stack_traces or {})
+
+
+def _op_name(node: Any) -> str:
+    """``aten.relu`` for ``torch.ops.aten.relu.default``, as the printed graph shows it."""
+    import operator
+
+    import torch
+
+    target = node.target
+    if node.op != "call_function":
+        return "python"
+    if target is operator.getitem:
+        return "getitem"
+    if isinstance(target, torch._ops.OpOverload):
+        return f"{target.namespace}.{target._overloadpacket.__name__}"
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        return target._qualified_op_name.replace("::", ".")
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return f"{target.namespace}.{target.name()}"
+    return "python"

@@ -1,1 +1,0 @@
-"""One module per subcommand: ``add_arguments(parser)`` and ``run(args) -> int``."""
