@@ -309,7 +309,7 @@ class Session:
                 emit.write_files(emit.artifact_files(result), self._folders(result))
         with self._stage("build", graph_key):
             self._judge(result, graph, graph_model, upstream)
-        self._emit_diagnostics(result, graph, graph_key)
+        self._emit_diagnostics(result, graph_key)
         return None if not validated else msgspec.to_builtins(result.node_mappings)
 
     def _folders(self, result: GraphResult) -> list[Path]:
@@ -330,7 +330,7 @@ class Session:
         diag = result.diagnostics
         diag.coverage, diag.violations, diag.hints = verdict.counts, verdict.violations, verdict.hints
 
-    def _emit_diagnostics(self, result: GraphResult, graph: Any, graph_key: int) -> None:
+    def _emit_diagnostics(self, result: GraphResult, graph_key: int) -> None:
         """Log and write the graph's ``spyre_provenance_diagnostics``, mapping or not.
 
         Logged first (the log is what tlparse and CI read), then written beside the other

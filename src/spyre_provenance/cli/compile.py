@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
-from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, run_tlparse, tlparse_binary  # noqa: F401
+from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
 from spyre_provenance.model import folders
 from spyre_provenance.support import remove_stale_temporaries
 

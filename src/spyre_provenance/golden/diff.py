@@ -335,7 +335,7 @@ class GraphDiff:
         implied = False
         for key in _first_seen([ta, tb]):
             if key not in ta or key not in tb:
-                implied |= self._one_sided(key, ta, tb, "stack traces", lambda: _traces_short(tb[key]))
+                implied |= self._one_sided(key, tb, "stack traces", lambda: _traces_short(tb[key]))
                 continue
             old, new = ta[key], tb[key]
             if old == new:
@@ -360,7 +360,7 @@ class GraphDiff:
         implied = False
         for key in _first_seen([ka, kb]):
             if key not in ka or key not in kb:
-                implied |= self._one_sided(key, ka, kb, "OpSpecs", lambda: str(len(kb[key])))
+                implied |= self._one_sided(key, kb, "OpSpecs", lambda: str(len(kb[key])))
                 continue
             for old, new in _pair_specs(ka[key], kb[key]):
                 if old is None:
@@ -375,7 +375,7 @@ class GraphDiff:
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def _one_sided(self, key: str, a: Mapping[str, Any], b: Mapping[str, Any], what: str, added: Any) -> bool:
+    def _one_sided(self, key: str, b: Mapping[str, Any], what: str, added: Any) -> bool:
         """A kernel's ``what`` present on one side only: reported, unless the kernel itself
         was added or removed (then the kernel's own line says it). Returns whether it was
         implied that way. ``added()`` describes B's entry for the "added" line."""

@@ -69,26 +69,6 @@ def run_tlparse_raw(tlparse: str, log: Path, out: Path) -> None:
         raise TlparseError(f"tlparse failed on {log} (exit {completed.returncode}): {detail}")
 
 
-def run_tlparse(tlparse: str, log: Path, out: Path) -> list[Path]:
-    """``tlparse LOG -i``: one provenance page per compile folder; returns their paths.
-
-    tlparse writes a page for every compile folder, even the id-less one holding only the
-    torch version; a page is worth naming only where a mapping was logged. Prints one line
-    to stderr and returns [] when tlparse fails (the compile command goes on without pages).
-    """
-    try:
-        run_tlparse_raw(tlparse, log, out)
-    except TlparseError as exc:
-        print(str(exc), file=sys.stderr)
-        return []
-    return [page for page in sorted(out.glob("provenance_tracking_*.html")) if _has_mapping(out, page)]
-
-
-def _has_mapping(out: Path, page: Path) -> bool:
-    folder = out / page.stem.removeprefix("provenance_tracking_")
-    return any(folder.glob(f"{NODE_MAPPINGS}*.json"))
-
-
 # --- the log, record by record -------------------------------------------------------------
 
 
