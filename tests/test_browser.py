@@ -1,7 +1,7 @@
 """The provenance page in a real browser: Debian's chromium, headless, driven by Playwright.
 
-Loads the page ``open`` makes from ``compile mlp`` output, hovers every kernel call line of
-the generated code, and reads which ``.line`` elements of the post-grad and pre-grad panels
+Loads the page ``open`` makes from ``compile mlp`` output (its matmul kernels have HBM pool
+lines between handle comment and call), hovers every kernel call line of the generated code, and reads which ``.line`` elements of the post-grad and pre-grad panels
 get the ``highlight`` class. Exactly the nodes the mapping names must light up: the mapping
 is the artifact in the log, the node names come from the page's own text. A second test
 removes one kernel key from the mapping (a copy of the log, payload and MD5 rewritten),
@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
+from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model.names import NODE_MAPPINGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.compile]
@@ -149,6 +150,10 @@ def test_hovering_each_kernel_lights_up_exactly_its_mapped_nodes(browser, demo, 
     html = _open(run_cli, demo.log, out / "tlparse")
     mapping = _mapping_of(demo.log)
     assert mapping["cppCodeToPost"] and mapping["postToPre"]
+    # the matmuls' HBM pool lines name their kernels right before the calls: the page
+    # must light up the calls, not the allocations
+    (graph,) = read_log_graphs(demo.log)
+    assert any(wrapper_code.is_pool_allocation(line) for line in graph.output_code.splitlines())
     screenshot = out / "provenance_page_mlp.png"
     assert check_in_browser(browser, html, mapping, screenshot) == []
     assert screenshot.stat().st_size > 10_000

@@ -146,6 +146,7 @@ def _call_sites(
     """(call sites, linked call sites); the call-sites rule's findings go to ``found``."""
     sites = wrapper_code.call_sites(code)
     comments = wrapper_code.handle_comments(code)
+    lines = code.splitlines()
     linked = 0
     for site in sites:
         if site.key is None:
@@ -160,6 +161,8 @@ def _call_sites(
         shown = wrapper_code.tlparse_line(code, site.key)
         if shown != site.line:
             what = f"line {shown}" if shown is not None else "every line naming the kernel"
+            if shown is not None and wrapper_code.is_pool_allocation(lines[shown - 1], site.name):
+                what = f"the pool allocation at line {shown}"
             found.bad("call-sites", site.key, f"tlparse highlights {what}, not the call at wrapper line {site.line}")
             continue
         if graph is None or any(graph.has_line(n) for n in cpp_to_post[site.key]):

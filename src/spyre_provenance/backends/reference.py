@@ -17,6 +17,9 @@ produces what a Spyre compile produces, where provenance is concerned:
   when ``bundle_dir`` is set, one SuperDSC-like JSON bundle per OpSpec.
 - The handle comment ``# [Provenance debug handles] sdsc_x:N`` comes from the inherited
   ``CppScheduling.codegen_comment``, the "newest torch-spyre" behaviour.
+- A kernel with a reduction or a matmul gets an HBM pool line between its comment and its
+  call (``_pool_<kernel> = ...``), as torch-spyre's ``SpyreKernel.call_kernel`` writes it;
+  the comment is then moved to the line before the call (``base.move_comment_to_call``).
 
 Code generation and execution stay Inductor's C++ backend, so results are checked against
 eager. Everything is installed for device "cpu" and undone exactly by ``uninstall``.
@@ -44,8 +47,9 @@ from torch._inductor.utils import IndentedBuffer, Placeholder, get_fused_kernel_
 from torch._inductor.virtualized import V, ops
 
 from spyre_provenance.backends import opspec as opspec_mod
-from spyre_provenance.backends.base import Backend
+from spyre_provenance.backends.base import Backend, move_comment_to_call
 from spyre_provenance.backends.opspec import OpSpec, TensorArg
+from spyre_provenance.logs.wrapper_code import POOL_PREFIX
 from spyre_provenance.model.records import DebugHandle, Fault, OpSpecRecord
 from spyre_provenance.support import atomic_write_text
 
@@ -341,6 +345,29 @@ def _redact_handle(handle: dict[str, Any], redactor: Any) -> None:
         pending.extend(current.get("fused_from", ()))
 
 
+#: Bytes of HBM scratch per element of a reduction's or matmul's iteration space, and the
+#: pool of a kernel whose space is symbolic (its size is only known at run time).
+POOL_BYTES_PER_ELEMENT = 4
+SYMBOLIC_POOL_BYTES = 65536
+
+
+def pool_bytes(specs: Sequence[OpSpec]) -> int:
+    """The HBM pool a kernel needs: scratch for its reductions and matmuls (0: no pool)."""
+    sizes = []
+    for spec in specs:
+        if not (spec.is_reduction or spec.op == "matmul"):
+            continue
+        extents = [extent for extent, _ in spec.iteration_space.values()]
+        if not all(isinstance(e, int) for e in extents):
+            sizes.append(SYMBOLIC_POOL_BYTES)
+            continue
+        size = POOL_BYTES_PER_ELEMENT
+        for extent in extents:
+            size *= extent
+        sizes.append(size)
+    return max(sizes, default=0)
+
+
 def bundle_document(index: int, spec: OpSpec) -> dict[str, Any]:
     """One SuperDSC-like device spec for one OpSpec (key style as SuperDSC: trailing ``_``).
 
@@ -424,7 +451,27 @@ class ReferenceScheduling(cpp_codegen.CppScheduling):
             specs = self.backend._record_kernel(kernel_name, nodes, args)
             if is_new:
                 self.backend._write_bundles(kernel_name, specs)
+            size = pool_bytes(specs)
+            if size:
+                self._call_with_pool(size)
         return kernel_name
+
+    def _call_with_pool(self, size: int) -> None:
+        """The kernel about to be called gets an HBM pool line, as torch-spyre writes it:
+        handle comment, ``_pool_<kernel> = ...``, the call. The comment then moves to the
+        line before the call, which is what tlparse must highlight (``move_comment_to_call``).
+        Only this kernel group's call is changed (the group is replaced after the flush)."""
+        group = self.kernel_group
+        original = group.call_kernel
+
+        def call_kernel(wrapper: Any, kernel_name: str) -> None:
+            since = len(wrapper.lines)
+            # a CPU stand-in for spyre_empty_with_layout; the C++ kernel itself takes no pool
+            wrapper.writeline(f"{POOL_PREFIX}{kernel_name} = empty_strided_cpu(({size},), (1,), torch.uint8)")
+            original(wrapper, kernel_name)
+            move_comment_to_call(wrapper.lines, kernel_name, since)
+
+        group.call_kernel = call_kernel
 
     @staticmethod
     def _define_cpp(wrapper: Any, kernel_name: str, src_code: str, args: Any) -> None:

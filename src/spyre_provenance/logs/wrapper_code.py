@@ -4,6 +4,10 @@ Pure text processing (no torch). tlparse highlights, for each ``name:N`` mapping
 first line after the ``[Provenance debug handles] name:N`` comment that contains ``name``
 (``tlparse_line``); ``call_sites`` finds every kernel call in the wrapper's ``call``, with
 the comment that announces it, so tests and the coverage judge see what a user sees.
+
+A Spyre kernel with a frontend-allocated HBM pool is called after its pool is allocated:
+``_pool_<kernel> = spyre_empty_with_layout(...)`` then ``<kernel>.run(_pool_<kernel>, ...)``.
+The allocation names the kernel but is not its call (``is_pool_allocation``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ _EXTERN_CALL = re.compile(r"\b(extern_kernels\.\w+)\(")
 #: A fallback op called by name: ``aten.scatter_reduce_.two(...)``, ``torch.ops.aten.x.default(...)``.
 _FALLBACK_CALL = re.compile(r"(?<![\w.])((?:torch\.ops\.\w+|aten|prims)\.\w+(?:\.\w+)?)\(")
 _STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+#: torch-spyre's name for the HBM pool a kernel's call takes: ``_pool_<kernel>``.
+POOL_PREFIX = "_pool_"
+_POOL_ALLOCATION = re.compile(r"^\s*" + re.escape(POOL_PREFIX) + r"(?P<name>[A-Za-z_]\w*)\s*=(?!=)")
 
 
 class CallSite(msgspec.Struct, frozen=True):
@@ -30,6 +37,13 @@ class CallSite(msgspec.Struct, frozen=True):
     line: int  # 1-based line of the call
     key: str | None = None
     handle_line: int | None = None
+
+
+def is_pool_allocation(line: str, name: str | None = None) -> bool:
+    """Whether a code line assigns a kernel's HBM pool (``_pool_<name> = ...``); only the
+    assignment counts, never a mention in a comment, a string or a call's arguments."""
+    match = _POOL_ALLOCATION.match(line)
+    return match is not None and (name is None or match["name"] == name)
 
 
 def defined_kernels(code: str) -> list[str]:
@@ -61,6 +75,8 @@ def call_sites(code: str) -> list[CallSite]:
         comment = HANDLE_COMMENT.match(line)
         if comment:
             pending, pending_line = comment, number
+            continue
+        if is_pool_allocation(line):  # names a kernel, but allocates its pool
             continue
         if pending is not None and pending["name"] in line:
             sites.append(CallSite(pending["name"], number, pending["key"], pending_line))
