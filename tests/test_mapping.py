@@ -161,3 +161,28 @@ def test_users_kernels_are_found_through_views():
     graph = _graph()
     assert mapping.kernels_of_users(graph, "primals_1", {"mm": ["k:2"]}) == ["k:2"]  # through permute
     assert mapping.kernels_of_users(graph, "unused", {"mm": ["k:2"]}) == []
+
+
+# --- SuperDSC bundles served against this compile's OpSpecs -------------------------------------
+
+
+def _spec(handle_id: int | None) -> OpSpecRecord:
+    handle = None if handle_id is None else DebugHandle(id=handle_id)
+    return OpSpecRecord("add", False, [8], "buf0", handle)
+
+
+@pytest.mark.parametrize(
+    "mine, served, expected",
+    [
+        ([1, 2], [{"id": "1"}, {"id": "2"}], (2, 0, 0)),  # fresh bundles
+        ([1, 2], [{"id": "1"}, {"id": "7"}], (2, 1, 0)),  # one from an earlier compile
+        ([1, None], [{"id": "1"}, {"id": "7"}], (2, 1, 0)),  # a handle where this OpSpec has none
+        ([1, 2], [{"id": "1"}, None], (2, 0, 1)),  # the bundle lost its handle
+        ([1, None], [{"id": "1"}, None], (2, 0, 0)),  # neither has one
+        ([1, 2], [{"id": "1"}], (2, 0, 1)),  # an OpSpec without a bundle
+        ([1], [{"id": "1"}, {"id": "3"}], (2, 1, 0)),  # a bundle without an OpSpec
+    ],
+)
+def test_bundle_handles_are_checked_by_id_and_nothing_is_skipped(mine, served, expected):
+    counts = mapping.check_bundle_handles([_spec(i) for i in mine], served)
+    assert (counts.checked, counts.stale, counts.missing) == expected

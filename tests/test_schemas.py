@@ -37,6 +37,7 @@ from spyre_provenance.model.records import (
     CoverageCounts,
     DiagnosticsV1,
     DiagnosticsV2,
+    DiagnosticsV3,
     ExemptNodes,
     Fault,
     Inferred,
@@ -92,7 +93,7 @@ def test_versions_on_disk() -> None:
     assert schemas.available_versions(KERNEL_STACK_TRACES) == [1, 2]
     assert schemas.available_versions(KERNEL_INFORMATION) == [1]
     assert schemas.available_versions(OPSPEC_DEBUG_HANDLES) == [1]
-    assert schemas.available_versions(DIAGNOSTICS) == [1, 2]
+    assert schemas.available_versions(DIAGNOSTICS) == [1, 2, 3]
 
 
 def test_load_schema_returns_a_copy() -> None:
@@ -445,6 +446,7 @@ DIAG_V2 = msgspec.to_builtins(
         hints=["graph: wrapper line 12: call of k has no handle comment (a gap of stock Inductor's own mapping) [call-sites]"],
     )
 )
+DIAG_V3 = {**DIAG_V2, "version": 3, "bundle_handles": {"checked": 5, "stale": 2, "missing": 1}}
 VIOLATION = {"rule": "node-reach", "where": "0/0: add", "message": "post-grad compute node (aten.add) reaches no kernel"}
 FAULT = {"stage": "emit", "error": "OSError: disk full"}
 
@@ -471,7 +473,7 @@ def test_diagnostics_v2_schema_states_the_records() -> None:
     assert all(name in schema["$comment"].partition("Migration")[2] for name in added)
 
 
-@pytest.mark.parametrize("doc, version", [(DIAG_V1, "1"), (DIAG_V2, "2")], ids=["v1", "v2"])
+@pytest.mark.parametrize("doc, version", [(DIAG_V1, "1"), (DIAG_V2, "2"), (DIAG_V3, "3")], ids=["v1", "v2", "v3"])
 @pytest.mark.parametrize("given", [True, False], ids=["named", "by-shape"])
 def test_diagnostics_versions_validate(doc: dict[str, Any], version: str, given: bool) -> None:
     for report in both(json.dumps(doc), DIAGNOSTICS if given else None):
@@ -491,13 +493,17 @@ DIAG_VALID_EDGES = {
     "v2-integral-float-count": _diag(DIAG_V2, coverage={**DIAG_V2["coverage"], "call_sites": 3.0}),
     "v2-same-node-two-kernels": _diag(DIAG_V2, inferred=[
         {"node": "relu", "kernel": "k:1", "why": "inlined"}, {"node": "relu", "kernel": "k:2", "why": "inlined"}]),
+    # stale bundle handles change neither partial nor complete
+    "v3-no-bundles-to-check": _diag(DIAG_V3, bundle_handles=None),
+    "v3-every-bundle-stale-yet-complete": _diag(DIAG_V3, bundle_handles={"checked": 5, "stale": 5, "missing": 0}),
+    "v3-partial": _diag(DIAG_V3, partial=True, complete=False, faults=[FAULT], mapping="upstream"),
 }
 
 
 @pytest.mark.parametrize("case", DIAG_VALID_EDGES)
 def test_diagnostics_valid_edge_cases(case: str) -> None:
     for report in both(DIAG_VALID_EDGES[case], DIAGNOSTICS):
-        assert (report.version, report.problems) == ("2", ()), report
+        assert (report.version, report.problems) == (case[1], ()), report
 
 
 def _coverage(**changes: Any) -> dict[str, Any]:
@@ -603,8 +609,25 @@ BROKEN_DIAGNOSTICS: dict[str, tuple[str, dict[str, str], str | None]] = {
     "v1-with-v2-key": (_diag(DIAG_V1, backend="reference"), {"$": 'unexpected key "backend"'}, "1"),
     "v1-handleless-still-checked": (
         _diag(DIAG_V1, handleless_opspecs=6), {"$.handleless_opspecs": "6 is more than the 5 OpSpecs"}, "1"),
-    "version-3": (
-        _diag(DIAG_V2, version=3), {"$.version": "unsupported version 3 (this validator knows 1, 2)"}, None),
+    "v2-with-version-3": (_diag(DIAG_V2, version=3), {"$": 'missing required key "bundle_handles"'}, "3"),
+    "v3-with-version-2": (_diag(DIAG_V3, version=2), {"$": 'unexpected key "bundle_handles"'}, "2"),
+    "v3-more-lost-than-checked": (
+        _diag(DIAG_V3, bundle_handles={"checked": 2, "stale": 2, "missing": 1}),
+        {"$.bundle_handles": "2 stale plus 1 missing is more than the 2 bundles checked"}, "3"),
+    "v3-negative-count": (
+        _diag(DIAG_V3, bundle_handles={"checked": 2, "stale": -1, "missing": 0}),
+        {"$.bundle_handles.stale": "must be >= 0, got -1"}, "3"),
+    "v3-fractional-count": (
+        _diag(DIAG_V3, bundle_handles={"checked": 2.5, "stale": 0, "missing": 0}),
+        {"$.bundle_handles.checked": "expected integer, got number"}, "3"),
+    "v3-extra-count": (
+        _diag(DIAG_V3, bundle_handles={"checked": 2, "stale": 0, "missing": 0, "reused": 1}),
+        {"$.bundle_handles": 'unexpected key "reused"'}, "3"),
+    "v3-v2-rules-still-hold": (
+        _diag(DIAG_V3, complete=False),
+        {"$.complete": "is false, but partial is false, coverage is not null and violations is empty"}, "3"),
+    "version-4": (
+        _diag(DIAG_V3, version=4), {"$.version": "unsupported version 4 (this validator knows 1, 2, 3)"}, None),
 }
 
 
@@ -619,11 +642,11 @@ def test_each_broken_diagnostics_document_reports_exactly_its_paths(case: str) -
             assert any(str(p).startswith(f"{path}: ") and part in p.message for p in report.problems), report
 
 
-def test_diagnostics_gate_wants_version_2() -> None:
-    built = msgspec.convert(DIAG_V2, DiagnosticsV2)
+def test_diagnostics_gate_wants_version_3() -> None:
+    built = msgspec.convert(DIAG_V3, DiagnosticsV3)
     assert schemas.check_built_artifacts(None, diagnostics=built) == []
-    assert schemas.check_built_artifacts(None, diagnostics=msgspec.convert(DIAG_V1, DiagnosticsV1)) == [
-        f"{DIAGNOSTICS}: built as version 1, expected 2"
+    assert schemas.check_built_artifacts(None, diagnostics=msgspec.convert(DIAG_V2, DiagnosticsV2)) == [
+        f"{DIAGNOSTICS}: built as version 2, expected 3"
     ]
     built.complete = False
     assert schemas.check_built_artifacts(None, diagnostics=built) == [
@@ -686,7 +709,8 @@ def test_guess_artifact(doc: dict, strict: bool, artifact: str | None) -> None:
         (DIAGNOSTICS, {"version": 2}, "2", 2),
         (DIAGNOSTICS, {"version": 2.0}, "2", 2),
         (DIAGNOSTICS, {}, "1", 1),  # the key is missing; validation reports it
-        (DIAGNOSTICS, {"version": 3}, None, None),
+        (DIAGNOSTICS, {"version": 3}, "3", 3),
+        (DIAGNOSTICS, {"version": 4}, None, None),
         (DIAGNOSTICS, {"version": "2"}, None, None),
     ],
 )

@@ -156,6 +156,28 @@ CORPUS += [
 ]
 
 
+# version 3: the bundle-handle counts
+_BUNDLES = {"checked": 4, "stale": 1, "missing": 1}
+
+
+def _diag3(**changes: Any) -> str:
+    doc = {**DIAG_V2, "version": 3, "bundle_handles": _BUNDLES, **changes}
+    return json.dumps({k: v for k, v in doc.items() if v is not ...})
+
+
+CORPUS += [
+    ("diag3-valid", _diag3(), None),
+    ("diag3-no-bundles", _diag3(bundle_handles=None), DIAGNOSTICS),
+    ("diag3-more-lost-than-checked", _diag3(bundle_handles={"checked": 1, "stale": 1, "missing": 1}), DIAGNOSTICS),
+    ("diag3-bundles-list", _diag3(bundle_handles=[4, 1, 1]), DIAGNOSTICS),
+    ("diag3-bundles-empty", _diag3(bundle_handles={}), DIAGNOSTICS),
+    ("diag3-bundles-fractional", _diag3(bundle_handles={**_BUNDLES, "stale": 0.5}), DIAGNOSTICS),
+    ("diag3-bundles-huge", _diag3(bundle_handles={"checked": 2**70, "stale": 2**70, "missing": 2**70}), DIAGNOSTICS),
+    ("diag3-missing-bundles", _diag3(bundle_handles=...), DIAGNOSTICS),
+    ("diag3-v2-rules", _diag3(partial=True, handleless_opspecs=9), DIAGNOSTICS),
+]
+
+
 @pytest.mark.parametrize("name, data, artifact", CORPUS, ids=[c[0] for c in CORPUS])
 def test_corpus_agreement(name: str, data: str | bytes, artifact: str | None) -> None:
     assert_agree(data, artifact)

@@ -12,9 +12,9 @@ from spyre_provenance.model.names import DIAGNOSTICS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.validate import schemas
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_diagnostics_wire_fields_are_the_records_and_the_schemas(version):
-    record = {1: records.DiagnosticsV1, 2: records.DiagnosticsV2}[version]
+    record = {1: records.DiagnosticsV1, 2: records.DiagnosticsV2, 3: records.DiagnosticsV3}[version]
     schema = schemas.load_schema(DIAGNOSTICS, version)
     assert wire.diagnostics_fields(version) == record.__struct_fields__
     assert list(schema["properties"]) == list(record.__struct_fields__)  # the order written

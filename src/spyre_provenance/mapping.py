@@ -20,8 +20,9 @@ import msgspec
 
 from spyre_provenance.model.names import MAP_FIELDS
 from spyre_provenance.model.records import (
+    BundleHandles,
     DebugHandle,
-    DiagnosticsV2,
+    DiagnosticsV3,
     GraphDiagnostics,
     GraphResult,
     Inferred,
@@ -424,7 +425,7 @@ def diagnostics_document(result: GraphResult) -> dict[str, Any]:
     """The ``spyre_provenance_diagnostics`` document of a graph, as it is logged and written."""
     diag = result.diagnostics
     return msgspec.to_builtins(
-        DiagnosticsV2(
+        DiagnosticsV3(
             compile_id=result.compile_id,
             graph=result.kind,
             backend=result.backend,
@@ -441,5 +442,22 @@ def diagnostics_document(result: GraphResult) -> dict[str, Any]:
             inferred=list(diag.inferred),
             violations=list(diag.violations),
             hints=list(diag.hints),
+            bundle_handles=diag.bundle_handles,
         )
     )
+
+
+def check_bundle_handles(opspecs: Sequence[OpSpecRecord], served: Sequence[Mapping[str, Any] | None]) -> BundleHandles:
+    """A kernel's bundles (their ``debug_handle_``, one per OpSpec in order) against the
+    handles of this compile's OpSpecs, by id. An OpSpec without a bundle counts as missing,
+    a bundle without an OpSpec as stale when it carries a handle: never silently skipped."""
+    stale = missing = 0
+    checked = max(len(opspecs), len(served))
+    for i in range(checked):
+        mine = opspecs[i].debug_handle if i < len(opspecs) else None
+        theirs = served[i] if i < len(served) else None
+        if i >= len(served) or (theirs is None and mine is not None):
+            missing += 1
+        elif theirs is not None and (mine is None or str(theirs.get("id")) != str(mine.id)):
+            stale += 1
+    return BundleHandles(checked=checked, stale=stale, missing=missing)

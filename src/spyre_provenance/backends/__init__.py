@@ -10,10 +10,12 @@ from spyre_provenance.backends.base import Backend
 BACKEND_NAMES = ("auto", "reference", "inductor", "spyre")
 
 
-def get_backend(name: str, *, bundle_dir=None) -> Backend:
+def get_backend(name: str, *, bundle_dir=None, kernel_cache: bool = False) -> Backend:
     """Return the adapter for ``name``; ``auto`` is torch-spyre when it imports, else reference.
 
     ``bundle_dir``: where a Spyre backend writes its SuperDSC bundles (stock Inductor has none).
+    ``kernel_cache``: the reference backend serves bundles as torch-spyre's kernel cache does
+    (torch-spyre itself follows its own configuration).
     """
     if name == "auto":
         from spyre_provenance.backends import torch_spyre
@@ -26,7 +28,7 @@ def get_backend(name: str, *, bundle_dir=None) -> Backend:
     if name == "reference":
         from spyre_provenance.backends.reference import ReferenceBackend
 
-        return ReferenceBackend(bundle_dir=bundle_dir)
+        return ReferenceBackend(bundle_dir=bundle_dir, kernel_cache=kernel_cache)
     if name == "spyre":
         from spyre_provenance.backends.torch_spyre import TorchSpyreBackend
 

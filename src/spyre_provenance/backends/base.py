@@ -58,6 +58,12 @@ class Backend:
         """The kernel's OpSpecs in emission order, or None when the backend has none."""
         return None
 
+    def bundle_handles(self, kernel_name: str) -> list[dict[str, Any] | None] | None:
+        """The ``debug_handle_`` of each SuperDSC bundle serving the kernel, one per OpSpec
+        in order (from the bundle files as served, a kernel-cache hit included); None when
+        the backend has no bundles to check."""
+        return None
+
     def take_faults(self) -> list[Fault]:
         """Failures of the backend's own work (files it writes) since the last call; the
         hook reports them like its own, on the graph being compiled."""

@@ -28,6 +28,7 @@ eager. Everything is installed for device "cpu" and undone exactly by ``uninstal
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -508,10 +509,16 @@ class ReferenceBackend(Backend):
     writes_handle_comments = True
     extends_upstream = True
 
-    def __init__(self, bundle_dir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, bundle_dir: str | os.PathLike[str] | None = None, *, kernel_cache: bool = False) -> None:
         #: Where SuperDSC-like bundles go (``<bundle_dir>/<kernel>/sdsc_<i>.json``); None: nowhere.
         #: A later graph whose kernel has the same name overwrites the earlier one's bundles.
         self.bundle_dir = Path(bundle_dir) if bundle_dir is not None else None
+        #: torch-spyre's kernel cache on: bundles go to Inductor's ``cache_dir()/
+        #: inductor-spyre-cache/<key>/`` instead (``bundle_cache_key``), and a kernel whose
+        #: key is there already is served the cached bundles, handles of an earlier compile.
+        self.kernel_cache = kernel_cache
+        #: kernel name -> each served bundle's ``debug_handle_`` (``bundle_handles``)
+        self._served: dict[str, list[dict[str, Any] | None]] = {}
         #: Every kernel call site since ``install()``, in emission order: (name, OpSpecs).
         self.call_sites: list[tuple[str, list[OpSpec]]] = []
         #: Every bundle file written since ``install()``.
@@ -562,6 +569,7 @@ class ReferenceBackend(Backend):
             raise
         self.call_sites.clear()
         self.bundles_written.clear()
+        self._served.clear()
         self.faults.clear()
 
     def uninstall(self) -> None:
@@ -647,23 +655,66 @@ class ReferenceBackend(Backend):
                 built.append(_failed_opspec(node, exc))
         return [spec for spec, _ in built], [why for _, why in built]
 
+    def bundle_handles(self, kernel_name: str) -> list[dict[str, Any] | None] | None:
+        return self._served.get(kernel_name)
+
     def _write_bundles(self, kernel_name: str, specs: Sequence[OpSpec]) -> None:
-        if self.bundle_dir is None:
+        if self.bundle_dir is None and not self.kernel_cache:
             return
-        folder = self.bundle_dir / kernel_name
-        for i, spec in enumerate(specs):
+        documents = [bundle_document(i, spec) for i, spec in enumerate(specs)]
+        if self.path_redactor is not None:
+            for document in documents:
+                for body in document.values():
+                    if body["debug_handle_"] is not None:
+                        _redact_handle(body["debug_handle_"], self.path_redactor)
+        if self.kernel_cache:
+            folder = _spyre_cache_root() / bundle_cache_key(documents)
+            cached = _read_bundles(folder, len(documents))
+            if cached is not None:  # a hit: what torch-spyre serves, handles and all
+                self._served[kernel_name] = [_handle_of(d) for d in cached]
+                return
+        else:
+            folder = self.bundle_dir / kernel_name
+        self._served[kernel_name] = [_handle_of(d) for d in documents]
+        for i, document in enumerate(documents):
+            path = folder / f"sdsc_{i}.json"
             try:
-                document = bundle_document(i, spec)
-                if self.path_redactor is not None:
-                    for body in document.values():
-                        if body["debug_handle_"] is not None:
-                            _redact_handle(body["debug_handle_"], self.path_redactor)
                 text = json.dumps(document, indent=2, sort_keys=True) + "\n"
-                self.bundles_written.append(atomic_write_text(folder / f"sdsc_{i}.json", text))
+                self.bundles_written.append(atomic_write_text(path, text))
             except Exception as exc:  # a bundle is a by-product: never fail a compile over it
-                self.faults.append(
-                    Fault("file write", f"{type(exc).__name__}: bundle {folder / f'sdsc_{i}.json'}: {exc}")
-                )
+                self.faults.append(Fault("file write", f"{type(exc).__name__}: bundle {path}: {exc}"))
+
+
+def bundle_cache_key(documents: Sequence[dict[str, Any]]) -> str:
+    """torch-spyre's kernel-cache key: a hash of the bundles with ``debug_handle_``
+    stripped, so two compiles whose specs match share bundles whatever their provenance."""
+    stripped = [
+        {name: {k: v for k, v in body.items() if k != "debug_handle_"} for name, body in document.items()}
+        for document in documents
+    ]
+    canonical = json.dumps(stripped, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
+
+
+def _spyre_cache_root() -> Path:
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    return Path(cache_dir()) / "inductor-spyre-cache"
+
+
+def _read_bundles(folder: Path, count: int) -> list[dict[str, Any]] | None:
+    """The cached bundles of a kernel, or None when the cache does not hold all of them."""
+    try:
+        documents = [json.loads((folder / f"sdsc_{i}.json").read_text()) for i in range(count)]
+    except (OSError, ValueError):
+        return None
+    return documents if all(isinstance(d, dict) and len(d) == 1 for d in documents) else None
+
+
+def _handle_of(document: dict[str, Any]) -> dict[str, Any] | None:
+    (body,) = document.values()
+    handle = body.get("debug_handle_") if isinstance(body, dict) else None
+    return handle if isinstance(handle, dict) else None
 
 
 _ABSENT = object()

@@ -98,20 +98,22 @@ def compile_model(
     train: bool = False,
     label: str | None = None,
     redact_paths: bool = False,
+    kernel_cache: bool = False,
 ) -> CompileReport:
     """Compile ``loaded`` once with tracking on and compare with the eager ``reference``
     (``run_eager``'s result for the same ``train``; run here when None).
 
     ``label`` (the model's name in ``out_dir``): graph folders are ``graph_<label>_...`` and
     bundles go to ``sdsc/<label>/``, so runs of several models can share ``out_dir``.
-    ``redact_paths``: see ``hook.enable``.
+    ``redact_paths``: see ``hook.enable``. ``kernel_cache``: the reference backend keeps its
+    bundles as torch-spyre's kernel cache does (``ReferenceBackend.kernel_cache``).
     """
 
     if reference is None:
         reference = run_eager(loaded, train=train)
     loaded.model.train(train)
     bundle_dir = None if out_dir is None else out_dir / "sdsc" / label if label else out_dir / "sdsc"
-    chosen = get_backend(backend, bundle_dir=bundle_dir)
+    chosen = get_backend(backend, bundle_dir=bundle_dir, kernel_cache=kernel_cache)
 
     redact: bool | Path = redact_paths
     if redact_paths and ":" in loaded.spec:  # the project is the model file's

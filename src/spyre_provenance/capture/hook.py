@@ -35,7 +35,7 @@ from spyre_provenance.capture import emit
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning
 from spyre_provenance.model.names import DIAGNOSTICS, FAULT_STAGES, OPSPEC_DEBUG_HANDLES
-from spyre_provenance.model.records import Fault, GraphDiagnostics, GraphResult, KernelRecord
+from spyre_provenance.model.records import BundleHandles, Fault, GraphDiagnostics, GraphResult, KernelRecord
 from spyre_provenance.validate import schemas
 
 TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
@@ -70,6 +70,7 @@ class Session:
         self.redactor = redactor  # a redact.Redactor: paths in written/emitted artifacts rewritten
         self.results: list[GraphResult] = []
         self._pending: dict[int, list[KernelRecord]] = {}
+        self._bundles: dict[int, BundleHandles] = {}  # per graph: its bundles' handles, checked
         self._faults: dict[int, list[Fault]] = {}
         self._warned: set[str] = set()
         self._patches: list[tuple[Any, str, Any]] = []
@@ -195,6 +196,10 @@ class Session:
         if not is_extern:
             with self._stage("OpSpec handle reading", graph_key):
                 record.opspecs = self.backend.opspecs_for(kernel_name, node_schedule)
+                served = self.backend.bundle_handles(kernel_name)
+                if served is not None and record.opspecs is not None:
+                    counts = mapping.check_bundle_handles(record.opspecs, served)
+                    self._bundles[graph_key] = self._bundles.get(graph_key, BundleHandles()).add(counts)
             for spec in record.opspecs or ():
                 if spec.missing_handle:  # counted in handleless_opspecs too, by mapping.cross_check
                     self._note(
@@ -268,6 +273,7 @@ class Session:
         self.results.append(result)
         self._current = (graph_key, result)
         diag = result.diagnostics
+        diag.bundle_handles = self._bundles.pop(graph_key, None)
 
         built = validated = False
         graph_model = None

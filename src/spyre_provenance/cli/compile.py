@@ -43,6 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train", action="store_true", help="compile forward and backward")
     parser.add_argument("--no-tlparse", action="store_true", help="do not run tlparse afterwards")
     parser.add_argument(
+        "--kernel-cache", action="store_true",
+        help="as torch-spyre's kernel cache: keep SuperDSC bundles in Inductor's cache dir "
+        "(inductor-spyre-cache/<key>/, keyed on the specs without debug handles) and serve later "
+        "compiles of the same specs from there; their handles are checked against this compile's "
+        "(reference backend)",
+    )
+    parser.add_argument(
         "--redact-paths", action="store_true",
         help="write stack traces and handle sources with <project>/, <site-packages>/, ~/ instead of "
         "absolute paths (and user names)",
@@ -50,6 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.kernel_cache and args.backend not in ("auto", "reference"):
+        raise UnusableInput("--kernel-cache", f"models torch-spyre's kernel cache on the reference backend, not {args.backend}")
     out = args.out or Path("out") / _model_label(args.model)
     label = run_label(args.model)
     trace_dir = out / "trace"
@@ -72,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = compile_run.compile_model(
             loaded, reference, backend=args.backend, out_dir=out, train=args.train, label=label,
-            redact_paths=args.redact_paths,
+            redact_paths=args.redact_paths, kernel_cache=args.kernel_cache,
         )
     except Exception as exc:
         # the model ran eagerly, so torch.compile refused it: the input, in one line

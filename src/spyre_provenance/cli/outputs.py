@@ -113,6 +113,15 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
                 f"handle/origin disagreements: {len(d.disagreements)}"
                 + (f" ({', '.join(d.disagreements)})" if d.disagreements else "")
             )
+        bundles = d.bundle_handles
+        if bundles is not None and (bundles.stale or bundles.missing):
+            lines.append(
+                f"    STALE BUNDLES: {bundles.stale} of {bundles.checked} SuperDSC bundles carry another"
+                f" compile's debug_handle_, {bundles.missing} carry none (served from the kernel cache,"
+                " keyed without handles); the mapping and the OpSpec artifact hold this compile's handles"
+            )
+        elif bundles is not None:
+            lines.append(f"    SuperDSC bundles: {bundles.checked}, every debug_handle_ this compile's")
         if d.faults:
             lines.append("    PARTIAL: " + "; ".join(d.faults))
             if d.mapping == "upstream":

@@ -203,6 +203,50 @@ class DiagnosticsV2(msgspec.Struct, kw_only=True):
     hints: list[str] = msgspec.field(default_factory=list)
 
 
+class BundleHandles(msgspec.Struct, kw_only=True):
+    """The SuperDSC bundles of a graph's kernels, checked against this compile's OpSpecs.
+
+    A bundle served from torch-spyre's kernel cache (keyed on the specs without their
+    ``debug_handle_``) may carry the handle of an earlier compile: ``stale``. ``missing``:
+    no ``debug_handle_`` (or no bundle) where the OpSpec has a handle.
+    """
+
+    checked: int = 0
+    stale: int = 0
+    missing: int = 0
+
+    def add(self, other: BundleHandles) -> BundleHandles:
+        return BundleHandles(
+            checked=self.checked + other.checked, stale=self.stale + other.stale, missing=self.missing + other.missing
+        )
+
+
+class DiagnosticsV3(msgspec.Struct, kw_only=True):
+    """``spyre_provenance_diagnostics`` version 3: version 2 plus ``bundle_handles`` (None
+    where the backend has no bundles to check). Stale or missing bundle handles change
+    neither ``partial`` nor ``complete``: the mapping and the OpSpec artifact come from this
+    compile's OpSpecs, never from bundles."""
+
+    version: int = 3
+    compile_id: str
+    graph: str  # one of GRAPH_KINDS
+    backend: str | None
+    partial: bool
+    complete: bool
+    mapping: str  # "hook" | "upstream"
+    faults: list[Fault] = msgspec.field(default_factory=list)
+    kernels: int = 0
+    opspecs: int = 0
+    handleless_opspecs: int = 0
+    disagreements: list[str] = msgspec.field(default_factory=list)
+    matches_upstream: bool | None = None
+    coverage: CoverageCounts | None = None
+    inferred: list[Inferred] = msgspec.field(default_factory=list)
+    violations: list[Violation] = msgspec.field(default_factory=list)
+    hints: list[str] = msgspec.field(default_factory=list)
+    bundle_handles: BundleHandles | None = None
+
+
 # --- what the hook produced per graph ---------------------------------------------------
 
 
@@ -219,6 +263,7 @@ class GraphDiagnostics(msgspec.Struct):
     inferred: list[Inferred] = []  # nodes listed beyond the kernels' origins, and why
     violations: list[Violation] = []  # coverage rules the graph breaks
     hints: list[str] = []  # gaps that are not failures (stock Inductor's own)
+    bundle_handles: BundleHandles | None = None  # None: the backend has no bundles to check
 
     @property
     def complete(self) -> bool:

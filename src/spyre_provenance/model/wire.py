@@ -62,9 +62,10 @@ SourceEntry = wire_form(records.SourceLoc)
 TransformEntry = wire_form(records.ProvenanceTransform)
 DiagnosticsDocV1 = wire_form(records.DiagnosticsV1)
 DiagnosticsDocV2 = wire_form(records.DiagnosticsV2)
+DiagnosticsDocV3 = wire_form(records.DiagnosticsV3)
 
 #: The wire form of each diagnostics version, by the N of its schema file.
-DIAGNOSTICS_DOCS: dict[int, type[msgspec.Struct]] = {1: DiagnosticsDocV1, 2: DiagnosticsDocV2}
+DIAGNOSTICS_DOCS: dict[int, type[msgspec.Struct]] = {1: DiagnosticsDocV1, 2: DiagnosticsDocV2, 3: DiagnosticsDocV3}
 
 
 def diagnostics_fields(schema: int) -> tuple[str, ...]:

@@ -43,11 +43,12 @@ from spyre_provenance.model.names import (
     OPSPEC_DEBUG_HANDLES,
     TRANSFORM_KINDS,
 )
-from spyre_provenance.model.records import CoverageCounts, ExemptNodes, NodeMap
+from spyre_provenance.model.records import BundleHandles, CoverageCounts, ExemptNodes, NodeMap
 from spyre_provenance.model.wire import (
     KERNEL_INFO_FIELDS,
     DiagnosticsDocV1,
     DiagnosticsDocV2,
+    DiagnosticsDocV3,
     HandleEntry,
     OpSpecDebugHandles,
 )
@@ -66,11 +67,13 @@ MSG_EMPTY = "must not be empty"
 DIAGNOSTICS_COUNTS = ("kernels", "opspecs", "handleless_opspecs")
 COVERAGE_COUNTS = tuple(f for f in CoverageCounts.__struct_fields__ if f != "exempt_nodes")
 EXEMPT_COUNTS = ExemptNodes.__struct_fields__
+BUNDLE_COUNTS = BundleHandles.__struct_fields__
 
 
-def check_diagnostics_types(doc: DiagnosticsDocV1 | DiagnosticsDocV2) -> list[Problem]:
+def check_diagnostics_types(doc: DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3) -> list[Problem]:
     """What the diagnostics schema says about enums, counts and strings that the wire types
-    leave open (version 2: also in backend, coverage, inferred and violations)."""
+    leave open (version 2: also in backend, coverage, inferred and violations; version 3:
+    also in bundle_handles)."""
     problems: list[Problem] = []
     for name, options, value in (("graph", GRAPH_KINDS, doc.graph), ("mapping", MAPPING_SOURCES, doc.mapping)):
         if value not in options:
@@ -79,7 +82,7 @@ def check_diagnostics_types(doc: DiagnosticsDocV1 | DiagnosticsDocV2) -> list[Pr
         if fault.stage not in FAULT_STAGES:
             problems.append(Problem(f"$.faults[{i}].stage", _not_one_of(FAULT_STAGES, fault.stage)))
     counts = [(f"$.{name}", getattr(doc, name)) for name in DIAGNOSTICS_COUNTS]
-    if isinstance(doc, DiagnosticsDocV2):
+    if isinstance(doc, (DiagnosticsDocV2, DiagnosticsDocV3)):
         if doc.backend == "":
             problems.append(Problem("$.backend", MSG_EMPTY))
         if doc.coverage is not None:
@@ -92,6 +95,8 @@ def check_diagnostics_types(doc: DiagnosticsDocV1 | DiagnosticsDocV2) -> list[Pr
         for i, violation in enumerate(doc.violations):
             if violation.rule not in COVERAGE_RULES:
                 problems.append(Problem(f"$.violations[{i}].rule", _not_one_of(COVERAGE_RULES, violation.rule)))
+    if isinstance(doc, DiagnosticsDocV3) and doc.bundle_handles is not None:
+        counts += [(f"$.bundle_handles.{name}", getattr(doc.bundle_handles, name)) for name in BUNDLE_COUNTS]
     for path, value in counts:
         if isinstance(value, float) and not value.is_integer():
             problems.append(Problem(path, "expected integer, got number"))
@@ -160,7 +165,7 @@ def check(artifact: str, schema: int, doc: Any) -> list[Problem]:
     return problems
 
 
-def _check_diagnostics(doc: DiagnosticsDocV1 | DiagnosticsDocV2, problems: list[Problem]) -> None:
+def _check_diagnostics(doc: DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3, problems: list[Problem]) -> None:
     # version 2 keeps every version 1 field and its meaning: the version 1 rules hold for both
     if doc.partial != bool(doc.faults):
         message = "is true, but faults is empty" if doc.partial else "is false, but faults lists what failed"
@@ -174,11 +179,19 @@ def _check_diagnostics(doc: DiagnosticsDocV1 | DiagnosticsDocV2, problems: list[
     dup = first_duplicate(doc.disagreements)
     if dup is not NO_DUPLICATE:
         problems.append(Problem("$.disagreements", f"duplicate entry {quote(dup)}"))
-    if isinstance(doc, DiagnosticsDocV2):
+    if isinstance(doc, (DiagnosticsDocV2, DiagnosticsDocV3)):  # version 3 keeps version 2's rules
         _check_diagnostics_v2(doc, problems)
+    if isinstance(doc, DiagnosticsDocV3) and doc.bundle_handles is not None:
+        bundles = doc.bundle_handles
+        if bundles.stale + bundles.missing > bundles.checked:
+            message = (
+                f"{quote(bundles.stale)} stale plus {quote(bundles.missing)} missing is more than the"
+                f" {quote(bundles.checked)} bundles checked"
+            )
+            problems.append(Problem("$.bundle_handles", message))
 
 
-def _check_diagnostics_v2(doc: DiagnosticsDocV2, problems: list[Problem]) -> None:
+def _check_diagnostics_v2(doc: DiagnosticsDocV2 | DiagnosticsDocV3, problems: list[Problem]) -> None:
     # complete == not partial and coverage judged and no violation; say which condition fails
     lacking = [
         why
