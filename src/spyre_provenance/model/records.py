@@ -221,29 +221,13 @@ class BundleHandles(msgspec.Struct, kw_only=True):
         )
 
 
-class DiagnosticsV3(msgspec.Struct, kw_only=True):
+class DiagnosticsV3(DiagnosticsV2, kw_only=True):
     """``spyre_provenance_diagnostics`` version 3: version 2 plus ``bundle_handles`` (None
     where the backend has no bundles to check). Stale or missing bundle handles change
     neither ``partial`` nor ``complete``: the mapping and the OpSpec artifact come from this
-    compile's OpSpecs, never from bundles."""
+    compile's OpSpecs, never from bundles. Fields keep version 2's order, the new one last."""
 
     version: int = 3
-    compile_id: str
-    graph: str  # one of GRAPH_KINDS
-    backend: str | None
-    partial: bool
-    complete: bool
-    mapping: str  # "hook" | "upstream"
-    faults: list[Fault] = msgspec.field(default_factory=list)
-    kernels: int = 0
-    opspecs: int = 0
-    handleless_opspecs: int = 0
-    disagreements: list[str] = msgspec.field(default_factory=list)
-    matches_upstream: bool | None = None
-    coverage: CoverageCounts | None = None
-    inferred: list[Inferred] = msgspec.field(default_factory=list)
-    violations: list[Violation] = msgspec.field(default_factory=list)
-    hints: list[str] = msgspec.field(default_factory=list)
     bundle_handles: BundleHandles | None = None
 
 
