@@ -8,7 +8,6 @@ generation is compiled once (module-scoped fixture); the tests below read that o
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import re
 import sys
 import types
@@ -40,18 +39,6 @@ def _purge_torch_spyre() -> None:
     """Both stand-ins are called torch_spyre: forget whichever was imported last."""
     for name in [m for m in sys.modules if m == "torch_spyre" or m.startswith("torch_spyre.")]:
         del sys.modules[name]
-
-
-def _ensure_validator(mp: pytest.MonkeyPatch) -> None:
-    """The hook validates with schemas.check_built_artifacts, which may not exist yet."""
-    try:
-        schemas = importlib.import_module("spyre_provenance.validate.schemas")
-    except ImportError:
-        schemas = types.ModuleType("spyre_provenance.validate.schemas")
-        mp.setitem(sys.modules, schemas.__name__, schemas)
-        mp.setattr(spyre_provenance, "schemas", schemas, raising=False)
-    if not hasattr(schemas, "check_built_artifacts"):
-        mp.setattr(schemas, "check_built_artifacts", lambda *a: [], raising=False)
 
 
 def seed_mlp() -> torch.nn.Module:
@@ -89,7 +76,6 @@ def compiled(request) -> Compiled:
     with pytest.MonkeyPatch.context() as mp:
         _purge_torch_spyre()
         mp.syspath_prepend(str(STAND_INS / generation))
-        _ensure_validator(mp)
         codegen_common.init_backend_registration()
         stock = codegen_common.device_codegens["cpu"]
         torch._dynamo.reset()
