@@ -1,13 +1,14 @@
-"""Contract tests of the torch-spyre adapter against two stand-in generations of torch-spyre.
+"""Contract tests of the torch-spyre adapter against stand-in generations of torch-spyre.
 
-The stand-ins (tests/stand_ins/, both packages named ``torch_spyre``) have torch-spyre's module
+The stand-ins (tests/stand_ins/, all packages named ``torch_spyre``) have torch-spyre's module
 paths, class, method names and call order, and run on CPU through real Inductor. Each
-generation is compiled once (module-scoped fixture); the tests below read that one result.
+generation is compiled once (module-scoped fixture); every compile test reads each result.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import re
 import sys
 import types
@@ -30,35 +31,68 @@ from spyre_provenance.capture import hook
 from spyre_provenance.model.records import OpSpecRecord
 
 STAND_INS = Path(__file__).parent / "stand_ins"
-GENERATIONS = ("gen_new", "gen_old")
+SCHEDULER = "torch_spyre._inductor.scheduler"
+
+
+@dataclasses.dataclass(frozen=True)
+class Generation:
+    """One stand-in and what the adapter must find in it (tests/stand_ins/README.md)."""
+
+    folder: str
+    comment_owner: str  # the class whose codegen_comment the scheduling resolves to
+    writes_comments: bool  # that method takes the handle and writes the comment itself
+    by_name: tuple[str, ...] = ()  # modules holding the tracing function by name
+    handles: bool = True  # its OpSpecs carry a debug_handle
+    module: str = SCHEDULER
+
+
+GENERATIONS = {
+    # torch-spyre main inherits torch 2.13's BaseScheduling.codegen_comment (lazy import)
+    "gen_main": Generation("gen_main", "BaseScheduling", True),
+    "gen_pr3449": Generation("gen_pr3449", "SuperDSCScheduling", True),
+    "gen_byname": Generation("gen_byname", "SuperDSCScheduling", True, by_name=(SCHEDULER,)),
+    "gen_old": Generation(
+        "gen_old", "SuperDSCScheduling", False, handles=False, module="torch_spyre._inductor.dsc"
+    ),
+}
 COMMENT = re.compile(r"^\s*# \[Provenance debug handles\] (?P<key>(?P<name>\S+):\d+)\s*$")
-SDSC_CALL = re.compile(r"^\s*(?P<name>sdsc_\w+)(\.run)?\(")
+KERNEL_NAME = r"(?:sdsc|ktir)_\w+"  # torch-spyre's two emitters
+KERNEL_CALL = re.compile(rf"^\s*(?P<name>{KERNEL_NAME})(\.run)?\(")
 
 
 def _purge_torch_spyre() -> None:
-    """Both stand-ins are called torch_spyre: forget whichever was imported last."""
+    """Every stand-in is called torch_spyre: forget whichever was imported last."""
     for name in [m for m in sys.modules if m == "torch_spyre" or m.startswith("torch_spyre.")]:
         del sys.modules[name]
 
 
+def _use_stand_in(mp: pytest.MonkeyPatch, folder: str) -> None:
+    mp.syspath_prepend(str(STAND_INS))  # cpu_body, the stand-ins' shared CPU body
+    mp.syspath_prepend(str(STAND_INS / folder))
+
+
 def seed_mlp() -> torch.nn.Module:
+    # softmax adds reductions; torch-spyre main fuses nothing, so each op is a kernel
     return torch.nn.Sequential(
-        torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128)
+        torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128), torch.nn.Softmax(-1)
     )
 
 
 @dataclasses.dataclass
 class Compiled:
-    generation: str
+    generation: Generation
     backend: TorchSpyreBackend
     session: Any
     out: torch.Tensor
     expected: torch.Tensor
     code: str  # the wrapper's call() and below
     scheduling: type  # what the registry held for "cpu" during the compile
+    class_before: dict  # the stand-in class's own attributes before install
+    class_after: dict  # ... and after uninstall
     stock: Any  # the registry entry before install
     after: Any  # the registry entry after uninstall
     tracing_modules: tuple
+    registrations: list[str] | None  # what PR #3449's sidecar recorded; None without one
     warnings: list
 
     @property
@@ -70,12 +104,14 @@ class Compiled:
         return self.code.splitlines()
 
 
-@pytest.fixture(scope="module", params=GENERATIONS)
+@pytest.fixture(scope="module", params=list(GENERATIONS))
 def compiled(request) -> Compiled:
-    generation = request.param
+    generation = GENERATIONS[request.param]
     with pytest.MonkeyPatch.context() as mp:
         _purge_torch_spyre()
-        mp.syspath_prepend(str(STAND_INS / generation))
+        _use_stand_in(mp, generation.folder)
+        cls = importlib.import_module(generation.module).SuperDSCScheduling
+        class_before = dict(vars(cls))
         codegen_common.init_backend_registration()
         stock = codegen_common.device_codegens["cpu"]
         torch._dynamo.reset()
@@ -96,6 +132,9 @@ def compiled(request) -> Compiled:
                 out, codes = run_and_get_code(torch.compile(model), x)
             expected = model(x)
         after = codegen_common.device_codegens["cpu"]
+        artifact = sys.modules.get("torch_spyre._inductor.provenance_artifact")
+        registrations = None if artifact is None else list(artifact.REGISTRATIONS)
+        class_after = dict(vars(cls))
         _purge_torch_spyre()
     torch._dynamo.reset()
     code = codes[0]
@@ -107,11 +146,22 @@ def compiled(request) -> Compiled:
         expected,
         code[code.index("def call(") :],
         scheduling,
+        class_before,
+        class_after,
         stock,
         after,
         modules,
+        registrations,
         [w for w in caught if issubclass(w.category, hook.ProvenanceWarning)],
     )
+
+
+def _calls(compiled: Compiled) -> list[tuple[int, str]]:
+    return [(i, m["name"]) for i, m in enumerate(map(KERNEL_CALL.match, compiled.lines)) if m]
+
+
+def _keys(compiled: Compiled) -> list[str]:
+    return [m["key"] for m in map(COMMENT.match, compiled.lines) if m]
 
 
 # --- compile contract, each generation ------------------------------------------------------
@@ -125,30 +175,28 @@ def test_output_matches_eager(compiled):
 @pytest.mark.compile
 def test_compile_ran_through_the_stand_in_scheduling(compiled):
     assert compiled.scheduling.__name__ == "SuperDSCScheduling"
-    assert compiled.scheduling.__module__ in (
-        "torch_spyre._inductor.scheduler",
-        "torch_spyre._inductor.dsc",
-    )
-    assert [SDSC_CALL.match(line) for line in compiled.lines if SDSC_CALL.match(line)]
+    assert compiled.scheduling.__module__ == compiled.generation.module
+    assert _calls(compiled)
+
+
+@pytest.mark.compile
+def test_codegen_comment_is_the_generations_own(compiled):
+    owner = compiled.scheduling.codegen_comment.__qualname__.split(".")[0]
+    assert owner == compiled.generation.comment_owner
+    inherited = compiled.generation.comment_owner != "SuperDSCScheduling"
+    assert ("codegen_comment" not in compiled.class_before) is inherited
 
 
 @pytest.mark.compile
 def test_generation_is_detected(compiled):
-    new = compiled.generation == "gen_new"
-    assert compiled.backend.writes_handle_comments is new
-    # gen_new imports the tracing function by name into its scheduler module
-    assert [m.__name__ for m in compiled.tracing_modules] == (
-        ["torch_spyre._inductor.scheduler"] if new else []
-    )
+    assert compiled.backend.writes_handle_comments is compiled.generation.writes_comments
+    assert tuple(m.__name__ for m in compiled.tracing_modules) == compiled.generation.by_name
 
 
 @pytest.mark.compile
-def test_each_sdsc_call_has_exactly_one_handle_comment_right_before_it(compiled):
-    lines = compiled.lines
-    keys = [m["key"] for m in map(COMMENT.match, lines) if m]
-    calls = [(i, m["name"]) for i, m in enumerate(map(SDSC_CALL.match, lines)) if m]
-    assert calls
-    for i, name in calls:
+def test_each_kernel_call_has_exactly_one_handle_comment_right_before_it(compiled):
+    lines, keys = compiled.lines, _keys(compiled)
+    for i, name in _calls(compiled):
         before = COMMENT.match(lines[i - 1])
         assert before and before["name"] == name, lines[i - 2 : i + 1]
         assert not COMMENT.match(lines[i - 2]), "handle comment written twice"
@@ -157,23 +205,34 @@ def test_each_sdsc_call_has_exactly_one_handle_comment_right_before_it(compiled)
 
 @pytest.mark.compile
 def test_mapping_kernels_are_the_wrapper_comments(compiled):
-    keys = [m["key"] for m in map(COMMENT.match, compiled.lines) if m]
+    keys = _keys(compiled)
     assert len(keys) == len(set(keys))
     assert compiled.result.node_mappings is not None
     assert set(compiled.result.node_mappings.cppCodeToPost) == set(keys)
 
 
 @pytest.mark.compile
-def test_sdsc_records_carry_their_opspecs(compiled):
-    sdsc = [r for r in compiled.result.records if r.name.startswith("sdsc_")]
-    assert sdsc
-    for record in sdsc:
+def test_pr3449_sidecar_records_the_handles_of_the_comments(compiled):
+    if compiled.generation.folder != "gen_pr3449":
+        assert compiled.registrations is None  # no other generation has the PR's module
+        return
+    # the hook reused the N the PR's override took: its sidecar and the page agree
+    kernel_keys = [k for k in _keys(compiled) if re.fullmatch(KERNEL_NAME, k.split(":")[0])]
+    assert kernel_keys and compiled.registrations == kernel_keys
+
+
+@pytest.mark.compile
+def test_kernel_records_carry_their_opspecs(compiled):
+    kernels = [r for r in compiled.result.records if re.fullmatch(KERNEL_NAME, r.name)]
+    assert kernels
+    assert any(s.is_reduction for r in kernels for s in r.opspecs or ())
+    for record in kernels:
         assert record.opspecs, record.key
         for spec in record.opspecs:
-            if compiled.generation == "gen_new":
+            if compiled.generation.handles:
                 assert spec.debug_handle is not None
                 assert set(record.post_grad_nodes) <= set(spec.debug_handle.ir_chain)
-                assert spec.buffer == spec.debug_handle.ir_chain[-1]
+                assert spec.buffer == spec.debug_handle.ir_chain[-1]  # main's TensorArg.name
             else:
                 assert spec.debug_handle is None  # the old OpSpec has no such field
 
@@ -184,7 +243,7 @@ def test_handleless_opspecs_are_counted(compiled):
     diag = compiled.result.diagnostics
     assert diag.opspecs == len(specs)
     assert diag.handleless_opspecs == sum(s.debug_handle is None for s in specs)
-    assert diag.handleless_opspecs == (0 if compiled.generation == "gen_new" else len(specs))
+    assert diag.handleless_opspecs == (0 if compiled.generation.handles else len(specs))
 
 
 @pytest.mark.compile
@@ -196,8 +255,7 @@ def test_no_faults_and_no_warnings(compiled):
 @pytest.mark.compile
 def test_uninstall_restores_registration_and_the_class(compiled):
     assert compiled.after is compiled.stock
-    for attr in ("define_kernel", "codegen_comment"):
-        assert not hasattr(compiled.scheduling.__dict__[attr], "__wrapped__"), attr
+    assert compiled.class_after == compiled.class_before
     assert compiled.backend.tracing_modules() == ()
 
 
@@ -209,7 +267,7 @@ def test_available_follows_sys_path(monkeypatch):
         monkeypatch.delitem(sys.modules, name)
     if available():
         pytest.skip("a real torch_spyre is installed")
-    monkeypatch.syspath_prepend(str(STAND_INS / "gen_old"))
+    _use_stand_in(monkeypatch, "gen_old")
     assert available()
 
 

@@ -1,9 +1,16 @@
-"""torch-spyre's ``op_spec.py`` dataclasses, the fields the adapter reads (same names, order)."""
+"""torch-spyre main's ``op_spec.py`` dataclasses: field names, order and defaults as there.
+
+Left out: ``TensorArg``'s ``device_tile_advance_expr``, ``element_arrangement`` and
+``work_division`` (coarse tiling and work division; the adapter reads none of them), and the
+constant-tensor cache.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, Sequence
+
+from torch_spyre._C import DataFormats
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,10 +43,10 @@ class DebugHandle:
 class TensorArg:
     is_input: bool
     arg_index: int
-    device_dtype: Any
+    device_dtype: DataFormats
     device_size: list[int]
-    device_coordinates: list[Any]
-    allocation: dict[str, Any]
+    device_coordinates: list[Any]  # sympy Exprs over the OpSpec's iteration_space symbols
+    allocation: dict[str, Any]  # exactly one of "hbm", "lx", "hbm_pool"
     name: str | None = None
 
 
@@ -51,6 +58,9 @@ class OpSpec:
     args: Sequence[TensorArg]
     op_info: dict[str, Any]
     tiled_symbols: list[list[Any]] = dataclasses.field(default_factory=list)
+    tiled_symbol_trip_counts: dict[Any, int] = dataclasses.field(default_factory=dict)
+    symbolic_dim_bounds: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    node_output_ranges: tuple[Any, ...] | None = None
     debug_handle: DebugHandle | None = None
 
 
@@ -62,4 +72,4 @@ class UnimplementedOp:
 @dataclasses.dataclass
 class LoopSpec:
     count: Any
-    body: list[Any]
+    body: list[Any]  # OpSpec | UnimplementedOp | LoopSpec
