@@ -12,39 +12,39 @@ Registration and device
   ``torch.utils.rename_privateuse1_backend``. ``_autoload`` runs from torch's backend
   autoload entry point, so after ``import torch`` the registry normally holds it already.
 
-The scheduling class, two layouts
-  * older (Nov 2025, commit 859df83): ``torch_spyre/_inductor/dsc.py::SuperDSCScheduling``
-    subclasses Inductor's ``SIMDScheduling`` (``kernel_type = SpyreKernel``,
-    ``dsc_type = "sdsc"``) and overrides only ``define_kernel``; the call order is
-    Inductor's ``SIMDScheduling.codegen_node_schedule``: ``define_kernel`` ->
-    ``mark_run`` -> ``codegen_comment(node_schedule, kernel_name)`` ->
-    ``kernel.call_kernel(kernel_name)``. Its kernels emit ``KernelSpec(...)``, no OpSpecs.
-  * newer: ``torch_spyre/_inductor/scheduler.py::SuperDSCScheduling(BaseScheduling)``.
-    ``codegen_node``: ``SpyreKernel(pool_size=...)`` -> ``_codegen_into_kernel`` (each
-    ``snode.codegen`` lands in ``SpyreKernel.store``/``store_reduction``, which append one
-    ``create_op_spec(...)`` per ComputedBuffer to ``kernel.op_specs``) ->
-    ``src_code = kernel.codegen_kernel()`` -> ``kernel_name = self.define_kernel(src_code,
-    all_schedule_nodes, kernel)`` -> ``snode.mark_run()`` ->
-    ``self.codegen_comment(all_schedule_nodes, kernel_name)`` ->
-    ``kernel.call_kernel(kernel.kernel_name)`` (writes ``{name}.run(args)``) ->
-    ``kernel.emit_layout_restores(...)``. ``_codegen_counted_loop`` follows the same order.
+The scheduling class: ``torch_spyre/_inductor/scheduler.py::SuperDSCScheduling(BaseScheduling)``
+  ``codegen_node``: ``SpyreKernel(pool_size=...)`` -> ``_codegen_into_kernel`` (each
+  ``snode.codegen`` lands in ``SpyreKernel.store``/``store_reduction``, which append one
+  ``create_op_spec(...)`` per ComputedBuffer to ``kernel.op_specs``) -> ``src_code =
+  kernel.codegen_kernel()`` -> ``kernel_name = self.define_kernel(src_code,
+  all_schedule_nodes, kernel)`` -> ``snode.mark_run()`` -> ``self.codegen_comment(
+  all_schedule_nodes, kernel_name)`` -> ``kernel.call_kernel(kernel.kernel_name)`` (writes
+  ``{name}.run(args)``) -> ``kernel.emit_layout_restores(...)``. ``_codegen_counted_loop``
+  follows the same order and wraps the OpSpecs in ``LoopSpec``s.
+  Not supported: the older layout, ``torch_spyre/_inductor/dsc.py::SuperDSCScheduling
+  (SIMDScheduling)`` (Nov 2025, 859df83 and f03382a). Its kernels built ``KernelSpec``s, not
+  OpSpecs, so there was nothing to read but the call site, and the release read with its
+  pins (859df83) requires ``torch~=2.7.1``, below the torch this project supports (>= 2.9):
+  the two cannot be installed together, so a fallback to it would be code no install runs.
 
-Kernel names (``define_kernel(src_code, node_schedule, kernel)``, both layouts)
+Kernel names (``define_kernel(src_code, node_schedule, kernel)``)
   ``"_".join([dsc_type or method, get_fused_kernel_name(node_schedule, "original_aten"),
   wrapper.next_kernel_suffix()])`` with ``"sdsc"`` (``"ktir"`` when
   ``torch_spyre._inductor.config.ktir_emitter`` is on); a src_code seen before reuses its name
   through ``wrapper.src_to_kernel``.
 
 Handles and the wrapper comment
-  In every version read (dsc.py at 859df83 and f03382a, scheduler.py at 0b06ec7 and a later
-  one) torch-spyre neither overrides ``codegen_comment`` nor imports
+  Main (scheduler.py at 0b06ec7 and later) neither overrides ``codegen_comment`` nor imports
   ``set_kernel_post_grad_provenance_tracing`` by name: it inherits Inductor's method. On torch
-  2.13 ``BaseScheduling.codegen_comment`` imports the function lazily from
-  ``torch._inductor.debug``, calls it and writes ``# [Provenance debug handles] name:N``; on
-  older torch the base method wrote nothing. The newest provenance modules only *record* the
-  returned ordinals (``provenance_artifact.record_kernel_registration(graph, kernel_name,
-  ordinal)``, aliases ``"{kernel_name}:{ordinal}"``); their caller was not in the source read,
-  so a release may yet override ``codegen_comment`` - detection below covers that too.
+  2.13 ``BaseScheduling.codegen_comment`` (``torch/_inductor/scheduler.py``) imports the
+  function lazily from ``torch._inductor.debug``, calls it and writes ``# [Provenance debug
+  handles] name:N``; on older torch the base method wrote nothing. (``SIMDScheduling``
+  resolves to that base method too; ``CppScheduling`` and ``TritonScheduling`` override it
+  with a module-level by-name import.) Open PR #3449 overrides ``codegen_comment(self,
+  node_schedule, kernel_name=None)``, importing the function lazily inside the method, and
+  records ``(kernel_name, N)`` (``provenance_artifact.record_kernel_registration``, aliases
+  ``"{kernel_name}:{N}"``) for a ``spyre_provenance.json`` sidecar. Detection below covers
+  all of these and a by-name import.
 
 OpSpecs (``torch_spyre/_inductor/op_spec.py``)
   ``@dataclass OpSpec(op, is_reduction, iteration_space: dict[Symbol, tuple[Expr, int]], args:
@@ -60,7 +60,7 @@ OpSpecs (``torch_spyre/_inductor/op_spec.py``)
 
 What the adapter does with that
   * ``install`` finds ``SuperDSCScheduling`` (the device registry, else
-    ``torch_spyre._inductor.scheduler``, else ``torch_spyre._inductor.dsc``), registers it for
+    ``torch_spyre._inductor.scheduler``), registers it for
     ``device`` when the registry holds something else, and wraps ``define_kernel`` to keep
     ``kernel.op_specs`` per kernel name on the graph being compiled.
   * Generation: ``codegen_comment`` as the class resolves it (MRO) either names
@@ -91,8 +91,8 @@ from spyre_provenance.model.records import OpSpecRecord
 
 DEVICE = "spyre"
 SCHEDULING_CLASS = "SuperDSCScheduling"
-#: Where torch-spyre has kept its scheduling class, newest first.
-SCHEDULING_MODULES = ("torch_spyre._inductor.scheduler", "torch_spyre._inductor.dsc")
+#: Where torch-spyre keeps its scheduling class (the older dsc.py layout is not supported).
+SCHEDULING_MODULE = "torch_spyre._inductor.scheduler"
 WRAPPER_MODULE, WRAPPER_CLASS = "torch_spyre._inductor.wrapper", "SpyrePythonWrapperCodegen"
 TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
 #: Inductor's per-graph handle counter in ``torch._inductor.debug``.
@@ -222,18 +222,10 @@ class TorchSpyreBackend(Backend):
         registered = common.get_scheduling_for_device(self.device)
         if isinstance(registered, type) and registered.__module__.startswith("torch_spyre"):
             return registered
-        for module_name in SCHEDULING_MODULES:
-            try:
-                module = importlib.import_module(module_name)
-            except ModuleNotFoundError as exc:
-                if exc.name == module_name:  # this layout is not the installed one
-                    continue
-                raise
-            if hasattr(module, SCHEDULING_CLASS):
-                return getattr(module, SCHEDULING_CLASS)
-        raise RuntimeError(
-            f"torch_spyre has no {SCHEDULING_CLASS} in {' or '.join(SCHEDULING_MODULES)}"
-        )
+        module = importlib.import_module(SCHEDULING_MODULE)
+        if not hasattr(module, SCHEDULING_CLASS):
+            raise RuntimeError(f"torch_spyre has no {SCHEDULING_CLASS} in {SCHEDULING_MODULE}")
+        return getattr(module, SCHEDULING_CLASS)
 
     def _register(self, cls: type) -> None:
         """Make ``cls`` the scheduling of ``device``, keeping the registered wrappers."""

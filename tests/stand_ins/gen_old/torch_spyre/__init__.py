@@ -1,4 +1,5 @@
-"""Stand-in for torch-spyre, older generation (see tests/stand_ins/README.md).
+"""Stand-in for an older torch-spyre, before provenance (see tests/stand_ins/README.md).
 
-No provenance: ``OpSpec`` has no ``debug_handle`` and the scheduling writes no handle comment.
+``OpSpec`` has none of main's later fields (no ``debug_handle``) and the scheduling writes no
+handle comment.
 """

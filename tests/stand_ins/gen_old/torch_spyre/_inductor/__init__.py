@@ -11,6 +11,6 @@ def _autoload(device: str = DEVICE_NAME) -> None:
     from torch._inductor.codegen.common import register_backend_for_device
     from torch._inductor.codegen.wrapper import PythonWrapperCodegen
 
-    from .dsc import SuperDSCScheduling
+    from .scheduler import SuperDSCScheduling
 
     register_backend_for_device(device, SuperDSCScheduling, PythonWrapperCodegen)

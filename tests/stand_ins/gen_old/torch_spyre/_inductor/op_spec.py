@@ -1,16 +1,18 @@
-"""torch-spyre's ``op_spec.py`` before provenance: ``OpSpec`` has no ``debug_handle`` field."""
+"""torch-spyre's ``op_spec.py`` before provenance and tiling: five OpSpec fields, six TensorArg."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, Sequence
 
+from torch_spyre._C import DataFormats
+
 
 @dataclasses.dataclass
 class TensorArg:
     is_input: bool
     arg_index: int
-    device_dtype: Any
+    device_dtype: DataFormats
     device_size: list[int]
     device_coordinates: list[Any]
     allocation: Any
