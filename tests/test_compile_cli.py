@@ -74,9 +74,28 @@ def test_summary_reports_full_coverage(case, request):
 
 def test_demo_runs_on_the_reference_backend(demo):
     out, done = demo
+    from spyre_provenance.backends import torch_spyre
+
+    usable, why = torch_spyre.probe()
+    if usable:
+        pytest.skip(f"torch_spyre is usable here: auto picks it ({why})")
+    # auto says, first and in one line, what it chose and why
+    assert done.stdout.splitlines()[0] == f"backend reference (auto: {why})"
     assert "on the reference backend" in done.stdout
     mapping = json.loads(next(out.glob(f"graph_*/{NODE_MAPPINGS}.json")).read_bytes())
     assert mapping["cppCodeToPost"] and all(k.startswith("sdsc_") for k in mapping["cppCodeToPost"])
+
+
+def test_backend_spyre_without_a_usable_torch_spyre_is_refused_in_one_line(compile_case):
+    from spyre_provenance.backends import torch_spyre
+
+    usable, why = torch_spyre.probe()
+    if usable:
+        pytest.skip(f"torch_spyre is usable here ({why})")
+    done = compile_case("mlp", "--backend", "spyre")
+    assert done.returncode == 2, done.stdout + done.stderr[-3000:]
+    assert done.stderr.strip().splitlines() == [f"spyre-provenance compile: error: --backend spyre: {why}"]
+    assert done.stdout == "" and not done.graph_dirs()
 
 
 @pytest.mark.parametrize("case", ["demo", "stock"])

@@ -24,7 +24,7 @@ from torch._inductor.utils import run_and_get_code
 from torch._inductor.virtualized import V
 
 import spyre_provenance
-from spyre_provenance.backends import get_backend
+from spyre_provenance.backends import choose_backend, get_backend
 from spyre_provenance.backends import torch_spyre as adapter
 from spyre_provenance.backends.torch_spyre import TorchSpyreBackend, available
 from spyre_provenance.capture import hook
@@ -259,13 +259,74 @@ def test_uninstall_restores_registration_and_the_class(compiled):
 # --- no compile -------------------------------------------------------------------------------
 
 
-def test_available_follows_sys_path(monkeypatch):
-    for name in [m for m in sys.modules if m == "torch_spyre" or m.startswith("torch_spyre.")]:
+def _torch_spyre_modules() -> list[str]:
+    return [m for m in sys.modules if m == "torch_spyre" or m.startswith("torch_spyre.")]
+
+
+@pytest.fixture
+def no_torch_spyre(monkeypatch):
+    """A process without torch_spyre imported or findable, put back as it was afterwards."""
+    for name in _torch_spyre_modules():
         monkeypatch.delitem(sys.modules, name)
-    if available():
-        pytest.skip("a real torch_spyre is installed")
-    _use_stand_in(monkeypatch, "gen_old")
-    assert available()
+    if adapter.probe()[0]:
+        pytest.skip("a real, usable torch_spyre is installed")
+    yield monkeypatch
+    _purge_torch_spyre()
+
+
+#: Small torch_spyre packages that are on the path but no backend: file -> text.
+BROKEN = {
+    # the real failure: the _inductor modules import the C++ extension, built against IBM's libraries
+    "no _C": {"_inductor/scheduler.py": "import torch_spyre._C\n"},
+    "raises at import": {"__init__.py": "raise OSError('libdee.so: cannot open shared object file')\n"},
+    "dsc.py only": {"_inductor/dsc.py": "class SuperDSCScheduling:\n    pass\n"},
+    "no class": {"_inductor/scheduler.py": "class SomethingElse:\n    pass\n"},
+}
+WHY = {
+    "no _C": "torch_spyre imports but its SuperDSCScheduling does not: ModuleNotFoundError: "
+    "No module named 'torch_spyre._C'",
+    "raises at import": "torch_spyre does not import: OSError: libdee.so: cannot open shared object file",
+    "dsc.py only": "torch_spyre imports but its SuperDSCScheduling does not: ModuleNotFoundError: "
+    "No module named 'torch_spyre._inductor.scheduler'",
+    "no class": "torch_spyre imports but its SuperDSCScheduling does not: RuntimeError: "
+    "torch_spyre._inductor.scheduler has no SuperDSCScheduling",
+}
+
+
+def test_probe_without_torch_spyre(no_torch_spyre):
+    assert adapter.probe() == (False, "torch_spyre is not installed")
+    assert not available()
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_probe_says_no_to_a_torch_spyre_that_cannot_install_and_leaves_nothing(
+    no_torch_spyre, tmp_path, case
+):
+    files = {"__init__.py": "", "_inductor/__init__.py": "", **BROKEN[case]}
+    for name, text in files.items():
+        (tmp_path / "torch_spyre" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "torch_spyre" / name).write_text(text)
+    no_torch_spyre.syspath_prepend(str(tmp_path))
+    assert adapter.probe() == (False, WHY[case])
+    assert _torch_spyre_modules() == []  # found, failed, forgotten: no half import left
+    assert not available()
+
+
+@pytest.mark.parametrize("folder", list(GENERATIONS))
+def test_probe_says_yes_to_each_stand_in(no_torch_spyre, folder):
+    _use_stand_in(no_torch_spyre, folder)
+    usable, why = adapter.probe()
+    assert usable and why == f"torch_spyre imports and has {SCHEDULER}.SuperDSCScheduling"
+    backend, line = choose_backend("auto")
+    assert isinstance(backend, TorchSpyreBackend)
+    assert line == f"backend spyre (auto: {why})"
+
+
+def test_auto_without_torch_spyre_says_reference_and_why(no_torch_spyre):
+    backend, line = choose_backend("auto")
+    assert backend.name == "reference"
+    assert line == "backend reference (auto: torch_spyre is not installed)"
+    assert choose_backend("inductor")[1] == "backend inductor (asked for)"
 
 
 def test_get_backend_spyre_is_the_adapter():

@@ -1,6 +1,7 @@
 """Backends the hook can track: stock Inductor, the Spyre-modelled reference, torch-spyre.
 
-Each is one small adapter (see ``base.Backend``); ``get_backend(name)`` picks one.
+Each is one small adapter (see ``base.Backend``); ``get_backend(name)`` picks one, and
+``choose_backend(name)`` also says, in one line, which one ``auto`` picked and why.
 """
 
 from __future__ import annotations
@@ -10,17 +11,37 @@ from spyre_provenance.backends.base import Backend
 BACKEND_NAMES = ("auto", "reference", "inductor", "spyre")
 
 
+def resolve_backend(name: str) -> tuple[str, str]:
+    """(the backend ``name`` stands for, why): ``auto`` is torch-spyre when the adapter can
+    install on it (``torch_spyre.probe``), else reference; any other name is itself."""
+    if name not in BACKEND_NAMES:
+        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKEND_NAMES)}")
+    if name != "auto":
+        return name, "asked for"
+    from spyre_provenance.backends import torch_spyre
+
+    usable, why = torch_spyre.probe()
+    return ("spyre" if usable else "reference"), f"auto: {why}"
+
+
+def choose_backend(name: str, *, bundle_dir=None, kernel_cache: bool = False) -> tuple[Backend, str]:
+    """The adapter for ``name`` and one line saying which it is and why, e.g.
+    ``backend reference (auto: torch_spyre is not installed)``."""
+    chosen, why = resolve_backend(name)
+    return _make(chosen, bundle_dir, kernel_cache), f"backend {chosen} ({why})"
+
+
 def get_backend(name: str, *, bundle_dir=None, kernel_cache: bool = False) -> Backend:
-    """Return the adapter for ``name``; ``auto`` is torch-spyre when it imports, else reference.
+    """Return the adapter for ``name``; ``auto`` is torch-spyre when it can install, else reference.
 
     ``bundle_dir``: where a Spyre backend writes its SuperDSC bundles (stock Inductor has none).
     ``kernel_cache``: the reference backend serves bundles as torch-spyre's kernel cache does
     (torch-spyre itself follows its own configuration).
     """
-    if name == "auto":
-        from spyre_provenance.backends import torch_spyre
+    return choose_backend(name, bundle_dir=bundle_dir, kernel_cache=kernel_cache)[0]
 
-        name = "spyre" if torch_spyre.available() else "reference"
+
+def _make(name: str, bundle_dir, kernel_cache: bool = False) -> Backend:
     if name == "inductor":
         from spyre_provenance.backends.base import StockInductor
 
@@ -29,8 +50,6 @@ def get_backend(name: str, *, bundle_dir=None, kernel_cache: bool = False) -> Ba
         from spyre_provenance.backends.reference import ReferenceBackend
 
         return ReferenceBackend(bundle_dir=bundle_dir, kernel_cache=kernel_cache)
-    if name == "spyre":
-        from spyre_provenance.backends.torch_spyre import TorchSpyreBackend
+    from spyre_provenance.backends.torch_spyre import TorchSpyreBackend
 
-        return TorchSpyreBackend(bundle_dir=bundle_dir)
-    raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKEND_NAMES)}")
+    return TorchSpyreBackend(bundle_dir=bundle_dir)

@@ -59,6 +59,9 @@ OpSpecs (``torch_spyre/_inductor/op_spec.py``)
   local of ``codegen_node`` whose one hand-off is ``define_kernel(..., kernel)``.
 
 What the adapter does with that
+  * ``probe`` (``available``, ``--backend auto``) answers yes only when ``torch_spyre``
+    imports and ``find_scheduling`` finds the class, with a one-line reason either way; a
+    failed probe leaves no ``torch_spyre`` module behind.
   * ``install`` finds ``SuperDSCScheduling`` (the device registry, else
     ``torch_spyre._inductor.scheduler``), registers it for
     ``device`` when the registry holds something else, and wraps ``define_kernel`` to keep
@@ -104,11 +107,65 @@ _MISSING = object()
 
 
 def available() -> bool:
-    """True when ``import torch_spyre`` would work; finds the package without importing it."""
+    """True only when the adapter can install: ``probe()`` says so, and why not."""
+    return probe()[0]
+
+
+def probe(device: str = DEVICE) -> tuple[bool, str]:
+    """(can the adapter install on this torch-spyre, one line saying why).
+
+    True only when ``torch_spyre`` imports and its ``SuperDSCScheduling`` is found where
+    ``install`` looks (``find_scheduling``); a package that is merely on the path but fails to
+    import (torch-spyre's ``_C`` extension needs IBM's libraries) is no backend. When the
+    answer is no, every ``torch_spyre`` module this call imported is forgotten again, so no
+    half-imported package is left behind for a later import to trip over.
+    """
     try:
-        return importlib.util.find_spec("torch_spyre") is not None
-    except (ImportError, ValueError):  # a broken parent, or a module without __spec__
-        return False
+        if importlib.util.find_spec("torch_spyre") is None:
+            return False, "torch_spyre is not installed"
+    except (ImportError, ValueError) as exc:  # a broken parent, or a module without __spec__
+        return False, f"torch_spyre cannot be looked up: {_one_line(exc)}"
+    before = set(sys.modules)
+    try:
+        importlib.import_module("torch_spyre")
+    except Exception as exc:  # noqa: BLE001 - whatever an import raises, the answer is no
+        _forget_imported(before)
+        return False, f"torch_spyre does not import: {_one_line(exc)}"
+    try:
+        cls = find_scheduling(device)
+    except Exception as exc:  # noqa: BLE001
+        _forget_imported(before)
+        return False, f"torch_spyre imports but its {SCHEDULING_CLASS} does not: {_one_line(exc)}"
+    return True, f"torch_spyre imports and has {cls.__module__}.{cls.__qualname__}"
+
+
+def find_scheduling(device: str = DEVICE) -> type:
+    """torch-spyre's scheduling class: the one registered for ``device``, else the module's."""
+    from torch._inductor.codegen import common
+
+    common.init_backend_registration()
+    registered = common.get_scheduling_for_device(device)
+    if isinstance(registered, type) and registered.__module__.startswith("torch_spyre"):
+        return registered
+    module = importlib.import_module(SCHEDULING_MODULE)
+    if not hasattr(module, SCHEDULING_CLASS):
+        raise RuntimeError(f"{SCHEDULING_MODULE} has no {SCHEDULING_CLASS}")
+    return getattr(module, SCHEDULING_CLASS)
+
+
+def _forget_imported(before: set[str]) -> None:
+    """Drop the torch_spyre modules imported since ``before``, and their parents' links."""
+    for name in sorted(set(sys.modules) - before, reverse=True):  # children first
+        if name == "torch_spyre" or name.startswith("torch_spyre."):
+            module = sys.modules.pop(name)
+            parent, _, child = name.rpartition(".")
+            if getattr(sys.modules.get(parent), child, None) is module:
+                delattr(sys.modules[parent], child)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else '(no message)'}"
 
 
 def _code_names(code: CodeType) -> set[str]:
@@ -216,16 +273,7 @@ class TorchSpyreBackend(Backend):
     def _find_scheduling(self) -> type:
         if self.module is not None:
             return getattr(self.module, SCHEDULING_CLASS)
-        from torch._inductor.codegen import common
-
-        common.init_backend_registration()
-        registered = common.get_scheduling_for_device(self.device)
-        if isinstance(registered, type) and registered.__module__.startswith("torch_spyre"):
-            return registered
-        module = importlib.import_module(SCHEDULING_MODULE)
-        if not hasattr(module, SCHEDULING_CLASS):
-            raise RuntimeError(f"torch_spyre has no {SCHEDULING_CLASS} in {SCHEDULING_MODULE}")
-        return getattr(module, SCHEDULING_CLASS)
+        return find_scheduling(self.device)
 
     def _register(self, cls: type) -> None:
         """Make ``cls`` the scheduling of ``device``, keeping the registered wrappers."""

@@ -33,7 +33,8 @@ BACKENDS = ("auto", "reference", "inductor", "spyre")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="built-in example (mlp, residual, ...) or PATH.py:FACTORY")
     parser.add_argument("--backend", choices=BACKENDS, default="auto",
-                        help="auto = torch-spyre when it imports, else the reference backend")
+                        help="auto = torch-spyre when the adapter can install on it, else the reference "
+                        "backend (the choice and its reason are printed)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: out/<model>)")
     parser.add_argument(
         "--dtype", choices=("float32", "float16", "bfloat16"), default=None,
@@ -57,14 +58,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.kernel_cache and args.backend not in ("auto", "reference"):
-        raise UnusableInput("--kernel-cache", f"models torch-spyre's kernel cache on the reference backend, not {args.backend}")
     out = args.out or Path("out") / _model_label(args.model)
     label = run_label(args.model)
     trace_dir = out / "trace"
     if out.exists() and not out.is_dir():
         raise UnusableInput(str(out), "exists and is not a folder")
     _point_trace_at(trace_dir)
+    backend = _backend(args.backend)  # may import torch_spyre, and so torch: after the line above
+    if args.kernel_cache and backend != "reference":
+        raise UnusableInput("--kernel-cache", f"models torch-spyre's kernel cache on the reference backend, not {backend}")
 
     from spyre_provenance.capture import compile_run
     from spyre_provenance.cli import outputs as summary
@@ -80,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     _prepare(out, trace_dir, label)
     try:
         report = compile_run.compile_model(
-            loaded, reference, backend=args.backend, out_dir=out, train=args.train, label=label,
+            loaded, reference, backend=backend, out_dir=out, train=args.train, label=label,
             redact_paths=args.redact_paths, kernel_cache=args.kernel_cache,
         )
     except Exception as exc:
@@ -111,6 +113,21 @@ def run(args: argparse.Namespace) -> int:
         and all(p is not None for p in paired)
     )
     return EXIT_OK if ok else EXIT_FOUND_WANTING
+
+
+def _backend(requested: str) -> str:
+    """The backend to compile with. ``auto`` prints which one it chose and why, in one line;
+    ``spyre`` is refused (one line, exit 2) when the adapter cannot install on torch-spyre."""
+    from spyre_provenance.backends import choose_backend, torch_spyre
+
+    if requested == "spyre":
+        usable, why = torch_spyre.probe()
+        if not usable:
+            raise UnusableInput("--backend spyre", why)
+    chosen, line = choose_backend(requested)
+    if requested == "auto":
+        print(line, flush=True)
+    return chosen.name
 
 
 def _point_trace_at(trace_dir: Path) -> None:
