@@ -83,10 +83,10 @@ def _artifact(source_file: str) -> dict:
     relu = opspec.make_handle(src, "aten.relu.default", ("relu", "buf1"))
     records = [
         KernelRecord("sdsc_fused_0", 1, ["mm", "permute"], opspecs=[
-            opspec.opspec_record(opspec.OpSpec("matmul", True, {}, [], {}, fused))]),
+            opspec.opspec_record(opspec.OpSpec("matmul", True, {}, [], {}, debug_handle=fused))]),
         KernelRecord("sdsc_relu_1", 2, ["relu"], opspecs=[
-            opspec.opspec_record(opspec.OpSpec("relufwd", False, {}, [], {}, relu)),
-            opspec.opspec_record(opspec.OpSpec("copy", False, {}, [], {}, None))]),
+            opspec.opspec_record(opspec.OpSpec("relufwd", False, {}, [], {}, debug_handle=relu)),
+            opspec.opspec_record(opspec.OpSpec("copy", False, {}, [], {}, debug_handle=None))]),
     ]
     return json.loads(mapping.to_json_bytes(mapping.build_opspec_artifact(records)))
 

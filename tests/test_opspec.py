@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import os
 import random
@@ -257,7 +258,7 @@ def _spec(handle: DebugHandle | None = None) -> OpSpec:
         TensorArg(False, 1, "float16", [8, 256], ["c0"], name="buf0"),
     ]
     space = {"d0": (8, 1), "d1": (256, 1), "d2": ("s0", 1)}
-    return OpSpec("matmul", True, space, args, {"reduction_type": "sum"}, handle)
+    return OpSpec("matmul", True, space, args, {"reduction_type": "sum"}, debug_handle=handle)
 
 
 def test_opspec_record_fields() -> None:
@@ -299,3 +300,51 @@ def test_opspec_records_flatten_loops() -> None:
     loop = SimpleNamespace(count=4, body=[_spec(), SimpleNamespace(op="unimplemented_thing")])
     recs = opspec_records([_spec(), loop])
     assert [r.op for r in recs] == ["matmul", "matmul", "unimplemented_thing"]
+
+
+def test_opspec_model_has_torch_spyre_mains_fields_in_order() -> None:
+    assert [f.name for f in dataclasses.fields(OpSpec)] == [
+        "op", "is_reduction", "iteration_space", "args", "op_info", "tiled_symbols",
+        "tiled_symbol_trip_counts", "symbolic_dim_bounds", "node_output_ranges", "debug_handle",
+    ]
+    assert [f.name for f in dataclasses.fields(TensorArg)][:7] == [
+        "is_input", "arg_index", "device_dtype", "device_size", "device_coordinates", "allocation", "name",
+    ]
+
+
+def test_a_handle_passed_by_position_is_refused() -> None:
+    # before main's tiling fields, the sixth field was debug_handle: never lose it silently
+    with pytest.raises(TypeError, match="debug_handle by keyword"):
+        OpSpec("relu", False, {}, [], {}, _sample_handle())
+
+
+class _Formats(enum.Enum):  # torch-spyre's DataFormats, a C++ enum there
+    IEEE_FP16 = 1
+
+
+def test_readers_go_by_field_name_not_position() -> None:
+    handle = _sample_handle()
+    out = SimpleNamespace(is_input=False, name="buf0", device_dtype=_Formats.IEEE_FP16, allocation={"lx": 0})
+    tiled = dict(tiled_symbols=[["c1"]], tiled_symbol_trip_counts={"c1": 4},
+                 symbolic_dim_bounds={"s0": (64, 1)}, node_output_ranges=(8, 256))
+
+    @dataclasses.dataclass
+    class Shuffled:  # main's fields, declared in another order
+        debug_handle: Any
+        node_output_ranges: Any
+        args: Any
+        op: str
+        symbolic_dim_bounds: Any
+        iteration_space: Any
+        tiled_symbol_trip_counts: Any
+        is_reduction: bool
+        tiled_symbols: Any
+        op_info: Any
+
+    space = {"c0": (8, 1), "c1": (256, 4)}
+    main = OpSpec("matmul", True, space, [out], {}, **tiled, debug_handle=handle)
+    shuffled = Shuffled(handle, (8, 256), [out], "matmul", {"s0": (64, 1)}, space, {"c1": 4}, True, [["c1"]], {})
+    older = SimpleNamespace(op="matmul", is_reduction=True, iteration_space=space, args=[out], op_info={},
+                            debug_handle=handle)  # before the tiling fields
+    assert opspec_record(main) == opspec_record(shuffled) == opspec_record(older)
+    assert opspec_record(main).buffer == "buf0" and opspec_record(main).iteration_space == [8, 256]

@@ -1,9 +1,10 @@
 """torch-spyre's OpSpec and DebugHandle, modelled without torch-spyre.
 
 torch-spyre builds one ``OpSpec`` per ComputedBuffer of a kernel and (newer releases) hangs a
-``DebugHandle`` on it that says where the op came from. The dataclasses below have the same
-field names and order as torch-spyre's (``torch_spyre/_inductor/op_spec.py``), so code written
-against these stand-ins reads real OpSpecs too. The rules that build a handle from a buffer's
+``DebugHandle`` on it that says where the op came from. The dataclasses below have the field
+names, order and defaults of torch-spyre main's (``torch_spyre/_inductor/op_spec.py``), so code
+written against them reads real OpSpecs too; the readers further down go by field name only
+(``getattr`` with a default), so an older OpSpec without the later fields reads as well. The rules that build a handle from a buffer's
 ``origins`` follow REFERENCE.md section 4 and torch-spyre's ``provenance.py``.
 
 No torch import: the handle builder works on anything shaped like an Inductor buffer (``origins``
@@ -32,7 +33,7 @@ from typing import Any
 
 from spyre_provenance.model import records
 
-# --- the stand-in dataclasses (field names and order as in torch-spyre) -------------------
+# --- the dataclasses (field names, order and defaults as in torch-spyre main) -------------
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +81,13 @@ class DebugHandle:
 
 @dataclasses.dataclass
 class TensorArg:
-    """One tensor an OpSpec reads or writes (torch-spyre's TensorArg, device fields simplified)."""
+    """One tensor an OpSpec reads or writes: torch-spyre main's first seven fields.
+
+    ``device_dtype`` is torch-spyre's ``DataFormats`` enum there, text here; ``allocation``
+    holds one of ``hbm``, ``lx``, ``hbm_pool``. Left out: ``device_tile_advance_expr``,
+    ``element_arrangement``, ``work_division`` (tiling and core ownership; nothing here reads
+    them).
+    """
 
     is_input: bool
     arg_index: int  # position in the kernel's argument list; -1 for kernel-local buffers
@@ -93,12 +100,27 @@ class TensorArg:
 
 @dataclasses.dataclass
 class OpSpec:
+    """torch-spyre main's OpSpec, every field: symbols and sympy expressions as text."""
+
     op: str
     is_reduction: bool
     iteration_space: dict[str, tuple[int | str, int]]  # symbol -> (range, work division)
     args: Sequence[TensorArg]
     op_info: dict[str, Any]
+    #: per enclosing loop, innermost first, the symbols that loop tiles ([] outside loops)
+    tiled_symbols: list[list[str]] = dataclasses.field(default_factory=list)
+    tiled_symbol_trip_counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: a dynamic-shape symbol's name -> (max, granularity)
+    symbolic_dim_bounds: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    #: the written node's full logical output ranges; None when it exposes none
+    node_output_ranges: tuple[int | str, ...] | None = None
     debug_handle: DebugHandle | None = None
+
+    def __post_init__(self) -> None:
+        # debug_handle was the sixth field before main put its tiling fields in between: a
+        # handle passed by position would silently become tiled_symbols and the op handleless
+        if isinstance(self.tiled_symbols, DebugHandle):
+            raise TypeError("OpSpec: pass debug_handle by keyword; the sixth field is tiled_symbols")
 
 
 # --- building a DebugHandle from a buffer's origins ---------------------------------------

@@ -317,7 +317,7 @@ def build_opspec(
             why = "the buffer has no origins to build a debug handle from"
     except Exception as exc:  # provenance is debug-only: the hook records it as a fault
         why = f"building its debug handle failed: {type(exc).__name__}: {exc}"
-    return OpSpec(op, is_reduction, space, args, op_info, handle), why
+    return OpSpec(op, is_reduction, space, args, op_info, debug_handle=handle), why
 
 
 def _failed_opspec(snode: Any, exc: Exception) -> tuple[OpSpec, str]:
