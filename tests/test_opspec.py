@@ -29,6 +29,7 @@ from spyre_provenance.backends.opspec import (
     source_from_stack_trace,
     stable_id,
 )
+from spyre_provenance import mapping
 from spyre_provenance.model import records
 
 TORCH_DIR = opspec._internal_roots()[-1]  # the torch package folder (found, not imported)
@@ -296,10 +297,38 @@ def test_opspec_record_duck_typed_handle() -> None:
     assert rec.buffer == "buf9"  # no output arg: the IR chain's tail
 
 
+@dataclasses.dataclass
+class UnimplementedOp:  # torch-spyre's (op_spec.py and spyre_kernel.py): only the op's name
+    op: str
+
+
+@dataclasses.dataclass
+class LoopSpec:  # torch-spyre's counted loop around OpSpecs, nestable
+    count: Any
+    body: list
+
+
 def test_opspec_records_flatten_loops() -> None:
-    loop = SimpleNamespace(count=4, body=[_spec(), SimpleNamespace(op="unimplemented_thing")])
+    loop = LoopSpec(4, [_spec(), LoopSpec(2, [_spec(_sample_handle())])])
     recs = opspec_records([_spec(), loop])
-    assert [r.op for r in recs] == ["matmul", "matmul", "unimplemented_thing"]
+    assert [r.op for r in recs] == ["matmul", "matmul", "matmul"]
+    assert [r.debug_handle is None for r in recs] == [True, True, False]
+
+
+def test_unimplemented_ops_are_recorded_and_counted_at_any_depth() -> None:
+    specs = [
+        UnimplementedOp("scatter"),
+        LoopSpec(4, [_spec(_sample_handle()), LoopSpec(2, [UnimplementedOp("gather")])]),
+    ]
+    recs = opspec_records(specs)
+    assert [(r.op, r.missing_handle) for r in recs] == [
+        ("scatter", opspec.UNIMPLEMENTED), ("matmul", None), ("gather", opspec.UNIMPLEMENTED),
+    ]
+    assert [r.debug_handle is None for r in recs] == [True, False, True]
+    # what the hook's diagnostics count: both unimplemented ops are handleless OpSpecs
+    diag = records.GraphDiagnostics()
+    mapping.cross_check([records.KernelRecord("ktir_fused_scatter_0", 1, ["scatter"], opspecs=recs)], diag)
+    assert (diag.opspecs, diag.handleless_opspecs) == (3, 2)
 
 
 def test_opspec_model_has_torch_spyre_mains_fields_in_order() -> None:

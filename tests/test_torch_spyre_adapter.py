@@ -25,6 +25,7 @@ from torch._inductor.virtualized import V
 
 import spyre_provenance
 from spyre_provenance.backends import choose_backend, get_backend
+from spyre_provenance.backends import opspec
 from spyre_provenance.backends import torch_spyre as adapter
 from spyre_provenance.backends.torch_spyre import TorchSpyreBackend, available
 from spyre_provenance.capture import hook
@@ -411,7 +412,8 @@ def test_opspecs_kept_at_define_kernel_and_converted(monkeypatch):
         op="add", is_reduction=False, iteration_space={}, args=[], op_info={}, debug_handle=None
     )
     old_spec = OldOpSpec("relufwd", False, {"c0": (2048, 1)}, [], {})
-    kernel = types.SimpleNamespace(op_specs=[old_spec, LoopSpec(2, [none_handle])])
+    unimplemented = types.SimpleNamespace(op="topk")  # torch-spyre's UnimplementedOp: only op
+    kernel = types.SimpleNamespace(op_specs=[old_spec, LoopSpec(2, [none_handle, unimplemented])])
     graph = types.SimpleNamespace()
     backend.install()
     try:
@@ -429,6 +431,8 @@ def test_opspecs_kept_at_define_kernel_and_converted(monkeypatch):
             op="add", is_reduction=False, iteration_space=[], debug_handle=None,
             missing_handle="the backend built no debug handle for it",
         ),
+        # an op torch-spyre cannot lower is kept, handleless, and says why: the hook counts it
+        OpSpecRecord(op="topk", is_reduction=False, missing_handle=opspec.UNIMPLEMENTED),
     ]
     assert got[0].missing_handle is None  # an OpSpec of a generation without handles
     assert "spyre_test" not in codegen_common.device_codegens

@@ -376,12 +376,23 @@ def _buffer_of(obj: Any, handle: Any) -> str | None:
     return str(chain[-1]) if chain else None
 
 
-def opspec_record(obj: Any) -> records.OpSpecRecord:
-    """One OpSpec (real torch-spyre, this module's stand-in, or UnimplementedOp) as a record.
+#: What an OpSpec has besides ``op``; torch-spyre's ``UnimplementedOp`` (two classes of that
+#: name, in ``op_spec.py`` and ``spyre_kernel.py``) has none of them.
+_OPSPEC_ONLY_FIELDS = ("is_reduction", "iteration_space", "args", "op_info")
+UNIMPLEMENTED = "torch-spyre has no implementation of this op (UnimplementedOp)"
+LOST_HANDLE = "the backend built no debug handle for it"
 
-    An OpSpec of a generation with a ``debug_handle`` field that holds None lost its handle
-    (``missing_handle`` says so); one without the field never had one.
+
+def opspec_record(obj: Any) -> records.OpSpecRecord:
+    """One OpSpec (real torch-spyre, this module's model, or UnimplementedOp) as a record.
+
+    An OpSpec of a generation with a ``debug_handle`` field that holds None lost its handle;
+    an ``UnimplementedOp`` computes nothing the device can run: for both ``missing_handle``
+    says why, so the hook counts and reports it. An OpSpec of a generation without the field
+    never had a handle.
     """
+    if not any(hasattr(obj, field) for field in _OPSPEC_ONLY_FIELDS):
+        return records.OpSpecRecord(op=str(getattr(obj, "op", "")), is_reduction=False, missing_handle=UNIMPLEMENTED)
     handle = getattr(obj, "debug_handle", None)
     lost = handle is None and hasattr(obj, "debug_handle")
     return records.OpSpecRecord(
@@ -390,12 +401,13 @@ def opspec_record(obj: Any) -> records.OpSpecRecord:
         iteration_space=_iteration_space(getattr(obj, "iteration_space", None)),
         buffer=_buffer_of(obj, handle),
         debug_handle=debug_handle_record(handle),
-        missing_handle="the backend built no debug handle for it" if lost else None,
+        missing_handle=LOST_HANDLE if lost else None,
     )
 
 
 def opspec_records(specs: Iterable[Any]) -> list[records.OpSpecRecord]:
-    """A kernel's spec list in emission order, loop bodies (torch-spyre's LoopSpec) flattened."""
+    """A kernel's spec list in emission order, loop bodies (torch-spyre's LoopSpec) flattened;
+    every entry becomes a record, an UnimplementedOp too (never dropped)."""
     out: list[records.OpSpecRecord] = []
     for spec in specs:
         body = getattr(spec, "body", None)
