@@ -29,6 +29,7 @@ from spyre_provenance.backends import opspec
 from spyre_provenance.backends import torch_spyre as adapter
 from spyre_provenance.backends.torch_spyre import TorchSpyreBackend, available
 from spyre_provenance.capture import hook
+from spyre_provenance.logs import wrapper_code
 from spyre_provenance.model.records import OpSpecRecord
 
 STAND_INS = Path(__file__).parent / "stand_ins"
@@ -44,11 +45,18 @@ class Generation:
     writes_comments: bool  # that method takes the handle and writes the comment itself
     by_name: tuple[str, ...] = ()  # modules holding the tracing function by name
     handles: bool = True  # its OpSpecs carry a debug_handle
+    ktir: bool = False  # compiled with torch_spyre._inductor.config.ktir_emitter on
+
+    @property
+    def prefix(self) -> str:
+        return "ktir_" if self.ktir else "sdsc_"
 
 
 GENERATIONS = {
     # torch-spyre main inherits torch 2.13's BaseScheduling.codegen_comment (lazy import)
     "gen_main": Generation("gen_main", "BaseScheduling", True),
+    # the KTIR emitter names kernels ktir_...: nothing may assume sdsc_
+    "gen_main-ktir": Generation("gen_main", "BaseScheduling", True, ktir=True),
     "gen_pr3449": Generation("gen_pr3449", "SuperDSCScheduling", True),
     "gen_byname": Generation("gen_byname", "SuperDSCScheduling", True, by_name=(SCHEDULER,)),
     "gen_old": Generation("gen_old", "SuperDSCScheduling", False, handles=False),
@@ -83,7 +91,7 @@ class Compiled:
     session: Any
     out: torch.Tensor
     expected: torch.Tensor
-    code: str  # the wrapper's call() and below
+    source: str  # the whole generated wrapper module
     scheduling: type  # what the registry held for "cpu" during the compile
     class_before: dict  # the stand-in class's own attributes before install
     class_after: dict  # ... and after uninstall
@@ -98,6 +106,11 @@ class Compiled:
         return self.session.results[-1]
 
     @property
+    def code(self) -> str:
+        """The wrapper's call() and below."""
+        return self.source[self.source.index("def call(") :]
+
+    @property
     def lines(self) -> list[str]:
         return self.code.splitlines()
 
@@ -110,6 +123,8 @@ def compiled(request) -> Compiled:
         _use_stand_in(mp, generation.folder)
         cls = importlib.import_module(SCHEDULER).SuperDSCScheduling
         class_before = dict(vars(cls))
+        if generation.ktir:
+            mp.setattr(importlib.import_module("torch_spyre._inductor.config"), "ktir_emitter", True)
         codegen_common.init_backend_registration()
         stock = codegen_common.device_codegens["cpu"]
         torch._dynamo.reset()
@@ -135,14 +150,13 @@ def compiled(request) -> Compiled:
         class_after = dict(vars(cls))
         _purge_torch_spyre()
     torch._dynamo.reset()
-    code = codes[0]
     return Compiled(
         generation,
         backend,
         session,
         out,
         expected,
-        code[code.index("def call(") :],
+        codes[0],
         scheduling,
         class_before,
         class_after,
@@ -175,6 +189,23 @@ def test_compile_ran_through_the_stand_in_scheduling(compiled):
     assert compiled.scheduling.__name__ == "SuperDSCScheduling"
     assert compiled.scheduling.__module__ == SCHEDULER
     assert len(_calls(compiled)) >= 3  # relu and softmax's reductions: main fuses nothing
+
+
+@pytest.mark.compile
+def test_kernels_are_named_by_the_generations_emitter(compiled):
+    names = {name for _, name in _calls(compiled)}
+    assert names and all(n.startswith(compiled.generation.prefix) for n in names), names
+
+
+@pytest.mark.compile
+def test_every_call_site_is_a_mapping_key_announced_by_its_comment(compiled):
+    # read as tlparse reads the wrapper: each call, extern ones included, and its comment
+    sites = wrapper_code.call_sites(compiled.source)
+    assert {s.name for s in sites} >= {name for _, name in _calls(compiled)}
+    keys = set(compiled.result.node_mappings.cppCodeToPost)
+    for site in sites:
+        assert site.key is not None and site.key.split(":")[0] == site.name, site
+        assert site.key in keys, site
 
 
 @pytest.mark.compile
@@ -313,7 +344,7 @@ def test_probe_says_no_to_a_torch_spyre_that_cannot_install_and_leaves_nothing(
     assert not available()
 
 
-@pytest.mark.parametrize("folder", list(GENERATIONS))
+@pytest.mark.parametrize("folder", sorted({g.folder for g in GENERATIONS.values()}))
 def test_probe_says_yes_to_each_stand_in(no_torch_spyre, folder):
     _use_stand_in(no_torch_spyre, folder)
     usable, why = adapter.probe()
