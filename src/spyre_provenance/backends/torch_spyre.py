@@ -70,10 +70,16 @@ What the adapter does with that
     ``set_kernel_post_grad_provenance_tracing`` in its code (``co_names``, which a
     function-local import also fills) -> it writes handles, the hook's wrappers see the
     calls (through ``torch._inductor.debug`` or, for a by-name import, the module returned
-    by ``tracing_modules``) and N is reused; or it does not -> ``codegen_comment`` is wrapped
-    to call ``recorder.record_call_site`` (the hook's session, handed over at ``install``) right after the original, i.e. on the
-    line before the call. That wrapper also checks Inductor's handle counter and stays out
-    of the way when the original did take a handle, so a wrong guess never doubles comments.
+    by ``tracing_modules``) and N is reused (main, PR #3449); or it does not (older
+    releases on older torch) -> ``codegen_comment`` is wrapped to call
+    ``recorder.record_call_site`` (the hook's session, handed over at ``install``) right
+    after the original, i.e. on the line before the call. That wrapper also checks
+    Inductor's handle counter and stays out of the way when the original did take a handle,
+    so a wrong guess never doubles comments.
+  * ``opspecs_for`` turns the kept list into records (``opspec.opspec_records``): LoopSpecs
+    flattened, fields read by name (old and new OpSpecs alike), an ``UnimplementedOp`` kept
+    as a handleless record that says why. Nothing here depends on the ``sdsc_`` prefix:
+    ``ktir_`` kernels (``config.ktir_emitter``) go the same way.
   * ``uninstall`` restores every attribute and the registry entry exactly.
 """
 
