@@ -7,6 +7,7 @@ A *golden case* is a folder ``golden/<case>/`` laid out like a compile's ``--out
         inductor_provenance_tracking_node_mappings.json
         inductor_provenance_tracking_kernel_stack_traces.json
         spyre_opspec_debug_handles.json  (backends with OpSpecs)
+    superdsc_bundle_handles.json        (backends with bundles) each bundle's debug_handle_
 
 ``cases``      the case list (``CASES``) and manifests
 ``normalize``  what varies between machines rewritten (on ``redact``); the one serializer
@@ -30,9 +31,19 @@ from spyre_provenance.golden.cases import (
     torch_version,
 )
 from spyre_provenance.golden.diff import Change, Comparison, compare, render
-from spyre_provenance.golden.normalize import Roots, dumps, handle_id, normalize, normalize_path, normalize_text
+from spyre_provenance.golden.normalize import (
+    BUNDLE_HANDLES,
+    Roots,
+    dumps,
+    handle_id,
+    normalize,
+    normalize_bundle_handles,
+    normalize_path,
+    normalize_text,
+)
 from spyre_provenance.golden.store import (
     ARTIFACT_FILES,
+    BUNDLE_FILE,
     Provenance,
     fresh_case,
     graph_names,
@@ -43,9 +54,9 @@ from spyre_provenance.golden.store import (
 )
 
 __all__ = [
-    "ARTIFACT_FILES", "CASES", "MANIFEST", "Case", "Change", "Comparison", "Provenance", "Roots",
+    "ARTIFACT_FILES", "BUNDLE_FILE", "BUNDLE_HANDLES", "CASES", "MANIFEST", "Case", "Change", "Comparison", "Provenance", "Roots",
     "case_manifest", "compare", "dumps", "fresh_case", "graph_names", "handle_id", "load",
-    "make_manifest", "manifest_hints", "normalize", "normalize_path", "normalize_text",
+    "make_manifest", "manifest_hints", "normalize", "normalize_bundle_handles", "normalize_path", "normalize_text",
     "read_case", "render", "select_cases", "source_checkout", "stale_files", "torch_version",
     "write_case",
 ]

@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import msgspec
 
@@ -77,6 +77,10 @@ def compare(
             which = a if bad.side == "A" else b
             raise UnusableInput(which.label, f"{label}: {bad}") from None
         changes += [Change(label, line) for line in lines]
+    try:
+        changes += [Change("", line) for line in bundle_lines(a.bundles, b.bundles, labels)]
+    except _Malformed as bad:
+        raise UnusableInput((a if bad.side == "A" else b).label, str(bad)) from None
     return Comparison(changes, hints)
 
 
@@ -491,10 +495,7 @@ def _resolved_opspecs(doc: Any, side: str) -> dict[str, list[dict[str, Any]]]:
             "aten_op": entry["aten_op"],
             "ir_chain": list(entry["ir_chain"]),
             "fused_from": [resolve(c, seen | {hid}) for c in entry["fused_from"]],
-            "transform_history": [
-                f"{t['kind']} by {t['pass_name']}" + (f" ({t['reason']})" if t["reason"] else "")
-                for t in entry["transform_history"]
-            ],
+            "transform_history": [_transform_text(t) for t in entry["transform_history"]],
         }
 
     return {
@@ -510,6 +511,10 @@ def _resolved_opspecs(doc: Any, side: str) -> dict[str, list[dict[str, Any]]]:
         ]
         for key, specs in typed.kernels.items()
     }
+
+
+def _transform_text(step: Mapping[str, Any]) -> str:
+    return f"{step['kind']} by {step['pass_name']}" + (f" ({step['reason']})" if step["reason"] else "")
 
 
 def _source_text(source: Mapping[str, Any] | None) -> str | None:
@@ -598,6 +603,83 @@ def _handle_changes(old: Mapping[str, Any], new: Mapping[str, Any], what: str) -
         for child_old, child_new in zip(old["fused_from"], new["fused_from"]):
             changes += _handle_changes(child_old, child_new, f"{what} constituent {_handle_label(child_new)}")
     return changes
+
+
+# -- SuperDSC bundles: one group of the whole compile, by bundle path (not per graph) --------
+
+
+class _BundleTransform(msgspec.Struct, forbid_unknown_fields=True):
+    """A transform step as ``ProvenanceTransform.to_dict()`` writes it (its reason may be null)."""
+
+    kind: str
+    pass_name: str
+    reason: Union[str, None] = None
+
+
+class _BundleHandle(msgspec.Struct, forbid_unknown_fields=True):
+    """A bundle's ``debug_handle_``: ``DebugHandle.to_dict()``, children nested."""
+
+    id: str
+    source: Union[wire.SourceEntry, None]  # type: ignore[valid-type]
+    aten_op: Union[str, None]
+    ir_chain: list[str]
+    fused_from: list[_BundleHandle]
+    transform_history: list[_BundleTransform]
+
+
+def bundle_lines(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None, labels: tuple[str, str]) -> list[str]:
+    """How two sides' bundle handles (normalized, by bundle path) differ, one line each:
+    bundles on one side only, a handle gained or lost, a handle's fields as OpSpec handles
+    are compared (content, ids being content hashes)."""
+    if a is None and b is None:
+        return []
+    if a is None or b is None:
+        side, present = (labels[0], a) if b is None else (labels[1], b)
+        return [f"SuperDSC bundles only in {side} ({len(present or {})} bundle(s))"]
+    ra, rb = _resolved_bundles(a, "A"), _resolved_bundles(b, "B")
+    out: list[str] = []
+    for key in _first_seen([ra, rb]):
+        if key not in rb:
+            out.append(f"bundle {key} only in {labels[0]}")
+        elif key not in ra:
+            out.append(f"bundle {key} only in {labels[1]}")
+        else:
+            out += [f"bundle {key}: {c}" for c in _bundle_changes(ra[key], rb[key])]
+    if not out and _canon(a) != _canon(b):  # what no rule explains: never silent
+        out = _generic(a, b, "bundles")[:_GENERIC_MAX]
+    return out
+
+
+def _resolved_bundles(bundles: Mapping[str, Any], side: str) -> dict[str, dict[str, Any] | None]:
+    return {key: None if h is None else _resolved_bundle(key, h, side) for key, h in bundles.items()}
+
+
+def _resolved_bundle(key: str, handle: Any, side: str) -> dict[str, Any]:
+    try:
+        typed = msgspec.convert(handle, _BundleHandle)
+    except msgspec.ValidationError as exc:
+        raise _Malformed(side, f"bundle {key}: debug_handle_ is not well-formed ({exc})") from None
+
+    def resolve(h: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "source": _source_text(h["source"]),
+            "aten_op": h["aten_op"],
+            "ir_chain": list(h["ir_chain"]),
+            "fused_from": [resolve(c) for c in h["fused_from"]],
+            "transform_history": [_transform_text(t) for t in h["transform_history"]],
+        }
+
+    return resolve(msgspec.to_builtins(typed))
+
+
+def _bundle_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
+    if old is None and new is None:
+        return []
+    if old is None:
+        return ["gained a debug_handle_"]
+    if new is None:
+        return ["lost its debug_handle_"]
+    return _handle_changes(old, new, "debug_handle_")
 
 
 def _generic(a: Any, b: Any, path: str) -> list[str]:

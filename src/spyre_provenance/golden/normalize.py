@@ -34,6 +34,9 @@ ADDRESS = re.compile(r"(?<![0-9A-Za-z])0x[0-9a-fA-F]{8,16}(?![0-9A-Za-z])")
 ADDRESS_TEXT = "0xADDR"
 _FRAME_FILE = re.compile(r'(File ")([^"\n]+)(")')
 _ID_MASK = (1 << 63) - 1
+#: Not a provenance artifact but normalized like one: the golden file of the SuperDSC
+#: bundles' ``debug_handle_`` values (``{"format": 1, "bundles": {path: handle}}``).
+BUNDLE_HANDLES = "superdsc_bundle_handles"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +109,8 @@ def normalize(artifact: str, doc: Any, roots: Roots | None = None) -> Any:
         return doc
     if artifact == OPSPEC_DEBUG_HANDLES and isinstance(doc, dict):
         return _normalize_opspecs(doc, roots)
+    if artifact == BUNDLE_HANDLES and isinstance(doc, dict) and isinstance(doc.get("bundles"), dict):
+        return {**doc, "bundles": normalize_bundle_handles(doc["bundles"], roots)}
     return doc
 
 
@@ -120,16 +125,8 @@ def _normalize_opspecs(doc: dict[str, Any], roots: Roots) -> dict[str, Any]:
     if not isinstance(handles, dict):
         return doc
     for entry in handles.values():
-        if not isinstance(entry, dict):
-            continue
-        source = entry.get("source")
-        if isinstance(source, dict) and isinstance(source.get("file"), str):
-            source["file"] = normalize_path(source["file"], roots)
-        for step in entry.get("transform_history") or ():
-            if isinstance(step, dict):
-                for key in ("pass_name", "reason"):
-                    if isinstance(step.get(key), str):
-                        step[key] = ADDRESS.sub(ADDRESS_TEXT, step[key])
+        if isinstance(entry, dict):
+            _normalize_handle_fields(entry, roots)
 
     new_ids: dict[str, str] = {}
 
@@ -155,6 +152,52 @@ def _normalize_opspecs(doc: dict[str, Any], roots: Roots) -> dict[str, Any]:
             if isinstance(spec, dict) and isinstance(spec.get("debug_handle"), str):
                 spec["debug_handle"] = new_ids.get(spec["debug_handle"], spec["debug_handle"])
     return doc
+
+
+def _normalize_handle_fields(entry: dict[str, Any], roots: Roots) -> None:
+    """One handle's own machine-dependent text, in place: its source path, and addresses in
+    its transform history. Shared by the OpSpec table and the bundles' nested handles, so
+    the same handle normalizes alike wherever it is copied."""
+    source = entry.get("source")
+    if isinstance(source, dict) and isinstance(source.get("file"), str):
+        source["file"] = normalize_path(source["file"], roots)
+    for step in entry.get("transform_history") or ():
+        if isinstance(step, dict):
+            for key in ("pass_name", "reason"):
+                if isinstance(step.get(key), str):
+                    step[key] = ADDRESS.sub(ADDRESS_TEXT, step[key])
+
+
+def normalize_bundle_handles(bundles: Mapping[str, Any], roots: Roots | None = None) -> dict[str, Any]:
+    """SuperDSC bundles' ``debug_handle_`` values (bundle path -> handle dict or None), each
+    normalized as the OpSpec table's handles are: paths, addresses, and every ``id`` in the
+    tree recomputed from the normalized content, so a bundle handle and the OpSpec handle
+    it copies get the same id."""
+    roots = roots if roots is not None else Roots.default()
+    out = copy.deepcopy(dict(bundles))
+    for handle in out.values():
+        if isinstance(handle, dict):
+            _normalize_handle_tree(handle, roots, 0)
+    return out
+
+
+_MAX_DEPTH = 200  # a fused_from chain deeper than this is hostile input: left as it is
+
+
+def _normalize_handle_tree(handle: dict[str, Any], roots: Roots, depth: int) -> str | None:
+    """Normalize one nested handle (``DebugHandle.to_dict()``: children as dicts) in place,
+    children first; its new id, as the flattened table form (children by id) hashes."""
+    if depth > _MAX_DEPTH:
+        return None
+    _normalize_handle_fields(handle, roots)
+    children = handle.get("fused_from")
+    child_ids = []
+    for child in children if isinstance(children, list) else ():
+        child_id = _normalize_handle_tree(child, roots, depth + 1) if isinstance(child, dict) else None
+        child_ids.append(child_id if child_id is not None else child)
+    if "id" in handle:
+        handle["id"] = handle_id({**handle, "fused_from": child_ids})
+    return handle.get("id")
 
 
 def handle_id(entry: Mapping[str, Any]) -> str:

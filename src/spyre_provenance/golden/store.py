@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from spyre_provenance import support
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.golden.cases import MANIFEST, Case, case_manifest
-from spyre_provenance.golden.normalize import Roots, dumps, normalize
+from spyre_provenance.golden.normalize import BUNDLE_HANDLES, Roots, dumps, normalize, normalize_bundle_handles
 from spyre_provenance.logs import tracelog
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model.detect import guess_artifact, json_type
@@ -41,14 +42,27 @@ ARTIFACT_FILES = {
     KERNEL_INFORMATION: f"{KERNEL_INFORMATION}.json",
 }
 
+#: The golden file of the SuperDSC bundles' handles, at the top of a case: bundles are per
+#: kernel name, not per graph (a later graph's kernel of the same name overwrites an earlier
+#: one's), so they are one group of the whole compile. Its name is no artifact's and its
+#: shape none either, so ``validate``'s folder scan skips it.
+BUNDLE_FILE = f"{BUNDLE_HANDLES}.json"
+BUNDLE_FORMAT = 1
+#: Where ``compile --out`` keeps bundles: ``sdsc/<label>/<kernel>/sdsc_<i>.json``.
+SDSC_FOLDER = "sdsc"
+_BUNDLE_NAME = re.compile(r"sdsc_([0-9]+)\.json")
+
 
 @dataclasses.dataclass
 class Provenance:
-    """Artifacts by graph: ``graphs[graph name][artifact] = document``, in compile order."""
+    """Artifacts by graph: ``graphs[graph name][artifact] = document``, in compile order;
+    ``bundles``: each SuperDSC bundle's ``debug_handle_`` (dict or None) by its path under
+    ``sdsc/<label>/`` (``sdsc_fused_addmm_0/sdsc_1.json``), None where there are no bundles."""
 
     label: str
     graphs: dict[str, dict[str, Any]]
     manifest: dict[str, Any] | None = None
+    bundles: dict[str, Any] | None = None
 
     def normalized(self, roots: Roots | None = None) -> Provenance:
         roots = roots if roots is not None else Roots.default()
@@ -56,6 +70,7 @@ class Provenance:
             self.label,
             {g: {a: normalize(a, d, roots) for a, d in arts.items()} for g, arts in self.graphs.items()},
             self.manifest,
+            None if self.bundles is None else normalize_bundle_handles(self.bundles, roots),
         )
 
     def files(self) -> dict[str, bytes]:
@@ -67,6 +82,8 @@ class Provenance:
             for artifact in ARTIFACT_FILES:
                 if artifact in artifacts:
                     out[f"{graph}/{ARTIFACT_FILES[artifact]}"] = dumps(artifacts[artifact])
+        if self.bundles is not None:  # only the handles: the device specs are not provenance
+            out[BUNDLE_FILE] = dumps({"format": BUNDLE_FORMAT, "bundles": self.bundles})
         return out
 
 
@@ -80,6 +97,8 @@ def load(path: str | os.PathLike[str]) -> Provenance:
         return _load_folder(path)
     if tracelog.is_trace_log(path):
         return _load_log(path, str(path))
+    if path.name == BUNDLE_FILE:
+        return Provenance(str(path), {}, bundles=_read_bundle_file(path))
     artifact, doc = _read_artifact(path)
     return Provenance(str(path), {"": {artifact: doc}})
 
@@ -120,6 +139,24 @@ def _load_folder(folder: Path) -> Provenance:
     if (folder / MANIFEST).is_file():
         doc, _ = schemas.parse_json((folder / MANIFEST).read_bytes(), location=str(folder / MANIFEST))
         manifest = doc if isinstance(doc, dict) else None
+    bundles = read_bundles(folder)
+    graphs = _folder_graphs(folder)
+    if graphs is not None:
+        return Provenance(str(folder), graphs, manifest, bundles)
+    logs = [p for p in sorted(folder.glob("*.log")) + sorted(folder.glob("trace/*")) if p.is_file() and tracelog.is_trace_log(p)]
+    if len(logs) > 1:
+        raise UnusableInput(str(folder), f"holds {len(logs)} TORCH_TRACE logs; name one")
+    if logs:
+        logged = _load_log(logs[0], str(folder))
+        logged.bundles = bundles
+        return logged
+    if bundles is not None:  # bundles alone (a copied sdsc/ tree): still comparable
+        return Provenance(str(folder), {}, manifest, bundles)
+    raise UnusableInput(str(folder), "no provenance artifacts, graph_* folders, bundles or TORCH_TRACE log in this folder")
+
+
+def _folder_graphs(folder: Path) -> dict[str, dict[str, Any]] | None:
+    """The artifacts of ``folder``'s graph folders, else of the folder itself, else None."""
     found = [
         (sub.name, arts)
         for sub in sorted(folder.glob(GRAPH_PREFIX + "*"))
@@ -127,16 +164,57 @@ def _load_folder(folder: Path) -> Provenance:
     ]
     if found:
         names = graph_names([name for name, _ in found])
-        return Provenance(str(folder), {name: arts for name, (_, arts) in zip(names, found)}, manifest)
+        return {name: arts for name, (_, arts) in zip(names, found)}
     direct = _graph_artifacts(folder)
-    if direct:
-        return Provenance(str(folder), {folder.name: direct}, manifest)
-    logs = [p for p in sorted(folder.glob("*.log")) + sorted(folder.glob("trace/*")) if p.is_file() and tracelog.is_trace_log(p)]
-    if len(logs) == 1:
-        return _load_log(logs[0], str(folder))
-    if logs:
-        raise UnusableInput(str(folder), f"holds {len(logs)} TORCH_TRACE logs; name one")
-    raise UnusableInput(str(folder), "no provenance artifacts, graph_* folders or TORCH_TRACE log in this folder")
+    return {folder.name: direct} if direct else None
+
+
+# --- SuperDSC bundles: only their debug_handle_ -----------------------------------------------
+
+
+def read_bundles(folder: Path) -> dict[str, Any] | None:
+    """The bundle handles of a golden case (its ``BUNDLE_FILE``) or of a ``compile --out``
+    (``sdsc/``), by bundle path; None when the folder holds no bundles."""
+    if (folder / BUNDLE_FILE).is_file():
+        return _read_bundle_file(folder / BUNDLE_FILE)
+    files = sorted((folder / SDSC_FOLDER).rglob("sdsc_*.json"), key=_bundle_order)
+    files = [f for f in files if _BUNDLE_NAME.fullmatch(f.name) and f.is_file()]
+    if not files:
+        return None
+    rels = [f.relative_to(folder / SDSC_FOLDER).parts for f in files]
+    labels = {parts[0] for parts in rels if len(parts) == 3}
+    # one model's bundles: named without its label, as graph folders are (graph_names)
+    keys = ["/".join(parts[1:] if len(parts) == 3 and len(labels) == 1 else parts) for parts in rels]
+    return {key: _bundle_handle(file) for key, file in zip(keys, files)}
+
+
+def _bundle_order(path: Path) -> tuple[Any, ...]:
+    """Folder by folder, then bundle index as a number (``sdsc_2`` before ``sdsc_10``)."""
+    match = _BUNDLE_NAME.fullmatch(path.name)
+    return (path.parent.parts, int(match[1]) if match else -1, path.name)
+
+
+def _bundle_handle(path: Path) -> Any:
+    """A bundle's ``debug_handle_``: ``{"<idx>_<opfunc>": {"debug_handle_": ..., ...}}``."""
+    doc = schemas.load_json(schemas.read_file(path), location=str(path))
+    body = next(iter(doc.values()), None) if isinstance(doc, dict) and len(doc) == 1 else None
+    if not isinstance(body, dict) or "debug_handle_" not in body:
+        raise UnusableInput(str(path), 'not a SuperDSC bundle: expected {"<idx>_<op>": {"debug_handle_": ...}}')
+    return _checked_handle(body["debug_handle_"], str(path))
+
+
+def _read_bundle_file(path: Path) -> dict[str, Any]:
+    doc = schemas.load_json(schemas.read_file(path), location=str(path))
+    bundles = doc.get("bundles") if isinstance(doc, dict) else None
+    if not isinstance(bundles, dict) or doc.get("format") != BUNDLE_FORMAT:
+        raise UnusableInput(str(path), f'not a bundle-handle file: expected {{"format": {BUNDLE_FORMAT}, "bundles": {{...}}}}')
+    return {key: _checked_handle(handle, f"{path}: {key}") for key, handle in bundles.items()}
+
+
+def _checked_handle(handle: Any, where: str) -> Any:
+    if handle is not None and not isinstance(handle, dict):
+        raise UnusableInput(where, f"debug_handle_ is a JSON {json_type(handle)}, expected an object or null")
+    return handle
 
 
 def _load_log(path: Path, label: str) -> Provenance:
@@ -195,7 +273,7 @@ def stale_files(folder: Path, files: Mapping[str, bytes]) -> list[str]:
     """Golden files in ``folder`` that ``files`` no longer has (a graph or artifact gone)."""
     if not folder.is_dir():
         return []
-    present = [MANIFEST] if (folder / MANIFEST).is_file() else []
+    present = [name for name in (MANIFEST, BUNDLE_FILE) if (folder / name).is_file()]
     present += [p.relative_to(folder).as_posix() for p in sorted(folder.glob(f"{GRAPH_PREFIX}*/*.json"))]
     return [p for p in present if p not in files]
 

@@ -1,0 +1,150 @@
+"""SuperDSC bundles' ``debug_handle_`` in ``diff`` and ``golden``: read from ``sdsc/`` (or a
+golden's ``superdsc_bundle_handles.json``), normalized like the OpSpec handles, one line per
+change. Hand-made bundle folders, plus one real pair of compiles (the same model from two
+files, its source lines moved)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from spyre_provenance import golden
+from spyre_provenance.model.names import OPSPEC_DEBUG_HANDLES
+from spyre_provenance.validate import paths as path_validation
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+KERNEL = "sdsc_fused_addmm_0"
+
+
+def handle(line: int = 3, file: str = "m.py", hid: str = "1", children: list | None = None) -> dict:
+    """A handle as torch-spyre's ``DebugHandle.to_dict()`` writes it (children nested)."""
+    return {
+        "id": hid,
+        "source": {"file": file, "start_line": line, "start_col": 0, "end_line": None, "end_col": None},
+        "aten_op": "aten.addmm.default",
+        "ir_chain": ["mm", "buf0"],
+        "fused_from": children or [],
+        "transform_history": [{"kind": "fusion", "pass_name": "inductor.lowering", "reason": None}],
+    }
+
+
+def bundle_folder(root: Path, handles: dict[str, dict | None], label: str = "m-make") -> Path:
+    """``root/sdsc/<label>/<kernel>/sdsc_<i>.json`` per ``handles`` key ``<kernel>/sdsc_<i>.json``,
+    each with a device spec around the handle (which the diff must ignore)."""
+    for rel, h in handles.items():
+        path = root / "sdsc" / label / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        body = {"debug_handle_": h, "opFunc_": "addmm", "numCoresUsed_": 1}
+        path.write_text(json.dumps({f"{path.stem[5:]}_addmm": body}, indent=2, sort_keys=True))
+    return root
+
+
+def diff(tmp_path: Path, a: dict, b: dict) -> list[str]:
+    pa = golden.load(bundle_folder(tmp_path / "a", a))
+    pb = golden.load(bundle_folder(tmp_path / "b", b, label="other-make"))  # labels never count
+    return [str(c) for c in golden.compare(pa, pb, golden.Roots(), labels=("A", "B")).changes]
+
+
+B0, B1 = f"{KERNEL}/sdsc_0.json", f"{KERNEL}/sdsc_1.json"
+
+
+def test_same_bundles_are_no_change(tmp_path):
+    assert diff(tmp_path, {B0: handle(), B1: None}, {B0: handle(), B1: None}) == []
+
+
+def test_a_moved_source_line_names_the_bundle_and_both_lines(tmp_path):
+    assert diff(tmp_path, {B1: handle(3)}, {B1: handle(5)}) == [f"bundle {B1}: debug_handle_ source m.py:3 -> m.py:5"]
+
+
+def test_a_moved_constituent_is_named(tmp_path):
+    lines = diff(tmp_path, {B0: handle(children=[handle(3)])}, {B0: handle(children=[handle(4)])})
+    assert lines == [f"bundle {B0}: debug_handle_ constituent mm+buf0 source m.py:3 -> m.py:4"]
+
+
+def test_a_changed_id_only_is_no_change(tmp_path):
+    """Ids are content hashes, recomputed from the normalized content on both sides."""
+    assert diff(tmp_path, {B0: handle(hid="1")}, {B0: handle(hid="987654321")}) == []
+
+
+def test_bundles_on_one_side_only(tmp_path):
+    lines = diff(tmp_path, {B0: handle(), B1: handle()}, {B0: handle(), "sdsc_relu_1/sdsc_0.json": handle()})
+    assert lines == [f"bundle {B1} only in A", "bundle sdsc_relu_1/sdsc_0.json only in B"]
+
+
+def test_a_null_handle_is_a_handle_lost_or_gained(tmp_path):
+    assert diff(tmp_path, {B0: handle(), B1: None}, {B0: None, B1: handle()}) == [
+        f"bundle {B0}: lost its debug_handle_",
+        f"bundle {B1}: gained a debug_handle_",
+    ]
+
+
+def test_one_side_without_any_bundles_says_so(tmp_path):
+    with_bundles = golden.load(bundle_folder(tmp_path, {B0: handle(), B1: None}))
+    without = golden.Provenance("B", {})
+    comparison = golden.compare(with_bundles, without, golden.Roots(), labels=("A", "B"))
+    assert [str(c) for c in comparison.changes] == ["SuperDSC bundles only in A (2 bundle(s))"]
+
+
+def test_ids_normalize_like_the_opspec_handles(tmp_path):
+    """Absolute paths hashed into the ids: after normalization the nested ids are the ones
+    ``golden.handle_id`` gives the flattened (table) form of the same content."""
+    root = tmp_path / "proj"
+    abs_handle = handle(file=f"{root}/m.py", hid="11", children=[handle(file=f"{root}/m.py", hid="12")])
+    (normal,) = golden.normalize_bundle_handles({B0: abs_handle}, golden.Roots(project=(f"{root}/",))).values()
+    child = normal["fused_from"][0]
+    assert child["source"]["file"] == normal["source"]["file"] == "m.py"
+    assert child["id"] == golden.handle_id({**child, "fused_from": []})
+    assert normal["id"] == golden.handle_id({**normal, "fused_from": [child["id"]]}) != "11"
+    again = golden.normalize_bundle_handles({B0: normal}, golden.Roots(project=(f"{root}/",)))
+    assert again == {B0: normal}  # normalizing twice changes nothing
+
+
+def test_a_malformed_handle_is_one_line_exit_2(tmp_path, run_cli):
+    bad = handle()
+    del bad["ir_chain"]
+    bundle_folder(tmp_path / "a", {B0: bad})
+    bundle_folder(tmp_path / "b", {B0: handle()})
+    code, out, err = run_cli("diff", tmp_path / "a", tmp_path / "b")
+    assert code == 2 and not out and len(err.strip().splitlines()) == 1, err
+    assert f"bundle {B0}: debug_handle_ is not well-formed" in err and "Traceback" not in err
+
+
+def test_a_bundle_that_is_no_bundle_is_exit_2(tmp_path, run_cli):
+    path = tmp_path / "a" / "sdsc" / "m" / KERNEL / "sdsc_0.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"debug_handle_": "nope"}')
+    code, out, err = run_cli("diff", tmp_path / "a", tmp_path / "a")
+    assert code == 2 and not out and "not a SuperDSC bundle" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_cli_prints_bundle_lines_and_exits_1(tmp_path, run_cli):
+    bundle_folder(tmp_path / "a", {B1: handle(3)})
+    bundle_folder(tmp_path / "b", {B1: handle(5)})
+    code, out, err = run_cli("diff", tmp_path / "a", tmp_path / "b")
+    assert code == 1 and not err
+    assert f"  bundle {B1}: debug_handle_ source m.py:3 -> m.py:5" in out.splitlines()
+
+
+def test_bundle_indices_sort_as_numbers(tmp_path):
+    handles = {f"{KERNEL}/sdsc_{i}.json": handle(i + 1) for i in (10, 2, 0)}
+    assert list(golden.load(bundle_folder(tmp_path, handles)).bundles) == [
+        f"{KERNEL}/sdsc_0.json", f"{KERNEL}/sdsc_2.json", f"{KERNEL}/sdsc_10.json",
+    ]
+
+
+# --- golden cases keep each bundle's debug_handle_, nothing else of the device spec ----------
+
+
+def test_golden_bundle_file_round_trips_through_the_one_serializer(tmp_path):
+    provenance = golden.load(bundle_folder(tmp_path / "out", {B0: handle(), B1: None})).normalized(golden.Roots())
+    files = provenance.files()
+    assert list(files) == [golden.BUNDLE_FILE]
+    doc = json.loads(files[golden.BUNDLE_FILE])
+    assert doc["format"] == 1 and set(doc["bundles"]) == {B0, B1} and "opFunc_" not in files[golden.BUNDLE_FILE].decode()
+    assert golden.write_case(tmp_path / "case", files) == []
+    again = golden.read_case(tmp_path / "case")
+    assert again.bundles == provenance.bundles and again.files() == files
