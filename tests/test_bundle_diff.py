@@ -148,3 +148,38 @@ def test_golden_bundle_file_round_trips_through_the_one_serializer(tmp_path):
     assert golden.write_case(tmp_path / "case", files) == []
     again = golden.read_case(tmp_path / "case")
     assert again.bundles == provenance.bundles and again.files() == files
+
+
+def test_golden_reference_cases_hold_bundle_handles_and_still_validate():
+    for name, case in golden.CASES.items():
+        has_file = (GOLDEN / name / golden.BUNDLE_FILE).is_file()
+        assert has_file == (case.backend == "reference"), name  # stock Inductor writes no bundles
+    results = path_validation.validate_paths([GOLDEN / "mlp"])
+    assert results and all(r.ok for r in results), results
+    assert not any(golden.BUNDLE_FILE in str(r.location) for r in results)  # skipped, not an artifact
+
+
+def test_golden_bundle_handles_are_the_opspec_handles():
+    """Each bundle's handle copies an OpSpec handle: normalized alike, so the same id."""
+    case = golden.read_case(GOLDEN / "mlp")
+    (graph,) = case.graphs.values()
+    spec_ids = {s["debug_handle"] for specs in graph[OPSPEC_DEBUG_HANDLES]["kernels"].values() for s in specs}
+    bundle_ids = {h["id"] for h in case.bundles.values() if h is not None}
+    assert bundle_ids and bundle_ids <= spec_ids
+    assert bundle_ids <= set(graph[OPSPEC_DEBUG_HANDLES]["handles"])
+
+
+def test_editing_a_golden_bundle_handle_is_a_change(tmp_path):
+    shutil.copytree(GOLDEN / "mlp", tmp_path / "mlp")
+    file = tmp_path / "mlp" / golden.BUNDLE_FILE
+    doc = json.loads(file.read_text())
+    key, first = next((k, h) for k, h in doc["bundles"].items() if h and h["source"])
+    edited = copy.deepcopy(first)
+    edited["source"]["start_line"] += 2
+    doc["bundles"][key] = edited
+    file.write_text(json.dumps(doc, indent=2))
+    comparison = golden.compare(golden.read_case(GOLDEN / "mlp"), golden.read_case(tmp_path / "mlp"))
+    old, new = first["source"]["start_line"], edited["source"]["start_line"]
+    assert [str(c) for c in comparison.changes] == [
+        f"bundle {key}: debug_handle_ source {first['source']['file']}:{old} -> {first['source']['file']}:{new}"
+    ]
