@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
+from test_bundle_cache import MODEL, compile_with_cache
 
 from spyre_provenance import golden
 from spyre_provenance.model.names import OPSPEC_DEBUG_HANDLES
@@ -183,3 +185,23 @@ def test_editing_a_golden_bundle_handle_is_a_change(tmp_path):
     assert [str(c) for c in comparison.changes] == [
         f"bundle {key}: debug_handle_ source {first['source']['file']}:{old} -> {first['source']['file']}:{new}"
     ]
+
+
+# --- one real case: the same model compiled from two files, its lines moved -----------------
+
+
+@pytest.mark.compile
+def test_two_compiles_name_the_moved_source_in_bundle_lines(tmp_path, run_cli):
+    (tmp_path / "a.py").write_text(MODEL)
+    (tmp_path / "b.py").write_text("\n\n# the same model, two lines lower\n" + MODEL)
+    for name in ("a", "b"):
+        done = compile_with_cache(tmp_path / f"{name}.py", tmp_path / name, tmp_path / "cache")
+        assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    code, out, err = run_cli("diff", tmp_path / "a", tmp_path / "b")
+    assert code == 1 and not err, out + err
+    lines = [line.strip() for line in out.splitlines() if line.strip().startswith("bundle ")]
+    # a handle with no source (the split bias add's) is the same in both: not listed
+    assert lines, out
+    for line in lines:  # every bundle line is the move: a.py line N -> b.py line N + 3
+        moved = re.search(r" source (\S*/a\.py):(\d+)\S* -> (\S*/b\.py):(\d+)", line)
+        assert moved and int(moved[4]) == int(moved[2]) + 3, line
