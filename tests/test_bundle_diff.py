@@ -205,3 +205,18 @@ def test_two_compiles_name_the_moved_source_in_bundle_lines(tmp_path, run_cli):
     for line in lines:  # every bundle line is the move: a.py line N -> b.py line N + 3
         moved = re.search(r" source (\S*/a\.py):(\d+)\S* -> (\S*/b\.py):(\d+)", line)
         assert moved and int(moved[4]) == int(moved[2]) + 3, line
+
+
+@pytest.mark.compile
+def test_a_compile_and_its_own_log_are_the_same_provenance(compile_case):
+    """A TORCH_TRACE log holds no bundles: comparing with one is a hint, never a change."""
+    case = compile_case("mlp")
+    assert case.returncode == 0, case.stdout + case.stderr[-3000:]
+    out, log = golden.load(case.out), golden.load(case.log)
+    assert out.bundles and log.bundles is None and not log.holds_bundles
+    for a, b in ((out, log), (log, out)):
+        comparison = golden.compare(a, b, labels=("A", "B"))
+        assert comparison.changes == []
+        assert [h for h in comparison.hints if "SuperDSC bundles not compared" in h] == [
+            f"SuperDSC bundles not compared: {'B' if b is log else 'A'} is a TORCH_TRACE log, which holds none"
+        ]

@@ -77,6 +77,10 @@ def compare(
             which = a if bad.side == "A" else b
             raise UnusableInput(which.label, f"{label}: {bad}") from None
         changes += [Change(label, line) for line in lines]
+    logs = [label for side, label in zip((a, b), labels) if not side.holds_bundles]
+    if logs:
+        hints.append(f"SuperDSC bundles not compared: {' and '.join(logs)} is a TORCH_TRACE log, which holds none")
+        return Comparison(changes, hints)
     try:
         changes += [Change("", line) for line in bundle_lines(a.bundles, b.bundles, labels)]
     except _Malformed as bad:

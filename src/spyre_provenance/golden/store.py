@@ -57,12 +57,15 @@ _BUNDLE_NAME = re.compile(r"sdsc_([0-9]+)\.json")
 class Provenance:
     """Artifacts by graph: ``graphs[graph name][artifact] = document``, in compile order;
     ``bundles``: each SuperDSC bundle's ``debug_handle_`` (dict or None) by its path under
-    ``sdsc/<label>/`` (``sdsc_fused_addmm_0/sdsc_1.json``), None where there are no bundles."""
+    ``sdsc/<label>/`` (``sdsc_fused_addmm_0/sdsc_1.json``), None where there are no bundles.
+    ``holds_bundles``: False for a bare TORCH_TRACE log, which can hold none (so its lack of
+    bundles is no difference)."""
 
     label: str
     graphs: dict[str, dict[str, Any]]
     manifest: dict[str, Any] | None = None
     bundles: dict[str, Any] | None = None
+    holds_bundles: bool = True
 
     def normalized(self, roots: Roots | None = None) -> Provenance:
         roots = roots if roots is not None else Roots.default()
@@ -71,6 +74,7 @@ class Provenance:
             {g: {a: normalize(a, d, roots) for a, d in arts.items()} for g, arts in self.graphs.items()},
             self.manifest,
             None if self.bundles is None else normalize_bundle_handles(self.bundles, roots),
+            self.holds_bundles,
         )
 
     def files(self) -> dict[str, bytes]:
@@ -148,7 +152,7 @@ def _load_folder(folder: Path) -> Provenance:
         raise UnusableInput(str(folder), f"holds {len(logs)} TORCH_TRACE logs; name one")
     if logs:
         logged = _load_log(logs[0], str(folder))
-        logged.bundles = bundles
+        logged.bundles, logged.holds_bundles = bundles, True  # the folder could hold them
         return logged
     if bundles is not None:  # bundles alone (a copied sdsc/ tree): still comparable
         return Provenance(str(folder), {}, manifest, bundles)
@@ -228,7 +232,7 @@ def _load_log(path: Path, label: str) -> Provenance:
             graphs[graph_folder(i, logged.compile_id)] = artifacts
     if not graphs:
         raise UnusableInput(str(path), "no provenance artifacts in this TORCH_TRACE log")
-    return Provenance(label, graphs)
+    return Provenance(label, graphs, holds_bundles=False)
 
 
 def fresh_case(case: Case, out: str | os.PathLike[str], roots: Roots | None = None) -> Provenance:
