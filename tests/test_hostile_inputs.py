@@ -2,7 +2,8 @@
 exit code, bounded memory and time.
 
 The corpus (tests/hostile/, written by tests/hostile/make_corpus.py) holds one file per case
-under ``invalid/<case>/`` (validate must exit 1) or ``unusable/<case>/`` (exit 2): truncated,
+under ``invalid/<case>/`` (validate must exit 1), ``unusable/<case>/`` (exit 2) or
+``warn/<case>/`` (valid, but misfiled by tlparse: exit 0, 1 with --strict): truncated,
 not UTF-8, duplicate keys, wrong types, kernel keys without ``:N``, inverse maps that
 disagree, logs with a corrupt payload or envelope, ... The huge ones are made here: a
 100 MB string, 100k-deep nesting, a log with a 30 MB line and one of 200k damaged lines;
@@ -59,16 +60,16 @@ RunCli = Callable[..., tuple[int, str, str]]
 def corpus() -> list[tuple[str, str, Path]]:
     """(expected verdict, case, file) for every hand-made case."""
     found = []
-    for verdict in ("invalid", "unusable"):
+    for verdict in EXIT:
         for folder in sorted((HOSTILE / verdict).iterdir()):
             (file,) = [p for p in folder.iterdir() if p.is_file()]
             found.append((verdict, folder.name, file))
     return found
 
 
+EXIT = {"invalid": 1, "unusable": 2, "warn": 0}
 CORPUS = corpus()
 IDS = [f"{verdict}-{case}" for verdict, case, _ in CORPUS]
-EXIT = {"invalid": 1, "unusable": 2}
 GOOD_DIAGNOSTICS = {
     "version": 1, "compile_id": "0/0", "graph": "inference", "partial": False, "mapping": "hook",
     "faults": [], "kernels": 2, "opspecs": 2, "handleless_opspecs": 0, "disagreements": [],
@@ -112,6 +113,9 @@ def test_validate_gives_the_right_exit_code(run_cli: RunCli, verdict: str, case:
     assert code == EXIT[verdict], out + err
     if verdict == "unusable":  # one clear line naming the file
         assert out == "" and err.count("\n") == 1 and err.startswith(f"spyre-provenance validate: error: {file}: ")
+    elif verdict == "warn":  # valid: a WARN line and its reason, exit 1 only with --strict
+        assert out.startswith("WARN ") and "\n  warning: line 1: " in out and err == ""
+        assert run_cli("validate", "--strict", file) == (1, out, "")
     else:
         assert "INVALID " in out and err == ""
     if "duplicate-key" in case:  # reported, never silently dropped

@@ -4,19 +4,24 @@ One real compile of the seed MLP (Linear(128, 256) -> ReLU -> Linear(256, 128), 
 with torch's provenance tracking on (INDUCTOR_PROVENANCE=1) and TORCH_TRACE set, in a
 subprocess with caches off so the artifacts come from a fresh compile. Then the log is
 validated through the library and through the command line.
+
+And one AOTInductor compile (``aoti_compile_and_package``), whose records torch logs with no
+compile id at all: valid, and a warning that tlparse files them under ``-_-_-_-``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from tlparse_page import parse_page  # tests/ is on sys.path (rootdir-relative "prepend" import mode)
 
-from spyre_provenance.logs import tracelog, wrapper_code
+from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
 from spyre_provenance.validate import schemas
@@ -74,3 +79,72 @@ def test_command_line_accepts_upstream_artifacts(upstream_log: Path, run_cli) ->
     assert len(lines) == 2
     assert lines[0].startswith(f"OK      v2.0  {NODE_MAPPINGS}  {upstream_log}:[0/0] (line ")
     assert lines[1].startswith(f"OK      v2    {KERNEL_STACK_TRACES}  {upstream_log}:[0/0] (line ")
+
+
+AOTI_SCRIPT = """
+import sys
+import torch
+
+torch._inductor.config.trace.provenance_tracking_level = 1
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8))
+with torch.no_grad():
+    program = torch.export.export(model, (torch.randn(4, 16),))
+    torch._inductor.aoti_compile_and_package(
+        program,
+        package_path=sys.argv[1],
+        # the same records, without ~80 s of g++: no build of the package (its sources are
+        # enough) and no probe builds of each CPU vector ISA
+        inductor_configs={"aot_inductor.package_cpp_only": True, "cpp.vec_isa_ok": False},
+    )
+"""
+NO_ID_WARNING = (
+    "no compile id in the envelope (frame_id, frame_compile_id, attempt), as torch logs AOTInductor compiles:"
+    " tlparse files it under -_-_-_- with every record that has none, and builds"
+    " provenance_tracking_-_-_-_-.html from that folder"
+)
+
+
+@pytest.fixture(scope="module")
+def aoti_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The TORCH_TRACE log of one AOTInductor compile (torch's own backend) of a small MLP."""
+    work = tmp_path_factory.mktemp("aoti")
+    env = dict(
+        os.environ,
+        TORCH_TRACE=str(work / "trace"),
+        TORCHINDUCTOR_CACHE_DIR=str(work / "inductor_cache"),
+        TORCHINDUCTOR_FORCE_DISABLE_CACHES="1",
+    )
+    command = [sys.executable, "-c", AOTI_SCRIPT, str(work / "model.pt2")]
+    subprocess.run(command, env=env, check=True, capture_output=True, timeout=600)
+    [log] = (work / "trace").glob("dedicated_log_torch_trace_*.log")
+    return log
+
+
+def test_aoti_records_have_no_compile_id_and_are_valid_with_a_warning(aoti_log: Path, run_cli) -> None:
+    entries = [e for e in tracelog.read_trace(aoti_log) if isinstance(e, tracelog.TraceEntry)]
+    assert [(e.name, e.compile_id, e.problems) for e in entries] == [(NODE_MAPPINGS, None, ()), (KERNEL_STACK_TRACES, None, ())]
+    mapping = json.loads(entries[0].payload)
+    assert mapping["version"] == 2.0 and mapping["cppCodeToPost"]  # a real mapping, not an empty one
+    code, out, err = run_cli("validate", aoti_log)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert len(lines) == 4
+    assert re.fullmatch(rf"WARN    v2\.0  {NODE_MAPPINGS}  {re.escape(str(aoti_log))}:\[-/-\] \(line \d+\)", lines[0])
+    assert re.fullmatch(rf"  warning: line \d+: {re.escape(NO_ID_WARNING)}", lines[1])
+    assert lines[2].startswith(f"WARN    v2    {KERNEL_STACK_TRACES}  {aoti_log}:[-/-] (line ")
+    assert lines[3].endswith(NO_ID_WARNING)
+    assert run_cli("validate", "--strict", aoti_log)[0] == 1
+
+
+@pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")
+def test_tlparse_renders_the_aoti_page_from_the_folder_the_warning_names(aoti_log: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tlparse"
+    subprocess.run(
+        [tlparse_run.tlparse_binary(), str(aoti_log), "-i", "--no-browser", "-o", str(out), "--overwrite"],
+        check=True, capture_output=True, timeout=120,
+    )
+    [filed] = out.glob(f"*/{NODE_MAPPINGS}_*.json")
+    assert filed.parent.name == "-_-_-_-"
+    page = parse_page((out / "provenance_tracking_-_-_-_-.html").read_text())
+    assert page.links.get("cppCodeToPost")  # the page links the C++ wrapper's calls: not empty

@@ -19,7 +19,9 @@ from typing import Any, Callable
 
 import pytest
 import yaml
+from tlparse_page import parse_page  # tests/ is on sys.path (rootdir-relative "prepend" import mode)
 
+from spyre_provenance.logs import tlparse_run
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
 from spyre_provenance.validate import paths as path_validation
 
@@ -210,6 +212,113 @@ def test_log_without_provenance(run_cli: RunCli, data_dir: Path, tmp_path: Path)
     code, out, err = run_cli("validate", log)
     assert (code, out) == (2, "")
     assert "no provenance artifacts in this TORCH_TRACE log (was INDUCTOR_PROVENANCE=1 set?)" in err
+
+
+def with_provenance_ids(log_text: str, ids: str) -> str:
+    """The log with the compile-id keys of its provenance records' envelopes replaced by
+    ``ids`` (JSON members with a trailing ", ", or "" for none); payloads are untouched, so
+    every MD5 still holds."""
+    lines = log_text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if '"name": "inductor_provenance_tracking_' in line:
+            lines[i] = line.replace('"frame_id": 0, "frame_compile_id": 0, "attempt": 0, ', ids)
+            assert lines[i] != line
+    return "".join(lines)
+
+
+def test_log_without_compile_ids_is_valid_with_a_warning(run_cli: RunCli, data_dir: Path, tmp_path: Path) -> None:
+    log = write(tmp_path / "trace.log", with_provenance_ids((data_dir / "logs" / "seed_mlp.log").read_text(), ""))
+    code, out, err = run_cli("validate", log)
+    assert (code, err) == (0, "")
+    warning = (
+        "no compile id in the envelope (frame_id, frame_compile_id, attempt), as torch logs AOTInductor compiles:"
+        " tlparse files it under -_-_-_- with every record that has none, and builds"
+        " provenance_tracking_-_-_-_-.html from that folder"
+    )
+    assert out.splitlines() == [
+        f"WARN    v2.0  {NODE_MAPPINGS}  {log}:[-/-] (line 21)",
+        f"  warning: line 21: {warning}",
+        f"WARN    v2    {KERNEL_STACK_TRACES}  {log}:[-/-] (line 23)",
+        f"  warning: line 23: {warning}",
+    ]
+    # --strict turns the warnings into a failure, as tlparse --strict does; the lines stay
+    assert run_cli("validate", "--strict", log) == (1, out, "")
+
+
+def test_partial_compile_id_warns_that_the_page_will_be_empty(run_cli: RunCli, data_dir: Path, tmp_path: Path) -> None:
+    text = with_provenance_ids((data_dir / "logs" / "seed_mlp.log").read_text(), '"frame_id": 0, "frame_compile_id": 0, ')
+    log = write(tmp_path / "trace.log", text)
+    code, out, err = run_cli("validate", log)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[:2] == [
+        f"WARN    v2.0  {NODE_MAPPINGS}  {log}:[0/0] (line 21)",
+        "  warning: line 21: partial compile id (frame_id, frame_compile_id; no attempt): tlparse files it under"
+        " -_0_0_- but builds the page provenance_tracking_-_0_0_0.html from -_0_0_0: the page will be empty",
+    ]
+
+
+def test_invalid_and_warned_at_once(run_cli: RunCli, data_dir: Path, tmp_path: Path) -> None:
+    text = with_provenance_ids((data_dir / "logs" / "seed_mlp.log").read_text(), "")
+    log = write(tmp_path / "trace.log", text.replace('"relu": ["input_2"]', '"relu": ["input_9"]'))
+    code, out, _ = run_cli("validate", "--artifact", NODE_MAPPINGS, log)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == f"INVALID v2.0  {NODE_MAPPINGS}  {log}:[-/-] (line 21)"
+    assert lines[1].startswith("  line 21: payload MD5 ")  # problems first, then the warnings
+    assert lines[-1].startswith("  warning: line 21: no compile id in the envelope")
+
+
+def test_json_report_carries_both_verdicts(run_cli: RunCli, data_dir: Path, tmp_path: Path) -> None:
+    log = write(tmp_path / "trace.log", with_provenance_ids((data_dir / "logs" / "seed_mlp.log").read_text(), ""))
+    good = write(tmp_path / MAPPINGS_NAME, SEED_TEXT)
+    code, out, _ = run_cli("validate", "--format", "json", "--artifact", NODE_MAPPINGS, log, good)
+    assert code == 0
+    warned, plain = json.loads(out)
+    assert (warned["status"], warned["problems"], warned["compile_id"]) == ("ok", [], "[-/-]")
+    assert [w["path"] for w in warned["warnings"]] == ["line 21"]
+    assert "-_-_-_-" in warned["warnings"][0]["message"]
+    assert (plain["status"], plain["warnings"]) == ("ok", [])
+    assert run_cli("validate", "--format", "json", "--strict", "--artifact", NODE_MAPPINGS, log, good)[0] == 1
+
+
+needs_tlparse = pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")
+
+
+@needs_tlparse
+@pytest.mark.parametrize(
+    "ids, files, page",
+    [
+        ("", "-_-_-_-", "-_-_-_-"),
+        ('"frame_id": 0, "frame_compile_id": 0, ', "-_0_0_-", "-_0_0_0"),
+        ('"frame_id": 0, ', "-_0_-_-", "-_0_-_-"),
+        ('"frame_id": "0", "frame_compile_id": 0, "attempt": 0, ', "unknown_21", None),
+    ],
+    ids=["no ids", "no attempt", "frame id only", "a string"],
+)
+def test_warnings_say_what_tlparse_does(
+    run_cli: RunCli, data_dir: Path, tmp_path: Path, ids: str, files: str, page: str | None
+) -> None:
+    """The warning names the folder tlparse really files the mapping under and the page it
+    builds from it; a page the warning says is empty links nothing."""
+    log = write(tmp_path / "trace.log", with_provenance_ids((data_dir / "logs" / "seed_mlp.log").read_text(), ids))
+    _, out, _ = run_cli("validate", "--artifact", NODE_MAPPINGS, log)
+    [warning] = [line for line in out.splitlines() if line.startswith("  warning: ")]
+    out_dir = tmp_path / "tlparse"
+    subprocess.run(
+        [tlparse_run.tlparse_binary(), str(log), "-i", "--no-browser", "-o", str(out_dir), "--overwrite"],
+        check=True, capture_output=True, timeout=120,
+    )
+    [filed] = out_dir.glob(f"*/{NODE_MAPPINGS}_*.json")
+    assert filed.parent.name == files and f"under {files}" in warning
+    if page is None:
+        assert "no provenance page shows it" in warning
+        return
+    assert f"provenance_tracking_{page}.html" in warning
+    links = parse_page((out_dir / f"provenance_tracking_{page}.html").read_text()).links
+    if page != files:  # tlparse looks for the mapping in a folder that lacks it
+        assert not any(links.values()) and "the page will be empty" in warning
+    elif ids:  # filed apart from the seed compile's code (under -_0_0_0): nothing to link to
+        assert not links.get("pyCodeToPost") and not links.get("cppCodeToPost") and "will be empty" in warning
 
 
 def test_artifact_option_filters_a_log(run_cli: RunCli, data_dir: Path) -> None:

@@ -2,8 +2,9 @@
 
 Each case is a folder ``<verdict>/<case>/`` holding one file named the way the artifact
 is named on disk (validate tells the artifact by file name). ``<verdict>`` is what
-``spyre-provenance validate`` must say: ``invalid`` (exit 1: a provenance artifact, broken)
-or ``unusable`` (exit 2: not even that). The files are committed; this script documents
+``spyre-provenance validate`` must say: ``invalid`` (exit 1: a provenance artifact, broken),
+``unusable`` (exit 2: not even that) or ``warn`` (exit 0, 1 with ``--strict``: valid, but
+tlparse will not file or render it as expected). The files are committed; this script documents
 how each was made and rewrites them byte for byte. The huge ones (100 MB string,
 100k-deep nesting, a 30 MB log line) are made at test time (tests/test_hostile_inputs.py).
 """
@@ -124,10 +125,25 @@ INVALID: dict[str, tuple[str, bytes | str]] = {
     "log-payload-deeply-nested": (LOG, record(MAPPING_RECORD, b"[" * 50_000)),
     "log-payload-duplicate-key": (LOG, record(MAPPING_RECORD, GOOD_MAPPING.replace('"preToPost"', '"preToPost": {}, "preToPost"', 1).encode())),
     "log-payload-inverse-disagrees": (LOG, record(MAPPING_RECORD, with_(MAPPING, postToPre={}).encode())),
-    "log-missing-compile-id": (LOG, record({"artifact": {"name": "inductor_provenance_tracking_node_mappings", "encoding": "json"}}, GOOD_MAPPING.encode())),
     "log-truncated-mid-payload": (LOG, record(MAPPING_RECORD, json.dumps(MAPPING, indent=1).encode())[:-200]),
     "log-binary-garbage-after-a-record": (LOG, record(MAPPING_RECORD, GOOD_MAPPING.encode()) + bytes(range(256)) * 4 + b"\n"),
     "log-envelope-is-an-array": (LOG, record(MAPPING_RECORD, GOOD_MAPPING.encode()) + b"V1202 10:56:15.069000 10152 a.py:1] [1, 2]\n"),
+}
+
+MAPPING_ARTIFACT = {"artifact": {"name": "inductor_provenance_tracking_node_mappings", "encoding": "json"}}
+
+# Valid artifacts in records tlparse misfiles (tests/test_validate_cli.py checks the wording
+# against tlparse itself)
+WARN: dict[str, tuple[str, bytes | str]] = {
+    # torch logs AOTInductor compiles so: tlparse files them under -_-_-_-
+    "log-no-compile-id": (LOG, record(MAPPING_ARTIFACT, GOOD_MAPPING.encode())),
+    "log-compile-id-null": (LOG, record({**MAPPING_ARTIFACT, "frame_id": None, "frame_compile_id": None, "attempt": None}, GOOD_MAPPING.encode())),
+    # filed under -_0_0_-, page built from -_0_0_0
+    "log-compile-id-without-attempt": (LOG, record({**MAPPING_ARTIFACT, "frame_id": 0, "frame_compile_id": 0}, GOOD_MAPPING.encode())),
+    "log-compile-id-frame-only": (LOG, record({**MAPPING_ARTIFACT, "frame_id": 0}, GOOD_MAPPING.encode())),
+    # not a u32: tlparse drops the whole id, files under unknown_<line>
+    "log-compile-id-is-a-string": (LOG, record({**MAPPING_ARTIFACT, **IDS, "frame_id": "0"}, GOOD_MAPPING.encode())),
+    "log-compile-id-negative": (LOG, record({**MAPPING_ARTIFACT, **IDS, "attempt": -1}, GOOD_MAPPING.encode())),
 }
 
 UNUSABLE: dict[str, tuple[str, bytes | str]] = {
@@ -165,13 +181,13 @@ UNUSABLE: dict[str, tuple[str, bytes | str]] = {
 
 
 def main() -> None:
-    for verdict, cases in (("invalid", INVALID), ("unusable", UNUSABLE)):
+    for verdict, cases in (("invalid", INVALID), ("unusable", UNUSABLE), ("warn", WARN)):
         shutil.rmtree(HERE / verdict, ignore_errors=True)
         for case, (name, content) in cases.items():
             folder = HERE / verdict / case
             folder.mkdir(parents=True)
             (folder / name).write_bytes(content.encode() if isinstance(content, str) else content)
-    print(f"{len(INVALID)} invalid, {len(UNUSABLE)} unusable cases under {HERE}")
+    print(f"{len(INVALID)} invalid, {len(UNUSABLE)} unusable, {len(WARN)} warn cases under {HERE}")
 
 
 if __name__ == "__main__":

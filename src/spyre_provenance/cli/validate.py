@@ -8,12 +8,21 @@ A PATH is one of:
 - a folder, searched recursively for artifact JSON files (by name, or by an unmistakable
   shape) and for logs (``*.log``, ``dedicated_log_torch_trace_*``).
 
-One line per result (``OK``/``INVALID``), problems indented below. Exit 0: all valid; 1: any
-invalid; 2: any PATH unusable (missing, empty, not JSON, not UTF-8, top level not an object,
+Two verdicts, kept apart. Whether an artifact is valid (its schema and invariants; damage to
+its log record): ``INVALID`` and its problems, exit 1. Whether tlparse will file and render it
+as the user expects (a log record with no compile id goes to tlparse's ``-_-_-_-`` folder;
+one with part of a compile id lands where no page shows it): ``WARN`` and the reasons,
+indented as ``warning: ...``, exit 0, or 1 with ``--strict`` (as tlparse's own ``--strict``
+fails a log it can read only in part). A valid artifact without warnings is ``OK``.
+
+Exit 0: all valid (warnings allowed without --strict); 1: any invalid, or any warning with
+--strict; 2: any PATH unusable (missing, empty, not JSON, not UTF-8, top level not an object,
 no artifacts in it, larger than --max-bytes), reported as one line on stderr while the other
-PATHs are still checked. The size limit defaults to ``SPYRE_PROVENANCE_MAX_BYTES`` or 1 GiB.
-Text that cannot be printed as is (lone surrogates in a file name) is printed escaped. An unsupported artifact version is INVALID (exit 1): the file is a
-provenance artifact, just not one this version of the tool accepts.
+PATHs are still checked. ``--format json`` gives each result's ``status`` (ok, invalid,
+unusable) and its ``warnings``. The size limit defaults to ``SPYRE_PROVENANCE_MAX_BYTES`` or
+1 GiB. Text that cannot be printed as is (lone surrogates in a file name) is printed escaped.
+An unsupported artifact version is INVALID (exit 1): the file is a provenance artifact, just
+not one this version of the tool accepts.
 """
 
 from __future__ import annotations
@@ -52,6 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="fast: msgspec + invariants; full: jsonschema + invariants; auto: full below 4 MiB",
     )
+    parser.add_argument(
+        "--strict", action="store_true",
+        help="exit 1 on warnings too (artifacts tlparse will not file or render as expected)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         for r in results:
             if r.status != "unusable":
                 _print(render(r), sys.stdout)
-    return exit_code(results)
+    return exit_code(results, strict=args.strict)
 
 
 def _print(text: str, stream) -> None:
@@ -80,20 +93,25 @@ def _print(text: str, stream) -> None:
         print(text.encode(encoding, "backslashreplace").decode(encoding), file=stream)
 
 
-def exit_code(results: list[Result]) -> int:
+def exit_code(results: list[Result], *, strict: bool = False) -> int:
     statuses = {r.status for r in results}
     if "unusable" in statuses:
         return EXIT_UNUSABLE
-    return EXIT_FOUND_WANTING if "invalid" in statuses else EXIT_OK
+    if "invalid" in statuses or (strict and any(r.warnings for r in results)):
+        return EXIT_FOUND_WANTING
+    return EXIT_OK
 
 
 def render(r: Result) -> str:
-    """``OK      v2.0  <artifact>  <where>`` and the problems, indented."""
+    """``OK      v2.0  <artifact>  <where>`` (``WARN`` for a valid one with warnings), the
+    problems and the warnings indented below."""
     version = f"v{r.version}" if r.version else "-"
-    lines = [f"{r.status.upper():<7} {version:<5} {r.artifact}  {r.where()}"]
+    head = "WARN" if r.status == "ok" and r.warnings else r.status.upper()
+    lines = [f"{head:<7} {version:<5} {r.artifact}  {r.where()}"]
     lines += [f"  {p}" for p in r.problems]
     if r.omitted:
         lines.append(f"  ... and {r.omitted} more problems")
+    lines += [f"  warning: {w}" for w in r.warnings]
     return "\n".join(lines)
 
 

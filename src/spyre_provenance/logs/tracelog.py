@@ -14,7 +14,10 @@ at a time, and only the payloads asked for (``names``); the rest are hashed line
 
 Damage (a line without the glog prefix, an envelope that is not JSON, a payload that does
 not hash to its ``has_payload``) is reported as a ``Problem`` whose path is ``line N``,
-never raised. Pure module: no torch import.
+never raised. How tlparse will file a provenance record that is not damaged (an envelope
+with no compile id, or only part of one) is a warning on the entry (``TraceEntry.warnings``),
+worded after what tlparse 0.4 does with it (``compile_id_warning``). Pure module: no torch
+import.
 """
 
 from __future__ import annotations
@@ -49,6 +52,9 @@ GLOG_PREFIX = re.compile(rb"(?:\[rank\d+\]:)?[VIWEC]\d{4} \d{2}:\d{2}:\d{2}\.\d{
 # Envelope keys that are not the record's kind.
 _METADATA_KEYS = {"rank", "frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "has_payload"}
 _COMPILE_ID_KEYS = ("frame_id", "frame_compile_id", "attempt")
+# tlparse's CompileId: four optional u32 fields, read from the envelope's top level
+_TLPARSE_ID_KEYS = ("compiled_autograd_id", *_COMPILE_ID_KEYS)
+_U32_LIMIT = 2**32
 _MD5_HEX = re.compile(r"[0-9a-f]{32}")  # tlparse decodes lowercase hex only
 
 
@@ -60,7 +66,9 @@ class TraceEntry(msgspec.Struct, frozen=True):
     compile_id: str | None  # as tlparse shows it: "[0/0]", "[1/0_1]", "[!0/2/0]"; None: no ids
     payload: bytes  # TABs removed, lines joined by "\n": exactly what has_payload hashes
     encoding: str | None = None  # "json", "string" (artifact records only)
-    problems: tuple[Problem, ...] = ()  # damage to this record: MD5 mismatch, missing ids
+    problems: tuple[Problem, ...] = ()  # damage to this record: MD5 mismatch
+    # not damage: how tlparse will file a record without a (whole) compile id
+    warnings: tuple[Problem, ...] = ()
 
     @property
     def text(self) -> str:
@@ -154,6 +162,61 @@ def compile_id(envelope: dict) -> str | None:
     return text + (f"_{attempt}]" if attempt else "]")
 
 
+def compile_id_warning(envelope: dict, line: int) -> str | None:
+    """What tlparse (0.4) does with a record whose envelope has no whole compile id, or None
+    when it files the record with its compile.
+
+    tlparse reads ``compiled_autograd_id``, ``frame_id``, ``frame_compile_id`` and
+    ``attempt`` as optional unsigned 32-bit integers (null = absent) and writes a record's
+    files to the folder ``<autograd>_<frame>_<frame compile>_<attempt>``, ``-`` for an
+    absent part. It renders one provenance page per folder, from that folder's files, except
+    that a folder key with ``frame_compile_id`` but no ``attempt`` is taken as attempt 0:
+    such records land in ``-_0_0_-`` while the page is built from ``-_0_0_0``. A value of
+    another type drops the whole id: the files go to ``unknown_<line>`` and only a page
+    ``(unknown)`` is built, from a folder of that name, which holds nothing.
+    """
+    ids: dict[str, int | None] = {}
+    for key in _TLPARSE_ID_KEYS:
+        value = envelope.get(key)
+        if value is not None and not (type(value) is int and 0 <= value < _U32_LIMIT):
+            return (
+                f"{key} {_shown(value)} is not a compile id number (an integer 0 to {_U32_LIMIT - 1}):"
+                f" tlparse files the record under unknown_{line}, and no provenance page shows it"
+            )
+        ids[key] = value
+    present = [k for k in _COMPILE_ID_KEYS if ids[k] is not None]
+    if len(present) == len(_COMPILE_ID_KEYS):
+        return None
+    folder = "_".join("-" if ids[k] is None else str(ids[k]) for k in _TLPARSE_ID_KEYS)
+    if not present and ids["compiled_autograd_id"] is None:
+        # torch's own records outside any compile context: AOTInductor compiles log every
+        # record so, and tlparse renders their page from that shared folder
+        return (
+            "no compile id in the envelope (frame_id, frame_compile_id, attempt), as torch logs"
+            f" AOTInductor compiles: tlparse files it under {folder} with every record that has"
+            f" none, and builds provenance_tracking_{folder}.html from that folder"
+        )
+    if ids["compiled_autograd_id"] is not None and ids["frame_id"] is None and ids["frame_compile_id"] is None:
+        return None  # a compiled-autograd graph: torch logs no frame ids for it, tlparse pages it as is
+    missing = [k for k in _COMPILE_ID_KEYS if ids[k] is None]
+    which = f"partial compile id ({', '.join(present)}; no {', '.join(missing)})"
+    if ids["frame_compile_id"] is not None and ids["attempt"] is None:
+        page = folder[: folder.rindex("_")] + "_0"  # the attempt tlparse assumes for the page
+        return (
+            f"{which}: tlparse files it under {folder} but builds the page"
+            f" provenance_tracking_{page}.html from {page}: the page will be empty"
+        )
+    return (
+        f"{which}: tlparse files it under {folder}, apart from the records that carry all three:"
+        f" provenance_tracking_{folder}.html will be empty"
+    )
+
+
+def _shown(value: object) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 class _Record:
     """The record being read: its envelope, a running MD5, and (if wanted) its payload lines."""
 
@@ -232,13 +295,11 @@ class _Reader:
             return
         artifact = envelope.get("artifact")
         encoding = artifact.get("encoding") if isinstance(artifact, dict) else None
+        warnings = []
         if record_name(envelope) in PROVENANCE_ARTIFACTS:  # torch_version and such belong to no compile
-            missing = [k for k in _COMPILE_ID_KEYS if k not in envelope]
-            if missing:
-                problems.append(
-                    f"envelope lacks {', '.join(missing)}: tlparse files an artifact under its"
-                    " compile only with frame_id, frame_compile_id and attempt"
-                )
+            warning = compile_id_warning(envelope, record.line)
+            if warning is not None:
+                warnings.append(Problem(f"line {record.line}", warning))
         yield TraceEntry(
             line=record.line,
             name=record_name(envelope) or "unknown",
@@ -246,6 +307,7 @@ class _Reader:
             payload=b"\n".join(record.lines),
             encoding=encoding if isinstance(encoding, str) else None,
             problems=tuple(Problem(f"line {record.line}", m) for m in problems),
+            warnings=tuple(warnings),
         )
 
     def damaged(self, number: int, message: str) -> Iterator[Problem]:

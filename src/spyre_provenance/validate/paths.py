@@ -5,6 +5,11 @@ provenance artifact in it, one result per record, plus one for damage to the log
 or a folder searched recursively for both. Pure: no printing, no torch; the command
 (``cli/validate.py``) prints the results and ``validate_paths`` returns them as
 schemas.Report values.
+
+Two verdicts per result: ``status`` says whether the artifact is valid (its schema and
+invariants; damage to its log record), ``warnings`` whether tlparse will file and render it
+as expected (a log record without a whole compile id). A valid artifact with warnings is
+still "ok".
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class Result(msgspec.Struct):
     problems: list[Problem] = []
     omitted: int = 0  # problems not listed
     error: str | None = None  # what makes the PATH unusable
+    warnings: list[Problem] = []  # valid or not: what tlparse will make of it
 
     def where(self) -> str:
         """``path``, or ``path:[0/0] (line 1168)`` for an artifact inside a log."""
@@ -48,7 +54,9 @@ class Result(msgspec.Struct):
 
     def as_report(self) -> schemas.Report:
         problems = tuple(self.problems) or ((Problem("$", self.error),) if self.error else ())
-        return schemas.Report(self.artifact, self.version, problems, self.where(), self.omitted)
+        return schemas.Report(
+            self.artifact, self.version, problems, self.where(), self.omitted, tuple(self.warnings)
+        )
 
 
 class Options(msgspec.Struct, frozen=True):
@@ -119,7 +127,11 @@ def _check_log(path: Path, options: Options, *, explicit: bool) -> list[Result]:
         except UnusableInput as exc:  # inside a log, an unreadable payload is a broken artifact
             report = schemas.Report(item.name, None, (Problem("$", exc.what),), location)
         result = _result(str(path), report, extra=item.problems)
-        results.append(msgspec.structs.replace(result, compile_id=item.compile_id or "[-/-]", line=item.line))
+        results.append(
+            msgspec.structs.replace(
+                result, compile_id=item.compile_id or "[-/-]", line=item.line, warnings=list(item.warnings)
+            )
+        )
     if damage:
         shown = damage[: schemas.MAX_PROBLEMS]
         results.append(

@@ -96,13 +96,16 @@ CURRENT_VERSIONS = {
 
 class Report(msgspec.Struct, frozen=True):
     """The verdict on one document. ``version`` is None when it is not a supported one;
-    ``artifact`` is None only in ``validate_paths`` results for input that was unusable."""
+    ``artifact`` is None only in ``validate_paths`` results for input that was unusable.
+    ``warnings`` (from ``validate_paths`` on a log) say how tlparse will file a valid or
+    invalid artifact; they never make it invalid."""
 
     artifact: str | None
     version: str | None
     problems: tuple[Problem, ...] = ()
     location: str = ""
     omitted: int = 0
+    warnings: tuple[Problem, ...] = ()
 
     @property
     def ok(self) -> bool:
