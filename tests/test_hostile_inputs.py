@@ -267,9 +267,9 @@ def measured(args: list[str], env: dict[str, str] | None = None, timeout: float 
 
 def _write_huge_string(path: Path, size: int) -> Path:
     """A node mapping whose one value is a single string of ``size`` bytes (and whose
-    inverse map is missing, so it is INVALID, not OK)."""
+    inverse map is empty, so it is INVALID, not OK, and the problem quotes the string)."""
     with open(path, "wb") as fh:
-        fh.write(b'{"version": 2.0, "preToPost": {"linear": ["')
+        fh.write(b'{"version": 2.0, "postToPre": {}, "cppCodeToPost": {}, "postToCppCode": {}, "preToPost": {"linear": ["')
         chunk = b"x" * MIB
         for _ in range(size // MIB):
             fh.write(chunk)

@@ -147,17 +147,26 @@ def _set(path: list[Any], value: Any) -> Callable[[Any], None]:
     return change
 
 
+NO_MAPS = '{"preToPost": {}, "postToPre": {}, "cppCodeToPost": {}, "postToCppCode": {}}'
 VALID_EDGES = {
     # kernel names may hold colons: the handle follows the last one
     "colon-in-kernel-name": (
         NODE_MAPPINGS,
-        '{"version": 2.0, "cppCodeToPost": {"torch.ops.my::op:4": ["x"]}, "postToCppCode": {"x": ["torch.ops.my::op:4"]}}',
+        '{"version": 2.0, "preToPost": {}, "postToPre": {}, "cppCodeToPost": {"torch.ops.my::op:4": ["x"]},'
+        ' "postToCppCode": {"x": ["torch.ops.my::op:4"]}}',
     ),
     "upstream-empty-mapping": (NODE_MAPPINGS, '{"version": 2.0}'),
     "version-written-as-integer": (NODE_MAPPINGS, '{"version": 2}'),
     "unknown-top-level-key": (NODE_MAPPINGS, '{"version": 2.0, "future": {"a": [1, {"b:c": null}]}}'),
-    "empty-list-means-no-pairs": (NODE_MAPPINGS, '{"version": 2.0, "preToPost": {"x": []}}'),
-    "escaped-colon-is-no-duplicate": (NODE_MAPPINGS, '{"version": 2.0, "preToPost": {"a\\u003ab": ["x"]}, "postToPre": {"x": ["a:b"]}}'),
+    "empty-list-means-no-pairs": (
+        NODE_MAPPINGS, '{"version": 2.0, "preToPost": {"x": []}, "postToPre": {}, "cppCodeToPost": {}, "postToCppCode": {}}'
+    ),
+    "escaped-colon-is-no-duplicate": (
+        NODE_MAPPINGS,
+        '{"version": 2.0, "preToPost": {"a\\u003ab": ["x"]}, "postToPre": {"x": ["a:b"]}, "cppCodeToPost": {}, "postToCppCode": {}}',
+    ),
+    # torch 2.7/2.8 wrote all four maps, also when they were empty
+    "v1-four-empty-maps": (NODE_MAPPINGS, NO_MAPS),
     "empty-stack-traces": (KERNEL_STACK_TRACES, "{}"),
     "integral-float-line": (OPSPEC_DEBUG_HANDLES, _edit(OPSPEC, _set(["handles", H_MATMUL, "source", "start_line"], 14.0))),
     "opspec-version-1.0": (OPSPEC_DEBUG_HANDLES, _edit(OPSPEC, _set(["version"], 1.0))),
@@ -269,6 +278,23 @@ BROKEN: dict[str, tuple[str, str, set[str], str | None]] = {
         {"$"},
         "2.0",
     ),
+    # torch's writers: version 1 all four maps, version 2.0 all four or none
+    "v1-no-maps": (NODE_MAPPINGS, "{}", {"$"}, "1"),
+    "v1-one-map": (NODE_MAPPINGS, '{"preToPost": {"a": []}}', {"$"}, "1"),
+    "v1-without-postToCppCode": (
+        NODE_MAPPINGS,
+        _edit(load("inductor_provenance_tracking_node_mappings_v1.json"), lambda d: d.pop("postToCppCode")),
+        {"$"},
+        "1",
+    ),
+    "v2-kernel-maps-only": (
+        NODE_MAPPINGS,
+        _edit(SEED, lambda d: [d.pop("preToPost"), d.pop("postToPre")]),
+        {"$"},
+        "2.0",
+    ),
+    "v2-one-map": (NODE_MAPPINGS, '{"version": 2.0, "preToPost": {"a": []}}', {"$"}, "2.0"),
+    "v2-one-map-of-the-wrong-type": (NODE_MAPPINGS, '{"version": 2.0, "postToPre": []}', {"$", "$.postToPre"}, "2.0"),
     "version-3.0": (NODE_MAPPINGS, _edit(SEED, _set(["version"], 3.0)), {"$.version"}, None),
     "version-as-string": (NODE_MAPPINGS, _edit(SEED, _set(["version"], "2.0")), {"$.version"}, None),
     "map-is-a-list": (NODE_MAPPINGS, _edit(SEED, _set(["preToPost"], [])), {"$.preToPost"}, "2.0"),
@@ -418,7 +444,7 @@ def test_problem_wording(data_regression: Any) -> None:
 
 
 def test_problems_beyond_the_limit_are_counted() -> None:
-    doc = {"version": 2.0, "cppCodeToPost": {f"k{i}": [] for i in range(150)}}
+    doc = {**json.loads(NO_MAPS), "version": 2.0, "cppCodeToPost": {f"k{i}": [] for i in range(150)}}
     for report in both(json.dumps(doc), NODE_MAPPINGS):
         assert len(report.problems) == schemas.MAX_PROBLEMS and report.omitted == 50
 

@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from tlparse_page import parse_page  # tests/ is on sys.path (rootdir-relative "
 
 from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
-from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
+from spyre_provenance.model.names import KERNEL_INFORMATION, KERNEL_STACK_TRACES, NODE_MAPPINGS
 from spyre_provenance.validate import schemas
 
 pytestmark = pytest.mark.compile
@@ -135,6 +136,22 @@ def test_aoti_records_have_no_compile_id_and_are_valid_with_a_warning(aoti_log: 
     assert lines[2].startswith(f"WARN    v2    {KERNEL_STACK_TRACES}  {aoti_log}:[-/-] (line ")
     assert lines[3].endswith(NO_ID_WARNING)
     assert run_cli("validate", "--strict", aoti_log)[0] == 1
+
+
+def test_aoti_kernel_information_is_valid(aoti_log: Path, tmp_path: Path, run_cli) -> None:
+    """The package's kernel_information.json (torch's create_kernel_information_json) passes
+    the kernel_information schema, and names the call sites the log's mapping names."""
+    with zipfile.ZipFile(aoti_log.parents[1] / "model.pt2") as package:
+        [member] = [n for n in package.namelist() if n.endswith("/kernel_information.json")]
+        data = package.read(member)
+    for full in (False, True):
+        report = schemas.validate_bytes(data, KERNEL_INFORMATION, full=full)
+        assert (report.version, report.problems) == ("1", ())
+    [mapping] = [json.loads(e.payload) for e in tracelog.read_trace(aoti_log, names={NODE_MAPPINGS})]
+    assert set(json.loads(data)) == set(mapping["cppCodeToPost"])
+    path = tmp_path / "kernel_information.json"
+    path.write_bytes(data)
+    assert run_cli("validate", path) == (0, f"OK      v1    {KERNEL_INFORMATION}  {path}\n", "")
 
 
 @pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")

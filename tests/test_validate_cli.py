@@ -78,6 +78,15 @@ def test_invalid_artifact_lists_its_problems(run_cli: RunCli, tmp_path: Path) ->
     ]
 
 
+def test_version_1_mapping_without_its_maps_names_them(run_cli: RunCli, tmp_path: Path) -> None:
+    path = write(tmp_path / MAPPINGS_NAME, '{"preToPost": {"a": []}}')
+    code, out, err = run_cli("validate", path)
+    assert (code, err) == (1, "")
+    assert out.splitlines() == [f"INVALID v1    {NODE_MAPPINGS}  {path}"] + [
+        f'  $: missing required key "{name}" (version 1 has all four maps)' for name in ("postToPre", "cppCodeToPost", "postToCppCode")
+    ]
+
+
 @pytest.mark.parametrize("engine", ["fast", "full", "auto"])
 def test_engines_report_the_same(run_cli: RunCli, tmp_path: Path, engine: str) -> None:
     path = broken_seed(tmp_path / MAPPINGS_NAME)
@@ -111,7 +120,8 @@ def test_artifact_option_names_an_unnamed_file(run_cli: RunCli, tmp_path: Path) 
 
 
 def test_problems_beyond_the_limit(run_cli: RunCli, tmp_path: Path) -> None:
-    path = write(tmp_path / MAPPINGS_NAME, json.dumps({"version": 2.0, "cppCodeToPost": {f"k{i}": [] for i in range(130)}}))
+    maps = {"preToPost": {}, "postToPre": {}, "postToCppCode": {}, "cppCodeToPost": {f"k{i}": [] for i in range(130)}}
+    path = write(tmp_path / MAPPINGS_NAME, json.dumps({**maps, "version": 2.0}))
     code, out, _ = run_cli("validate", path)
     assert code == 1 and out.splitlines()[-1] == "  ... and 30 more problems"
 

@@ -28,6 +28,7 @@ from spyre_provenance.model.names import (
     INFERRED_REASONS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
+    MAP_FIELDS,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
 )
@@ -70,6 +71,14 @@ CORPUS = (
         ("opspec-missing-everything", "{}", OPSPEC_DEBUG_HANDLES),
         ("opspec-version-bool", '{"version": true, "kernels": {}, "handles": {}}', OPSPEC_DEBUG_HANDLES),
         ("kernel-info-array-entry", '{"k:1": []}', KERNEL_INFORMATION),
+        # what torch's writers never wrote (issue 14): a mapping lacking some of its maps
+        ("v1-empty", "{}", NODE_MAPPINGS),
+        ("v1-one-empty-map", '{"preToPost": {"a": []}}', NODE_MAPPINGS),
+        ("v1-one-empty-map-by-shape", '{"preToPost": {"a": []}}', None),
+        ("v1-three-maps", '{"preToPost": {}, "postToPre": {}, "cppCodeToPost": {}}', NODE_MAPPINGS),
+        ("v2-two-maps", '{"version": 2.0, "cppCodeToPost": {"k:1": []}, "postToCppCode": {}}', NODE_MAPPINGS),
+        ("v2-two-maps-no-version", '{"cppCodeToPost": {"k:1": ["a"]}, "postToCppCode": {"a": ["k:1"]}}', NODE_MAPPINGS),
+        ("v2-one-null-map", '{"version": 2.0, "preToPost": null}', NODE_MAPPINGS),
         ("stack-traces-object-entry", '{"k:1": {}}', KERNEL_STACK_TRACES),
     ]
 )
@@ -183,6 +192,28 @@ def test_corpus_agreement(name: str, data: str | bytes, artifact: str | None) ->
     assert_agree(data, artifact)
 
 
+@pytest.mark.parametrize(
+    "text, missing",
+    [("{}", MAP_FIELDS), ('{"preToPost": {"a": []}}', MAP_FIELDS[1:])],
+    ids=["no maps", "one map"],
+)
+def test_version_1_without_its_four_maps_is_invalid_on_both_engines(text: str, missing: tuple[str, ...]) -> None:
+    """torch 2.7/2.8 wrote all four maps (create_node_mapping); each missing one is named."""
+    expected = [f'$: missing required key "{name}" (version 1 has all four maps)' for name in missing]
+    for full in (False, True):
+        report = schemas.validate_bytes(text, NODE_MAPPINGS, full=full)
+        assert (report.version, [str(p) for p in report.problems]) == ("1", expected)
+
+
+def test_version_2_maps_come_all_or_none_on_both_engines() -> None:
+    """torch 2.9+ writes the four maps, or none of them (``{"version": 2.0}``)."""
+    text = '{"version": 2.0, "cppCodeToPost": {"k:1": ["a"]}, "postToCppCode": {"a": ["k:1"]}}'
+    expected = [f'$: missing required key "{name}" (version 2.0 has all four maps or none)' for name in ("preToPost", "postToPre")]
+    for full in (False, True):
+        assert [str(p) for p in schemas.validate_bytes(text, NODE_MAPPINGS, full=full).problems] == expected
+        assert schemas.validate_bytes('{"version": 2.0}', NODE_MAPPINGS, full=full).ok
+
+
 def test_corpus_has_all_three_verdicts() -> None:
     seen = {assert_agree(data, artifact) for _, data, artifact in CORPUS}
     assert seen == {"ok", "invalid", "unusable"}
@@ -221,8 +252,9 @@ def node_mappings(draw: st.DrawFn) -> dict[str, Any]:
         kernels[key] = sorted(nodes)
         for node in kernels[key]:
             posts.setdefault(node, []).append(key)
-    doc = {"preToPost": pre, "postToPre": post, "cppCodeToPost": kernels, "postToCppCode": posts, "version": 2.0}
-    return {k: v for k, v in doc.items() if k == "version" or draw(st.booleans()) or v}
+    if draw(st.integers(0, 4)) == 0:  # torch's mapping of a graph without a pre-grad graph id
+        return {"version": 2.0}
+    return {"preToPost": pre, "postToPre": post, "cppCodeToPost": kernels, "postToCppCode": posts, "version": 2.0}
 
 
 @st.composite

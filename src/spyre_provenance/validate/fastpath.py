@@ -111,6 +111,8 @@ class _Run:
             return det, None
         if det.schema == 2 and "version" not in top:
             self.problems.append(Problem("$", 'missing required key "version"'))
+        assert det.schema is not None
+        self.problems.extend(rules.missing_maps(det.schema, top))
         if self.problems:
             return det, None
         # keys this validator does not know are allowed; decoded only to be counted
@@ -129,6 +131,7 @@ class _Run:
         """
         facts: dict[str, rules.NodeMapFacts] = {}
         tallies: list[tuple[int, int]] = []
+        self.problems.extend(rules.missing_maps(2, top))
         for name in MAP_FIELDS:
             if name not in top:
                 continue

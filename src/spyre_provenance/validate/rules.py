@@ -38,6 +38,7 @@ from spyre_provenance.model.names import (
     INFERRED_REASONS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
+    MAP_FIELDS,
     MAPPING_SOURCES,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
@@ -61,6 +62,24 @@ MSG_BARE_NAME = 'has a ":<N>" debug handle suffix, which version 1 kernel names 
 MSG_HANDLE_ID = "not a handle id (a decimal string without leading zeros)"
 MSG_DUPLICATE_KEY = "duplicate key (JSON readers keep only one of the values)"
 MSG_EMPTY = "must not be empty"
+
+
+def missing_maps(schema: int, present: Iterable[str]) -> list[Problem]:
+    """The node-mapping maps a document lacks, one problem each (in upstream's key order).
+
+    torch wrote what each schema requires: version 1 (create_node_mapping, torch 2.7/2.8)
+    all four maps; version 2.0 (dump_inductor_provenance_info, 2.9+) all four or none.
+    """
+    have = set(present)
+    missing = [name for name in MAP_FIELDS if name not in have]
+    if schema == 2 and len(missing) == len(MAP_FIELDS):
+        return []
+    why = MSG_ALL_MAPS if schema == 1 else MSG_MAPS_TOGETHER
+    return [Problem("$", f"missing required key {quote(name)} {why}") for name in missing]
+
+
+MSG_ALL_MAPS = "(version 1 has all four maps)"
+MSG_MAPS_TOGETHER = "(version 2.0 has all four maps or none)"
 
 
 # the integer fields of a diagnostics document that must be >= 0

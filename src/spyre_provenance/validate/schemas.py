@@ -392,8 +392,12 @@ def _from_jsonschema(error: Any, schema: dict[str, Any]) -> Iterator[Problem]:
     if kind == "type":
         names = [expected] if isinstance(expected, str) else expected
         yield Problem(path, f"expected {' or '.join(names)}, got {json_type(value)}")
+    elif kind == "required" and list(expected) == list(MAP_FIELDS):  # node mappings version 1
+        yield from rules.missing_maps(1, value)
     elif kind == "required":
         yield from (Problem(path, f"missing required key {quote(k)}") for k in expected if k not in value)
+    elif kind == "dependentRequired":  # the only one: node mappings 2.0, all four maps or none
+        yield from rules.missing_maps(2, value)
     elif kind == "additionalProperties":
         known = error.schema.get("properties", {})
         yield from (Problem(path, f"unexpected key {quote(k)}") for k in value if k not in known)
