@@ -44,6 +44,17 @@ def test_entry_point_is_declared():
     assert any(p.value == "spyre_provenance.pytest_plugin" for p in points)
 
 
+def test_without_torch_the_fixture_names_the_extra(pytester: pytest.Pytester):
+    # torch hidden from the run (a None in sys.modules is what find_spec and import see)
+    pytester.makeconftest("import sys\nsys.modules['torch'] = None\n")
+    pytester.makepyfile(test_bare="def test_uses_it(provenance_regression):\n    pass\n")
+    run = pytester.runpytest_subprocess("-p", "spyre_provenance.pytest_plugin", "-p", "no:cacheprovider")
+    run.assert_outcomes(errors=1)
+    # one line, no traceback (fnmatch would read the brackets as a character class)
+    assert "provenance_regression compiles with torch, which is not installed: pip install 'spyre-provenance[pytest]'" in run.stdout.lines
+    assert "Traceback" not in run.stdout.str()
+
+
 def _files(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 

@@ -1,14 +1,18 @@
-"""An installed (non-editable) package finds its schemas: the wheel carries them."""
+"""An installed (non-editable) package finds its schemas: the wheel carries them. And a plain
+``pip install`` of it, torch absent, validates and diffs (the pre-commit hook's case), while
+the commands that compile say in one line which extra to install."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -46,3 +50,93 @@ def test_installed_package_validates_with_its_own_schemas(wheel: Path, tmp_path:
         [sys.executable, "-c", script, str(target)], capture_output=True, text=True, cwd=tmp_path, env=env
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def bare_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv holding the wheel and only its own dependencies (from the package index):
+    what ``pip install spyre-provenance`` and the pre-commit hook's environment get."""
+    venv = tmp_path_factory.mktemp("bare") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
+        capture_output=True, text=True, timeout=600, env=_clean_env(),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return venv
+
+
+def _clean_env() -> dict[str, str]:
+    """This environment without what would let the venv see the test run's own packages or
+    this checkout's source."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+
+
+def _run(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(venv / "bin" / args[0]), *args[1:]], capture_output=True, text=True, timeout=120, cwd=cwd, env=_clean_env()
+    )
+
+
+def test_a_plain_install_brings_no_torch(bare_venv: Path, tmp_path: Path) -> None:
+    listed = _run(bare_venv, "python", "-m", "pip", "list", "--format=freeze", cwd=tmp_path).stdout.lower()
+    installed = {line.split("==")[0] for line in listed.split()}
+    assert {"spyre-provenance", "msgspec", "jsonschema"} <= installed
+    assert not installed & {"torch", "numpy", "pytest", "tlparse"}, installed
+
+
+def test_validate_and_diff_run_without_torch(bare_venv: Path, tmp_path: Path) -> None:
+    done = _run(bare_venv, "spyre-provenance", "validate", str(REPO / "golden"), cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) >= 10 and all(line.startswith("OK ") for line in lines), done.stdout
+    # the installed package, not this checkout: its schemas are the wheel's copy
+    where = _run(bare_venv, "python", "-c", "import spyre_provenance; print(spyre_provenance.__file__)", cwd=tmp_path)
+    assert Path(where.stdout.strip()).is_relative_to(bare_venv), where.stdout
+    mapping = "graph_00_0-0_inference/inductor_provenance_tracking_node_mappings.json"
+    done = _run(bare_venv, "spyre-provenance", "diff", str(REPO / "golden" / "mlp" / mapping),
+                str(REPO / "golden" / "residual" / mapping), cwd=tmp_path)
+    assert done.returncode == 1 and done.stderr == "" and done.stdout.strip(), (done.returncode, done.stderr)
+
+
+def test_the_pre_commit_hook_entry_runs_without_torch(bare_venv: Path, tmp_path: Path) -> None:
+    [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    files = sorted(
+        str(p.relative_to(REPO)) for p in (REPO / "golden").rglob("*.json") if re.search(hook["files"], str(p.relative_to(REPO)))
+    )
+    assert len(files) >= 10
+    # pre-commit runs the entry in the hook's own environment, file names appended, from the repository root
+    done = _run(bare_venv, *hook["entry"].split(), *files, cwd=REPO)
+    assert (done.returncode, done.stderr) == (0, ""), done.stdout[-2000:] + done.stderr
+    assert len(done.stdout.splitlines()) == len(files)
+
+
+@pytest.mark.parametrize("command", [["compile", "mlp"], ["golden", "check"]])
+def test_commands_that_compile_name_the_extra(bare_venv: Path, tmp_path: Path, command: list[str]) -> None:
+    done = _run(bare_venv, "spyre-provenance", *command, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"spyre-provenance {command[0]}: error: needs torch, which is not installed: pip install 'spyre-provenance[compile]'\n"
+    )
+    assert not (tmp_path / "out").exists()  # refused before anything was written
+
+
+def test_open_needs_tlparse_not_torch(bare_venv: Path, tmp_path: Path) -> None:
+    done = _run(bare_venv, "spyre-provenance", "open", str(REPO / "tests" / "data" / "logs" / "seed_mlp.log"),
+                "--no-browser", "--out", str(tmp_path / "pages"), cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "spyre-provenance open: error: tlparse: not installed; install it with: pip install 'spyre-provenance[tlparse]'\n"
+
+
+def test_a_command_that_reaches_torch_anyway_gets_the_same_line(run_cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the up-front check (torch found, but broken, or imported by a path not listed):
+    still one line and exit 2, never a traceback."""
+    from spyre_provenance.cli import diff
+
+    def run(args):
+        raise ModuleNotFoundError("No module named 'torch._inductor'", name="torch._inductor")
+
+    monkeypatch.setattr(diff, "run", run)
+    assert run_cli("diff", "a", "b") == (
+        2, "", "spyre-provenance diff: error: needs torch, which is not installed: pip install 'spyre-provenance[compile]'\n"
+    )

@@ -24,6 +24,7 @@ pytest-regressions; the fixture asks for them when used.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import logging
 import re
@@ -36,6 +37,10 @@ import pytest
 
 from spyre_provenance import golden
 from spyre_provenance.validate import schemas
+
+
+# what the fixture needs beyond this package's own dependencies: torch and pytest-regressions
+PYTEST_EXTRA = "pip install 'spyre-provenance[pytest]'"
 
 
 class ProvenanceToolchainHint(UserWarning):
@@ -246,9 +251,11 @@ def _dtype(model: Any, inputs: tuple[Any, ...]) -> str:
 @pytest.fixture
 def provenance_regression(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ProvenanceRegression:
     """Compare a compile's provenance with a golden beside the test (``--force-regen``
-    rewrites it). Needs pytest-regressions (``pip install spyre-provenance[test]``)."""
+    rewrites it). Needs torch and pytest-regressions: ``pip install 'spyre-provenance[pytest]'``."""
+    if importlib.util.find_spec("torch") is None:  # found without importing it
+        pytest.fail(f"provenance_regression compiles with torch, which is not installed: {PYTEST_EXTRA}", pytrace=False)
     try:
         file_regression = request.getfixturevalue("file_regression")
     except pytest.FixtureLookupError:
-        pytest.fail("provenance_regression needs pytest-regressions: pip install pytest-regressions", pytrace=False)
+        pytest.fail(f"provenance_regression needs pytest-regressions: {PYTEST_EXTRA}", pytrace=False)
     return ProvenanceRegression(request, file_regression, tmp_path_factory.mktemp("provenance-obtained"))

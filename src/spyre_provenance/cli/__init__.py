@@ -4,12 +4,17 @@ Each subcommand lives in ``spyre_provenance.cli.<name>`` and exposes
 ``add_arguments(parser)`` and ``run(args) -> int``; this module only wires them up and
 turns failures into one line on stderr. ``cli.outputs`` checks and summarizes what
 ``compile`` wrote. Nothing imports the command line (it is an entry point).
+
+torch is an optional extra (``spyre-provenance[compile]``): ``validate``, ``diff`` and
+``open`` run without it (a pre-commit hook checking JSON installs no torch), ``compile``
+and ``golden`` (which compiles each case) say in one line which extra to install, exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import sys
 
@@ -27,6 +32,23 @@ COMMANDS = {
     "golden": "check or update the golden provenance artifacts",
     "open": "render a compile's provenance pages with tlparse",
 }
+
+
+# the commands that compile models, and what installs what they need
+NEEDS_TORCH = ("compile", "golden")
+TORCH_EXTRA = "pip install 'spyre-provenance[compile]'"
+
+
+def torch_missing() -> bool:
+    """Whether torch cannot be imported here (found without importing it: that takes seconds)."""
+    try:
+        return importlib.util.find_spec("torch") is None
+    except (ImportError, ValueError):  # a broken torch package, or one without __spec__
+        return True
+
+
+def _needs_torch(command: str) -> str:
+    return f"spyre-provenance {command}: error: needs torch, which is not installed: {TORCH_EXTRA}"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -50,10 +72,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command in NEEDS_TORCH and torch_missing():
+        print(_needs_torch(args.command), file=sys.stderr)
+        return EXIT_UNUSABLE
     try:
         return int(args._run(args))
     except UnusableInput as exc:
         print(f"spyre-provenance {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch" and not (exc.name or "").startswith("torch."):
+            return _internal_error(args.command, exc)
+        print(_needs_torch(args.command), file=sys.stderr)  # a path that reached torch after all
         return EXIT_UNUSABLE
     except BrokenPipeError:
         # the reader went away (``diff | head``): stop quietly, as a shell tool would
@@ -63,12 +93,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"spyre-provenance {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - the contract is one line, never a traceback
-        print(
-            f"spyre-provenance {args.command}: internal error: {type(exc).__name__}: {exc}"
-            " (please report this)",
-            file=sys.stderr,
-        )
-        return EXIT_INTERNAL
+        return _internal_error(args.command, exc)
+
+
+def _internal_error(command: str, exc: BaseException) -> int:
+    print(
+        f"spyre-provenance {command}: internal error: {type(exc).__name__}: {exc} (please report this)",
+        file=sys.stderr,
+    )
+    return EXIT_INTERNAL
 
 
 if __name__ == "__main__":
