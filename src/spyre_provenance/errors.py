@@ -17,5 +17,17 @@ class UnusableInput(Exception):
         self.what = what
 
 
+class UnsupportedTorch(UnusableInput, RuntimeError):
+    """The installed torch lacks an Inductor seam tracking needs: ``enable()`` refuses
+    before patching anything. ``str(exc)`` is the whole line (``torch 2.99.0: lacks ...``)."""
+
+    def __init__(self, version: str, missing: list[str], tested: str) -> None:
+        super().__init__(
+            f"torch {version}",
+            f"lacks {', '.join(missing)}, which provenance tracking needs (tested with torch {tested})",
+        )
+        self.missing = list(missing)
+
+
 class ProvenanceWarning(UserWarning):
     """A stage of the hook failed; the compile went on without (part of) the mapping."""

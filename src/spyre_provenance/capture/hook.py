@@ -33,13 +33,15 @@ from spyre_provenance.backends import get_backend
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture import emit
 from spyre_provenance.capture.inductor import Inductor
-from spyre_provenance.errors import ProvenanceWarning
+from spyre_provenance.errors import ProvenanceWarning, UnsupportedTorch
 from spyre_provenance.model.names import DIAGNOSTICS, FAULT_STAGES, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import BundleHandles, Fault, GraphDiagnostics, GraphResult, KernelRecord
 from spyre_provenance.validate import schemas
 
 TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
 DUMP_FUNCTION = "dump_inductor_provenance_info"
+#: The torch releases the test suite runs on (``make test``, ``make test-torch-next``).
+TESTED_TORCH = "2.13.0 and 2.14.1"
 #: Inductor IR classes whose call is written without a handle comment (torch 2.13).
 UNANNOUNCED_FALLBACKS = ("ScatterFallback", "IndexPutFallback")
 
@@ -440,6 +442,42 @@ def _one_line(text: str, limit: int = 500) -> str:
 # --- public API ----------------------------------------------------------------------------
 
 
+def missing_seams() -> list[str]:
+    """What the installed torch lacks of the seams ``install`` patches or sets, by full name
+    (empty: tracking can be enabled). Never raises: a module that does not import is missing."""
+    import importlib
+
+    wanted = (
+        ("torch._inductor.debug", TRACING_FUNCTION),
+        ("torch._inductor.debug", DUMP_FUNCTION),
+        ("torch._inductor.config", "trace.provenance_tracking_level"),
+    )
+    missing = []
+    for module_name, attr in wanted:
+        try:
+            owner: Any = importlib.import_module(module_name)
+            for part in attr.split("."):
+                owner = getattr(owner, part)
+        except Exception:  # noqa: BLE001 - ImportError, AttributeError, whatever a broken torch raises
+            missing.append(f"{module_name}.{attr}")
+            continue
+        if attr in (TRACING_FUNCTION, DUMP_FUNCTION) and not callable(owner):
+            missing.append(f"{module_name}.{attr}")
+    return missing
+
+
+def _refuse_unsupported_torch() -> None:
+    missing = missing_seams()
+    if missing:
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version("torch")
+        except importlib.metadata.PackageNotFoundError:
+            version = "(not installed)"
+        raise UnsupportedTorch(version, missing, TESTED_TORCH)
+
+
 def enable(
     backend: str | Backend = "inductor",
     *,
@@ -458,11 +496,15 @@ def enable(
     is found from the current folder; a path: from that folder (the model's file's).
     ``inductor``: what the session reads Inductor through (default ``Inductor()``; a test
     makes one step fail with a subclass).
+
+    Raises ``UnsupportedTorch`` (a RuntimeError, one line) when the installed torch lacks a
+    seam the hook patches (``missing_seams``), before anything is patched or compiled.
     """
     global _session
     with _lock:
         if _session is not None:
             raise RuntimeError("spyre-provenance tracking is already enabled; call disable() first")
+        _refuse_unsupported_torch()
         chosen = get_backend(backend) if isinstance(backend, str) else backend
         redactor = None
         if redact_paths:

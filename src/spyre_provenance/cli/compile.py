@@ -22,7 +22,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
+from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnsupportedTorch, UnusableInput
 from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
 from spyre_provenance.model import folders
 from spyre_provenance.support import remove_stale_temporaries
@@ -85,6 +85,9 @@ def run(args: argparse.Namespace) -> int:
             loaded, reference, backend=backend, out_dir=out, train=args.train, label=label,
             redact_paths=args.redact_paths, kernel_cache=args.kernel_cache,
         )
+    except UnsupportedTorch:  # enable() refused this torch before compiling: its own line
+        _discard(out, trace_dir, label, created)
+        raise
     except Exception as exc:
         # the model ran eagerly, so torch.compile refused it: the input, in one line
         _discard(out, trace_dir, label, created)
