@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 OUT    ?= out/demo
 
-.PHONY: venv demo test bench golden clean
+.PHONY: venv demo test test-torch-next bench golden clean
 
 venv: $(STAMP)
 
@@ -25,6 +25,23 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The next torch (issue 14): a second venv with torch $(TORCH_NEXT) (a CUDA build, ~5 GB,
+# runs on the CPU) and the tests that compile. Goldens are made with 2.13.0, so the tests
+# that compare golden bytes skip there with their reason; the rest must pass.
+TORCH_NEXT ?= 2.14.1
+VENV_NEXT  := .venv-torch-next
+STAMP_NEXT := $(VENV_NEXT)/.installed
+
+$(STAMP_NEXT): pyproject.toml
+	test -x $(VENV_NEXT)/bin/python || $(PYTHON) -m venv $(VENV_NEXT)
+	$(VENV_NEXT)/bin/python -m pip install -q --upgrade pip
+	$(VENV_NEXT)/bin/python -m pip install -q torch==$(TORCH_NEXT)
+	$(VENV_NEXT)/bin/python -m pip install -q -e '.[test,tlparse]' torch==$(TORCH_NEXT)
+	touch $(STAMP_NEXT)
+
+test-torch-next: $(STAMP_NEXT)
+	$(VENV_NEXT)/bin/python -m pytest -m compile $(PYTEST_ARGS)
+
 golden: $(STAMP)
 	$(VENV)/bin/spyre-provenance golden update
 
@@ -32,4 +49,4 @@ bench: $(STAMP)
 	$(PY) -m spyre_provenance.bench
 
 clean:
-	rm -rf $(VENV) out build dist .pytest_cache
+	rm -rf $(VENV) $(VENV_NEXT) out build dist .pytest_cache
