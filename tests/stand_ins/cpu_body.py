@@ -7,8 +7,10 @@ the wrapper calls that. ``CppScheduling`` is held here, not inherited by the sta
 module-level import of the tracing function), so a stand-in subclassing it would not have the
 comment method of the generation it stands for.
 
-Nothing here is a seam the adapter touches (see README.md); a test that puts a stand-in on
-``sys.path`` puts this folder there too.
+``SchedulingBody`` is the part of ``SuperDSCScheduling`` the generations share (codegen_node
+and define_kernel as main has them); each generation's module defines its class from it, so
+only what differs between generations (the comment method, the kernel prefix) is written
+there. A test that puts a stand-in on ``sys.path`` puts this folder there too.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, NamedTuple
 
 from torch._inductor.codegen.cpp import CppScheduling
 from torch._inductor.dependencies import WeakDep
-from torch._inductor.utils import IndentedBuffer, Placeholder
+from torch._inductor.utils import IndentedBuffer, Placeholder, get_fused_kernel_name, get_kernel_metadata
 from torch._inductor.virtualized import V
 
 
@@ -84,3 +86,66 @@ def tensors(snode: Any) -> list[Tensor]:
                 dtype, size = "unknown", []
             found.append(Tensor(is_input, dep.name, dtype, size, getattr(dep, "index", None)))
     return found
+
+
+class SchedulingBody:
+    """What every generation's ``SuperDSCScheduling`` has alike, as torch-spyre main has it:
+    no fusion, one kernel per ``codegen_node`` in main's order (OpSpecs into the kernel ->
+    ``define_kernel(src_code, node_schedule, kernel)`` -> ``codegen_comment`` ->
+    ``kernel.call_kernel(name)`` -> free buffers), and the kernel names. A generation mixes
+    it in before ``BaseScheduling`` and sets ``kernel_type`` (its ``SpyreKernel``) and, where
+    it has one, its own ``codegen_comment`` and ``config`` (a generation without one names
+    kernels ``sdsc_`` only; with one, ``config.ktir_emitter`` makes them ``ktir_``)."""
+
+    kernel_type: Any = None
+    config: Any = None
+    def __init__(self, scheduler: Any) -> None:
+        super().__init__(scheduler)
+        self._cpu = CpuBody(scheduler)
+
+    def group_fn(self, sizes: Any) -> Any:
+        return self._cpu.group_fn(sizes)
+
+    def flush(self) -> None:
+        pass  # every kernel is emitted by its own codegen_node
+
+    def can_buffer_be_removed_through_fusion(self, name: str, fused_node_names: Any) -> bool:
+        return False
+
+    def can_fuse_vertical(self, node1: Any, node2: Any) -> bool:
+        return False
+
+    def can_fuse_horizontal(self, node1: Any, node2: Any) -> bool:
+        return False
+
+    def codegen_node(self, node: Any) -> None:
+        node_schedule = [n for n in node.get_nodes() if n.get_name() not in self.scheduler.removed_ops]
+        if not node_schedule:
+            return
+        kernel = self.kernel_type(self._cpu.generate(node))  # stand-in: also marks the nodes run
+        for snode in node_schedule:
+            kernel.store(snode)
+        src_code = kernel.codegen_kernel()
+        kernel_name = self.define_kernel(src_code, node_schedule, kernel)
+        kernel.kernel_name = kernel_name
+        self.codegen_comment(node_schedule, kernel_name)
+        kernel.call_kernel(kernel.kernel_name)
+        self.free_buffers_in_scheduler()
+
+    def define_kernel(self, src_code: str, node_schedule: Any, kernel: Any) -> str:
+        wrapper = V.graph.wrapper_code
+        if src_code in wrapper.src_to_kernel:
+            return wrapper.src_to_kernel[src_code]
+        fused_name = get_fused_kernel_name(node_schedule, "original_aten")
+        kernel_name = "_".join([self.kernel_prefix(), fused_name, wrapper.next_kernel_suffix()])
+        wrapper.src_to_kernel[src_code] = kernel_name
+        wrapper.define_kernel(
+            kernel_name,
+            definition(kernel.body, src_code, kernel_name),
+            "\n".join(get_kernel_metadata(node_schedule, wrapper)),
+            gpu=False,
+        )
+        return kernel_name
+
+    def kernel_prefix(self) -> str:
+        return "ktir" if getattr(self.config, "ktir_emitter", False) else "sdsc"
