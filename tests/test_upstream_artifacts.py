@@ -11,6 +11,7 @@ compile id at all: valid, and a warning that tlparse files them under ``-_-_-_-`
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import re
@@ -138,6 +139,16 @@ def test_aoti_records_have_no_compile_id_and_are_valid_with_a_warning(aoti_log: 
     assert run_cli("validate", "--strict", aoti_log)[0] == 1
 
 
+# torch 2.14 adds `extern_semantic_key` (and, for extern kernels, shapes and dtypes) to every
+# kernel_information.json entry; schema v1 holds exactly what 2.9-2.13 write and refuses
+# them. A v2 schema is open work (issue 14, point 2); strict: this fails loudly once it lands.
+KERNEL_INFORMATION_V1_TORCH = importlib.metadata.version("torch").startswith(("2.9", "2.10", "2.11", "2.12", "2.13"))
+
+
+@pytest.mark.xfail(
+    not KERNEL_INFORMATION_V1_TORCH, strict=True,
+    reason="torch 2.14's kernel_information.json has fields schema v1 refuses (extern_semantic_key)",
+)
 def test_aoti_kernel_information_is_valid(aoti_log: Path, tmp_path: Path, run_cli) -> None:
     """The package's kernel_information.json (torch's create_kernel_information_json) passes
     the kernel_information schema, and names the call sites the log's mapping names."""
