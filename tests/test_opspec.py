@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from spyre_provenance import mapping
 from spyre_provenance.backends import opspec
 from spyre_provenance.backends.opspec import (
     DebugHandle,
@@ -29,7 +30,6 @@ from spyre_provenance.backends.opspec import (
     source_from_stack_trace,
     stable_id,
 )
-from spyre_provenance import mapping
 from spyre_provenance.model import records
 
 TORCH_DIR = opspec._internal_roots()[-1]  # the torch package folder (found, not imported)

@@ -121,6 +121,23 @@ def test_commands_that_compile_name_the_extra(bare_venv: Path, tmp_path: Path, c
     assert not (tmp_path / "out").exists()  # refused before anything was written
 
 
+def test_enable_without_torch_names_the_extra(bare_venv: Path, tmp_path: Path) -> None:
+    """The API, not only the command line: ``enable()`` and ``tracking()`` refuse in one line
+    (an ImportError, so ``except ImportError`` works) instead of a ModuleNotFoundError from
+    inside the hook."""
+    script = (
+        "import spyre_provenance\n"
+        "for start in (spyre_provenance.enable, lambda: spyre_provenance.tracking().__enter__()):\n"
+        "    try:\n"
+        "        start()\n"
+        "    except ImportError as exc:\n"
+        "        print(type(exc).__name__, exc, sep=': ')\n"
+    )
+    done = _run(bare_venv, "python", "-c", script, cwd=tmp_path)
+    line = "TorchNotInstalled: torch: not installed; provenance tracking needs it: pip install 'spyre-provenance[compile]'"
+    assert (done.returncode, done.stderr, done.stdout.splitlines()) == (0, "", [line, line]), done.stderr[-2000:]
+
+
 def test_open_needs_tlparse_not_torch(bare_venv: Path, tmp_path: Path) -> None:
     done = _run(bare_venv, "spyre-provenance", "open", str(REPO / "tests" / "data" / "logs" / "seed_mlp.log"),
                 "--no-browser", "--out", str(tmp_path / "pages"), cwd=tmp_path)

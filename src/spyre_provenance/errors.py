@@ -7,6 +7,9 @@ EXIT_OK = 0
 EXIT_FOUND_WANTING = 1  # invalid artifact, golden mismatch, diff found differences
 EXIT_UNUSABLE = 2  # missing file, not JSON, not a log, bad usage
 
+# torch is an optional extra: what to install for the commands (and the API) that compile
+TORCH_EXTRA = "pip install 'spyre-provenance[compile]'"
+
 
 class UnusableInput(Exception):
     """Input that cannot be checked at all. ``str(exc)`` is the whole user-facing line."""
@@ -27,6 +30,16 @@ class UnsupportedTorch(UnusableInput, RuntimeError):
             f"lacks {', '.join(missing)}, which provenance tracking needs (tested with torch {tested})",
         )
         self.missing = list(missing)
+
+
+class TorchNotInstalled(UnusableInput, ImportError):
+    """``enable()`` where torch is not installed at all (a plain ``pip install
+    spyre-provenance`` brings only the validator): one line naming the extra, not a
+    ModuleNotFoundError from deep inside the hook."""
+
+    def __init__(self) -> None:
+        super().__init__("torch", f"not installed; provenance tracking needs it: {TORCH_EXTRA}")
+        self.name = "torch"
 
 
 class ProvenanceWarning(UserWarning):

@@ -38,7 +38,6 @@ import pytest
 from spyre_provenance import golden
 from spyre_provenance.validate import schemas
 
-
 # what the fixture needs beyond this package's own dependencies: torch and pytest-regressions
 PYTEST_EXTRA = "pip install 'spyre-provenance[pytest]'"
 

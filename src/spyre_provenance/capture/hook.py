@@ -33,7 +33,7 @@ from spyre_provenance.backends import get_backend
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture import emit
 from spyre_provenance.capture.inductor import Inductor
-from spyre_provenance.errors import ProvenanceWarning, UnsupportedTorch
+from spyre_provenance.errors import ProvenanceWarning, TorchNotInstalled, UnsupportedTorch
 from spyre_provenance.model.names import DIAGNOSTICS, FAULT_STAGES, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import BundleHandles, Fault, GraphDiagnostics, GraphResult, KernelRecord
 from spyre_provenance.validate import schemas
@@ -467,6 +467,14 @@ def missing_seams() -> list[str]:
 
 
 def _refuse_unsupported_torch() -> None:
+    import importlib.util
+
+    try:
+        absent = importlib.util.find_spec("torch") is None
+    except (ImportError, ValueError):  # torch in sys.modules as None, or without __spec__
+        absent = True
+    if absent:
+        raise TorchNotInstalled()
     missing = missing_seams()
     if missing:
         import importlib.metadata
@@ -498,7 +506,8 @@ def enable(
     makes one step fail with a subclass).
 
     Raises ``UnsupportedTorch`` (a RuntimeError, one line) when the installed torch lacks a
-    seam the hook patches (``missing_seams``), before anything is patched or compiled.
+    seam the hook patches (``missing_seams``), and ``TorchNotInstalled`` (an ImportError,
+    one line naming the ``[compile]`` extra) without torch, before anything is patched.
     """
     global _session
     with _lock:

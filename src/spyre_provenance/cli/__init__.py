@@ -19,7 +19,7 @@ import os
 import sys
 
 from spyre_provenance import __version__
-from spyre_provenance.errors import EXIT_UNUSABLE, UnusableInput
+from spyre_provenance.errors import EXIT_UNUSABLE, TORCH_EXTRA, UnusableInput
 
 EXIT_INTERNAL = 3  # a bug in this tool, never a verdict on the input
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool cut off by `| head`
@@ -36,7 +36,6 @@ COMMANDS = {
 
 # the commands that compile models, and what installs what they need
 NEEDS_TORCH = ("compile", "golden")
-TORCH_EXTRA = "pip install 'spyre-provenance[compile]'"
 
 
 def torch_missing() -> bool:
