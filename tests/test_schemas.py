@@ -60,6 +60,8 @@ def load(name: str) -> Any:
 SEED = load(FILES[NODE_MAPPINGS])
 STACKS = load(FILES[KERNEL_STACK_TRACES])
 INFO = load(FILES[KERNEL_INFORMATION])
+INFO_V2 = load("kernel_information_v2.json")
+EXTERN = "aoti_torch_cpu_addmm_out:1"  # an extern kernel's entry: it has the shape fields
 OPSPEC = load(FILES[OPSPEC_DEBUG_HANDLES])
 H_MATMUL, H_ADD, H_RELU, H_ZERO = "4611686018427387904", "17", "9223372036854775807", "0"
 
@@ -91,7 +93,7 @@ def test_schema_files_are_valid_2020_12_with_stable_ids(artifact: str) -> None:
 def test_versions_on_disk() -> None:
     assert schemas.available_versions(NODE_MAPPINGS) == [1, 2]
     assert schemas.available_versions(KERNEL_STACK_TRACES) == [1, 2]
-    assert schemas.available_versions(KERNEL_INFORMATION) == [1]
+    assert schemas.available_versions(KERNEL_INFORMATION) == [1, 2]
     assert schemas.available_versions(OPSPEC_DEBUG_HANDLES) == [1]
     assert schemas.available_versions(DIAGNOSTICS) == [1, 2, 3]
 
@@ -119,6 +121,7 @@ VALID = [
     (FILES[KERNEL_STACK_TRACES], KERNEL_STACK_TRACES, "2"),
     ("inductor_provenance_tracking_kernel_stack_traces_v1.json", KERNEL_STACK_TRACES, "1"),
     (FILES[KERNEL_INFORMATION], KERNEL_INFORMATION, "1"),
+    ("kernel_information_v2.json", KERNEL_INFORMATION, "2"),  # torch 2.14.1's, from a real AOTI package
     (FILES[OPSPEC_DEBUG_HANDLES], OPSPEC_DEBUG_HANDLES, "1"),
 ]
 
@@ -341,6 +344,38 @@ BROKEN: dict[str, tuple[str, str, set[str], str | None]] = {
         ' "b:1": {"stack_traces": [], "post_grad_nodes": [], "pre_grad_nodes": []}}',
         {'$["b:1"]'},
         "1",
+    ),
+    # kernel_information v2 (torch 2.14): the version is in the shape, so each is still "2"
+    "kernel-info-v2-entry-lacks-the-key": (
+        KERNEL_INFORMATION, _edit(INFO_V2, lambda d: d["cpp_fused_relu_0:2"].pop("extern_semantic_key")),
+        {'$["cpp_fused_relu_0:2"]'}, "2",
+    ),
+    "kernel-info-v2-key-not-a-string": (
+        KERNEL_INFORMATION, _edit(INFO_V2, _set([EXTERN, "extern_semantic_key"], 3)), {f'$["{EXTERN}"].extern_semantic_key'}, "2",
+    ),
+    "kernel-info-v2-shapes-without-dtypes": (
+        KERNEL_INFORMATION, _edit(INFO_V2, lambda d: d[EXTERN].pop("input_dtypes")), {f'$["{EXTERN}"]'}, "2",
+    ),
+    "kernel-info-v2-dtype-without-shape": (
+        KERNEL_INFORMATION, _edit(INFO_V2, lambda d: d[EXTERN].pop("output_shape")), {f'$["{EXTERN}"]'}, "2",
+    ),
+    "kernel-info-v2-a-dtype-short": (
+        KERNEL_INFORMATION, _edit(INFO_V2, lambda d: d[EXTERN]["input_dtypes"].pop()), {f'$["{EXTERN}"].input_dtypes'}, "2",
+    ),
+    "kernel-info-v2-negative-size": (
+        KERNEL_INFORMATION, _edit(INFO_V2, _set([EXTERN, "output_shape", 1], -1)), {f'$["{EXTERN}"].output_shape[1]'}, "2",
+    ),
+    "kernel-info-v2-fractional-size": (
+        KERNEL_INFORMATION, _edit(INFO_V2, _set([EXTERN, "input_shapes", 1, 0], 0.5)), {f'$["{EXTERN}"].input_shapes[1][0]'}, "2",
+    ),
+    "kernel-info-v2-empty-symbol": (
+        KERNEL_INFORMATION, _edit(INFO_V2, _set([EXTERN, "output_shape", 0], "")), {f'$["{EXTERN}"].output_shape[0]'}, "2",
+    ),
+    "kernel-info-v2-not-a-dtype": (
+        KERNEL_INFORMATION, _edit(INFO_V2, _set([EXTERN, "output_dtype"], "float32")), {f'$["{EXTERN}"].output_dtype'}, "2",
+    ),
+    "kernel-info-v2-unknown-field": (
+        KERNEL_INFORMATION, _edit(INFO_V2, _set([EXTERN, "device"], "cpu")), {f'$["{EXTERN}"]'}, "2",
     ),
     # spyre_opspec_debug_handles
     "opspec-unknown-handle": (

@@ -139,16 +139,11 @@ def test_aoti_records_have_no_compile_id_and_are_valid_with_a_warning(aoti_log: 
     assert run_cli("validate", "--strict", aoti_log)[0] == 1
 
 
-# torch 2.14 adds `extern_semantic_key` (and, for extern kernels, shapes and dtypes) to every
-# kernel_information.json entry; schema v1 holds exactly what 2.9-2.13 write and refuses
-# them. A v2 schema is open work (issue 14, point 2); strict: this fails loudly once it lands.
-KERNEL_INFORMATION_V1_TORCH = importlib.metadata.version("torch").startswith(("2.9", "2.10", "2.11", "2.12", "2.13"))
+# torch 2.14 adds `extern_semantic_key` to every kernel_information.json entry (and, for
+# extern kernels, their shapes and dtypes): schema v2, told from v1 by that field.
+KERNEL_INFORMATION_VERSION = "1" if importlib.metadata.version("torch").startswith(("2.9", "2.10", "2.11", "2.12", "2.13")) else "2"
 
 
-@pytest.mark.xfail(
-    not KERNEL_INFORMATION_V1_TORCH, strict=True,
-    reason="torch 2.14's kernel_information.json has fields schema v1 refuses (extern_semantic_key)",
-)
 def test_aoti_kernel_information_is_valid(aoti_log: Path, tmp_path: Path, run_cli) -> None:
     """The package's kernel_information.json (torch's create_kernel_information_json) passes
     the kernel_information schema, and names the call sites the log's mapping names."""
@@ -157,12 +152,16 @@ def test_aoti_kernel_information_is_valid(aoti_log: Path, tmp_path: Path, run_cl
         data = package.read(member)
     for full in (False, True):
         report = schemas.validate_bytes(data, KERNEL_INFORMATION, full=full)
-        assert (report.version, report.problems) == ("1", ())
+        assert (report.version, report.problems) == (KERNEL_INFORMATION_VERSION, ())
     [mapping] = [json.loads(e.payload) for e in tracelog.read_trace(aoti_log, names={NODE_MAPPINGS})]
     assert set(json.loads(data)) == set(mapping["cppCodeToPost"])
     path = tmp_path / "kernel_information.json"
     path.write_bytes(data)
-    assert run_cli("validate", path) == (0, f"OK      v1    {KERNEL_INFORMATION}  {path}\n", "")
+    version = f"v{KERNEL_INFORMATION_VERSION}".ljust(6)
+    assert run_cli("validate", path) == (0, f"OK      {version}{KERNEL_INFORMATION}  {path}\n", "")
+    if KERNEL_INFORMATION_VERSION == "2":  # the two addmm are extern kernels: torch records their shapes
+        externs = [e for e in json.loads(data).values() if "input_shapes" in e]
+        assert externs and all(len(e["input_shapes"]) == len(e["input_dtypes"]) for e in externs)
 
 
 @pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")

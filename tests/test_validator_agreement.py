@@ -273,6 +273,22 @@ def kernel_information(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @st.composite
+def kernel_information_v2(draw: st.DrawFn) -> dict[str, Any]:
+    """torch 2.14's entries: the semantic key on each, shapes and dtypes on some (in pairs)."""
+    doc = draw(kernel_information())
+    dims = st.lists(st.integers(0, 4096) | st.sampled_from(["s0", "2*s1"]), max_size=3)
+    dtypes = st.sampled_from(["torch.float32", "torch.float16", "torch.int64"])
+    for entry in doc.values():
+        entry["extern_semantic_key"] = draw(st.none() | NAMES)
+        if draw(st.booleans()):
+            shapes = draw(st.lists(dims, max_size=3))
+            entry.update(input_shapes=shapes, input_dtypes=[draw(dtypes) for _ in shapes])
+            if draw(st.booleans()):
+                entry.update(output_shape=draw(dims), output_dtype=draw(dtypes))
+    return doc
+
+
+@st.composite
 def opspec_handles(draw: st.DrawFn) -> dict[str, Any]:
     """A valid opspec artifact: handles form a DAG (fused_from only names earlier ids)."""
     ids = [str(i) for i in draw(st.lists(st.integers(0, 2**63 - 1), unique=True, max_size=5))]
@@ -431,7 +447,7 @@ GENERATED = {
     DIAGNOSTICS: diagnostics() | diagnostics_v2(),
     NODE_MAPPINGS: node_mappings(),
     KERNEL_STACK_TRACES: stack_traces(),
-    KERNEL_INFORMATION: kernel_information(),
+    KERNEL_INFORMATION: kernel_information() | kernel_information_v2(),
     OPSPEC_DEBUG_HANDLES: opspec_handles(),
 }
 AGREEMENT_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

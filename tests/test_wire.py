@@ -8,8 +8,8 @@ import msgspec
 import pytest
 
 from spyre_provenance.model import records, wire
-from spyre_provenance.model.names import DIAGNOSTICS, OPSPEC_DEBUG_HANDLES
-from spyre_provenance.validate import schemas
+from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_INFORMATION, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.validate import rules, schemas
 
 
 @pytest.mark.parametrize("version", [1, 2, 3])
@@ -28,6 +28,20 @@ def test_the_opspec_wire_form_is_the_schemas():
     source = schemas._resolve(handle["properties"]["source"], schema)
     source = next(schemas._resolve(s, schema) for s in source.get("anyOf", source.get("oneOf", [source])) if s.get("type") != "null")
     assert list(source["properties"]) == list(records.SourceLoc.__struct_fields__)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_kernel_information_wire_forms_are_the_schemas(version):
+    schema = schemas.load_schema(KERNEL_INFORMATION, version)
+    entry = schema["additionalProperties"]
+    struct = wire.KERNEL_INFO_ENTRIES[version]
+    assert list(entry["properties"]) == list(struct.__struct_fields__)
+    required = [f.name for f in msgspec.structs.fields(struct) if f.required]
+    assert entry["required"] == required
+    if version == 2:  # the pairs the fast path checks are the schema's, and so is the dtype pattern
+        assert {k: [v] for k, v in rules.KERNEL_INFO_PAIRS.items()} == entry["dependentRequired"]
+        assert schema["$defs"]["dtype"]["pattern"] == rules.DTYPE_PATTERN
+        assert wire.KERNEL_INFO_V2_MARK in required and wire.KERNEL_INFO_V2_MARK not in wire.KERNEL_INFO_FIELDS
 
 
 def test_a_derived_form_requires_every_field_and_refuses_unknown_ones():

@@ -29,6 +29,7 @@ from spyre_provenance.model.names import (
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
 )
+from spyre_provenance.model.wire import KERNEL_INFO_V2_MARK
 
 # The schema files' pattern strings, applied as jsonschema applies them (re.search), so both
 # validation paths accept exactly the same keys.
@@ -113,7 +114,8 @@ def detect(artifact: str | None, doc: Mapping[str, Any]) -> Detected:
         v2 = not doc or any(KERNEL_KEY_RE.search(k) for k in doc)
         return Detected(artifact, "2", 2) if v2 else Detected(artifact, "1", 1)
     if artifact == KERNEL_INFORMATION:
-        return Detected(artifact, "1", 1)
+        # the file has no version: torch 2.14 added extern_semantic_key to every entry
+        return Detected(artifact, "2", 2) if _has_v2_entries(doc) else Detected(artifact, "1", 1)
     if artifact == OPSPEC_DEBUG_HANDLES:
         if "version" in doc:
             return _explicit_version(artifact, doc["version"], {1: ("1", 1)})
@@ -145,6 +147,22 @@ def _has_handle_keys(doc: Mapping[str, Any]) -> bool:
         if isinstance(names, list)
         for n in names
     )
+
+
+def _has_v2_entries(doc: Mapping[str, Any]) -> bool:
+    """Whether some kernel_information entry (decoded or ``msgspec.Raw``) has the field only
+    version 2 has. An entry that is not an object says nothing; validation reports it."""
+    for value in doc.values():
+        if isinstance(value, msgspec.Raw):
+            if _kind(value) != "object":
+                continue
+            try:
+                value = msgspec.json.decode(value, type=dict[str, msgspec.Raw])
+            except msgspec.MsgspecError:
+                continue
+        if isinstance(value, Mapping) and KERNEL_INFO_V2_MARK in value:
+            return True
+    return False
 
 
 def _kind(value: Any) -> str:

@@ -84,11 +84,32 @@ def diagnostics_field_types(schema: int) -> dict[str, Any]:
 
 
 class KernelInfoEntry(msgspec.Struct, forbid_unknown_fields=True):
-    """One value of AOTInductor's ``kernel_information.json``."""
+    """One value of AOTInductor's ``kernel_information.json`` version 1 (torch 2.9-2.13)."""
 
     stack_traces: list[str]
     post_grad_nodes: list[str]
     pre_grad_nodes: list[str]
+
+
+Dim = Union[int, float, str]  # a static size (integral: rules.check_kernel_info_types) or a symbolic one
+
+
+class KernelInfoEntryV2(msgspec.Struct, forbid_unknown_fields=True):
+    """Version 2 (torch 2.14): version 1 plus the extern semantic key on every entry, and
+    the shapes and dtypes torch records for extern kernels only (absent: UNSET)."""
+
+    stack_traces: list[str]
+    post_grad_nodes: list[str]
+    pre_grad_nodes: list[str]
+    extern_semantic_key: Union[str, None]
+    input_shapes: Union[list[list[Dim]], msgspec.UnsetType] = msgspec.UNSET
+    input_dtypes: Union[list[str], msgspec.UnsetType] = msgspec.UNSET
+    output_shape: Union[list[Dim], msgspec.UnsetType] = msgspec.UNSET
+    output_dtype: Union[str, msgspec.UnsetType] = msgspec.UNSET
+
+
+KERNEL_INFO_ENTRIES: dict[int, type[msgspec.Struct]] = {1: KernelInfoEntry, 2: KernelInfoEntryV2}
+KERNEL_INFO_V2_MARK = "extern_semantic_key"  # the field whose presence makes an entry version 2
 
 
 class HandleEntry(msgspec.Struct, forbid_unknown_fields=True):
@@ -121,4 +142,4 @@ class OpSpecDebugHandles(msgspec.Struct, forbid_unknown_fields=True):
 
 
 OPSPEC_FIELDS = OpSpecDebugHandles.__struct_fields__
-KERNEL_INFO_FIELDS = KernelInfoEntry.__struct_fields__
+KERNEL_INFO_FIELDS = KernelInfoEntry.__struct_fields__  # the lists each entry of every version has

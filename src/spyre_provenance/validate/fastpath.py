@@ -87,7 +87,7 @@ class _Run:
         if artifact == KERNEL_STACK_TRACES:
             return self.kernel_map(artifact, list[str])
         if artifact == KERNEL_INFORMATION:
-            return self.kernel_map(artifact, wire.KernelInfoEntry)
+            return self.kernel_information()
         if artifact is None:
             raise unrecognized(self.location)
         raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(ARTIFACTS)}")
@@ -157,6 +157,22 @@ class _Run:
         tally = _tally_map(doc) if value_type is list[str] else _tally(doc)
         self.problems.extend(rules.check(artifact, det.schema, doc))
         return det, tally
+
+    def kernel_information(self) -> tuple[Detected, Any]:
+        """Its version is in its entries' shape (``detect``): the entries are decoded once
+        as raw values to tell, then as the entry type of that version."""
+        top = self.decode(self.data, dict[str, msgspec.Raw], "$", top=True)
+        det = detect(KERNEL_INFORMATION, top)
+        assert det.schema is not None
+        doc = self.decode_map(self.data, wire.KERNEL_INFO_ENTRIES[det.schema], "$", top=True)
+        if doc is _MISSING:
+            return det, None
+        if det.schema == 2:
+            self.problems.extend(rules.check_kernel_info_types(doc))
+            if self.problems:
+                return det, None
+        self.problems.extend(rules.check(KERNEL_INFORMATION, det.schema, doc))
+        return det, _tally(doc)
 
     def opspec(self, top: dict[str, msgspec.Raw]) -> tuple[Detected, Any]:
         version = self.decode(top["version"], Any, "$.version") if "version" in top else _MISSING
@@ -353,7 +369,7 @@ def _colons(strings: Iterable[str]) -> int:
 
 def _tally(value: Any) -> tuple[int, int]:
     """(object keys, colons in strings) of any decoded value; a Struct counts as an object
-    with all its fields (they are all required, so the text had exactly those keys)."""
+    with all its fields but the UNSET ones (the text had exactly those keys)."""
     keys = colons = 0
     stack = [value]
     while stack:
@@ -367,8 +383,9 @@ def _tally(value: Any) -> tuple[int, int]:
         elif isinstance(v, list):
             stack.extend(v)
         elif isinstance(v, msgspec.Struct):
-            keys += len(v.__struct_fields__)
-            stack.extend(getattr(v, f) for f in v.__struct_fields__)
+            present = [value for f in v.__struct_fields__ if (value := getattr(v, f)) is not msgspec.UNSET]
+            keys += len(present)
+            stack.extend(present)
     return keys, colons
 
 

@@ -51,6 +51,7 @@ from spyre_provenance.model.wire import (
     DiagnosticsDocV2,
     DiagnosticsDocV3,
     HandleEntry,
+    KernelInfoEntryV2,
     OpSpecDebugHandles,
 )
 
@@ -156,6 +157,45 @@ def check_types(doc: OpSpecDebugHandles) -> list[Problem]:
     return problems
 
 
+# kernel_information v2: the pairs torch writes together (the schema's dependentRequired)
+KERNEL_INFO_PAIRS = {"input_shapes": "input_dtypes", "input_dtypes": "input_shapes",
+                     "output_shape": "output_dtype", "output_dtype": "output_shape"}
+DTYPE_PATTERN = r"^torch\.[a-z][a-z0-9_]*$"  # the schema's, applied as jsonschema does (re.search)
+DTYPE_RE = re.compile(DTYPE_PATTERN)
+MSG_DTYPE = 'not a torch dtype ("torch.float32", ...)'
+
+
+def bad_dim(value: Any) -> str:
+    return f"expected a size (an integer >= 0) or a symbolic one (a non-empty string), got {quote(value)}"
+
+
+def missing_partner(field: str, partners: Iterable[str]) -> str:
+    return f"has {quote(field)} without {' and '.join(map(quote, partners))} (torch writes them together)"
+
+
+def check_kernel_info_types(doc: dict[str, KernelInfoEntryV2]) -> list[Problem]:
+    """What the kernel_information v2 schema says about shapes, dtypes and the field pairs
+    that the wire type leaves open."""
+    problems: list[Problem] = []
+    for key, info in doc.items():
+        base = key_path("$", key)
+        for name, partner in KERNEL_INFO_PAIRS.items():
+            if getattr(info, name) is not msgspec.UNSET and getattr(info, partner) is msgspec.UNSET:
+                problems.append(Problem(base, missing_partner(name, [partner])))
+        shapes = {} if info.input_shapes is msgspec.UNSET else {f"{base}.input_shapes[{i}]": s for i, s in enumerate(info.input_shapes)}
+        if info.output_shape is not msgspec.UNSET:
+            shapes[f"{base}.output_shape"] = info.output_shape
+        for path, shape in shapes.items():
+            for j, dim in enumerate(shape):
+                if dim == "" or (not isinstance(dim, str) and (dim < 0 or (isinstance(dim, float) and not dim.is_integer()))):
+                    problems.append(Problem(f"{path}[{j}]", bad_dim(dim)))
+        dtypes = {} if info.input_dtypes is msgspec.UNSET else {f"{base}.input_dtypes[{i}]": d for i, d in enumerate(info.input_dtypes)}
+        if info.output_dtype is not msgspec.UNSET:
+            dtypes[f"{base}.output_dtype"] = info.output_dtype
+        problems.extend(Problem(path, MSG_DTYPE) for path, dtype in dtypes.items() if not DTYPE_RE.search(dtype))
+    return problems
+
+
 # --- invariants -----------------------------------------------------------------------------
 
 
@@ -177,6 +217,10 @@ def check(artifact: str, schema: int, doc: Any) -> list[Problem]:
                 dup = first_duplicate(getattr(info, name))
                 if dup is not NO_DUPLICATE:
                     problems.append(Problem(f"{key_path('$', key)}.{name}", f"duplicate entry {quote(dup)}"))
+            shapes, dtypes = getattr(info, "input_shapes", msgspec.UNSET), getattr(info, "input_dtypes", msgspec.UNSET)
+            if msgspec.UNSET not in (shapes, dtypes) and len(shapes) != len(dtypes):
+                message = f"{len(dtypes)} dtypes for {len(shapes)} input shapes (one per input tensor)"
+                problems.append(Problem(f"{key_path('$', key)}.input_dtypes", message))
     elif artifact == OPSPEC_DEBUG_HANDLES:
         _check_opspec(doc, problems)
     elif artifact == DIAGNOSTICS:

@@ -376,7 +376,7 @@ def _typed(artifact: str, schema: int, doc: Mapping[str, Any]) -> Any:
     if artifact == KERNEL_STACK_TRACES:
         return doc
     if artifact == KERNEL_INFORMATION:
-        return msgspec.convert(dict(doc), dict[str, wire.KernelInfoEntry])
+        return msgspec.convert(dict(doc), dict[str, wire.KERNEL_INFO_ENTRIES[schema]])
     if artifact == DIAGNOSTICS:
         return msgspec.convert(dict(doc), wire.DIAGNOSTICS_DOCS[schema])
     return msgspec.convert(dict(doc), wire.OpSpecDebugHandles)
@@ -396,13 +396,19 @@ def _from_jsonschema(error: Any, schema: dict[str, Any]) -> Iterator[Problem]:
         yield from rules.missing_maps(1, value)
     elif kind == "required":
         yield from (Problem(path, f"missing required key {quote(k)}") for k in expected if k not in value)
-    elif kind == "dependentRequired":  # the only one: node mappings 2.0, all four maps or none
+    elif kind == "dependentRequired" and set(expected) <= set(MAP_FIELDS):  # node mappings 2.0: all four or none
         yield from rules.missing_maps(2, value)
+    elif kind == "dependentRequired":  # kernel_information v2: a shape without its dtype, or the reverse
+        for field, partners in expected.items():
+            if field in value and any(p not in value for p in partners):
+                yield Problem(path, rules.missing_partner(field, [p for p in partners if p not in value]))
+    elif kind == "anyOf":  # the only one: a dimension of a kernel_information v2 shape
+        yield Problem(path, rules.bad_dim(value))
     elif kind == "additionalProperties":
         known = error.schema.get("properties", {})
         yield from (Problem(path, f"unexpected key {quote(k)}") for k in value if k not in known)
     elif kind == "pattern":
-        messages = {KERNEL_KEY_PATTERN: rules.MSG_KERNEL_KEY, HANDLE_ID_PATTERN: rules.MSG_HANDLE_ID}
+        messages = {KERNEL_KEY_PATTERN: rules.MSG_KERNEL_KEY, HANDLE_ID_PATTERN: rules.MSG_HANDLE_ID, rules.DTYPE_PATTERN: rules.MSG_DTYPE}
         yield Problem(path, messages.get(expected, f"does not match {expected}"))
     elif kind == "not":  # the only "not" in the schemas: version 1's bare kernel names
         yield Problem(path, rules.MSG_BARE_NAME)
