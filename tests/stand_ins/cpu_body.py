@@ -99,6 +99,11 @@ class SchedulingBody:
 
     kernel_type: Any = None
     config: Any = None
+    #: a generation with bundles (``execution.async_compile.SpyreAsyncCompile``): each
+    #: kernel's OpSpecs become a bundle folder and a runner, as torch-spyre's wrapper does
+    #: when the generated module loads (here at definition, still before the dump)
+    async_compile: Any = None
+
     def __init__(self, scheduler: Any) -> None:
         super().__init__(scheduler)
         self._cpu = CpuBody(scheduler)
@@ -145,6 +150,8 @@ class SchedulingBody:
             "\n".join(get_kernel_metadata(node_schedule, wrapper)),
             gpu=False,
         )
+        if self.async_compile is not None and self.kernel_prefix() == "sdsc":  # KTIR writes no bundles
+            self.async_compile.sdsc(kernel_name, kernel.op_specs)
         return kernel_name
 
     def kernel_prefix(self) -> str:

@@ -47,6 +47,7 @@ from torch._inductor.dependencies import MemoryDep, StarDep, WeakDep
 from torch._inductor.utils import IndentedBuffer, Placeholder, get_fused_kernel_name
 from torch._inductor.virtualized import V, ops
 
+from spyre_provenance.backends import bundles
 from spyre_provenance.backends import opspec as opspec_mod
 from spyre_provenance.backends.base import Backend, move_comment_to_call
 from spyre_provenance.backends.opspec import OpSpec, TensorArg
@@ -671,11 +672,11 @@ class ReferenceBackend(Backend):
             folder = _spyre_cache_root() / bundle_cache_key(documents)
             cached = _read_bundles(folder, len(documents))
             if cached is not None:  # a hit: what torch-spyre serves, handles and all
-                self._served[kernel_name] = [_handle_of(d) for d in cached]
+                self._served[kernel_name] = [bundles.handle_of(d) for d in cached]
                 return
         else:
             folder = self.bundle_dir / kernel_name
-        self._served[kernel_name] = [_handle_of(d) for d in documents]
+        self._served[kernel_name] = [bundles.handle_of(d) for d in documents]
         for i, document in enumerate(documents):
             path = folder / f"sdsc_{i}.json"
             try:
@@ -709,12 +710,6 @@ def _read_bundles(folder: Path, count: int) -> list[dict[str, Any]] | None:
     except (OSError, ValueError):
         return None
     return documents if all(isinstance(d, dict) and len(d) == 1 for d in documents) else None
-
-
-def _handle_of(document: dict[str, Any]) -> dict[str, Any] | None:
-    (body,) = document.values()
-    handle = body.get("debug_handle_") if isinstance(body, dict) else None
-    return handle if isinstance(handle, dict) else None
 
 
 _ABSENT = object()

@@ -80,6 +80,18 @@ What the adapter does with that
     flattened, fields read by name (old and new OpSpecs alike), an ``UnimplementedOp`` kept
     as a handleless record that says why. Nothing here depends on the ``sdsc_`` prefix:
     ``ktir_`` kernels (``config.ktir_emitter``) go the same way.
+  * Bundles: torch-spyre's ``SpyreAsyncCompile.sdsc(kernel_name, specs, ...)`` (in
+    ``torch_spyre/execution/async_compile.py``, run when the generated wrapper module loads)
+    writes a kernel's bundles with ``_inductor/codegen/bundle.py::generate_bundle`` into
+    ``cache_dir()/inductor-spyre/<uuid8>_<name>_XXXXXXXX/`` (kernel cache off), or finds
+    them in ``cache_dir()/inductor-spyre-cache/<key>/`` (on; the key ignores
+    ``debug_handle_``, so a hit serves an earlier compile's handles), and every path ends in
+    ``SpyreSDSCKernelRunner(kernel_name, code_dir, ...)`` (``execution/kernel_runner.py``).
+    ``install`` wraps that ``__init__`` to note ``code_dir`` per kernel on the graph;
+    ``bundle_handles`` reads the ``sdsc_<i>.json`` there when the graph is complete (the
+    hook asks at the dump, after the module loaded). A folder that cannot be read is a
+    fault; a generation without ``execution/kernel_runner.py``, or a KTIR kernel (no
+    ``sdsc_*.json``), is "not checked".
   * ``uninstall`` restores every attribute and the registry entry exactly.
 """
 
@@ -95,8 +107,9 @@ from types import CodeType, ModuleType
 from typing import Any, Sequence
 
 from spyre_provenance.backends.base import Backend, CallSiteRecorder
+from spyre_provenance.backends.bundles import served_handles
 from spyre_provenance.errors import ProvenanceWarning
-from spyre_provenance.model.records import OpSpecRecord
+from spyre_provenance.model.records import Fault, OpSpecRecord
 
 DEVICE = "spyre"
 SCHEDULING_CLASS = "SuperDSCScheduling"
@@ -106,8 +119,12 @@ WRAPPER_MODULE, WRAPPER_CLASS = "torch_spyre._inductor.wrapper", "SpyrePythonWra
 TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
 #: Inductor's per-graph handle counter in ``torch._inductor.debug``.
 HANDLE_COUNTER = "_inductor_kernel_provenance_debug_handle"
-#: Per-graph side table on the GraphLowering: it dies with the graph, so no stale entries.
+#: Where torch-spyre's kernel runners live; each knows its kernel's bundle folder (``code_dir``).
+RUNNER_MODULE = "torch_spyre.execution.kernel_runner"
+RUNNER_CLASSES = ("SpyreSDSCKernelRunner", "SpyreFrontendOnlyRunner")  # the second: TORCH_SPYRE_FRONTEND_ONLY
+#: Per-graph side tables on the GraphLowering: they die with the graph, so no stale entries.
 _GRAPH_OPSPECS = "_spyre_provenance_opspecs"
+_GRAPH_BUNDLE_DIRS = "_spyre_provenance_bundle_dirs"
 
 _MISSING = object()
 
@@ -220,7 +237,8 @@ class TorchSpyreBackend(Backend):
         device: str | None = None,
     ) -> None:
         # bundle_dir: accepted for parity with the reference backend; torch-spyre writes its
-        # own SuperDSC bundles (under its cache dir), so nothing is written here.
+        # own SuperDSC bundles (under its cache dir), so nothing is written here: they are
+        # read where its runners point (bundle_handles).
         self.bundle_dir = Path(bundle_dir) if bundle_dir is not None else None
         self.module = module
         if device is not None:  # tests run the stand-ins on "cpu"
@@ -232,6 +250,7 @@ class TorchSpyreBackend(Backend):
         self._saved_registration: Any = None  # (device, old entry or _MISSING)
         self._warned = False
         self._recorder: CallSiteRecorder | None = None
+        self._faults: list[Fault] = []
 
     # -- install / uninstall -------------------------------------------------------------
 
@@ -248,6 +267,7 @@ class TorchSpyreBackend(Backend):
             if not self.writes_handle_comments:
                 codegen_comment = getattr(cls, "codegen_comment")
                 self._patch(cls, "codegen_comment", self._wrap_codegen_comment(codegen_comment))
+            self._watch_runners()
         except BaseException:
             self.uninstall()  # never leave half an install behind
             raise
@@ -353,6 +373,53 @@ class TorchSpyreBackend(Backend):
             ProvenanceWarning,
             stacklevel=3,
         )
+
+    def _watch_runners(self) -> None:
+        """Learn each kernel's bundle folder from the runner torch-spyre builds for it
+        (``SpyreSDSCKernelRunner(name, code_dir, ...)``: a fresh folder, or on a kernel-cache
+        hit the cache entry an earlier compile wrote). A generation without that module has
+        no bundles to check: ``bundle_handles`` then says None (not checked)."""
+        try:
+            runners = importlib.import_module(RUNNER_MODULE)
+        except Exception:  # noqa: BLE001 - older layouts, or a broken install: nothing to watch
+            return
+        for name in RUNNER_CLASSES:
+            cls = getattr(runners, name, None)
+            if isinstance(cls, type):
+                self._patch(cls, "__init__", self._wrap_runner_init(cls.__init__))
+
+    def _wrap_runner_init(self, original):
+        def __init__(runner, *args, **kwargs):
+            original(runner, *args, **kwargs)
+            try:
+                from torch._inductor.virtualized import NullHandler, V
+
+                if not isinstance(V.graph, NullHandler):  # a runner built outside a compile
+                    folders = V.graph.__dict__.setdefault(_GRAPH_BUNDLE_DIRS, {})
+                    folders[str(runner.kernel_name)] = str(runner.code_dir)
+            except Exception as exc:  # noqa: BLE001 - provenance never breaks a compile
+                self._warn_once("finding a kernel's bundles", exc)
+
+        __init__.__wrapped__ = original  # type: ignore[attr-defined]
+        return __init__
+
+    def bundle_handles(self, kernel_name: str) -> list[dict[str, Any] | None] | None:
+        """The ``debug_handle_`` of each bundle in the folder the kernel's runner points at;
+        None when no runner was built for it in this graph or the folder holds no bundle."""
+        from torch._inductor.virtualized import V
+
+        folder = V.graph.__dict__.get(_GRAPH_BUNDLE_DIRS, {}).get(kernel_name)
+        if folder is None:
+            return None
+        try:
+            return served_handles(Path(folder))
+        except (OSError, ValueError) as exc:
+            self._faults.append(Fault("OpSpec handle reading", f"{kernel_name}: bundles not checked: {exc}"))
+            return None
+
+    def take_faults(self) -> list[Fault]:
+        faults, self._faults = self._faults, []
+        return faults
 
     # -- OpSpecs -------------------------------------------------------------------------------
 

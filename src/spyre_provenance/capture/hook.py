@@ -72,7 +72,6 @@ class Session:
         self.redactor = redactor  # a redact.Redactor: paths in written/emitted artifacts rewritten
         self.results: list[GraphResult] = []
         self._pending: dict[int, list[KernelRecord]] = {}
-        self._bundles: dict[int, BundleHandles] = {}  # per graph: its bundles' handles, checked
         self._faults: dict[int, list[Fault]] = {}
         self._warned: set[str] = set()
         self._patches: list[tuple[Any, str, Any]] = []
@@ -198,10 +197,6 @@ class Session:
         if not is_extern:
             with self._stage("OpSpec handle reading", graph_key):
                 record.opspecs = self.backend.opspecs_for(kernel_name, node_schedule)
-                served = self.backend.bundle_handles(kernel_name)
-                if served is not None and record.opspecs is not None:
-                    counts = mapping.check_bundle_handles(record.opspecs, served)
-                    self._bundles[graph_key] = self._bundles.get(graph_key, BundleHandles()).add(counts)
             for spec in record.opspecs or ():
                 if spec.missing_handle:  # counted in handleless_opspecs too, by mapping.cross_check
                     self._note(
@@ -275,7 +270,10 @@ class Session:
         self.results.append(result)
         self._current = (graph_key, result)
         diag = result.diagnostics
-        diag.bundle_handles = self._bundles.pop(graph_key, None)
+        with self._stage("OpSpec handle reading", graph_key):
+            diag.bundle_handles = self._check_bundles(records)
+        for fault in self.backend.take_faults():
+            self._note(fault.stage, graph_key, fault.error)
 
         built = validated = False
         graph_model = None
@@ -319,6 +317,20 @@ class Session:
             self._judge(result, graph, graph_model, upstream)
         self._emit_diagnostics(result, graph_key)
         return None if not validated else msgspec.to_builtins(result.node_mappings)
+
+    def _check_bundles(self, records: list[KernelRecord]) -> BundleHandles | None:
+        """Each kernel's SuperDSC bundles as served against its OpSpecs; None: no backend
+        bundles to check. Read when the graph is complete, not at ``define_kernel``:
+        torch-spyre makes (or finds in its cache) a kernel's bundles when the generated
+        module loads, which compile_fx does before it asks for the provenance."""
+        total = None
+        for record in records:
+            if record.is_extern or record.opspecs is None:
+                continue
+            served = self.backend.bundle_handles(record.name)
+            if served is not None:
+                total = (total or BundleHandles()).add(mapping.check_bundle_handles(record.opspecs, served))
+        return total
 
     def _folders(self, result: GraphResult) -> list[Path]:
         return emit.graph_folders(result, self.inductor.debug_dir(), self.out_dir)

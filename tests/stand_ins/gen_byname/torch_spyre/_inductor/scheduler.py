@@ -19,6 +19,8 @@ from torch._inductor.debug import set_kernel_post_grad_provenance_tracing
 from torch._inductor.scheduler import BaseScheduling
 from torch._inductor.virtualized import V
 
+from torch_spyre.execution.async_compile import SpyreAsyncCompile
+
 from . import config
 from .spyre_kernel import SpyreKernel
 
@@ -26,6 +28,7 @@ from .spyre_kernel import SpyreKernel
 class SuperDSCScheduling(cpu_body.SchedulingBody, BaseScheduling):
     kernel_type = SpyreKernel
     config = config
+    async_compile = SpyreAsyncCompile()
 
     def codegen_comment(self, node_schedule: Any, kernel_name: str | None = None) -> None:
         if kernel_name:

@@ -38,6 +38,17 @@ class DebugHandle:
     fused_from: tuple[DebugHandle, ...] = ()
     transform_history: tuple[ProvenanceTransform, ...] = ()
 
+    def to_dict(self) -> dict[str, Any]:
+        """What a bundle's ``debug_handle_`` holds; the id a string, as torch-spyre writes it."""
+        return {
+            "id": str(self.id),
+            "source": dataclasses.asdict(self.source) if self.source else None,
+            "aten_op": self.aten_op,
+            "ir_chain": list(self.ir_chain),
+            "fused_from": [child.to_dict() for child in self.fused_from],
+            "transform_history": [dataclasses.asdict(t) for t in self.transform_history],
+        }
+
 
 @dataclasses.dataclass
 class TensorArg:

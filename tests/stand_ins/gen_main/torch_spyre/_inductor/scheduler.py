@@ -16,6 +16,8 @@ from __future__ import annotations
 import cpu_body
 from torch._inductor.scheduler import BaseScheduling
 
+from torch_spyre.execution.async_compile import SpyreAsyncCompile
+
 from . import config
 from .spyre_kernel import SpyreKernel
 
@@ -23,4 +25,5 @@ from .spyre_kernel import SpyreKernel
 class SuperDSCScheduling(cpu_body.SchedulingBody, BaseScheduling):
     kernel_type = SpyreKernel
     config = config
+    async_compile = SpyreAsyncCompile()
     # and no codegen_comment: BaseScheduling's runs, as in main

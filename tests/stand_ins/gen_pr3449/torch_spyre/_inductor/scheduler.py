@@ -18,6 +18,8 @@ import cpu_body
 from torch._inductor.scheduler import BaseScheduling
 from torch._inductor.virtualized import V
 
+from torch_spyre.execution.async_compile import SpyreAsyncCompile
+
 from . import config
 from .provenance_artifact import record_kernel_registration
 from .spyre_kernel import SpyreKernel
@@ -26,6 +28,7 @@ from .spyre_kernel import SpyreKernel
 class SuperDSCScheduling(cpu_body.SchedulingBody, BaseScheduling):
     kernel_type = SpyreKernel
     config = config
+    async_compile = SpyreAsyncCompile()
 
     def codegen_comment(self, node_schedule: Any, kernel_name: str | None = None) -> None:
         if not kernel_name:
