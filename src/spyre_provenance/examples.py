@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 from torch import Tensor, nn
 
 Factory = Callable[[torch.dtype], tuple[nn.Module, tuple[Tensor, ...]]]
@@ -95,6 +96,89 @@ EXAMPLES: dict[str, Factory] = {
 }
 
 
+# --- models that run on several ranks (``compile MODEL --ranks N``) ---------------------------
+
+
+def _all_reduce_sum(tensor: Tensor) -> Tensor:
+    """A traceable all_reduce (``_c10d_functional``): Dynamo puts it into the graph, so it
+    is a call site of the compiled code like any kernel (``all_reduce_`` + ``wait_tensor``)."""
+    from torch.distributed import _functional_collectives as funcol
+
+    return funcol.all_reduce(tensor, "sum", dist.group.WORLD)
+
+
+class TensorParallelMLP(nn.Module):
+    """The seed MLP's shape, Megatron-style over the ranks: a column-parallel Linear (each
+    rank holds a slice of the hidden units), ReLU, a row-parallel Linear (the matching
+    slice of its inputs), the partial sums all-reduced, then the bias added once."""
+
+    def __init__(self, rank: int, world: int, dim: int = 32, hidden: int = 64) -> None:
+        super().__init__()
+        if hidden % world:
+            raise ModelLoadError(f"tensor_parallel: {hidden} hidden units do not split over {world} ranks")
+        full_up, full_down = nn.Linear(dim, hidden), nn.Linear(hidden, dim)  # the unsharded model
+        part = slice(rank * hidden // world, (rank + 1) * hidden // world)
+        self.up = nn.Linear(dim, hidden // world)  # column-parallel
+        self.down = nn.Linear(hidden // world, dim, bias=False)  # row-parallel
+        self.bias = nn.Parameter(full_down.bias.detach().clone())
+        with torch.no_grad():
+            self.up.weight.copy_(full_up.weight[part])
+            self.up.bias.copy_(full_up.bias[part])
+            self.down.weight.copy_(full_down.weight[:, part])
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = torch.relu(self.up(x))
+        partial = self.down(h)
+        return _all_reduce_sum(partial) + self.bias
+
+
+class DataParallelSyncNorm(nn.Module):
+    """Data parallel: the same weights on every rank, each rank its own shard of the batch,
+    and the batch statistics all-reduced in the step (as SyncBatchNorm does), so the
+    collective is in the compiled graph. (DDP's gradient all-reduce runs in autograd hooks
+    outside the compiled graphs, where no mapping could show it.)"""
+
+    def __init__(self, world: int, dim: int = 32) -> None:
+        super().__init__()
+        self.world = world
+        self.fc1 = nn.Linear(dim, dim)
+        self.fc2 = nn.Linear(dim, dim)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.fc1(x)
+        mean = _all_reduce_sum(h.sum(dim=0)) / (x.shape[0] * self.world)
+        h = torch.relu(h - mean)
+        return self.fc2(h)
+
+
+def _process_group(name: str) -> tuple[int, int]:
+    if not (dist.is_available() and dist.is_initialized()):
+        raise ModelLoadError(f"{name} runs on several ranks: compile it with --ranks N (N >= 2)")
+    return dist.get_rank(), dist.get_world_size()
+
+
+def tensor_parallel(dtype: torch.dtype = torch.float32) -> tuple[nn.Module, tuple[Tensor, ...]]:
+    rank, world = _process_group("tensor_parallel")
+    torch.manual_seed(SEED)  # the same unsharded weights and the same input on every rank
+    module = TensorParallelMLP(rank, world).to(dtype).eval()
+    return module, (torch.randn(8, 32, dtype=dtype),)
+
+
+def data_parallel(dtype: torch.dtype = torch.float32) -> tuple[nn.Module, tuple[Tensor, ...]]:
+    rank, world = _process_group("data_parallel")
+    torch.manual_seed(SEED)  # the same weights on every rank
+    module = DataParallelSyncNorm(world).to(dtype).eval()
+    batch = torch.randn(8 * world, 32, dtype=dtype)
+    return module, (batch[rank * 8 : (rank + 1) * 8].clone(),)  # this rank's shard
+
+
+tensor_parallel.__doc__ = TensorParallelMLP.__doc__
+data_parallel.__doc__ = DataParallelSyncNorm.__doc__
+
+#: The models that need a process group: ``compile NAME --ranks N`` runs them.
+RANKED_EXAMPLES: dict[str, Factory] = {"tensor_parallel": tensor_parallel, "data_parallel": data_parallel}
+
+
 def load_model(
     spec: str, dtype: torch.dtype | None = torch.float32
 ) -> tuple[nn.Module, tuple[Tensor, ...]]:
@@ -107,9 +191,11 @@ def load_model(
     """
     if spec in EXAMPLES:
         return EXAMPLES[spec](dtype or torch.float32)
+    if spec in RANKED_EXAMPLES:
+        return RANKED_EXAMPLES[spec](dtype or torch.float32)
     path_text, sep, factory_name = spec.rpartition(":")
     if not sep or not path_text.endswith(".py") or not factory_name:
-        names = ", ".join(EXAMPLES)
+        names = ", ".join([*EXAMPLES, *RANKED_EXAMPLES])
         raise ModelLoadError(f"not a built-in model ({names}) nor PATH.py:FACTORY")
     module = _import_file(Path(path_text))
     factory = getattr(module, factory_name, None)

@@ -29,6 +29,17 @@ class NotCompilable(Exception):
     """The model cannot be compiled the way it was asked for; ``str(exc)`` is one line."""
 
 
+class RunFailed(Exception):
+    """torch.compile finished (the session recorded its graphs, their artifacts are
+    written) but running the compiled code failed: on several ranks, a collective whose
+    peer went away. ``graphs`` are the recorded graphs, ``str(exc)`` the error in one line."""
+
+    def __init__(self, graphs: list[GraphResult], error: BaseException) -> None:
+        text = str(error).strip()
+        super().__init__(f"{type(error).__name__}: {text.splitlines()[0] if text else '(no message)'}")
+        self.graphs = graphs
+
+
 class LoadedModel(msgspec.Struct):
     spec: str
     model: Any
@@ -44,6 +55,8 @@ class CompileReport(msgspec.Struct):
     graphs: list[GraphResult]
     matches_eager: bool
     max_abs_error: float
+    #: set when the compile finished but its run failed (``RunFailed``): no eager comparison
+    run_error: str | None = None
 
 
 def load(spec: str, dtype: str | None = None) -> LoadedModel:
@@ -51,9 +64,9 @@ def load(spec: str, dtype: str | None = None) -> LoadedModel:
     a file model's own dtypes (float32 for the built-in ones). Raises ModelLoadError."""
     import torch
 
-    from spyre_provenance.examples import EXAMPLES, load_model
+    from spyre_provenance.examples import EXAMPLES, RANKED_EXAMPLES, load_model
 
-    if dtype is None and spec in EXAMPLES:
+    if dtype is None and (spec in EXAMPLES or spec in RANKED_EXAMPLES):
         dtype = "float32"
     model, inputs = load_model(spec, None if dtype is None else getattr(torch, dtype))
     return LoadedModel(spec, model, inputs, dtype or AS_BUILT)
@@ -99,6 +112,7 @@ def compile_model(
     label: str | None = None,
     redact_paths: bool = False,
     kernel_cache: bool = False,
+    keep_run_failure: bool = False,
 ) -> CompileReport:
     """Compile ``loaded`` once with tracking on and compare with the eager ``reference``
     (``run_eager``'s result for the same ``train``; run here when None).
@@ -107,6 +121,8 @@ def compile_model(
     bundles go to ``sdsc/<label>/``, so runs of several models can share ``out_dir``.
     ``redact_paths``: see ``hook.enable``. ``kernel_cache``: the reference backend keeps its
     bundles as torch-spyre's kernel cache does (``ReferenceBackend.kernel_cache``).
+    ``keep_run_failure`` (a rank of ``compile --ranks``): when the compile finished but its
+    run failed, report that (``run_error``) instead of raising, so its artifacts are kept.
     """
 
     if reference is None:
@@ -118,9 +134,16 @@ def compile_model(
     redact: bool | Path = redact_paths
     if redact_paths and ":" in loaded.spec:  # the project is the model file's
         redact = Path(loaded.spec.split(":", 1)[0]).resolve().parent
-    graphs, got = tracked_compile(
-        loaded.model, loaded.inputs, chosen, train=train, out_dir=out_dir, label=label, redact_paths=redact
-    )
+    try:
+        graphs, got = tracked_compile(
+            loaded.model, loaded.inputs, chosen, train=train, out_dir=out_dir, label=label, redact_paths=redact,
+            keep_run_failure=keep_run_failure,
+        )
+    except RunFailed as exc:
+        return CompileReport(
+            model=loaded.spec, backend=chosen.name, dtype=loaded.dtype, train=train, graphs=exc.graphs,
+            matches_eager=False, max_abs_error=float("nan"), run_error=str(exc),
+        )
 
     error = max((_max_abs_diff(a, b) for a, b in zip(got, reference)), default=0.0)
     tolerance = max((TOLERANCE.get(str(t.dtype).replace("torch.", ""), 0.0) for t in reference), default=0.0)
@@ -145,17 +168,29 @@ def tracked_compile(
     out_dir: Path | None = None,
     label: str | None = None,
     redact_paths: bool | Path = False,
+    keep_run_failure: bool = False,
 ) -> tuple[list[GraphResult], list[Any]]:
     """The one tracked compile (``compile``'s and the pytest plugin's): ``torch.compile`` of
     ``model`` called once on ``inputs`` with tracking on (under ``no_grad``, or with a
     backward through every output that requires grad when ``train``). Returns the graphs
-    the session saw, and the outputs (then gradients) as a flat list of tensors."""
+    the session saw, and the outputs (then gradients) as a flat list of tensors.
+
+    ``keep_run_failure``: raise RunFailed when the session recorded graphs and the error is
+    not one of compiling (Dynamo wraps every compile error in its own exception types): the
+    compiled code failed as it ran."""
     import torch
+    from torch._dynamo.exc import TorchDynamoException
 
     torch._dynamo.reset()  # a cached compile of the same code would generate no kernels
+    session = None
     try:
         with tracking(backend, out_dir=out_dir, label=label, redact_paths=redact_paths) as session:
             got = _run(torch.compile(model), model, inputs, train)
+    except Exception as exc:
+        compiling = isinstance(exc, (TorchDynamoException, NotCompilable))
+        if not keep_run_failure or session is None or not session.results or compiling:
+            raise
+        raise RunFailed(list(session.results), exc) from exc
     finally:
         torch._dynamo.reset()
     return session.results, got

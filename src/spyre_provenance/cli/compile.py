@@ -22,7 +22,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnsupportedTorch, UnusableInput
+from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, EXIT_UNUSABLE, UnsupportedTorch, UnusableInput
 from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
 from spyre_provenance.model import folders
 from spyre_provenance.support import remove_stale_temporaries
@@ -51,6 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(reference backend)",
     )
     parser.add_argument(
+        "--ranks", type=int, default=None, metavar="N",
+        help="run N processes, one rank each, in a torch.distributed gloo group; rank r compiles "
+        "into OUT/rank<r>/ and OUT/tlparse/<model>/ gets tlparse's multi-rank report",
+    )
+    # the rank this process is, when the parent of a --ranks run started it (cli.ranks)
+    parser.add_argument("--rank", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
         "--redact-paths", action="store_true",
         help="write stack traces and handle sources with <project>/, <site-packages>/, ~/ instead of "
         "absolute paths (and user names)",
@@ -58,12 +65,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    out = args.out or Path("out") / _model_label(args.model)
-    label = run_label(args.model)
-    trace_dir = out / "trace"
+    if args.ranks is not None and args.rank is None:  # the parent of a multi-rank run
+        from spyre_provenance.cli import ranks
+
+        return ranks.run(args)
+    out = default_out(args)
     if out.exists() and not out.is_dir():
         raise UnusableInput(str(out), "exists and is not a folder")
-    _point_trace_at(trace_dir)
+    if args.rank is None:
+        return _compile(args, out)
+    if args.ranks is None or not 0 <= args.rank < args.ranks:
+        raise UnusableInput("--rank", "is how compile --ranks N starts its processes (0 <= rank < N)")
+    out = out / folders.rank_folder(args.rank)
+    if out.exists() and not out.is_dir():
+        raise UnusableInput(str(out), "exists and is not a folder")
+    from spyre_provenance.capture import ranks as process_group
+
+    _point_trace_at(out / "trace")  # before torch is imported, and so before the group exists
+    try:
+        # before the model loads (its factory may read its rank) and before torch logs a
+        # record: torch names the log after the rank and stamps the rank on every record
+        process_group.join(args.rank, args.ranks)
+    except Exception as exc:
+        raise UnusableInput(f"rank {args.rank}", f"cannot join the process group: {type(exc).__name__}: {_first_line(exc)}") from None
+    try:
+        return _compile(args, out)
+    finally:
+        process_group.leave()
+
+
+def default_out(args: argparse.Namespace) -> Path:
+    return args.out or Path("out") / _model_label(args.model)
+
+
+def _compile(args: argparse.Namespace, out: Path) -> int:
+    """One tracked compile into ``out``; on a rank of a ``--ranks`` run, a compiled run that
+    fails (a peer gone) keeps the artifacts its compile wrote, and exits 2."""
+    label = run_label(args.model)
+    trace_dir = out / "trace"
+    ranked = args.rank is not None
+    if not ranked:  # a rank pointed it before joining its group
+        _point_trace_at(trace_dir)
     backend = _backend(args.backend)  # may import torch_spyre, and so torch: after the line above
     if args.kernel_cache and backend != "reference":
         raise UnusableInput("--kernel-cache", f"models torch-spyre's kernel cache on the reference backend, not {backend}")
@@ -83,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = compile_run.compile_model(
             loaded, reference, backend=backend, out_dir=out, train=args.train, label=label,
-            redact_paths=args.redact_paths, kernel_cache=args.kernel_cache,
+            redact_paths=args.redact_paths, kernel_cache=args.kernel_cache, keep_run_failure=ranked,
         )
     except UnsupportedTorch:  # enable() refused this torch before compiling: its own line
         _discard(out, trace_dir, label, created)
@@ -107,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
     # no graph recorded means the hook saw nothing (a cache hit it could not bypass, or a
     # model that compiled no code): never a silent success
     paired = summary.pair_graphs(report.graphs, checked.graphs)
+    if report.run_error is not None:
+        return EXIT_UNUSABLE  # as a model that fails under torch.compile; its artifacts are kept
     ok = (
         bool(report.graphs)
         and report.matches_eager

@@ -95,7 +95,9 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
         f"compiled {report.model} ({report.dtype}{', train' if report.train else ''}) "
         f"on the {report.backend} backend: {len(report.graphs)} graph(s)",
         f"  output vs eager: {'match' if report.matches_eager else 'MISMATCH'} "
-        f"(max abs error {report.max_abs_error:.3g})",
+        f"(max abs error {report.max_abs_error:.3g})"
+        if report.run_error is None
+        else f"  output vs eager: NOT CHECKED: the compiled code failed as it ran ({report.run_error})",
     ]
     if not report.graphs:
         lines.append("  NO GRAPH RECORDED: the hook saw no kernel code generation")

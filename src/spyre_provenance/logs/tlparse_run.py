@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import msgspec
@@ -56,9 +57,13 @@ def run_tlparse_raw(tlparse: str, log: Path, out: Path) -> None:
 
     ``--overwrite`` makes tlparse delete OUT first: callers choose OUT with care.
     """
+    _run_tlparse(tlparse, [str(log)], out, what=str(log))
+
+
+def _run_tlparse(tlparse: str, inputs: list[str], out: Path, what: str) -> None:
     try:
         completed = subprocess.run(
-            [tlparse, str(log), "-i", "--no-browser", "-o", str(out), "--overwrite"],
+            [tlparse, *inputs, "-i", "--no-browser", "-o", str(out), "--overwrite"],
             capture_output=True,
             text=True,
         )
@@ -66,7 +71,7 @@ def run_tlparse_raw(tlparse: str, log: Path, out: Path) -> None:
         raise TlparseError(f"cannot run {tlparse}: {exc.strerror or exc}") from None
     if completed.returncode != 0:
         detail = " ".join((completed.stderr or completed.stdout).split())[:500]
-        raise TlparseError(f"tlparse failed on {log} (exit {completed.returncode}): {detail}")
+        raise TlparseError(f"tlparse failed on {what} (exit {completed.returncode}): {detail}")
 
 
 # --- the log, record by record -------------------------------------------------------------
@@ -193,10 +198,12 @@ class GraphPage(msgspec.Struct):
     kind: str | None
     page: Path
     has_mapping: bool
+    rank: int | None = None  # of a multi-rank report
 
     @property
     def label(self) -> str:
-        return f"{self.compile_id} {self.kind or f'graph {self.position}'}"
+        graph = f"{self.compile_id} {self.kind or f'graph {self.position}'}"
+        return graph if self.rank is None else f"rank {self.rank} {graph}"
 
 
 def render_pages(tlparse: str, log: Path, out: Path) -> list[GraphPage]:
@@ -204,6 +211,45 @@ def render_pages(tlparse: str, log: Path, out: Path) -> list[GraphPage]:
     folder holds several graphs (under ``out/graphs/``). One page per graph, in log order.
     """
     run_tlparse_raw(tlparse, log, out)
+    return _graph_pages(tlparse, log, out)
+
+
+class MultiRankReport(msgspec.Struct):
+    landing: Path  # tlparse's multi-rank index.html
+    pages: list[GraphPage]  # every rank's, rank by rank
+
+
+#: How ``tlparse --all-ranks-html`` finds the ranks of a folder: files named
+#: ``dedicated_log_torch_trace_rank_<r>[_...].log`` (torch's own names for them).
+RANK_LOG = "dedicated_log_torch_trace_rank_{rank}_{stem}.log"
+
+
+def render_all_ranks(tlparse: str, logs: dict[int, Path], out: Path) -> MultiRankReport:
+    """tlparse's multi-rank report of one log per rank into ``out``: its landing page
+    (``out/index.html``) and each rank's pages in ``out/rank_<r>/``, plus one page per
+    graph where a compile folder holds several (as ``render_pages``).
+
+    tlparse reads the ranks from file names in one folder; each rank's log lives in its
+    own rank folder under the name ``compile`` gave it, so the folder tlparse reads is a
+    temporary one of links to them.
+    """
+    with tempfile.TemporaryDirectory(prefix="spyre-provenance-ranks-") as stage:
+        for rank, log in sorted(logs.items()):
+            link = Path(stage) / RANK_LOG.format(rank=rank, stem=log.stem.replace("_", "-"))
+            try:
+                link.symlink_to(log.resolve())
+            except OSError:  # no symlinks here: a copy reads the same
+                shutil.copyfile(log, link)
+        _run_tlparse(tlparse, [stage, "--all-ranks-html"], out, what=f"the ranks {', '.join(map(str, sorted(logs)))}")
+    pages: list[GraphPage] = []
+    for rank, log in sorted(logs.items()):
+        pages += [msgspec.structs.replace(p, rank=rank) for p in _graph_pages(tlparse, log, out / f"rank_{rank}")]
+    return MultiRankReport(out / "index.html", pages)
+
+
+def _graph_pages(tlparse: str, log: Path, out: Path) -> list[GraphPage]:
+    """The page of each graph of ``log``, whose tlparse output is ``out``; compile folders
+    with several graphs get one log and tlparse run per graph (``out/graphs/``)."""
     folders = _compile_folders(out)
     records = read_records(log)
     graphs = graphs_of(records)

@@ -9,6 +9,9 @@ from __future__ import annotations
 import re
 
 GRAPH_PREFIX = "graph_"
+#: ``compile --ranks N`` writes each rank's output into ``rank<r>/`` of ``--out``.
+RANK_PREFIX = "rank"
+_RANK_FOLDER = re.compile(r"rank(?P<rank>0|[1-9][0-9]*)")
 # a label has a non-digit, so it never reads as the compile order "00"
 _GRAPH_FOLDER = re.compile(r"graph_(?:(?P<label>[0-9A-Za-z.-]*[A-Za-z.-][0-9A-Za-z.-]*)_)?(?P<rest>[0-9]+_.*)")
 
@@ -42,3 +45,23 @@ def without_label(name: str) -> str:
     """``graph_mlp_00_0-0_forward`` -> ``graph_00_0-0_forward``; other names unchanged."""
     match = _GRAPH_FOLDER.fullmatch(name)
     return f"{GRAPH_PREFIX}{match['rest']}" if match and match["label"] else name
+
+
+def rank_folder(rank: int) -> str:
+    """``rank0``: where rank 0 of a ``compile --ranks N`` run writes its output."""
+    return f"{RANK_PREFIX}{rank}"
+
+
+def rank_of_folder(name: str) -> int | None:
+    """``rank1`` -> 1; None for any other name."""
+    match = _RANK_FOLDER.fullmatch(name)
+    return int(match["rank"]) if match else None
+
+
+def rank_of_path(parts: tuple[str, ...]) -> int | None:
+    """The rank of the innermost ``rank<r>`` folder among a path's parts, else None."""
+    for part in reversed(parts):
+        rank = rank_of_folder(part)
+        if rank is not None:
+            return rank
+    return None

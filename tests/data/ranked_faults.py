@@ -1,0 +1,36 @@
+"""A multi-rank model that fails on one rank, for tests/test_multirank.py (fault injection
+lives here, in test code, not in the package).
+
+``SPYRE_TEST_FAIL_RANK=r`` picks the rank; ``SPYRE_TEST_FAIL_HOW`` how it fails:
+
+- ``kill``: SIGKILL in the middle of its compile (Inductor's post-grad custom pass, after
+  Dynamo and AOTAutograd, before any kernel is generated), as an OOM killer would;
+- ``raise``: its factory raises, before anything is compiled.
+
+Every other rank builds the built-in ``tensor_parallel`` model, so its artifacts can be
+compared byte for byte with a healthy run's.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import torch
+import torch.distributed as dist
+
+from spyre_provenance.examples import RANKED_EXAMPLES
+
+
+def tensor_parallel() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    model = RANKED_EXAMPLES["tensor_parallel"](torch.float32)
+    if dist.get_rank() == int(os.environ.get("SPYRE_TEST_FAIL_RANK", "-1")):
+        how = os.environ.get("SPYRE_TEST_FAIL_HOW", "kill")
+        if how == "raise":
+            raise RuntimeError(f"rank {dist.get_rank()} was told to fail")
+
+        def die(graph: torch.fx.Graph) -> None:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        torch._inductor.config.post_grad_custom_post_pass = die
+    return model
