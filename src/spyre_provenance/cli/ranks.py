@@ -102,6 +102,10 @@ def run(args: argparse.Namespace) -> int:
             r.text = r.output.read_text(errors="replace")
             print("\n".join(f"[rank {r.rank}] {line}" for line in r.text.rstrip("\n").splitlines()), flush=True)
     del store
+    for r in ranks:
+        code = r.process.returncode
+        if r.stopped or (code is not None and code < 0):
+            _discard_torn_log(out / folders.rank_folder(r.rank), r.process.pid)
 
     logs = {r.rank: log for r in ranks if (log := out / folders.rank_folder(r.rank) / "trace" / f"{label}.log").is_file()}
     tlparse = tlparse_binary()
@@ -148,6 +152,23 @@ def _forget_extra_ranks(out: Path, label: str, ranks: int, own_folders) -> None:
         for empty in (folder / "trace", folder / "sdsc", folder / "tlparse", folder):
             with contextlib.suppress(OSError):
                 empty.rmdir()
+
+
+def _discard_torn_log(folder: Path, pid: int) -> None:
+    """A rank killed mid-compile leaves torch's log under its temporary name, unclaimed.
+    It is this rank's when its records carry the rank's pid (every glog line does): other
+    runs' logs in the same folder stay. The folders it leaves empty go too."""
+    import re
+
+    prefix = re.compile(rb"(?:\[rank\d+\]:)?[VIWEC]\d{4} [0-9:.]+ (?P<pid>\d+) ")
+    for log in sorted((folder / "trace").glob("dedicated_log_torch_trace_*.log")):
+        with contextlib.suppress(OSError), open(log, "rb") as fh:
+            match = prefix.match(fh.readline())
+            if match and int(match["pid"]) == pid:
+                log.unlink()
+    for empty in (folder / "trace", folder):
+        with contextlib.suppress(OSError):
+            empty.rmdir()
 
 
 def _rank_args(args: argparse.Namespace, out: Path, rank: int) -> list[str]:

@@ -35,7 +35,7 @@ import msgspec
 from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, EXIT_UNUSABLE
 from spyre_provenance.model.names import ARTIFACTS
 from spyre_provenance.validate import schemas
-from spyre_provenance.validate.paths import Options, Result, check_paths
+from spyre_provenance.validate.paths import Options, Result, by_rank, check_paths
 
 __all__ = ["Options", "Result", "add_arguments", "check_paths", "exit_code", "render", "run"]
 
@@ -81,7 +81,26 @@ def run(args: argparse.Namespace) -> int:
         for r in results:
             if r.status != "unusable":
                 _print(render(r), sys.stdout)
+        for line in rank_lines(results):
+            _print(line, sys.stdout)
     return exit_code(results, strict=args.strict)
+
+
+def rank_lines(results: list[Result]) -> list[str]:
+    """One line per rank of a multi-rank run (``compile --ranks N``): its verdict."""
+    lines = []
+    for rank, mine in by_rank(results).items():
+        invalid = sum(r.status == "invalid" for r in mine)
+        unusable = sum(r.status == "unusable" for r in mine)
+        warned = sum(r.status == "ok" and bool(r.warnings) for r in mine)
+        verdict = ", ".join(
+            part for part in (
+                f"{invalid} INVALID" if invalid else "", f"{unusable} unusable" if unusable else "",
+                f"{warned} with warnings" if warned else "",
+            ) if part
+        )
+        lines.append(f"rank {rank}: {len(mine)} artifact(s), {verdict or 'all valid'}")
+    return lines
 
 
 def _print(text: str, stream) -> None:

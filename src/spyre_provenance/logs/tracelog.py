@@ -69,6 +69,7 @@ class TraceEntry(msgspec.Struct, frozen=True):
     problems: tuple[Problem, ...] = ()  # damage to this record: MD5 mismatch
     # not damage: how tlparse will file a record without a (whole) compile id
     warnings: tuple[Problem, ...] = ()
+    rank: int | None = None  # the envelope's "rank": torch stamps it once a process group exists
 
     @property
     def text(self) -> str:
@@ -126,6 +127,11 @@ def artifact_payloads(
     for item in read_trace(source, names=names):
         if isinstance(item, TraceEntry):
             yield item.compile_id or "", item.name, item.text
+
+
+def _rank(envelope: dict) -> int | None:
+    rank = envelope.get("rank")
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0 else None
 
 
 class GraphSplitter:
@@ -308,6 +314,7 @@ class _Reader:
             encoding=encoding if isinstance(encoding, str) else None,
             problems=tuple(Problem(f"line {record.line}", m) for m in problems),
             warnings=tuple(warnings),
+            rank=_rank(envelope),
         )
 
     def damaged(self, number: int, message: str) -> Iterator[Problem]:

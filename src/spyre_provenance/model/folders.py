@@ -58,10 +58,14 @@ def rank_of_folder(name: str) -> int | None:
     return int(match["rank"]) if match else None
 
 
+_TLPARSE_RANK_FOLDER = re.compile(r"rank_(?P<rank>0|[1-9][0-9]*)")
+
+
 def rank_of_path(parts: tuple[str, ...]) -> int | None:
-    """The rank of the innermost ``rank<r>`` folder among a path's parts, else None."""
+    """The rank of the innermost ``rank<r>`` folder (or tlparse's ``rank_<r>``, in its
+    multi-rank report) among a path's parts, else None."""
     for part in reversed(parts):
-        rank = rank_of_folder(part)
-        if rank is not None:
-            return rank
+        match = _RANK_FOLDER.fullmatch(part) or _TLPARSE_RANK_FOLDER.fullmatch(part)
+        if match:
+            return int(match["rank"])
     return None

@@ -22,6 +22,7 @@ import msgspec
 
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.logs import tracelog
+from spyre_provenance.model import folders
 from spyre_provenance.model.detect import Problem
 from spyre_provenance.support import TMP_PREFIX
 from spyre_provenance.validate import schemas
@@ -45,6 +46,9 @@ class Result(msgspec.Struct):
     omitted: int = 0  # problems not listed
     error: str | None = None  # what makes the PATH unusable
     warnings: list[Problem] = []  # valid or not: what tlparse will make of it
+    #: the rank of a multi-rank run: a log record's own (torch stamps it), else the
+    #: ``rank<r>`` folder the file is in (``compile --ranks N``); None: no rank
+    rank: int | None = None
 
     def where(self) -> str:
         """``path``, or ``path:[0/0] (line 1168)`` for an artifact inside a log."""
@@ -69,12 +73,29 @@ def check_paths(paths: list[str], options: Options = Options()) -> list[Result]:
     results: list[Result] = []
     for name in paths:
         try:
-            results.extend(_check_path(Path(name), options))
+            results.extend(_with_rank(r) for r in _check_path(Path(name), options))
         except UnusableInput as exc:
             results.append(Result(path=name, status="unusable", error=exc.what))
         except OSError as exc:
             results.append(Result(path=name, status="unusable", error=exc.strerror or str(exc)))
     return results
+
+
+def _with_rank(result: Result) -> Result:
+    """A result without a rank of its own takes its ``rank<r>`` folder's."""
+    if result.rank is not None:
+        return result
+    rank = folders.rank_of_path(Path(os.path.abspath(result.path)).parent.parts)
+    return result if rank is None else msgspec.structs.replace(result, rank=rank)
+
+
+def by_rank(results: list[Result]) -> dict[int, list[Result]]:
+    """The results of each rank, for a multi-rank run's per-rank report ({} without ranks)."""
+    ranks: dict[int, list[Result]] = {}
+    for r in results:
+        if r.rank is not None:
+            ranks.setdefault(r.rank, []).append(r)
+    return dict(sorted(ranks.items()))
 
 
 def validate_paths(
@@ -129,7 +150,8 @@ def _check_log(path: Path, options: Options, *, explicit: bool) -> list[Result]:
         result = _result(str(path), report, extra=item.problems)
         results.append(
             msgspec.structs.replace(
-                result, compile_id=item.compile_id or "[-/-]", line=item.line, warnings=list(item.warnings)
+                result, compile_id=item.compile_id or "[-/-]", line=item.line, warnings=list(item.warnings),
+                rank=item.rank,
             )
         )
     if damage:
