@@ -30,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
     target: Path = args.target
     if not target.exists():
         raise UnusableInput(str(target), "no such file or folder")
+    if tlparse_run.find_rank_logs(target):
+        return _open_ranks(args, target)
     logs = tlparse_run.find_logs(target)
     if not logs:
         raise UnusableInput(str(target), "no TORCH_TRACE log (*.log) here nor in its trace/ folder")
@@ -57,6 +59,38 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FOUND_WANTING
     if not args.no_browser:
         webbrowser.open(mapped[0].page.resolve().as_uri())
+    return EXIT_OK
+
+
+def _open_ranks(args: argparse.Namespace, target: Path) -> int:
+    """A ``compile --ranks N`` run folder: tlparse's multi-rank report per model (its
+    landing page, and each rank's pages), printed landing page first."""
+    models = tlparse_run.find_rank_logs(target)
+    tlparse = tlparse_run.tlparse_binary()
+    if tlparse is None:
+        raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_run.INSTALL_HINT}")
+    out = args.out if args.out is not None else target / "tlparse"
+    _check_out(out, target, [log for logs in models.values() for log in logs.values()])
+    landings: list[Path] = []
+    pages: list[tlparse_run.GraphPage] = []
+    for stem, logs in models.items():
+        try:
+            report = tlparse_run.render_all_ranks(tlparse, logs, out if len(models) == 1 else out / stem)
+        except tlparse_run.TlparseError as exc:
+            raise UnusableInput(str(target), str(exc)) from None
+        landings.append(report.landing)
+        pages += report.pages
+    width = max((len(page.label) for page in pages), default=0)
+    for landing in landings:
+        print(f"{'ranks'.ljust(width)}  {landing}")
+    for page in pages:
+        note = "" if page.has_mapping else "  (no provenance mapping logged: nothing is linked)"
+        print(f"{page.label.ljust(width)}  {page.page}{note}")
+    if not any(page.has_mapping for page in pages):
+        print(f"{target}: no compiled graph with a provenance mapping in the ranks' logs", file=sys.stderr)
+        return EXIT_FOUND_WANTING
+    if not args.no_browser:
+        webbrowser.open(landings[0].resolve().as_uri())
     return EXIT_OK
 
 

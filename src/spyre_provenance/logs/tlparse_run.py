@@ -302,6 +302,24 @@ def find_logs(target: Path) -> list[Path]:
     return []
 
 
+def find_rank_logs(target: Path) -> dict[str, dict[int, Path]]:
+    """The logs of a ``compile --ranks N`` run folder (``rank<r>/trace/*.log``), by model
+    (the log's name) and rank; {} for any other target."""
+    from spyre_provenance.model.folders import rank_of_folder
+
+    found: dict[str, dict[int, Path]] = {}
+    if not target.is_dir():
+        return found
+    for folder in sorted(target.iterdir()):
+        rank = rank_of_folder(folder.name)
+        if rank is None or not (folder / "trace").is_dir():
+            continue
+        for log in sorted((folder / "trace").glob("*.log")):
+            if log.is_file():
+                found.setdefault(log.stem, {})[rank] = log
+    return {stem: dict(sorted(logs.items())) for stem, logs in sorted(found.items())}
+
+
 def looks_like_tlparse_output(folder: Path) -> bool:
     """tlparse's index files, in the folder or (one output per log) in its subfolders."""
     return any(
