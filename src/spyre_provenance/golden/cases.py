@@ -32,6 +32,7 @@ class Case:
     dtype: str = "float32"
     train: bool = False
     about: str = ""
+    ranks: int = 1  # more: compile --ranks N, the golden holds rank<r>/ folders
 
     def compile_args(self) -> list[str]:
         """``spyre-provenance compile`` arguments (defaults left out), without ``--out``."""
@@ -40,10 +41,15 @@ class Case:
             args += ["--dtype", self.dtype]
         if self.train:
             args.append("--train")
+        if self.ranks > 1:
+            args += ["--ranks", str(self.ranks)]
         return args
 
     def recipe(self) -> dict[str, Any]:
-        return {"model": self.model, "backend": self.backend, "dtype": self.dtype, "train": self.train}
+        recipe: dict[str, Any] = {"model": self.model, "backend": self.backend, "dtype": self.dtype, "train": self.train}
+        if self.ranks > 1:  # single-process cases' manifests stay as they were
+            recipe["ranks"] = self.ranks
+        return recipe
 
 
 #: The one list of golden cases (``golden check``/``update`` and the golden tests read it).
@@ -55,6 +61,8 @@ CASES: dict[str, Case] = {
         Case("mlp_inductor", "mlp", "inductor", about="the seed MLP on stock Inductor (extern GEMMs)"),
         Case("residual", "residual", "reference", about="LayerNorm + residual + softmax: views, reductions"),
         Case("mlp_train", "mlp", "reference", train=True, about="forward and backward graphs"),
+        Case("tensor_parallel", "tensor_parallel", "reference", ranks=2,
+             about="2 ranks (gloo): column- and row-parallel Linear, the all_reduce a call site"),
     )
 }
 
@@ -91,7 +99,7 @@ def make_manifest(recipe: Mapping[str, Any], *, case: str | None = None, how: Ma
     manifest: dict[str, Any] = {"format": MANIFEST_FORMAT}
     if case is not None:
         manifest["case"] = case
-    manifest.update({k: recipe[k] for k in ("model", "backend", "dtype", "train") if k in recipe})
+    manifest.update({k: recipe[k] for k in ("model", "backend", "dtype", "train", "ranks") if k in recipe})
     manifest["torch"] = torch_version()
     manifest.update(how)
     return manifest
@@ -120,7 +128,7 @@ def manifest_hints(expected: Mapping[str, Any] | None, actual: Mapping[str, Any]
             f"{a} was made with torch {ta}, {b} with torch {tb}: differences may come from the "
             "compiler version rather than a regression"
         )
-    for key in ("model", "backend", "dtype", "train"):
+    for key in ("model", "backend", "dtype", "train", "ranks"):
         if key in expected and key in actual and expected[key] != actual[key]:
             hints.append(f"{a} has {key} {json.dumps(expected[key])}, {b} has {json.dumps(actual[key])}")
     return hints

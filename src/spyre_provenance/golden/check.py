@@ -19,6 +19,7 @@ from spyre_provenance.errors import UnusableInput
 from spyre_provenance.golden.cases import Case
 from spyre_provenance.golden.diff import compare
 from spyre_provenance.golden.store import Provenance, fresh_case, read_case, stale_files, write_case
+from spyre_provenance.model.folders import rank_of_folder
 
 
 @dataclasses.dataclass
@@ -39,12 +40,27 @@ class Compiled:
         logs = sorted((self.out / "trace").glob("*.log"))
         return logs[0] if logs else None
 
+    def rank_logs(self) -> dict[str, Path | None]:
+        """A ``--ranks`` compile's log per rank folder (``rank0``: its log or None)."""
+        folders = sorted((p for p in self.out.glob("rank*") if rank_of_folder(p.name) is not None),
+                         key=lambda p: rank_of_folder(p.name))
+        return {p.name: next(iter(sorted((p / "trace").glob("*.log"))), None) for p in folders}
+
 
 def coverage_violations(compiled: Compiled, fresh: Provenance) -> list[coverage.Violation]:
-    log = compiled.log()
+    ranks = compiled.rank_logs()
+    if not ranks:
+        return _log_violations(compiled.log(), list(fresh.graphs), "trace")
+    found = []
+    for name, log in ranks.items():  # each rank's log judged with its own graphs' names
+        found += _log_violations(log, [g for g in fresh.graphs if g.startswith(name + "/")], f"{name}/trace")
+    return found
+
+
+def _log_violations(log: Path | None, labels: list[str], where: str) -> list[coverage.Violation]:
     if log is None:
-        return [coverage.Violation("call-sites", "trace", "the compile wrote no TORCH_TRACE log")]
-    return coverage.check_log(log, labels=list(fresh.graphs))
+        return [coverage.Violation("call-sites", where, "the compile wrote no TORCH_TRACE log")]
+    return coverage.check_log(log, labels=labels)
 
 
 def check_case(case: Case, compiled: Compiled, folder: Path) -> tuple[list[str], bool]:

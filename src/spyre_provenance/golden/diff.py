@@ -94,7 +94,9 @@ def _pair_graphs(a: list[str], b: list[str]) -> list[tuple[str | None, str | Non
         return list(zip(a, b))
     left_a = [g for g in a if g not in b]
     left_b = [g for g in b if g not in a]
-    by_position = dict(zip(left_a, left_b))
+    by_position: dict[str, str] = {}
+    for rank in dict.fromkeys(map(_rank_part, left_a)):  # a multi-rank run pairs rank by rank
+        by_position.update(zip([g for g in left_a if _rank_part(g) == rank], [g for g in left_b if _rank_part(g) == rank]))
     pairs: list[tuple[str | None, str | None]] = []
     used_b = set()
     for g in a:
@@ -104,6 +106,11 @@ def _pair_graphs(a: list[str], b: list[str]) -> list[tuple[str | None, str | Non
             used_b.add(other)
     pairs += [(None, g) for g in b if g not in used_b]
     return pairs
+
+
+def _rank_part(graph: str) -> str:
+    """``rank1`` of ``rank1/graph_00_0-0_inference`` (a multi-rank run's graphs), else ''."""
+    return graph.split("/", 1)[0] if "/" in graph else ""
 
 
 def render(comparison: Comparison, a_label: str, b_label: str) -> str:

@@ -25,7 +25,7 @@ from spyre_provenance.golden.normalize import BUNDLE_HANDLES, Roots, dumps, norm
 from spyre_provenance.logs import tracelog
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model.detect import guess_artifact, json_type
-from spyre_provenance.model.folders import GRAPH_PREFIX, graph_folder, without_label
+from spyre_provenance.model.folders import GRAPH_PREFIX, graph_folder, rank_of_folder, without_label
 from spyre_provenance.model.names import (
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
@@ -147,6 +147,9 @@ def _load_folder(folder: Path) -> Provenance:
     graphs = _folder_graphs(folder)
     if graphs is not None:
         return Provenance(str(folder), graphs, manifest, bundles)
+    ranks = _rank_folders(folder)
+    if ranks:
+        return _load_ranks(folder, ranks, manifest, bundles)
     logs = [p for p in sorted(folder.glob("*.log")) + sorted(folder.glob("trace/*")) if p.is_file() and tracelog.is_trace_log(p)]
     if len(logs) > 1:
         raise UnusableInput(str(folder), f"holds {len(logs)} TORCH_TRACE logs; name one")
@@ -157,6 +160,30 @@ def _load_folder(folder: Path) -> Provenance:
     if bundles is not None:  # bundles alone (a copied sdsc/ tree): still comparable
         return Provenance(str(folder), {}, manifest, bundles)
     raise UnusableInput(str(folder), "no provenance artifacts, graph_* folders, bundles or TORCH_TRACE log in this folder")
+
+
+def _rank_folders(folder: Path) -> list[Path]:
+    """The ``rank<r>/`` folders of a ``compile --ranks N`` run or its golden, in rank order."""
+    found = [(rank, p) for p in folder.iterdir() if p.is_dir() and (rank := rank_of_folder(p.name)) is not None]
+    return [p for _, p in sorted(found)]
+
+
+def _load_ranks(folder: Path, ranks: list[Path], manifest: dict[str, Any] | None, bundles: dict[str, Any] | None) -> Provenance:
+    """A multi-rank run: each rank's graphs (and bundles) under its folder's name
+    (``rank0/graph_00_0-0_inference``), so two runs compare rank by rank. A golden case
+    keeps all ranks' bundle handles in its one top-level file, already so named."""
+    graphs: dict[str, dict[str, Any]] = {}
+    rank_bundles: dict[str, Any] = {}
+    for rank in ranks:
+        try:
+            loaded = _load_folder(rank)
+        except UnusableInput:
+            continue  # a rank that wrote nothing (it failed): its graphs are missing, which compare shows
+        graphs.update({f"{rank.name}/{g}": arts for g, arts in loaded.graphs.items()})
+        rank_bundles.update({f"{rank.name}/{k}": h for k, h in (loaded.bundles or {}).items()})
+    if not graphs:
+        raise UnusableInput(str(folder), "no rank folder holds provenance artifacts")
+    return Provenance(str(folder), graphs, manifest, bundles if bundles is not None else rank_bundles or None)
 
 
 def _folder_graphs(folder: Path) -> dict[str, dict[str, Any]] | None:
@@ -267,7 +294,7 @@ def write_case(folder: str | os.PathLike[str], files: Mapping[str, bytes]) -> li
             support.atomic_write_bytes(target, data)  # looked up per call: crash tests interpose it
     for stale in stale_files(folder, files):
         (folder / stale).unlink()
-    for sub in sorted(folder.glob(GRAPH_PREFIX + "*"), reverse=True):
+    for sub in sorted([*folder.glob(GRAPH_PREFIX + "*"), *folder.glob(f"rank*/{GRAPH_PREFIX}*"), *folder.glob("rank*")], reverse=True):
         if sub.is_dir() and not any(sub.iterdir()):
             sub.rmdir()
     return []
@@ -279,6 +306,7 @@ def stale_files(folder: Path, files: Mapping[str, bytes]) -> list[str]:
         return []
     present = [name for name in (MANIFEST, BUNDLE_FILE) if (folder / name).is_file()]
     present += [p.relative_to(folder).as_posix() for p in sorted(folder.glob(f"{GRAPH_PREFIX}*/*.json"))]
+    present += [p.relative_to(folder).as_posix() for p in sorted(folder.glob(f"rank*/{GRAPH_PREFIX}*/*.json"))]
     return [p for p in present if p not in files]
 
 
