@@ -7,8 +7,7 @@ lives here, in test code, not in the package).
   Dynamo and AOTAutograd, before any kernel is generated), as an OOM killer would;
 - ``raise``: its factory raises, before anything is compiled.
 
-Every other rank builds the built-in ``tensor_parallel`` model, so its artifacts can be
-compared byte for byte with a healthy run's.
+Every other rank builds the built-in model of the same name.
 """
 
 from __future__ import annotations
@@ -23,7 +22,15 @@ from spyre_provenance.examples import RANKED_EXAMPLES
 
 
 def tensor_parallel() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
-    model = RANKED_EXAMPLES["tensor_parallel"](torch.float32)
+    return _failing("tensor_parallel")
+
+
+def data_parallel() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    return _failing("data_parallel")
+
+
+def _failing(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    model = RANKED_EXAMPLES[name](torch.float32)
     if dist.get_rank() == int(os.environ.get("SPYRE_TEST_FAIL_RANK", "-1")):
         how = os.environ.get("SPYRE_TEST_FAIL_HOW", "kill")
         if how == "raise":

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spyre_provenance.capture import ranks as process_group
-from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
+from spyre_provenance.errors import EXIT_FOUND_WANTING, UnusableInput
 from spyre_provenance.logs.tlparse_run import TlparseError, render_all_ranks, tlparse_binary
 from spyre_provenance.model import folders
 
@@ -70,7 +70,7 @@ class Rank:
             except ValueError:
                 name = f"signal {-code}"
             return f"killed by {name}"
-        last = _last_line(self.text)
+        last = _last_line(self.text).removeprefix("spyre-provenance compile: error: ")
         return f"exit {code}" + (f": {last}" if last else "")
 
 
