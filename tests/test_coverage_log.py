@@ -20,11 +20,16 @@ from spyre_provenance.logs.graphs import LoggedGraph, read_log_graphs
 def test_every_golden_case_is_complete(name, golden_compile):
     compiled = golden_compile(name)
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr[-3000:]
-    graphs = read_log_graphs(compiled.log)
-    assert len(graphs) == len(compiled.graph_dirs()) >= 1
-    assert coverage.check_log(compiled.log) == []
-    with_opspecs = golden.CASES[name].backend == "reference"
-    assert all((g.opspec_handles is not None) == with_opspecs for g in graphs)
+    # a --ranks case: each rank's folder is a compile --out of its own
+    outs = sorted(compiled.out.glob("rank[0-9]*")) or [compiled.out]
+    assert len(outs) == golden.CASES[name].ranks
+    for out in outs:
+        (log,) = (out / "trace").glob("*.log")
+        graphs = read_log_graphs(log)
+        assert len(graphs) == len(list(out.glob("graph_*"))) >= 1
+        assert coverage.check_log(log) == []
+        with_opspecs = golden.CASES[name].backend == "reference"
+        assert all((g.opspec_handles is not None) == with_opspecs for g in graphs)
 
 
 @pytest.fixture(scope="module")
