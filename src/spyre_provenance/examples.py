@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 from torch import Tensor, nn
 
 Factory = Callable[[torch.dtype], tuple[nn.Module, tuple[Tensor, ...]]]
@@ -102,6 +101,7 @@ EXAMPLES: dict[str, Factory] = {
 def _all_reduce_sum(tensor: Tensor) -> Tensor:
     """A traceable all_reduce (``_c10d_functional``): Dynamo puts it into the graph, so it
     is a call site of the compiled code like any kernel (``all_reduce_`` + ``wait_tensor``)."""
+    import torch.distributed as dist
     from torch.distributed import _functional_collectives as funcol
 
     return funcol.all_reduce(tensor, "sum", dist.group.WORLD)
@@ -152,6 +152,8 @@ class DataParallelSyncNorm(nn.Module):
 
 
 def _process_group(name: str) -> tuple[int, int]:
+    import torch.distributed as dist  # here: a line more at the top would move every golden source line
+
     if not (dist.is_available() and dist.is_initialized()):
         raise ModelLoadError(f"{name} runs on several ranks: compile it with --ranks N (N >= 2)")
     return dist.get_rank(), dist.get_world_size()
