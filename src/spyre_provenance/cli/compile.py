@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     if args.ranks is not None and args.rank is None:  # the parent of a multi-rank run
         from spyre_provenance.cli import ranks
 
-        return ranks.run(args)
+        return ranks.run(args, default_out(args), run_label(args.model), _own_folders)
     out = default_out(args)
     if out.exists() and not out.is_dir():
         raise UnusableInput(str(out), "exists and is not a folder")

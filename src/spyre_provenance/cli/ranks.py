@@ -74,17 +74,16 @@ class Rank:
         return f"exit {code}" + (f": {last}" if last else "")
 
 
-def run(args: argparse.Namespace) -> int:
-    from spyre_provenance.cli.compile import _own_folders, default_out, run_label
-
+def run(args: argparse.Namespace, out: Path, label: str, own_folders) -> int:
+    """``out`` and ``label`` as ``cli.compile`` names them; ``own_folders(folder, label)``:
+    what a compile of ``label`` writes into ``folder`` besides its log (handed in by
+    ``cli.compile``, which imports this module: never the other way)."""
     if args.ranks < 1:
         raise UnusableInput("--ranks", f"{args.ranks}: needs at least 1 rank")
-    out = default_out(args)
     if out.exists() and not out.is_dir():
         raise UnusableInput(str(out), "exists and is not a folder")
-    label = run_label(args.model)
     out.mkdir(parents=True, exist_ok=True)
-    _forget_extra_ranks(out, label, args.ranks, _own_folders)
+    _forget_extra_ranks(out, label, args.ranks, own_folders)
 
     import torch.distributed as dist
 
