@@ -89,7 +89,12 @@ def test_validate_and_diff_run_without_torch(bare_venv: Path, tmp_path: Path) ->
     done = _run(bare_venv, "spyre-provenance", "validate", str(REPO / "golden"), cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     lines = done.stdout.splitlines()
-    assert len(lines) >= 10 and all(line.startswith("OK ") for line in lines), done.stdout
+    results = [line for line in lines if not line.startswith("rank ")]  # golden/tensor_parallel: a 2-rank run
+    assert len(results) >= 10 and all(line.startswith("OK ") for line in results), done.stdout
+    ranks = [line for line in lines if line.startswith("rank ")]
+    assert [re.sub(r"\d+ artifact", "N artifact", line) for line in ranks] == [
+        "rank 0: N artifact(s), all valid", "rank 1: N artifact(s), all valid"
+    ], ranks
     # the installed package, not this checkout: its schemas are the wheel's copy
     where = _run(bare_venv, "python", "-c", "import spyre_provenance; print(spyre_provenance.__file__)", cwd=tmp_path)
     assert Path(where.stdout.strip()).is_relative_to(bare_venv), where.stdout
@@ -108,7 +113,9 @@ def test_the_pre_commit_hook_entry_runs_without_torch(bare_venv: Path, tmp_path:
     # pre-commit runs the entry in the hook's own environment, file names appended, from the repository root
     done = _run(bare_venv, *hook["entry"].split(), *files, cwd=REPO)
     assert (done.returncode, done.stderr) == (0, ""), done.stdout[-2000:] + done.stderr
-    assert len(done.stdout.splitlines()) == len(files)
+    lines = done.stdout.splitlines()
+    assert len([line for line in lines if line.startswith("OK ")]) == len(files)
+    assert all(line.startswith(("OK ", "rank ")) for line in lines), done.stdout  # + one verdict per rank
 
 
 @pytest.mark.parametrize("command", [["compile", "mlp"], ["golden", "check"]])
