@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import tlparse_page
 
-from spyre_provenance import coverage
+from spyre_provenance import coverage, golden
 from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model import folders
@@ -164,7 +164,11 @@ def test_open_renders_the_multi_rank_report_and_every_rank_links_every_kernel(tp
 @pytest.mark.compile
 def test_diff_pairs_graphs_rank_by_rank(tp_run, run_cli, tmp_path):
     code, out, _ = run_cli("diff", GOLDEN / "tensor_parallel", tp_run.out)  # golden check's pairing
-    assert code == 0, out
+    if golden.read_case(GOLDEN / "tensor_parallel").manifest["torch"] == golden.torch_version():
+        assert code == 0, out
+    else:  # another torch (make test-torch-next): its own source lines differ, still paired rank by rank
+        changes = [line.strip() for line in out.splitlines()[1:] if line.strip()]
+        assert all(line.startswith(("rank0/graph_00_0-0_inference: ", "rank1/graph_00_0-0_inference: ")) for line in changes), out
     copy = tmp_path / "run"
     shutil.copytree(tp_run.out, copy, ignore=shutil.ignore_patterns("tlparse"))
     mapping = _graph_dir(copy, 1) / MAPPINGS
