@@ -24,7 +24,7 @@ LAYERS = (
     ("mapping", "redact"),  # records -> artifacts; the one path rewriter
     ("validate", "logs"),  # the two engines, path walking; TORCH_TRACE reading, call sites
     ("coverage",),  # one judge, on a compile or on a log
-    ("golden",),  # cases, normalize, store, diff, the regression check
+    ("golden", "audit"),  # cases, normalize, store, diff, the regression check; the provenance audit
     ("capture", "backends", "examples"),  # the only code that touches torch._inductor
     ("cli", "pytest_plugin", "bench"),  # entry points: imported by nothing
 )

@@ -62,6 +62,7 @@ class GraphCoverage(msgspec.Struct):
     kernels_with_source: int
     violations: list[Violation]
     hints: list[str]
+    linked: list[str] = msgspec.field(default_factory=list)  # the call sites counted as linked
 
     @property
     def complete(self) -> bool:
@@ -86,13 +87,14 @@ def judge(
     """
     found = _Findings(where, upstream)
     counts = CoverageCounts()
+    linked: list[str] = []
     cpp_to_post = _map((node_mappings or {}).get("cppCodeToPost"))
     if node_mappings is None:
         found.bad("call-sites", "", "no node mappings to check")
     if output_code is None:
         found.bad("call-sites", "", "no wrapper code to check the mapping keys against")
     else:
-        counts.call_sites, counts.linked_call_sites = _call_sites(output_code, cpp_to_post, graph, found)
+        counts.call_sites, counts.linked_call_sites = _call_sites(output_code, cpp_to_post, graph, found, linked)
     if graph is None:
         found.bad("node-reach", "", "no post-grad graph to check node coverage against")
     else:
@@ -108,6 +110,7 @@ def judge(
         kernels_with_source=sum(1 for k in cpp_to_post if any(t.strip() for t in traces.get(k, ()))),
         violations=found.violations,
         hints=found.hints,
+        linked=linked,
     )
 
 
@@ -141,9 +144,11 @@ def _map(value: Any) -> dict[str, list[str]]:
 
 
 def _call_sites(
-    code: str, cpp_to_post: Mapping[str, list[str]], graph: PostGradGraph | None, found: _Findings
+    code: str, cpp_to_post: Mapping[str, list[str]], graph: PostGradGraph | None, found: _Findings,
+    linked_keys: list[str],
 ) -> tuple[int, int]:
-    """(call sites, linked call sites); the call-sites rule's findings go to ``found``."""
+    """(call sites, linked call sites); the linked ones' keys go to ``linked_keys``, the
+    call-sites rule's findings to ``found``."""
     sites = wrapper_code.call_sites(code)
     comments = wrapper_code.handle_comments(code)
     lines = code.splitlines()
@@ -167,6 +172,7 @@ def _call_sites(
             continue
         if graph is None or any(graph.has_line(n) for n in cpp_to_post[site.key]):
             linked += 1
+            linked_keys.append(site.key)
     seen: set[str] = set()
     for key in comments:
         if key in seen:

@@ -40,6 +40,10 @@ class Backend:
     #: set by the hook when paths are redacted (``spyre_provenance.redact.Redactor``): a
     #: backend that writes files of its own applies it to the paths in them
     path_redactor = None
+    #: set by the hook when it audits (``capture.audit_probe``): a backend with
+    #: pre-scheduling passes calls it with the FX graph right before (``"in"``) and after
+    #: (``"out"``) them, so the audit counts what the passes keep
+    pass_observer = None
 
     def install(self, recorder: CallSiteRecorder | None = None) -> None:
         """Make this backend the one Inductor uses for ``device`` (undone by uninstall).

@@ -149,10 +149,19 @@ def split_addmm(gm: torch.fx.GraphModule) -> int:
 
 
 class SplitAddmmPass(CustomGraphModulePass):
-    """The device pass Inductor runs on post-grad graphs that touch the CPU."""
+    """The device pass Inductor runs on post-grad graphs that touch the CPU: the backend's
+    pre-scheduling pass, as far as the audit is concerned (``Backend.pass_observer``)."""
+
+    def __init__(self, backend: Backend | None = None) -> None:
+        self.backend = backend
 
     def __call__(self, gm: torch.fx.GraphModule) -> None:
+        observer = getattr(self.backend, "pass_observer", None)
+        if observer is not None:
+            observer(gm.graph, "in")
         split_addmm(gm)
+        if observer is not None:
+            observer(gm.graph, "out")
 
     def uuid(self) -> bytes:
         return _cache_uuid()
@@ -557,7 +566,7 @@ class ReferenceBackend(Backend):
                 stock.wrapper_codegen,
                 stock.cpp_wrapper_codegen,
                 stock.fx_wrapper_codegen,
-                device_custom_pass=SplitAddmmPass(),
+                device_custom_pass=SplitAddmmPass(self),
                 device_custom_config=saved["custom_backend_codegen_configs"][1],
             )
             inductor_lowering.register_lowering(mm, type_promotion_kind=None)(

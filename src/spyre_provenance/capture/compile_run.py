@@ -57,6 +57,7 @@ class CompileReport(msgspec.Struct):
     max_abs_error: float
     #: set when the compile finished but its run failed (``RunFailed``): no eager comparison
     run_error: str | None = None
+    tracking_level: int = 0  # Inductor's provenance_tracking_level during the compile (audit only)
 
 
 def load(spec: str, dtype: str | None = None) -> LoadedModel:
@@ -113,6 +114,7 @@ def compile_model(
     redact_paths: bool = False,
     kernel_cache: bool = False,
     keep_run_failure: bool = False,
+    audit: bool = False,
 ) -> CompileReport:
     """Compile ``loaded`` once with tracking on and compare with the eager ``reference``
     (``run_eager``'s result for the same ``train``; run here when None).
@@ -123,6 +125,7 @@ def compile_model(
     bundles as torch-spyre's kernel cache does (``ReferenceBackend.kernel_cache``).
     ``keep_run_failure`` (a rank of ``compile --ranks``): when the compile finished but its
     run failed, report that (``run_error``) instead of raising, so its artifacts are kept.
+    ``audit``: each graph also gets its provenance audit (``GraphResult.audit``).
     """
 
     if reference is None:
@@ -135,15 +138,16 @@ def compile_model(
     if redact_paths and ":" in loaded.spec:  # the project is the model file's
         redact = Path(loaded.spec.split(":", 1)[0]).resolve().parent
     try:
-        graphs, got = tracked_compile(
+        session, got = _tracked(
             loaded.model, loaded.inputs, chosen, train=train, out_dir=out_dir, label=label, redact_paths=redact,
-            keep_run_failure=keep_run_failure,
+            keep_run_failure=keep_run_failure, audit=audit,
         )
     except RunFailed as exc:
         return CompileReport(
             model=loaded.spec, backend=chosen.name, dtype=loaded.dtype, train=train, graphs=exc.graphs,
             matches_eager=False, max_abs_error=float("nan"), run_error=str(exc),
         )
+    graphs = session.results
 
     error = max((_max_abs_diff(a, b) for a, b in zip(got, reference)), default=0.0)
     tolerance = max((TOLERANCE.get(str(t.dtype).replace("torch.", ""), 0.0) for t in reference), default=0.0)
@@ -156,6 +160,7 @@ def compile_model(
         matches_eager=len(got) == len(reference)
         and error <= max(tolerance, TOLERANCE["float32"]) * max(1.0, _scale(reference)),
         max_abs_error=error,
+        tracking_level=session.probe.tracking_level if session.probe is not None else 0,
     )
 
 
@@ -169,6 +174,7 @@ def tracked_compile(
     label: str | None = None,
     redact_paths: bool | Path = False,
     keep_run_failure: bool = False,
+    audit: bool = False,
 ) -> tuple[list[GraphResult], list[Any]]:
     """The one tracked compile (``compile``'s and the pytest plugin's): ``torch.compile`` of
     ``model`` called once on ``inputs`` with tracking on (under ``no_grad``, or with a
@@ -178,13 +184,33 @@ def tracked_compile(
     ``keep_run_failure``: raise RunFailed when the session recorded graphs and the error is
     not one of compiling (Dynamo wraps every compile error in its own exception types): the
     compiled code failed as it ran."""
+    session, got = _tracked(
+        model, inputs, backend, train=train, out_dir=out_dir, label=label, redact_paths=redact_paths,
+        keep_run_failure=keep_run_failure, audit=audit,
+    )
+    return session.results, got
+
+
+def _tracked(
+    model: Any,
+    inputs: tuple[Any, ...],
+    backend: Backend,
+    *,
+    train: bool,
+    out_dir: Path | None,
+    label: str | None,
+    redact_paths: bool | Path,
+    keep_run_failure: bool,
+    audit: bool,
+) -> tuple[Any, list[Any]]:
+    """``tracked_compile``, returning the whole session (its audit probe included)."""
     import torch
     from torch._dynamo.exc import TorchDynamoException
 
     torch._dynamo.reset()  # a cached compile of the same code would generate no kernels
     session = None
     try:
-        with tracking(backend, out_dir=out_dir, label=label, redact_paths=redact_paths) as session:
+        with tracking(backend, out_dir=out_dir, label=label, redact_paths=redact_paths, audit=audit) as session:
             got = _run(torch.compile(model), model, inputs, train)
     except Exception as exc:
         compiling = isinstance(exc, (TorchDynamoException, NotCompilable))
@@ -193,7 +219,7 @@ def tracked_compile(
         raise RunFailed(list(session.results), exc) from exc
     finally:
         torch._dynamo.reset()
-    return session.results, got
+    return session, got
 
 
 def _copies(inputs: tuple[Any, ...]) -> tuple[Any, ...]:

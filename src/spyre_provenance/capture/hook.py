@@ -32,6 +32,7 @@ from spyre_provenance import coverage, mapping
 from spyre_provenance.backends import get_backend
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture import emit
+from spyre_provenance.capture.audit_probe import AuditProbe
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning, TorchNotInstalled, UnsupportedTorch
 from spyre_provenance.model.names import DIAGNOSTICS, FAULT_STAGES, OPSPEC_DEBUG_HANDLES
@@ -64,6 +65,7 @@ class Session:
         label: str | None = None,
         redactor: Any = None,
         inductor: Inductor | None = None,
+        audit: bool = False,
     ) -> None:
         self.backend = backend
         self.inductor = inductor if inductor is not None else Inductor()  # what is read from Inductor
@@ -78,6 +80,8 @@ class Session:
         self._saved_level: int | None = None
         self._pre_grad_ids: dict[str, int] = {}  # compile id -> its pre-grad graph's id
         self._current: tuple[int, GraphResult] | None = None  # the graph _finish_graph is on
+        #: counts the provenance fields of every stage (``audit=True``); None: no audit, no cost
+        self.probe = AuditProbe() if audit else None
 
     # -- install / uninstall ---------------------------------------------------------------
 
@@ -101,6 +105,33 @@ class Session:
             self._saved_level = 0
             config.trace.provenance_tracking_level = 1
         self._bypass_graph_caches()
+        if self.probe is not None:
+            self._install_audit()
+
+    def _install_audit(self) -> None:
+        """The audit's two extra seams: an observer among Inductor's pre-grad custom passes
+        (it changes nothing) and the backend's pre-scheduling pass boundaries."""
+        from torch._inductor import config
+        from torch._inductor.custom_graph_pass import CustomGraphPass, get_custom_graph_passes
+
+        probe, inductor = self.probe, self.inductor
+        assert probe is not None
+        probe.tracking_level = int(config.trace.provenance_tracking_level)
+
+        class PreGradObserver(CustomGraphPass):
+            def __call__(self, graph: Any) -> None:
+                try:
+                    compile_id = inductor.compile_id()
+                except Exception:  # noqa: BLE001 - counted under no id rather than not at all
+                    compile_id = "unknown"
+                probe.pre_grad(graph, compile_id)
+
+            def uuid(self) -> str:  # a constant: it reads, so it never changes a cache key's meaning
+                return "spyre-provenance audit: pre-grad observer"
+
+        passes = [*get_custom_graph_passes(config.pre_grad_custom_pass), PreGradObserver()]
+        self._patch(config, "pre_grad_custom_pass", passes)
+        self._patch(self.backend, "pass_observer", probe.pass_boundary)
 
     def _bypass_graph_caches(self) -> None:
         """Turn off the FX-graph and AOTAutograd caches while tracking.
@@ -190,6 +221,8 @@ class Session:
             )
             if not is_extern:
                 record.consumers = self.inductor.consumers(node_schedule, record.post_grad_nodes)
+        if self.probe is not None:
+            self.probe.call_site(graph_key, node_schedule, is_extern)
         if record is None:
             return
         with self._stage("get_kernel_metadata", graph_key):
@@ -271,7 +304,7 @@ class Session:
         self._current = (graph_key, result)
         diag = result.diagnostics
         with self._stage("OpSpec handle reading", graph_key):
-            diag.bundle_handles = self._check_bundles(records)
+            diag.bundle_handles = self._check_bundles(records, graph_key)
         for fault in self.backend.take_faults():
             self._note(fault.stage, graph_key, fault.error)
 
@@ -313,12 +346,16 @@ class Session:
                     self.inductor.log_artifact(OPSPEC_DEBUG_HANDLES, result.opspec_handles)
             with self._stage("file write", graph_key):
                 emit.write_files(emit.artifact_files(result), self._folders(result))
+        linked: list[str] = []
         with self._stage("build", graph_key):
-            self._judge(result, graph, graph_model, upstream)
+            linked = self._judge(result, graph, graph_model, upstream)
+        if self.probe is not None:
+            logged = msgspec.to_builtins(result.node_mappings) if result.node_mappings is not None else upstream
+            self.probe.finish(graph_key, graph, result, logged, linked)
         self._emit_diagnostics(result, graph_key)
         return None if not validated else msgspec.to_builtins(result.node_mappings)
 
-    def _check_bundles(self, records: list[KernelRecord]) -> BundleHandles | None:
+    def _check_bundles(self, records: list[KernelRecord], graph_key: int) -> BundleHandles | None:
         """Each kernel's SuperDSC bundles as served against its OpSpecs; None: no backend
         bundles to check. Read when the graph is complete, not at ``define_kernel``:
         torch-spyre makes (or finds in its cache) a kernel's bundles when the generated
@@ -328,6 +365,8 @@ class Session:
             if record.is_extern or record.opspecs is None:
                 continue
             served = self.backend.bundle_handles(record.name)
+            if self.probe is not None:
+                self.probe.bundles(graph_key, record.name, served)
             if served is not None:
                 total = (total or BundleHandles()).add(mapping.check_bundle_handles(record.opspecs, served))
         return total
@@ -335,13 +374,14 @@ class Session:
     def _folders(self, result: GraphResult) -> list[Path]:
         return emit.graph_folders(result, self.inductor.debug_dir(), self.out_dir)
 
-    def _judge(self, result: GraphResult, graph: Any, graph_model: Any, upstream: dict[str, Any]) -> None:
+    def _judge(self, result: GraphResult, graph: Any, graph_model: Any, upstream: dict[str, Any]) -> list[str]:
         """Coverage of what the log will hold for this graph, judged as ``compile`` and
-        ``golden`` judge it from the log: the same function on the same code and nodes."""
+        ``golden`` judge it from the log: the same function on the same code and nodes.
+        Returns the call sites tlparse links (the audit's per-kernel ``linked``)."""
         code = self.inductor.output_code(graph)
         if code is None or graph_model is None:
             result.diagnostics.hints = ["coverage not judged: the graph's wrapper code is not at hand"]
-            return
+            return []
         logged = msgspec.to_builtins(result.node_mappings) if result.node_mappings is not None else upstream
         verdict = coverage.judge(
             code, graph_model, logged, result.opspec_handles, result.stack_traces,
@@ -349,6 +389,7 @@ class Session:
         )
         diag = result.diagnostics
         diag.coverage, diag.violations, diag.hints = verdict.counts, verdict.violations, verdict.hints
+        return verdict.linked
 
     def _emit_diagnostics(self, result: GraphResult, graph_key: int) -> None:
         """Log and write the graph's ``spyre_provenance_diagnostics``, mapping or not.
@@ -505,6 +546,7 @@ def enable(
     label: str | None = None,
     redact_paths: bool | str | Path = False,
     inductor: Inductor | None = None,
+    audit: bool = False,
 ) -> Session:
     """Start tracking every compile in this process; returns the session (its results).
 
@@ -515,7 +557,8 @@ def enable(
     ``~/...`` (``spyre_provenance.redact``); the KernelRecords keep them. True: the project
     is found from the current folder; a path: from that folder (the model's file's).
     ``inductor``: what the session reads Inductor through (default ``Inductor()``; a test
-    makes one step fail with a subclass).
+    makes one step fail with a subclass). ``audit``: also count which provenance fields
+    every stage carries (``capture.audit_probe``; each graph's ``GraphResult.audit``).
 
     Raises ``UnsupportedTorch`` (a RuntimeError, one line) when the installed torch lacks a
     seam the hook patches (``missing_seams``), and ``TorchNotInstalled`` (an ImportError,
@@ -533,7 +576,7 @@ def enable(
 
             start = Path.cwd() if redact_paths is True else Path(redact_paths)
             redactor = Redactor.default(find_project(start, Path.home()))
-        session = Session(chosen, Path(out_dir) if out_dir is not None else None, label, redactor, inductor)
+        session = Session(chosen, Path(out_dir) if out_dir is not None else None, label, redactor, inductor, audit)
         chosen.path_redactor = redactor  # files the backend writes itself (SuperDSC bundles)
         session.install()
         _session = session
@@ -558,9 +601,10 @@ def tracking(
     label: str | None = None,
     redact_paths: bool | str | Path = False,
     inductor: Inductor | None = None,
+    audit: bool = False,
 ):
     """``with tracking(): torch.compile(...)(x)`` - enable for the block, then disable."""
-    session = enable(backend, out_dir=out_dir, label=label, redact_paths=redact_paths, inductor=inductor)
+    session = enable(backend, out_dir=out_dir, label=label, redact_paths=redact_paths, inductor=inductor, audit=audit)
     try:
         yield session
     finally:

@@ -31,11 +31,12 @@ COMMANDS = {
     "diff": "compare two provenance artifacts and print what moved",
     "golden": "check or update the golden provenance artifacts",
     "open": "render a compile's provenance pages with tlparse",
+    "audit": "audit which provenance fields survive each stage of a compile, and what changed since the last run",
 }
 
 
 # the commands that compile models, and what installs what they need
-NEEDS_TORCH = ("compile", "golden")
+NEEDS_TORCH = ("compile", "golden", "audit")
 
 
 def torch_missing() -> bool:

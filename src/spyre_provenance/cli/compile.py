@@ -8,7 +8,9 @@ for ``PATH.py:FACTORY``; see ``run_label``):
   and renames it when the compile is done);
 - ``graph_<model>_NN_<compile id>_<kind>/``: one folder per compiled graph, its artifacts;
 - ``sdsc/<model>/``: the reference backend's SuperDSC-like bundles;
-- ``tlparse/<model>/``: the provenance pages, when tlparse is installed.
+- ``tlparse/<model>/``: the provenance pages, when tlparse is installed;
+- ``provenance_audit.json`` and ``.md`` with ``--audit`` (``cli.audit``): one per ``--out``,
+  the last audited run's.
 
 A run replaces only its own model's earlier output, so compiles of different models can
 share one ``--out`` (and so one TORCH_TRACE folder), also at the same time.
@@ -17,10 +19,12 @@ share one ``--out`` (and so one TORCH_TRACE folder), also at the same time.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, EXIT_UNUSABLE, UnsupportedTorch, UnusableInput
 from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
@@ -62,6 +66,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="write stack traces and handle sources with <project>/, <site-packages>/, ~/ instead of "
         "absolute paths (and user names)",
     )
+    parser.add_argument(
+        "--audit", action="store_true",
+        help="also write the provenance audit (provenance_audit.json and .md, as `spyre-provenance audit`)",
+    )
+
+
+@dataclasses.dataclass
+class Compiled:
+    """One tracked compile as the command ran it: the report, what ``cli.outputs`` checked
+    in what it wrote, the pages, and whether everything was found as it should be."""
+
+    out: Path
+    report: Any  # compile_run.CompileReport
+    checked: Any  # outputs.Checked
+    pages: list[Path]
+    ok: bool
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise UnusableInput(str(out), "exists and is not a folder")
     if args.rank is None:
-        return _compile(args, out)
+        return _finish(args, execute(args, out, audit=args.audit))
     if args.ranks is None or not 0 <= args.rank < args.ranks:
         raise UnusableInput("--rank", "is how compile --ranks N starts its processes (0 <= rank < N)")
     out = out / folders.rank_folder(args.rank)
@@ -89,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:
         raise UnusableInput(f"rank {args.rank}", f"cannot join the process group: {type(exc).__name__}: {_first_line(exc)}") from None
     try:
-        return _compile(args, out)
+        return _finish(args, execute(args, out, audit=args.audit, ranked=True))
     finally:
         process_group.leave()
 
@@ -98,12 +118,42 @@ def default_out(args: argparse.Namespace) -> Path:
     return args.out or Path("out") / _model_label(args.model)
 
 
-def _compile(args: argparse.Namespace, out: Path) -> int:
-    """One tracked compile into ``out``; on a rank of a ``--ranks`` run, a compiled run that
-    fails (a peer gone) keeps the artifacts its compile wrote, and exits 2."""
+def _finish(args: argparse.Namespace, done: Compiled) -> int:
+    """Print the summary (and write the audit with ``--audit``); the exit status."""
+    from spyre_provenance.cli import audit_files
+    from spyre_provenance.cli import outputs as summary
+
+    print(summary.render(done.report, done.checked, done.pages, done.out))
+    ok = done.ok
+    if args.audit:
+        written, problems = audit_files.write(done.report, done.out)
+        for line in problems:
+            print(f"  AUDIT NOT WRITTEN: {line}")
+        if written:
+            print(f"  audit: {', '.join(map(str, written))}")
+        ok &= not problems
+    if done.report.run_error is not None:
+        return EXIT_UNUSABLE  # as a model that fails under torch.compile; its artifacts are kept
+    return EXIT_OK if ok else EXIT_FOUND_WANTING
+
+
+def execute(
+    args: argparse.Namespace,
+    out: Path | None = None,
+    *,
+    audit: bool = False,
+    tlparse_pages: bool = True,
+    ranked: bool = False,
+) -> Compiled:
+    """The tracked compile of ``args.model`` into ``out`` (default ``args.out``), checked
+    (``compile`` and ``audit`` share it). Raises UnusableInput for a model that cannot be
+    compiled. ``ranked``: a rank of ``compile --ranks`` (its trace folder is set already, and
+    a compiled run that fails, a peer gone, keeps the artifacts its compile wrote)."""
+    out = out if out is not None else default_out(args)
+    if out.exists() and not out.is_dir():
+        raise UnusableInput(str(out), "exists and is not a folder")
     label = run_label(args.model)
     trace_dir = out / "trace"
-    ranked = args.rank is not None
     if not ranked:  # a rank pointed it before joining its group
         _point_trace_at(trace_dir)
     backend = _backend(args.backend)  # may import torch_spyre, and so torch: after the line above
@@ -125,7 +175,7 @@ def _compile(args: argparse.Namespace, out: Path) -> int:
     try:
         report = compile_run.compile_model(
             loaded, reference, backend=backend, out_dir=out, train=args.train, label=label,
-            redact_paths=args.redact_paths, kernel_cache=args.kernel_cache, keep_run_failure=ranked,
+            redact_paths=args.redact_paths, kernel_cache=args.kernel_cache, keep_run_failure=ranked, audit=audit,
         )
     except UnsupportedTorch:  # enable() refused this torch before compiling: its own line
         _discard(out, trace_dir, label, created)
@@ -143,23 +193,21 @@ def _compile(args: argparse.Namespace, out: Path) -> int:
     graph_dirs = _graph_folders(out, label)
     checked = summary.check_outputs(graph_dirs, log)
     tlparse = tlparse_binary()
-    if log is not None and not args.no_tlparse and tlparse:
+    if log is not None and tlparse_pages and not args.no_tlparse and tlparse:
         pages = _graph_pages(tlparse, log, out / "tlparse" / label)
-    print(summary.render(report, checked, pages, out))
     # no graph recorded means the hook saw nothing (a cache hit it could not bypass, or a
     # model that compiled no code): never a silent success
     paired = summary.pair_graphs(report.graphs, checked.graphs)
-    if report.run_error is not None:
-        return EXIT_UNUSABLE  # as a model that fails under torch.compile; its artifacts are kept
     ok = (
-        bool(report.graphs)
+        report.run_error is None
+        and bool(report.graphs)
         and report.matches_eager
         and checked.all_valid
         and checked.all_complete
         and all(g.diagnostics.complete for g in report.graphs)
         and all(p is not None for p in paired)
     )
-    return EXIT_OK if ok else EXIT_FOUND_WANTING
+    return Compiled(out, report, checked, pages, ok)
 
 
 def _backend(requested: str) -> str:

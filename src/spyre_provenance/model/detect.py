@@ -21,6 +21,7 @@ import msgspec
 
 from spyre_provenance.model.names import (
     ARTIFACTS,
+    AUDIT,
     DIAGNOSTICS,
     FILENAME_PATTERNS,
     KERNEL_INFORMATION,
@@ -83,6 +84,8 @@ def guess_artifact(doc: Mapping[str, Any], *, strict: bool = False) -> str | Non
         return OPSPEC_DEBUG_HANDLES
     if "faults" in keys and "partial" in keys:
         return DIAGNOSTICS
+    if "graphs" in keys and "toolchain" in keys:
+        return AUDIT
     if any(f in keys for f in MAP_FIELDS) or list(keys) == ["version"]:
         return NODE_MAPPINGS
     if not doc or (strict and not all(KERNEL_KEY_RE.search(k) for k in keys)):
@@ -124,6 +127,10 @@ def detect(artifact: str | None, doc: Mapping[str, Any]) -> Detected:
         if "version" in doc:
             return _explicit_version(artifact, doc["version"], {1: ("1", 1), 2: ("2", 2), 3: ("3", 3)})
         return Detected(artifact, "1", 1)
+    if artifact == AUDIT:
+        if "version" in doc:
+            return _explicit_version(artifact, doc["version"], {1: ("1", 1)})
+        return Detected(artifact, "1", 1)  # validation reports the missing key
     raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(ARTIFACTS)}")
 
 

@@ -14,6 +14,7 @@ KERNEL_STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
 KERNEL_INFORMATION = "kernel_information"
 OPSPEC_DEBUG_HANDLES = "spyre_opspec_debug_handles"
 DIAGNOSTICS = "spyre_provenance_diagnostics"
+AUDIT = "provenance_audit"
 # torch's own records of a graph that coverage and tlparse read beside them
 POST_GRAD_GRAPHS = ("inductor_post_grad_graph", "after_post_grad_graph")  # the name moved in torch 2.8
 OUTPUT_CODE = "inductor_output_code"
@@ -40,7 +41,7 @@ COVERAGE_RULES = ("call-sites", "kernel-link", "node-reach", "opspec-handle", "f
 INFERRED_REASONS = ("inlined", "consumer")
 
 #: Every artifact this project reads or writes, in the order reports list them.
-ARTIFACTS = (NODE_MAPPINGS, KERNEL_STACK_TRACES, KERNEL_INFORMATION, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS)
+ARTIFACTS = (NODE_MAPPINGS, KERNEL_STACK_TRACES, KERNEL_INFORMATION, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS, AUDIT)
 #: A debug handle's ``transform_history[].kind`` (torch-spyre's ProvenanceTransform).
 TRANSFORM_KINDS = ("rewrite", "fusion", "decomposition", "clone", "remap")
 #: Whose node mapping the log holds for a graph (diagnostics ``mapping``).
@@ -53,4 +54,5 @@ FILENAME_PATTERNS = {
     KERNEL_INFORMATION: "kernel_information.json",
     OPSPEC_DEBUG_HANDLES: "spyre_opspec_debug_handles*.json",
     DIAGNOSTICS: "spyre_provenance_diagnostics*.json",
+    AUDIT: "provenance_audit*.json",
 }

@@ -13,6 +13,8 @@ from typing import Any
 
 import msgspec
 
+from spyre_provenance.model.audit import GraphAudit
+
 NodeMap = dict[str, list[str]]
 
 
@@ -270,6 +272,7 @@ class GraphResult(msgspec.Struct):
     diagnostics: GraphDiagnostics
     label: str | None = None  # the model label graph folders are named with (compile --out)
     backend: str | None = None  # the backend's name ("reference", "inductor", "spyre")
+    audit: GraphAudit | None = None  # the provenance audit of the graph (tracking with audit=True)
 
 
 # --- the post-grad graph, as far as coverage is concerned ---------------------------------

@@ -22,7 +22,7 @@ from typing import Any, Union
 
 import msgspec
 
-from spyre_provenance.model import records
+from spyre_provenance.model import audit, records
 
 
 @functools.cache
@@ -64,6 +64,10 @@ DiagnosticsDocV1 = wire_form(records.DiagnosticsV1)
 DiagnosticsDocV2 = wire_form(records.DiagnosticsV2)
 DiagnosticsDocV3 = wire_form(records.DiagnosticsV3)
 
+AuditDocV1 = wire_form(audit.AuditV1)
+#: The wire form of each provenance audit version, by the N of its schema file.
+AUDIT_DOCS: dict[int, type[msgspec.Struct]] = {1: AuditDocV1}
+
 #: The wire form of each diagnostics version, by the N of its schema file.
 DIAGNOSTICS_DOCS: dict[int, type[msgspec.Struct]] = {1: DiagnosticsDocV1, 2: DiagnosticsDocV2, 3: DiagnosticsDocV3}
 
@@ -76,8 +80,14 @@ def diagnostics_fields(schema: int) -> tuple[str, ...]:
 @functools.cache
 def diagnostics_field_types(schema: int) -> dict[str, Any]:
     """Field name -> wire type, for decoding a diagnostics document field by field."""
-    hints = typing.get_type_hints(DIAGNOSTICS_DOCS[schema])
-    return {name: hints[name] for name in diagnostics_fields(schema)}
+    return field_types(DIAGNOSTICS_DOCS[schema])
+
+
+@functools.cache
+def field_types(doc_type: type[msgspec.Struct]) -> dict[str, Any]:
+    """Field name -> wire type of a wire form, in field order (for decoding field by field)."""
+    hints = typing.get_type_hints(doc_type)
+    return {name: hints[name] for name in doc_type.__struct_fields__}
 
 
 # --- written out: no record has these shapes ----------------------------------------------

@@ -25,6 +25,7 @@ from spyre_provenance.model import wire
 from spyre_provenance.model.detect import Detected, Problem, detect, guess_artifact, key_path, quote
 from spyre_provenance.model.names import (
     ARTIFACTS,
+    AUDIT,
     DIAGNOSTICS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
@@ -75,7 +76,7 @@ class _Run:
 
     def check(self, artifact: str | None) -> tuple[Detected, tuple[int, int] | None]:
         top = None
-        if artifact in (None, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS):
+        if artifact in (None, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS, AUDIT):
             top = self.decode(self.data, dict[str, msgspec.Raw], "$", top=True)
             artifact = artifact or guess_artifact(top)
         if artifact == NODE_MAPPINGS:
@@ -84,6 +85,8 @@ class _Run:
             return self.opspec(top)
         if artifact == DIAGNOSTICS:
             return self.diagnostics(top)
+        if artifact == AUDIT:
+            return self.audit(top)
         if artifact == KERNEL_STACK_TRACES:
             return self.kernel_map(artifact, list[str])
         if artifact == KERNEL_INFORMATION:
@@ -215,6 +218,30 @@ class _Run:
         if self.problems:
             return det, None
         self.problems.extend(rules.check(DIAGNOSTICS, det.schema, doc))
+        return det, _add(_tally_keys(top), _tally(list(values.values())))
+
+    def audit(self, top: dict[str, msgspec.Raw]) -> tuple[Detected, Any]:
+        """A provenance audit: top-level keys one by one (exact paths), then the rules."""
+        version = self.decode(top["version"], Any, "$.version") if "version" in top else _MISSING
+        det = detect(AUDIT, {} if version is _MISSING else {"version": version})
+        if det.problem is not None:
+            self.problems[:] = [det.problem]
+            return det, None
+        doc_type = wire.AUDIT_DOCS[det.schema]
+        fields = doc_type.__struct_fields__
+        self.problems.extend(Problem("$", f"missing required key {quote(k)}") for k in fields if k not in top)
+        self.problems.extend(Problem("$", f"unexpected key {quote(k)}") for k in top if k not in fields)
+        values = {}
+        for name, type_ in wire.field_types(doc_type).items():
+            if name in top and name != "version":
+                values[name] = self.decode(top[name], type_, f"$.{name}")
+        if self.problems:
+            return det, None
+        doc = doc_type(version=version, **values)
+        self.problems.extend(rules.check_audit_types(doc))
+        if self.problems:
+            return det, None
+        self.problems.extend(rules.check(AUDIT, det.schema, doc))
         return det, _add(_tally_keys(top), _tally(list(values.values())))
 
     # -- decoding with exact problem paths --

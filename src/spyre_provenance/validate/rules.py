@@ -31,6 +31,7 @@ from spyre_provenance.model.detect import (
     quote,
 )
 from spyre_provenance.model.names import (
+    AUDIT,
     COVERAGE_RULES,
     DIAGNOSTICS,
     FAULT_STAGES,
@@ -54,6 +55,8 @@ from spyre_provenance.model.wire import (
     KernelInfoEntryV2,
     OpSpecDebugHandles,
 )
+
+from spyre_provenance.validate.audit_rules import check_audit, check_audit_types  # noqa: F401 - re-exported
 
 HANDLE_ID_LIMIT = 2**63
 _HANDLE_ID_RE = re.compile(HANDLE_ID_PATTERN)
@@ -225,6 +228,8 @@ def check(artifact: str, schema: int, doc: Any) -> list[Problem]:
         _check_opspec(doc, problems)
     elif artifact == DIAGNOSTICS:
         _check_diagnostics(doc, problems)
+    elif artifact == AUDIT:
+        problems.extend(check_audit(doc))
     return problems
 
 

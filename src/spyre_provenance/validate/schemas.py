@@ -49,6 +49,7 @@ from spyre_provenance.model.detect import (  # re-exported: the public API lives
 )
 from spyre_provenance.model.names import (
     ARTIFACTS,
+    AUDIT,
     DIAGNOSTICS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
@@ -91,6 +92,7 @@ CURRENT_VERSIONS = {
     KERNEL_INFORMATION: "1",
     OPSPEC_DEBUG_HANDLES: "1",
     DIAGNOSTICS: "3",
+    AUDIT: "1",
 }
 
 
@@ -379,6 +381,8 @@ def _typed(artifact: str, schema: int, doc: Mapping[str, Any]) -> Any:
         return msgspec.convert(dict(doc), dict[str, wire.KERNEL_INFO_ENTRIES[schema]])
     if artifact == DIAGNOSTICS:
         return msgspec.convert(dict(doc), wire.DIAGNOSTICS_DOCS[schema])
+    if artifact == AUDIT:
+        return msgspec.convert(dict(doc), wire.AUDIT_DOCS[schema])
     return msgspec.convert(dict(doc), wire.OpSpecDebugHandles)
 
 

@@ -1,0 +1,50 @@
+"""The audit files of a compile: ``provenance_audit.json`` and ``.md``, built and written.
+
+Shared by ``compile --audit`` and ``audit`` (one code path): ``build`` makes the document
+from what the tracked compile's probe counted, ``write`` validates it and writes both files
+atomically into ``--out``.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any
+
+from spyre_provenance.errors import UnusableInput
+
+
+def build(report: Any) -> Any:
+    """The audit document of a compile report (``compile_run.CompileReport``)."""
+    from spyre_provenance import audit
+    from spyre_provenance.capture.audit_probe import toolchain
+
+    return audit.make_audit(
+        [g.audit for g in report.graphs],
+        model=report.model,
+        dtype=report.dtype,
+        backend=report.backend,
+        train=report.train,
+        toolchain=toolchain(),
+        tracking_level=report.tracking_level,
+        generated=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
+
+
+def write(report: Any, out: Path, document: Any = None, changes: Any = None, against: str | None = None) -> tuple[list[Path], list[str]]:
+    """Validate the audit, then write ``provenance_audit.json`` and ``.md`` into ``out``
+    atomically. Returns (files written, problems); an invalid audit is never written."""
+    from spyre_provenance import audit
+    from spyre_provenance.support import atomic_write_bytes
+
+    document = document if document is not None else build(report)
+    problems = audit.check(document)
+    if problems:
+        return [], problems
+    if not any(g.audit is not None for g in report.graphs):
+        raise UnusableInput(report.model, "no graph was audited (the compile generated no code)")
+    files = [
+        atomic_write_bytes(out / audit.JSON_FILE, audit.to_json_bytes(document)),
+        atomic_write_bytes(out / audit.MARKDOWN_FILE, audit.render_markdown(document, changes, against).encode("utf-8")),
+    ]
+    return files, []
