@@ -33,6 +33,8 @@ class Case:
     train: bool = False
     about: str = ""
     ranks: int = 1  # more: compile --ranks N, the golden holds rank<r>/ folders
+    #: an audit case keeps the compile's provenance audit (``compile --audit``), nothing else
+    audit: bool = False
 
     def compile_args(self) -> list[str]:
         """``spyre-provenance compile`` arguments (defaults left out), without ``--out``."""
@@ -43,12 +45,16 @@ class Case:
             args.append("--train")
         if self.ranks > 1:
             args += ["--ranks", str(self.ranks)]
+        if self.audit:
+            args.append("--audit")
         return args
 
     def recipe(self) -> dict[str, Any]:
         recipe: dict[str, Any] = {"model": self.model, "backend": self.backend, "dtype": self.dtype, "train": self.train}
         if self.ranks > 1:  # single-process cases' manifests stay as they were
             recipe["ranks"] = self.ranks
+        if self.audit:
+            recipe["audit"] = True
         return recipe
 
 
@@ -63,6 +69,10 @@ CASES: dict[str, Case] = {
         Case("mlp_train", "mlp", "reference", train=True, about="forward and backward graphs"),
         Case("tensor_parallel", "tensor_parallel", "reference", ranks=2,
              about="2 ranks (gloo): column- and row-parallel Linear, the all_reduce a call site"),
+        Case(
+            "mlp_fp16_audit", "mlp", "reference", "float16", audit=True,
+            about="the seed MLP's fp16 provenance audit (audit mlp --backend reference --dtype float16)",
+        ),
     )
 }
 
@@ -99,7 +109,7 @@ def make_manifest(recipe: Mapping[str, Any], *, case: str | None = None, how: Ma
     manifest: dict[str, Any] = {"format": MANIFEST_FORMAT}
     if case is not None:
         manifest["case"] = case
-    manifest.update({k: recipe[k] for k in ("model", "backend", "dtype", "train", "ranks") if k in recipe})
+    manifest.update({k: recipe[k] for k in ("model", "backend", "dtype", "train", "ranks", "audit") if k in recipe})
     manifest["torch"] = torch_version()
     manifest.update(how)
     return manifest

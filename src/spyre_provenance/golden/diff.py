@@ -19,6 +19,7 @@ from typing import Any, Union
 
 import msgspec
 
+from spyre_provenance import audit
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.golden.cases import manifest_hints
 from spyre_provenance.golden.normalize import Roots
@@ -77,7 +78,12 @@ def compare(
             which = a if bad.side == "A" else b
             raise UnusableInput(which.label, f"{label}: {bad}") from None
         changes += [Change(label, line) for line in lines]
+    changes += audit_changes(a.audit, b.audit)
+    if (a.audit is None) != (b.audit is None):
+        hints.append(f"provenance audit not compared: only {labels[0] if b.audit is None else labels[1]} has one")
     logs = [label for side, label in zip((a, b), labels) if not side.holds_bundles]
+    if a.audit is not None and b.audit is not None and not a.graphs and not b.graphs:
+        return Comparison(changes, hints)  # two audits: nothing else to compare
     if logs:
         hints.append(f"SuperDSC bundles not compared: {' and '.join(logs)} is a TORCH_TRACE log, which holds none")
         return Comparison(changes, hints)
@@ -86,6 +92,15 @@ def compare(
     except _Malformed as bad:
         raise UnusableInput((a if bad.side == "A" else b).label, str(bad)) from None
     return Comparison(changes, hints)
+
+
+def audit_changes(a: Any, b: Any) -> list[Change]:
+    """The provenance audits' changes (``audit.compare``), one per line, when both sides
+    have one. Coverage that fell is said so in the line."""
+    if a is None or b is None:
+        return []
+    found = audit.compare(audit.from_document(a), audit.from_document(b))
+    return [Change("audit", line) for line in found.lines]
 
 
 def _pair_graphs(a: list[str], b: list[str]) -> list[tuple[str | None, str | None]]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from spyre_provenance.golden.cases import source_checkout
-from spyre_provenance.model.names import KERNEL_INFORMATION, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.names import AUDIT, KERNEL_INFORMATION, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.redact import Redactor, path_variants
 
 ADDRESS = re.compile(r"(?<![0-9A-Za-z])0x[0-9a-fA-F]{8,16}(?![0-9A-Za-z])")
@@ -111,6 +111,28 @@ def normalize(artifact: str, doc: Any, roots: Roots | None = None) -> Any:
         return _normalize_opspecs(doc, roots)
     if artifact == BUNDLE_HANDLES and isinstance(doc, dict) and isinstance(doc.get("bundles"), dict):
         return {**doc, "bundles": normalize_bundle_handles(doc["bundles"], roots)}
+    if artifact == AUDIT:
+        return normalize_audit(doc, roots)
+    return doc
+
+
+#: What a golden provenance audit holds for its ``generated`` time (the one field that
+#: differs between two runs of the same model on the same toolchain).
+GENERATED_TEXT = "<generated>"
+
+
+def normalize_audit(doc: Any, roots: Roots | None = None) -> Any:
+    """A provenance audit with its generated time fixed and the model's path (a
+    ``PATH.py:FACTORY`` model) normalized; counts, node and kernel names stay."""
+    roots = roots if roots is not None else Roots.default()
+    if not isinstance(doc, dict):
+        return doc
+    doc = dict(doc)
+    if "generated" in doc:
+        doc["generated"] = GENERATED_TEXT
+    if isinstance(doc.get("model"), str) and ":" in doc["model"]:
+        path, _, factory = doc["model"].rpartition(":")
+        doc["model"] = f"{normalize_path(path, roots)}:{factory}"
     return doc
 
 

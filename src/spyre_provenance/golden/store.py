@@ -18,15 +18,24 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from spyre_provenance import audit as audit_files
 from spyre_provenance import support
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.golden.cases import MANIFEST, Case, case_manifest
-from spyre_provenance.golden.normalize import BUNDLE_HANDLES, Roots, dumps, normalize, normalize_bundle_handles
+from spyre_provenance.golden.normalize import (
+    BUNDLE_HANDLES,
+    Roots,
+    dumps,
+    normalize,
+    normalize_audit,
+    normalize_bundle_handles,
+)
 from spyre_provenance.logs import tracelog
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model.detect import guess_artifact, json_type
 from spyre_provenance.model.folders import GRAPH_PREFIX, graph_folder, rank_of_folder, without_label
 from spyre_provenance.model.names import (
+    AUDIT,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
@@ -50,6 +59,8 @@ BUNDLE_FILE = f"{BUNDLE_HANDLES}.json"
 BUNDLE_FORMAT = 1
 #: Where ``compile --out`` keeps bundles: ``sdsc/<label>/<kernel>/sdsc_<i>.json``.
 SDSC_FOLDER = "sdsc"
+#: The provenance audit's file, at the top of a ``compile --audit`` folder and of an audit case.
+AUDIT_FILE = audit_files.JSON_FILE
 _BUNDLE_NAME = re.compile(r"sdsc_([0-9]+)\.json")
 
 
@@ -66,6 +77,8 @@ class Provenance:
     manifest: dict[str, Any] | None = None
     bundles: dict[str, Any] | None = None
     holds_bundles: bool = True
+    #: the compile's provenance audit (a valid ``provenance_audit`` document), None if none
+    audit: dict[str, Any] | None = None
 
     def normalized(self, roots: Roots | None = None) -> Provenance:
         roots = roots if roots is not None else Roots.default()
@@ -75,6 +88,7 @@ class Provenance:
             self.manifest,
             None if self.bundles is None else normalize_bundle_handles(self.bundles, roots),
             self.holds_bundles,
+            None if self.audit is None else normalize_audit(self.audit, roots),
         )
 
     def files(self) -> dict[str, bytes]:
@@ -88,6 +102,8 @@ class Provenance:
                     out[f"{graph}/{ARTIFACT_FILES[artifact]}"] = dumps(artifacts[artifact])
         if self.bundles is not None:  # only the handles: the device specs are not provenance
             out[BUNDLE_FILE] = dumps({"format": BUNDLE_FORMAT, "bundles": self.bundles})
+        if self.audit is not None:
+            out[AUDIT_FILE] = dumps(self.audit)
         return out
 
 
@@ -103,6 +119,8 @@ def load(path: str | os.PathLike[str]) -> Provenance:
         return _load_log(path, str(path))
     if path.name == BUNDLE_FILE:
         return Provenance(str(path), {}, bundles=_read_bundle_file(path))
+    if schemas.artifact_for_filename(path.name) == AUDIT:
+        return Provenance(str(path), {}, audit=read_audit(path), holds_bundles=False)
     artifact, doc = _read_artifact(path)
     return Provenance(str(path), {"": {artifact: doc}})
 
@@ -118,11 +136,19 @@ def _read_artifact(path: Path, artifact: str | None = None) -> tuple[str, Any]:
     return artifact, doc
 
 
+def read_audit(path: Path) -> dict[str, Any]:
+    """A provenance audit file, validated (UnusableInput, one line, when it is not a valid
+    one: its counts cannot be compared)."""
+    import msgspec
+
+    return msgspec.to_builtins(audit_files.read(path))
+
+
 def _graph_artifacts(folder: Path) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for file in sorted(folder.glob("*.json")):
         artifact = schemas.artifact_for_filename(file.name)
-        if artifact is None:
+        if artifact is None or artifact == AUDIT:  # an audit is the whole compile's, not a graph's
             continue
         if artifact in found:
             raise UnusableInput(str(folder), f"holds two {artifact} files; compare the files themselves")
@@ -144,18 +170,22 @@ def _load_folder(folder: Path) -> Provenance:
         doc, _ = schemas.parse_json((folder / MANIFEST).read_bytes(), location=str(folder / MANIFEST))
         manifest = doc if isinstance(doc, dict) else None
     bundles = read_bundles(folder)
+    audit = read_audit(folder / AUDIT_FILE) if (folder / AUDIT_FILE).is_file() else None
     graphs = _folder_graphs(folder)
     if graphs is not None:
-        return Provenance(str(folder), graphs, manifest, bundles)
+        return Provenance(str(folder), graphs, manifest, bundles, audit=audit)
     ranks = _rank_folders(folder)
     if ranks:
         return _load_ranks(folder, ranks, manifest, bundles)
+    if audit is not None and not any(folder.glob("trace/*")) and not any(folder.glob("*.log")):
+        return Provenance(str(folder), {}, manifest, bundles, audit=audit)  # an audit case
     logs = [p for p in sorted(folder.glob("*.log")) + sorted(folder.glob("trace/*")) if p.is_file() and tracelog.is_trace_log(p)]
     if len(logs) > 1:
         raise UnusableInput(str(folder), f"holds {len(logs)} TORCH_TRACE logs; name one")
     if logs:
         logged = _load_log(logs[0], str(folder))
         logged.bundles, logged.holds_bundles = bundles, True  # the folder could hold them
+        logged.audit = audit
         return logged
     if bundles is not None:  # bundles alone (a copied sdsc/ tree): still comparable
         return Provenance(str(folder), {}, manifest, bundles)
@@ -267,6 +297,10 @@ def fresh_case(case: Case, out: str | os.PathLike[str], roots: Roots | None = No
     normalized, with the case's manifest."""
     fresh = load(out)
     fresh.manifest = case_manifest(case)
+    if case.audit:  # an audit case keeps the audit alone (its artifacts are another case's)
+        if fresh.audit is None:
+            raise UnusableInput(str(out), f"holds no {AUDIT_FILE} (compile --audit writes it)")
+        fresh = Provenance(fresh.label, {}, fresh.manifest, None, audit=fresh.audit)
     return fresh.normalized(roots)
 
 
@@ -304,7 +338,7 @@ def stale_files(folder: Path, files: Mapping[str, bytes]) -> list[str]:
     """Golden files in ``folder`` that ``files`` no longer has (a graph or artifact gone)."""
     if not folder.is_dir():
         return []
-    present = [name for name in (MANIFEST, BUNDLE_FILE) if (folder / name).is_file()]
+    present = [name for name in (MANIFEST, BUNDLE_FILE, AUDIT_FILE) if (folder / name).is_file()]
     present += [p.relative_to(folder).as_posix() for p in sorted(folder.glob(f"{GRAPH_PREFIX}*/*.json"))]
     present += [p.relative_to(folder).as_posix() for p in sorted(folder.glob(f"rank*/{GRAPH_PREFIX}*/*.json"))]
     return [p for p in present if p not in files]

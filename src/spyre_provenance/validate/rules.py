@@ -55,7 +55,6 @@ from spyre_provenance.model.wire import (
     KernelInfoEntryV2,
     OpSpecDebugHandles,
 )
-
 from spyre_provenance.validate.audit_rules import check_audit, check_audit_types  # noqa: F401 - re-exported
 
 HANDLE_ID_LIMIT = 2**63
