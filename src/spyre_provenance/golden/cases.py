@@ -53,8 +53,6 @@ class Case:
         recipe: dict[str, Any] = {"model": self.model, "backend": self.backend, "dtype": self.dtype, "train": self.train}
         if self.ranks > 1:  # single-process cases' manifests stay as they were
             recipe["ranks"] = self.ranks
-        if self.audit:
-            recipe["audit"] = True
         return recipe
 
 
@@ -117,7 +115,7 @@ def make_manifest(recipe: Mapping[str, Any], *, case: str | None = None, how: Ma
 
 def case_manifest(case: Case) -> dict[str, Any]:
     return make_manifest(
-        case.recipe(),
+        {**case.recipe(), **({"audit": True} if case.audit else {})},
         case=case.name,
         how={
             "update": f"spyre-provenance golden update {case.name}",

@@ -119,17 +119,23 @@ def normalize(artifact: str, doc: Any, roots: Roots | None = None) -> Any:
 #: What a golden provenance audit holds for its ``generated`` time (the one field that
 #: differs between two runs of the same model on the same toolchain).
 GENERATED_TEXT = "<generated>"
+#: What a golden audit holds for each part of its toolchain: a golden case's manifest says
+#: which torch made it, and a torch change is a hint there, never a change of the case.
+TOOLCHAIN_TEXT = "<in manifest.json>"
 
 
 def normalize_audit(doc: Any, roots: Roots | None = None) -> Any:
-    """A provenance audit with its generated time fixed and the model's path (a
-    ``PATH.py:FACTORY`` model) normalized; counts, node and kernel names stay."""
+    """A provenance audit with its generated time and toolchain fixed (the manifest holds
+    the toolchain) and the model's path (a ``PATH.py:FACTORY`` model) normalized; counts,
+    node and kernel names stay."""
     roots = roots if roots is not None else Roots.default()
     if not isinstance(doc, dict):
         return doc
     doc = dict(doc)
     if "generated" in doc:
         doc["generated"] = GENERATED_TEXT
+    if isinstance(doc.get("toolchain"), dict):
+        doc["toolchain"] = {key: TOOLCHAIN_TEXT for key in doc["toolchain"]}
     if isinstance(doc.get("model"), str) and ":" in doc["model"]:
         path, _, factory = doc["model"].rpartition(":")
         doc["model"] = f"{normalize_path(path, roots)}:{factory}"
