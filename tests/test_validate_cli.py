@@ -396,7 +396,7 @@ def run_module(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
 def test_module_entry_point(artifacts: Path, tmp_path: Path) -> None:
     ok = run_module(artifacts)
     assert ok.returncode == 0 and ok.stderr == ""
-    assert len(ok.stdout.splitlines()) == len(list(artifacts.glob("*.json"))) == 7
+    assert len(ok.stdout.splitlines()) == len(list(artifacts.glob("*.json"))) == 8
     bad = run_module(write(tmp_path / "x.json", b"\xff\xfe{"), tmp_path / "nothing")
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.splitlines() == [

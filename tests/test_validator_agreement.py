@@ -22,6 +22,7 @@ from test_schemas import BROKEN, BROKEN_DIAGNOSTICS, DIAG_V2, DIAG_VALID_EDGES, 
 
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.model.names import (
+    AUDIT,
     COVERAGE_RULES,
     DIAGNOSTICS,
     FAULT_STAGES,
@@ -184,6 +185,47 @@ CORPUS += [
     ("diag3-bundles-huge", _diag3(bundle_handles={"checked": 2**70, "stale": 2**70, "missing": 2**70}), DIAGNOSTICS),
     ("diag3-missing-bundles", _diag3(bundle_handles=...), DIAGNOSTICS),
     ("diag3-v2-rules", _diag3(partial=True, handleless_opspecs=9), DIAGNOSTICS),
+]
+
+
+# provenance_audit (issue 15): the golden audit, with what else may go wrong in one
+_AUDIT = json.loads((ARTIFACTS_DIR / "provenance_audit.json").read_text())
+
+
+def _audit(change: Any) -> str:
+    doc = copy.deepcopy(_AUDIT)
+    change(doc)
+    return json.dumps(doc)
+
+
+def _count(doc: dict, **changes: Any) -> None:
+    doc["graphs"][0]["stages"][0]["fields"]["stack_trace"].update(changes)
+
+
+CORPUS += [
+    ("audit-valid", _audit(lambda d: None), None),
+    ("audit-version-1.0", _audit(lambda d: d.update(version=1.0)), AUDIT),
+    ("audit-version-2", _audit(lambda d: d.update(version=2)), AUDIT),
+    ("audit-no-graphs", _audit(lambda d: d.update(graphs=[])), AUDIT),
+    ("audit-missing-key", _audit(lambda d: d.pop("measured")), AUDIT),
+    ("audit-extra-key", _audit(lambda d: d.update(extra=1)), AUDIT),
+    ("audit-empty-backend", _audit(lambda d: d.update(backend="")), AUDIT),
+    ("audit-unknown-field", _audit(lambda d: d["graphs"][0]["stages"][0]["fields"].update(colour={"present": 0, "total": 0, "missing": []})), AUDIT),
+    ("audit-fractional-count", _audit(lambda d: _count(d, present=2.5)), AUDIT),
+    ("audit-integral-float-count", _audit(lambda d: _count(d, present=3.0)), AUDIT),
+    ("audit-negative-count", _audit(lambda d: _count(d, present=-1)), AUDIT),
+    ("audit-missing-short", _audit(lambda d: _count(d, present=2)), AUDIT),
+    ("audit-repeated-missing", _audit(lambda d: _count(d, present=1, missing=["linear", "linear"])), AUDIT),
+    ("audit-stage-twice", _audit(lambda d: d["graphs"][0]["stages"].append(d["graphs"][0]["stages"][0])), AUDIT),
+    ("audit-bad-kernel-key", _audit(lambda d: d["graphs"][0]["kernels"][0].update(key="sdsc_x")), AUDIT),
+    ("audit-kernel-twice", _audit(lambda d: d["graphs"][0]["kernels"].append(d["graphs"][0]["kernels"][0])), AUDIT),
+    ("audit-bad-since", _audit(lambda d: d["graphs"][0]["drops"][0].update(since="lunch")), AUDIT),
+    ("audit-null-since", _audit(lambda d: d["graphs"][0]["drops"][0].update(since=None)), AUDIT),
+    ("audit-bad-caches", _audit(lambda d: d["measured"].update(graph_caches="warm")), AUDIT),
+    ("audit-repeated-run-dependent", _audit(lambda d: d["measured"].update(run_dependent=["from_node", "from_node"])), AUDIT),
+    ("audit-opspecs-null", _audit(lambda d: d["graphs"][0]["kernels"][0].update(opspecs=None)), AUDIT),
+    ("audit-repeated-key", _audit(lambda d: None).replace('"model"', '"model": "x", "model"', 1), None),
+    ("audit-array", "[]", AUDIT),
 ]
 
 

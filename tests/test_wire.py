@@ -67,3 +67,26 @@ def test_nested_records_are_replaced_by_their_wire_forms():
     assert fields["faults"] == list[wire.wire_form(records.Fault)]
     assert fields["coverage"] == Union[wire.wire_form(records.CoverageCounts), None]
     assert fields["partial"] is bool
+
+
+def test_the_audit_wire_form_is_the_records_and_the_schema():
+    """provenance_audit v1: every object's keys are its record's fields, in the order
+    written, and the enums are the record module's stage and field names."""
+    from spyre_provenance.model import audit
+    from spyre_provenance.model.names import AUDIT
+
+    schema = schemas.load_schema(AUDIT, 1)
+    defs = schema["$defs"]
+    pairs = [
+        (schema, audit.AuditV1), (schema["properties"]["toolchain"], audit.Toolchain),
+        (schema["properties"]["measured"], audit.Measured), (defs["graph"], audit.GraphAudit),
+        (defs["stage"], audit.Stage), (defs["count"], audit.FieldCount), (defs["drop"], audit.Drop),
+        (defs["kernel"], audit.KernelAudit), (defs["kernel"]["properties"]["opspecs"]["items"], audit.OpSpecAudit),
+    ]
+    for part, record in pairs:
+        assert list(part["properties"]) == list(record.__struct_fields__) == part["required"], record
+        assert part["additionalProperties"] is False
+    assert wire.AUDIT_DOCS[1].__struct_fields__ == audit.AuditV1.__struct_fields__
+    assert defs["stage"]["properties"]["name"]["enum"] == list(audit.STAGES)
+    assert defs["stage"]["properties"]["fields"]["propertyNames"]["enum"] == list(audit.FIELDS)
+    assert defs["drop"]["properties"]["since"]["enum"] == [*audit.STAGES, None]

@@ -24,6 +24,7 @@ ST = "inductor_provenance_tracking_kernel_stack_traces.json"
 KI = "kernel_information.json"
 OP = "spyre_opspec_debug_handles.json"
 DG = "spyre_provenance_diagnostics.json"
+AU = "provenance_audit.json"
 LOG = "dedicated_log_torch_trace_hostile.log"
 
 MAPPING = {
@@ -130,6 +131,32 @@ INVALID: dict[str, tuple[str, bytes | str]] = {
     "log-envelope-is-an-array": (LOG, record(MAPPING_RECORD, GOOD_MAPPING.encode()) + b"V1202 10:56:15.069000 10152 a.py:1] [1, 2]\n"),
 }
 
+
+
+def _audit(change) -> str:
+    """The golden provenance audit (tests/data/artifacts) with one thing broken."""
+    doc = json.loads((HERE.parent / "data" / "artifacts" / AU).read_text())
+    change(doc)
+    return json.dumps(doc, indent=1, ensure_ascii=False)
+
+
+def _first_count(doc: dict) -> dict:
+    return doc["graphs"][0]["stages"][0]["fields"]["stack_trace"]
+
+
+INVALID.update({
+    # an audit that claims more nodes carry a field than its stage has
+    "audit-present-over-total": (AU, _audit(lambda d: _first_count(d).update(present=4))),
+    # missing names a node the stage does not have
+    "audit-missing-not-a-node": (AU, _audit(lambda d: _first_count(d).update(present=2, missing=["no_such_node"]))),
+    # a stage name no compile has
+    "audit-unknown-stage": (AU, _audit(lambda d: d["graphs"][0]["stages"][0].update(name="lowering"))),
+    # a drop at a stage that does not count its field
+    "audit-drop-at-uncounted-stage": (AU, _audit(lambda d: d["graphs"][0]["drops"][0].update(stage="scheduler"))),
+    # a kernel linked on the page but not mapped
+    "audit-linked-without-mapping": (AU, _audit(lambda d: d["graphs"][0]["kernels"][0].update(mapped=False))),
+})
+
 MAPPING_ARTIFACT = {"artifact": {"name": "inductor_provenance_tracking_node_mappings", "encoding": "json"}}
 
 # Valid artifacts in records tlparse misfiles (tests/test_validate_cli.py checks the wording
@@ -178,6 +205,10 @@ UNUSABLE: dict[str, tuple[str, bytes | str]] = {
     "log-empty": (LOG, b""),
     "log-without-provenance": (LOG, b"".join(SEED.read_bytes().splitlines(keepends=True)[:20])),
 }
+
+
+# an audit cut short: not JSON, so no audit at all
+UNUSABLE["audit-truncated"] = (AU, _audit(lambda d: None)[:-40])
 
 
 def main() -> None:
