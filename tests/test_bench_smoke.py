@@ -26,6 +26,7 @@ SECTIONS = (
     "#### 2. Validation throughput",
     "#### 3. Build",
     "#### 4. Scaling",
+    "#### 5. Audit overhead",
     "#### Targets",
 )
 
@@ -83,7 +84,7 @@ def test_compile_table_has_finite_ratios_for_each_model(quick_table: str) -> Non
 
 
 def test_throughput_tables_have_finite_ratios(quick_table: str) -> None:
-    _, validation, build, scaling = tables(quick_table)
+    _, validation, build, scaling, _audit = tables(quick_table)
     assert [row["path"].split(":")[0] for row in validation] == [
         "`json.loads` (the floor)", "`json.loads`, cyclic GC paused", "fast path", "JSON Schema path",
     ]
@@ -100,8 +101,16 @@ def test_throughput_tables_have_finite_ratios(quick_table: str) -> None:
 
 def test_every_target_gets_a_verdict(quick_table: str) -> None:
     verdicts = quick_table.split("#### Targets", 1)[1].strip().splitlines()
-    assert len(verdicts) == 4
+    assert len(verdicts) == 5
     assert all(re.match(r"- \*\*(met|not met|met on .+)\*\* \(", line) for line in verdicts)
+
+
+def test_audit_row_compares_compile_with_and_without_the_audit(quick_table: str) -> None:
+    (row,) = tables(quick_table)[4]
+    assert row["model"] == "tiny" and finite(row["stages audited"]) >= 4  # the audit arm counted stages
+    for column in ("compile (s)", "compile --audit (s)", "ratio"):
+        assert finite(row[column]) > 0
+    assert "compile --audit / compile = " in quick_table.split("#### Targets", 1)[1]
 
 
 def test_synthetic_mapping_is_valid_and_written_exactly_like_json_dumps() -> None:

@@ -99,6 +99,7 @@ def render(
     elapsed: float,
     quick: bool,
     load: tuple[float | None, float | None] = (None, None),
+    audit: object = None,
 ) -> str:
     lines: list[str] = []
     add = lines.append
@@ -116,6 +117,10 @@ def render(
     top = artifacts.sizes[-1]
     verdicts += _throughput_sections(lines, artifacts, top)
     verdicts.append(_scaling_section(lines, artifacts))
+    if audit is not None:  # bench.audit_overhead.AuditResults
+        from spyre_provenance.bench import audit_overhead
+
+        verdicts.append(audit_overhead.render_section(lines, audit))
     add("#### Targets")
     add("")
     lines.extend(f"- {v}" for v in verdicts)

@@ -38,12 +38,19 @@ def main(argv: list[str] | None = None) -> int:
     started = dt.datetime.now(dt.timezone.utc)
     load_before = report.load_average()
     start = time.perf_counter()
-    compile_results = None
+    compile_results = audit_results = None
     if not args.skip_compile:
         chosen = models.QUICK if quick else models.FULL
         rounds = {name: args.rounds or models.ROUNDS[name] for name in chosen}
         warmup = None if quick else "transformer block"
         compile_results = compile_overhead.run(chosen, rounds, warmup, progress)
+        from spyre_provenance.bench import audit_overhead
+
+        audit_model = "tiny" if quick else "24-layer stack"
+        audit_results = audit_overhead.run(
+            audit_model, args.rounds or models.ROUNDS[audit_model], progress,
+            backend="inductor" if quick else "reference", warmup=None if quick else "mlp",
+        )
     artifact_results = artifacts.run(
         artifacts.QUICK_SIZES if quick else artifacts.FULL_SIZES,
         artifacts.QUICK_OUTER if quick else artifacts.OUTER,
@@ -53,9 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     elapsed = time.perf_counter() - start
     load = (load_before, report.load_average())
-    table = report.render(compile_results, artifact_results, started=started, elapsed=elapsed, quick=quick, load=load)
+    table = report.render(
+        compile_results, artifact_results, started=started, elapsed=elapsed, quick=quick, load=load, audit=audit_results
+    )
     if args.json:
-        raw = {"compile": compile_results, "artifacts": artifact_results, "started": started.isoformat()}
+        raw = {"compile": compile_results, "artifacts": artifact_results, "audit": audit_results, "started": started.isoformat()}
         args.json.write_bytes(msgspec.json.encode(raw))
     sys.stdout.write(table)
     return 0

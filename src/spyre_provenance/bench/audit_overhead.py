@@ -1,0 +1,120 @@
+"""The audit's overhead: ``compile --audit`` against ``compile``, side by side (issue 15.5).
+
+Both arms are the tracked compile ``compile`` runs (hook on, the reference backend that
+``--backend auto`` picks without torch-spyre, SuperDSC bundles written into a scratch
+folder), in this process, fresh Inductor caches every run as in ``compile_overhead``, after
+one untimed compile per arm (a process's first C++ kernel costs 30-40 s here, once).
+``--quick`` runs the tiny extern-only model on stock Inductor instead: no C++ kernel to
+build, so the smoke run stays seconds; its numbers mean nothing. The
+audit arm also has the probe on and then builds, validates and renders the audit document
+(what ``compile --audit`` adds after the compile, the two files' writes aside). Arms
+alternate round by round, their order swapped each round. Target: at most 1.05x on the
+24-layer stack.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+TARGET = 1.05
+ARMS = ("compile", "compile --audit")
+
+
+class AuditResults(msgspec.Struct):
+    model: str
+    backend: str
+    times: dict[str, list[float]]  # arm -> wall seconds, one per round
+    stages: int  # stages the audit counted (all graphs)
+
+    def median(self, arm: str) -> float:
+        return statistics.median(self.times[arm])
+
+    @property
+    def ratio(self) -> float:
+        return self.median(ARMS[1]) / self.median(ARMS[0])
+
+    def round_ratios(self) -> list[float]:
+        return [b / a for a, b in zip(self.times[ARMS[0]], self.times[ARMS[1]])]
+
+
+def compile_once(model_name: str, with_audit: bool, scratch: Path, backend_name: str = "reference") -> tuple[float, int]:
+    """(wall seconds, stages audited) of one fresh tracked compile."""
+    import torch
+    from torch._inductor.utils import fresh_cache
+
+    from spyre_provenance import audit
+    from spyre_provenance.backends import get_backend
+    from spyre_provenance.bench.models import MODELS
+    from spyre_provenance.capture.audit_probe import toolchain
+    from spyre_provenance.capture.compile_run import tracked_compile
+
+    model, inputs = MODELS[model_name]()
+    gc.collect()
+    with fresh_cache():
+        start = time.perf_counter()
+        backend = get_backend(backend_name, bundle_dir=scratch / "sdsc")
+        graphs, _ = tracked_compile(model, inputs, backend, out_dir=scratch, label="bench", audit=with_audit)
+        stages = 0
+        if with_audit:
+            doc = audit.make_audit(
+                [g.audit for g in graphs], model=model_name, dtype="float32", backend=backend.name, train=False,
+                toolchain=toolchain(), tracking_level=1, generated="bench",
+            )
+            problems = audit.check(doc)
+            audit.to_json_bytes(doc)
+            audit.render_markdown(doc)
+            if problems or not doc.graphs:
+                raise RuntimeError(f"{model_name}: the audit failed: {problems or 'no graph audited'}")
+            stages = sum(len(g.stages) for g in doc.graphs)
+        elapsed = time.perf_counter() - start
+    return elapsed, stages
+
+
+def run(
+    model_name: str, rounds: int, progress: Callable[[str], None] = lambda _: None, *, backend: str = "reference",
+    warmup: str | None = "mlp",
+) -> AuditResults:
+    times: dict[str, list[float]] = {arm: [] for arm in ARMS}
+    stages = 0
+    with tempfile.TemporaryDirectory(prefix="spyre-bench-audit-") as scratch:
+        if warmup is not None:
+            progress(f"audit: warm-up ({warmup}, both arms)")
+            for arm in ARMS:
+                compile_once(warmup, arm == ARMS[1], Path(scratch), backend)
+        for r in range(rounds):
+            for arm in ARMS if r % 2 == 0 else ARMS[::-1]:
+                elapsed, counted = compile_once(model_name, arm == ARMS[1], Path(scratch), backend)
+                times[arm].append(elapsed)
+                stages = max(stages, counted)
+                progress(f"audit: {model_name} round {r + 1}/{rounds} {arm} {elapsed:.2f}s")
+    return AuditResults(model_name, backend, times, stages)
+
+
+def render_section(lines: list[str], result: AuditResults) -> str:
+    """The section's table; returns its verdict line."""
+    add = lines.append
+    add("#### 5. Audit overhead: `compile --audit` against `compile`, median wall time")
+    add("")
+    add(
+        f"The tracked compile on the {result.backend} backend (fresh Inductor caches every run), arms alternating"
+        " round by round; the audit arm also builds, validates and renders the audit."
+    )
+    add("")
+    add("| model | rounds | compile (s) | compile --audit (s) | ratio | per round | stages audited |")
+    add("|---|---|---|---|---|---|---|")
+    per_round = result.round_ratios()
+    add(
+        f"| {result.model} | {len(per_round)} | {result.median(ARMS[0]):.2f} | {result.median(ARMS[1]):.2f} | "
+        f"{result.ratio:.3f} | {min(per_round):.3f}-{max(per_round):.3f} | {result.stages} |"
+    )
+    add("")
+    ok = result.ratio <= TARGET
+    detail = f"compile --audit / compile = {result.ratio:.3f} on the {result.model}, target <= {TARGET}"
+    return f"**met** ({detail})" if ok else f"**not met** ({detail})"
