@@ -47,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
     against = str(args.against) if args.against is not None else None
     written, problems = write(done.report, done.out, document, changes, against)
     print(audit.render_short(document, [str(p) for p in written], changes, against))
+    if not done.ok:  # the audit reports what is there; compile's own verdict is compile's to give
+        print(f"  note: the compile itself was found wanting (run: spyre-provenance compile {args.model} for its summary)")
     for line in problems:
         print(f"  AUDIT NOT WRITTEN: {line}")
     return EXIT_FOUND_WANTING if problems or (changes is not None and changes.fell) else EXIT_OK
