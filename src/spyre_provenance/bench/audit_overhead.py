@@ -98,8 +98,7 @@ def compile_once(
     model_name: str, with_audit: bool, scratch: Path, backend_name: str = "reference"
 ) -> tuple[float, float, float, int]:
     """(wall seconds, CPU seconds, the audit's own seconds, stages audited) of one fresh
-    tracked compile."""
-    import torch
+    tracked compile (``tracked_compile`` resets Dynamo before and after)."""
     from torch._inductor.utils import fresh_cache
 
     from spyre_provenance import audit
