@@ -34,13 +34,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from spyre_provenance.logs import wrapper_code
-from spyre_provenance.logs.graphs import LoggedGraph, read_log_graphs
-from spyre_provenance.logs.post_grad import parse_post_grad_graph
 from spyre_provenance.mapping import kernels_by_node, kernels_of_users
 from spyre_provenance.model.records import (
     FACTORY_OPS,
@@ -50,6 +48,9 @@ from spyre_provenance.model.records import (
     PostGradGraph,
     Violation,
 )
+
+if TYPE_CHECKING:
+    from spyre_provenance.logs.graphs import LoggedGraph
 
 # --- the judge --------------------------------------------------------------------------------
 
@@ -326,6 +327,10 @@ def _fused(hid: str, handles: Mapping[str, Any], buffers: set[str], place: str, 
 
 def judge_logged(graph: LoggedGraph, where: str = "") -> GraphCoverage:
     """The judge's full verdict (counts, violations, hints) on one logged graph."""
+    # Imported here, not at the top: the hook judges every graph it tracks but never reads
+    # a log, and a tracked process should not pay for importing the log readers.
+    from spyre_provenance.logs.post_grad import parse_post_grad_graph
+
     parsed = parse_post_grad_graph(graph.post_grad_graph) if graph.post_grad_graph is not None else None
     return judge(
         graph.output_code, parsed, graph.node_mappings, graph.opspec_handles, graph.stack_traces,
@@ -335,6 +340,8 @@ def judge_logged(graph: LoggedGraph, where: str = "") -> GraphCoverage:
 
 def check_log(path: str | os.PathLike[str], *, labels: Iterable[str] | None = None) -> list[Violation]:
     """Every rule on every graph of a TORCH_TRACE log (``labels`` names the graphs)."""
+    from spyre_provenance.logs.graphs import read_log_graphs  # see judge_logged
+
     graphs = read_log_graphs(path)
     names = list(labels) if labels is not None else []
     found: list[Violation] = []
