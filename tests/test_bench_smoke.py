@@ -27,6 +27,7 @@ SECTIONS = (
     "#### 3. Build",
     "#### 4. Scaling",
     "#### 5. Audit overhead",
+    "#### 6. Whole-process overhead",
     "#### Targets",
 )
 
@@ -84,7 +85,7 @@ def test_compile_table_has_finite_ratios_for_each_model(quick_table: str) -> Non
 
 
 def test_throughput_tables_have_finite_ratios(quick_table: str) -> None:
-    _, validation, build, scaling, _audit = tables(quick_table)
+    _, validation, build, scaling, _audit, _whole = tables(quick_table)
     assert [row["path"].split(":")[0] for row in validation] == [
         "`json.loads` (the floor)", "`json.loads`, cyclic GC paused", "fast path", "JSON Schema path",
     ]
@@ -97,6 +98,30 @@ def test_throughput_tables_have_finite_ratios(quick_table: str) -> None:
     assert spread["references"] == "max / min"
     for column in ("build + bytes", "json.loads", "fast path", "JSON Schema path"):
         assert finite(spread[column]) >= 1.0
+
+
+def test_whole_process_row_ran_both_arms_as_fresh_processes(quick_table: str) -> None:
+    (row,) = tables(quick_table)[5]
+    assert row["model"] == "tiny, training"
+    assert (finite(row["graphs"]), finite(row["call sites"]), finite(row["pairs"])) == (2, 2, 1)  # forward, backward
+    assert finite(row["post-grad nodes"]) >= 2
+    for column in ("A wall (s)", "B wall (s)"):
+        assert finite(row[column]) > 1  # a whole interpreter, torch import included
+    for column in ("A/B wall", "A/B CPU"):
+        median, spread = row[column].split(" ", 1)
+        assert finite(median) > 0 and re.fullmatch(r"\(\d+\.\d\d-\d+\.\d\d\)", spread), row[column]
+    own = re.fullmatch(r"(\d+) ms \((\d+\.\d)%\)", row["hook's own time"])
+    assert own and int(own[1]) > 0, row["hook's own time"]  # the hook was imported and ran in arm A
+    assert "enter tracking" in row["A - B by phase"] and "interpreter start and exit" in row["A - B by phase"]
+
+
+def test_hook_import_leaves_out_what_a_tracked_compile_never_uses() -> None:
+    # Every tracked process pays for what importing the hook imports (the whole-process
+    # rows): the log readers and jsonschema are for the command line, not for the hook.
+    code = "import sys, spyre_provenance.capture.hook; print(' '.join(sorted(sys.modules)))"
+    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
+    assert "spyre_provenance.coverage" in loaded and "spyre_provenance.validate.fastpath" in loaded
+    assert not loaded & {"spyre_provenance.logs.tracelog", "spyre_provenance.logs.graphs", "jsonschema", "torch"}
 
 
 def test_every_target_gets_a_verdict(quick_table: str) -> None:

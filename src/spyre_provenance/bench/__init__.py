@@ -1,6 +1,6 @@
 """``make bench``: what provenance costs, as ratios against the anchors, in one run.
 
-Four measurements, printed as one markdown table (``python -m spyre_provenance.bench``):
+Six measurements, printed as one markdown table (``python -m spyre_provenance.bench``):
 
 1. Compile overhead (``compile_overhead``): median ``torch.compile`` wall time with
    (A) the hook on, (B) upstream provenance tracking alone, (C) tracking off, interleaved
@@ -9,6 +9,9 @@ Four measurements, printed as one markdown table (``python -m spyre_provenance.b
    synthetic ~100 MB mapping, against plain ``json.loads`` of the same bytes.
 3. Build throughput and memory: KernelRecords -> mapping -> bytes for 100k kernels.
 4. Scaling: the same at 1k, 10k, 100k and 1M node references.
+5. Audit overhead (``audit_overhead``): ``compile --audit`` against ``compile``.
+6. Whole-process overhead (``whole_process``): a fresh ``python`` per run, from interpreter
+   start to exit, the hook against upstream tracking alone, in interleaved pairs.
 
 ``--quick`` (or ``SPYRE_BENCH_QUICK=1``) runs a tiny version in seconds; the smoke test uses
 it. Timings are never asserted anywhere: they belong to the machine they ran on.

@@ -1,4 +1,5 @@
-"""The benchmark's models: the seed MLP, a transformer block, and a 24-layer stack of it.
+"""The benchmark's models: the seed MLP, a transformer block, and a 24-layer stack of it;
+for the whole-process rows, four steps of the examples' residual block.
 
 The stack makes the graph large (~1.9k post-grad nodes, hundreds of kernel call sites)
 while Inductor's per-graph kernel dedup keeps the number of distinct C++ kernels small, so
@@ -13,7 +14,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from spyre_provenance.examples import EXAMPLES
+from spyre_provenance.examples import EXAMPLES, ResidualBlock
 
 SEED = 0
 DIM, HEADS, SEQ, BATCH = 64, 4, 32, 2
@@ -54,6 +55,20 @@ class Stack(nn.Module):
         return x
 
 
+class ResidualSteps(nn.Module):
+    """``steps`` pre-norm residual blocks (``examples.ResidualBlock``) one after the other:
+    at 4 steps, 96 post-grad nodes besides the inputs, 17 kernel call sites."""
+
+    def __init__(self, steps: int = 4) -> None:
+        super().__init__()
+        self.steps = nn.ModuleList(ResidualBlock() for _ in range(steps))
+
+    def forward(self, x: Tensor) -> Tensor:
+        for step in self.steps:
+            x = step(x)
+        return x
+
+
 class Tiny(nn.Module):
     """For ``--quick``: one extern GEMM, no C++ kernel to compile (a smoke run, in seconds)."""
 
@@ -78,6 +93,7 @@ MODELS: dict[str, Callable[[], tuple[nn.Module, tuple[Tensor, ...]]]] = {
     "transformer block": _seeded(TransformerBlock, BATCH, SEQ, DIM),
     "24-layer stack": _seeded(Stack, BATCH, SEQ, DIM),
     "tiny": _seeded(Tiny, 4, 16),
+    "4-step residual": _seeded(ResidualSteps, 2, 4, 64),
 }
 FULL = ("mlp", "transformer block", "24-layer stack")
 QUICK = ("tiny",)

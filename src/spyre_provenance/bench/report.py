@@ -13,6 +13,9 @@ from pathlib import Path
 
 from spyre_provenance.bench.artifacts import ArtifactResults, SizeResult
 from spyre_provenance.bench.compile_overhead import ARM_NAMES, CompileResults
+from spyre_provenance.bench.whole_process import SECTION as WHOLE_PROCESS_SECTION
+from spyre_provenance.bench.whole_process import WholeProcessResults
+from spyre_provenance.bench.whole_process import render_section as _whole_process_section
 
 TARGET_AB = 1.03
 TARGET_FAST = 2.0
@@ -100,6 +103,7 @@ def render(
     quick: bool,
     load: tuple[float | None, float | None] = (None, None),
     audit: object = None,
+    whole_process: WholeProcessResults | None = None,
 ) -> str:
     lines: list[str] = []
     add = lines.append
@@ -121,6 +125,8 @@ def render(
         from spyre_provenance.bench import audit_overhead
 
         verdicts.append(audit_overhead.render_section(lines, audit))
+    if whole_process is not None:
+        verdicts.append(_whole_process_section(lines, whole_process, WHOLE_PROCESS_SECTION))
     add("#### Targets")
     add("")
     lines.extend(f"- {v}" for v in verdicts)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import msgspec
 
-from spyre_provenance.bench import artifacts, report
+from spyre_provenance.bench import artifacts, report, whole_process
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,6 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a tiny run (seconds), for the smoke test")
     parser.add_argument("--rounds", type=int, default=None, help="compile rounds for every model (default: models.ROUNDS)")
     parser.add_argument("--skip-compile", action="store_true", help="only the artifact measurements")
+    parser.add_argument(
+        "--pairs", type=int, default=None,
+        help=f"whole-process pairs per row (default {whole_process.PAIRS}, or ${whole_process.PAIRS_ENV})",
+    )
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
     args = parser.parse_args(argv)
     quick = args.quick or os.environ.get("SPYRE_BENCH_QUICK", "") not in ("", "0")
@@ -51,6 +55,11 @@ def main(argv: list[str] | None = None) -> int:
             audit_model, args.rounds or models.ROUNDS[audit_model], progress,
             backend="inductor" if quick else "reference", warmup=None if quick else "mlp",
         )
+    whole_results = None
+    if not args.skip_compile:
+        pairs = args.pairs or whole_process.pairs_from_env(1 if quick else whole_process.PAIRS)
+        rows = whole_process.QUICK if quick else whole_process.FULL
+        whole_results = whole_process.run(rows, pairs, progress, bytecode=not quick)
     artifact_results = artifacts.run(
         artifacts.QUICK_SIZES if quick else artifacts.FULL_SIZES,
         artifacts.QUICK_OUTER if quick else artifacts.OUTER,
@@ -61,10 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - start
     load = (load_before, report.load_average())
     table = report.render(
-        compile_results, artifact_results, started=started, elapsed=elapsed, quick=quick, load=load, audit=audit_results
+        compile_results, artifact_results, started=started, elapsed=elapsed, quick=quick, load=load,
+        audit=audit_results, whole_process=whole_results,
     )
     if args.json:
-        raw = {"compile": compile_results, "artifacts": artifact_results, "audit": audit_results, "started": started.isoformat()}
+        raw = {
+            "compile": compile_results, "artifacts": artifact_results, "audit": audit_results,
+            "whole_process": whole_results, "started": started.isoformat(),
+        }
         args.json.write_bytes(msgspec.json.encode(raw))
     sys.stdout.write(table)
     return 0
