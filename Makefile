@@ -22,8 +22,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/spyre-provenance compile mlp --out $(OUT)
 
+# One test file per worker (--dist loadfile): a file's session-scoped compiles stay in one
+# process. PYTEST_WORKERS=0 runs the suite in this process alone.
+PYTEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The next torch (issue 14): a second venv with torch $(TORCH_NEXT) (a CUDA build, ~5 GB,
 # runs on the CPU) and the tests that compile. Goldens are made with 2.13.0, so the tests
@@ -40,7 +45,7 @@ $(STAMP_NEXT): pyproject.toml
 	touch $(STAMP_NEXT)
 
 test-torch-next: $(STAMP_NEXT)
-	$(VENV_NEXT)/bin/python -m pytest -m compile $(PYTEST_ARGS)
+	$(VENV_NEXT)/bin/python -m pytest -m compile $(XDIST) $(PYTEST_ARGS)
 
 golden: $(STAMP)
 	$(VENV)/bin/spyre-provenance golden update
