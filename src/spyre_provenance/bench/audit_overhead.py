@@ -15,13 +15,12 @@ alternate round by round, their order swapped each round. Target: at most 1.05x 
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
 import resource
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -62,31 +61,12 @@ class AuditResults(msgspec.Struct):
         return [b / a for a, b in zip(self.times[ARMS[0]], self.times[ARMS[1]])]
 
 
-@contextlib.contextmanager
-def _timing_probe(own: list[float]) -> Iterator[None]:
+def _timing_probe(own: list[float]) -> contextlib.AbstractContextManager[None]:
     """Add the time spent in the probe's seams to ``own[0]`` (bench only)."""
+    from spyre_provenance.bench.compile_overhead import timed_methods
     from spyre_provenance.capture.audit_probe import AuditProbe
 
-    originals = {name: getattr(AuditProbe, name) for name in PROBE_SEAMS}
-
-    def timed(method: Callable) -> Callable:
-        @functools.wraps(method)
-        def wrapper(*args, **kwargs):
-            start = time.perf_counter()
-            try:
-                return method(*args, **kwargs)
-            finally:
-                own[0] += time.perf_counter() - start
-
-        return wrapper
-
-    for name, method in originals.items():
-        setattr(AuditProbe, name, timed(method))
-    try:
-        yield
-    finally:
-        for name, method in originals.items():
-            setattr(AuditProbe, name, method)
+    return timed_methods(AuditProbe, PROBE_SEAMS, own)
 
 
 def _cpu_seconds() -> float:

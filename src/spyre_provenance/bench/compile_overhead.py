@@ -94,11 +94,10 @@ def _arm(arm: str, hook_time: list[float]) -> Iterator[object]:
 
 
 @contextlib.contextmanager
-def _timing_hook_seams(hook_time: list[float]) -> Iterator[None]:
-    """Add the time spent in the hook's two seams to ``hook_time[0]`` (bench only)."""
-    from spyre_provenance.capture import hook
-
-    originals = {name: getattr(hook.Session, name) for name in ("_record", "_finish_graph")}
+def timed_methods(owner: type, names: Sequence[str], total: list[float]) -> Iterator[None]:
+    """Add the time spent in ``owner``'s methods ``names`` to ``total[0]`` while the block
+    runs (bench only: the methods are wrapped, then restored)."""
+    originals = {name: getattr(owner, name) for name in names}
 
     def timed(method: Callable) -> Callable:
         @functools.wraps(method)
@@ -107,17 +106,24 @@ def _timing_hook_seams(hook_time: list[float]) -> Iterator[None]:
             try:
                 return method(*args, **kwargs)
             finally:
-                hook_time[0] += time.perf_counter() - start
+                total[0] += time.perf_counter() - start
 
         return wrapper
 
     for name, method in originals.items():
-        setattr(hook.Session, name, timed(method))
+        setattr(owner, name, timed(method))
     try:
         yield
     finally:
         for name, method in originals.items():
-            setattr(hook.Session, name, method)
+            setattr(owner, name, method)
+
+
+def _timing_hook_seams(hook_time: list[float]) -> contextlib.AbstractContextManager[None]:
+    """Add the time spent in the hook's two seams to ``hook_time[0]`` (bench only)."""
+    from spyre_provenance.capture import hook
+
+    return timed_methods(hook.Session, ("_record", "_finish_graph"), hook_time)
 
 
 def compile_once(model_name: str, arm: str) -> tuple[float, float, float, object]:
