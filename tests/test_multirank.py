@@ -216,6 +216,20 @@ def test_rank_folders_are_read_from_paths():
     assert folders.rank_of_path(("out", "ranks", "rank01")) is None
 
 
+def test_every_rank_gets_the_flags_of_the_run():
+    from spyre_provenance.cli import build_parser, ranks
+
+    args = build_parser().parse_args(
+        ["compile", "tensor_parallel", "--ranks", "2", "--train", "--audit", "--redact-paths", "--dtype", "float16"]
+    )
+    command = ranks._rank_args(args, Path("out/rank1"), 1)
+    assert command[:1] == ["tensor_parallel"] and command[command.index("--rank") + 1] == "1"
+    assert {"--train", "--audit", "--redact-paths", "--no-tlparse"} <= set(command)
+    assert command[command.index("--dtype") + 1] == "float16"
+    again = build_parser().parse_args(["compile", *command])  # what the rank itself parses
+    assert (again.rank, again.ranks, again.audit, again.train) == (1, 2, True, True)
+
+
 @pytest.mark.compile
 def test_a_model_that_needs_ranks_is_refused_without_them(compile_case):
     done = compile_case("tensor_parallel", "--no-tlparse")

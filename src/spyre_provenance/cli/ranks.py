@@ -177,7 +177,7 @@ def _rank_args(args: argparse.Namespace, out: Path, rank: int) -> list[str]:
                "--ranks", str(args.ranks), "--rank", str(rank)]
     if args.dtype:
         command += ["--dtype", args.dtype]
-    for flag in ("train", "redact_paths", "kernel_cache"):
+    for flag in ("train", "redact_paths", "kernel_cache", "audit"):  # each rank audits its own compile
         if getattr(args, flag):
             command.append("--" + flag.replace("_", "-"))
     return command
