@@ -70,3 +70,12 @@ def test_backward_links_pre_grad_nodes_only_through_from_node(opened):
         "every backward kernel links a pre-grad node now: README section 'tlparse' says"
         " gradient kernels cannot; update it"
     )
+
+
+def test_handles_count_from_1_in_each_graph_whatever_the_process_compiled_before(opened):
+    """The compile server runs many compiles in one process, training ones among them: a
+    backward is compiled lazily, outside the scope where compile_fx zeroes Inductor's handle
+    counter, so without a reset at enable() its N would go on from the previous backward's."""
+    for graph in read_log_graphs(opened.case.log):
+        numbers = sorted(int(key.rsplit(":", 1)[1]) for key in graph.node_mappings["cppCodeToPost"])
+        assert numbers == list(range(1, len(numbers) + 1)), (graph.compile_id, numbers)

@@ -44,9 +44,15 @@ def zoo_case(request, compile_case):
     return compiled
 
 
+# torch's own deprecation notices (torch 2.14.1 prints one from torch/jit on a training
+# compile, once per process): torch's, not this tool's
+TORCH_DEPRECATION = re.compile(r"/site-packages/torch/\S+\.py:\d+: (FutureWarning|DeprecationWarning): ")
+
+
 def test_exit_0_and_no_warning(zoo_case):
     assert "Traceback" not in zoo_case.stderr
-    assert "Warning" not in zoo_case.stderr, zoo_case.stderr[-2000:]
+    ours = [line for line in zoo_case.stderr.splitlines() if "Warning" in line and not TORCH_DEPRECATION.search(line)]
+    assert ours == [], zoo_case.stderr[-2000:]
     assert "output vs eager: match" in zoo_case.stdout
     assert "VIOLATION" not in zoo_case.stdout and "PARTIAL" not in zoo_case.stdout
 

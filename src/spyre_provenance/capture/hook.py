@@ -105,6 +105,7 @@ class Session:
             self._saved_level = 0
             config.trace.provenance_tracking_level = 1
         self._bypass_graph_caches()
+        self.inductor.reset_handle_counter()  # same model, same N, whatever this process compiled before
         if self.probe is not None:
             self._install_audit()
 

@@ -84,6 +84,17 @@ class Inductor:
         split = lambda text: [part.strip() for part in text.split(",") if part.strip()]  # noqa: E731
         return split(match["src"]), split(match["aten"])
 
+    def reset_handle_counter(self) -> None:
+        """Start Inductor's call-site counter (the N of ``name:N``) at 0, as a fresh process
+        has it. compile_fx zeroes it for each compile but puts the old value back after, and
+        a backward compiled lazily, outside that scope, counts on from whatever the process
+        left there (an earlier training step's backward): its N would depend on history."""
+        import torch._inductor.debug as inductor_debug
+
+        reset = getattr(inductor_debug, "reset_inductor_kernel_provenance_debug_handle", None)
+        if callable(reset):
+            reset()
+
     # -- the graph being lowered -------------------------------------------------------------
 
     def graph(self) -> Any:
