@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib.util
 import os
 import re
 import tempfile
@@ -122,3 +123,11 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def torch_missing() -> bool:
+    """Whether torch cannot be imported here (found without importing it: that takes seconds)."""
+    try:
+        return importlib.util.find_spec("torch") is None
+    except (ImportError, ValueError):  # a broken torch package, torch in sys.modules as None, no __spec__
+        return True

@@ -37,6 +37,7 @@ from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning, TorchNotInstalled, UnsupportedTorch
 from spyre_provenance.model.names import DIAGNOSTICS, FAULT_STAGES, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import BundleHandles, Fault, GraphDiagnostics, GraphResult, KernelRecord
+from spyre_provenance.support import torch_missing
 from spyre_provenance.validate import schemas
 
 TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
@@ -521,13 +522,7 @@ def missing_seams() -> list[str]:
 
 
 def _refuse_unsupported_torch() -> None:
-    import importlib.util
-
-    try:
-        absent = importlib.util.find_spec("torch") is None
-    except (ImportError, ValueError):  # torch in sys.modules as None, or without __spec__
-        absent = True
-    if absent:
+    if torch_missing():
         raise TorchNotInstalled()
     missing = missing_seams()
     if missing:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import os
 import sys
 
 from spyre_provenance import __version__
 from spyre_provenance.errors import EXIT_UNUSABLE, TORCH_EXTRA, UnusableInput
+from spyre_provenance.support import torch_missing
 
 EXIT_INTERNAL = 3  # a bug in this tool, never a verdict on the input
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool cut off by `| head`
@@ -37,14 +37,6 @@ COMMANDS = {
 
 # the commands that compile models, and what installs what they need
 NEEDS_TORCH = ("compile", "golden", "audit")
-
-
-def torch_missing() -> bool:
-    """Whether torch cannot be imported here (found without importing it: that takes seconds)."""
-    try:
-        return importlib.util.find_spec("torch") is None
-    except (ImportError, ValueError):  # a broken torch package, or one without __spec__
-        return True
 
 
 def _needs_torch(command: str) -> str:
