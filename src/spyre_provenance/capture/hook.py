@@ -32,7 +32,6 @@ from spyre_provenance import coverage, mapping
 from spyre_provenance.backends import get_backend
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture import emit
-from spyre_provenance.capture.audit_probe import AuditProbe
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning, TorchNotInstalled, UnsupportedTorch
 from spyre_provenance.model.names import DIAGNOSTICS, FAULT_STAGES, OPSPEC_DEBUG_HANDLES
@@ -82,7 +81,11 @@ class Session:
         self._pre_grad_ids: dict[str, int] = {}  # compile id -> its pre-grad graph's id
         self._current: tuple[int, GraphResult] | None = None  # the graph _finish_graph is on
         #: counts the provenance fields of every stage (``audit=True``); None: no audit, no cost
-        self.probe = AuditProbe() if audit else None
+        self.probe = None
+        if audit:  # imported only then: a compile without the audit pays nothing for it
+            from spyre_provenance.capture.audit_probe import AuditProbe
+
+            self.probe = AuditProbe()
 
     # -- install / uninstall ---------------------------------------------------------------
 
