@@ -25,6 +25,7 @@ import pytest
 from spyre_provenance import audit, golden
 from spyre_provenance.capture.audit_probe import AuditProbe
 from spyre_provenance.errors import ProvenanceWarning
+from spyre_provenance.golden.normalize import TOOLCHAIN_TEXT
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
 from spyre_provenance.model.audit import FIELDS, STAGE_TITLES
@@ -155,6 +156,14 @@ def test_the_markdown_holds_the_seed_tables(doc, audited) -> None:
     assert "falls at leaving pre-scheduling passes (5/5 passes in -> 5/7)" in text
     for kernel in graph.kernels:
         assert f"| `{kernel.key}` | {kernel.metadata} |" in text
+
+
+def test_a_golden_audit_shows_its_placeholders_whole() -> None:
+    # Only a commit id is shortened; the golden file's normalized toolchain reads as written.
+    doc = audit.read(GOLDEN / "mlp_fp16_audit" / audit.JSON_FILE)
+    assert doc.toolchain.torch_git == TOOLCHAIN_TEXT
+    text = audit.render_markdown(doc)
+    assert f"torch {TOOLCHAIN_TEXT} (git {TOOLCHAIN_TEXT})" in text
 
 
 # --- the command, 4: changes since the previous run --------------------------------------------

@@ -155,10 +155,16 @@ class Changes:
         return bool(self.failures)
 
 
+def _commit(sha: str) -> str:
+    # A commit id is shortened as git shortens it; anything else (a golden file's
+    # placeholder) is shown whole.
+    return sha[:12] if len(sha) == 40 and all(c in "0123456789abcdef" for c in sha) else sha
+
+
 def toolchain_text(audit: AuditV1) -> str:
     t = audit.toolchain
-    torch = f"torch {t.torch or 'unknown'}" + (f" (git {t.torch_git[:12]})" if t.torch_git else "")
-    spyre = f"torch-spyre {t.torch_spyre}" + (f" (git {t.torch_spyre_git[:12]})" if t.torch_spyre_git else "") if t.torch_spyre else "no torch-spyre"
+    torch = f"torch {t.torch or 'unknown'}" + (f" (git {_commit(t.torch_git)})" if t.torch_git else "")
+    spyre = f"torch-spyre {t.torch_spyre}" + (f" (git {_commit(t.torch_spyre_git)})" if t.torch_spyre_git else "") if t.torch_spyre else "no torch-spyre"
     return f"{torch}, {spyre}, spyre-provenance {t.spyre_provenance}"
 
 
