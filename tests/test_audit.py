@@ -240,6 +240,12 @@ def test_compare_lost_mapping_added_and_removed_kernels_and_toolchains() -> None
     rose = audit.compare(new, old)
     assert rose.failures == [] and f"{head}: kernel {kernels[0].key} is mapped now" in rose.lines
     assert audit.compare(old, old).lines == []
+    # mapped still, but no longer linked on the page: a loss as well
+    unlinked = copy.deepcopy(old)
+    unlinked.graphs[0].kernels[1].linked = False
+    key = unlinked.graphs[0].kernels[1].key
+    assert audit.compare(old, unlinked).failures == [f"{head}: kernel {key} is no longer linked on the provenance page"]
+    assert audit.compare(unlinked, old).failures == []
 
 
 def test_drops_are_the_first_fall_only() -> None:

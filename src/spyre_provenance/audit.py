@@ -281,10 +281,16 @@ def _compare_kernels(head: str, old: list[KernelAudit], new: list[KernelAudit], 
             line = f"{head}: kernel {b.key} lost its mapping (was [{', '.join(a.nodes)}])"
             lines.append(line)
             failures.append(line)
-        elif b.mapped and not a.mapped:
+            continue
+        if b.mapped and not a.mapped:
             lines.append(f"{head}: kernel {b.key} is mapped now")
-        if a.linked != b.linked:
-            lines.append(f"{head}: kernel {b.key}: {'now' if b.linked else 'no longer'} linked on the provenance page")
+        if a.linked and not b.linked:
+            # Still mapped, but the page no longer links it: what a user of tlparse loses.
+            line = f"{head}: kernel {b.key} is no longer linked on the provenance page"
+            lines.append(line)
+            failures.append(line)
+        elif b.linked and not a.linked:
+            lines.append(f"{head}: kernel {b.key} is now linked on the provenance page")
 
 
 # --- rendering --------------------------------------------------------------------------------

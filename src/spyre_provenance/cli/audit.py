@@ -7,7 +7,7 @@ and ``provenance_audit.md`` (the tables), and prints the short form. With ``--ag
 PREVIOUS_AUDIT.json`` it also says what changed since that run.
 
 Exit 0: the audit is written, and no field's coverage fell and no kernel lost its mapping
-since ``--against``; 1: one did (or the audit could not be written); 2: unusable input (the
+(or its link on the provenance page) since ``--against``; 1: one did (or the audit could not be written); 2: unusable input (the
 model, ``--against``), one line.
 """
 
@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train", action="store_true", help="compile and audit forward and backward")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: out/<model>)")
     parser.add_argument("--against", type=Path, default=None, metavar="PREVIOUS_AUDIT.json",
-                        help="a previous run's provenance_audit.json: say what changed, exit 1 when coverage fell")
+                        help="a previous run's provenance_audit.json: say what changed, exit 1 when coverage, a mapping or a link was lost")
 
 
 def run(args: argparse.Namespace) -> int:
