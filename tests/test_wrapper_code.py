@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from spyre_provenance import coverage
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
@@ -95,3 +98,39 @@ def test_judge_on_stock_inductor_turns_mapping_gaps_into_hints():
     graph = parse_post_grad_graph(GRAPH)
     cov = coverage.judge(WRAPPER, graph, mapping, upstream=True)
     assert cov.complete and len(cov.hints) == 1 and "cpp_fused_relu_10" in cov.hints[0]
+
+
+def _tlparse_rule(code: str, key: str) -> int | None:
+    """tlparse 0.4.3's rule as it reads, line by line (slow: a scan per key)."""
+    lines = code.splitlines()
+    start = next((i for i, line in enumerate(lines) if "def" in line and "call" in line and "(args)" in line), 0)
+    name = key[: key.find(":")] if ":" in key else key
+    for i in range(start, len(lines)):
+        if key in lines[i]:
+            return next((j + 1 for j in range(i + 1, len(lines)) if name in lines[j]), None)
+    return None
+
+
+def test_tlparse_lines_on_a_wrapper():
+    lines = wrapper_code.TlparseLines(WRAPPER)
+    assert lines.line("cpp_fused_relu_0:2") == 17 and WRAPPER.splitlines()[16].strip() == "cpp_fused_relu_0(buf1)"
+    assert lines.line("extern_kernels.addmm:1") == 14
+    assert lines.line("cpp_fused_relu_10:3") is None  # no line holds the key
+    for key in ("cpp_fused_relu_0:2", "extern_kernels.addmm:1", "cpp_fused_relu_10:3", "cpp_fused_relu_1", ""):
+        assert lines.line(key) == wrapper_code.tlparse_line(WRAPPER, key) == _tlparse_rule(WRAPPER, key)
+
+
+# Lines from a small alphabet, so keys, names and the call line meet often; the separators
+# are every kind str.splitlines() splits at, which the one-pass reader must count alike.
+_PIECES = ["def call(args):", "k_0:1", "k_0:12", "k_0", "k_1:2", "k_1", "x", ":", " ", "#"]
+_BREAKS = ["\n", "\r\n", "\r", "\x0b", "\x1c", "\u2028"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.lists(st.sampled_from(_PIECES), max_size=3), st.sampled_from(_BREAKS)), max_size=12),
+    st.sampled_from(["k_0:1", "k_0:12", "k_1:2", "k_0", ":", "", "k_0:1\nk_0"]),
+)
+def test_tlparse_lines_agree_with_tlparse_rule(rows, key):
+    code = "".join("".join(pieces) + brk for pieces, brk in rows)
+    assert wrapper_code.TlparseLines(code).line(key) == _tlparse_rule(code, key)

@@ -153,6 +153,7 @@ def _call_sites(
     sites = wrapper_code.call_sites(code)
     comments = wrapper_code.handle_comments(code)
     lines = code.splitlines()
+    shown_at = wrapper_code.TlparseLines(code)
     linked = 0
     for site in sites:
         if site.key is None:
@@ -164,7 +165,7 @@ def _call_sites(
                 + (" (mapped to no node)" if site.key in cpp_to_post else ""),
             )
             continue
-        shown = wrapper_code.tlparse_line(code, site.key)
+        shown = shown_at.line(site.key)
         if shown != site.line:
             what = f"line {shown}" if shown is not None else "every line naming the kernel"
             if shown is not None and wrapper_code.is_pool_allocation(lines[shown - 1], site.name):
