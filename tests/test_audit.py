@@ -207,9 +207,51 @@ def test_audit_against_a_run_with_more_coverage_exits_1(audit_run, audited, tmp_
     ]
     for line in expected:
         assert f"    {line}\n" in out, out
-    assert ", coverage FELL" in out
+    assert f"  changes since {previous}: {len(expected)}, 1 of them LOST coverage, a mapping or a link\n" in out
     text = (out_dir / audit.MARKDOWN_FILE).read_text(encoding="utf-8")
     assert all(f"- {line}" in text for line in expected) and "Verdict: coverage fell" in text
+
+
+# --- the command on other kinds of compile: training, stock Inductor --------------------------
+
+
+def _audit_of(audit_run, tmp_path, *args: str) -> tuple[audit.AuditV1, str]:
+    code, out, err = audit_run("mlp", *args, "--out", str(tmp_path))
+    assert code == 0, out + err[-3000:]
+    return audit.read(tmp_path / audit.JSON_FILE), out
+
+
+def test_a_training_audit_covers_the_backward_graph(audit_run, tmp_path) -> None:
+    """``--train``: the forward and the backward graph, each with its own stages and
+    kernels; the backward's kernels are mapped and linked like the forward's."""
+    doc, out = _audit_of(audit_run, tmp_path, "--backend", "reference", "--train")
+    assert doc.train is True
+    assert [g.graph for g in doc.graphs] == ["forward", "backward"]
+    forward, backward = doc.graphs
+    # both come from the one graph Dynamo captured: the backward counts the same pre-grad nodes
+    assert _stage(backward, "pre_grad").nodes == _stage(forward, "pre_grad").nodes
+    assert len(_stage(backward, "post_grad").nodes) > len(_stage(forward, "post_grad").nodes)
+    for graph in doc.graphs:
+        assert graph.kernels and all(k.mapped and k.linked for k in graph.kernels), graph.kernels
+        assert all(s.handle for k in graph.kernels for s in k.opspecs or ())
+        scheduler = _stage(graph, "scheduler")
+        assert scheduler.fields["origins"].present == scheduler.fields["origins"].total > 0
+        assert f"  graph {graph.compile_id} {graph.graph}: " in out
+    assert graph.lost == []
+
+
+def test_a_stock_inductor_audit_has_no_opspec_stages(audit_run, tmp_path) -> None:
+    """``--backend inductor``: no OpSpecs, no bundles, nothing to emit for them; the stages
+    Inductor has are counted and every kernel is mapped and linked."""
+    doc, _ = _audit_of(audit_run, tmp_path, "--backend", "inductor")
+    (graph,) = doc.graphs
+    names = [s.name for s in graph.stages]
+    assert not {"opspecs", "bundles", "opspec_handles", "passes_in", "passes_out"} & set(names), names
+    assert {"pre_grad", "post_grad", "scheduler", "node_mappings", "stack_traces"} <= set(names)
+    assert graph.kernels and all(k.opspecs is None and k.mapped and k.linked for k in graph.kernels)
+    text = (tmp_path / audit.MARKDOWN_FILE).read_text(encoding="utf-8")
+    for k in graph.kernels:
+        assert f"| `{k.key}` | {k.metadata} | ➖ | yes | yes |" in text
 
 
 @pytest.mark.parametrize("against", ["missing.json", str(HOSTILE_AUDIT)], ids=["missing", "invalid"])

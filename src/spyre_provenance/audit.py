@@ -354,7 +354,7 @@ def render_markdown(audit: AuditV1, changes: Changes | None = None, against: str
     else:
         out += [f"Against `{against}`.", ""] + [f"- {t}" for t in changes.toolchains] + [""]
         out += [f"- {line}" for line in changes.lines] or ["- nothing moved"]
-        out += ["", f"Verdict: {'coverage fell or a mapping was lost (exit 1)' if changes.fell else 'no coverage fell, no mapping lost'}.", ""]
+        out += ["", f"Verdict: {'coverage fell, or a kernel lost its mapping or link (exit 1)' if changes.fell else 'no coverage fell, no mapping or link lost'}.", ""]
     return "\n".join(out)
 
 
@@ -413,7 +413,7 @@ def render_short(audit: AuditV1, written: Sequence[str] = (), changes: Changes |
     out.append(f"  {RUN_DEPENDENT[0]} and {RUN_DEPENDENT[1]} are run-dependent: measured with provenance_tracking_level"
                f" {audit.measured.provenance_tracking_level}, graph caches {audit.measured.graph_caches}")
     if changes is not None:
-        out.append(f"  changes since {against}: {len(changes.lines)}" + (", coverage FELL" if changes.fell else ""))
+        out.append(f"  changes since {against}: {len(changes.lines)}" + (f", {len(changes.failures)} of them LOST coverage, a mapping or a link" if changes.fell else ""))
         out += [f"    {line}" for line in changes.lines]
         out += [f"    {t}" for t in changes.toolchains]
     if written:
