@@ -65,7 +65,7 @@ def test_a_moved_comment_links_the_call():
     assert code.replace(lines[7] + "\n", "") == SPYRE_WRAPPER.replace(lines[7] + "\n", "")  # nothing else moved
     verdict = coverage.judge(code, parse_post_grad_graph(GRAPH), MAPPING)
     assert verdict.violations == [] and verdict.counts.linked_call_sites == 1
-    assert wrapper_code.tlparse_line(code, "sdsc_fused_sum_0:1") == 9
+    assert wrapper_code.TlparseLines(code).line("sdsc_fused_sum_0:1") == 9
 
 
 @pytest.mark.parametrize(

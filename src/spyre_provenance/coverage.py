@@ -152,7 +152,6 @@ def _call_sites(
     call-sites rule's findings to ``found``."""
     sites = wrapper_code.call_sites(code)
     comments = wrapper_code.handle_comments(code)
-    lines = code.splitlines()
     shown_at = wrapper_code.TlparseLines(code)
     linked = 0
     for site in sites:
@@ -168,7 +167,7 @@ def _call_sites(
         shown = shown_at.line(site.key)
         if shown != site.line:
             what = f"line {shown}" if shown is not None else "every line naming the kernel"
-            if shown is not None and wrapper_code.is_pool_allocation(lines[shown - 1], site.name):
+            if shown is not None and wrapper_code.is_pool_allocation(shown_at.lines[shown - 1], site.name):
                 what = f"the pool allocation at line {shown}"
             found.bad("call-sites", site.key, f"tlparse highlights {what}, not the call at wrapper line {site.line}")
             continue

@@ -2,7 +2,7 @@
 
 Pure text processing (no torch). tlparse highlights, for each ``name:N`` mapping key, the
 first line after the ``[Provenance debug handles] name:N`` comment that contains ``name``
-(``tlparse_line``); ``call_sites`` finds every kernel call in the wrapper's ``call``, with
+(``TlparseLines``); ``call_sites`` finds every kernel call in the wrapper's ``call``, with
 the comment that announces it, so tests and the coverage judge see what a user sees.
 
 A Spyre kernel with a frontend-allocated HBM pool is called after its pool is allocated:
@@ -101,32 +101,26 @@ def handle_comments(code: str) -> list[str]:
     return [m["key"] for line in code.splitlines() if (m := HANDLE_COMMENT.match(line))]
 
 
-def tlparse_line(code: str, key: str) -> int | None:
-    """The 1-based line tlparse highlights for the mapping key ``name:N``, or None when it
-    finds none (it then highlights every line naming the kernel). For many keys of one
-    wrapper, ``TlparseLines(code).line(key)`` reads the code once."""
-    return TlparseLines(code).line(key)
-
-
 class TlparseLines:
-    """tlparse's rule (0.4.3, Python wrappers) for the lines it highlights: from the
-    ``def call(args)`` line (the first line, when it finds none), the first line containing
-    the key, then the first line after it containing the name up to the key's first colon.
-    Plain substring matches, as there.
+    """The 1-based line tlparse highlights for a mapping key ``name:N`` (``line(key)``), or
+    None when it finds none (it then highlights every line naming the kernel).
+
+    tlparse's rule (0.4.3, Python wrappers): from the ``def call(args)`` line (the first
+    line, when it finds none), the first line containing the key, then the first line after
+    it containing the name up to the key's first colon. Plain substring matches, as there.
 
     The code is split and searched once per wrapper, not once per key: a 24-layer model has
     ~200 keys in a wrapper of ~3,000 lines, and a scan per key cost a third of the hook's time.
     """
 
     def __init__(self, code: str) -> None:
-        lines = code.splitlines()
+        self.lines = lines = code.splitlines()  # as numbered here: line N is lines[N - 1]
         start = next((i for i, line in enumerate(lines) if "def" in line and "call" in line and "(args)" in line), 0)
         self._text = "\n".join(lines)
         self._starts = [0]  # offset of each line in _text
         for line in lines[:-1]:
             self._starts.append(self._starts[-1] + len(line) + 1)
         self._from = self._starts[start] if lines else 0
-        self._count = len(lines)
 
     def _line_at(self, offset: int) -> int:
         return bisect.bisect_right(self._starts, offset) - 1  # 0-based
@@ -138,7 +132,7 @@ class TlparseLines:
         if found < 0:
             return None
         i = self._line_at(found)
-        if i + 1 >= self._count:
+        if i + 1 >= len(self.lines):
             return None
         name = key[: key.find(":")] if ":" in key else key
         after = self._text.find(name, self._starts[i + 1])
