@@ -7,8 +7,8 @@ and ``provenance_audit.md`` (the tables), and prints the short form. With ``--ag
 PREVIOUS_AUDIT.json`` it also says what changed since that run.
 
 Exit 0: the audit is written, and no field's coverage fell and no kernel lost its mapping
-(or its link on the provenance page) since ``--against``; 1: one did (or the audit could not be written); 2: unusable input (the
-model, ``--against``), one line.
+(or its link on the provenance page) since ``--against``; 1: one did (or the audit could not
+be written); 2: unusable input (the model, ``--against``), one line.
 """
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ class TlparseLines:
         self._starts = [0]  # offset of each line in _text
         for line in lines[:-1]:
             self._starts.append(self._starts[-1] + len(line) + 1)
-        self._from = self._starts[start] if lines else 0
+        self._from = self._starts[start]  # start is 0 for empty code, and _starts holds 0
 
     def _line_at(self, offset: int) -> int:
         return bisect.bisect_right(self._starts, offset) - 1  # 0-based
