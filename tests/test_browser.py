@@ -160,6 +160,20 @@ def test_hovering_each_kernel_lights_up_exactly_its_mapped_nodes(browser, demo, 
     print(f"\nscreenshot: {screenshot} ({time.monotonic() - started:.1f} s)")
 
 
+def test_the_backward_page_lights_each_gradient_kernels_pre_grad_nodes(browser, open_case):
+    """Training on the reference backend: every backward kernel reaches the pre-grad nodes
+    of the forward op it differentiates (through autograd's seq_nr), and hovering it on
+    the backward page lights exactly those in the pre-grad panel (the forward's graph)."""
+    opened = open_case("mlp", "--train")
+    assert opened.case.returncode == 0 and opened.returncode == 0, opened.case.stdout + opened.stderr
+    (_, backward_page), = [(label, path) for label, path in opened.pages if label.endswith("backward")]
+    _, backward = read_log_graphs(opened.case.log)
+    mapping = backward.node_mappings
+    reached = {key: {p for n in nodes for p in mapping["postToPre"].get(n, ())} for key, nodes in mapping["cppCodeToPost"].items()}
+    assert reached and all(reached.values()), reached  # every gradient kernel leads to a pre-grad node
+    assert check_in_browser(browser, backward_page, mapping) == []
+
+
 def test_a_removed_mapping_key_fails_the_check_for_that_kernel(browser, demo, run_cli, tmp_path):
     mapping = _mapping_of(demo.log)
     removed = list(mapping["cppCodeToPost"])[-1]

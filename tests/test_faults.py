@@ -335,4 +335,4 @@ def test_compile_command_reports_the_loss(tmp_path: Path) -> None:
         capture_output=True, text=True, env=env,
     )
     assert validated.returncode == 0, validated.stdout + validated.stderr
-    assert f"OK      v3    {DIAGNOSTICS}" in validated.stdout
+    assert f"OK      v4    {DIAGNOSTICS}" in validated.stdout

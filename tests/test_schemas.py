@@ -27,20 +27,28 @@ from spyre_provenance.model.names import (
     DIAGNOSTICS,
     FAULT_STAGES,
     GRAPH_KINDS,
+    INFERRED_PRE_GRAD_REASONS,
     INFERRED_REASONS,
+    INFERRED_SOURCE_REASONS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
 )
 from spyre_provenance.model.records import (
+    BundleHandlesV4,
     CoverageCounts,
+    CoverageCountsV4,
     DiagnosticsV1,
     DiagnosticsV2,
     DiagnosticsV3,
+    DiagnosticsV4,
     ExemptNodes,
     Fault,
     Inferred,
+    InferredPreGrad,
+    InferredSource,
+    KernelGap,
 )
 from spyre_provenance.validate import rules, schemas
 
@@ -95,7 +103,7 @@ def test_versions_on_disk() -> None:
     assert schemas.available_versions(KERNEL_STACK_TRACES) == [1, 2]
     assert schemas.available_versions(KERNEL_INFORMATION) == [1, 2]
     assert schemas.available_versions(OPSPEC_DEBUG_HANDLES) == [1]
-    assert schemas.available_versions(DIAGNOSTICS) == [1, 2, 3]
+    assert schemas.available_versions(DIAGNOSTICS) == [1, 2, 3, 4]
 
 
 def test_load_schema_returns_a_copy() -> None:
@@ -508,6 +516,22 @@ DIAG_V2 = msgspec.to_builtins(
     )
 )
 DIAG_V3 = {**DIAG_V2, "version": 3, "bundle_handles": {"checked": 5, "stale": 2, "missing": 1}}
+DIAG_V4 = msgspec.to_builtins(
+    DiagnosticsV4(
+        compile_id="0/0", graph="backward", backend="reference", partial=False, complete=True, mapping="hook",
+        kernels=2, opspecs=5, handleless_opspecs=5, disagreements=["sdsc_a_0:1"], matches_upstream=True,
+        coverage=CoverageCountsV4(
+            call_sites=3, linked_call_sites=3, compute_nodes=5, reached_nodes=3,
+            exempt_nodes=ExemptNodes(view=4, dead=1, constant=1), kernels=3, kernels_with_source=3,
+            kernels_with_pre_grad=2,
+        ),
+        inferred=[Inferred("relu", "cpp_fused_relu_0:2", "inlined")],
+        bundle_handles=BundleHandlesV4(checked=5, stale=1, missing=1, shared=3),
+        inferred_sources=[InferredSource("sdsc_copy_0:3", "add_2", "write-back")],
+        inferred_pre_grad=[InferredPreGrad("mm", ["linear"], "seq_nr"), InferredPreGrad("copy_", ["batch_norm"], "write-back")],
+        without_pre_grad=[KernelGap("sdsc_add_1:2", "a gradient accumulation: it differentiates no forward op of its own")],
+    )
+)
 VIOLATION = {"rule": "node-reach", "where": "0/0: add", "message": "post-grad compute node (aten.add) reaches no kernel"}
 FAULT = {"stage": "emit", "error": "OSError: disk full"}
 
@@ -534,7 +558,26 @@ def test_diagnostics_v2_schema_states_the_records() -> None:
     assert all(name in schema["$comment"].partition("Migration")[2] for name in added)
 
 
-@pytest.mark.parametrize("doc, version", [(DIAG_V1, "1"), (DIAG_V2, "2"), (DIAG_V3, "3")], ids=["v1", "v2", "v3"])
+def test_diagnostics_v4_schema_states_the_records() -> None:
+    schema = schemas.load_schema(DIAGNOSTICS, 4)
+    assert schema["required"] == list(DIAG_V4) == list(wire.diagnostics_fields(4))
+    assert schema["properties"]["coverage"]["required"] == list(CoverageCountsV4.__struct_fields__)
+    assert schema["properties"]["bundle_handles"]["required"] == list(BundleHandlesV4.__struct_fields__)
+    assert schema["$defs"]["inferredSource"]["properties"]["why"]["enum"] == list(INFERRED_SOURCE_REASONS)
+    assert schema["$defs"]["inferredPreGrad"]["properties"]["why"]["enum"] == list(INFERRED_PRE_GRAD_REASONS)
+    assert schema["$defs"]["inferredSource"]["required"] == list(InferredSource.__struct_fields__)
+    assert schema["$defs"]["inferredPreGrad"]["required"] == list(InferredPreGrad.__struct_fields__)
+    assert schema["$defs"]["kernelGap"]["required"] == list(KernelGap.__struct_fields__)
+    # the migration note names what version 4 adds, at the top level and nested
+    added = [k for k in schema["required"] if k not in schemas.load_schema(DIAGNOSTICS, 3)["required"]]
+    assert added == ["inferred_sources", "inferred_pre_grad", "without_source", "without_pre_grad"]
+    note = schema["$comment"].partition("Migration from version 3")[2].partition("Migration from version 2")[0]
+    assert all(name in note for name in [*added, "kernels_with_source", "kernels_with_pre_grad", "shared"])
+
+
+@pytest.mark.parametrize(
+    "doc, version", [(DIAG_V1, "1"), (DIAG_V2, "2"), (DIAG_V3, "3"), (DIAG_V4, "4")], ids=["v1", "v2", "v3", "v4"]
+)
 @pytest.mark.parametrize("given", [True, False], ids=["named", "by-shape"])
 def test_diagnostics_versions_validate(doc: dict[str, Any], version: str, given: bool) -> None:
     for report in both(json.dumps(doc), DIAGNOSTICS if given else None):
@@ -558,6 +601,12 @@ DIAG_VALID_EDGES = {
     "v3-no-bundles-to-check": _diag(DIAG_V3, bundle_handles=None),
     "v3-every-bundle-stale-yet-complete": _diag(DIAG_V3, bundle_handles={"checked": 5, "stale": 5, "missing": 0}),
     "v3-partial": _diag(DIAG_V3, partial=True, complete=False, faults=[FAULT], mapping="upstream"),
+    # every bundle another call site's: a kernel called from several call sites
+    "v4-every-bundle-shared": _diag(DIAG_V4, bundle_handles={"checked": 4, "stale": 0, "missing": 0, "shared": 4}),
+    "v4-no-kernel-reaches": _diag(DIAG_V4, coverage={**DIAG_V4["coverage"], "kernels_with_pre_grad": 0}),
+    "v4-one-kernel-two-sources": _diag(DIAG_V4, inferred_sources=[
+        {"kernel": "k:1", "node": "a", "why": "consumer"}, {"kernel": "k:1", "node": "b", "why": "consumer"}]),
+    "v4-nothing-inferred": _diag(DIAG_V4, inferred_sources=[], inferred_pre_grad=[], without_pre_grad=[]),
 }
 
 
@@ -687,8 +736,59 @@ BROKEN_DIAGNOSTICS: dict[str, tuple[str, dict[str, str], str | None]] = {
     "v3-v2-rules-still-hold": (
         _diag(DIAG_V3, complete=False),
         {"$.complete": "is false, but partial is false, coverage is not null and violations is empty"}, "3"),
-    "version-4": (
-        _diag(DIAG_V3, version=4), {"$.version": "unsupported version 4 (this validator knows 1, 2, 3)"}, None),
+    "v3-with-version-4": (
+        _diag(DIAG_V3, version=4), {"$": 'missing required key "inferred_sources"', "$.coverage": "missing required key",
+                                    "$.bundle_handles": 'missing required key "shared"'}, "4"),
+    "v4-with-version-3": (_diag(DIAG_V4, version=3), {"$": 'unexpected key "inferred_sources"',
+                                                      "$.coverage": 'unexpected key "kernels"',
+                                                      "$.bundle_handles": 'unexpected key "shared"'}, "3"),
+    "v4-more-lost-than-checked": (
+        _diag(DIAG_V4, bundle_handles={"checked": 4, "stale": 1, "missing": 1, "shared": 3}),
+        {"$.bundle_handles": "1 stale plus 1 missing plus 3 shared is more than the 4 bundles checked"}, "4"),
+    "v4-shared-negative": (
+        _diag(DIAG_V4, bundle_handles={"checked": 4, "stale": 0, "missing": 0, "shared": -1}),
+        {"$.bundle_handles.shared": "must be >= 0, got -1"}, "4"),
+    "v4-more-sourced-than-kernels": (
+        _diag(DIAG_V4, coverage={**DIAG_V4["coverage"], "kernels_with_source": 4}),
+        {"$.coverage.kernels_with_source": "4 is more than the 3 kernels"}, "4"),
+    "v4-more-reaching-than-kernels": (
+        _diag(DIAG_V4, coverage={**DIAG_V4["coverage"], "kernels_with_pre_grad": 9}),
+        {"$.coverage.kernels_with_pre_grad": "9 is more than the 3 kernels"}, "4"),
+    "v4-source-bad-reason": (
+        _diag(DIAG_V4, inferred_sources=[{"kernel": "k:1", "node": "a", "why": "seq_nr"}]),
+        {"$.inferred_sources[0].why": 'got "seq_nr"'}, "4"),
+    "v4-source-bare-kernel": (
+        _diag(DIAG_V4, inferred_sources=[{"kernel": "k", "node": "a", "why": "consumer"}]),
+        {"$.inferred_sources[0].kernel": rules.MSG_KERNEL_KEY}, "4"),
+    "v4-source-twice": (
+        _diag(DIAG_V4, inferred_sources=[{"kernel": "k:1", "node": "a", "why": "consumer"}] * 2),
+        {"$.inferred_sources": 'duplicate source "a" of "k:1"'}, "4"),
+    "v4-pre-grad-bad-reason": (
+        _diag(DIAG_V4, inferred_pre_grad=[{"node": "mm", "pre_grad": ["linear"], "why": "inlined"}]),
+        {"$.inferred_pre_grad[0].why": 'got "inlined"'}, "4"),
+    "v4-pre-grad-repeated": (
+        _diag(DIAG_V4, inferred_pre_grad=[{"node": "mm", "pre_grad": ["linear", "linear"], "why": "seq_nr"}]),
+        {"$.inferred_pre_grad[0].pre_grad": 'duplicate entry "linear"'}, "4"),
+    "v4-pre-grad-node-twice": (
+        _diag(DIAG_V4, inferred_pre_grad=[{"node": "mm", "pre_grad": ["a"], "why": "seq_nr"},
+                                          {"node": "mm", "pre_grad": ["b"], "why": "consumer"}]),
+        {"$.inferred_pre_grad": 'duplicate node "mm"'}, "4"),
+    "v4-gap-empty-why": (
+        _diag(DIAG_V4, without_source=[{"kernel": "k:1", "why": ""}]), {"$.without_source[0].why": "must not be empty"}, "4"),
+    "v4-gap-bare-kernel": (
+        _diag(DIAG_V4, without_pre_grad=[{"kernel": "k", "why": "x"}]),
+        {"$.without_pre_grad[0].kernel": rules.MSG_KERNEL_KEY}, "4"),
+    "v4-gap-twice": (
+        _diag(DIAG_V4, without_source=[{"kernel": "k:1", "why": "x"}, {"kernel": "k:1", "why": "y"}]),
+        {"$.without_source": 'duplicate kernel "k:1"'}, "4"),
+    "v4-gap-extra-key": (
+        _diag(DIAG_V4, without_source=[{"kernel": "k:1", "why": "x", "node": "a"}]),
+        {"$.without_source[0]": 'unexpected key "node"'}, "4"),
+    "v4-v2-rules-still-hold": (
+        _diag(DIAG_V4, complete=False),
+        {"$.complete": "is false, but partial is false, coverage is not null and violations is empty"}, "4"),
+    "version-5": (
+        _diag(DIAG_V4, version=5), {"$.version": "unsupported version 5 (this validator knows 1, 2, 3, 4)"}, None),
 }
 
 
@@ -703,11 +803,11 @@ def test_each_broken_diagnostics_document_reports_exactly_its_paths(case: str) -
             assert any(str(p).startswith(f"{path}: ") and part in p.message for p in report.problems), report
 
 
-def test_diagnostics_gate_wants_version_3() -> None:
-    built = msgspec.convert(DIAG_V3, DiagnosticsV3)
+def test_diagnostics_gate_wants_version_4() -> None:
+    built = msgspec.convert(DIAG_V4, DiagnosticsV4)
     assert schemas.check_built_artifacts(None, diagnostics=built) == []
-    assert schemas.check_built_artifacts(None, diagnostics=msgspec.convert(DIAG_V2, DiagnosticsV2)) == [
-        f"{DIAGNOSTICS}: built as version 2, expected 3"
+    assert schemas.check_built_artifacts(None, diagnostics=msgspec.convert(DIAG_V3, DiagnosticsV3)) == [
+        f"{DIAGNOSTICS}: built as version 3, expected 4"
     ]
     built.complete = False
     assert schemas.check_built_artifacts(None, diagnostics=built) == [
@@ -771,7 +871,8 @@ def test_guess_artifact(doc: dict, strict: bool, artifact: str | None) -> None:
         (DIAGNOSTICS, {"version": 2.0}, "2", 2),
         (DIAGNOSTICS, {}, "1", 1),  # the key is missing; validation reports it
         (DIAGNOSTICS, {"version": 3}, "3", 3),
-        (DIAGNOSTICS, {"version": 4}, None, None),
+        (DIAGNOSTICS, {"version": 4}, "4", 4),
+        (DIAGNOSTICS, {"version": 5}, None, None),
         (DIAGNOSTICS, {"version": "2"}, None, None),
     ],
 )

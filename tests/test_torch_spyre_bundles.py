@@ -27,7 +27,7 @@ from torch._inductor.codegen import common as codegen_common
 import spyre_provenance
 from spyre_provenance.backends.torch_spyre import TorchSpyreBackend
 from spyre_provenance.model.names import OPSPEC_DEBUG_HANDLES
-from spyre_provenance.model.records import BundleHandles
+from spyre_provenance.model.records import BundleHandlesV4
 
 pytestmark = pytest.mark.compile
 
@@ -108,7 +108,7 @@ def test_fresh_bundles_carry_this_compiles_handles(runs) -> None:
         diag = runs[name].result.diagnostics
         count = _opspec_count(runs[name])
         assert count >= 2, runs[name].opspecs
-        assert diag.bundle_handles == BundleHandles(checked=count, stale=0, missing=0), name
+        assert diag.bundle_handles == BundleHandlesV4(checked=count, stale=0, missing=0, shared=0), name
         assert not diag.faults, diag.faults
 
 
@@ -124,7 +124,7 @@ def test_a_warm_cache_serves_stale_handles_and_they_are_counted(runs) -> None:
     warm = runs["warm"]
     count = _opspec_count(warm)
     # every handle of b.py's OpSpecs differs from a.py's (other lines): all served ones are stale
-    assert warm.result.diagnostics.bundle_handles == BundleHandles(checked=count, stale=count, missing=0)
+    assert warm.result.diagnostics.bundle_handles == BundleHandlesV4(checked=count, stale=count, missing=0, shared=0)
     assert not warm.result.diagnostics.partial  # stale bundles are reported, the mapping is whole
 
 

@@ -188,6 +188,40 @@ CORPUS += [
 ]
 
 
+# version 4: shared bundles, source and pre-grad reach, what was inferred, the gaps
+_COVERAGE_V4 = {**DIAG_V2["coverage"], "kernels": 3, "kernels_with_source": 3, "kernels_with_pre_grad": 2}
+_SOURCE = {"kernel": "k_copy:3", "node": "add_2", "why": "write-back"}
+_PRE_GRAD = {"node": "mm", "pre_grad": ["linear"], "why": "seq_nr"}
+_GAP = {"kernel": "k_acc:2", "why": "a gradient accumulation"}
+
+
+def _diag4(**changes: Any) -> str:
+    doc = {
+        **DIAG_V2, "version": 4, "coverage": _COVERAGE_V4, "bundle_handles": {**_BUNDLES, "shared": 1},
+        "inferred_sources": [_SOURCE], "inferred_pre_grad": [_PRE_GRAD], "without_source": [],
+        "without_pre_grad": [_GAP], **changes,
+    }
+    return json.dumps({k: v for k, v in doc.items() if v is not ...})
+
+
+CORPUS += [
+    ("diag4-valid", _diag4(), None),
+    ("diag4-shared-too-many", _diag4(bundle_handles={**_BUNDLES, "shared": 3}), DIAGNOSTICS),
+    ("diag4-shared-missing", _diag4(bundle_handles=_BUNDLES), DIAGNOSTICS),
+    ("diag4-coverage-v2-shape", _diag4(coverage=DIAG_V2["coverage"]), DIAGNOSTICS),
+    ("diag4-more-sourced-than-kernels", _diag4(coverage={**_COVERAGE_V4, "kernels_with_source": 7}), DIAGNOSTICS),
+    ("diag4-source-why", _diag4(inferred_sources=[{**_SOURCE, "why": "guess"}]), DIAGNOSTICS),
+    ("diag4-source-twice", _diag4(inferred_sources=[_SOURCE, _SOURCE]), DIAGNOSTICS),
+    ("diag4-pre-grad-list-repeats", _diag4(inferred_pre_grad=[{**_PRE_GRAD, "pre_grad": ["a", "a"]}]), DIAGNOSTICS),
+    ("diag4-pre-grad-not-a-list", _diag4(inferred_pre_grad=[{**_PRE_GRAD, "pre_grad": "linear"}]), DIAGNOSTICS),
+    ("diag4-gap-empty-why", _diag4(without_source=[{**_GAP, "why": ""}]), DIAGNOSTICS),
+    ("diag4-gap-bare-key", _diag4(without_pre_grad=[{**_GAP, "kernel": "k_acc"}]), DIAGNOSTICS),
+    ("diag4-gap-null", _diag4(without_pre_grad=[None]), DIAGNOSTICS),
+    ("diag4-missing-gaps", _diag4(without_source=...), DIAGNOSTICS),
+    ("diag4-v3-rules", _diag4(bundle_handles={"checked": 1, "stale": 1, "missing": 1, "shared": 0}), DIAGNOSTICS),
+]
+
+
 # provenance_audit (issue 15): the golden audit, with what else may go wrong in one
 _AUDIT = json.loads((ARTIFACTS_DIR / "provenance_audit.json").read_text())
 

@@ -43,6 +43,7 @@ from spyre_provenance.mapping import kernels_by_node, kernels_of_users
 from spyre_provenance.model.records import (
     FACTORY_OPS,
     CoverageCounts,
+    CoverageCountsV4,
     ExemptNodes,
     GraphNode,
     PostGradGraph,
@@ -58,16 +59,24 @@ if TYPE_CHECKING:
 class GraphCoverage(msgspec.Struct):
     """The judge's verdict on one graph: counts, violations (failures), hints (not)."""
 
-    counts: CoverageCounts
-    kernels: int
-    kernels_with_source: int
+    counts: CoverageCountsV4
     violations: list[Violation]
     hints: list[str]
     linked: list[str] = msgspec.field(default_factory=list)  # the call sites counted as linked
+    without_source: list[str] = msgspec.field(default_factory=list)  # kernel keys without a source line
+    without_pre_grad: list[str] = msgspec.field(default_factory=list)  # kernel keys reaching no pre-grad node
 
     @property
     def complete(self) -> bool:
         return not self.violations
+
+    @property
+    def kernels(self) -> int:
+        return self.counts.kernels
+
+    @property
+    def kernels_with_source(self) -> int:
+        return self.counts.kernels_with_source
 
 
 def judge(
@@ -87,7 +96,7 @@ def judge(
     mapping is itself a violation: coverage cannot be shown.
     """
     found = _Findings(where, upstream)
-    counts = CoverageCounts()
+    counts = CoverageCountsV4()
     linked: list[str] = []
     cpp_to_post = _map((node_mappings or {}).get("cppCodeToPost"))
     if node_mappings is None:
@@ -105,13 +114,19 @@ def judge(
         names = {n.name for n in graph.nodes} if graph is not None else None
         _opspecs(opspec_handles, cpp_to_post, names, found)
     traces = stack_traces or {}
+    post_to_pre = _map((node_mappings or {}).get("postToPre"))
+    without_source = [k for k in cpp_to_post if not any(t.strip() for t in traces.get(k, ()))]
+    without_pre_grad = [k for k, nodes in cpp_to_post.items() if not any(post_to_pre.get(n) for n in nodes)]
+    counts.kernels = len(cpp_to_post)
+    counts.kernels_with_source = counts.kernels - len(without_source)
+    counts.kernels_with_pre_grad = counts.kernels - len(without_pre_grad)
     return GraphCoverage(
         counts=counts,
-        kernels=len(cpp_to_post),
-        kernels_with_source=sum(1 for k in cpp_to_post if any(t.strip() for t in traces.get(k, ()))),
         violations=found.violations,
         hints=found.hints,
         linked=linked,
+        without_source=without_source,
+        without_pre_grad=without_pre_grad,
     )
 
 

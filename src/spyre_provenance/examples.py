@@ -184,17 +184,31 @@ RANKED_EXAMPLES: dict[str, Factory] = {"tensor_parallel": tensor_parallel, "data
 def load_model(
     spec: str, dtype: torch.dtype | None = torch.float32
 ) -> tuple[nn.Module, tuple[Tensor, ...]]:
+    """A built-in name, or ``PATH.py:FACTORY`` where ``FACTORY()`` returns (module, inputs):
+    the module and the inputs of its first call (``load_calls`` has every call)."""
+    model, calls = load_calls(spec, dtype)
+    return model, calls[0]
+
+
+def load_calls(
+    spec: str, dtype: torch.dtype | None = torch.float32
+) -> tuple[nn.Module, list[tuple[Tensor, ...]]]:
     """A built-in name, or ``PATH.py:FACTORY`` where ``FACTORY()`` returns (module, inputs).
 
-    The dtype is applied to the module and to the floating-point inputs (integer inputs, such
-    as token ids, keep theirs); None leaves a file model as its factory built it (mixed
-    dtypes stay mixed; built-in models are float32 then). Raises ModelLoadError with a
-    one-line reason.
+    ``inputs`` is a tuple of the model's arguments (a single tensor is one argument), or a
+    list of such tuples: the model is then called once per tuple, in order, so inputs of
+    new shapes recompile it (compile ids 0/0, 0/1, ...). Returns the module and every
+    call's inputs. The dtype is applied to the module and to the floating-point inputs
+    (integer inputs, such as token ids, keep theirs); None leaves a file model as its
+    factory built it (mixed dtypes stay mixed; built-in models are float32 then). Raises
+    ModelLoadError with a one-line reason.
     """
     if spec in EXAMPLES:
-        return EXAMPLES[spec](dtype or torch.float32)
+        model, inputs = EXAMPLES[spec](dtype or torch.float32)
+        return model, [inputs]
     if spec in RANKED_EXAMPLES:
-        return RANKED_EXAMPLES[spec](dtype or torch.float32)
+        model, inputs = RANKED_EXAMPLES[spec](dtype or torch.float32)
+        return model, [inputs]
     path_text, sep, factory_name = spec.rpartition(":")
     if not sep or not path_text.endswith(".py") or not factory_name:
         names = ", ".join([*EXAMPLES, *RANKED_EXAMPLES])
@@ -208,12 +222,17 @@ def load_model(
     except Exception as exc:  # the user's code: report it, do not crash on it
         raise ModelLoadError(f"{factory_name}() raised {type(exc).__name__}: {exc}") from exc
     if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], nn.Module)):
-        raise ModelLoadError(f"{factory_name}() must return (torch.nn.Module, tuple_of_inputs)")
+        raise ModelLoadError(
+            f"{factory_name}() must return (torch.nn.Module, tuple_of_inputs) or (torch.nn.Module, [tuple_of_inputs, ...])"
+        )
     model, inputs = result
-    inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    if isinstance(inputs, list) and inputs and all(isinstance(call, tuple) for call in inputs):
+        calls = [tuple(call) for call in inputs]  # several calls, one tuple of arguments each
+    else:
+        calls = [tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)]
     if dtype is None:
-        return model, inputs
-    return model.to(dtype), tuple(_cast(x, dtype) for x in inputs)
+        return model, calls
+    return model.to(dtype), [tuple(_cast(x, dtype) for x in call) for call in calls]
 
 
 def _cast(value: object, dtype: torch.dtype) -> object:

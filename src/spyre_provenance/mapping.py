@@ -13,16 +13,16 @@ from __future__ import annotations
 import io
 import itertools
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from spyre_provenance.model.names import MAP_FIELDS
 from spyre_provenance.model.records import (
-    BundleHandles,
+    BundleHandlesV4,
     DebugHandle,
-    DiagnosticsV3,
+    DiagnosticsV4,
     GraphDiagnostics,
     GraphResult,
     Inferred,
@@ -187,10 +187,14 @@ def build_node_mappings(
         )
 
 
-def build_stack_traces(records: Sequence[KernelRecord]) -> KernelStackTraces:
-    """``inductor_provenance_tracking_kernel_stack_traces``: call site -> stack traces."""
+def build_stack_traces(
+    records: Sequence[KernelRecord], borrowed: Mapping[str, Sequence[str]] | None = None
+) -> KernelStackTraces:
+    """``inductor_provenance_tracking_kernel_stack_traces``: call site -> stack traces;
+    ``borrowed`` (``inference.borrowed_traces``) follow a kernel's own."""
+    borrowed = borrowed or {}
     return {
-        r.key: list(dict.fromkeys(r.stack_traces))
+        r.key: list(dict.fromkeys([*r.stack_traces, *borrowed.get(r.key, ())]))
         for r in sorted(records, key=lambda r: r.handle)
     }
 
@@ -425,7 +429,7 @@ def diagnostics_document(result: GraphResult) -> dict[str, Any]:
     """The ``spyre_provenance_diagnostics`` document of a graph, as it is logged and written."""
     diag = result.diagnostics
     return msgspec.to_builtins(
-        DiagnosticsV3(
+        DiagnosticsV4(
             compile_id=result.compile_id,
             graph=result.kind,
             backend=result.backend,
@@ -443,15 +447,28 @@ def diagnostics_document(result: GraphResult) -> dict[str, Any]:
             violations=list(diag.violations),
             hints=list(diag.hints),
             bundle_handles=diag.bundle_handles,
+            inferred_sources=list(diag.inferred_sources),
+            inferred_pre_grad=list(diag.inferred_pre_grad),
+            without_source=list(diag.without_source),
+            without_pre_grad=list(diag.without_pre_grad),
         )
     )
 
 
-def check_bundle_handles(opspecs: Sequence[OpSpecRecord], served: Sequence[Mapping[str, Any] | None]) -> BundleHandles:
+def check_bundle_handles(
+    opspecs: Sequence[OpSpecRecord],
+    served: Sequence[Mapping[str, Any] | None],
+    compile_handles: Collection[str] = (),
+) -> BundleHandlesV4:
     """A kernel's bundles (their ``debug_handle_``, one per OpSpec in order) against the
-    handles of this compile's OpSpecs, by id. An OpSpec without a bundle counts as missing,
-    a bundle without an OpSpec as stale when it carries a handle: never silently skipped."""
-    stale = missing = 0
+    handles of this call site's OpSpecs, by id. A bundle with another handle is ``shared``
+    when that handle is one of this compile's (``compile_handles``, the ids of every
+    OpSpec handle of its call sites: one kernel called from several call sites has its
+    bundles written once, from the first) and ``stale`` when it is none of them (an
+    earlier compile's, served from the kernel cache). An OpSpec without a bundle counts as
+    missing, a bundle without an OpSpec as stale when it carries a handle: never silently
+    skipped."""
+    stale = missing = shared = 0
     checked = max(len(opspecs), len(served))
     for i in range(checked):
         mine = opspecs[i].debug_handle if i < len(opspecs) else None
@@ -459,5 +476,13 @@ def check_bundle_handles(opspecs: Sequence[OpSpecRecord], served: Sequence[Mappi
         if i >= len(served) or (theirs is None and mine is not None):
             missing += 1
         elif theirs is not None and (mine is None or str(theirs.get("id")) != str(mine.id)):
-            stale += 1
-    return BundleHandles(checked=checked, stale=stale, missing=missing)
+            if str(theirs.get("id")) in compile_handles:
+                shared += 1
+            else:
+                stale += 1
+    return BundleHandlesV4(checked=checked, stale=stale, missing=missing, shared=shared)
+
+
+def handle_ids(records: Iterable[KernelRecord]) -> set[str]:
+    """The ids of every OpSpec debug handle of these call sites (``check_bundle_handles``)."""
+    return {str(spec.debug_handle.id) for r in records for spec in r.opspecs or () if spec.debug_handle is not None}

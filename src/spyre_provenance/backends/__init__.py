@@ -24,28 +24,31 @@ def resolve_backend(name: str) -> tuple[str, str]:
     return ("spyre" if usable else "reference"), f"auto: {why}"
 
 
-def choose_backend(name: str, *, bundle_dir=None, kernel_cache: bool = False) -> tuple[Backend, str]:
+def choose_backend(
+    name: str, *, bundle_dir=None, kernel_cache: bool = False, beyond_upstream: bool = False
+) -> tuple[Backend, str]:
     """The adapter for ``name`` and one line saying which it is and why, e.g.
     ``backend reference (auto: torch_spyre is not installed)``."""
     chosen, why = resolve_backend(name)
-    return _make(chosen, bundle_dir, kernel_cache), f"backend {chosen} ({why})"
+    return _make(chosen, bundle_dir, kernel_cache, beyond_upstream), f"backend {chosen} ({why})"
 
 
-def get_backend(name: str, *, bundle_dir=None, kernel_cache: bool = False) -> Backend:
+def get_backend(name: str, *, bundle_dir=None, kernel_cache: bool = False, beyond_upstream: bool = False) -> Backend:
     """Return the adapter for ``name``; ``auto`` is torch-spyre when it can install, else reference.
 
     ``bundle_dir``: where a Spyre backend writes its SuperDSC bundles (stock Inductor has none).
     ``kernel_cache``: the reference backend serves bundles as torch-spyre's kernel cache does
-    (torch-spyre itself follows its own configuration).
+    (torch-spyre itself follows its own configuration). ``beyond_upstream``: stock Inductor's
+    mapping completed as on the Spyre backends (``StockInductor``), which always do that.
     """
-    return choose_backend(name, bundle_dir=bundle_dir, kernel_cache=kernel_cache)[0]
+    return choose_backend(name, bundle_dir=bundle_dir, kernel_cache=kernel_cache, beyond_upstream=beyond_upstream)[0]
 
 
-def _make(name: str, bundle_dir, kernel_cache: bool = False) -> Backend:
+def _make(name: str, bundle_dir, kernel_cache: bool = False, beyond_upstream: bool = False) -> Backend:
     if name == "inductor":
         from spyre_provenance.backends.base import StockInductor
 
-        return StockInductor()
+        return StockInductor(beyond_upstream=beyond_upstream)
     if name == "reference":
         from spyre_provenance.backends.reference import ReferenceBackend
 

@@ -75,9 +75,23 @@ class Backend:
 
 
 class StockInductor(Backend):
-    """Inductor's own CPU code generation, unchanged: extern GEMMs, ``cpp_fused_*`` kernels."""
+    """Inductor's own CPU code generation, unchanged: extern GEMMs, ``cpp_fused_*`` kernels.
+
+    ``beyond_upstream``: the hook completes the mapping as on the Spyre backends (gradients
+    linked to pre-grad nodes through autograd's ``seq_nr``, write-backs and helper kernels
+    given the source of the value or reader they serve, graph-input copies and inlined nodes
+    linked, fallback calls announced) and judges every gap a violation, instead of logging
+    torch's own mapping."""
 
     name = "inductor"
+    #: the name it goes by when it completes the mapping: in summaries and the diagnostics'
+    #: ``backend``, so a reader of the log never takes its gaps for stock Inductor's own
+    BEYOND_UPSTREAM_NAME = "inductor (beyond upstream)"
+
+    def __init__(self, *, beyond_upstream: bool = False) -> None:
+        self.extends_upstream = beyond_upstream
+        if beyond_upstream:
+            self.name = self.BEYOND_UPSTREAM_NAME
 
 
 def move_comment_to_call(lines: list[Any], kernel_name: str, since: int) -> bool:

@@ -9,7 +9,9 @@ compiled or written.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,14 @@ from spyre_provenance.model.records import GraphResult
 # Compiled code may reorder floating-point sums; these bound what "matches eager" means.
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}
 AS_BUILT = "as built"  # the dtype label of a file model compiled without --dtype
+#: The random seed set before every run that is compared (eager, compiled, the check
+#: compile), so runs that draw random numbers the same way draw the same ones.
+RNG_SEED = 0
+#: What the eager output was compared with: the tracked compile itself, or (its graphs
+#: draw random numbers, which compiled code draws differently from eager) a second,
+#: untracked compile with ``fallback_random``, which draws them as eager does.
+COMPARED_TRACKED = "tracked"
+COMPARED_FALLBACK_RANDOM = "fallback_random"
 
 
 class NotCompilable(Exception):
@@ -43,8 +53,13 @@ class RunFailed(Exception):
 class LoadedModel(msgspec.Struct):
     spec: str
     model: Any
-    inputs: tuple[Any, ...]
+    calls: list[tuple[Any, ...]]  # the inputs of each call, in order (new shapes recompile)
     dtype: str  # "float32", ... or AS_BUILT
+
+    @property
+    def inputs(self) -> tuple[Any, ...]:
+        """The first call's inputs."""
+        return self.calls[0]
 
 
 class CompileReport(msgspec.Struct):
@@ -58,6 +73,13 @@ class CompileReport(msgspec.Struct):
     #: set when the compile finished but its run failed (``RunFailed``): no eager comparison
     run_error: str | None = None
     tracking_level: int = 0  # Inductor's provenance_tracking_level during the compile (audit only)
+    compared: str = COMPARED_TRACKED  # what matches_eager compared: COMPARED_TRACKED or COMPARED_FALLBACK_RANDOM
+    calls: int = 1  # how many times the model was called (each with its own inputs)
+
+    @property
+    def random_ops(self) -> list[Any]:
+        """The ops of the compiled graphs that draw random numbers, once each."""
+        return list(dict.fromkeys(op for g in self.graphs for op in g.random_ops))
 
 
 def load(spec: str, dtype: str | None = None) -> LoadedModel:
@@ -65,12 +87,12 @@ def load(spec: str, dtype: str | None = None) -> LoadedModel:
     a file model's own dtypes (float32 for the built-in ones). Raises ModelLoadError."""
     import torch
 
-    from spyre_provenance.examples import EXAMPLES, RANKED_EXAMPLES, load_model
+    from spyre_provenance.examples import EXAMPLES, RANKED_EXAMPLES, load_calls
 
     if dtype is None and (spec in EXAMPLES or spec in RANKED_EXAMPLES):
         dtype = "float32"
-    model, inputs = load_model(spec, None if dtype is None else getattr(torch, dtype))
-    return LoadedModel(spec, model, inputs, dtype or AS_BUILT)
+    model, calls = load_calls(spec, None if dtype is None else getattr(torch, dtype))
+    return LoadedModel(spec, model, calls, dtype or AS_BUILT)
 
 
 def check_trainable(loaded: LoadedModel) -> None:
@@ -79,7 +101,7 @@ def check_trainable(loaded: LoadedModel) -> None:
 
     if any(p.requires_grad for p in loaded.model.parameters()):
         return
-    if any(isinstance(x, torch.Tensor) and x.requires_grad for x in loaded.inputs):
+    if all(any(isinstance(x, torch.Tensor) and x.requires_grad for x in call) for call in loaded.calls):
         return
     raise NotCompilable(
         "--train needs something to differentiate: the model has no parameter that requires grad"
@@ -94,9 +116,9 @@ def run_eager(loaded: LoadedModel, *, train: bool = False) -> list[Any]:
     if train:
         check_trainable(loaded)
     loaded.model.train(train)
-    model, inputs = copy.deepcopy(loaded.model), _copies(loaded.inputs)
+    model, calls = copy.deepcopy(loaded.model), [_copies(call) for call in loaded.calls]
     try:
-        return _run(model, model, inputs, train)
+        return _run(model, model, calls, train)
     except NotCompilable:
         raise
     except Exception as exc:  # the user's model: one line, never a traceback
@@ -115,6 +137,7 @@ def compile_model(
     kernel_cache: bool = False,
     keep_run_failure: bool = False,
     audit: bool = False,
+    beyond_upstream: bool = False,
 ) -> CompileReport:
     """Compile ``loaded`` once with tracking on and compare with the eager ``reference``
     (``run_eager``'s result for the same ``train``; run here when None).
@@ -126,28 +149,35 @@ def compile_model(
     ``keep_run_failure`` (a rank of ``compile --ranks``): when the compile finished but its
     run failed, report that (``run_error``) instead of raising, so its artifacts are kept.
     ``audit``: each graph also gets its provenance audit (``GraphResult.audit``).
+    ``beyond_upstream``: on stock Inductor, complete the mapping as on the Spyre backends.
     """
 
     if reference is None:
         reference = run_eager(loaded, train=train)
     loaded.model.train(train)
     bundle_dir = None if out_dir is None else out_dir / "sdsc" / label if label else out_dir / "sdsc"
-    chosen = get_backend(backend, bundle_dir=bundle_dir, kernel_cache=kernel_cache)
+    chosen = get_backend(backend, bundle_dir=bundle_dir, kernel_cache=kernel_cache, beyond_upstream=beyond_upstream)
+    # as the eager run found them: the tracked run updates buffers (BatchNorm's statistics)
+    pristine = copy.deepcopy(loaded.model), [_copies(call) for call in loaded.calls]
 
     redact: bool | Path = redact_paths
     if redact_paths and ":" in loaded.spec:  # the project is the model file's
         redact = Path(loaded.spec.split(":", 1)[0]).resolve().parent
     try:
         session, got = _tracked(
-            loaded.model, loaded.inputs, chosen, train=train, out_dir=out_dir, label=label, redact_paths=redact,
+            loaded.model, loaded.calls, chosen, train=train, out_dir=out_dir, label=label, redact_paths=redact,
             keep_run_failure=keep_run_failure, audit=audit,
         )
     except RunFailed as exc:
         return CompileReport(
             model=loaded.spec, backend=chosen.name, dtype=loaded.dtype, train=train, graphs=exc.graphs,
-            matches_eager=False, max_abs_error=float("nan"), run_error=str(exc),
+            matches_eager=False, max_abs_error=float("nan"), run_error=str(exc), calls=len(loaded.calls),
         )
     graphs = session.results
+    compared = COMPARED_TRACKED
+    if any(g.random_ops for g in graphs):
+        got = _fallback_random_run(*pristine, get_backend(backend, beyond_upstream=beyond_upstream), train)
+        compared = COMPARED_FALLBACK_RANDOM
 
     error = max((_max_abs_diff(a, b) for a, b in zip(got, reference)), default=0.0)
     tolerance = max((TOLERANCE.get(str(t.dtype).replace("torch.", ""), 0.0) for t in reference), default=0.0)
@@ -161,12 +191,50 @@ def compile_model(
         and error <= max(tolerance, TOLERANCE["float32"]) * max(1.0, _scale(reference)),
         max_abs_error=error,
         tracking_level=session.probe.tracking_level if session.probe is not None else 0,
+        compared=compared,
+        calls=len(loaded.calls),
     )
+
+
+def _fallback_random_run(model: Any, calls: list[tuple[Any, ...]], chosen: Backend, train: bool) -> list[Any]:
+    """Outputs of a second compile of the untouched model on the same backend, untracked
+    and unlogged, with ``fallback_random``: its random ops call ATen as eager does, so
+    from the same seed they draw the same numbers and a difference left is the kernels'.
+    The tracked compile, the one the pages show, keeps Inductor's own random numbers."""
+    import torch
+    from torch._inductor import config
+
+    model.train(train)  # ``chosen`` has no bundle folder: this compile writes nothing
+    torch._dynamo.reset()
+    chosen.install(None)
+    try:
+        with config.patch(fallback_random=True), _structured_trace_off():
+            return _run(torch.compile(model), model, calls, train)
+    finally:
+        chosen.uninstall()
+        torch._dynamo.reset()
+
+
+@contextlib.contextmanager
+def _structured_trace_off() -> Iterator[None]:
+    """No TORCH_TRACE records while inside: torch logs structured records only when its
+    trace logger has handlers, so they are set aside (not closed) and put back."""
+    import logging
+
+    logger = logging.getLogger("torch.__trace")
+    handlers = list(logger.handlers)
+    for handler in handlers:
+        logger.removeHandler(handler)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            logger.addHandler(handler)
 
 
 def tracked_compile(
     model: Any,
-    inputs: tuple[Any, ...],
+    inputs: tuple[Any, ...] | list[tuple[Any, ...]],
     backend: Backend,
     *,
     train: bool = False,
@@ -177,15 +245,17 @@ def tracked_compile(
     audit: bool = False,
 ) -> tuple[list[GraphResult], list[Any]]:
     """The one tracked compile (``compile``'s and the pytest plugin's): ``torch.compile`` of
-    ``model`` called once on ``inputs`` with tracking on (under ``no_grad``, or with a
-    backward through every output that requires grad when ``train``). Returns the graphs
-    the session saw, and the outputs (then gradients) as a flat list of tensors.
+    ``model`` called on ``inputs`` (a tuple: once; a list of tuples: once per tuple, in
+    order) with tracking on (under ``no_grad``, or with a backward through every output
+    that requires grad when ``train``). Returns the graphs the session saw, and the
+    outputs (then gradients) of every call as one flat list of tensors.
 
     ``keep_run_failure``: raise RunFailed when the session recorded graphs and the error is
     not one of compiling (Dynamo wraps every compile error in its own exception types): the
     compiled code failed as it ran."""
+    calls = inputs if isinstance(inputs, list) else [inputs]
     session, got = _tracked(
-        model, inputs, backend, train=train, out_dir=out_dir, label=label, redact_paths=redact_paths,
+        model, calls, backend, train=train, out_dir=out_dir, label=label, redact_paths=redact_paths,
         keep_run_failure=keep_run_failure, audit=audit,
     )
     return session.results, got
@@ -193,7 +263,7 @@ def tracked_compile(
 
 def _tracked(
     model: Any,
-    inputs: tuple[Any, ...],
+    calls: list[tuple[Any, ...]],
     backend: Backend,
     *,
     train: bool,
@@ -211,7 +281,7 @@ def _tracked(
     session = None
     try:
         with tracking(backend, out_dir=out_dir, label=label, redact_paths=redact_paths, audit=audit) as session:
-            got = _run(torch.compile(model), model, inputs, train)
+            got = _run(torch.compile(model), model, calls, train)
     except Exception as exc:
         compiling = isinstance(exc, (TorchDynamoException, NotCompilable))
         if not keep_run_failure or session is None or not session.results or compiling:
@@ -232,21 +302,29 @@ def _copies(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     )
 
 
-def _run(fn: Any, module: Any, inputs: tuple[Any, ...], train: bool) -> list[Any]:
+def _run(fn: Any, module: Any, calls: list[tuple[Any, ...]], train: bool) -> list[Any]:
     """Outputs and, when training, the gradients of the parameters and of the inputs that
-    require grad, as a flat list of tensors."""
+    require grad, of every call in order, as one flat list of tensors. Each call starts
+    from the same random seed and, when training, from no gradients."""
     import torch
 
-    if not train:
-        with torch.no_grad():
-            return _flatten(fn(*inputs))
-    outputs = _flatten(fn(*inputs), detach=False)  # the loss needs their autograd graph
-    differentiable = [o for o in outputs if o.is_floating_point() and o.requires_grad]
-    if not differentiable:
-        raise NotCompilable("--train: no output of the model depends on something that requires grad")
-    sum(o.float().sum() for o in differentiable).backward()
-    leaves = [*module.parameters(), *(x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad)]
-    return [o.detach() for o in outputs] + [t.grad for t in leaves if t.grad is not None]
+    got: list[Any] = []
+    for inputs in calls:
+        torch.manual_seed(RNG_SEED)
+        if not train:
+            with torch.no_grad():
+                got += _flatten(fn(*inputs))
+            continue
+        leaves = [*module.parameters(), *(x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad)]
+        for leaf in leaves:
+            leaf.grad = None
+        outputs = _flatten(fn(*inputs), detach=False)  # the loss needs their autograd graph
+        differentiable = [o for o in outputs if o.is_floating_point() and o.requires_grad]
+        if not differentiable:
+            raise NotCompilable("--train: no output of the model depends on something that requires grad")
+        sum(o.float().sum() for o in differentiable).backward()
+        got += [o.detach() for o in outputs] + [t.grad for t in leaves if t.grad is not None]
+    return got
 
 
 def _flatten(value: Any, detach: bool = True) -> list[Any]:

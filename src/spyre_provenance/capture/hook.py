@@ -28,14 +28,14 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance import coverage, mapping
+from spyre_provenance import coverage, inference, mapping
 from spyre_provenance.backends import get_backend
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture import emit
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning, TorchNotInstalled, UnsupportedTorch
 from spyre_provenance.model.names import DIAGNOSTICS, FAULT_STAGES, OPSPEC_DEBUG_HANDLES
-from spyre_provenance.model.records import BundleHandles, Fault, GraphDiagnostics, GraphResult, KernelRecord
+from spyre_provenance.model.records import BundleHandlesV4, Fault, GraphDiagnostics, GraphResult, KernelRecord, RandomOp
 from spyre_provenance.support import torch_missing
 from spyre_provenance.validate import schemas
 
@@ -43,8 +43,10 @@ TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
 DUMP_FUNCTION = "dump_inductor_provenance_info"
 #: The torch releases the test suite runs on (``make test``, ``make test-torch-next``).
 TESTED_TORCH = "2.13.0 and 2.14.1"
-#: Inductor IR classes whose call is written without a handle comment (torch 2.13).
-UNANNOUNCED_FALLBACKS = ("ScatterFallback", "IndexPutFallback")
+#: Inductor IR classes whose call is written without a handle comment (torch 2.13): the
+#: scatter and index_put fallbacks, ``bernoulli_`` (dropout's fallback) and the kernels that
+#: mutate their first argument in place (``resize_storage_bytes_``).
+UNANNOUNCED_FALLBACKS = ("ScatterFallback", "IndexPutFallback", "InplaceBernoulliFallback", "MutatingFirstArgExternKernel")
 
 # Fault stages, in the order a graph passes through them (named in warnings, summaries and
 # the diagnostics artifact).
@@ -79,6 +81,8 @@ class Session:
         self._patches: list[tuple[Any, str, Any]] = []
         self._saved_level: int | None = None
         self._pre_grad_ids: dict[str, int] = {}  # compile id -> its pre-grad graph's id
+        #: compile id -> its forward graph's seq_nr -> pre-grad nodes (``inference.forward_links``)
+        self._forward_links: dict[str, dict[int, list[str]]] = {}
         self._current: tuple[int, GraphResult] | None = None  # the graph _finish_graph is on
         #: counts the provenance fields of every stage (``audit=True``); None: no audit, no cost
         self.probe = None
@@ -315,17 +319,38 @@ class Session:
 
         built = validated = False
         graph_model = None
+        not_taken: tuple[list, list] = ([], [])  # inferences stock Inductor's mapping leaves out
         with self._stage("build", graph_key):
+            result.random_ops = _random_ops(self.inductor.random_ops(graph))
             graph_model = self.inductor.post_grad_graph(graph)
-            if self.backend.extends_upstream:
+            beyond = self.backend.extends_upstream
+            if beyond:
                 diag.inferred = mapping.infer_links(records, graph_model)
-            pre_to_post, post_to_pre = self.inductor.pre_post_relation(
-                graph, self._pre_grad_graph_id(result)
-            )
+            pre_grad_id = self._pre_grad_graph_id(result)
+            pre_to_post, post_to_pre = self.inductor.pre_post_relation(graph, pre_grad_id)
+            # inferred on every backend; applied beyond upstream, else only named in the
+            # reasons of the kernels it would have served (stock Inductor keeps torch's own)
+            found_pre_grad = []
+            if pre_grad_id is not None:
+                forward = self._forward_links.get(result.compile_id) if result.kind == "backward" else None
+                maps = (pre_to_post, post_to_pre) if beyond else (_copy_map(pre_to_post), _copy_map(post_to_pre))
+                found_pre_grad = inference.infer_pre_grad(graph_model, *maps, forward)
+            if result.kind == "forward":
+                self._forward_links[result.compile_id] = inference.forward_links(graph_model, post_to_pre)
             result.node_mappings = mapping.build_node_mappings(
                 records, pre_to_post, post_to_pre, diag.inferred
             )
-            result.stack_traces = mapping.build_stack_traces(records)
+            listed_because = {(link.node, link.kernel): link.why for link in diag.inferred}
+            found_sources = inference.infer_sources(
+                result.node_mappings.cppCodeToPost, {r.key: r.stack_traces for r in records}, graph_model,
+                listed_because,
+            )
+            if beyond:
+                diag.inferred_pre_grad, diag.inferred_sources = found_pre_grad, found_sources
+            else:
+                not_taken = (found_pre_grad, found_sources)
+            borrowed = inference.borrowed_traces(diag.inferred_sources, graph_model)
+            result.stack_traces = mapping.build_stack_traces(records, borrowed)
             result.opspec_handles = mapping.build_opspec_artifact(records)
             if self.redactor is not None:  # before validation: what is checked is what is emitted
                 result.stack_traces = self.redactor.stack_traces(result.stack_traces)
@@ -353,7 +378,7 @@ class Session:
                 emit.write_files(emit.artifact_files(result), self._folders(result))
         linked: list[str] = []
         with self._stage("build", graph_key):
-            linked = self._judge(result, graph, graph_model, upstream)
+            linked = self._judge(result, graph, graph_model, upstream, not_taken)
         if self.probe is not None:
             logged = msgspec.to_builtins(result.node_mappings) if result.node_mappings is not None else upstream
             self.probe.finish(graph_key, graph, result, logged, linked)
@@ -366,6 +391,9 @@ class Session:
         torch-spyre makes (or finds in its cache) a kernel's bundles when the generated
         module loads, which compile_fx does before it asks for the provenance."""
         total = None
+        compile_id = self._current[1].compile_id if self._current is not None else None
+        earlier = [r for g in self.results if g.compile_id == compile_id for r in g.records]
+        compile_handles = mapping.handle_ids([*earlier, *records])
         for record in records:
             if record.is_extern or record.opspecs is None:
                 continue
@@ -373,13 +401,16 @@ class Session:
             if self.probe is not None:
                 self.probe.bundles(graph_key, record.name, served)
             if served is not None:
-                total = (total or BundleHandles()).add(mapping.check_bundle_handles(record.opspecs, served))
+                checked = mapping.check_bundle_handles(record.opspecs, served, compile_handles)
+                total = (total or BundleHandlesV4()).add(checked)
         return total
 
     def _folders(self, result: GraphResult) -> list[Path]:
         return emit.graph_folders(result, self.inductor.debug_dir(), self.out_dir)
 
-    def _judge(self, result: GraphResult, graph: Any, graph_model: Any, upstream: dict[str, Any]) -> list[str]:
+    def _judge(
+        self, result: GraphResult, graph: Any, graph_model: Any, upstream: dict[str, Any], not_taken: tuple[list, list]
+    ) -> list[str]:
         """Coverage of what the log will hold for this graph, judged as ``compile`` and
         ``golden`` judge it from the log: the same function on the same code and nodes.
         Returns the call sites tlparse links (the audit's per-kernel ``linked``)."""
@@ -394,6 +425,15 @@ class Session:
         )
         diag = result.diagnostics
         diag.coverage, diag.violations, diag.hints = verdict.counts, verdict.violations, verdict.hints
+        kernels = (logged or {}).get("cppCodeToPost") or {}
+        pre_grad_not_taken, sources_not_taken = not_taken
+        diag.without_source = inference.source_gaps(verdict.without_source, kernels, graph_model, sources_not_taken)
+        diag.without_pre_grad = inference.pre_grad_gaps(
+            verdict.without_pre_grad, kernels, graph_model,
+            pre_grad_known=self._pre_grad_ids.get(result.compile_id) is not None,
+            backward=result.kind == "backward",
+            not_taken=pre_grad_not_taken,
+        )
         return verdict.linked
 
     def _emit_diagnostics(self, result: GraphResult, graph_key: int) -> None:
@@ -486,6 +526,32 @@ class Session:
             )
 
 
+def _copy_map(node_map: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {key: list(values) for key, values in node_map.items()}
+
+
+def _random_ops(found: list[tuple[str, str | None]]) -> list[RandomOp]:
+    """The random ops of a graph with the user's line each came from, once each."""
+    from spyre_provenance.backends.opspec import source_from_stack_trace
+
+    ops: dict[RandomOp, None] = {}
+    for op, trace in found:
+        where = source_from_stack_trace(trace)
+        ops[RandomOp(op, None if where is None else f"{_shown_path(where.file)}:{where.start_line}")] = None
+    return list(ops)
+
+
+def _shown_path(path: str) -> str:
+    """``path`` relative to the current folder when it is under it, else as it is."""
+    import os
+
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive
+        return path
+    return path if relative.startswith(os.pardir) else relative
+
+
 def _check_diagnostics(document: dict[str, Any]) -> None:
     report = schemas.validate_bytes(msgspec.json.encode(document), DIAGNOSTICS)  # fast engine, like the gate
     if not report.ok:
@@ -546,6 +612,7 @@ def enable(
     redact_paths: bool | str | Path = False,
     inductor: Inductor | None = None,
     audit: bool = False,
+    beyond_upstream: bool = False,
 ) -> Session:
     """Start tracking every compile in this process; returns the session (its results).
 
@@ -558,6 +625,8 @@ def enable(
     ``inductor``: what the session reads Inductor through (default ``Inductor()``; a test
     makes one step fail with a subclass). ``audit``: also count which provenance fields
     every stage carries (``capture.audit_probe``; each graph's ``GraphResult.audit``).
+    ``beyond_upstream``: on stock Inductor, complete the mapping as the Spyre backends do
+    (``backends.base.StockInductor``) instead of logging torch's own.
 
     Raises ``UnsupportedTorch`` (a RuntimeError, one line) when the installed torch lacks a
     seam the hook patches (``missing_seams``), and ``TorchNotInstalled`` (an ImportError,
@@ -568,7 +637,7 @@ def enable(
         if _session is not None:
             raise RuntimeError("spyre-provenance tracking is already enabled; call disable() first")
         _refuse_unsupported_torch()
-        chosen = get_backend(backend) if isinstance(backend, str) else backend
+        chosen = get_backend(backend, beyond_upstream=beyond_upstream) if isinstance(backend, str) else backend
         redactor = None
         if redact_paths:
             from spyre_provenance.redact import Redactor, find_project
@@ -601,9 +670,13 @@ def tracking(
     redact_paths: bool | str | Path = False,
     inductor: Inductor | None = None,
     audit: bool = False,
+    beyond_upstream: bool = False,
 ):
     """``with tracking(): torch.compile(...)(x)`` - enable for the block, then disable."""
-    session = enable(backend, out_dir=out_dir, label=label, redact_paths=redact_paths, inductor=inductor, audit=audit)
+    session = enable(
+        backend, out_dir=out_dir, label=label, redact_paths=redact_paths, inductor=inductor, audit=audit,
+        beyond_upstream=beyond_upstream,
+    )
     try:
         yield session
     finally:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from spyre_provenance import mapping
-from spyre_provenance.model.records import GraphNode, NodeMap, PostGradGraph
+from spyre_provenance.model.records import NO_FACTS, GraphNode, NodeFacts, NodeMap, PostGradGraph
 
 _METADATA = re.compile(r"Source Nodes: \[(?P<src>[^\]]*)\], Original ATen: \[(?P<aten>[^\]]*)\]")
 
@@ -143,6 +143,7 @@ class Inductor:
         ``def forward`` line only)."""
         nodes: list[GraphNode] = []
         outputs: tuple[str, ...] = ()
+        facts: dict[str, NodeFacts] = {}
         for node in graph.module.graph.nodes:
             if node.op == "placeholder":
                 nodes.append(GraphNode(node.name, "placeholder", line=False))
@@ -153,7 +154,33 @@ class Inductor:
             else:
                 inputs = tuple(dict.fromkeys(n.name for n in node.all_input_nodes))
                 nodes.append(GraphNode(node.name, "call", _op_name(node), inputs))
-        return PostGradGraph(nodes, outputs)
+                fact = _facts(node.meta)
+                if fact != NO_FACTS:
+                    facts[node.name] = fact
+        return PostGradGraph(nodes, outputs, facts)
+
+    def random_ops(self, graph: Any) -> list[tuple[str, str | None]]:
+        """(op, stack trace) of each node of the graph being lowered that draws random
+        numbers: ops tagged ``nondeterministic_seeded`` (``bernoulli_``, ``rand``, a
+        fallback ``native_dropout``) and Inductor's own ``inductor_random`` /
+        ``inductor_randint``, named by the ATen op they came from. Once each."""
+        import torch
+
+        drawing = {"inductor_random", "inductor_randint"}
+        found: dict[tuple[str, str | None], None] = {}
+        for node in graph.module.graph.nodes:
+            target = node.target
+            if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+                continue
+            if target.name() == "prims::inductor_seeds":
+                continue  # draws the seeds of the ops below: they are what the user wrote
+            tagged = torch.Tag.nondeterministic_seeded in target.tags
+            if not tagged and target._overloadpacket.__name__ not in drawing:
+                continue
+            original = node.meta.get("original_aten")
+            trace = node.meta.get("stack_trace")
+            found[(str(original if original is not None else target), trace if isinstance(trace, str) else None)] = None
+        return list(found)
 
     def output_code(self, graph: Any) -> str | None:
         """The wrapper code of the graph just compiled, as logged for tlparse; None before
@@ -201,6 +228,17 @@ class Inductor:
         import torch._inductor.debug as inductor_debug
 
         inductor_debug._inductor_kernel_stack_trace = dict(stack_traces or {})
+
+
+def _facts(meta: dict[str, Any]) -> NodeFacts:
+    """What a node's meta says of where it came from (``NodeFacts``)."""
+    trace = meta.get("stack_trace")
+    seq_nr = meta.get("seq_nr")
+    return NodeFacts(
+        stack_trace=trace if isinstance(trace, str) and trace.strip() else None,
+        seq_nr=seq_nr if isinstance(seq_nr, int) and not isinstance(seq_nr, bool) else None,
+        gradient_acc=bool(meta.get("is_gradient_acc", False)),
+    )
 
 
 def _op_name(node: Any) -> str:

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from spyre_provenance.cli.audit_files import build, write
 
     previous = audit.read(args.against) if args.against is not None else None  # before compiling: exit 2 fast
-    for name, value in (("no_tlparse", True), ("redact_paths", False), ("kernel_cache", False)):
+    for name, value in (("no_tlparse", True), ("redact_paths", False), ("kernel_cache", False), ("beyond_upstream", False)):
         setattr(args, name, value)
     done = compile_command.execute(args, audit=True, tlparse_pages=False)
     document = build(done.report)

@@ -67,6 +67,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "absolute paths (and user names)",
     )
     parser.add_argument(
+        "--beyond-upstream", action="store_true",
+        help="with --backend inductor: complete stock Inductor's mapping as on the Spyre backends (gradients "
+        "linked to the pre-grad nodes of the forward op they differentiate, write-backs and helper kernels given "
+        "a source line, gaps judged as violations); the Spyre backends always do",
+    )
+    parser.add_argument(
         "--audit", action="store_true",
         help="also write the provenance audit (provenance_audit.json and .md, as `spyre-provenance audit`)",
     )
@@ -176,6 +182,7 @@ def execute(
         report = compile_run.compile_model(
             loaded, reference, backend=backend, out_dir=out, train=args.train, label=label,
             redact_paths=args.redact_paths, kernel_cache=args.kernel_cache, keep_run_failure=ranked, audit=audit,
+            beyond_upstream=getattr(args, "beyond_upstream", False),
         )
     except UnsupportedTorch:  # enable() refused this torch before compiling: its own line
         _discard(out, trace_dir, label, created)

@@ -9,15 +9,20 @@ its diagnostics artifact; where the two disagree, the summary says so and the ru
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from spyre_provenance import coverage
+from spyre_provenance.model.records import BundleHandlesV4
 from spyre_provenance.validate.paths import validate_paths
 
 if TYPE_CHECKING:
     from spyre_provenance.capture.compile_run import CompileReport
+
+# what CompileReport.compared says when the graphs draw random numbers (capture.compile_run;
+# a literal here: the command line's summary must not import torch's side to read it)
+COMPARED_FALLBACK_RANDOM = "fallback_random"
 
 #: Violations listed per graph; the rest are counted.
 SHOWN_VIOLATIONS = 10
@@ -81,6 +86,8 @@ def _disagreements(judged: coverage.GraphCoverage, diagnostics: dict | None) -> 
         return []
     logged = diagnostics.get("coverage")
     mine = msgspec.to_builtins(judged.counts)
+    if isinstance(logged, dict):  # an older version counted fewer things: compare what it counted
+        mine = {k: v for k, v in mine.items() if k in logged}
     found = []
     if logged != mine:
         found.append(f"diagnostics counted {logged}, the log shows {mine}")
@@ -91,14 +98,23 @@ def _disagreements(judged: coverage.GraphCoverage, diagnostics: dict | None) -> 
 
 
 def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: Path) -> str:
+    calls = f", {report.calls} calls" if report.calls > 1 else ""
     lines = [
-        f"compiled {report.model} ({report.dtype}{', train' if report.train else ''}) "
+        f"compiled {report.model} ({report.dtype}{', train' if report.train else ''}{calls}) "
         f"on the {report.backend} backend: {len(report.graphs)} graph(s)",
         f"  output vs eager: {'match' if report.matches_eager else 'MISMATCH'} "
         f"(max abs error {report.max_abs_error:.3g})"
         if report.run_error is None
         else f"  output vs eager: NOT CHECKED: the compiled code failed as it ran ({report.run_error})",
     ]
+    if report.run_error is None and report.compared == COMPARED_FALLBACK_RANDOM:
+        ops = report.random_ops
+        shown = ", ".join(map(str, ops[:3])) + (f" and {len(ops) - 3} more" if len(ops) > 3 else "")
+        lines.append(
+            f"    compared on a second compile with fallback_random, which draws random numbers as eager does:"
+            f" the model draws them ({shown}); the artifacts and pages are the first compile's, with"
+            " Inductor's own random numbers"
+        )
     if not report.graphs:
         lines.append("  NO GRAPH RECORDED: the hook saw no kernel code generation")
     for graph, logged in zip(report.graphs, pair_graphs(report.graphs, checked.graphs)):
@@ -108,22 +124,14 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
         if cov is None:
             lines.append("    coverage: NOT JUDGED (the log holds no code for this graph)")
         else:
-            lines += _coverage_lines(cov, d.inferred)
+            lines += _coverage_lines(cov, d.inferred, d)
         if d.opspecs:
             lines.append(
                 f"    OpSpecs: {d.opspecs}, without handle: {d.handleless_opspecs}, "
                 f"handle/origin disagreements: {len(d.disagreements)}"
                 + (f" ({', '.join(d.disagreements)})" if d.disagreements else "")
             )
-        bundles = d.bundle_handles
-        if bundles is not None and (bundles.stale or bundles.missing):
-            lines.append(
-                f"    STALE BUNDLES: {bundles.stale} of {bundles.checked} SuperDSC bundles carry another"
-                f" compile's debug_handle_, {bundles.missing} carry none (served from the kernel cache,"
-                " keyed without handles); the mapping and the OpSpec artifact hold this compile's handles"
-            )
-        elif bundles is not None:
-            lines.append(f"    SuperDSC bundles: {bundles.checked}, every debug_handle_ this compile's")
+        lines += _bundle_lines(d.bundle_handles)
         if d.faults:
             lines.append("    PARTIAL: " + "; ".join(d.faults))
             if d.mapping == "upstream":
@@ -154,7 +162,39 @@ def pair_graphs(graphs: list, logged: list[GraphCheck]) -> list[GraphCheck | Non
     return paired
 
 
-def _coverage_lines(cov: coverage.GraphCoverage, inferred: list) -> list[str]:
+def _bundle_lines(bundles: BundleHandlesV4 | None) -> list[str]:
+    """What the check of the SuperDSC bundles found: stale handles are an earlier compile's
+    (a kernel-cache hit), shared ones another call site's of the same kernel (its bundles
+    are written once, from its first call site): only the first is a warning."""
+    if bundles is None:
+        return []
+    shared = (
+        f" ({bundles.shared} of another call site of the same kernel: a kernel called from several call"
+        " sites has one set of bundles, made at its first)"
+        if bundles.shared
+        else ""
+    )
+    if not (bundles.stale or bundles.missing):
+        return [f"    SuperDSC bundles: {bundles.checked}, every debug_handle_ this compile's{shared}"]
+    return [
+        f"    STALE BUNDLES: {bundles.stale} of {bundles.checked} SuperDSC bundles carry the debug_handle_ of no call"
+        f" site of this compile, {bundles.missing} carry none (served from the kernel cache, keyed without"
+        f" handles); the mapping and the OpSpec artifact hold this compile's handles{shared}"
+    ]
+
+
+def _gap_lines(label: str, count: int, total: int, keys: list[str], gaps: list) -> list[str]:
+    """``label: count/total`` and, for the kernels short of it, why (from the diagnostics)."""
+    lines = [f"    {label}: {count}/{total}"]
+    why = {gap.kernel: gap.why for gap in gaps}
+    for key in keys[:SHOWN_VIOLATIONS]:
+        lines.append(f"      {key}: {why.get(key, 'no reason recorded')}")
+    if len(keys) > SHOWN_VIOLATIONS:
+        lines.append(f"      ... and {len(keys) - SHOWN_VIOLATIONS} more")
+    return lines
+
+
+def _coverage_lines(cov: coverage.GraphCoverage, inferred: list, diag: Any = None) -> list[str]:
     c, exempt = cov.counts, cov.counts.exempt_nodes
     consumers = len({link.kernel for link in inferred if link.why == "consumer"})
     inlined = len({link.node for link in inferred if link.why == "inlined"})
@@ -164,8 +204,15 @@ def _coverage_lines(cov: coverage.GraphCoverage, inferred: list) -> list[str]:
         f"    post-grad compute nodes reached: {c.reached_nodes}/{c.compute_nodes}"
         + (f" ({inlined} inlined into their users' kernels)" if inlined else "")
         + f"; no kernel needed: {exempt.view} view/metadata, {exempt.dead} dead, {exempt.constant} constant",
-        f"    kernels with a source line: {cov.kernels_with_source}/{cov.kernels}",
     ]
+    lines += _gap_lines(
+        "kernels with a source line", c.kernels_with_source, c.kernels, cov.without_source,
+        diag.without_source if diag is not None else [],
+    )
+    lines += _gap_lines(
+        "kernels reaching a pre-grad node", c.kernels_with_pre_grad, c.kernels, cov.without_pre_grad,
+        diag.without_pre_grad if diag is not None else [],
+    )
     lines += [f"    VIOLATION: {v}" for v in cov.violations[:SHOWN_VIOLATIONS]]
     if len(cov.violations) > SHOWN_VIOLATIONS:
         lines.append(f"    ... and {len(cov.violations) - SHOWN_VIOLATIONS} more violations")

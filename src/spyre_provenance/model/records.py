@@ -8,7 +8,7 @@ engine agree on a corpus of valid and invalid documents also holds these to the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -233,6 +233,75 @@ class DiagnosticsV3(DiagnosticsV2, kw_only=True):
     bundle_handles: BundleHandles | None = None
 
 
+class CoverageCountsV4(CoverageCounts, kw_only=True):
+    """Version 4 of the coverage counts: version 2's, plus the kernels (mapping keys) and
+    how many of them have a source line (a non-empty stack trace) and how many reach a
+    pre-grad node (list a post-grad node that ``postToPre`` links)."""
+
+    kernels: int = 0
+    kernels_with_source: int = 0
+    kernels_with_pre_grad: int = 0
+
+
+class BundleHandlesV4(BundleHandles, kw_only=True):
+    """Version 4: ``shared`` bundles carry the handle of another call site of the same
+    compile (one kernel called from several call sites: its bundles are written once,
+    from the first), ``stale`` ones the handle of no call site of this compile."""
+
+    shared: int = 0
+
+    def add(self, other: BundleHandles) -> BundleHandlesV4:
+        return BundleHandlesV4(
+            checked=self.checked + other.checked,
+            stale=self.stale + other.stale,
+            missing=self.missing + other.missing,
+            shared=self.shared + getattr(other, "shared", 0),
+        )
+
+
+class InferredSource(msgspec.Struct, frozen=True):
+    """A kernel whose own nodes carry no stack trace took the one of ``node``: the value a
+    write-back copies (``write-back``) or a node reading what it writes (``consumer``)."""
+
+    kernel: str  # "<kernel>:<N>"
+    node: str
+    why: str  # one of INFERRED_SOURCE_REASONS
+
+
+class InferredPreGrad(msgspec.Struct, frozen=True):
+    """A post-grad node linked to pre-grad nodes beyond its ``from_node`` chain: through
+    the forward op it differentiates (``seq_nr``), the value it writes back
+    (``write-back``) or the nodes reading what it computes (``consumer``)."""
+
+    node: str
+    pre_grad: list[str]
+    why: str  # one of INFERRED_PRE_GRAD_REASONS
+
+
+class KernelGap(msgspec.Struct, frozen=True):
+    """A kernel without a source line or without a pre-grad node, and why it has none."""
+
+    kernel: str  # "<kernel>:<N>"
+    why: str
+
+
+class DiagnosticsV4(DiagnosticsV3, kw_only=True):
+    """``spyre_provenance_diagnostics`` version 4: version 3, with the kernels' source and
+    pre-grad reach counted (``coverage``), shared bundles told from stale ones
+    (``bundle_handles.shared``), and what the hook inferred beyond the kernels' own nodes
+    (``inferred_sources``, ``inferred_pre_grad``) or could not (``without_source``,
+    ``without_pre_grad``, each kernel with its reason). Fields keep version 3's order, the
+    new ones last."""
+
+    version: int = 4
+    coverage: CoverageCountsV4 | None = None
+    bundle_handles: BundleHandlesV4 | None = None
+    inferred_sources: list[InferredSource] = msgspec.field(default_factory=list)
+    inferred_pre_grad: list[InferredPreGrad] = msgspec.field(default_factory=list)
+    without_source: list[KernelGap] = msgspec.field(default_factory=list)
+    without_pre_grad: list[KernelGap] = msgspec.field(default_factory=list)
+
+
 # --- what the hook produced per graph ---------------------------------------------------
 
 
@@ -245,17 +314,32 @@ class GraphDiagnostics(msgspec.Struct):
     opspecs: int = 0
     disagreements: list[str] = []  # kernel keys whose handles and origins disagree
     matches_upstream: bool | None = None  # None: upstream had nothing comparable
-    coverage: CoverageCounts | None = None  # None: not judged (no wrapper code at hand)
+    coverage: CoverageCountsV4 | None = None  # None: not judged (no wrapper code at hand)
     inferred: list[Inferred] = []  # nodes listed beyond the kernels' origins, and why
     violations: list[Violation] = []  # coverage rules the graph breaks
     hints: list[str] = []  # gaps that are not failures (stock Inductor's own)
-    bundle_handles: BundleHandles | None = None  # None: the backend has no bundles to check
+    bundle_handles: BundleHandlesV4 | None = None  # None: the backend has no bundles to check
+    inferred_sources: list[InferredSource] = []  # source lines a kernel took from another node
+    inferred_pre_grad: list[InferredPreGrad] = []  # pre-grad links beyond from_node chains
+    without_source: list[KernelGap] = []  # kernels with no source line, and why
+    without_pre_grad: list[KernelGap] = []  # kernels reaching no pre-grad node, and why
 
     @property
     def complete(self) -> bool:
         """Nothing lost, nothing missing: the one verdict summary, exit status and the
         diagnostics artifact all give."""
         return not self.partial and self.coverage is not None and not self.violations
+
+
+class RandomOp(msgspec.Struct, frozen=True):
+    """An op of a compiled graph that draws random numbers (dropout, ``torch.rand``), and
+    the user's source line it comes from (``file:line``; None when it has no stack trace)."""
+
+    op: str
+    source: str | None = None
+
+    def __str__(self) -> str:
+        return self.op if self.source is None else f"{self.op} at {self.source}"
 
 
 class GraphResult(msgspec.Struct):
@@ -273,6 +357,8 @@ class GraphResult(msgspec.Struct):
     label: str | None = None  # the model label graph folders are named with (compile --out)
     backend: str | None = None  # the backend's name ("reference", "inductor", "spyre")
     audit: GraphAudit | None = None  # the provenance audit of the graph (tracking with audit=True)
+    #: the graph's ops that draw random numbers: compiled and eager draw different ones
+    random_ops: list[RandomOp] = []
 
 
 # --- the post-grad graph, as far as coverage is concerned ---------------------------------
@@ -324,14 +410,34 @@ class GraphNode(msgspec.Struct, frozen=True):
         )
 
 
+class NodeFacts(msgspec.Struct, frozen=True):
+    """What an FX post-grad node carries beyond its printed line: read by the hook from
+    the FX graph (a logged graph's text has none of it, so a log's graph has no facts)."""
+
+    stack_trace: str | None = None
+    #: autograd's sequence number: a gradient node has the one of the forward op it
+    #: differentiates (AOTAutograd copies it onto the backward nodes)
+    seq_nr: int | None = None
+    #: AOTAutograd's ``is_gradient_acc``: a sum of gradient contributions, no op's own
+    gradient_acc: bool = False
+
+
+NO_FACTS = NodeFacts()
+
+
 class PostGradGraph:
     """The nodes of a post-grad graph in graph order, and what the graph returns; users
-    and lookups by name are derived once."""
+    and lookups by name are derived once. ``facts``: node name -> ``NodeFacts``, where
+    the FX graph was at hand."""
 
-    def __init__(self, nodes: Sequence[GraphNode], outputs: Sequence[str] = ()) -> None:
+    def __init__(
+        self, nodes: Sequence[GraphNode], outputs: Sequence[str] = (), facts: Mapping[str, NodeFacts] | None = None
+    ) -> None:
         self.nodes = list(nodes)
         self.outputs = tuple(outputs)
+        self.facts = dict(facts or {})
         self._by_name = {n.name: n for n in self.nodes}
+        self._index = {n.name: i for i, n in enumerate(self.nodes)}
         users: dict[str, list[str]] = {n.name: [] for n in self.nodes}
         for node in self.nodes:
             for name in node.inputs:
@@ -348,3 +454,15 @@ class PostGradGraph:
     def has_line(self, name: str) -> bool:
         node = self._by_name.get(name)
         return node is not None and node.line
+
+    def index(self, name: str) -> int:
+        """The node's position in graph order (-1 for a name the graph lacks)."""
+        return self._index.get(name, -1)
+
+    def fact(self, name: str) -> NodeFacts:
+        return self.facts.get(name, NO_FACTS)
+
+    def stack_trace(self, name: str) -> str | None:
+        """The node's stack trace when it has a non-empty one."""
+        trace = self.fact(name).stack_trace
+        return trace if trace and trace.strip() else None

@@ -63,13 +63,16 @@ TransformEntry = wire_form(records.ProvenanceTransform)
 DiagnosticsDocV1 = wire_form(records.DiagnosticsV1)
 DiagnosticsDocV2 = wire_form(records.DiagnosticsV2)
 DiagnosticsDocV3 = wire_form(records.DiagnosticsV3)
+DiagnosticsDocV4 = wire_form(records.DiagnosticsV4)
 
 AuditDocV1 = wire_form(audit.AuditV1)
 #: The wire form of each provenance audit version, by the N of its schema file.
 AUDIT_DOCS: dict[int, type[msgspec.Struct]] = {1: AuditDocV1}
 
 #: The wire form of each diagnostics version, by the N of its schema file.
-DIAGNOSTICS_DOCS: dict[int, type[msgspec.Struct]] = {1: DiagnosticsDocV1, 2: DiagnosticsDocV2, 3: DiagnosticsDocV3}
+DIAGNOSTICS_DOCS: dict[int, type[msgspec.Struct]] = {
+    1: DiagnosticsDocV1, 2: DiagnosticsDocV2, 3: DiagnosticsDocV3, 4: DiagnosticsDocV4,
+}
 
 
 def diagnostics_fields(schema: int) -> tuple[str, ...]:

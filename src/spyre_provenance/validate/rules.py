@@ -36,7 +36,9 @@ from spyre_provenance.model.names import (
     DIAGNOSTICS,
     FAULT_STAGES,
     GRAPH_KINDS,
+    INFERRED_PRE_GRAD_REASONS,
     INFERRED_REASONS,
+    INFERRED_SOURCE_REASONS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
     MAP_FIELDS,
@@ -45,12 +47,13 @@ from spyre_provenance.model.names import (
     OPSPEC_DEBUG_HANDLES,
     TRANSFORM_KINDS,
 )
-from spyre_provenance.model.records import BundleHandles, CoverageCounts, ExemptNodes, NodeMap
+from spyre_provenance.model.records import ExemptNodes, NodeMap
 from spyre_provenance.model.wire import (
     KERNEL_INFO_FIELDS,
     DiagnosticsDocV1,
     DiagnosticsDocV2,
     DiagnosticsDocV3,
+    DiagnosticsDocV4,
     HandleEntry,
     KernelInfoEntryV2,
     OpSpecDebugHandles,
@@ -85,17 +88,22 @@ MSG_ALL_MAPS = "(version 1 has all four maps)"
 MSG_MAPS_TOGETHER = "(version 2.0 has all four maps or none)"
 
 
-# the integer fields of a diagnostics document that must be >= 0
+# the integer fields of a diagnostics document that must be >= 0 (coverage and
+# bundle_handles: those of the document's version, read off its wire type)
 DIAGNOSTICS_COUNTS = ("kernels", "opspecs", "handleless_opspecs")
-COVERAGE_COUNTS = tuple(f for f in CoverageCounts.__struct_fields__ if f != "exempt_nodes")
 EXEMPT_COUNTS = ExemptNodes.__struct_fields__
-BUNDLE_COUNTS = BundleHandles.__struct_fields__
+
+DiagnosticsDoc = DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4
 
 
-def check_diagnostics_types(doc: DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3) -> list[Problem]:
+def _counts_of(struct: Any, *, skip: tuple[str, ...] = ()) -> tuple[str, ...]:
+    return tuple(f for f in struct.__struct_fields__ if f not in skip)
+
+
+def check_diagnostics_types(doc: DiagnosticsDoc) -> list[Problem]:
     """What the diagnostics schema says about enums, counts and strings that the wire types
     leave open (version 2: also in backend, coverage, inferred and violations; version 3:
-    also in bundle_handles)."""
+    also in bundle_handles; version 4: also in what was inferred and the kernel gaps)."""
     problems: list[Problem] = []
     for name, options, value in (("graph", GRAPH_KINDS, doc.graph), ("mapping", MAPPING_SOURCES, doc.mapping)):
         if value not in options:
@@ -104,11 +112,12 @@ def check_diagnostics_types(doc: DiagnosticsDocV1 | DiagnosticsDocV2 | Diagnosti
         if fault.stage not in FAULT_STAGES:
             problems.append(Problem(f"$.faults[{i}].stage", _not_one_of(FAULT_STAGES, fault.stage)))
     counts = [(f"$.{name}", getattr(doc, name)) for name in DIAGNOSTICS_COUNTS]
-    if isinstance(doc, (DiagnosticsDocV2, DiagnosticsDocV3)):
+    if not isinstance(doc, DiagnosticsDocV1):
         if doc.backend == "":
             problems.append(Problem("$.backend", MSG_EMPTY))
         if doc.coverage is not None:
-            counts += [(f"$.coverage.{name}", getattr(doc.coverage, name)) for name in COVERAGE_COUNTS]
+            names = _counts_of(doc.coverage, skip=("exempt_nodes",))
+            counts += [(f"$.coverage.{name}", getattr(doc.coverage, name)) for name in names]
             exempt = doc.coverage.exempt_nodes
             counts += [(f"$.coverage.exempt_nodes.{name}", getattr(exempt, name)) for name in EXEMPT_COUNTS]
         for i, link in enumerate(doc.inferred):
@@ -117,8 +126,17 @@ def check_diagnostics_types(doc: DiagnosticsDocV1 | DiagnosticsDocV2 | Diagnosti
         for i, violation in enumerate(doc.violations):
             if violation.rule not in COVERAGE_RULES:
                 problems.append(Problem(f"$.violations[{i}].rule", _not_one_of(COVERAGE_RULES, violation.rule)))
-    if isinstance(doc, DiagnosticsDocV3) and doc.bundle_handles is not None:
-        counts += [(f"$.bundle_handles.{name}", getattr(doc.bundle_handles, name)) for name in BUNDLE_COUNTS]
+    if isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4)) and doc.bundle_handles is not None:
+        counts += [(f"$.bundle_handles.{name}", getattr(doc.bundle_handles, name)) for name in _counts_of(doc.bundle_handles)]
+    if isinstance(doc, DiagnosticsDocV4):
+        for field, options in (("inferred_sources", INFERRED_SOURCE_REASONS), ("inferred_pre_grad", INFERRED_PRE_GRAD_REASONS)):
+            for i, link in enumerate(getattr(doc, field)):
+                if link.why not in options:
+                    problems.append(Problem(f"$.{field}[{i}].why", _not_one_of(options, link.why)))
+        for field in ("without_source", "without_pre_grad"):
+            problems.extend(
+                Problem(f"$.{field}[{i}].why", MSG_EMPTY) for i, gap in enumerate(getattr(doc, field)) if gap.why == ""
+            )
     for path, value in counts:
         if isinstance(value, float) and not value.is_integer():
             problems.append(Problem(path, "expected integer, got number"))
@@ -232,7 +250,7 @@ def check(artifact: str, schema: int, doc: Any) -> list[Problem]:
     return problems
 
 
-def _check_diagnostics(doc: DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3, problems: list[Problem]) -> None:
+def _check_diagnostics(doc: DiagnosticsDoc, problems: list[Problem]) -> None:
     # version 2 keeps every version 1 field and its meaning: the version 1 rules hold for both
     if doc.partial != bool(doc.faults):
         message = "is true, but faults is empty" if doc.partial else "is false, but faults lists what failed"
@@ -246,19 +264,53 @@ def _check_diagnostics(doc: DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDoc
     dup = first_duplicate(doc.disagreements)
     if dup is not NO_DUPLICATE:
         problems.append(Problem("$.disagreements", f"duplicate entry {quote(dup)}"))
-    if isinstance(doc, (DiagnosticsDocV2, DiagnosticsDocV3)):  # version 3 keeps version 2's rules
+    if not isinstance(doc, DiagnosticsDocV1):  # later versions keep version 2's rules
         _check_diagnostics_v2(doc, problems)
-    if isinstance(doc, DiagnosticsDocV3) and doc.bundle_handles is not None:
+    if isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4)) and doc.bundle_handles is not None:
         bundles = doc.bundle_handles
-        if bundles.stale + bundles.missing > bundles.checked:
+        shared = getattr(bundles, "shared", 0)
+        if bundles.stale + bundles.missing + shared > bundles.checked:
             message = (
-                f"{quote(bundles.stale)} stale plus {quote(bundles.missing)} missing is more than the"
-                f" {quote(bundles.checked)} bundles checked"
+                f"{quote(bundles.stale)} stale plus {quote(bundles.missing)} missing"
+                + (f" plus {quote(shared)} shared" if isinstance(doc, DiagnosticsDocV4) else "")
+                + f" is more than the {quote(bundles.checked)} bundles checked"
             )
             problems.append(Problem("$.bundle_handles", message))
+    if isinstance(doc, DiagnosticsDocV4):
+        _check_diagnostics_v4(doc, problems)
 
 
-def _check_diagnostics_v2(doc: DiagnosticsDocV2 | DiagnosticsDocV3, problems: list[Problem]) -> None:
+def _check_diagnostics_v4(doc: DiagnosticsDocV4, problems: list[Problem]) -> None:
+    cov = doc.coverage
+    if cov is not None:
+        for name in ("kernels_with_source", "kernels_with_pre_grad"):
+            if getattr(cov, name) > cov.kernels:
+                message = f"{quote(getattr(cov, name))} is more than the {quote(cov.kernels)} kernels"
+                problems.append(Problem(f"$.coverage.{name}", message))
+    for i, link in enumerate(doc.inferred_sources):
+        if not KERNEL_KEY_RE.search(link.kernel):
+            problems.append(Problem(f"$.inferred_sources[{i}].kernel", MSG_KERNEL_KEY))
+    dup = first_duplicate([[link.kernel, link.node] for link in doc.inferred_sources])
+    if dup is not NO_DUPLICATE:
+        problems.append(Problem("$.inferred_sources", f"duplicate source {quote(dup[1])} of {quote(dup[0])}"))
+    for i, link in enumerate(doc.inferred_pre_grad):
+        dup = first_duplicate(link.pre_grad)
+        if dup is not NO_DUPLICATE:
+            problems.append(Problem(f"$.inferred_pre_grad[{i}].pre_grad", f"duplicate entry {quote(dup)}"))
+    dup = first_duplicate([link.node for link in doc.inferred_pre_grad])
+    if dup is not NO_DUPLICATE:
+        problems.append(Problem("$.inferred_pre_grad", f"duplicate node {quote(dup)}"))
+    for field in ("without_source", "without_pre_grad"):
+        gaps = getattr(doc, field)
+        for i, gap in enumerate(gaps):
+            if not KERNEL_KEY_RE.search(gap.kernel):
+                problems.append(Problem(f"$.{field}[{i}].kernel", MSG_KERNEL_KEY))
+        dup = first_duplicate([gap.kernel for gap in gaps])
+        if dup is not NO_DUPLICATE:
+            problems.append(Problem(f"$.{field}", f"duplicate kernel {quote(dup)}"))
+
+
+def _check_diagnostics_v2(doc: DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4, problems: list[Problem]) -> None:
     # complete == not partial and coverage judged and no violation; say which condition fails
     lacking = [
         why

@@ -91,7 +91,7 @@ CURRENT_VERSIONS = {
     KERNEL_STACK_TRACES: "2",
     KERNEL_INFORMATION: "1",
     OPSPEC_DEBUG_HANDLES: "1",
-    DIAGNOSTICS: "3",
+    DIAGNOSTICS: "4",
     AUDIT: "1",
 }
 
@@ -424,7 +424,7 @@ def _from_jsonschema(error: Any, schema: dict[str, Any]) -> Iterator[Problem]:
         yield Problem(path, f"expected one of {', '.join(map(quote, expected))}, got {quote(value)}")
     elif kind == "minimum":
         yield Problem(path, f"must be >= {expected}, got {quote(value)}")
-    elif kind == "minLength" and expected == 1:  # the only minLength: diagnostics v2's backend
+    elif kind == "minLength" and expected == 1:  # diagnostics: backend (v2 on), a gap's why (v4)
         yield Problem(path, rules.MSG_EMPTY)
     elif kind is None:  # a `false` subschema
         yield Problem(path, "not allowed in this version")

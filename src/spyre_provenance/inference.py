@@ -1,0 +1,260 @@
+"""What the hook infers beyond a kernel's own nodes: source lines and pre-grad links.
+
+Inductor's provenance rides each kernel's origins (post-grad nodes) and each node's
+``from_node`` chain (pre-grad nodes). Three kinds of kernel fall through:
+
+- write-backs: functionalization ends a graph with ``copy_`` nodes that write a mutated
+  value back into its input (BatchNorm's running mean and variance); they carry no stack
+  trace and no ``from_node``, while the value they copy has both;
+- helpers of other nodes: the kernel that draws a graph's random seeds, a weight's layout
+  copy; their readers say what they are for;
+- gradients: the nodes autograd creates in the backward graph have no ``from_node`` chain
+  into the pre-grad graph, but AOTAutograd gives each the ``seq_nr`` of the forward op it
+  differentiates, and that forward op has its pre-grad nodes.
+
+Each inference is recorded with its reason (diagnostics ``inferred_sources`` and
+``inferred_pre_grad``), and a kernel that still has no source line or no pre-grad node is
+named with why (``without_source``, ``without_pre_grad``): nothing is claimed silently.
+
+Pure: no torch. The facts come in as a ``PostGradGraph`` whose ``facts`` the hook read from
+the FX graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from spyre_provenance.model.records import (
+    InferredPreGrad,
+    InferredSource,
+    KernelGap,
+    NodeMap,
+    PostGradGraph,
+)
+
+#: The op functionalization writes a mutated value back into its input with.
+WRITE_BACK_OP = "aten.copy_"
+
+
+def _computing(graph: PostGradGraph, name: str) -> str:
+    """``name``, or for a view the node it re-describes (Inductor folds views away)."""
+    seen = set()
+    node = graph.get(name)
+    while node is not None and node.is_view and node.inputs and name not in seen:
+        seen.add(name)
+        name = node.inputs[0]
+        node = graph.get(name)
+    return name
+
+
+def written_back(graph: PostGradGraph, name: str) -> str | None:
+    """The value a write-back node copies (looking through views), else None."""
+    node = graph.get(name)
+    if node is None or node.op != WRITE_BACK_OP or len(node.inputs) < 2:
+        return None
+    return _computing(graph, node.inputs[1])
+
+
+def _readers(graph: PostGradGraph, name: str) -> list[str]:
+    """The nodes reading ``name``, looking through views, in graph order."""
+    found: list[str] = []
+    pending, seen = list(graph.users(name)), {name}
+    while pending:
+        user = pending.pop(0)
+        if user in seen:
+            continue
+        seen.add(user)
+        node = graph.get(user)
+        if node is not None and node.is_view:
+            pending.extend(graph.users(user))
+        elif user not in found:
+            found.append(user)
+    return found
+
+
+# --- source lines ---------------------------------------------------------------------------
+
+
+def infer_sources(
+    kernels: Mapping[str, Sequence[str]],
+    own_traces: Mapping[str, Sequence[str]],
+    graph: PostGradGraph,
+    listed_because: Mapping[tuple[str, str], str] | None = None,
+) -> list[InferredSource]:
+    """Where each kernel without a stack trace of its own takes its source line from.
+
+    ``kernels``: kernel key -> its post-grad nodes (the mapping's list); ``own_traces``:
+    what Inductor's ``get_stack_traces`` gave each kernel; ``listed_because``: (node,
+    kernel) -> why the mapping lists a node the kernel's origins do not (``inlined``,
+    ``consumer``). In order of preference: a listed node that has a trace (it is computed
+    there, or it is what the kernel serves), the value a write-back copies, the nodes that
+    read what the kernel computes. Kernel order, then graph order.
+    """
+    listed_because = listed_because or {}
+    found: list[InferredSource] = []
+    for key, nodes in kernels.items():
+        if any(t.strip() for t in own_traces.get(key, ())):
+            continue
+        borrowed = [
+            InferredSource(key, n, listed_because.get((n, key), "inlined")) for n in nodes if graph.stack_trace(n)
+        ]
+        if not borrowed:
+            for name in nodes:
+                copied = written_back(graph, name)
+                if copied is not None and graph.stack_trace(copied):
+                    borrowed.append(InferredSource(key, copied, "write-back"))
+        if not borrowed:
+            readers = dict.fromkeys(r for n in nodes for r in _readers(graph, n) if r not in nodes)
+            borrowed = [InferredSource(key, r, "consumer") for r in readers if graph.stack_trace(r)]
+        found.extend(dict.fromkeys(borrowed))
+    return found
+
+
+def borrowed_traces(inferred: Sequence[InferredSource], graph: PostGradGraph) -> dict[str, list[str]]:
+    """Kernel key -> the stack traces its inferred sources give it, once each."""
+    traces: dict[str, list[str]] = {}
+    for link in inferred:
+        trace = graph.stack_trace(link.node)
+        if trace and trace not in traces.setdefault(link.kernel, []):
+            traces[link.kernel].append(trace)
+    return traces
+
+
+#: How a gap's reason names the option that fills it on stock Inductor.
+BEYOND_UPSTREAM = "--beyond-upstream"
+
+
+def source_gaps(
+    missing: Sequence[str],
+    kernels: Mapping[str, Sequence[str]],
+    graph: PostGradGraph,
+    not_taken: Sequence[InferredSource] = (),
+) -> list[KernelGap]:
+    """Why each kernel in ``missing`` (keys without a source line) has none. ``not_taken``:
+    what ``infer_sources`` found but the hook did not apply (stock Inductor's own stack
+    traces are kept unless asked)."""
+    offered = {}
+    for link in not_taken:
+        offered.setdefault(link.kernel, link)
+    gaps = []
+    for key in missing:
+        nodes = list(kernels.get(key, ()))
+        inputs = [n for n in nodes if (node := graph.get(n)) is not None and node.kind == "placeholder"]
+        if key in offered:
+            link = offered[key]
+            how = {"write-back": "the value it writes back", "consumer": "a node reading what it computes",
+                   "inlined": "a node computed inside it"}[link.why]
+            why = f"stock Inductor's stack traces give it none; {BEYOND_UPSTREAM} takes the one of {link.node}, {how}"
+        elif nodes and len(inputs) == len(nodes):
+            why = f"copies graph input {', '.join(inputs)}, and no node reading it carries a stack trace"
+        elif nodes:
+            why = (
+                f"its nodes ({', '.join(nodes)}) carry no stack trace, nor do the values they write back"
+                " or the nodes reading them"
+            )
+        else:
+            why = "lists no post-grad node"
+        gaps.append(KernelGap(key, why))
+    return gaps
+
+
+# --- pre-grad links -------------------------------------------------------------------------
+
+
+def forward_links(graph: PostGradGraph, post_to_pre: Mapping[str, Sequence[str]]) -> dict[int, list[str]]:
+    """A forward graph's autograd sequence numbers -> the pre-grad nodes of the op that
+    created each: the first node in graph order with that ``seq_nr`` and a pre-grad link
+    (AOTAutograd's own rule: later nodes of the same number created no autograd node)."""
+    links: dict[int, list[str]] = {}
+    for node in graph.nodes:
+        seq = graph.fact(node.name).seq_nr
+        if seq is not None and seq not in links and post_to_pre.get(node.name):
+            links[seq] = list(post_to_pre[node.name])
+    return links
+
+
+def infer_pre_grad(
+    graph: PostGradGraph,
+    pre_to_post: NodeMap,
+    post_to_pre: NodeMap,
+    forward: Mapping[int, Sequence[str]] | None = None,
+) -> list[InferredPreGrad]:
+    """Link post-grad compute nodes that no ``from_node`` chain links, in place: a
+    write-back to the pre-grad nodes of the value it copies, a gradient (``forward``: the
+    forward graph's ``forward_links``, for a backward graph) to those of the forward op
+    with its ``seq_nr``, then any node still unlinked to those of the nodes reading it.
+    Graph order; each node once."""
+    found: list[InferredPreGrad] = []
+
+    def link(name: str, pre: Sequence[str], why: str) -> None:
+        pre = list(dict.fromkeys(pre))
+        post_to_pre[name] = list(pre)
+        for p in pre:
+            posts = pre_to_post.setdefault(p, [])
+            if name not in posts:
+                posts.append(name)
+        found.append(InferredPreGrad(name, pre, why))
+
+    computing = [n for n in graph.nodes if n.computes]
+    for node in computing:
+        if post_to_pre.get(node.name):
+            continue
+        copied = written_back(graph, node.name)
+        if copied is not None and post_to_pre.get(copied):
+            link(node.name, post_to_pre[copied], "write-back")
+            continue
+        facts = graph.fact(node.name)
+        if forward is not None and facts.seq_nr is not None and not facts.gradient_acc and forward.get(facts.seq_nr):
+            link(node.name, forward[facts.seq_nr], "seq_nr")
+    for node in reversed(computing):  # readers first, so a chain of helpers links through
+        if post_to_pre.get(node.name):
+            continue
+        pre = [p for r in _readers(graph, node.name) for p in post_to_pre.get(r, ())]
+        if pre:
+            link(node.name, pre, "consumer")
+    found.sort(key=lambda link: graph.index(link.node))
+    return found
+
+
+def pre_grad_gaps(
+    missing: Sequence[str],
+    kernels: Mapping[str, Sequence[str]],
+    graph: PostGradGraph,
+    *,
+    pre_grad_known: bool,
+    backward: bool,
+    not_taken: Sequence[InferredPreGrad] = (),
+) -> list[KernelGap]:
+    """Why each kernel in ``missing`` (keys reaching no pre-grad node) reaches none.
+
+    ``pre_grad_known``: the compile's pre-grad graph id was at hand; ``not_taken``: what
+    ``infer_pre_grad`` found but the hook did not apply (stock Inductor's own mapping is
+    kept unless asked)."""
+    offered = {link.node: link for link in not_taken}
+    gaps = []
+    for key in missing:
+        nodes = [n for n in kernels.get(key, ()) if graph.get(n) is not None]
+        facts = [graph.fact(n) for n in nodes]
+        would = next((offered[n] for n in nodes if n in offered), None)
+        if not pre_grad_known:
+            why = "no pre-grad graph was logged for this compile"
+        elif would is not None:
+            how = {"seq_nr": "through the forward op it differentiates (seq_nr)", "write-back": "as the value it writes back",
+                   "consumer": "through the nodes reading it"}[would.why]
+            why = (
+                f"stock Inductor links only from_node chains; {BEYOND_UPSTREAM} links {would.node} to"
+                f" {', '.join(would.pre_grad)} {how}"
+            )
+        elif nodes and all(graph.get(n).kind == "placeholder" for n in nodes):
+            why = f"copies graph input {', '.join(nodes)}, which no linked node reads"
+        elif backward and facts and all(f.gradient_acc for f in facts):
+            why = "a gradient accumulation: it differentiates no forward op of its own"
+        elif backward and facts and all(f.seq_nr is None for f in facts):
+            why = "its nodes have no autograd sequence number and no from_node chain into the pre-grad graph"
+        elif backward:
+            seqs = sorted({f.seq_nr for f in facts if f.seq_nr is not None})
+            why = f"the forward op of its autograd sequence number ({', '.join(map(str, seqs))}) links no pre-grad node"
+        else:
+            why = "its nodes have no from_node chain into the pre-grad graph, nor do the nodes reading them"
+        gaps.append(KernelGap(key, why))
+    return gaps
