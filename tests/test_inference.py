@@ -141,17 +141,33 @@ def test_gradients_reach_the_pre_grad_nodes_of_the_forward_op_they_differentiate
         InferredPreGrad("mm_1", ["linear"], "seq_nr"),
         InferredPreGrad("sum_1", ["linear"], "seq_nr"),
         InferredPreGrad("conv_bwd", ["conv2d"], "seq_nr"),
+        # differentiates nothing of its own: it sums the gradients of the two ops it reads
+        InferredPreGrad("acc", ["conv2d", "linear"], "inputs"),
     ]
-    assert pre_to_post == {"linear": ["mm_1", "sum_1"], "conv2d": ["conv_bwd"]}
-    # the accumulation differentiates nothing, and nothing linked reads it or the fresh node
-    assert "acc" not in post_to_pre and "fresh" not in post_to_pre
+    assert pre_to_post == {"linear": ["mm_1", "sum_1", "acc"], "conv2d": ["conv_bwd", "acc"]}
+    # computed from the incoming gradient alone, which no forward node saved
+    assert "fresh" not in post_to_pre
     kernels = {"k_mm:1": ["mm_1"], "k_acc:2": ["acc"], "k_fresh:3": ["fresh"], "k_in:4": ["tangents_1"]}
-    gaps = inference.pre_grad_gaps(["k_acc:2", "k_fresh:3", "k_in:4"], kernels, backward, pre_grad_known=True, backward=True)
+    gaps = inference.pre_grad_gaps(["k_fresh:3", "k_in:4"], kernels, backward, pre_grad_known=True, backward=True)
     assert [g.why for g in gaps] == [
-        "a gradient accumulation: it differentiates no forward op of its own",
         "its nodes have no autograd sequence number and no from_node chain into the pre-grad graph",
         "copies graph input tangents_1, which no linked node reads",
     ]
+    acc_only = PostGradGraph([placeholder("g"), call("acc", "aten.add", "g")], facts={"acc": NodeFacts(gradient_acc=True)})
+    (gap,) = inference.pre_grad_gaps(["k:1"], {"k:1": ["acc"]}, acc_only, pre_grad_known=True, backward=True)
+    assert gap.why == "a gradient accumulation: it differentiates no forward op of its own"
+
+
+def test_a_backward_input_is_the_forward_value_saved_under_its_name(backward):
+    """A weight gradient a post-grad pattern fused loses its seq_nr; it is computed from a
+    value the forward saved (a placeholder named as the forward node), linked as there."""
+    graph = PostGradGraph(
+        [placeholder("view"), placeholder("tangents_1"), call("mm", "aten.mm", "tangents_1", "view")], outputs=("mm",)
+    )
+    post_to_pre: dict[str, list[str]] = {}
+    found = inference.infer_pre_grad(graph, {}, post_to_pre, {}, saved={"view": ["linear"]})
+    assert found == [InferredPreGrad("mm", ["linear"], "inputs")]
+    assert inference.infer_pre_grad(graph, {}, {}, {}, saved={}) == []
 
 
 def test_a_from_node_link_is_never_replaced(backward):

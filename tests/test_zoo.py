@@ -55,6 +55,43 @@ def test_exit_0_and_no_warning(zoo_case):
     assert ours == [], zoo_case.stderr[-2000:]
     assert "output vs eager: match" in zoo_case.stdout
     assert "VIOLATION" not in zoo_case.stdout and "PARTIAL" not in zoo_case.stdout
+    # a first compile into an empty folder: every bundle is this compile's (shared or own)
+    assert "STALE" not in zoo_case.stdout
+
+
+def test_every_kernel_has_a_source_line_and_a_pre_grad_node(zoo_case):
+    """Every kernel of every graph, forward and backward, leads to a line of the model and
+    to a pre-grad node (issue 25, points 2 and 3), and the summary counts the same."""
+    for graph in read_log_graphs(zoo_case.log):
+        if graph.output_code is None:
+            continue
+        coverage = graph.diagnostics["coverage"]
+        assert graph.diagnostics["without_source"] == [] and graph.diagnostics["without_pre_grad"] == []
+        assert coverage["kernels_with_source"] == coverage["kernels_with_pre_grad"] == coverage["kernels"] > 0
+        for key, traces in graph.stack_traces.items():
+            assert any(t.strip() for t in traces), key
+        post_to_pre = graph.node_mappings["postToPre"]
+        for key, nodes in graph.node_mappings["cppCodeToPost"].items():
+            assert any(post_to_pre.get(n) for n in nodes), key
+    lines = [line.strip() for line in zoo_case.stdout.splitlines()]
+    assert all(f"{c}/{c}" in line for line in lines if line.startswith("kernels with a source line:")
+               for c in [line.rsplit(" ", 1)[1].split("/")[1]])
+    assert all(line.rsplit(" ", 1)[1].split("/")[0] == line.rsplit(" ", 1)[1].split("/")[1]
+               for line in lines if line.startswith("kernels reaching a pre-grad node:"))
+
+
+def test_recompiles_give_each_compile_id_its_artifacts_and_page(compile_case):
+    """Three calls with new shapes: three compile ids, one graph folder, one set of valid
+    artifacts and one fully linked page each (the page checks run in the tests above)."""
+    compiled = compile_case(f"{MODELS}:recompiles", "--backend", "reference")
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr[-3000:]
+    ids = [g.compile_id for g in read_log_graphs(compiled.log) if g.output_code is not None]
+    assert ids == ["[0/0]", "[0/1]", "[0/2]"], ids
+    assert [p.name.split("_", 3)[3] for p in compiled.graph_dirs()] == ["0-0_inference", "0-1_inference", "0-2_inference"]
+    (header,) = [line for line in compiled.stdout.splitlines() if line.startswith("compiled ")]
+    assert "(as built, 3 calls)" in header
+    pages = [line.split("provenance page: ", 1)[1] for line in compiled.stdout.splitlines() if "provenance page: " in line]
+    assert [Path(p).name for p in pages] == [f"provenance_tracking_-_0_{i}_0.html" for i in range(3)]
 
 
 def test_every_artifact_is_valid(zoo_case):

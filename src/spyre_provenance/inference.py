@@ -106,8 +106,17 @@ def infer_sources(
         if not borrowed:
             readers = dict.fromkeys(r for n in nodes for r in _readers(graph, n) if r not in nodes)
             borrowed = [InferredSource(key, r, "consumer") for r in readers if graph.stack_trace(r)]
+        if not borrowed:
+            operands = dict.fromkeys(o for n in nodes for o in _operands(graph, n) if o not in nodes)
+            borrowed = [InferredSource(key, o, "inputs") for o in operands if graph.stack_trace(o)]
         found.extend(dict.fromkeys(borrowed))
     return found
+
+
+def _operands(graph: PostGradGraph, name: str) -> list[str]:
+    """The values ``name`` is computed from, looking through views, in input order."""
+    node = graph.get(name)
+    return list(dict.fromkeys(_computing(graph, i) for i in node.inputs)) if node is not None else []
 
 
 def borrowed_traces(inferred: Sequence[InferredSource], graph: PostGradGraph) -> dict[str, list[str]]:
@@ -143,14 +152,14 @@ def source_gaps(
         if key in offered:
             link = offered[key]
             how = {"write-back": "the value it writes back", "consumer": "a node reading what it computes",
-                   "inlined": "a node computed inside it"}[link.why]
+                   "inlined": "a node computed inside it", "inputs": "a value it is computed from"}[link.why]
             why = f"stock Inductor's stack traces give it none; {BEYOND_UPSTREAM} takes the one of {link.node}, {how}"
         elif nodes and len(inputs) == len(nodes):
             why = f"copies graph input {', '.join(inputs)}, and no node reading it carries a stack trace"
         elif nodes:
             why = (
-                f"its nodes ({', '.join(nodes)}) carry no stack trace, nor do the values they write back"
-                " or the nodes reading them"
+                f"its nodes ({', '.join(nodes)}) carry no stack trace, nor do the values they write back,"
+                " the nodes reading them or the values they are computed from"
             )
         else:
             why = "lists no post-grad node"
@@ -178,12 +187,16 @@ def infer_pre_grad(
     pre_to_post: NodeMap,
     post_to_pre: NodeMap,
     forward: Mapping[int, Sequence[str]] | None = None,
+    saved: Mapping[str, Sequence[str]] | None = None,
 ) -> list[InferredPreGrad]:
     """Link post-grad compute nodes that no ``from_node`` chain links, in place: a
     write-back to the pre-grad nodes of the value it copies, a gradient (``forward``: the
     forward graph's ``forward_links``, for a backward graph) to those of the forward op
-    with its ``seq_nr``, then any node still unlinked to those of the nodes reading it.
-    Graph order; each node once."""
+    with its ``seq_nr``, then a node still unlinked to those of the nodes reading it, and
+    last to those of the values it is computed from (a gradient accumulation; an op a
+    post-grad pattern fused, which loses its ``seq_nr``). A backward graph's inputs are
+    the forward's saved values under their forward names: ``saved`` is the forward's
+    ``postToPre``. Graph order; each node once."""
     found: list[InferredPreGrad] = []
 
     def link(name: str, pre: Sequence[str], why: str) -> None:
@@ -212,8 +225,24 @@ def infer_pre_grad(
         pre = [p for r in _readers(graph, node.name) for p in post_to_pre.get(r, ())]
         if pre:
             link(node.name, pre, "consumer")
+    saved = saved or {}
+    for node in computing:  # operands first, so a chain of accumulations links through
+        if post_to_pre.get(node.name):
+            continue
+        pre = [
+            p
+            for o in _operands(graph, node.name)
+            for p in (post_to_pre.get(o) or (saved.get(o, ()) if _is_input(graph, o) else ()))
+        ]
+        if pre:
+            link(node.name, pre, "inputs")
     found.sort(key=lambda link: graph.index(link.node))
     return found
+
+
+def _is_input(graph: PostGradGraph, name: str) -> bool:
+    node = graph.get(name)
+    return node is not None and node.kind == "placeholder"
 
 
 def pre_grad_gaps(
@@ -240,7 +269,7 @@ def pre_grad_gaps(
             why = "no pre-grad graph was logged for this compile"
         elif would is not None:
             how = {"seq_nr": "through the forward op it differentiates (seq_nr)", "write-back": "as the value it writes back",
-                   "consumer": "through the nodes reading it"}[would.why]
+                   "consumer": "through the nodes reading it", "inputs": "through the values it is computed from"}[would.why]
             why = (
                 f"stock Inductor links only from_node chains; {BEYOND_UPSTREAM} links {would.node} to"
                 f" {', '.join(would.pre_grad)} {how}"
@@ -255,6 +284,9 @@ def pre_grad_gaps(
             seqs = sorted({f.seq_nr for f in facts if f.seq_nr is not None})
             why = f"the forward op of its autograd sequence number ({', '.join(map(str, seqs))}) links no pre-grad node"
         else:
-            why = "its nodes have no from_node chain into the pre-grad graph, nor do the nodes reading them"
+            why = (
+                "its nodes have no from_node chain into the pre-grad graph, nor do the nodes reading them or the"
+                " values they are computed from"
+            )
         gaps.append(KernelGap(key, why))
     return gaps

@@ -277,6 +277,27 @@ def conv_groupnorm():
     return ConvGroupNorm(), (torch.randn(2, 4, 16),)
 
 
+class Recompiled(nn.Module):
+    """A block called with three input shapes: a static compile, then recompiles."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.softmax(torch.relu(self.fc(x)), dim=-1)
+
+
+def recompiles():
+    """Called three times (a list of input tuples): batch 2 compiles statically (0/0), batch
+    3 recompiles with a dynamic batch (0/1, automatic dynamic shapes), and a longer
+    sequence marked dynamic recompiles once more (0/2, ``mark_dynamic``)."""
+    torch.manual_seed(SEED)
+    longer = torch.randn(3, 6, 16)
+    torch._dynamo.mark_dynamic(longer, 1)
+    return Recompiled(), [(torch.randn(2, 4, 16),), (torch.randn(3, 4, 16),), (longer,)]
+
+
 #: name -> what the model is there to cover (the factory is the module attribute of that name)
 ZOO = {
     "attention": "scaled_dot_product_attention, views, chunk",
@@ -292,4 +313,5 @@ ZOO = {
     "param_free": "no parameters: training needs an input that requires grad",
     "gated_mlp": "RMSNorm and a SwiGLU MLP",
     "conv_groupnorm": "conv1d, group norm, average pooling, depthwise convolution",
+    "recompiles": "three calls with new shapes: compile ids 0/0, 0/1 (automatic dynamic), 0/2 (mark_dynamic)",
 }

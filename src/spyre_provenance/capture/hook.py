@@ -82,7 +82,8 @@ class Session:
         self._saved_level: int | None = None
         self._pre_grad_ids: dict[str, int] = {}  # compile id -> its pre-grad graph's id
         #: compile id -> its forward graph's seq_nr -> pre-grad nodes (``inference.forward_links``)
-        self._forward_links: dict[str, dict[int, list[str]]] = {}
+        #: and its postToPre (the backward's inputs are the forward's saved values, by name)
+        self._forward_links: dict[str, tuple[dict[int, list[str]], dict[str, list[str]]]] = {}
         self._current: tuple[int, GraphResult] | None = None  # the graph _finish_graph is on
         #: counts the provenance fields of every stage (``audit=True``); None: no audit, no cost
         self.probe = None
@@ -332,11 +333,15 @@ class Session:
             # reasons of the kernels it would have served (stock Inductor keeps torch's own)
             found_pre_grad = []
             if pre_grad_id is not None:
-                forward = self._forward_links.get(result.compile_id) if result.kind == "backward" else None
+                forward, saved = (
+                    self._forward_links.get(result.compile_id, ({}, {})) if result.kind == "backward" else (None, None)
+                )
                 maps = (pre_to_post, post_to_pre) if beyond else (_copy_map(pre_to_post), _copy_map(post_to_pre))
-                found_pre_grad = inference.infer_pre_grad(graph_model, *maps, forward)
+                found_pre_grad = inference.infer_pre_grad(graph_model, *maps, forward, saved)
             if result.kind == "forward":
-                self._forward_links[result.compile_id] = inference.forward_links(graph_model, post_to_pre)
+                self._forward_links[result.compile_id] = (
+                    inference.forward_links(graph_model, post_to_pre), _copy_map(post_to_pre)
+                )
             result.node_mappings = mapping.build_node_mappings(
                 records, pre_to_post, post_to_pre, diag.inferred
             )

@@ -40,11 +40,13 @@ COVERAGE_RULES = ("call-sites", "kernel-link", "node-reach", "opspec-handle", "f
 #: what a kernel that copies a graph input writes.
 INFERRED_REASONS = ("inlined", "consumer")
 #: Where a kernel without a stack trace of its own took its source line from: a node its
-#: mapping lists for one of INFERRED_REASONS, the value a write-back copies, or a reader.
-INFERRED_SOURCE_REASONS = ("inlined", "consumer", "write-back")
+#: mapping lists for one of INFERRED_REASONS, the value a write-back copies, a reader, or
+#: the values it is computed from (a gradient accumulation).
+INFERRED_SOURCE_REASONS = ("inlined", "consumer", "write-back", "inputs")
 #: Why a post-grad node is linked to pre-grad nodes beyond its from_node chain: the forward
-#: op it differentiates (autograd's seq_nr), the value it writes back, the nodes reading it.
-INFERRED_PRE_GRAD_REASONS = ("seq_nr", "write-back", "consumer")
+#: op it differentiates (autograd's seq_nr), the value it writes back, the nodes reading it,
+#: the values it is computed from.
+INFERRED_PRE_GRAD_REASONS = ("seq_nr", "write-back", "consumer", "inputs")
 
 #: Every artifact this project reads or writes, in the order reports list them.
 ARTIFACTS = (NODE_MAPPINGS, KERNEL_STACK_TRACES, KERNEL_INFORMATION, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS, AUDIT)
