@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 OUT    ?= out/demo
 
-.PHONY: venv demo test test-torch-next bench golden clean
+.PHONY: venv demo test test-models test-torch-next bench golden clean
 
 venv: $(STAMP)
 
@@ -27,8 +27,15 @@ demo: $(STAMP)
 PYTEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
+# `make test` leaves out the real-architecture zoo (marker `models`: 32 compiles of
+# transformers models, ~9 minutes on two workers here); `make test-models` runs it, and
+# .ci/run runs both.
 test: $(STAMP)
-	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not models" $(PYTEST_ARGS)
+
+# one compile per xdist group (tests/test_real_models.py), the groups spread over both workers
+test-models: $(STAMP)
+	$(PY) -m pytest $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup) -m models $(PYTEST_ARGS)
 
 # The next torch (issue 14): a second venv with torch $(TORCH_NEXT) (a CUDA build, ~5 GB,
 # runs on the CPU) and the tests that compile. Goldens are made with 2.13.0, so the tests
@@ -45,7 +52,7 @@ $(STAMP_NEXT): pyproject.toml
 	touch $(STAMP_NEXT)
 
 test-torch-next: $(STAMP_NEXT)
-	$(VENV_NEXT)/bin/python -m pytest -m compile $(XDIST) $(PYTEST_ARGS)
+	$(VENV_NEXT)/bin/python -m pytest -m "compile and not models" $(XDIST) $(PYTEST_ARGS)
 
 golden: $(STAMP)
 	$(VENV)/bin/spyre-provenance golden update

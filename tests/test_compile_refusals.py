@@ -40,3 +40,15 @@ def test_a_compile_that_fails_midway_leaves_nothing_behind(compile_case):
     (line,) = [l for l in done.stderr.splitlines() if l.startswith("spyre-provenance")]
     assert "torch.compile failed: RuntimeError: this model refuses to be compiled" in line
     assert _leftovers(done.out) == []  # no graph folder, no half-named log, no empty trace folder
+
+
+def test_a_real_mismatch_exits_1_though_the_model_draws_random_numbers(compile_case):
+    """Dropout makes compiled and eager draw different numbers, so they are compared on a
+    second compile that draws them as eager does: a difference the kernels make (here, a
+    branch taken only when compiled) is still a MISMATCH, exit 1, artifacts kept."""
+    done = compile_case(f"{REFUSED}:compiled_differs", "--backend", "reference", "--train", "--no-tlparse")
+    assert done.returncode == 1, done.stdout + done.stderr[-3000:]
+    assert "output vs eager: MISMATCH" in done.stdout
+    assert "compared on a second compile with fallback_random" in done.stdout
+    assert "aten.native_dropout.default at " in done.stdout and "refused.py:" in done.stdout
+    assert done.graph_dirs()

@@ -80,6 +80,19 @@ def test_every_kernel_has_a_source_line_and_a_pre_grad_node(zoo_case):
                for line in lines if line.startswith("kernels reaching a pre-grad node:"))
 
 
+def test_dropout_is_compared_on_a_compile_that_draws_as_eager_does(compile_case):
+    """Training with dropout: no mismatch the random numbers made; the summary says how it
+    compared and names the random ops by source line; the in-place dropout's bernoulli_
+    fallback call has its handle comment (the page tests above check it is linked)."""
+    compiled = compile_case(f"{MODELS}:dropout", "--backend", "reference", "--train")
+    check_lines = [line for line in compiled.stdout.splitlines() if "fallback_random" in line]
+    assert len(check_lines) == 1 and "models.py:" in check_lines[0], compiled.stdout
+    (forward, _backward) = [g for g in read_log_graphs(compiled.log) if g.output_code is not None]
+    assert any(key.startswith("torch.ops.aten.bernoulli_.float:") for key in forward.node_mappings["cppCodeToPost"])
+    inference = compile_case(f"{MODELS}:dropout", "--backend", "reference")
+    assert "fallback_random" not in inference.stdout  # dropout draws nothing in eval mode
+
+
 def test_recompiles_give_each_compile_id_its_artifacts_and_page(compile_case):
     """Three calls with new shapes: three compile ids, one graph folder, one set of valid
     artifacts and one fully linked page each (the page checks run in the tests above)."""

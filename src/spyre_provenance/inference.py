@@ -252,13 +252,14 @@ def pre_grad_gaps(
     *,
     pre_grad_known: bool,
     backward: bool,
+    beyond: bool = True,
     not_taken: Sequence[InferredPreGrad] = (),
 ) -> list[KernelGap]:
     """Why each kernel in ``missing`` (keys reaching no pre-grad node) reaches none.
 
-    ``pre_grad_known``: the compile's pre-grad graph id was at hand; ``not_taken``: what
-    ``infer_pre_grad`` found but the hook did not apply (stock Inductor's own mapping is
-    kept unless asked)."""
+    ``pre_grad_known``: the compile's pre-grad graph id was at hand; ``beyond``: the hook
+    completes the mapping (False: stock Inductor's own mapping is kept); ``not_taken``: what
+    ``infer_pre_grad`` found but the hook did not apply."""
     offered = {link.node: link for link in not_taken}
     gaps = []
     for key in missing:
@@ -275,7 +276,11 @@ def pre_grad_gaps(
                 f" {', '.join(would.pre_grad)} {how}"
             )
         elif nodes and all(graph.get(n).kind == "placeholder" for n in nodes):
-            why = f"copies graph input {', '.join(nodes)}, which no linked node reads"
+            why = f"copies graph input {', '.join(nodes)}" + (
+                ", which no linked node reads" if beyond else
+                f": stock Inductor's mapping lists only the input, which has no pre-grad node ({BEYOND_UPSTREAM}"
+                " lists the nodes reading the copy)"
+            )
         elif backward and facts and all(f.gradient_acc for f in facts):
             why = "a gradient accumulation: it differentiates no forward op of its own"
         elif backward and facts and all(f.seq_nr is None for f in facts):

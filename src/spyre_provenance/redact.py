@@ -51,6 +51,18 @@ _PACKAGES = re.compile(r"""(?:[A-Za-z]:)?[/\\][^\s"'`]*?[/\\](?:site|dist)-packa
 PROJECT_MARKERS = (".git", "pyproject.toml")
 
 
+def shown_path(path: str) -> str:
+    """A path as a summary line shows it: relative to the current folder when under it,
+    ``<site-packages>/...`` inside an installed package, else as it is."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive
+        relative = os.pardir
+    if not relative.startswith(os.pardir):
+        return relative
+    return _PACKAGES.sub("<site-packages>/", path, count=1)
+
+
 @dataclasses.dataclass(frozen=True)
 class Redactor:
     """Rewrites absolute paths: ``(prefix, replacement)`` rules, longest prefix first."""

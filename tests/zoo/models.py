@@ -298,6 +298,28 @@ def recompiles():
     return Recompiled(), [(torch.randn(2, 4, 16),), (torch.randn(3, 4, 16),), (longer,)]
 
 
+class DepthwiseDropout(nn.Module):
+    """A depthwise convolution with BatchNorm, then dropout twice: in place (Inductor's
+    ``bernoulli_`` fallback) and not (its own random kernel, seeded by a seed kernel)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depthwise = nn.Conv2d(4, 4, 3, padding=1, groups=4)
+        self.norm = nn.BatchNorm2d(4)
+        self.drop_inplace = nn.Dropout(0.2, inplace=True)
+        self.drop = nn.Dropout(0.1)
+        self.head = nn.Linear(4, 3)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.drop_inplace(torch.relu(self.norm(self.depthwise(x))).mean(dim=(2, 3)))
+        return self.head(self.drop(h))
+
+
+def dropout():
+    torch.manual_seed(SEED)
+    return DepthwiseDropout(), (torch.randn(4, 4, 6, 6),)
+
+
 #: name -> what the model is there to cover (the factory is the module attribute of that name)
 ZOO = {
     "attention": "scaled_dot_product_attention, views, chunk",
@@ -314,4 +336,5 @@ ZOO = {
     "gated_mlp": "RMSNorm and a SwiGLU MLP",
     "conv_groupnorm": "conv1d, group norm, average pooling, depthwise convolution",
     "recompiles": "three calls with new shapes: compile ids 0/0, 0/1 (automatic dynamic), 0/2 (mark_dynamic)",
+    "dropout": "dropout in place and not (random numbers), a depthwise convolution, BatchNorm write-backs",
 }

@@ -1,4 +1,4 @@
-"""Models ``compile`` must refuse or fail on cleanly (tests/test_compile_refusals.py)."""
+"""Models ``compile`` must refuse, fail on cleanly or find wanting (tests/test_compile_refusals.py)."""
 
 from __future__ import annotations
 
@@ -40,3 +40,23 @@ class FailsCompiled(nn.Module):
 def fails_compiled():
     _CALLS["n"] = 0
     return FailsCompiled(), (torch.randn(4, 8),)
+
+
+class CompiledDiffers(nn.Module):
+    """Computes something else once compiled (a real mismatch, not a kernel bug of the
+    tool's), and draws random numbers: the fair comparison with eager (a second compile
+    with fallback_random) must still find it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.drop(self.fc(x))
+        return h * 2 if torch.compiler.is_compiling() else h
+
+
+def compiled_differs():
+    torch.manual_seed(0)
+    return CompiledDiffers(), (torch.randn(4, 8),)

@@ -108,8 +108,7 @@ class Session:
             seen.add(id(module))
             self._patch(module, TRACING_FUNCTION, self._wrap_tracing(getattr(module, TRACING_FUNCTION)))
         self._patch(inductor_debug, DUMP_FUNCTION, self._wrap_dump(getattr(inductor_debug, DUMP_FUNCTION)))
-        if self.backend.extends_upstream:
-            self._announce_fallbacks()
+        self._announce_fallbacks()  # on stock Inductor too: torch's own mapping then lists them
         if config.trace.provenance_tracking_level == 0:
             self._saved_level = 0
             config.trace.provenance_tracking_level = 1
@@ -169,7 +168,10 @@ class Session:
         ``ScatterFallback`` and ``IndexPutFallback`` write their call (``aten.scatter_reduce_.two(...)``)
         without the ``codegen_comment`` other extern kernels get, so the call site has no
         handle and no page links it. Calling it first takes the handle through the same
-        tracing function and writes the comment on the line before the call.
+        tracing function and writes the comment on the line before the call. Done on
+        every backend: Inductor's own tracing records the call site, so on stock Inductor
+        torch's own mapping lists it too (and still equals the hook's), and its page links
+        it; the handles after it count one more than in an untracked compile.
         """
         from torch._inductor import ir
 
@@ -437,6 +439,7 @@ class Session:
             verdict.without_pre_grad, kernels, graph_model,
             pre_grad_known=self._pre_grad_ids.get(result.compile_id) is not None,
             backward=result.kind == "backward",
+            beyond=self.backend.extends_upstream,
             not_taken=pre_grad_not_taken,
         )
         return verdict.linked
@@ -538,23 +541,13 @@ def _copy_map(node_map: dict[str, list[str]]) -> dict[str, list[str]]:
 def _random_ops(found: list[tuple[str, str | None]]) -> list[RandomOp]:
     """The random ops of a graph with the user's line each came from, once each."""
     from spyre_provenance.backends.opspec import source_from_stack_trace
+    from spyre_provenance.redact import shown_path
 
     ops: dict[RandomOp, None] = {}
     for op, trace in found:
         where = source_from_stack_trace(trace)
-        ops[RandomOp(op, None if where is None else f"{_shown_path(where.file)}:{where.start_line}")] = None
+        ops[RandomOp(op, None if where is None else f"{shown_path(where.file)}:{where.start_line}")] = None
     return list(ops)
-
-
-def _shown_path(path: str) -> str:
-    """``path`` relative to the current folder when it is under it, else as it is."""
-    import os
-
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:  # another drive
-        return path
-    return path if relative.startswith(os.pardir) else relative
 
 
 def _check_diagnostics(document: dict[str, Any]) -> None:

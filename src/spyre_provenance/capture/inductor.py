@@ -177,6 +177,8 @@ class Inductor:
             tagged = torch.Tag.nondeterministic_seeded in target.tags
             if not tagged and target._overloadpacket.__name__ not in drawing:
                 continue
+            if tagged and _draws_nothing(node, target):
+                continue
             original = node.meta.get("original_aten")
             trace = node.meta.get("stack_trace")
             found[(str(original if original is not None else target), trace if isinstance(trace, str) else None)] = None
@@ -228,6 +230,22 @@ class Inductor:
         import torch._inductor.debug as inductor_debug
 
         inductor_debug._inductor_kernel_stack_trace = dict(stack_traces or {})
+
+
+#: The argument that says how many numbers a seeded op draws: attention's dropout, a
+#: dropout's or bernoulli's probability. At 0 (a constant) the op draws none.
+_PROBABILITY_ARGUMENTS = ("dropout_p", "p")
+
+
+def _draws_nothing(node: Any, target: Any) -> bool:
+    """A seeded op called with a constant probability of 0: attention with
+    ``dropout_p=0.0`` (Hugging Face's default in evaluation and in many configs)."""
+    for position, argument in enumerate(target._schema.arguments):
+        if argument.name not in _PROBABILITY_ARGUMENTS:
+            continue
+        value = node.kwargs.get(argument.name, node.args[position] if position < len(node.args) else argument.default_value)
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0
+    return False
 
 
 def _facts(meta: dict[str, Any]) -> NodeFacts:

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 # what CompileReport.compared says when the graphs draw random numbers (capture.compile_run;
 # a literal here: the command line's summary must not import torch's side to read it)
 COMPARED_FALLBACK_RANDOM = "fallback_random"
+#: Below this, every output of a model is so small that any output would match eager.
+TINY_OUTPUTS = 1e-6
 
 #: Violations listed per graph; the rest are counted.
 SHOWN_VIOLATIONS = 10
@@ -107,6 +109,29 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
         if report.run_error is None
         else f"  output vs eager: NOT CHECKED: the compiled code failed as it ran ({report.run_error})",
     ]
+    precision = report.precision
+    if report.run_error is None and precision is not None:
+        lines[1] = (
+            f"  output vs eager: {'match within float32 precision' if precision.within else 'MISMATCH'} "
+            f"(max abs error {report.max_abs_error:.3g})"
+        )
+        lines.append(
+            f"    past the tolerance, so compared with a float64 run of eager (Dynamo's accuracy rule): eager"
+            f" float32 itself is {precision.eager_max_error:.3g} off it"
+            + (", so the model amplifies rounding" if precision.eager_max_error > report.max_abs_error / 10 else "")
+            + f"; at worst the compiled output's RMSE from it is {precision.compiled_rmse:.3g} where eager's is"
+            f" {precision.eager_rmse:.3g}"
+            + (
+                f" (within {precision.multiplier:g}x eager's own)"
+                if precision.within
+                else f" (more than {precision.multiplier:g}x eager's own)"
+            )
+        )
+    if report.run_error is None and report.graphs and 0 < report.output_scale < TINY_OUTPUTS:
+        lines.append(
+            f"    note: every output is below {TINY_OUTPUTS:g} in magnitude ({report.output_scale:.3g}): the"
+            " comparison says little about the kernels"
+        )
     if report.run_error is None and report.compared == COMPARED_FALLBACK_RANDOM:
         ops = report.random_ops
         shown = ", ".join(map(str, ops[:3])) + (f" and {len(ops) - 3} more" if len(ops) > 3 else "")
