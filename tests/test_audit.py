@@ -302,6 +302,20 @@ def test_drops_are_the_first_fall_only() -> None:
     assert drops == [audit.Drop("stack_trace", "post_grad", "pre_grad", ["c"]), audit.Drop("from_node", "post_grad", None, ["a", "b", "c"])]
 
 
+def test_a_drop_line_names_twelve_nodes_and_counts_the_rest() -> None:
+    """A real model's backward lacks nn_module_stack on hundreds of nodes: the line stays
+    readable, the JSON document keeps every name."""
+    names = [f"n{i}" for i in range(21)]
+    stages = [audit.Stage("post_grad", names, {"from_node": audit.count(names, [True] + [False] * 20)})]
+    (drop,) = audit.find_drops(stages)
+    assert drop.nodes == names[1:]
+    names = names[1:]
+    text = audit.drop_text(drop, stages)
+    assert text.endswith(f": {', '.join(names[:12])} and 8 more lack it"), text
+    short = audit.drop_text(audit.Drop("from_node", "post_grad", None, names[:12]), stages)
+    assert short.endswith(f": {', '.join(names[:12])} lack it")
+
+
 # --- golden: a dropped field is a readable line -------------------------------------------------
 
 

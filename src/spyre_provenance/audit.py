@@ -303,10 +303,17 @@ def cell(c: FieldCount | None) -> str:
     return f"{mark} {c.present}/{c.total}"
 
 
+#: Nodes a drop line names; the rest are counted (the JSON document lists every one): a
+#: real model's backward lacks nn_module_stack on some 300 nodes.
+SHOWN_NODES = 12
+
+
 def drop_text(drop: Drop, stages: Sequence[Stage]) -> str:
     by_name = {s.name: s for s in stages}
     here = by_name[drop.stage].fields[drop.field]
-    lacking = f": {', '.join(drop.nodes)} lack it" if drop.nodes else ""
+    shown = ", ".join(drop.nodes[:SHOWN_NODES])
+    more = f" and {len(drop.nodes) - SHOWN_NODES} more" if len(drop.nodes) > SHOWN_NODES else ""
+    lacking = f": {shown}{more} lack it" if drop.nodes else ""
     if drop.since is None and here.present == 0:
         return f"{drop.field}: empty where first counted, {STAGE_TITLES[drop.stage]} ({_ratio(here)}): reachable, never set"
     if drop.since is None:

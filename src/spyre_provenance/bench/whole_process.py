@@ -53,7 +53,7 @@ TARGET = 1.03
 SECTION = 6  # its number in make bench's table
 
 
-FULL = ("4-step residual", "4-step residual, training")
+FULL = ("4-step residual", "4-step residual, training", "granite, training")
 QUICK = ("tiny, training",)  # the smoke run: both graphs of a training compile, in seconds
 
 

@@ -16,17 +16,41 @@ from typing import NamedTuple
 
 class Row(NamedTuple):
     label: str
-    model: str  # a name in bench.models.MODELS
+    model: str  # a name in bench.models.MODELS, or a PATH.py:FACTORY of the repository's zoo
     train: bool  # forward + backward (parameters require grad) instead of no_grad
 
+
+#: The real decoder LLM of the test zoo (a tiny Granite from transformers, random weights):
+#: what a user's model costs, not a hand-made one. Needs the [models] extra.
+GRANITE = "tests/zoo/hf_models.py:granite"
 
 ROWS = {
     "4-step residual": Row("4-step residual, no_grad", "4-step residual", False),
     "4-step residual, training": Row("4-step residual, training", "4-step residual", True),
+    "granite": Row("Granite (transformers, 2 layers), no_grad", GRANITE, False),
+    "granite, training": Row("Granite (transformers, 2 layers), training", GRANITE, True),
     "mlp, training": Row("mlp, training", "mlp", True),
     "tiny": Row("tiny, no_grad", "tiny", False),
     "tiny, training": Row("tiny, training", "tiny", True),
 }
+
+
+def _load(model: str):
+    """The row's model: a benchmark model by name, or a zoo factory by path (the
+    repository's, as ``make bench`` runs from a checkout)."""
+    if ":" not in model:
+        from spyre_provenance.bench.models import MODELS
+
+        return MODELS[model]()
+    import importlib.util
+    from pathlib import Path
+
+    path, _, factory = model.partition(":")
+    root = Path(__file__).resolve().parents[3]  # src/spyre_provenance/bench -> the checkout
+    spec = importlib.util.spec_from_file_location("spyre_bench_zoo", root / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, factory)()
 
 
 def child(arm: str, row_name: str) -> dict:
@@ -53,11 +77,9 @@ def child(arm: str, row_name: str) -> dict:
     import torch._inductor.config
     import torch._inductor.debug  # noqa: F401
 
-    from spyre_provenance.bench.models import MODELS
-
     phase("import torch")
     row = ROWS[row_name]
-    model, inputs = MODELS[row.model]()
+    model, inputs = _load(row.model)
     model.train(row.train)
     phase("model")
     if arm == "B":
@@ -80,12 +102,19 @@ def child(arm: str, row_name: str) -> dict:
         with timing:
             out = torch.compile(model)(*inputs)
             if row.train:
-                out.sum().backward()
+                _first_tensor(out).sum().backward()
         phase("compile and run")
         tracking.__exit__(None, None, None)
         phase("leave tracking")
     shape = _shape(row_name, session) if arm == "A" else None
     return {"phases": phases, "in_seams": in_seams[0], "shape": shape}
+
+
+def _first_tensor(out: object):
+    """The output to differentiate: a tensor, or a model output's first (its logits)."""
+    if isinstance(out, dict):
+        return next(iter(out.values()))
+    return out[0] if isinstance(out, (tuple, list)) else out
 
 
 def _shape(row_name: str, session: object) -> list[int]:
