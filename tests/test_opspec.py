@@ -197,6 +197,24 @@ def test_id_is_63_bit_and_content_derived() -> None:
     assert h == _sample_handle()  # same content, same id
 
 
+def test_the_backend_and_the_golden_normalizer_compute_one_id() -> None:
+    """One rule (``model.handles.handle_id``): a handle the backend builds and its flattened
+    artifact entry hash alike, torch-spyre's ``reason=None`` included (written as "")."""
+    from spyre_provenance import golden
+
+    step = opspec.ProvenanceTransform("rewrite", "spyre.pass")  # reason None, as torch-spyre's default
+    child = opspec.make_handle(None, "aten.mul.Tensor", ("mul",))
+    handle = opspec.make_handle(opspec.SourceLoc("m.py", 3), None, ("mul", "add", "buf0"), (child,), (step,))
+    table = mapping.build_opspec_artifact([
+        records.KernelRecord("k", 1, ["mul", "add"], opspecs=[
+            records.OpSpecRecord("add", False, buffer="buf0", debug_handle=opspec.debug_handle_record(handle))
+        ])
+    ])["handles"]
+    assert table[str(handle.id)]["transform_history"] == [{"kind": "rewrite", "pass_name": "spyre.pass", "reason": ""}]
+    for hid, entry in table.items():
+        assert golden.handle_id(entry) == hid
+
+
 def test_id_changes_with_any_content() -> None:
     base = make_handle(SourceLoc(USER_FILE, 3), "aten.relu.default", ("relu", "buf1"))
     variants = [

@@ -40,6 +40,7 @@ import msgspec
 
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.mapping import kernels_by_node, kernels_of_users
+from spyre_provenance.model.handles import named_nodes
 from spyre_provenance.model.records import (
     FACTORY_OPS,
     CoverageCounts,
@@ -296,21 +297,14 @@ def _own_nodes(handle: Mapping[str, Any], buffers: Iterable[str]) -> list[str]:
 
 
 def handle_nodes(hid: str, handles: Mapping[str, Any], buffers: Iterable[str]) -> list[str]:
-    """Nodes a flattened handle names: its ir_chain and its constituents' (buffers are not
-    nodes), in breadth-first order, once each."""
-    buffers = set(buffers)
-    found: list[str] = []
-    pending, seen = [hid], set()
-    while pending:
-        current = pending.pop(0)
-        if current in seen or not isinstance(handles.get(current), Mapping):
-            continue
-        seen.add(current)
-        for name in _own_nodes(handles[current], buffers):
-            if name not in found:
-                found.append(name)
-        pending.extend(handles[current].get("fused_from") or ())
-    return found
+    """Nodes a handle of the artifact's flattened table names (``model.handles.named_nodes``;
+    an id missing from the table names nothing)."""
+
+    def entry(key: str) -> Mapping[str, Any]:
+        found = handles.get(key)
+        return found if isinstance(found, Mapping) else {}
+
+    return named_nodes(hid, lambda key: entry(key).get("ir_chain") or (), lambda key: entry(key).get("fused_from") or (), buffers)
 
 
 def _fused(hid: str, handles: Mapping[str, Any], buffers: set[str], place: str, found: _Findings, seen: set[str]) -> None:

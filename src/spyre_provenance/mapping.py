@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from spyre_provenance.model.handles import named_nodes
 from spyre_provenance.model.names import MAP_FIELDS
 from spyre_provenance.model.records import (
     BundleHandlesV4,
@@ -86,20 +87,8 @@ def _link(pre_to_post: NodeMap, post_to_pre: NodeMap, pre: str, post: str) -> No
 
 
 def handle_nodes(handle: DebugHandle, buffers: Iterable[str]) -> list[str]:
-    """Post-grad nodes a DebugHandle names: its ir_chain and its fused constituents'.
-
-    ``ir_chain`` ends with the buffer the OpSpec writes; buffers are not graph nodes.
-    """
-    skip = set(buffers)
-    found: list[str] = []
-    pending = [handle]
-    while pending:
-        current = pending.pop(0)
-        for name in current.ir_chain:
-            if name not in skip and name not in found:
-                found.append(name)
-        pending.extend(current.fused_from)
-    return found
+    """Post-grad nodes a DebugHandle record names (``model.handles.named_nodes``)."""
+    return named_nodes(handle, lambda h: h.ir_chain, lambda h: h.fused_from, buffers)
 
 
 class KernelNodes(msgspec.Struct, frozen=True):

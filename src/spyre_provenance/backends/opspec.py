@@ -23,15 +23,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import importlib.util
-import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from spyre_provenance.model import records
+from spyre_provenance.model.handles import handle_id
 
 # --- the dataclasses (field names, order and defaults as in torch-spyre main) -------------
 
@@ -133,7 +132,6 @@ TRANSFORMS_META_KEY = "spyre_provenance_transforms"
 LOWERING_FUSION_PASS = "inductor.lowering"
 
 _FRAME_RE = re.compile(r'File "([^"]+)", line (\d+)')
-_ID_MASK = (1 << 63) - 1
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
@@ -203,23 +201,15 @@ def stable_id(
     fused_from: Sequence[DebugHandle] = (),
     transform_history: Sequence[ProvenanceTransform] = (),
 ) -> int:
-    """A handle's id: BLAKE2b-64 of its canonical JSON content, masked to 63 bits.
-
-    Pure function of content (sorted-key JSON, children by their own ids), so it is the same
-    across runs, processes and PYTHONHASHSEED values; it changes when the source path does,
-    which is why the golden normalizer recomputes ids after rewriting paths. 63 bits keep it a
-    non-negative signed 64-bit integer.
-    """
-    content = {
-        "source": source.to_dict() if source else None,
-        "aten_op": aten_op,
-        "ir_chain": list(ir_chain),
-        "fused_from": [str(h.id) for h in fused_from],
-        "transform_history": [t.to_dict() for t in transform_history],
-    }
-    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    digest = hashlib.blake2b(canonical.encode("ascii"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") & _ID_MASK
+    """A handle's id from its content (``model.handles.handle_id``, the one rule), children
+    by their own ids."""
+    return handle_id(
+        source.to_dict() if source else None,
+        aten_op,
+        ir_chain,
+        [h.id for h in fused_from],
+        [t.to_dict() for t in transform_history],
+    )
 
 
 def make_handle(

@@ -392,7 +392,7 @@ class Session:
         self._emit_diagnostics(result, graph_key)
         return None if not validated else msgspec.to_builtins(result.node_mappings)
 
-    def _check_bundles(self, records: list[KernelRecord], graph_key: int) -> BundleHandles | None:
+    def _check_bundles(self, records: list[KernelRecord], graph_key: int) -> BundleHandlesV4 | None:
         """Each kernel's SuperDSC bundles as served against its OpSpecs; None: no backend
         bundles to check. Read when the graph is complete, not at ``define_kernel``:
         torch-spyre makes (or finds in its cache) a kernel's bundles when the generated

@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-import hashlib
 import json
 import os
 import re
@@ -27,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from spyre_provenance.golden.cases import source_checkout
+from spyre_provenance.model import handles
 from spyre_provenance.model.names import AUDIT, KERNEL_INFORMATION, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.redact import Redactor, path_variants
 
 ADDRESS = re.compile(r"(?<![0-9A-Za-z])0x[0-9a-fA-F]{8,16}(?![0-9A-Za-z])")
 ADDRESS_TEXT = "0xADDR"
 _FRAME_FILE = re.compile(r'(File ")([^"\n]+)(")')
-_ID_MASK = (1 << 63) - 1
 #: Not a provenance artifact but normalized like one: the golden file of the SuperDSC
 #: bundles' ``debug_handle_`` values (``{"format": 1, "bundles": {path: handle}}``).
 BUNDLE_HANDLES = "superdsc_bundle_handles"
@@ -229,22 +228,18 @@ def _normalize_handle_tree(handle: dict[str, Any], roots: Roots, depth: int) -> 
 
 
 def handle_id(entry: Mapping[str, Any]) -> str:
-    """A handle's id from its content: BLAKE2b-64 of its sorted-key JSON, 63 bits, as text.
-
-    The function the reference backend uses for its ids (``backends.opspec.stable_id``), on
-    the flattened form (children by id), so a handle whose paths are already normalized
-    keeps its id.
-    """
-    content = {
-        "source": entry.get("source"),
-        "aten_op": entry.get("aten_op"),
-        "ir_chain": list(entry.get("ir_chain") or []),
-        "fused_from": [str(c) for c in entry.get("fused_from") or []],
-        "transform_history": list(entry.get("transform_history") or []),
-    }
-    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    digest = hashlib.blake2b(canonical.encode("ascii"), digest_size=8).digest()
-    return str(int.from_bytes(digest, "big") & _ID_MASK)
+    """A handle's id from its flattened (table) form, children by id, as text: the one
+    rule (``model.handles.handle_id``) the reference backend makes its ids with, so a
+    handle whose paths are already normalized keeps its id."""
+    return str(
+        handles.handle_id(
+            entry.get("source"),
+            entry.get("aten_op"),
+            entry.get("ir_chain") or [],
+            entry.get("fused_from") or [],
+            entry.get("transform_history") or [],
+        )
+    )
 
 
 # --- the serializer -------------------------------------------------------------------------------

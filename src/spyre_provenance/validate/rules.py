@@ -30,6 +30,7 @@ from spyre_provenance.model.detect import (
     key_path,
     quote,
 )
+from spyre_provenance.model.handles import HANDLE_ID_LIMIT
 from spyre_provenance.model.names import (
     AUDIT,
     COVERAGE_RULES,
@@ -60,7 +61,6 @@ from spyre_provenance.model.wire import (
 )
 from spyre_provenance.validate.audit_rules import check_audit, check_audit_types  # noqa: F401 - re-exported
 
-HANDLE_ID_LIMIT = 2**63
 _HANDLE_ID_RE = re.compile(HANDLE_ID_PATTERN)
 
 MSG_KERNEL_KEY = 'not a kernel key "<kernel>:<N>" (N a positive integer)'
