@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).parents[1] / "src" / "spyre_provenance"
 LAYERS = (
     ("errors", "support"),  # exceptions and warnings; atomic writes, gc pause
     ("model",),  # records, wire form, names, detection, folder names
-    ("mapping", "redact", "inference"),  # records -> artifacts; the one path rewriter; links beyond origins
+    ("mapping", "redact", "inference", "pairing"),  # records -> artifacts; paths; links beyond origins; two runs paired
     ("validate", "logs"),  # the two engines, path walking; TORCH_TRACE reading, call sites
     ("coverage",),  # one judge, on a compile or on a log
     ("golden", "audit"),  # cases, normalize, store, diff, the regression check; the provenance audit

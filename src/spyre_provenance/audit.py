@@ -37,6 +37,7 @@ from spyre_provenance.model.audit import (
     Toolchain,
 )
 from spyre_provenance.model.names import AUDIT
+from spyre_provenance.pairing import pair_graphs, pair_kernels
 from spyre_provenance.validate import schemas
 
 JSON_FILE = f"{AUDIT}.json"
@@ -175,7 +176,7 @@ def compare(old: AuditV1, new: AuditV1) -> Changes:
     for key in ("model", "dtype", "backend", "train"):
         if getattr(old, key) != getattr(new, key):
             lines.append(f"{key}: {json.dumps(getattr(old, key))} -> {json.dumps(getattr(new, key))}")
-    for graph_old, graph_new in _pair_graphs(old.graphs, new.graphs):
+    for graph_old, graph_new in pair_graphs(old.graphs, new.graphs, lambda g: (g.compile_id, g.graph)):
         if graph_new is None:
             lines.append(f"graph {_graph_label(graph_old)}: only in the previous run")
             continue
@@ -191,26 +192,6 @@ def compare(old: AuditV1, new: AuditV1) -> Changes:
 
 def _graph_label(graph: GraphAudit) -> str:
     return f"{graph.compile_id} {graph.graph}"
-
-
-def _pair_graphs(a: list[GraphAudit], b: list[GraphAudit]) -> list[tuple[GraphAudit | None, GraphAudit | None]]:
-    """Same compile id and kind pair up; what is left pairs by position."""
-    ids_b = {(g.compile_id, g.graph): g for g in b}
-    pairs: list[tuple[GraphAudit | None, GraphAudit | None]] = []
-    used: set[int] = set()
-    left_a = []
-    for g in a:
-        other = ids_b.get((g.compile_id, g.graph))
-        if other is not None and id(other) not in used:
-            used.add(id(other))
-            pairs.append((g, other))
-        else:
-            left_a.append(g)
-    left_b = [g for g in b if id(g) not in used]
-    for i, g in enumerate(left_a):
-        pairs.append((g, left_b[i] if i < len(left_b) else None))
-    pairs += [(None, g) for g in left_b[len(left_a):]]
-    return pairs
 
 
 def _ratio(c: FieldCount) -> str:
@@ -255,27 +236,16 @@ def _compare_stages(head: str, old: GraphAudit, new: GraphAudit, lines: list[str
 
 
 def _compare_kernels(head: str, old: list[KernelAudit], new: list[KernelAudit], lines: list[str], failures: list[str]) -> None:
-    by_key_new = {k.key: k for k in new}
-    pairs: list[tuple[KernelAudit, KernelAudit]] = []
-    gone = []
-    for k in old:
-        if k.key in by_key_new:
-            pairs.append((k, by_key_new.pop(k.key)))
-        else:
-            gone.append(k)
-    added = list(by_key_new.values())
-    for k in list(gone):  # a rename: the same post-grad nodes, else the same handle N
-        match = next((n for n in added if n.nodes and n.nodes == k.nodes), None)
-        match = match or next((n for n in added if n.key.rsplit(":", 1)[1] == k.key.rsplit(":", 1)[1]), None)
-        if match is not None:
-            lines.append(f"{head}: kernel renamed: {k.key} -> {match.key}")
-            pairs.append((k, match))
-            gone.remove(k)
-            added.remove(match)
-    for k in gone:
-        lines.append(f"{head}: kernel removed: {k.key} (was [{', '.join(k.nodes)}])")
-    for k in added:
-        lines.append(f"{head}: kernel added: {k.key} -> [{', '.join(k.nodes)}]")
+    by_key_old, by_key_new = {k.key: k for k in old}, {k.key: k for k in new}
+    paired = pair_kernels({k.key: k.nodes for k in old}, {k.key: k.nodes for k in new})
+    pairs = [(k, by_key_new[k.key]) for k in old if k.key in by_key_new]
+    for old_key, new_key in paired.renamed.items():
+        lines.append(f"{head}: kernel renamed: {old_key} -> {new_key}")
+        pairs.append((by_key_old[old_key], by_key_new[new_key]))
+    for key in paired.removed:
+        lines.append(f"{head}: kernel removed: {key} (was [{', '.join(by_key_old[key].nodes)}])")
+    for key in paired.added:
+        lines.append(f"{head}: kernel added: {key} -> [{', '.join(by_key_new[key].nodes)}]")
     for a, b in pairs:
         if a.mapped and not b.mapped:
             line = f"{head}: kernel {b.key} lost its mapping (was [{', '.join(a.nodes)}])"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from spyre_provenance import coverage
+from spyre_provenance import coverage, pairing
 from spyre_provenance.model.records import BundleHandlesV4
 from spyre_provenance.validate.paths import validate_paths
 
@@ -177,14 +177,11 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
 def pair_graphs(graphs: list, logged: list[GraphCheck]) -> list[GraphCheck | None]:
     """For each graph the hook recorded, the log's graph of the same compile id (the n-th
     of that id for the n-th), or None when the log has no such graph."""
-    pending: dict[str, list[GraphCheck]] = {}
-    for check in logged:
-        pending.setdefault(check.compile_id.strip("[]"), []).append(check)
-    paired: list[GraphCheck | None] = []
-    for graph in graphs:
-        queue = pending.get(graph.compile_id, [])
-        paired.append(queue.pop(0) if queue else None)
-    return paired
+    pairs = pairing.pair_graphs(
+        [(g.compile_id, g) for g in graphs], [(c.compile_id.strip("[]"), c) for c in logged], lambda g: g[0],
+        by_position=False,
+    )
+    return [theirs[1] if theirs is not None else None for mine, theirs in pairs if mine is not None]
 
 
 def _bundle_lines(bundles: BundleHandlesV4 | None) -> list[str]:

@@ -25,6 +25,7 @@ from spyre_provenance.golden.cases import manifest_hints
 from spyre_provenance.golden.normalize import Roots
 from spyre_provenance.golden.store import ARTIFACT_FILES, Provenance
 from spyre_provenance.model import wire
+from spyre_provenance.pairing import pair_graphs, pair_kernels
 from spyre_provenance.model.names import (
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
@@ -64,7 +65,7 @@ def compare(
     a, b = a.normalized(roots), b.normalized(roots)
     hints = manifest_hints(a.manifest, b.manifest, a=labels[0], b=labels[1])
     changes: list[Change] = []
-    for name_a, name_b in _pair_graphs(list(a.graphs), list(b.graphs)):
+    for name_a, name_b in pair_graphs(list(a.graphs), list(b.graphs), lambda g: g, group=_rank_part):
         if name_b is None:
             changes.append(Change(name_a or "", f"graph only in {labels[0]}"))
             continue
@@ -101,26 +102,6 @@ def audit_changes(a: Any, b: Any) -> list[Change]:
         return []
     found = audit.compare(audit.from_document(a), audit.from_document(b))
     return [Change("audit", line) for line in found.lines]
-
-
-def _pair_graphs(a: list[str], b: list[str]) -> list[tuple[str | None, str | None]]:
-    """Same names pair up; what is left pairs by position (compile ids may differ)."""
-    if a == b:
-        return list(zip(a, b))
-    left_a = [g for g in a if g not in b]
-    left_b = [g for g in b if g not in a]
-    by_position: dict[str, str] = {}
-    for rank in dict.fromkeys(map(_rank_part, left_a)):  # a multi-rank run pairs rank by rank
-        by_position.update(zip([g for g in left_a if _rank_part(g) == rank], [g for g in left_b if _rank_part(g) == rank]))
-    pairs: list[tuple[str | None, str | None]] = []
-    used_b = set()
-    for g in a:
-        other = g if g in b else by_position.get(g)
-        pairs.append((g, other))
-        if other is not None:
-            used_b.add(other)
-    pairs += [(None, g) for g in b if g not in used_b]
-    return pairs
 
 
 def _rank_part(graph: str) -> str:
@@ -280,25 +261,11 @@ class GraphDiff:
                 self.out += _generic(renamed, theirs, "node mappings")[:_GENERIC_MAX]
 
     def _match_kernels(self, a: dict[str, list[str]], b: dict[str, list[str]]) -> None:
-        """Pair kernels that are only on one side: same node set (a rename), else same
-        kernel name (renumbered), else same handle N with nodes in common."""
-        only_a = [k for k in a if k not in b]
-        only_b = [k for k in b if k not in a]
-
-        def pair(test: Any) -> None:
-            for ka in list(only_a):
-                for kb in only_b:
-                    if test(ka, kb):
-                        self.kernel_renames[ka] = kb
-                        only_a.remove(ka)
-                        only_b.remove(kb)
-                        break
-
-        pair(lambda ka, kb: bool(a[ka]) and set(a[ka]) == set(b[kb]))
-        pair(lambda ka, kb: ka.rpartition(":")[0] == kb.rpartition(":")[0])
-        pair(lambda ka, kb: ka.rpartition(":")[2] == kb.rpartition(":")[2] and set(a[ka]) & set(b[kb]))
-        self.kernels_removed = set(only_a)
-        self.kernels_added = set(only_b)
+        """Pair kernels that are only on one side (``pairing.pair_kernels``)."""
+        paired = pair_kernels(a, b)
+        self.kernel_renames.update(paired.renamed)
+        self.kernels_removed = set(paired.removed)
+        self.kernels_added = set(paired.added)
 
     def _apply_kernel_renames(self, maps: dict[str, dict[str, list[str]]]) -> dict[str, dict[str, list[str]]]:
         r = self.kernel_renames

@@ -39,6 +39,14 @@ HANDLE_ID_PATTERN = r"^(0|[1-9][0-9]{0,18})$"
 KERNEL_KEY_RE = re.compile(KERNEL_KEY_PATTERN)
 
 
+def split_key(key: str) -> tuple[str, str]:
+    """A mapping key ``<kernel>:<N>`` as (kernel name, N as text), split on the last colon:
+    kernel names may hold colons (``torch.ops.aten.sort.stable`` does not, a namespaced
+    one may). A key without a colon is all name: ``(key, "")``."""
+    name, colon, handle = key.rpartition(":")
+    return (name, handle) if colon else (key, "")
+
+
 class Problem(msgspec.Struct, frozen=True):
     """One thing wrong, and where: ``path`` is a JSON path (``$`` = the whole document), or
     ``line N`` for a problem in a TORCH_TRACE log itself."""

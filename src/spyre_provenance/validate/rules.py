@@ -29,6 +29,7 @@ from spyre_provenance.model.detect import (
     Problem,
     key_path,
     quote,
+    split_key,
 )
 from spyre_provenance.model.handles import HANDLE_ID_LIMIT
 from spyre_provenance.model.names import (
@@ -418,7 +419,7 @@ def _check_kernel_keys(keys: Iterable[str], path: str, v2: bool, problems: list[
         elif not has_handle:
             problems.append(Problem(key_path(path, key), MSG_KERNEL_KEY))
         else:
-            handle = int(key.rpartition(":")[2])  # the last colon: kernel names may hold colons
+            handle = int(split_key(key)[1])
             first = owner.setdefault(handle, key)
             if first != key:
                 message = f"debug handle {handle} is also used by {quote(first)}"
