@@ -144,9 +144,9 @@ def test_bundle_indices_sort_as_numbers(tmp_path):
 def test_golden_bundle_file_round_trips_through_the_one_serializer(tmp_path):
     provenance = golden.load(bundle_folder(tmp_path / "out", {B0: handle(), B1: None})).normalized(golden.Roots())
     files = provenance.files()
-    assert list(files) == [golden.BUNDLE_FILE]
-    doc = json.loads(files[golden.BUNDLE_FILE])
-    assert doc["format"] == 1 and set(doc["bundles"]) == {B0, B1} and "opFunc_" not in files[golden.BUNDLE_FILE].decode()
+    assert list(files) == [golden.BUNDLE_HANDLES_FILE]
+    doc = json.loads(files[golden.BUNDLE_HANDLES_FILE])
+    assert doc["format"] == 1 and set(doc["bundles"]) == {B0, B1} and "opFunc_" not in files[golden.BUNDLE_HANDLES_FILE].decode()
     assert golden.write_case(tmp_path / "case", files) == []
     again = golden.read_case(tmp_path / "case")
     assert again.bundles == provenance.bundles and again.files() == files
@@ -154,12 +154,12 @@ def test_golden_bundle_file_round_trips_through_the_one_serializer(tmp_path):
 
 def test_golden_reference_cases_hold_bundle_handles_and_still_validate():
     for name, case in golden.CASES.items():
-        has_file = (GOLDEN / name / golden.BUNDLE_FILE).is_file()
+        has_file = (GOLDEN / name / golden.BUNDLE_HANDLES_FILE).is_file()
         # stock Inductor writes no bundles; an audit case keeps only the audit
         assert has_file == (case.backend == "reference" and not case.audit), name
     results = path_validation.validate_paths([GOLDEN / "mlp"])
     assert results and all(r.ok for r in results), results
-    assert not any(golden.BUNDLE_FILE in str(r.location) for r in results)  # skipped, not an artifact
+    assert not any(golden.BUNDLE_HANDLES_FILE in str(r.location) for r in results)  # skipped, not an artifact
 
 
 def test_golden_bundle_handles_are_the_opspec_handles():
@@ -174,7 +174,7 @@ def test_golden_bundle_handles_are_the_opspec_handles():
 
 def test_editing_a_golden_bundle_handle_is_a_change(tmp_path):
     shutil.copytree(GOLDEN / "mlp", tmp_path / "mlp")
-    file = tmp_path / "mlp" / golden.BUNDLE_FILE
+    file = tmp_path / "mlp" / golden.BUNDLE_HANDLES_FILE
     doc = json.loads(file.read_text())
     key, first = next((k, h) for k, h in doc["bundles"].items() if h and h["source"])
     edited = copy.deepcopy(first)

@@ -166,7 +166,7 @@ def _check_fn(rel: str, force: bool, roots: golden.Roots) -> Callable[[Path, Pat
         if rel == golden.MANIFEST:
             return
         # the bundle-handle file is no artifact, but normalizes like one (golden.normalize)
-        artifact = golden.BUNDLE_HANDLES if rel == golden.BUNDLE_FILE else schemas.artifact_for_filename(rel)
+        artifact = golden.BUNDLE_HANDLES if rel == golden.BUNDLE_HANDLES_FILE else schemas.artifact_for_filename(rel)
         try:
             old = golden.normalize(artifact, json.loads(expected.read_bytes()), roots)
         except ValueError:

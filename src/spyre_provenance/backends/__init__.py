@@ -9,6 +9,9 @@ from __future__ import annotations
 from spyre_provenance.backends.base import Backend
 
 BACKEND_NAMES = ("auto", "reference", "inductor", "spyre")
+#: What every entry point compiles on unless told otherwise: the command line, the Python
+#: API and the pytest fixture alike.
+DEFAULT_BACKEND = "auto"
 
 
 def resolve_backend(name: str) -> tuple[str, str]:

@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-BUNDLE_FILE = "sdsc_{}.json"
+from spyre_provenance.model.folders import BUNDLE_FILE
+
 
 
 def handle_of(document: Any) -> dict[str, Any] | None:

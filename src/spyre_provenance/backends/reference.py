@@ -52,6 +52,7 @@ from spyre_provenance.backends import opspec as opspec_mod
 from spyre_provenance.backends.base import Backend, move_comment_to_call
 from spyre_provenance.backends.opspec import OpSpec, TensorArg
 from spyre_provenance.logs.wrapper_code import POOL_PREFIX
+from spyre_provenance.model.folders import BUNDLE_FILE
 from spyre_provenance.model.records import DebugHandle, Fault, OpSpecRecord
 from spyre_provenance.support import atomic_write_text
 
@@ -687,7 +688,7 @@ class ReferenceBackend(Backend):
             folder = self.bundle_dir / kernel_name
         self._served[kernel_name] = [bundles.handle_of(d) for d in documents]
         for i, document in enumerate(documents):
-            path = folder / f"sdsc_{i}.json"
+            path = folder / BUNDLE_FILE.format(i)
             try:
                 text = json.dumps(document, indent=2, sort_keys=True) + "\n"
                 self.bundles_written.append(atomic_write_text(path, text))
@@ -715,7 +716,7 @@ def _spyre_cache_root() -> Path:
 def _read_bundles(folder: Path, count: int) -> list[dict[str, Any]] | None:
     """The cached bundles of a kernel, or None when the cache does not hold all of them."""
     try:
-        documents = [json.loads((folder / f"sdsc_{i}.json").read_text()) for i in range(count)]
+        documents = [json.loads((folder / BUNDLE_FILE.format(i)).read_text()) for i in range(count)]
     except (OSError, ValueError):
         return None
     return documents if all(isinstance(d, dict) and len(d) == 1 for d in documents) else None

@@ -13,7 +13,13 @@ from typing import Any
 
 from spyre_provenance import mapping
 from spyre_provenance.model.folders import graph_folder
-from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.names import (
+    DIAGNOSTICS,
+    KERNEL_STACK_TRACES,
+    NODE_MAPPINGS,
+    OPSPEC_DEBUG_HANDLES,
+    artifact_file,
+)
 from spyre_provenance.model.records import GraphResult
 from spyre_provenance.support import atomic_write_bytes, remove_stale_temporaries
 
@@ -22,16 +28,16 @@ def artifact_files(result: GraphResult) -> dict[str, bytes]:
     """File name -> bytes for one graph's provenance artifacts (those it has)."""
     files = {}
     if result.node_mappings is not None:
-        files[f"{NODE_MAPPINGS}.json"] = mapping.to_json_bytes(result.node_mappings)
+        files[artifact_file(NODE_MAPPINGS)] = mapping.to_json_bytes(result.node_mappings)
     if result.stack_traces is not None:
-        files[f"{KERNEL_STACK_TRACES}.json"] = mapping.to_json_bytes(result.stack_traces)
+        files[artifact_file(KERNEL_STACK_TRACES)] = mapping.to_json_bytes(result.stack_traces)
     if result.opspec_handles is not None:
-        files[f"{OPSPEC_DEBUG_HANDLES}.json"] = mapping.to_json_bytes(result.opspec_handles)
+        files[artifact_file(OPSPEC_DEBUG_HANDLES)] = mapping.to_json_bytes(result.opspec_handles)
     return files
 
 
 def diagnostics_file(document: Any) -> dict[str, bytes]:
-    return {f"{DIAGNOSTICS}.json": mapping.to_json_bytes(document)}
+    return {artifact_file(DIAGNOSTICS): mapping.to_json_bytes(document)}
 
 
 def graph_folder_name(result: GraphResult, label: str | None = None) -> str:

@@ -20,10 +20,10 @@ from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from spyre_provenance.cli.compile import BACKENDS
+    from spyre_provenance.backends import BACKEND_NAMES, DEFAULT_BACKEND
 
     parser.add_argument("model", metavar="MODEL", help="built-in example (mlp, residual, ...) or PATH.py:FACTORY")
-    parser.add_argument("--backend", choices=BACKENDS, default="auto",
+    parser.add_argument("--backend", choices=BACKEND_NAMES, default=DEFAULT_BACKEND,
                         help="auto = torch-spyre when the adapter can install on it, else the reference backend")
     parser.add_argument("--dtype", choices=("float32", "float16", "bfloat16"), default=None,
                         help="cast the model and its floating-point inputs (as compile --dtype)")

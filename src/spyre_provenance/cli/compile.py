@@ -26,17 +26,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from spyre_provenance.backends import BACKEND_NAMES, DEFAULT_BACKEND
 from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, EXIT_UNUSABLE, UnsupportedTorch, UnusableInput
 from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
 from spyre_provenance.model import folders
 from spyre_provenance.support import remove_stale_temporaries
 
-BACKENDS = ("auto", "reference", "inductor", "spyre")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="built-in example (mlp, residual, ...) or PATH.py:FACTORY")
-    parser.add_argument("--backend", choices=BACKENDS, default="auto",
+    parser.add_argument("--backend", choices=BACKEND_NAMES, default=DEFAULT_BACKEND,
                         help="auto = torch-spyre when the adapter can install on it, else the reference "
                         "backend (the choice and its reason are printed)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: out/<model>)")

@@ -46,7 +46,7 @@ from spyre_provenance.golden.normalize import (
 )
 from spyre_provenance.golden.store import (
     ARTIFACT_FILES,
-    BUNDLE_FILE,
+    BUNDLE_HANDLES_FILE,
     Provenance,
     fresh_case,
     graph_names,
@@ -57,7 +57,7 @@ from spyre_provenance.golden.store import (
 )
 
 __all__ = [
-    "ARTIFACT_FILES", "BUNDLE_FILE", "BUNDLE_HANDLES", "CASES", "MANIFEST", "Case", "Change", "Comparison", "Provenance", "Roots",
+    "ARTIFACT_FILES", "BUNDLE_HANDLES_FILE", "BUNDLE_HANDLES", "CASES", "MANIFEST", "Case", "Change", "Comparison", "Provenance", "Roots",
     "case_manifest", "compare", "dumps", "fresh_case", "graph_names", "handle_id", "load",
     "make_manifest", "manifest_hints", "normalize", "normalize_bundle_handles", "normalize_path", "normalize_text",
     "read_case", "render", "select_cases", "source_checkout", "stale_files", "torch_version",

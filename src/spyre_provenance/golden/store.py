@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,35 +32,39 @@ from spyre_provenance.golden.normalize import (
 from spyre_provenance.logs import tracelog
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model.detect import guess_artifact, json_type
-from spyre_provenance.model.folders import GRAPH_PREFIX, graph_folder, rank_of_folder, without_label
+from spyre_provenance.model.folders import (
+    BUNDLE_FILE,
+    BUNDLE_FILE_RE,
+    GRAPH_PREFIX,
+    SDSC_FOLDER,
+    graph_folder,
+    rank_of_folder,
+    without_label,
+)
 from spyre_provenance.model.names import (
     AUDIT,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
+    artifact_file,
 )
 from spyre_provenance.validate import schemas
 
 #: File name of each artifact inside a graph folder (what compile --out writes, too).
 ARTIFACT_FILES = {
-    NODE_MAPPINGS: f"{NODE_MAPPINGS}.json",
-    KERNEL_STACK_TRACES: f"{KERNEL_STACK_TRACES}.json",
-    OPSPEC_DEBUG_HANDLES: f"{OPSPEC_DEBUG_HANDLES}.json",
-    KERNEL_INFORMATION: f"{KERNEL_INFORMATION}.json",
+    artifact: artifact_file(artifact)
+    for artifact in (NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, KERNEL_INFORMATION)
 }
 
 #: The golden file of the SuperDSC bundles' handles, at the top of a case: bundles are per
 #: kernel name, not per graph (a later graph's kernel of the same name overwrites an earlier
 #: one's), so they are one group of the whole compile. Its name is no artifact's and its
 #: shape none either, so ``validate``'s folder scan skips it.
-BUNDLE_FILE = f"{BUNDLE_HANDLES}.json"
+BUNDLE_HANDLES_FILE = artifact_file(BUNDLE_HANDLES)
 BUNDLE_FORMAT = 1
-#: Where ``compile --out`` keeps bundles: ``sdsc/<label>/<kernel>/sdsc_<i>.json``.
-SDSC_FOLDER = "sdsc"
 #: The provenance audit's file, at the top of a ``compile --audit`` folder and of an audit case.
 AUDIT_FILE = audit_files.JSON_FILE
-_BUNDLE_NAME = re.compile(r"sdsc_([0-9]+)\.json")
 
 
 @dataclasses.dataclass
@@ -101,7 +104,7 @@ class Provenance:
                 if artifact in artifacts:
                     out[f"{graph}/{ARTIFACT_FILES[artifact]}"] = dumps(artifacts[artifact])
         if self.bundles is not None:  # only the handles: the device specs are not provenance
-            out[BUNDLE_FILE] = dumps({"format": BUNDLE_FORMAT, "bundles": self.bundles})
+            out[BUNDLE_HANDLES_FILE] = dumps({"format": BUNDLE_FORMAT, "bundles": self.bundles})
         if self.audit is not None:
             out[AUDIT_FILE] = dumps(self.audit)
         return out
@@ -117,7 +120,7 @@ def load(path: str | os.PathLike[str]) -> Provenance:
         return _load_folder(path)
     if tracelog.is_trace_log(path):
         return _load_log(path, str(path))
-    if path.name == BUNDLE_FILE:
+    if path.name == BUNDLE_HANDLES_FILE:
         return Provenance(str(path), {}, bundles=_read_bundle_file(path))
     if schemas.artifact_for_filename(path.name) == AUDIT:
         return Provenance(str(path), {}, audit=read_audit(path), holds_bundles=False)
@@ -234,12 +237,12 @@ def _folder_graphs(folder: Path) -> dict[str, dict[str, Any]] | None:
 
 
 def read_bundles(folder: Path) -> dict[str, Any] | None:
-    """The bundle handles of a golden case (its ``BUNDLE_FILE``) or of a ``compile --out``
+    """The bundle handles of a golden case (its ``BUNDLE_HANDLES_FILE``) or of a ``compile --out``
     (``sdsc/``), by bundle path; None when the folder holds no bundles."""
-    if (folder / BUNDLE_FILE).is_file():
-        return _read_bundle_file(folder / BUNDLE_FILE)
-    files = sorted((folder / SDSC_FOLDER).rglob("sdsc_*.json"), key=_bundle_order)
-    files = [f for f in files if _BUNDLE_NAME.fullmatch(f.name) and f.is_file()]
+    if (folder / BUNDLE_HANDLES_FILE).is_file():
+        return _read_bundle_file(folder / BUNDLE_HANDLES_FILE)
+    files = sorted((folder / SDSC_FOLDER).rglob(BUNDLE_FILE.format("*")), key=_bundle_order)
+    files = [f for f in files if BUNDLE_FILE_RE.fullmatch(f.name) and f.is_file()]
     if not files:
         return None
     rels = [f.relative_to(folder / SDSC_FOLDER).parts for f in files]
@@ -251,7 +254,7 @@ def read_bundles(folder: Path) -> dict[str, Any] | None:
 
 def _bundle_order(path: Path) -> tuple[Any, ...]:
     """Folder by folder, then bundle index as a number (``sdsc_2`` before ``sdsc_10``)."""
-    match = _BUNDLE_NAME.fullmatch(path.name)
+    match = BUNDLE_FILE_RE.fullmatch(path.name)
     return (path.parent.parts, int(match[1]) if match else -1, path.name)
 
 
@@ -338,7 +341,7 @@ def stale_files(folder: Path, files: Mapping[str, bytes]) -> list[str]:
     """Golden files in ``folder`` that ``files`` no longer has (a graph or artifact gone)."""
     if not folder.is_dir():
         return []
-    present = [name for name in (MANIFEST, BUNDLE_FILE, AUDIT_FILE) if (folder / name).is_file()]
+    present = [name for name in (MANIFEST, BUNDLE_HANDLES_FILE, AUDIT_FILE) if (folder / name).is_file()]
     present += [p.relative_to(folder).as_posix() for p in sorted(folder.glob(f"{GRAPH_PREFIX}*/*.json"))]
     present += [p.relative_to(folder).as_posix() for p in sorted(folder.glob(f"rank*/{GRAPH_PREFIX}*/*.json"))]
     return [p for p in present if p not in files]

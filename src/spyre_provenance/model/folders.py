@@ -9,6 +9,14 @@ from __future__ import annotations
 import re
 
 GRAPH_PREFIX = "graph_"
+# What ``compile --out`` holds besides the graph folders (each per model inside, but the log)
+TRACE_FOLDER = "trace"  # TORCH_TRACE logs: <model>.log
+SDSC_FOLDER = "sdsc"  # SuperDSC bundles: <model>/<kernel>/sdsc_<i>.json
+TLPARSE_FOLDER = "tlparse"  # tlparse's pages: <model>/...
+#: A SuperDSC bundle's file in its kernel's folder, one per OpSpec in emission order
+#: (torch-spyre's ``generate_bundle``); ``BUNDLE_FILE_RE`` reads the index back.
+BUNDLE_FILE = "sdsc_{}.json"
+BUNDLE_FILE_RE = re.compile(r"sdsc_([0-9]+)\.json")
 #: ``compile --ranks N`` writes each rank's output into ``rank<r>/`` of ``--out``.
 RANK_PREFIX = "rank"
 _RANK_FOLDER = re.compile(r"rank(?P<rank>0|[1-9][0-9]*)")

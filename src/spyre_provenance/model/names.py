@@ -55,6 +55,11 @@ TRANSFORM_KINDS = ("rewrite", "fusion", "decomposition", "clone", "remap")
 #: Whose node mapping the log holds for a graph (diagnostics ``mapping``).
 MAPPING_SOURCES = ("hook", "upstream")
 
+def artifact_file(artifact: str) -> str:
+    """The file an artifact is written as, in a graph folder and a golden case."""
+    return f"{artifact}.json"
+
+
 # File names torch and tlparse give these artifacts (tlparse appends "_<n>" before ".json").
 FILENAME_PATTERNS = {
     NODE_MAPPINGS: "inductor_provenance_tracking_node_mappings*.json",
