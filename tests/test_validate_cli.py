@@ -22,7 +22,8 @@ import yaml
 from tlparse_page import parse_page  # tests/ is on sys.path (rootdir-relative "prepend" import mode)
 
 from spyre_provenance.logs import tlparse_run
-from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
+from spyre_provenance.model.detect import artifact_for_filename
+from spyre_provenance.model.names import AUDIT, KERNEL_STACK_TRACES, NODE_MAPPINGS, filename_regex
 from spyre_provenance.validate import paths as path_validation
 
 RunCli = Callable[..., tuple[int, str, str]]
@@ -476,14 +477,24 @@ def test_200_mb_artifact_fast_path_in_bounded_memory(tmp_path: Path) -> None:
 def test_pre_commit_hook_definition() -> None:
     [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     assert (hook["id"], hook["entry"], hook["language"]) == ("validate-provenance", "spyre-provenance validate", "python")
+    # the hook's pattern is FILENAME_PATTERNS, not a hand copy that misses a kind
+    assert hook["files"] == filename_regex()
     files = re.compile(hook["files"])
+    committed = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "golden").rglob("*.json"))
+    for name in committed:
+        artifact = artifact_for_filename(name)
+        assert bool(files.search(name)) == (artifact is not None), name
+    assert {artifact_for_filename(n) for n in committed} >= {AUDIT, NODE_MAPPINGS, KERNEL_STACK_TRACES}
     for name in [
-        "golden/mlp/inductor_provenance_tracking_node_mappings.json",
+        "golden/mlp_fp16_audit/provenance_audit.json",
         "inductor_provenance_tracking_node_mappings_3.json",
         "out/inductor_provenance_tracking_kernel_stack_traces.json",
         "pkg/data/kernel_information.json",
         "spyre_opspec_debug_handles.json",
+        "spyre_provenance_diagnostics.json",
     ]:
         assert files.search(name), name
+        assert artifact_for_filename(name) is not None, name
     for name in ["package.json", "kernel_information.json.bak", "my_kernel_information.json", "mappings.json"]:
         assert not files.search(name), name
+        assert artifact_for_filename(name) is None, name

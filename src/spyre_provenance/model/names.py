@@ -3,10 +3,12 @@
 Artifact names are as they appear in a TORCH_TRACE envelope (``"artifact": {"name": ...}``);
 the enums are the value sets the JSON Schemas list (a test checks each against its schema).
 
-Pure: imports nothing.
+Pure: imports only the standard library's ``re``.
 """
 
 from __future__ import annotations
+
+import re
 
 # Artifact names as they appear in a TORCH_TRACE envelope (``"artifact": {"name": ...}``).
 NODE_MAPPINGS = "inductor_provenance_tracking_node_mappings"
@@ -69,3 +71,11 @@ FILENAME_PATTERNS = {
     DIAGNOSTICS: "spyre_provenance_diagnostics*.json",
     AUDIT: "provenance_audit*.json",
 }
+
+
+def filename_regex() -> str:
+    """FILENAME_PATTERNS as one regex over a repository path: ``.pre-commit-hooks.yaml``'s
+    ``files``, which a test holds equal to this, so the hook checks every artifact kind."""
+    globs = sorted(set(FILENAME_PATTERNS.values()))
+    alternatives = "|".join(re.escape(g[: -len(".json")]).replace(r"\*", "[^/]*") for g in globs)
+    return rf"(^|/)({alternatives})\.json$"
