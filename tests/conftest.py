@@ -12,10 +12,6 @@ import pytest
 DATA = Path(__file__).parent / "data"
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "big: builds a ~200 MB input (seconds); deselect with -m 'not big'")
-
-
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """``tests/data``: small hand-made and captured inputs."""
@@ -200,15 +196,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-_configure_markers = pytest_configure  # the hook above, kept: this one extends it
-
-
-def pytest_configure(config: pytest.Config) -> None:  # noqa: F811
-    """The markers above, and the hypothesis profile ``spyre-fuzz`` that `fuzz` tests take
+def pytest_configure(config: pytest.Config) -> None:
+    """The marker ``big``, and the hypothesis profile ``spyre-fuzz`` that `fuzz` tests take
     their settings from (never loaded globally: other hypothesis tests keep theirs)."""
     import os
 
-    _configure_markers(config)
+    config.addinivalue_line("markers", "big: builds a ~200 MB input (seconds); deselect with -m 'not big'")
 
     from hypothesis import HealthCheck, settings
 
