@@ -20,9 +20,10 @@ PACKAGE = Path(__file__).parents[1] / "src" / "spyre_provenance"
 #: layer is named by module or package prefix.
 LAYERS = (
     ("errors", "support"),  # exceptions and warnings; atomic writes, gc pause
-    ("model",),  # records, wire form, names, detection, folder names
+    ("model", "jsonio"),  # records, wire form, names, detection, folder names; strict JSON reading
     ("mapping", "redact", "inference", "pairing"),  # records -> artifacts; paths; links beyond origins; two runs paired
-    ("validate", "logs"),  # the two engines, path walking; TORCH_TRACE reading, call sites
+    ("logs",),  # TORCH_TRACE reading, call sites
+    ("validate",),  # the two engines, path walking (reads logs; logs never imports it)
     ("coverage",),  # one judge, on a compile or on a log
     ("golden", "audit"),  # cases, normalize, store, diff, the regression check; the provenance audit
     ("capture", "backends", "examples"),  # the only code that touches torch._inductor

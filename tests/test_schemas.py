@@ -20,6 +20,7 @@ import jsonschema
 import msgspec
 import pytest
 
+from spyre_provenance import jsonio
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.model import wire
 from spyre_provenance.model.names import (
@@ -920,7 +921,7 @@ def test_validate_takes_a_parsed_document() -> None:
 
 
 def test_parse_json_finds_every_duplicated_key() -> None:
-    doc, paths = schemas.parse_json('{"a": {"b": 1, "b": 2}, "c": [{"d": 1, "d": 1}], "a": {}}')
+    doc, paths = jsonio.parse_json('{"a": {"b": 1, "b": 2}, "c": [{"d": 1, "d": 1}], "a": {}}')
     assert doc == {"a": {}, "c": [{"d": 1}]}
     # the first "a" object (and its own repeated "b") was replaced: only its key is reported
     assert paths == [("a",), ("c", 0, "d")]

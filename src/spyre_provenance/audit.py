@@ -21,6 +21,7 @@ from pathlib import Path
 
 import msgspec
 
+from spyre_provenance import jsonio
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.model.audit import (
     FIELDS,
@@ -126,11 +127,11 @@ def check(audit: AuditV1) -> list[str]:
 def read(path: str | Path) -> AuditV1:
     """An audit file, validated; UnusableInput (one line) when it is not a valid audit."""
     path = Path(path)
-    data = schemas.read_file(path)
+    data = jsonio.read_file(path)
     report = schemas.validate_bytes(data, AUDIT, location=str(path))
     if not report.ok:
         raise UnusableInput(str(path), f"not a valid provenance audit: {report.problems[0]}")
-    return from_document(schemas.load_json(data, location=str(path)))
+    return from_document(jsonio.load_json(data, location=str(path)))
 
 
 def from_document(doc: object) -> AuditV1:

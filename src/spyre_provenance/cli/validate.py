@@ -32,9 +32,9 @@ import sys
 
 import msgspec
 
+from spyre_provenance import jsonio
 from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, EXIT_UNUSABLE
 from spyre_provenance.model.names import ARTIFACTS
-from spyre_provenance.validate import schemas
 from spyre_provenance.validate.paths import Options, Result, by_rank, check_paths
 
 __all__ = ["Options", "Result", "add_arguments", "check_paths", "exit_code", "render", "run"]
@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_size,
         default=None,
         metavar="N",
-        help=f"refuse files larger than N bytes (suffixes K, M, G; default: ${schemas.MAX_BYTES_ENV}, else 1G)",
+        help=f"refuse files larger than N bytes (suffixes K, M, G; default: ${jsonio.MAX_BYTES_ENV}, else 1G)",
     )
     parser.add_argument(
         "--engine",
@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    max_bytes = args.max_bytes if args.max_bytes is not None else schemas.default_max_bytes()
+    max_bytes = args.max_bytes if args.max_bytes is not None else jsonio.default_max_bytes()
     options = Options(artifact=args.artifact, max_bytes=max_bytes, engine=args.engine)
     results = check_paths(args.paths, options)
     for r in results:
@@ -136,6 +136,6 @@ def render(r: Result) -> str:
 
 def _size(text: str) -> int:
     try:
-        return schemas.parse_size(text)
+        return jsonio.parse_size(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (examples: 1000000, 500M, 2G)") from None

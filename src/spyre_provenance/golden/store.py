@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from spyre_provenance import audit as audit_files
-from spyre_provenance import support
+from spyre_provenance import jsonio, support
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.golden.cases import MANIFEST, Case, case_manifest
 from spyre_provenance.golden.normalize import (
@@ -130,7 +130,7 @@ def load(path: str | os.PathLike[str]) -> Provenance:
 
 def _read_artifact(path: Path, artifact: str | None = None) -> tuple[str, Any]:
     # the validator's readers: the size limit, and a duplicate key refused, never dropped
-    doc = schemas.load_json(schemas.read_file(path), location=str(path))
+    doc = jsonio.load_json(jsonio.read_file(path), location=str(path))
     if not isinstance(doc, dict):
         raise UnusableInput(str(path), f"top level is a JSON {json_type(doc)}, expected an object")
     artifact = artifact or schemas.artifact_for_filename(path.name) or guess_artifact(doc)
@@ -170,7 +170,7 @@ def graph_names(names: Sequence[str]) -> list[str]:
 def _load_folder(folder: Path) -> Provenance:
     manifest = None
     if (folder / MANIFEST).is_file():
-        doc, _ = schemas.parse_json((folder / MANIFEST).read_bytes(), location=str(folder / MANIFEST))
+        doc, _ = jsonio.parse_json((folder / MANIFEST).read_bytes(), location=str(folder / MANIFEST))
         manifest = doc if isinstance(doc, dict) else None
     bundles = read_bundles(folder)
     audit = read_audit(folder / AUDIT_FILE) if (folder / AUDIT_FILE).is_file() else None
@@ -260,7 +260,7 @@ def _bundle_order(path: Path) -> tuple[Any, ...]:
 
 def _bundle_handle(path: Path) -> Any:
     """A bundle's ``debug_handle_``: ``{"<idx>_<opfunc>": {"debug_handle_": ..., ...}}``."""
-    doc = schemas.load_json(schemas.read_file(path), location=str(path))
+    doc = jsonio.load_json(jsonio.read_file(path), location=str(path))
     body = next(iter(doc.values()), None) if isinstance(doc, dict) and len(doc) == 1 else None
     if not isinstance(body, dict) or "debug_handle_" not in body:
         raise UnusableInput(str(path), 'not a SuperDSC bundle: expected {"<idx>_<op>": {"debug_handle_": ...}}')
@@ -268,7 +268,7 @@ def _bundle_handle(path: Path) -> Any:
 
 
 def _read_bundle_file(path: Path) -> dict[str, Any]:
-    doc = schemas.load_json(schemas.read_file(path), location=str(path))
+    doc = jsonio.load_json(jsonio.read_file(path), location=str(path))
     bundles = doc.get("bundles") if isinstance(doc, dict) else None
     if not isinstance(bundles, dict) or doc.get("format") != BUNDLE_FORMAT:
         raise UnusableInput(str(path), f'not a bundle-handle file: expected {{"format": {BUNDLE_FORMAT}, "bundles": {{...}}}}')

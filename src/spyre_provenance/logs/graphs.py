@@ -14,6 +14,7 @@ import os
 
 import msgspec
 
+from spyre_provenance import jsonio
 from spyre_provenance.logs import tracelog
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
@@ -23,7 +24,6 @@ from spyre_provenance.model.names import (
     OUTPUT_CODE,
     POST_GRAD_GRAPHS,
 )
-from spyre_provenance.validate import schemas
 
 #: The backend whose mappings are torch's own: their gaps are hints, not violations.
 UPSTREAM_BACKEND = "inductor"
@@ -78,6 +78,6 @@ def read_log_graphs(path: str | os.PathLike[str]) -> list[LoggedGraph]:
         else:
             # the validator's reader: deep nesting, bad JSON and duplicate keys are one clear
             # error (UnusableInput), never an internal error or a value silently kept
-            value = schemas.load_json(payload, location=f"{path}:{compile_id} {name}")
+            value = jsonio.load_json(payload, location=f"{path}:{compile_id} {name}")
             setattr(graph, artifacts[name], value if isinstance(value, dict) else None)
     return graphs

@@ -21,8 +21,16 @@ from typing import Any
 import msgspec
 
 from spyre_provenance.errors import UnusableInput
+from spyre_provenance.jsonio import not_utf8
 from spyre_provenance.model import wire
-from spyre_provenance.model.detect import Detected, Problem, detect, guess_artifact, key_path, quote
+from spyre_provenance.model.detect import (
+    Detected,
+    Problem,
+    detect,
+    guess_artifact,
+    key_path,
+    quote,
+)
 from spyre_provenance.model.names import (
     ARTIFACTS,
     AUDIT,
@@ -336,10 +344,6 @@ def unrecognized(location: str) -> UnusableInput:
         location or "<input>",
         "not a recognized provenance artifact (name the file after its artifact or pass --artifact)",
     )
-
-
-def not_utf8(location: str, data: bytes, bad: UnicodeDecodeError) -> UnusableInput:
-    return UnusableInput(location, f"not UTF-8 text (byte 0x{data[bad.start]:02x} at offset {bad.start})")
 
 
 _TYPE_NAMES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 
+from spyre_provenance import jsonio
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.logs import tracelog
 from spyre_provenance.model import folders
@@ -27,7 +28,7 @@ from spyre_provenance.model.detect import Problem
 from spyre_provenance.support import TMP_PREFIX
 from spyre_provenance.validate import schemas
 
-DEFAULT_MAX_BYTES = schemas.DEFAULT_MAX_BYTES
+DEFAULT_MAX_BYTES = jsonio.DEFAULT_MAX_BYTES
 AUTO_FULL_BYTES = schemas.AUTO_FULL_BYTES  # --engine auto: jsonschema up to this, then fast
 SNIFF_MAX_BYTES = 64 * 2**20  # folder scan: unnamed *.json files larger than this are skipped
 LOG_ARTIFACT = "TORCH_TRACE"  # the "artifact" of a result about a log itself
@@ -220,7 +221,7 @@ def _full(options: Options, size: int) -> bool:
 def _check_size(path: Path, options: Options) -> None:
     size = path.stat().st_size
     if size > options.max_bytes:
-        raise UnusableInput(str(path), f"{schemas.human_size(size)} is over the --max-bytes limit of {schemas.human_size(options.max_bytes)}")
+        raise UnusableInput(str(path), f"{jsonio.human_size(size)} is over the --max-bytes limit of {jsonio.human_size(options.max_bytes)}")
     if size == 0:
         raise UnusableInput(str(path), "empty file")
 
