@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).parents[1] / "src" / "spyre_provenance"
 #: The layers, lowest first: a module imports only from its own layer or lower ones. A
 #: layer is named by module or package prefix.
 LAYERS = (
-    ("errors", "support"),  # exceptions and warnings; atomic writes, gc pause
+    ("errors", "support", "patches"),  # exceptions and warnings; atomic writes, gc pause; patching torch and undoing it
     ("model", "jsonio"),  # records, wire form, names, detection, folder names; strict JSON reading
     ("mapping", "redact", "inference", "pairing"),  # records -> artifacts; paths; links beyond origins; two runs paired
     ("logs",),  # TORCH_TRACE reading, call sites

@@ -54,6 +54,7 @@ from spyre_provenance.backends.opspec import OpSpec, TensorArg
 from spyre_provenance.logs.wrapper_code import POOL_PREFIX
 from spyre_provenance.model.folders import BUNDLE_FILE
 from spyre_provenance.model.records import DebugHandle, Fault, OpSpecRecord
+from spyre_provenance.patches import Patches
 from spyre_provenance.support import atomic_write_text
 
 aten = torch.ops.aten
@@ -538,29 +539,23 @@ class ReferenceBackend(Backend):
         self.faults: list[Fault] = []
         # Why each OpSpec of the last call site has no handle (None: it has one).
         self._last_missing: list[str | None] = []
-        self._saved: dict[str, Any] | None = None
+        self._patches: Patches | None = None
         # Node identities of the last call site: the hook asks for its OpSpecs right after.
         self._last_nodes: tuple[int, ...] = ()
 
     # install / uninstall: every global touched is saved first and put back exactly.
 
     def install(self, recorder: Any = None) -> None:  # writes its own handle comments
-        if self._saved is not None:
+        if self._patches is not None:
             return
         codegen_common.init_backend_registration()  # the stock cpu entry must exist to save it
         mm = aten.mm.default
-        saved = {
-            "device_codegens": _get(codegen_common.device_codegens, DEVICE),
-            "custom_backend_passes": _get(codegen_common.custom_backend_passes, DEVICE),
-            "custom_backend_codegen_configs": _get(
-                codegen_common.custom_backend_codegen_configs, DEVICE
-            ),
-            "lowering": _get(inductor_lowering.lowerings, mm),
-            "has_large_inner_fn": _get(ir.Loops.__dict__, "has_large_inner_fn"),
-        }
-        self._saved = saved  # from here on, uninstall() can undo whatever got done
+        self._patches = patches = Patches()  # from here on, uninstall() undoes whatever got done
         try:
-            stock = saved["device_codegens"][1]
+            # register_backend_for_device sets these three entries itself
+            stock = patches.keep_item(codegen_common.device_codegens, DEVICE)
+            patches.keep_item(codegen_common.custom_backend_passes, DEVICE)
+            custom_config = patches.keep_item(codegen_common.custom_backend_codegen_configs, DEVICE)
             codegen_common.register_backend_for_device(
                 DEVICE,
                 self._make_scheduling,
@@ -568,13 +563,12 @@ class ReferenceBackend(Backend):
                 stock.cpp_wrapper_codegen,
                 stock.fx_wrapper_codegen,
                 device_custom_pass=SplitAddmmPass(self),
-                device_custom_config=saved["custom_backend_codegen_configs"][1],
+                device_custom_config=custom_config,
             )
-            inductor_lowering.register_lowering(mm, type_promotion_kind=None)(
-                _make_mm_lowering(saved["lowering"][1])
-            )
+            stock_lowering = patches.keep_item(inductor_lowering.lowerings, mm)
+            inductor_lowering.register_lowering(mm, type_promotion_kind=None)(_make_mm_lowering(stock_lowering))
             # As torch-spyre does: every op realized, so one buffer is one op (and one OpSpec).
-            ir.Loops.has_large_inner_fn = _realize_every_op  # type: ignore[method-assign]
+            patches.setattr(ir.Loops, "has_large_inner_fn", _realize_every_op)
         except BaseException:
             self.uninstall()
             raise
@@ -584,27 +578,14 @@ class ReferenceBackend(Backend):
         self.faults.clear()
 
     def uninstall(self) -> None:
-        saved, self._saved = self._saved, None
-        if saved is None:
-            return
-        _put(codegen_common.device_codegens, DEVICE, saved["device_codegens"])
-        _put(codegen_common.custom_backend_passes, DEVICE, saved["custom_backend_passes"])
-        _put(
-            codegen_common.custom_backend_codegen_configs,
-            DEVICE,
-            saved["custom_backend_codegen_configs"],
-        )
-        _put(inductor_lowering.lowerings, aten.mm.default, saved["lowering"])
-        present, method = saved["has_large_inner_fn"]
-        if present:
-            ir.Loops.has_large_inner_fn = method  # type: ignore[method-assign]
-        else:
-            del ir.Loops.has_large_inner_fn
+        patches, self._patches = self._patches, None
         self._last_nodes = ()
+        if patches is not None:
+            patches.undo()
 
     @property
     def installed(self) -> bool:
-        return self._saved is not None
+        return self._patches is not None
 
     def _make_scheduling(self, scheduler: Any) -> ReferenceScheduling:
         return ReferenceScheduling(scheduler, backend=self)
@@ -720,19 +701,3 @@ def _read_bundles(folder: Path, count: int) -> list[dict[str, Any]] | None:
     except (OSError, ValueError):
         return None
     return documents if all(isinstance(d, dict) and len(d) == 1 for d in documents) else None
-
-
-_ABSENT = object()
-
-
-def _get(mapping: Any, key: Any) -> tuple[bool, Any]:
-    value = mapping.get(key, _ABSENT)
-    return (value is not _ABSENT, None if value is _ABSENT else value)
-
-
-def _put(mapping: Any, key: Any, saved: tuple[bool, Any]) -> None:
-    present, value = saved
-    if present:
-        mapping[key] = value
-    else:
-        mapping.pop(key, None)

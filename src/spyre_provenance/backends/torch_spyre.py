@@ -109,6 +109,7 @@ from typing import Any, Sequence
 from spyre_provenance.backends.base import Backend, CallSiteRecorder
 from spyre_provenance.backends.bundles import served_handles
 from spyre_provenance.errors import ProvenanceWarning
+from spyre_provenance.patches import Patches
 from spyre_provenance.model.records import Fault, OpSpecRecord
 
 DEVICE = "spyre"
@@ -125,8 +126,6 @@ RUNNER_CLASSES = ("SpyreSDSCKernelRunner", "SpyreFrontendOnlyRunner")  # the sec
 #: Per-graph side tables on the GraphLowering: they die with the graph, so no stale entries.
 _GRAPH_OPSPECS = "_spyre_provenance_opspecs"
 _GRAPH_BUNDLE_DIRS = "_spyre_provenance_bundle_dirs"
-
-_MISSING = object()
 
 
 def available() -> bool:
@@ -246,8 +245,7 @@ class TorchSpyreBackend(Backend):
         self.scheduling: type | None = None
         self.writes_handle_comments = True
         self._tracing_modules: list[ModuleType] = []
-        self._patches: list[tuple[Any, str, Any]] = []  # (owner, attr, old __dict__ value)
-        self._saved_registration: Any = None  # (device, old entry or _MISSING)
+        self._patches = Patches()
         self._warned = False
         self._recorder: CallSiteRecorder | None = None
         self._faults: list[Fault] = []
@@ -263,10 +261,10 @@ class TorchSpyreBackend(Backend):
             self._register(cls)
             self.writes_handle_comments, self._tracing_modules = detect_generation(cls)
             define_kernel = getattr(cls, "define_kernel")
-            self._patch(cls, "define_kernel", self._wrap_define_kernel(define_kernel))
+            self._patches.setattr(cls, "define_kernel", self._wrap_define_kernel(define_kernel))
             if not self.writes_handle_comments:
                 codegen_comment = getattr(cls, "codegen_comment")
-                self._patch(cls, "codegen_comment", self._wrap_codegen_comment(codegen_comment))
+                self._patches.setattr(cls, "codegen_comment", self._wrap_codegen_comment(codegen_comment))
             self._watch_runners()
         except BaseException:
             self.uninstall()  # never leave half an install behind
@@ -275,23 +273,11 @@ class TorchSpyreBackend(Backend):
 
     def uninstall(self) -> None:
         self._recorder = None
-        for owner, attr, old in reversed(self._patches):
-            if old is _MISSING:
-                delattr(owner, attr)
-            else:
-                setattr(owner, attr, old)
-        self._patches.clear()
-        if self._saved_registration is not None:
-            from torch._inductor.codegen import common
-
-            device, old = self._saved_registration
-            if old is _MISSING:
-                common.device_codegens.pop(device, None)
-            else:
-                common.device_codegens[device] = old
-            self._saved_registration = None
-        self.scheduling = None
-        self._tracing_modules = []
+        try:
+            self._patches.undo()
+        finally:
+            self.scheduling = None
+            self._tracing_modules = []
 
     def tracing_modules(self) -> Sequence[ModuleType]:
         return tuple(self._tracing_modules)
@@ -306,21 +292,16 @@ class TorchSpyreBackend(Backend):
         from torch._inductor.codegen import common
 
         common.init_backend_registration()  # the stock entries must exist before we save one
-        old = common.device_codegens.get(self.device, _MISSING)
-        if old is not _MISSING and old.scheduling is cls:
+        old = common.device_codegens.get(self.device)
+        if old is not None and old.scheduling is cls:
             return  # torch-spyre's own _autoload registered it
-        if old is _MISSING:
+        if old is None:
             entry = common.DeviceCodegen(cls, _spyre_wrapper())
         else:
             entry = common.DeviceCodegen(
                 cls, old.wrapper_codegen, old.cpp_wrapper_codegen, old.fx_wrapper_codegen
             )
-        self._saved_registration = (self.device, old)
-        common.device_codegens[self.device] = entry
-
-    def _patch(self, owner: Any, attr: str, replacement: Any) -> None:
-        self._patches.append((owner, attr, owner.__dict__.get(attr, _MISSING)))
-        setattr(owner, attr, replacement)
+        self._patches.setitem(common.device_codegens, self.device, entry)
 
     # -- the two seams -----------------------------------------------------------------------
 
@@ -386,7 +367,7 @@ class TorchSpyreBackend(Backend):
         for name in RUNNER_CLASSES:
             cls = getattr(runners, name, None)
             if isinstance(cls, type):
-                self._patch(cls, "__init__", self._wrap_runner_init(cls.__init__))
+                self._patches.setattr(cls, "__init__", self._wrap_runner_init(cls.__init__))
 
     def _wrap_runner_init(self, original):
         def __init__(runner, *args, **kwargs):

@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import msgspec
 
+from spyre_provenance.patches import Patches
+
 ARMS = ("A", "B", "C")
 ARM_NAMES = {"A": "hook on", "B": "upstream level 1", "C": "tracking off"}
 
@@ -97,8 +99,6 @@ def _arm(arm: str, hook_time: list[float]) -> Iterator[object]:
 def timed_methods(owner: type, names: Sequence[str], total: list[float]) -> Iterator[None]:
     """Add the time spent in ``owner``'s methods ``names`` to ``total[0]`` while the block
     runs (bench only: the methods are wrapped, then restored)."""
-    originals = {name: getattr(owner, name) for name in names}
-
     def timed(method: Callable) -> Callable:
         @functools.wraps(method)
         def wrapper(*args, **kwargs):
@@ -110,13 +110,10 @@ def timed_methods(owner: type, names: Sequence[str], total: list[float]) -> Iter
 
         return wrapper
 
-    for name, method in originals.items():
-        setattr(owner, name, timed(method))
-    try:
+    with Patches() as patches:
+        for name in names:
+            patches.wrap(owner, name, timed)
         yield
-    finally:
-        for name, method in originals.items():
-            setattr(owner, name, method)
 
 
 def _timing_hook_seams(hook_time: list[float]) -> contextlib.AbstractContextManager[None]:

@@ -36,6 +36,7 @@ from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning, TorchNotInstalled, UnsupportedTorch
 from spyre_provenance.model.names import DIAGNOSTICS, FAULT_STAGES, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import BundleHandlesV4, Fault, GraphDiagnostics, GraphResult, KernelRecord, RandomOp
+from spyre_provenance.patches import Patches
 from spyre_provenance.support import torch_missing
 from spyre_provenance.validate import schemas
 
@@ -78,8 +79,7 @@ class Session:
         self._pending: dict[int, list[KernelRecord]] = {}
         self._faults: dict[int, list[Fault]] = {}
         self._warned: set[str] = set()
-        self._patches: list[tuple[Any, str, Any]] = []
-        self._saved_level: int | None = None
+        self._patches = Patches()
         self._pre_grad_ids: dict[str, int] = {}  # compile id -> its pre-grad graph's id
         #: compile id -> its forward graph's seq_nr -> pre-grad nodes (``inference.forward_links``)
         #: and its postToPre (the backward's inputs are the forward's saved values, by name)
@@ -100,18 +100,13 @@ class Session:
         from torch._inductor import config
 
         self.backend.install(self)
+        # the tracing function is held by name in each module that calls it
         modules = [inductor_debug, cpp_codegen, *self.backend.tracing_modules()]
-        seen: set[int] = set()
-        for module in modules:
-            if id(module) in seen or not hasattr(module, TRACING_FUNCTION):
-                continue
-            seen.add(id(module))
-            self._patch(module, TRACING_FUNCTION, self._wrap_tracing(getattr(module, TRACING_FUNCTION)))
-        self._patch(inductor_debug, DUMP_FUNCTION, self._wrap_dump(getattr(inductor_debug, DUMP_FUNCTION)))
+        self._patches.wrap_everywhere(modules, TRACING_FUNCTION, self._wrap_tracing)
+        self._patches.wrap(inductor_debug, DUMP_FUNCTION, self._wrap_dump)
         self._announce_fallbacks()  # on stock Inductor too: torch's own mapping then lists them
         if config.trace.provenance_tracking_level == 0:
-            self._saved_level = 0
-            config.trace.provenance_tracking_level = 1
+            self._patches.setattr(config.trace, "provenance_tracking_level", 1)
         self._bypass_graph_caches()
         self.inductor.reset_handle_counter()  # same model, same N, whatever this process compiled before
         if self.probe is not None:
@@ -139,8 +134,8 @@ class Session:
                 return "spyre-provenance audit: pre-grad observer"
 
         passes = [*get_custom_graph_passes(config.pre_grad_custom_pass), PreGradObserver()]
-        self._patch(config, "pre_grad_custom_pass", passes)
-        self._patch(self.backend, "pass_observer", probe.pass_boundary)
+        self._patches.setattr(config, "pre_grad_custom_pass", passes)
+        self._patches.setattr(self.backend, "pass_observer", probe.pass_boundary)
 
     def _bypass_graph_caches(self) -> None:
         """Turn off the FX-graph and AOTAutograd caches while tracking.
@@ -153,14 +148,14 @@ class Session:
         import torch._functorch.config as functorch_config
         from torch._inductor import config
 
-        self._patch(config, "fx_graph_cache", False)
-        self._patch(functorch_config, "enable_autograd_cache", False)
+        self._patches.setattr(config, "fx_graph_cache", False)
+        self._patches.setattr(functorch_config, "enable_autograd_cache", False)
         # TORCHINDUCTOR_FX_GRAPH_CACHE=1 / TORCHINDUCTOR_AUTOGRAD_CACHE=1 (torch's env_name_force)
         # win over any assignment: a warm cache would then be hit and nothing recorded.
         for module, name in ((config, "fx_graph_cache"), (functorch_config, "enable_autograd_cache")):
             entry = getattr(module, "_config", {}).get(name)
             if getattr(entry, "env_value_force", None) is True:
-                self._patch(entry, "env_value_force", False)
+                self._patches.setattr(entry, "env_value_force", False)
 
     def _announce_fallbacks(self) -> None:
         """Give the fallback calls Inductor writes without a handle comment one.
@@ -189,21 +184,13 @@ class Session:
                 _original(node, wrapper)
 
             codegen.__wrapped__ = original  # type: ignore[attr-defined]
-            self._patch(cls, "codegen", codegen)
+            self._patches.setattr(cls, "codegen", codegen)
 
     def uninstall(self) -> None:
-        from torch._inductor import config
-
-        for owner, attr, original in reversed(self._patches):
-            setattr(owner, attr, original)
-        self._patches.clear()
-        if self._saved_level is not None:
-            config.trace.provenance_tracking_level = self._saved_level
-        self.backend.uninstall()
-
-    def _patch(self, owner: Any, attr: str, replacement: Any) -> None:
-        self._patches.append((owner, attr, getattr(owner, attr)))
-        setattr(owner, attr, replacement)
+        try:
+            self._patches.undo()
+        finally:
+            self.backend.uninstall()
 
     # -- seam 1: one record per call site ---------------------------------------------------
 
