@@ -18,7 +18,13 @@ from spyre_provenance import coverage
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.golden.cases import Case
 from spyre_provenance.golden.diff import compare
-from spyre_provenance.golden.store import Provenance, fresh_case, read_case, stale_files, write_case
+from spyre_provenance.golden.store import (
+    Provenance,
+    fresh_case,
+    read_case,
+    stale_files,
+    write_case,
+)
 from spyre_provenance.model.folders import rank_of_folder
 
 

@@ -27,7 +27,12 @@ from typing import Any
 
 from spyre_provenance.golden.cases import source_checkout
 from spyre_provenance.model import handles
-from spyre_provenance.model.names import AUDIT, KERNEL_INFORMATION, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.names import (
+    AUDIT,
+    KERNEL_INFORMATION,
+    KERNEL_STACK_TRACES,
+    OPSPEC_DEBUG_HANDLES,
+)
 from spyre_provenance.redact import Redactor, path_variants
 
 ADDRESS = re.compile(r"(?<![0-9A-Za-z])0x[0-9a-fA-F]{8,16}(?![0-9A-Za-z])")

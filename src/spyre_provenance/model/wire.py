@@ -156,3 +156,26 @@ class OpSpecDebugHandles(msgspec.Struct, forbid_unknown_fields=True):
 
 OPSPEC_FIELDS = OpSpecDebugHandles.__struct_fields__
 KERNEL_INFO_FIELDS = KernelInfoEntry.__struct_fields__  # the lists each entry of every version has
+
+
+# --- a SuperDSC bundle's debug_handle_ (torch-spyre's DebugHandle.to_dict()) ---------------
+# Another shape than HandleEntry: constituents nested (not ids), a transform's reason may be null.
+
+
+class BundleTransform(msgspec.Struct, forbid_unknown_fields=True):
+    """A transform step as ``ProvenanceTransform.to_dict()`` writes it."""
+
+    kind: str
+    pass_name: str
+    reason: Union[str, None] = None
+
+
+class BundleHandle(msgspec.Struct, forbid_unknown_fields=True):
+    """A bundle's ``debug_handle_``: ``DebugHandle.to_dict()``, children nested."""
+
+    id: str
+    source: Union[SourceEntry, None]  # type: ignore[valid-type]
+    aten_op: Union[str, None]
+    ir_chain: list[str]
+    fused_from: list[BundleHandle]
+    transform_history: list[BundleTransform]
