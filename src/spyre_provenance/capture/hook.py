@@ -43,7 +43,7 @@ from spyre_provenance.validate import schemas
 TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
 DUMP_FUNCTION = "dump_inductor_provenance_info"
 #: The torch releases the test suite runs on (``make test``, ``make test-torch-next``).
-TESTED_TORCH = "2.13.0 and 2.14.1"
+TESTED_TORCH = "2.13.0, 2.14.1 and 2.15.0"
 #: Inductor IR classes whose call is written without a handle comment (torch 2.13): the
 #: scatter and index_put fallbacks, ``bernoulli_`` (dropout's fallback) and the kernels that
 #: mutate their first argument in place (``resize_storage_bytes_``).

@@ -8,6 +8,13 @@ the comment that announces it, so tests and the coverage judge see what a user s
 A Spyre kernel with a frontend-allocated HBM pool is called after its pool is allocated:
 ``_pool_<kernel> = spyre_empty_with_layout(...)`` then ``<kernel>.run(_pool_<kernel>, ...)``.
 The allocation names the kernel but is not its call (``is_pool_allocation``).
+
+With torch's timeline provenance on (``trace.provenance_tracking_to_timeline``, env
+``TORCH_COMPILE_DEBUG_EXTEND=1``; torch 2.14 and 2.15, off by default), the wrapper calls each
+extern kernel through a module-level profile wrapper,
+``def extern_kernels_extern_kernels_addmm_1(*args, **kwargs): return extern_kernels.addmm(...)``,
+so the line after ``# [Provenance debug handles] extern_kernels.addmm:1`` never names
+``extern_kernels.addmm`` (``profile_wrappers``). Such a call is that kernel's call site.
 """
 
 from __future__ import annotations
@@ -25,6 +32,14 @@ _CALL_START = re.compile(r"^\s*(?:async\s+)?def call\(")
 _EXTERN_CALL = re.compile(r"\b(extern_kernels\.\w+)\(")
 #: A fallback op called by name: ``aten.scatter_reduce_.two(...)``, ``torch.ops.aten.x.default(...)``.
 _FALLBACK_CALL = re.compile(r"(?<![\w.])((?:torch\.ops\.\w+|aten|prims)\.\w+(?:\.\w+)?)\(")
+#: torch's profile wrapper of an extern call (wrapper.py ``define_extern_kernel_profile_wrapper``):
+#: ``def extern_kernels_<kernel, non-word characters as _>_<suffix>(*args, **kwargs):``, a
+#: comment line, then ``return <kernel>(*args, **kwargs)``.
+_PROFILE_WRAPPER = re.compile(
+    r"^def (?P<wrapper>extern_kernels_\w+)\(\*args, \*\*kwargs\):\n(?:[ \t]+#.*\n)*"
+    r"[ \t]+return (?P<kernel>[A-Za-z_][\w.]*)\(\*args, \*\*kwargs\)$",
+    re.M,
+)
 _STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 #: torch-spyre's name for the HBM pool a kernel's call takes: ``_pool_<kernel>``.
 POOL_PREFIX = "_pool_"
@@ -52,14 +67,25 @@ def defined_kernels(code: str) -> list[str]:
     return list(dict.fromkeys(m["name"] for m in _KERNEL_DEFINITION.finditer(code)))
 
 
+def profile_wrappers(code: str) -> dict[str, str]:
+    """torch's timeline profile wrappers the module defines: wrapper name -> the extern
+    kernel it calls (``extern_kernels_extern_kernels_addmm_1`` -> ``extern_kernels.addmm``)."""
+    return {m["wrapper"]: m["kernel"] for m in _PROFILE_WRAPPER.finditer(code)}
+
+
 def call_sites(code: str) -> list[CallSite]:
     """Every kernel call site after ``def call(``, with the handle comment announcing it.
 
     A call site is a call of a defined kernel, of ``extern_kernels.*`` or of a fallback op
     by name (``aten.*``, ``torch.ops.*``), or whatever line a handle comment announces.
+    A call through a timeline profile wrapper is a call of the kernel it wraps, named so.
     String literals are blanked first: an ``assert_size_stride`` message names ops too.
     """
     kernels = defined_kernels(code)
+    wrapped = profile_wrappers(code)
+    wrapper_call = (
+        re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, wrapped)) + r")\(") if wrapped else None
+    )
     kernel_call = (
         re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, kernels)) + r")(?:\.run)?\(")
         if kernels
@@ -86,6 +112,15 @@ def call_sites(code: str) -> list[CallSite]:
         if line.lstrip().startswith(("#", "//")):
             continue
         bare = _STRING.sub("''", line)
+        through = wrapper_call.search(bare) if wrapper_call else None
+        if through:
+            kernel = wrapped[through.group(1)]
+            if pending is not None and pending["name"] == kernel:
+                sites.append(CallSite(kernel, number, pending["key"], pending_line))
+                pending = None
+            else:
+                sites.append(CallSite(kernel, number))
+            continue
         called = (
             (kernel_call.search(bare) if kernel_call else None)
             or _EXTERN_CALL.search(bare)
