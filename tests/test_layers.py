@@ -30,7 +30,9 @@ LAYERS = (
     ("cli", "pytest_plugin", "bench"),  # entry points: imported by nothing
 )
 #: The only modules that may load torch when imported; every other one must not.
-TORCH_ON_IMPORT = ("backends.reference", "examples", "bench.models")
+TORCH_ON_IMPORT = (
+    "backends.reference", "backends.reference_lowering", "backends.reference_opspecs", "examples", "bench.models",
+)
 
 
 def layer(module: str) -> int:

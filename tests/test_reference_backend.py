@@ -26,13 +26,8 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from spyre_provenance import examples
 from spyre_provenance.backends import get_backend
-from spyre_provenance.backends.reference import (
-    SPLIT_ADDMM_PASS,
-    ReferenceBackend,
-    ReferenceScheduling,
-    SplitAddmmPass,
-    split_addmm,
-)
+from spyre_provenance.backends.reference import ReferenceBackend, ReferenceScheduling
+from spyre_provenance.backends.reference_lowering import SPLIT_ADDMM_PASS, SplitAddmmPass, split_addmm
 from spyre_provenance.examples import EXAMPLES, ModelLoadError, load_model
 from spyre_provenance.model.records import OpSpecRecord
 

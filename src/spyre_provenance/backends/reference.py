@@ -21,17 +21,20 @@ produces what a Spyre compile produces, where provenance is concerned:
   call (``_pool_<kernel> = ...``), as torch-spyre's ``SpyreKernel.call_kernel`` writes it;
   the comment is then moved to the line before the call (``base.move_comment_to_call``).
 
+The graph-level half (the split, the mm lowering, realizing every op) is in
+``reference_lowering``, the OpSpecs and the formats made from them in ``reference_opspecs``;
+this module holds the scheduling and the backend that installs it all.
+
 Code generation and execution stay Inductor's C++ backend, so results are checked against
 eager. Everything is installed for device "cpu" and undone exactly by ``uninstall``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -42,15 +45,23 @@ from torch._inductor import ir
 from torch._inductor import lowering as inductor_lowering
 from torch._inductor.codegen import common as codegen_common
 from torch._inductor.codegen import cpp as cpp_codegen
-from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
-from torch._inductor.dependencies import MemoryDep, StarDep, WeakDep
-from torch._inductor.utils import IndentedBuffer, Placeholder, get_fused_kernel_name
-from torch._inductor.virtualized import V, ops
+from torch._inductor.utils import IndentedBuffer, Placeholder
+from torch._inductor.virtualized import V
 
 from spyre_provenance.backends import bundles
 from spyre_provenance.backends import opspec as opspec_mod
 from spyre_provenance.backends.base import Backend, move_comment_to_call
-from spyre_provenance.backends.opspec import OpSpec, TensorArg
+from spyre_provenance.backends.opspec import OpSpec
+from spyre_provenance.backends.reference_lowering import DEVICE, SplitAddmmPass, make_mm_lowering, realize_every_op
+from spyre_provenance.backends.reference_opspecs import (
+    build_opspec,
+    bundle_document,
+    failed_opspec,
+    flat_nodes,
+    kernel_descriptor,
+    pool_bytes,
+    redact_handle,
+)
 from spyre_provenance.logs.wrapper_code import POOL_PREFIX
 from spyre_provenance.model.folders import BUNDLE_FILE
 from spyre_provenance.model.records import DebugHandle, Fault, OpSpecRecord
@@ -59,360 +70,7 @@ from spyre_provenance.support import atomic_write_text
 
 aten = torch.ops.aten
 
-DEVICE = "cpu"
 KERNEL_PREFIX = "sdsc"
-SPLIT_ADDMM_PASS = "spyre_reference.split_addmm"
-#: Bumped when generated code changes in a way the source-file hash would not show.
-CACHE_FORMAT = "spyre-reference-backend/1"
-
-
-# --- the addmm split (post-grad graph pass) -------------------------------------------------
-
-
-def _cache_uuid() -> bytes:
-    """Identity of this backend's code: joins Inductor's FX-graph (and AOTAutograd) cache key.
-
-    Inductor puts ``uuid()`` of every registered device pass into ``FxGraphHashDetails``
-    (``custom_backend_passes``), so a reference compile can never hit an entry written by a
-    stock-Inductor compile of the same graph, or the other way round, and editing this backend
-    invalidates its old entries.
-    """
-    return get_hash_for_files((__file__, opspec_mod.__file__), extra=CACHE_FORMAT)
-
-
-def _fake_value(target: Any, args: tuple[Any, ...]) -> Any:
-    """``node.meta["val"]`` for a new node: run the op on its inputs' fake values."""
-    from torch._guards import detect_fake_mode
-
-    vals = [a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in args]
-    fake_mode = detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)])
-    with fake_mode if fake_mode is not None else contextlib.nullcontext():
-        return target(*vals)
-
-
-# What the matmul half of the split inherits from the addmm node; the bias add gets only
-# original_aten, like the bias adds torch-spyre's decomposition synthesizes.
-_MM_META_KEYS = ("stack_trace", "nn_module_stack", "source_fn_stack", "original_aten", "seq_nr")
-
-
-def split_addmm(gm: torch.fx.GraphModule) -> int:
-    """Rewrite every ``addmm(bias, a, b, beta, alpha)`` as ``alpha*mm(a, b) + beta*bias``.
-
-    New nodes record where they came from twice over: ``from_node`` (so Inductor's pre/post
-    graph mapping still reaches the pre-grad ``linear``) and a ``decomposition`` entry under
-    ``opspec.TRANSFORMS_META_KEY`` (so their OpSpecs' transform history shows the split).
-    Returns how many nodes were split.
-    """
-    from torch.fx.traceback import NodeSource, NodeSourceAction
-
-    graph = gm.graph
-    count = 0
-    for node in list(graph.nodes):
-        if node.op != "call_function" or node.target is not aten.addmm.default:
-            continue
-        val = node.meta.get("val")
-        if not isinstance(val, torch.Tensor) or val.device.type != DEVICE:
-            continue  # another device's addmm in a mixed graph: not this backend's to change
-        bias, mat1, mat2 = node.args[:3]
-        beta = node.kwargs.get("beta", 1)
-        alpha = node.kwargs.get("alpha", 1)
-        transform = (("decomposition", SPLIT_ADDMM_PASS, "addmm -> mm + bias add"),)
-        created = []
-
-        def emit(
-            name: str, target: Any, args: tuple[Any, ...], inherit: Sequence[str] = ()
-        ) -> torch.fx.Node:
-            new = graph.create_node("call_function", target, args, name=name)
-            new.meta.update({k: node.meta[k] for k in inherit if k in node.meta})
-            new.meta["original_aten"] = node.meta.get("original_aten", aten.addmm.default)
-            new.meta["val"] = _fake_value(target, args)
-            new.meta[opspec_mod.TRANSFORMS_META_KEY] = transform
-            created.append(new)
-            return new
-
-        with graph.inserting_before(node):
-            result = emit("mm", aten.mm.default, (mat1, mat2), _MM_META_KEYS)
-            if alpha != 1:
-                result = emit("mul", aten.mul.Tensor, (result, alpha))
-            if beta != 0:
-                scaled_bias = bias if beta == 1 else emit("mul", aten.mul.Tensor, (bias, beta))
-                result = emit("add", aten.add.Tensor, (result, scaled_bias))
-        for new in created:
-            action = [NodeSourceAction.CREATE]
-            if new is result:
-                action.insert(0, NodeSourceAction.REPLACE)
-            new.meta["from_node"] = [NodeSource(node, SPLIT_ADDMM_PASS, action)]
-        node.replace_all_uses_with(result)
-        graph.erase_node(node)
-        count += 1
-    if count:
-        gm.recompile()
-    return count
-
-
-class SplitAddmmPass(CustomGraphModulePass):
-    """The device pass Inductor runs on post-grad graphs that touch the CPU: the backend's
-    pre-scheduling pass, as far as the audit is concerned (``Backend.pass_observer``)."""
-
-    def __init__(self, backend: Backend | None = None) -> None:
-        self.backend = backend
-
-    def __call__(self, gm: torch.fx.GraphModule) -> None:
-        observer = getattr(self.backend, "pass_observer", None)
-        if observer is not None:
-            observer(gm.graph, "in")
-        split_addmm(gm)
-        if observer is not None:
-            observer(gm.graph, "out")
-
-    def uuid(self) -> bytes:
-        return _cache_uuid()
-
-
-# --- mm as the backend's own reduction -----------------------------------------------------
-
-
-def _make_mm_lowering(fallback: Any) -> Any:
-    """``mm(a, b)`` -> one reduction buffer ``out[i, j] = sum_k a[i, k] * b[k, j]``.
-
-    Non-CPU inputs go to the lowering this one replaced, so other devices are untouched.
-    """
-
-    def lower_mm(a: Any, b: Any) -> Any:
-        device = a.get_device()
-        if device is None or device.type != DEVICE:
-            return fallback(a, b)
-        load_a, load_b = a.make_loader(), b.make_loader()
-
-        def inner_fn(index: Sequence[Any], rindex: Sequence[Any]) -> Any:
-            i, j = index
-            (k,) = rindex
-            return ops.mul(load_a([i, k]), load_b([k, j]))
-
-        out = ir.Reduction.create(
-            device=device,
-            dst_dtype=a.get_dtype(),
-            src_dtype=a.get_dtype(),
-            inner_fn=inner_fn,
-            ranges=[a.get_size()[0], b.get_size()[1]],
-            reduction_ranges=[a.get_size()[1]],
-            reduction_type="sum",
-        )
-        out.realize()
-        return out
-
-    return lower_mm
-
-
-def _realize_every_op(self: Any, threshold: int | None = None) -> bool:
-    """Replacement for ``ir.Loops.has_large_inner_fn``: realize each op as its own buffer."""
-    return True
-
-
-# --- OpSpecs of a kernel -------------------------------------------------------------------
-
-# Spyre-style names for the pointwise ops the examples use; anything else keeps its aten name.
-_SPYRE_OPS = {
-    "add": "add",
-    "sub": "sub",
-    "mul": "mul",
-    "div": "realdiv",
-    "relu": "relufwd",
-    "exp": "exp",
-    "neg": "neg",
-    "rsqrt": "rsqrt",
-    "sqrt": "sqrt",
-    "sigmoid": "sigmoid",
-    "tanh": "tanh",
-    "gelu": "gelufwd",
-    "maximum": "maximum",
-    "where": "where3",
-    "clone": "identity",
-    "convert_element_type": "identity",
-}
-# Ops that only re-index (views) or pick a tuple element: they never name a buffer's op.
-_VIEW_OPS = frozenset(
-    "view reshape _unsafe_view permute t transpose expand unsqueeze squeeze slice select "
-    "alias as_strided getitem".split()
-)
-
-
-def _op_name(buffer: Any) -> tuple[str, bool, dict[str, Any]]:
-    """(op, is_reduction, op_info) of one buffer, named the way Spyre names its ops."""
-    data = getattr(buffer, "data", None)
-    targets = _origin_ops(buffer)
-    if isinstance(data, ir.Reduction):
-        rtype = str(data.reduction_type)
-        if rtype == "sum" and "mm" in targets:
-            return "matmul", True, {"reduction_type": rtype}
-        return rtype, True, {"reduction_type": rtype}
-    compute = [t for t in targets if t not in _VIEW_OPS]
-    names = [_SPYRE_OPS.get(t, t) for t in dict.fromkeys(compute)]
-    # no op of its own: a copy (a weight's layout copy, whose only origin is the input)
-    return ("+".join(names) if names else "identity"), False, {}
-
-
-def _origin_ops(buffer: Any) -> list[str]:
-    """The aten op names (``relu``, ``copy_``) of the FX nodes lowered into a buffer, by
-    node name; graph inputs among the origins compute nothing and are left out."""
-    origins = sorted(getattr(buffer, "origins", ()) or (), key=lambda n: n.name)
-    return [_packet_name(o.target) for o in origins if getattr(o, "op", None) == "call_function"]
-
-
-def _packet_name(target: Any) -> str:
-    packet = getattr(target, "_overloadpacket", None)
-    return getattr(packet, "__name__", None) or getattr(target, "__name__", str(target)).split(".")[0]
-
-
-def kernel_descriptor(nodes: Sequence[Any]) -> str:
-    """The middle of a kernel name: ``fused_<original-aten ops>`` as torch-spyre names it.
-
-    Inductor's ``get_fused_kernel_name`` reads ``meta["original_aten"]``; nodes without it
-    (a layout copy of a weight, nodes a pass created) would give a bare ``fused``, which
-    says nothing. Then the ops the buffers compute name the kernel, and a kernel that only
-    copies its input is a ``clone``.
-    """
-    fused = get_fused_kernel_name(nodes, "original_aten")
-    if fused != "fused":
-        return fused
-    ops = sorted({op for n in _flat_nodes(nodes) for op in _origin_ops(n.node)})
-    return "_".join(["fused", *(ops or ["clone"])])
-
-
-def _size(name: str) -> list[int | str]:
-    try:
-        return [opspec_mod.extent(s) for s in V.graph.get_buffer(name).get_size()]
-    except Exception:  # graph inputs that are not buffers, symbolic corner cases
-        return []
-
-
-def _dtype(name: str) -> str:
-    try:
-        return str(V.graph.get_dtype(name)).replace("torch.", "")
-    except Exception:
-        return "unknown"
-
-
-def build_opspec(
-    snode: Any, call_args: Sequence[str], debug_handle: Callable[[Any], DebugHandle | None] | None = None
-) -> tuple[OpSpec, str | None]:
-    """The OpSpec of one scheduler node (one ComputedBuffer), handle included, and why
-    it has no handle when it has none (None when it has one)."""
-    buffer = snode.node
-    op, is_reduction, op_info = _op_name(buffer)
-    sizes, rsizes = snode.get_ranges()
-    space = {f"d{i}": (opspec_mod.extent(s), 1) for i, s in enumerate([*sizes, *rsizes])}
-
-    def arg(dep: Any, is_input: bool) -> TensorArg:
-        if isinstance(dep, MemoryDep):
-            coordinates = [str(dep.index)]
-        elif isinstance(dep, StarDep):  # the whole buffer: a scatter target, a mutated input
-            coordinates = ["*"]
-        else:
-            coordinates = []
-        return TensorArg(
-            is_input=is_input,
-            arg_index=call_args.index(dep.name) if dep.name in call_args else -1,
-            device_dtype=_dtype(dep.name),
-            device_size=_size(dep.name),
-            device_coordinates=coordinates,
-            name=dep.name,
-        )
-
-    # a WeakDep orders a mutation after earlier reads; it moves no data, so it is no argument
-    args = [arg(d, True) for d in snode.read_writes.reads if not isinstance(d, WeakDep)]
-    args += [arg(d, False) for d in snode.read_writes.writes if not isinstance(d, WeakDep)]
-    handle, why = None, None
-    try:
-        handle = (debug_handle or opspec_mod.build_debug_handle)(buffer)
-        if handle is None:
-            why = "the buffer has no origins to build a debug handle from"
-    except Exception as exc:  # provenance is debug-only: the hook records it as a fault
-        why = f"building its debug handle failed: {type(exc).__name__}: {exc}"
-    return OpSpec(op, is_reduction, space, args, op_info, debug_handle=handle), why
-
-
-def _failed_opspec(snode: Any, exc: Exception) -> tuple[OpSpec, str]:
-    """What is left of an OpSpec that could not be built: its buffer, and why."""
-    name = getattr(getattr(snode, "node", None), "get_name", lambda: None)()
-    spec = OpSpec("unknown", False, {}, [TensorArg(False, -1, "unknown", [], [], name=name)], {})
-    return spec, f"its OpSpec could not be built: {type(exc).__name__}: {exc}"
-
-
-def _flat_nodes(node_schedule: Sequence[Any]) -> list[Any]:
-    """The scheduler nodes of a kernel that own a buffer, fused groups opened up, in order."""
-    nodes = []
-    for n in node_schedule:
-        inner = n.get_nodes() if hasattr(n, "get_nodes") else [n]
-        nodes.extend(x for x in inner if getattr(x, "node", None) is not None)
-    return nodes
-
-
-def _redact_handle(handle: dict[str, Any], redactor: Any) -> None:
-    """Rewrite the source paths of a serialized handle and its fused constituents, in place."""
-    pending = [handle]
-    while pending:
-        current = pending.pop()
-        if current.get("source"):
-            current["source"]["file"] = redactor.redact_path(current["source"]["file"])
-        pending.extend(current.get("fused_from", ()))
-
-
-#: Bytes of HBM scratch per element of a reduction's or matmul's iteration space, and the
-#: pool of a kernel whose space is symbolic (its size is only known at run time).
-POOL_BYTES_PER_ELEMENT = 4
-SYMBOLIC_POOL_BYTES = 65536
-
-
-def pool_bytes(specs: Sequence[OpSpec]) -> int:
-    """The HBM pool a kernel needs: scratch for its reductions and matmuls (0: no pool)."""
-    sizes = []
-    for spec in specs:
-        if not (spec.is_reduction or spec.op == "matmul"):
-            continue
-        extents = [extent for extent, _ in spec.iteration_space.values()]
-        if not all(isinstance(e, int) for e in extents):
-            sizes.append(SYMBOLIC_POOL_BYTES)
-            continue
-        size = POOL_BYTES_PER_ELEMENT
-        for extent in extents:
-            size *= extent
-        sizes.append(size)
-    return max(sizes, default=0)
-
-
-def bundle_document(index: int, spec: OpSpec) -> dict[str, Any]:
-    """One SuperDSC-like device spec for one OpSpec (key style as SuperDSC: trailing ``_``).
-
-    No source information in it, as in real bundles, except ``debug_handle_`` (the handle as
-    torch-spyre serializes it: a dict whose ``id`` is a decimal string), the Phase 2 link.
-    """
-    # The schedule tree: one loop per iteration-space dimension around the compute op.
-    tree: dict[str, Any] = {"nodeType_": "compute", "op_": spec.op}
-    for dim, (extent, _) in reversed(list(spec.iteration_space.items())):
-        tree = {"nodeType_": "loop", "dim_": dim, "extent_": extent, "body_": [tree]}
-    body = {
-        "debug_handle_": spec.debug_handle.to_dict() if spec.debug_handle else None,
-        "opFunc_": spec.op,
-        "isReduction_": spec.is_reduction,
-        "iterationSpace_": {d: list(v) for d, v in spec.iteration_space.items()},
-        "tensors_": [
-            {
-                "name_": a.name,
-                "isInput_": a.is_input,
-                "argIndex_": a.arg_index,
-                "dataFormat_": a.device_dtype,
-                "size_": a.device_size,
-                "coordinates_": a.device_coordinates,
-            }
-            for a in spec.args
-        ],
-        "computeOp_": {"op_": spec.op, "opInfo_": spec.op_info},
-        "scheduleTree_": [tree],
-        "numCoresUsed_": 1,
-        "coreIdToDsc_": {"0": 0},
-    }
-    return {f"{index}_{spec.op}": body}
 
 
 # --- the scheduling --------------------------------------------------------------------------
@@ -566,9 +224,9 @@ class ReferenceBackend(Backend):
                 device_custom_config=custom_config,
             )
             stock_lowering = patches.keep_item(inductor_lowering.lowerings, mm)
-            inductor_lowering.register_lowering(mm, type_promotion_kind=None)(_make_mm_lowering(stock_lowering))
+            inductor_lowering.register_lowering(mm, type_promotion_kind=None)(make_mm_lowering(stock_lowering))
             # As torch-spyre does: every op realized, so one buffer is one op (and one OpSpec).
-            patches.setattr(ir.Loops, "has_large_inner_fn", _realize_every_op)
+            patches.setattr(ir.Loops, "has_large_inner_fn", realize_every_op)
         except BaseException:
             self.uninstall()
             raise
@@ -602,7 +260,7 @@ class ReferenceBackend(Backend):
         the reason in ``missing_handle`` (the hook counts and reports it)."""
         if not isinstance(node_schedule, (list, tuple)):
             return []
-        nodes = _flat_nodes(node_schedule)
+        nodes = flat_nodes(node_schedule)
         if (
             self.call_sites
             and self.call_sites[-1][0] == kernel_name
@@ -623,7 +281,7 @@ class ReferenceBackend(Backend):
     # called by ReferenceScheduling.define_kernel
 
     def _record_kernel(self, kernel_name: str, nodes: Sequence[Any], args: Any) -> list[OpSpec]:
-        flat = _flat_nodes(nodes)
+        flat = flat_nodes(nodes)
         try:
             call_args = list(args.cpp_argdefs()[1])
         except Exception:  # no argument list: OpSpec arguments get index -1
@@ -644,7 +302,7 @@ class ReferenceBackend(Backend):
             try:
                 built.append(build_opspec(node, call_args, self.debug_handle))
             except Exception as exc:  # provenance is debug-only: reported, never raised
-                built.append(_failed_opspec(node, exc))
+                built.append(failed_opspec(node, exc))
         return [spec for spec, _ in built], [why for _, why in built]
 
     def bundle_handles(self, kernel_name: str) -> list[dict[str, Any] | None] | None:
@@ -658,7 +316,7 @@ class ReferenceBackend(Backend):
             for document in documents:
                 for body in document.values():
                     if body["debug_handle_"] is not None:
-                        _redact_handle(body["debug_handle_"], self.path_redactor)
+                        redact_handle(body["debug_handle_"], self.path_redactor)
         if self.kernel_cache:
             folder = _spyre_cache_root() / bundle_cache_key(documents)
             cached = _read_bundles(folder, len(documents))

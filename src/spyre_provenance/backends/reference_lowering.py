@@ -1,0 +1,185 @@
+"""The reference backend's graph-level half: what it changes before kernels are made.
+
+- ``split_addmm`` (a post-grad device pass, ``SplitAddmmPass``): ``addmm`` becomes ``mm`` + a
+  bias ``add``, as torch-spyre decomposes it; the add carries ``original_aten`` but no
+  ``stack_trace``, like the bias adds of a real Spyre compile (REFERENCE.md section 5).
+- ``make_mm_lowering``: ``mm`` lowered to the backend's own reduction, so the wrapper never
+  calls ``extern_kernels.mm``.
+- ``realize_every_op``: every pointwise op its own buffer (one buffer, one op, one OpSpec).
+
+``reference.ReferenceBackend.install`` puts them in place and takes them out again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch._inductor import ir
+from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
+from torch._inductor.virtualized import ops
+
+from spyre_provenance.backends import opspec as opspec_mod
+from spyre_provenance.backends.base import Backend
+
+aten = torch.ops.aten
+
+DEVICE = "cpu"
+SPLIT_ADDMM_PASS = "spyre_reference.split_addmm"
+#: Bumped when generated code changes in a way the source-file hash would not show.
+CACHE_FORMAT = "spyre-reference-backend/1"
+#: The reference backend's own code: its hash joins Inductor's cache keys (``_cache_uuid``).
+CODE_FILES = tuple(str(Path(__file__).with_name(name)) for name in (
+    "reference.py", "reference_lowering.py", "reference_opspecs.py", "opspec.py", "base.py"))
+
+
+# --- the addmm split (post-grad graph pass) -------------------------------------------------
+
+
+def _cache_uuid() -> bytes:
+    """Identity of this backend's code: joins Inductor's FX-graph (and AOTAutograd) cache key.
+
+    Inductor puts ``uuid()`` of every registered device pass into ``FxGraphHashDetails``
+    (``custom_backend_passes``), so a reference compile can never hit an entry written by a
+    stock-Inductor compile of the same graph, or the other way round, and editing this backend
+    invalidates its old entries.
+    """
+    return get_hash_for_files(CODE_FILES, extra=CACHE_FORMAT)
+
+
+
+def _fake_value(target: Any, args: tuple[Any, ...]) -> Any:
+    """``node.meta["val"]`` for a new node: run the op on its inputs' fake values."""
+    from torch._guards import detect_fake_mode
+
+    vals = [a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in args]
+    fake_mode = detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)])
+    with fake_mode if fake_mode is not None else contextlib.nullcontext():
+        return target(*vals)
+
+
+
+# What the matmul half of the split inherits from the addmm node; the bias add gets only
+# original_aten, like the bias adds torch-spyre's decomposition synthesizes.
+_MM_META_KEYS = ("stack_trace", "nn_module_stack", "source_fn_stack", "original_aten", "seq_nr")
+
+
+
+def split_addmm(gm: torch.fx.GraphModule) -> int:
+    """Rewrite every ``addmm(bias, a, b, beta, alpha)`` as ``alpha*mm(a, b) + beta*bias``.
+
+    New nodes record where they came from twice over: ``from_node`` (so Inductor's pre/post
+    graph mapping still reaches the pre-grad ``linear``) and a ``decomposition`` entry under
+    ``opspec.TRANSFORMS_META_KEY`` (so their OpSpecs' transform history shows the split).
+    Returns how many nodes were split.
+    """
+    from torch.fx.traceback import NodeSource, NodeSourceAction
+
+    graph = gm.graph
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not aten.addmm.default:
+            continue
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor) or val.device.type != DEVICE:
+            continue  # another device's addmm in a mixed graph: not this backend's to change
+        bias, mat1, mat2 = node.args[:3]
+        beta = node.kwargs.get("beta", 1)
+        alpha = node.kwargs.get("alpha", 1)
+        transform = (("decomposition", SPLIT_ADDMM_PASS, "addmm -> mm + bias add"),)
+        created = []
+
+        def emit(
+            name: str, target: Any, args: tuple[Any, ...], inherit: Sequence[str] = ()
+        ) -> torch.fx.Node:
+            new = graph.create_node("call_function", target, args, name=name)
+            new.meta.update({k: node.meta[k] for k in inherit if k in node.meta})
+            new.meta["original_aten"] = node.meta.get("original_aten", aten.addmm.default)
+            new.meta["val"] = _fake_value(target, args)
+            new.meta[opspec_mod.TRANSFORMS_META_KEY] = transform
+            created.append(new)
+            return new
+
+        with graph.inserting_before(node):
+            result = emit("mm", aten.mm.default, (mat1, mat2), _MM_META_KEYS)
+            if alpha != 1:
+                result = emit("mul", aten.mul.Tensor, (result, alpha))
+            if beta != 0:
+                scaled_bias = bias if beta == 1 else emit("mul", aten.mul.Tensor, (bias, beta))
+                result = emit("add", aten.add.Tensor, (result, scaled_bias))
+        for new in created:
+            action = [NodeSourceAction.CREATE]
+            if new is result:
+                action.insert(0, NodeSourceAction.REPLACE)
+            new.meta["from_node"] = [NodeSource(node, SPLIT_ADDMM_PASS, action)]
+        node.replace_all_uses_with(result)
+        graph.erase_node(node)
+        count += 1
+    if count:
+        gm.recompile()
+    return count
+
+
+
+class SplitAddmmPass(CustomGraphModulePass):
+    """The device pass Inductor runs on post-grad graphs that touch the CPU: the backend's
+    pre-scheduling pass, as far as the audit is concerned (``Backend.pass_observer``)."""
+
+    def __init__(self, backend: Backend | None = None) -> None:
+        self.backend = backend
+
+    def __call__(self, gm: torch.fx.GraphModule) -> None:
+        observer = getattr(self.backend, "pass_observer", None)
+        if observer is not None:
+            observer(gm.graph, "in")
+        split_addmm(gm)
+        if observer is not None:
+            observer(gm.graph, "out")
+
+    def uuid(self) -> bytes:
+        return _cache_uuid()
+
+
+
+# --- mm as the backend's own reduction -----------------------------------------------------
+
+
+def make_mm_lowering(fallback: Any) -> Any:
+    """``mm(a, b)`` -> one reduction buffer ``out[i, j] = sum_k a[i, k] * b[k, j]``.
+
+    Non-CPU inputs go to the lowering this one replaced, so other devices are untouched.
+    """
+
+    def lower_mm(a: Any, b: Any) -> Any:
+        device = a.get_device()
+        if device is None or device.type != DEVICE:
+            return fallback(a, b)
+        load_a, load_b = a.make_loader(), b.make_loader()
+
+        def inner_fn(index: Sequence[Any], rindex: Sequence[Any]) -> Any:
+            i, j = index
+            (k,) = rindex
+            return ops.mul(load_a([i, k]), load_b([k, j]))
+
+        out = ir.Reduction.create(
+            device=device,
+            dst_dtype=a.get_dtype(),
+            src_dtype=a.get_dtype(),
+            inner_fn=inner_fn,
+            ranges=[a.get_size()[0], b.get_size()[1]],
+            reduction_ranges=[a.get_size()[1]],
+            reduction_type="sum",
+        )
+        out.realize()
+        return out
+
+    return lower_mm
+
+
+
+def realize_every_op(self: Any, threshold: int | None = None) -> bool:
+    """Replacement for ``ir.Loops.has_large_inner_fn``: realize each op as its own buffer."""
+    return True
