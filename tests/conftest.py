@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fresh_process import FRESH, FreshProcess  # tests/ is on sys.path
 
 DATA = Path(__file__).parent / "data"
 
@@ -100,6 +101,14 @@ class CompileServer:
 
 
 @pytest.fixture(scope="session")
+def fresh_process() -> FreshProcess:
+    """Our command in a new interpreter (``tests/fresh_process.py``): for a cold process, an
+    environment of its own, a signal or two writers at once; everything else shares the
+    session's compiles (``compile_case``)."""
+    return FRESH
+
+
+@pytest.fixture(scope="session")
 def compile_server() -> "CompileServer":
     server = CompileServer()
     yield server
@@ -145,19 +154,13 @@ class OpenedCase:
 def open_case(compile_case, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., OpenedCase]:
     """``open_case("mlp", "--train")``: the compile of ``compile_case`` with the same
     arguments, then ``spyre-provenance open`` on its folder; once per session."""
-    import subprocess
-    import sys
-
     done: dict[tuple[str, ...], OpenedCase] = {}
 
     def run(*args: str) -> OpenedCase:
         if args not in done:
             case = compile_case(*args)
             out = tmp_path_factory.mktemp("opened") / "tlparse"
-            completed = subprocess.run(
-                [sys.executable, "-m", "spyre_provenance", "open", str(case.out), "--out", str(out), "--no-browser"],
-                capture_output=True, text=True, timeout=300,
-            )
+            completed = FRESH.run("open", case.out, "--out", out, "--no-browser", timeout=300)
             done[args] = OpenedCase(case, out, completed)
         return done[args]
 

@@ -9,45 +9,25 @@ mapping and the OpSpec artifact keep this compile's handles.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fresh_process import FRESH  # tests/ is on sys.path
+from zoo.user_models import SOURCE
 
 from spyre_provenance.model.names import DIAGNOSTICS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.validate import paths as path_validation
 
 pytestmark = pytest.mark.compile
 
-REPO = Path(__file__).parents[1]
-MODEL = '''
-import torch
-
-
-class Block(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(16, 32)
-
-    def forward(self, x):
-        return torch.relu(self.fc(x)).sum(dim=1)
-
-
-def make():
-    torch.manual_seed(0)
-    return Block(), (torch.randn(4, 16),)
-'''
-
 
 def compile_with_cache(model: Path, out: Path, cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}
-    env.update(PYTHONPATH=str(REPO / "src"), TORCHINDUCTOR_CACHE_DIR=str(cache))
-    return subprocess.run(
-        [sys.executable, "-m", "spyre_provenance", "compile", f"{model}:make", "--backend", "reference",
-         "--out", str(out), "--no-tlparse", *extra],
-        capture_output=True, text=True, timeout=600, env=env,
+    """``model`` (a copy of ``zoo/user_models.py``) compiled in a fresh process with its own
+    Inductor cache dir, where the kernel cache keeps its bundles."""
+    return FRESH.run(
+        "compile", f"{model}:summed_block", "--backend", "reference", "--out", out, "--no-tlparse", *extra,
+        env={"TORCHINDUCTOR_CACHE_DIR": str(cache)}, timeout=600,
     )
 
 
@@ -75,9 +55,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, subp
     warm kernel cache: a.py fills it, a.py again hits it, b.py hits it with a.py's handles."""
     work = tmp_path_factory.mktemp("bundle-cache")
     cache = work / "inductor-cache"
-    (work / "a.py").write_text(MODEL)
+    (work / "a.py").write_text(SOURCE)
     (work / "moved").mkdir()
-    (work / "moved" / "b.py").write_text("\n\n# the same model, two lines lower\n" + MODEL)
+    (work / "moved" / "b.py").write_text("\n\n# the same model, two lines lower\n" + SOURCE)
     done = {}
     for name, model in (("cold", work / "a.py"), ("same", work / "a.py"), ("other", work / "moved" / "b.py")):
         out = work / name
@@ -121,7 +101,7 @@ def test_a_hit_from_another_source_reports_stale_handles_and_keeps_its_own(runs)
 
 
 def test_kernel_cache_is_refused_where_there_are_no_bundles(tmp_path: Path):
-    (tmp_path / "m.py").write_text(MODEL)
+    (tmp_path / "m.py").write_text(SOURCE)
     done = compile_with_cache(tmp_path / "m.py", tmp_path / "out", tmp_path / "cache", "--kernel-cache",
                               "--backend", "inductor")
     assert done.returncode == 2 and "--kernel-cache" in done.stderr and not (tmp_path / "out").exists()

@@ -12,7 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_bundle_cache import MODEL, compile_with_cache
+from test_bundle_cache import compile_with_cache
+from zoo.user_models import SOURCE
 
 from spyre_provenance import golden
 from spyre_provenance.model.names import OPSPEC_DEBUG_HANDLES
@@ -193,8 +194,8 @@ def test_editing_a_golden_bundle_handle_is_a_change(tmp_path):
 
 @pytest.mark.compile
 def test_two_compiles_name_the_moved_source_in_bundle_lines(tmp_path, run_cli):
-    (tmp_path / "a.py").write_text(MODEL)
-    (tmp_path / "b.py").write_text("\n\n# the same model, two lines lower\n" + MODEL)
+    (tmp_path / "a.py").write_text(SOURCE)
+    (tmp_path / "b.py").write_text("\n\n# the same model, two lines lower\n" + SOURCE)
     for name in ("a", "b"):
         done = compile_with_cache(tmp_path / f"{name}.py", tmp_path / name, tmp_path / "cache")
         assert done.returncode == 0, done.stdout + done.stderr[-3000:]

@@ -10,13 +10,12 @@ Two compiles of the seed MLP (~10 s each).
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import tlparse_page
+from fresh_process import FRESH  # tests/ is on sys.path
 
 from spyre_provenance.logs import tlparse_run, tracelog
 from spyre_provenance.model.names import NODE_MAPPINGS
@@ -30,15 +29,9 @@ CACHE_HITS = ("fx_graph_cache_hit", "aotautograd_cache_hit")
 
 
 def _compile(out: Path, cache: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "TORCHINDUCTOR_CACHE_DIR": str(cache),
-        "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
-        "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "spyre_provenance", "compile", "mlp", "--out", str(out)],
-        capture_output=True, text=True, timeout=900, env=env,
+    return FRESH.run(
+        "compile", "mlp", "--out", out,
+        env={"TORCHINDUCTOR_CACHE_DIR": str(cache), "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"},
     )
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import tlparse_page
+from fresh_process import FRESH  # tests/ is on sys.path
 
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
@@ -20,10 +20,7 @@ pytestmark = pytest.mark.compile
 
 
 def run_compile(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "spyre_provenance", "compile", *args, "--out", str(out)],
-        capture_output=True, text=True, timeout=900,
-    )
+    return FRESH.run("compile", *args, "--out", out)
 
 
 @pytest.fixture(scope="module")

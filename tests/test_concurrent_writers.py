@@ -9,14 +9,12 @@ and each model has its bundles and pages. Two compiles in parallel (~20 s on 2 c
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fresh_process import FRESH  # tests/ is on sys.path
 
 from spyre_provenance.logs import tracelog
 from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
@@ -40,14 +38,7 @@ def shared_out(compile_case, tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copytree(case.out, out, dirs_exist_ok=True)
     (out / "graph_mlp_00_0-0_inference" / ".spyre-provenance-tmp-999999999-x.part").write_bytes(b"stale")
 
-    env = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}
-    procs = {
-        model: subprocess.Popen(
-            [sys.executable, "-m", "spyre_provenance", "compile", model, "--out", str(out)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        )
-        for model in MODELS
-    }
+    procs = {model: FRESH.start("compile", model, "--out", out) for model in MODELS}
     for model, proc in procs.items():
         stdout, stderr = proc.communicate(timeout=900)
         assert proc.returncode == 0, f"{model}: {stdout}{stderr[-3000:]}"

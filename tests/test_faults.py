@@ -17,9 +17,6 @@ In-process compiles of a two-kernel model (a second or two each).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 import warnings
 from pathlib import Path
@@ -29,6 +26,7 @@ import msgspec
 import pytest
 import torch
 from inductor_doubles import Injected, RecordingInductor, faulty
+from zoo.user_models import SOURCE, Tiny, tiny
 
 import spyre_provenance
 from spyre_provenance import mapping
@@ -43,32 +41,7 @@ from spyre_provenance.validate import schemas
 
 pytestmark = pytest.mark.compile
 
-REPO = Path(__file__).parents[1]
-
-
-class Tiny(torch.nn.Module):
-    """Two kernels (an extern mm and a fused pointwise) compile in a few seconds."""
-
-    def forward(self, x, w):
-        return torch.relu(x @ w) * 2
-
-
-INPUTS = (torch.randn(8, 16), torch.randn(16, 4))
-
-#: the same model as a user's file (``PATH.py:make``), for tests that compile through the CLI
-TINY_SOURCE = '''
-import torch
-
-
-class Tiny(torch.nn.Module):
-    def forward(self, x, w):
-        return torch.relu(x @ w) * 2
-
-
-def make():
-    torch.manual_seed(0)
-    return Tiny(), (torch.randn(8, 16), torch.randn(16, 4))
-'''
+INPUTS = tiny()[1]
 
 BACKENDS = {"inductor": StockInductor, "reference": ReferenceBackend}
 
@@ -299,15 +272,12 @@ sys.exit(cli.main(sys.argv[1:]))
 '''
 
 
-def test_compile_command_reports_the_loss(tmp_path: Path) -> None:
-    (tmp_path / "tiny.py").write_text(TINY_SOURCE)
+def test_compile_command_reports_the_loss(tmp_path: Path, fresh_process) -> None:
+    (tmp_path / "tiny.py").write_text(SOURCE)
     out = tmp_path / "out"
-    env = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}
-    env["PYTHONPATH"] = str(REPO / "src")
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(DRIVER), "compile", f"{tmp_path / 'tiny.py'}:make",
-         "--backend", "reference", "--out", str(out), "--no-tlparse"],
-        capture_output=True, text=True, timeout=600, env=env,
+    done = fresh_process.run(
+        "compile", f"{tmp_path / 'tiny.py'}:tiny", "--backend", "reference", "--out", out, "--no-tlparse",
+        driver=textwrap.dedent(DRIVER),
     )
     assert done.returncode == 1, done.stdout + done.stderr[-3000:]  # partial: found wanting
     assert "Traceback" not in done.stderr
@@ -316,7 +286,7 @@ def test_compile_command_reports_the_loss(tmp_path: Path) -> None:
     assert "mapping left out" in done.stdout and "all valid" in done.stdout
     assert done.stderr.count("spyre-provenance: build: RuntimeError: injected fault") == 1
 
-    (folder,) = out.glob("graph_tiny-make_*")
+    (folder,) = out.glob("graph_tiny-tiny_*")
     assert sorted(p.name for p in folder.iterdir()) == [f"{DIAGNOSTICS}.json"]  # mapping left out
     written = json.loads((folder / f"{DIAGNOSTICS}.json").read_bytes())
     assert written["partial"] and written["mapping"] == "upstream"
@@ -324,15 +294,12 @@ def test_compile_command_reports_the_loss(tmp_path: Path) -> None:
 
     from spyre_provenance.logs import tracelog
 
-    log = out / "trace" / "tiny-make.log"
+    log = out / "trace" / "tiny-tiny.log"
     logged = {name: json.loads(payload) for _, name, payload in tracelog.artifact_payloads(log)
               if name in (DIAGNOSTICS, NODE_MAPPINGS)}
     assert logged[DIAGNOSTICS] == written
     # upstream's own mapping is logged instead, and it is valid
     assert schemas.validate(logged[NODE_MAPPINGS], NODE_MAPPINGS).ok
-    validated = subprocess.run(
-        [sys.executable, "-m", "spyre_provenance", "validate", str(out)],
-        capture_output=True, text=True, env=env,
-    )
+    validated = fresh_process.run("validate", out)
     assert validated.returncode == 0, validated.stdout + validated.stderr
     assert f"OK      v4    {DIAGNOSTICS}" in validated.stdout

@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from test_faults import TINY_SOURCE
+from zoo.user_models import SOURCE
 
 from spyre_provenance.logs import tracelog
 from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
@@ -87,15 +84,12 @@ def test_project_is_found_upwards_but_never_home_or_root(tmp_path: Path) -> None
 
 # --- a real compile of a model in a user's home folder -----------------------------------------
 
-MODEL = TINY_SOURCE
-
-
 @pytest.fixture
 def alices_project(tmp_path: Path) -> Path:
     project = tmp_path / "home" / "alice" / "proj"
     project.mkdir(parents=True)
     (project / "pyproject.toml").write_text("")
-    (project / "tiny.py").write_text(MODEL)
+    (project / "tiny.py").write_text(SOURCE)
     return project
 
 
@@ -118,7 +112,7 @@ def test_compile_in_process_writes_and_logs_no_path(alices_project: Path, tmp_pa
     spec = importlib.util.spec_from_file_location("alices_tiny", alices_project / "tiny.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    model, inputs = module.make()
+    model, inputs = module.tiny()
     inductor = RecordingInductor()
 
     out = tmp_path / "out"
@@ -132,7 +126,8 @@ def test_compile_in_process_writes_and_logs_no_path(alices_project: Path, tmp_pa
     (graph,) = session.results
     assert any(str(alices_project) in t for r in graph.records for t in r.stack_traces)  # the records keep them
     traces = json.dumps(graph.stack_traces)
-    assert '<project>/tiny.py\\", line 7, in forward' in traces
+    line = SOURCE.splitlines().index("        return torch.relu(x @ w) * 2") + 1  # Tiny.forward's one line
+    assert f'<project>/tiny.py\\", line {line}, in forward' in traces
     assert leaks(traces, alices_project) == []
     files = sorted(out.rglob("*.json"))
     assert {f.name for f in files} >= {f"{KERNEL_STACK_TRACES}.json", f"{OPSPEC_DEBUG_HANDLES}.json", f"{DIAGNOSTICS}.json"}
@@ -146,17 +141,15 @@ def test_compile_in_process_writes_and_logs_no_path(alices_project: Path, tmp_pa
 
 
 @pytest.mark.compile
-def test_compile_command_redact_paths(alices_project: Path, tmp_path: Path) -> None:
+def test_compile_command_redact_paths(alices_project: Path, tmp_path: Path, fresh_process) -> None:
     out = tmp_path / "out"
-    env = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}
-    env.update(HOME=str(alices_project.parent), USER="alice", LOGNAME="alice", PYTHONPATH=str(REPO / "src"))
-    done = subprocess.run(
-        [sys.executable, "-m", "spyre_provenance", "compile", f"{alices_project / 'tiny.py'}:make", "--backend", "reference",
-         "--out", str(out), "--no-tlparse", "--redact-paths"],
-        capture_output=True, text=True, timeout=600, env=env, cwd=alices_project,
+    done = fresh_process.run(
+        "compile", f"{alices_project / 'tiny.py'}:tiny", "--backend", "reference", "--out", out, "--no-tlparse",
+        "--redact-paths", env={"HOME": str(alices_project.parent), "USER": "alice", "LOGNAME": "alice"},
+        cwd=alices_project, timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    (folder,) = out.glob("graph_tiny-make_*")
+    (folder,) = out.glob("graph_tiny-tiny_*")
     for file in folder.iterdir():
         assert leaks(file.read_text(), alices_project) == [], file
     assert "<project>/tiny.py" in (folder / f"{KERNEL_STACK_TRACES}.json").read_text()
@@ -164,6 +157,6 @@ def test_compile_command_redact_paths(alices_project: Path, tmp_path: Path) -> N
     assert bundles and all(leaks(b.read_text(), alices_project) == [] for b in bundles)
     assert any("<project>/tiny.py" in b.read_text() for b in bundles)
     ours = {KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS}
-    for _, name, payload in tracelog.artifact_payloads(out / "trace" / "tiny-make.log"):
+    for _, name, payload in tracelog.artifact_payloads(out / "trace" / "tiny-tiny.log"):
         if name in ours:
             assert leaks(payload, alices_project) == [], name

@@ -13,14 +13,13 @@ rank 0 compiles, writes, and then finds its peer gone.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import tlparse_page
+from fresh_process import FRESH  # tests/ is on sys.path
 
 from spyre_provenance import coverage, golden
 from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
@@ -42,12 +41,9 @@ def tp_run(compile_case):
 
 def _faulty_run(tmp_path_factory, model: str, how: str) -> subprocess.CompletedProcess[str]:
     out = tmp_path_factory.mktemp(f"rank1-{how}")
-    env = {**os.environ, "SPYRE_TEST_FAIL_RANK": "1", "SPYRE_TEST_FAIL_HOW": how}
-    env.pop("TORCH_TRACE", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "spyre_provenance", "compile", f"{FAULTY}:{model}", "--ranks", "2",
-         "--out", str(out), "--no-tlparse"],
-        capture_output=True, text=True, env=env, timeout=600,
+    done = FRESH.run(
+        "compile", f"{FAULTY}:{model}", "--ranks", "2", "--out", out, "--no-tlparse",
+        env={"SPYRE_TEST_FAIL_RANK": "1", "SPYRE_TEST_FAIL_HOW": how}, timeout=600,
     )
     done.out = out  # type: ignore[attr-defined]
     return done
@@ -136,10 +132,7 @@ def test_validate_reports_per_rank(tp_run, run_cli, tmp_path):
 @needs_tlparse
 def test_open_renders_the_multi_rank_report_and_every_rank_links_every_kernel(tp_run, tmp_path):
     out = tmp_path / "tlparse"
-    done = subprocess.run(
-        [sys.executable, "-m", "spyre_provenance", "open", str(tp_run.out), "--out", str(out), "--no-browser"],
-        capture_output=True, text=True, timeout=300,
-    )
+    done = FRESH.run("open", tp_run.out, "--out", out, "--no-browser", timeout=300)
     assert done.returncode == 0, done.stderr
     lines = [line.split("  ") for line in done.stdout.splitlines()]
     assert lines[0][0].strip() == "ranks" and Path(lines[0][-1].strip()) == out / "index.html"

@@ -23,6 +23,7 @@ import pytest
 import torch
 from torch._inductor import config as inductor_config
 from torch._inductor.codegen import common as codegen_common
+from zoo.user_models import SOURCE
 
 import spyre_provenance
 from spyre_provenance.backends.torch_spyre import TorchSpyreBackend
@@ -32,20 +33,6 @@ from spyre_provenance.model.records import BundleHandlesV4
 pytestmark = pytest.mark.compile
 
 STAND_INS = Path(__file__).parent / "stand_ins"
-MODEL = """
-import torch
-
-
-class Block(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(16, 32)
-
-    def forward(self, x):
-        return torch.softmax(torch.relu(self.fc(x)), dim=-1)
-"""
-
-
 def _purge_torch_spyre() -> None:
     for name in [m for m in sys.modules if m == "torch_spyre" or m.startswith("torch_spyre.")]:
         del sys.modules[name]
@@ -55,8 +42,8 @@ def _load(path: Path) -> torch.nn.Module:
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    torch.manual_seed(0)
-    return module.Block()
+    model, _ = module.softmax_block()
+    return model
 
 
 def _compile(model: torch.nn.Module, out: Path, *, kernel_cache: bool) -> SimpleNamespace:
@@ -80,8 +67,8 @@ def _compile(model: torch.nn.Module, out: Path, *, kernel_cache: bool) -> Simple
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SimpleNamespace]:
     work = tmp_path_factory.mktemp("spyre-bundles")
-    (work / "a.py").write_text(MODEL)
-    (work / "b.py").write_text("\n\n# the same model, two lines lower\n" + MODEL)
+    (work / "a.py").write_text(SOURCE)
+    (work / "b.py").write_text("\n\n# the same model, two lines lower\n" + SOURCE)
     with pytest.MonkeyPatch.context() as mp:
         _purge_torch_spyre()
         mp.syspath_prepend(str(STAND_INS))

@@ -19,7 +19,8 @@ from typing import Any, Callable
 
 import pytest
 import yaml
-from tlparse_page import parse_page  # tests/ is on sys.path (rootdir-relative "prepend" import mode)
+from fresh_process import FRESH  # tests/ is on sys.path (rootdir-relative "prepend" import mode)
+from tlparse_page import parse_page
 
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.model.detect import artifact_for_filename
@@ -387,11 +388,7 @@ def test_validate_paths_api(data_dir: Path, tmp_path: Path) -> None:
 
 
 def run_module(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    return subprocess.run(
-        [sys.executable, "-m", "spyre_provenance", "validate", *map(str, args)],
-        capture_output=True, text=True, env=env, **kwargs,
-    )
+    return FRESH.run("validate", *args, **kwargs)
 
 
 def test_module_entry_point(artifacts: Path, tmp_path: Path) -> None:
