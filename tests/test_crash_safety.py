@@ -181,7 +181,7 @@ GOLDEN_DRIVER = textwrap.dedent(
     from spyre_provenance.cli import golden as golden_command
 
     out, golden_dir, kill_at, when = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-    golden_command.compile_case = lambda case, _out: golden_command.Compiled(Path(out), 0, "")
+    golden_command.compile_case = lambda case, _out: golden_command.CaseCompile(Path(out), 0, "")
     real_write = support.atomic_write_bytes
     writes = 0
 
