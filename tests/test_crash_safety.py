@@ -145,7 +145,7 @@ def test_emit_clears_dead_writers_temporaries_before_writing(tmp_path: Path) -> 
 
 
 def test_compile_prepare_removes_only_this_models_output(tmp_path: Path) -> None:
-    from spyre_provenance.cli import compile as compile_command
+    from spyre_provenance.capture import compile_job
 
     out = tmp_path / "out"
     mine = [out / "graph_mlp_00_0-0_inference", out / "sdsc" / "mlp", out / "tlparse" / "mlp"]
@@ -164,7 +164,7 @@ def test_compile_prepare_removes_only_this_models_output(tmp_path: Path) -> None
     stale.write_bytes(b"x")
     live.write_bytes(b"x")
 
-    compile_command._prepare(out, out / "trace", "mlp")
+    compile_job._prepare(out, out / "trace", "mlp")
     assert not any(folder.exists() for folder in mine)
     assert all((folder / "a.json").is_file() for folder in theirs)
     assert sorted(p.name for p in (out / "trace").iterdir()) == ["dedicated_log_torch_trace_abc.log", "residual.log"]
