@@ -324,7 +324,7 @@ def golden_check(audited, run_cli, monkeypatch):
     """``golden check mlp_fp16_audit --golden-dir DIR``, the compile replaced by the session's."""
     from spyre_provenance.cli import golden as golden_command
 
-    monkeypatch.setattr(golden_command, "compile_case", lambda case, out: golden_command.Compiled(audited.out, 0, ""))
+    monkeypatch.setattr(golden_command, "compile_case", lambda case, out: golden_command.CaseCompile(audited.out, 0, ""))
     return lambda folder: run_cli("golden", "check", "mlp_fp16_audit", "--golden-dir", str(folder))
 
 

@@ -145,7 +145,7 @@ def test_emit_clears_dead_writers_temporaries_before_writing(tmp_path: Path) -> 
 
 
 def test_compile_prepare_removes_only_this_models_output(tmp_path: Path) -> None:
-    from spyre_provenance.cli import compile as compile_command
+    from spyre_provenance.capture import compile_job
 
     out = tmp_path / "out"
     mine = [out / "graph_mlp_00_0-0_inference", out / "sdsc" / "mlp", out / "tlparse" / "mlp"]
@@ -164,7 +164,7 @@ def test_compile_prepare_removes_only_this_models_output(tmp_path: Path) -> None
     stale.write_bytes(b"x")
     live.write_bytes(b"x")
 
-    compile_command._prepare(out, out / "trace", "mlp")
+    compile_job._prepare(out, out / "trace", "mlp")
     assert not any(folder.exists() for folder in mine)
     assert all((folder / "a.json").is_file() for folder in theirs)
     assert sorted(p.name for p in (out / "trace").iterdir()) == ["dedicated_log_torch_trace_abc.log", "residual.log"]
@@ -181,7 +181,7 @@ GOLDEN_DRIVER = textwrap.dedent(
     from spyre_provenance.cli import golden as golden_command
 
     out, golden_dir, kill_at, when = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-    golden_command.compile_case = lambda case, _out: golden_command.Compiled(Path(out), 0, "")
+    golden_command.compile_case = lambda case, _out: golden_command.CaseCompile(Path(out), 0, "")
     real_write = support.atomic_write_bytes
     writes = 0
 

@@ -100,11 +100,11 @@ def test_missing_golden_folder_is_exit_2(run_cli, tmp_path):
 # --- update's gate, without a compile: invalid artifacts and broken coverage are not written ---
 
 
-def _fake_compile(tmp_path: Path, returncode: int = 0) -> golden_check.Compiled:
+def _fake_compile(tmp_path: Path, returncode: int = 0) -> golden_check.CaseCompile:
     """What a compile of the mlp case leaves in --out, faked from the committed golden."""
     out = tmp_path / "out"
     shutil.copytree(GOLDEN / "mlp" / GRAPH, out / GRAPH)
-    return golden_check.Compiled(out, returncode, "compiled mlp\n  artifacts: 3 validated, 1 INVALID")
+    return golden_check.CaseCompile(out, returncode, "compiled mlp\n  artifacts: 3 validated, 1 INVALID")
 
 
 @pytest.mark.compile
@@ -116,7 +116,7 @@ def test_update_refuses_an_invalid_artifact(golden_compile, tmp_path):
     doc = json.loads(mappings.read_text())
     doc["postToCppCode"]["relu"] = ["no_such_kernel:9"]
     mappings.write_text(json.dumps(doc))
-    compiled = golden_check.Compiled(out, 0, "")
+    compiled = golden_check.CaseCompile(out, 0, "")
     lines, ok = golden_check.update_case(golden.CASES["mlp"], compiled, tmp_path / "golden" / "mlp")
     assert not ok and lines[0] == "golden mlp: NOT written: invalid artifact"
     assert lines[1].startswith(f"  {MAPPINGS}: $.postToCppCode") and "no_such_kernel:9" in "".join(lines)

@@ -180,7 +180,7 @@ def golden_check(compiled_mlp: Any, run_cli: RunCli, monkeypatch: pytest.MonkeyP
     """``golden check mlp --golden-dir DIR``, the compile replaced by the session's."""
     from spyre_provenance.cli import golden as golden_command
 
-    monkeypatch.setattr(golden_command, "compile_case", lambda case, out: golden_command.Compiled(compiled_mlp.out, 0, ""))
+    monkeypatch.setattr(golden_command, "compile_case", lambda case, out: golden_command.CaseCompile(compiled_mlp.out, 0, ""))
 
     def run(golden_dir: Path) -> tuple[int, str, str]:
         return run_cli("golden", "check", "mlp", "--golden-dir", golden_dir)

@@ -100,3 +100,30 @@ def test_provenance_regression(pytester: pytest.Pytester):
     regen.assert_outcomes(failed=1)
     regen.stdout.fnmatch_lines(["*provenance golden regenerated in test_tiny/test_tiny: graph_00_0-0_inference/inductor_provenance_tracking_node_mappings.json*"])
     assert _files(case) == written
+
+
+DIFFERS_MODULE = '''
+import torch
+from torch import nn
+
+
+class Differs(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * (2 if torch.compiler.is_compiling() else 1)
+
+
+def test_differs(provenance_regression):
+    provenance_regression.check(Differs(), (torch.randn(2, 8),), backend="reference")
+'''
+
+
+@pytest.mark.compile
+def test_a_compile_found_wanting_fails_before_any_golden_is_written(pytester: pytest.Pytester):
+    """The fixture judges the compile as ``spyre-provenance compile`` does (``compile_job``'s
+    verdict): compiled code that computes something else than eager fails, and no golden is
+    made of it."""
+    pytester.makepyfile(test_differs=DIFFERS_MODULE)
+    run = pytester.runpytest_subprocess("-p", "spyre_provenance.pytest_plugin", "-p", "no:cacheprovider")
+    run.assert_outcomes(failed=1)
+    run.stdout.fnmatch_lines(["*provenance_regression: the compiled output does not match eager (max abs error *"])
+    assert not (pytester.path / "test_differs").exists()

@@ -1,5 +1,8 @@
 """spyre-provenance: tlparse-compatible compiler provenance for Spyre compiles.
 
+``enable``/``disable``/``tracking`` track the compiles of a block of code;
+``compile_request(CompileRequest(model=...))`` is the ``compile`` command's compile, with
+its verdict. Both default to the command line's backend (``backends.DEFAULT_BACKEND``).
 The pure core (records, mapping, schemas, golden) imports no torch; the hook and the
 backends do, lazily, so ``import spyre_provenance`` stays cheap for the validator.
 """
@@ -8,7 +11,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "enable", "disable", "tracking"]
+__all__ = ["__version__", "enable", "disable", "tracking", "compile_request", "CompileRequest", "CompileOutcome"]
 
 
 def __getattr__(name: str):
@@ -16,4 +19,9 @@ def __getattr__(name: str):
         from spyre_provenance.capture import hook
 
         return getattr(hook, name)
+    if name in ("compile_request", "CompileRequest", "CompileOutcome"):
+        # the compile the command line runs, with its verdict (``outcome.verdict``)
+        from spyre_provenance.capture import compile_job
+
+        return getattr(compile_job, name)
     raise AttributeError(name)

@@ -1,11 +1,58 @@
-"""Exit codes, the one exception type the command line turns into a one-line error, and
-the warning a failing provenance stage gives (the compile goes on). Imports nothing of ours."""
+"""Exit codes and the verdict they are read from, the one exception type the command line
+turns into a one-line error, and the warning a failing provenance stage gives (the compile
+goes on). Imports nothing of ours."""
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
 
 EXIT_OK = 0
 EXIT_FOUND_WANTING = 1  # invalid artifact, golden mismatch, diff found differences
 EXIT_UNUSABLE = 2  # missing file, not JSON, not a log, bad usage
+
+# the three states of a verdict, in order of gravity
+OK = "ok"
+FOUND_WANTING = "found_wanting"
+UNUSABLE = "unusable"
+_EXIT = {OK: EXIT_OK, FOUND_WANTING: EXIT_FOUND_WANTING, UNUSABLE: EXIT_UNUSABLE}
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """What a check concluded, and why: the one place a conclusion becomes an exit status.
+
+    ``unusable`` outranks ``found_wanting``, which outranks ``ok``; ``reasons`` say what
+    made it so (none for ``ok``), one line each."""
+
+    state: str
+    reasons: tuple[str, ...] = ()
+
+    @classmethod
+    def judge(cls, wanting: Iterable[str] = (), unusable: Iterable[str] = ()) -> Verdict:
+        """``unusable`` when a reason makes the input unusable, else ``found_wanting`` when
+        something was found wanting, else ``ok``."""
+        unusable, wanting = tuple(unusable), tuple(wanting)
+        if unusable:
+            return cls(UNUSABLE, unusable + wanting)
+        return cls(FOUND_WANTING, wanting) if wanting else cls(OK)
+
+    @classmethod
+    def of_exit(cls, code: int, reason: str = "") -> Verdict:
+        """The verdict a child command's exit status stands for (``golden`` reads its
+        compiles' this way); any status but 0, 1 and 2 (a crash, a signal) is unusable."""
+        for state, exit_code in _EXIT.items():
+            if code == exit_code:
+                return cls(state, (reason,) if reason and state != OK else ())
+        return cls(UNUSABLE, (reason or f"exit {code}",))
+
+    @property
+    def ok(self) -> bool:
+        return self.state == OK
+
+    @property
+    def exit_code(self) -> int:
+        return _EXIT[self.state]
 
 # torch is an optional extra: what to install for the commands (and the API) that compile
 TORCH_EXTRA = "pip install 'spyre-provenance[compile]'"

@@ -6,7 +6,8 @@ For a project's own test suite (torch-spyre's, a model zoo's)::
         model, inputs = make_block()
         provenance_regression.check(model, inputs, backend="spyre")
 
-compiles the model with provenance tracking, normalizes the artifacts
+compiles the model with provenance tracking as ``spyre-provenance compile`` does
+(``capture.compile_job``: checked against eager, judged by the same verdict), normalizes the artifacts
 (``golden.normalize``) and compares them with the golden beside the test file,
 ``<test dir>/<test module>/<test name>/`` (a golden case folder: ``manifest.json`` and one
 ``graph_*`` folder per compiled graph), the way pytest-regressions does it, through its
@@ -36,6 +37,7 @@ from typing import Any
 import pytest
 
 from spyre_provenance import golden
+from spyre_provenance.backends import DEFAULT_BACKEND
 from spyre_provenance.validate import schemas
 
 # what the fixture needs beyond this package's own dependencies: torch and pytest-regressions
@@ -62,7 +64,7 @@ class ProvenanceRegression:
         model: Any,
         example_inputs: Any,
         *,
-        backend: str = "auto",
+        backend: str = DEFAULT_BACKEND,
         train: bool = False,
         basename: str | None = None,
     ) -> golden.Provenance:
@@ -189,30 +191,27 @@ def _rel(path: Path, request: pytest.FixtureRequest) -> str:
 
 
 def _compile(model: Any, inputs: tuple[Any, ...], backend: str, train: bool) -> tuple[dict[str, dict[str, Any]], str]:
-    """One tracked compile; graph folder name -> {artifact: document}, and the backend used."""
+    """One tracked compile, the ``compile`` command's (``compile_job``) with nothing written
+    and the same verdict; graph folder name -> {artifact: document}, and the backend used."""
     __tracebackhide__ = True
-    from spyre_provenance.backends import get_backend
-    from spyre_provenance.capture import emit
-    from spyre_provenance.capture.compile_run import NotCompilable, tracked_compile
+    from spyre_provenance.capture import compile_job, emit
+    from spyre_provenance.errors import UnusableInput
 
-    chosen = get_backend(backend)
+    request = compile_job.CompileRequest(model=_model_name(model), instance=(model, inputs), backend=backend, train=train)
     try:
         with _quiet_trace_log():
-            graphs, _outputs = tracked_compile(model, inputs, chosen, train=train)
-    except NotCompilable as exc:
-        pytest.fail(f"provenance_regression: {exc}", pytrace=False)
-    if not graphs:
-        pytest.fail("provenance_regression: torch.compile compiled no graph", pytrace=False)
+            outcome = compile_job.compile_request(request)
+    except UnusableInput as exc:
+        pytest.fail(f"provenance_regression: {exc.what}", pytrace=False)
+    if not outcome.verdict.ok:
+        pytest.fail("provenance_regression: " + "; ".join(outcome.verdict.reasons), pytrace=False)
     found: list[tuple[str, dict[str, Any]]] = []
-    for result in graphs:
-        if result.node_mappings is None or result.diagnostics.partial:
-            faults = "; ".join(result.diagnostics.faults) or "no mapping was built"
-            pytest.fail(f"provenance_regression: graph {result.compile_id} {result.kind}: {faults}", pytrace=False)
+    for result in outcome.report.graphs:
         files = emit.artifact_files(result)
         artifacts = {a: json.loads(files[name]) for a, name in golden.ARTIFACT_FILES.items() if name in files}
         found.append((emit.graph_folder_name(result), artifacts))
     names = golden.graph_names([name for name, _ in found])
-    return {name: arts for name, (_, arts) in zip(names, found)}, chosen.name
+    return {name: arts for name, (_, arts) in zip(names, found)}, outcome.report.backend
 
 
 @contextlib.contextmanager

@@ -1,7 +1,8 @@
 """One tracked ``torch.compile`` of a model, checked against eager.
 
-``tracked_compile`` is the one way this project compiles with tracking on (the ``compile``
-command through ``compile_model``, the pytest plugin directly). ``compile_model`` runs the
+``tracked_compile`` is the one way this project compiles with tracking on; every entry
+point reaches it through ``compile_job.compile_request`` and ``compile_model`` (the bench
+calls it directly). ``compile_model`` runs the
 eager reference first, on copies of the model and its inputs: a model that fails in eager
 mode, or a training run with nothing to differentiate, is refused before anything is
 compiled or written.
@@ -17,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance.backends import get_backend
+from spyre_provenance.backends import DEFAULT_BACKEND, get_backend
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture.hook import tracking
 from spyre_provenance.model.records import GraphResult
@@ -133,7 +134,7 @@ def compile_model(
     loaded: LoadedModel,
     reference: list[Any] | None = None,
     *,
-    backend: str = "auto",
+    backend: str = DEFAULT_BACKEND,
     out_dir: Path | None = None,
     train: bool = False,
     label: str | None = None,

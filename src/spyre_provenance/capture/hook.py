@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 
 from spyre_provenance import coverage, inference, mapping
-from spyre_provenance.backends import get_backend
+from spyre_provenance.backends import DEFAULT_BACKEND, get_backend
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture import emit
 from spyre_provenance.capture.inductor import Inductor
@@ -590,7 +590,7 @@ def _refuse_unsupported_torch() -> None:
 
 
 def enable(
-    backend: str | Backend = "inductor",
+    backend: str | Backend = DEFAULT_BACKEND,
     *,
     out_dir: str | Path | None = None,
     label: str | None = None,
@@ -600,6 +600,10 @@ def enable(
     beyond_upstream: bool = False,
 ) -> Session:
     """Start tracking every compile in this process; returns the session (its results).
+
+    ``backend``: a name (``backends.BACKEND_NAMES``; by default the command line's
+    ``auto``: torch-spyre when the adapter can install on it, else the reference backend)
+    or an adapter.
 
     ``label`` names the graph folders written into ``out_dir`` (``graph_<label>_00_...``),
     so runs of different models can share one ``out_dir``; None: ``graph_00_...``.
@@ -648,7 +652,7 @@ def disable() -> Session | None:
 
 @contextlib.contextmanager
 def tracking(
-    backend: str | Backend = "inductor",
+    backend: str | Backend = DEFAULT_BACKEND,
     *,
     out_dir: str | Path | None = None,
     label: str | None = None,

@@ -1,6 +1,6 @@
 """``spyre-provenance audit MODEL``: the seed's provenance audit, regenerated on every run.
 
-The same tracked compile as ``compile`` (``cli.compile.execute``), with the audit probe on:
+The same tracked compile as ``compile`` (``capture.compile_job``), with the audit probe on:
 writes the compile's artifacts into ``--out`` as ``compile`` does (no tlparse pages), then
 ``provenance_audit.json`` (schema ``provenance_audit`` v1, validated before it is written)
 and ``provenance_audit.md`` (the tables), and prints the short form. With ``--against
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK
+from spyre_provenance.errors import Verdict
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,20 +35,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from spyre_provenance import audit
-    from spyre_provenance.cli import compile as compile_command
-    from spyre_provenance.cli.audit_files import build, write
+    from spyre_provenance.capture import compile_job
+    from spyre_provenance.cli.compile import default_out
 
-    previous = audit.read(args.against) if args.against is not None else None  # before compiling: exit 2 fast
-    for name, value in (("no_tlparse", True), ("redact_paths", False), ("kernel_cache", False), ("beyond_upstream", False)):
-        setattr(args, name, value)
-    done = compile_command.execute(args, audit=True, tlparse_pages=False)
-    document = build(done.report)
-    changes = audit.compare(previous, document) if previous is not None else None
+    request = compile_job.CompileRequest(
+        model=args.model, backend=args.backend, out=default_out(args), dtype=args.dtype, train=args.train,
+        tlparse=False, audit=True, audit_against=args.against,
+    )
+    outcome = compile_job.compile_request(request, announce=lambda line: print(line, flush=True))
+    files = outcome.audit
+    if files.refused is not None:
+        raise files.refused
     against = str(args.against) if args.against is not None else None
-    written, problems = write(done.report, done.out, document, changes, against)
-    print(audit.render_short(document, [str(p) for p in written], changes, against))
-    if not done.ok:  # the audit reports what is there; compile's own verdict is compile's to give
+    print(audit.render_short(files.document, [str(p) for p in files.written], files.changes, against))
+    if outcome.compile_reasons:  # the audit reports what is there; compile's own verdict is compile's to give
         print(f"  note: the compile itself was found wanting (run: spyre-provenance compile {args.model} for its summary)")
-    for line in problems:
+    for line in files.problems:
         print(f"  AUDIT NOT WRITTEN: {line}")
-    return EXIT_FOUND_WANTING if problems or (changes is not None and changes.fell) else EXIT_OK
+    fell = ["a field's coverage, a mapping or a link was lost"] if files.changes is not None and files.changes.fell else []
+    return Verdict.judge(wanting=files.problems + fell).exit_code

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 
 from spyre_provenance import golden
-from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
+from spyre_provenance.errors import UnusableInput, Verdict
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     roots = golden.Roots.default(*(args.root or []))
     comparison = golden.compare(a, b, roots, labels=(args.a, args.b))
     print(golden.render(comparison, args.a, args.b))
-    return EXIT_OK if comparison.equal else EXIT_FOUND_WANTING
+    return Verdict.judge(wanting=[] if comparison.equal else [f"{args.a} and {args.b} differ"]).exit_code
 
 
 def _single_file(p: golden.Provenance) -> bool:

@@ -27,8 +27,8 @@ import tempfile
 from pathlib import Path
 
 from spyre_provenance import golden
-from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
-from spyre_provenance.golden.check import Compiled, check_case, update_case
+from spyre_provenance.errors import UnusableInput, Verdict
+from spyre_provenance.golden.check import CaseCompile, check_case, update_case
 
 COMPILE_TIMEOUT = 900  # seconds per case; a compile takes 7-20 s
 
@@ -48,14 +48,14 @@ def run(args: argparse.Namespace) -> int:
     golden_dir = args.golden_dir or default_golden_dir()
     if args.action == "check" and not golden_dir.is_dir():
         raise UnusableInput(str(golden_dir), "no such folder (run: spyre-provenance golden update)")
-    ok = True
+    failed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="spyre-provenance-golden-") as work:
         for case, compiled in zip(cases, compile_cases(cases, Path(work), max(1, args.jobs))):
             folder = golden_dir / case.name
             lines, passed = (check_case if args.action == "check" else update_case)(case, compiled, folder)
             print("\n".join(lines), flush=True)
-            ok &= passed
-    return EXIT_OK if ok else EXIT_FOUND_WANTING
+            failed += [] if passed else [case.name]
+    return Verdict.judge(wanting=failed).exit_code
 
 
 def default_golden_dir() -> Path:
@@ -68,15 +68,15 @@ def default_golden_dir() -> Path:
 # --- compiling --------------------------------------------------------------------------------
 
 
-def compile_case(case: golden.Case, out: Path) -> Compiled:
+def compile_case(case: golden.Case, out: Path) -> CaseCompile:
     """``spyre-provenance compile`` for one case, in a fresh process, tlparse skipped."""
     command = [sys.executable, "-m", "spyre_provenance", "compile", *case.compile_args(), "--out", str(out), "--no-tlparse"]
     env = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}  # compile sets its own
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT, env=env)
     except subprocess.TimeoutExpired:
-        return Compiled(out, -1, f"timed out after {COMPILE_TIMEOUT} s")
-    return Compiled(out, done.returncode, done.stdout + done.stderr)
+        return CaseCompile(out, -1, f"timed out after {COMPILE_TIMEOUT} s")
+    return CaseCompile(out, done.returncode, done.stdout + done.stderr)
 
 
 def compile_cases(cases: list[golden.Case], work: Path, jobs: int):

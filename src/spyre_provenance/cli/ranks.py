@@ -76,8 +76,8 @@ class Rank:
 
 def run(args: argparse.Namespace, out: Path, label: str, own_folders) -> int:
     """``out`` and ``label`` as ``cli.compile`` names them; ``own_folders(folder, label)``:
-    what a compile of ``label`` writes into ``folder`` besides its log (handed in by
-    ``cli.compile``, which imports this module: never the other way)."""
+    what a compile of ``label`` writes into ``folder`` besides its log (``compile_job``'s,
+    handed in by ``cli.compile``)."""
     if args.ranks < 1:
         raise UnusableInput("--ranks", f"{args.ranks}: needs at least 1 rank")
     if out.exists() and not out.is_dir():

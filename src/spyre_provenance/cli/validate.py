@@ -33,7 +33,7 @@ import sys
 import msgspec
 
 from spyre_provenance import jsonio
-from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, EXIT_UNUSABLE
+from spyre_provenance.errors import Verdict
 from spyre_provenance.model.names import ARTIFACTS
 from spyre_provenance.validate.paths import Options, Result, by_rank, check_paths
 
@@ -113,12 +113,9 @@ def _print(text: str, stream) -> None:
 
 
 def exit_code(results: list[Result], *, strict: bool = False) -> int:
-    statuses = {r.status for r in results}
-    if "unusable" in statuses:
-        return EXIT_UNUSABLE
-    if "invalid" in statuses or (strict and any(r.warnings for r in results)):
-        return EXIT_FOUND_WANTING
-    return EXIT_OK
+    unusable = [r.path for r in results if r.status == "unusable"]
+    wanting = [r.path for r in results if r.status == "invalid" or (strict and r.warnings)]
+    return Verdict.judge(wanting=wanting, unusable=unusable).exit_code
 
 
 def render(r: Result) -> str:

@@ -15,7 +15,7 @@ import dataclasses
 from pathlib import Path
 
 from spyre_provenance import coverage
-from spyre_provenance.errors import UnusableInput
+from spyre_provenance.errors import UnusableInput, Verdict
 from spyre_provenance.golden.cases import Case
 from spyre_provenance.golden.diff import compare
 from spyre_provenance.golden.store import (
@@ -29,18 +29,27 @@ from spyre_provenance.model.folders import rank_of_folder
 
 
 @dataclasses.dataclass
-class Compiled:
-    """One case's compile: its ``--out`` folder, exit status and last output lines."""
+class CaseCompile:
+    """One case's ``spyre-provenance compile`` in its own process: its ``--out`` folder,
+    exit status and output. Its verdict is the compile's own (``compile_job``), read back
+    from the exit status; the golden comparison comes on top."""
 
     out: Path
     returncode: int
     output: str
 
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict.of_exit(self.returncode, self._tail())
+
     def failure(self) -> str | None:
-        if self.returncode == 0:
+        if self.verdict.ok:
             return None
-        tail = [line.strip() for line in self.output.strip().splitlines() if line.strip()][-3:]
-        return f"compile failed (exit {self.returncode}): " + " | ".join(tail)
+        return f"compile failed (exit {self.returncode}): {self._tail()}"
+
+    def _tail(self) -> str:
+        """The compile's last three lines of output, where its verdict's reasons are."""
+        return " | ".join([line.strip() for line in self.output.strip().splitlines() if line.strip()][-3:])
 
     def log(self) -> Path | None:
         logs = sorted((self.out / "trace").glob("*.log"))
@@ -53,7 +62,7 @@ class Compiled:
         return {p.name: next(iter(sorted((p / "trace").glob("*.log"))), None) for p in folders}
 
 
-def coverage_violations(compiled: Compiled, fresh: Provenance) -> list[coverage.Violation]:
+def coverage_violations(compiled: CaseCompile, fresh: Provenance) -> list[coverage.Violation]:
     ranks = compiled.rank_logs()
     if not ranks:
         return _log_violations(compiled.log(), list(fresh.graphs), "trace")
@@ -69,7 +78,7 @@ def _log_violations(log: Path | None, labels: list[str], where: str) -> list[cov
     return coverage.check_log(log, labels=labels)
 
 
-def check_case(case: Case, compiled: Compiled, folder: Path) -> tuple[list[str], bool]:
+def check_case(case: Case, compiled: CaseCompile, folder: Path) -> tuple[list[str], bool]:
     head = f"golden {case.name}"
     try:
         fresh = fresh_case(case, compiled.out)
@@ -90,7 +99,7 @@ def check_case(case: Case, compiled: Compiled, folder: Path) -> tuple[list[str],
     return lines, not problems
 
 
-def update_case(case: Case, compiled: Compiled, folder: Path) -> tuple[list[str], bool]:
+def update_case(case: Case, compiled: CaseCompile, folder: Path) -> tuple[list[str], bool]:
     head = f"golden {case.name}"
     refused = f"{head}: NOT written"
     if compiled.failure():

@@ -1,0 +1,376 @@
+"""One compile and its verdict: a ``CompileRequest`` in, a ``CompileOutcome`` out.
+
+``compile_request`` is the one compile path: the ``compile`` command (and each rank of
+``compile --ranks``, and so each case of ``golden``, which runs ``compile`` in its own
+process), the ``audit`` command, the pytest fixture and the Python API all call it. The
+outcome's ``verdict`` (``errors.Verdict``) is the one judgement of a compile; its
+``exit_code`` is what ``compile`` exits with.
+
+With ``out``, the compile writes into that folder, everything named after the model
+(``mlp``, or ``file-factory`` for ``PATH.py:FACTORY``; see ``run_label``):
+
+- ``trace/<model>.log``: this run's TORCH_TRACE log (torch writes it under its own random
+  name while compiling; the run finds it through torch's trace handler, not by globbing,
+  and renames it when the compile is done);
+- ``graph_<model>_NN_<compile id>_<kind>/``: one folder per compiled graph, its artifacts;
+- ``sdsc/<model>/``: the reference backend's SuperDSC-like bundles;
+- ``tlparse/<model>/``: the provenance pages, when tlparse is installed and asked for;
+- ``provenance_audit.json`` and ``.md`` with ``audit``: one per ``out``, the last audited
+  run's.
+
+A run replaces only its own model's earlier output, so compiles of different models can
+share one ``out`` (and so one TORCH_TRACE folder), also at the same time. Without ``out``
+nothing is written and the verdict is on the hook's records alone (the pytest fixture).
+
+Input that cannot be compiled (the model does not load or fails eagerly, torch.compile
+refuses it, ``out`` is a file) raises ``UnusableInput`` before anything is written; a
+compile that ran always gets a verdict.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from spyre_provenance.backends import DEFAULT_BACKEND
+from spyre_provenance.errors import UnsupportedTorch, UnusableInput, Verdict
+from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
+from spyre_provenance.model import folders
+from spyre_provenance.support import remove_stale_temporaries
+
+
+class CompileRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """What to compile, on what, and what to write. The defaults are the command line's."""
+
+    #: a built-in example (``mlp``, ...) or ``PATH.py:FACTORY``; with ``instance``, its name
+    model: str
+    #: (module, example inputs) a caller already holds (the pytest fixture): compiled as is
+    instance: tuple[Any, tuple[Any, ...]] | None = None
+    backend: str = DEFAULT_BACKEND
+    out: Path | None = None  # None: write nothing (no folders, no log, no pages)
+    dtype: str | None = None  # None: float32 for a built-in model, a file model as built
+    train: bool = False  # forward and backward
+    tlparse: bool = True  # render the provenance pages (when tlparse is installed)
+    kernel_cache: bool = False  # as torch-spyre's kernel cache (reference backend only)
+    redact_paths: bool = False
+    beyond_upstream: bool = False  # stock Inductor's mapping completed as on the Spyre backends
+    audit: bool = False  # count the fields every stage carries; write provenance_audit.*
+    audit_against: Path | None = None  # a previous provenance_audit.json to compare with
+    #: the rank this process is in a ``compile --ranks`` run (its parent is the command line's)
+    rank: int | None = None
+    ranks: int | None = None
+
+    @property
+    def label(self) -> str:
+        return run_label(self.model)
+
+
+class AuditFiles(msgspec.Struct):
+    """The provenance audit of a compile: the document, what changed since ``audit_against``,
+    the files written, and why they were not (an invalid audit is never written)."""
+
+    document: Any  # model.audit.AuditV1
+    changes: Any  # audit.Changes, or None without audit_against
+    written: list[Path]
+    problems: list[str]
+    refused: UnusableInput | None = None  # no graph was audited: unusable, nothing written
+
+
+class CompileOutcome(msgspec.Struct):
+    """One compile as it went: what the hook recorded (``report``), what was written and
+    re-read (``checked``, None without ``out``), the pages, the audit, and the verdict."""
+
+    request: CompileRequest
+    out: Path | None  # where it wrote (a rank's folder for a rank)
+    backend_choice: str  # which backend, and why: ``backend reference (auto: ...)``
+    report: Any  # compile_run.CompileReport
+    checked: Any  # output_check.OutputCheck, None when nothing was written
+    pages: list[Path]
+    page_problems: list[str]  # tlparse could not render the pages: why
+    audit: AuditFiles | None
+    verdict: Verdict
+
+    @property
+    def exit_code(self) -> int:
+        return self.verdict.exit_code
+
+    @property
+    def compile_reasons(self) -> list[str]:
+        """The verdict's reasons about the compile itself, the audit files' aside."""
+        audit = set(self.audit.problems) if self.audit is not None else set()
+        return [r for r in self.verdict.reasons if r not in audit]
+
+
+def compile_request(request: CompileRequest, *, announce: Callable[[str], None] | None = None) -> CompileOutcome:
+    """Compile as ``request`` says, check what was written, judge it. ``announce`` is told
+    the backend ``auto`` chose, and why, before the compile starts (the command line prints
+    it). Raises UnusableInput for input that cannot be compiled."""
+    if request.instance is not None and request.dtype is not None:
+        raise UnusableInput(request.model, "a model handed in is compiled as built: cast it, not the request")
+    if request.ranks is not None and request.rank is None:
+        raise UnusableInput("--ranks", "a multi-rank run starts one process per rank: spyre-provenance compile --ranks N")
+    out = request.out
+    if out is not None and out.exists() and not out.is_dir():
+        raise UnusableInput(str(out), "exists and is not a folder")
+    if request.rank is None:
+        return _compile(request, out, announce)
+    if out is None or request.ranks is None or not 0 <= request.rank < request.ranks:
+        raise UnusableInput("--rank", "is how compile --ranks N starts its processes (0 <= rank < N)")
+    out = out / folders.rank_folder(request.rank)
+    if out.exists() and not out.is_dir():
+        raise UnusableInput(str(out), "exists and is not a folder")
+    from spyre_provenance.capture import ranks as process_group
+
+    _point_trace_at(out / "trace")  # before torch is imported, and so before the group exists
+    try:
+        # before the model loads (its factory may read its rank) and before torch logs a
+        # record: torch names the log after the rank and stamps the rank on every record
+        process_group.join(request.rank, request.ranks)
+    except Exception as exc:
+        raise UnusableInput(f"rank {request.rank}", f"cannot join the process group: {type(exc).__name__}: {_first_line(exc)}") from None
+    try:
+        return _compile(request, out, announce, ranked=True)
+    finally:
+        process_group.leave()
+
+
+def judge(report: Any, checked: Any = None, audit: AuditFiles | None = None) -> Verdict:
+    """The one verdict on a compile (``report``, a ``CompileReport``), on what it wrote
+    (``checked``; None: nothing was written, the hook's records are judged alone) and on its
+    audit files. A compiled run that failed is unusable input, its artifacts kept; anything
+    lost or missing is found wanting."""
+    from spyre_provenance.capture.output_check import pair_graphs
+
+    unusable = [] if report.run_error is None else [f"the compiled code failed as it ran ({report.run_error})"]
+    wanting = []
+    # no graph recorded means the hook saw nothing (a cache hit it could not bypass, or a
+    # model that compiled no code): never a silent success
+    if not report.graphs:
+        wanting.append("no graph recorded: the hook saw no kernel code generation")
+    if report.run_error is None and not report.matches_eager:
+        wanting.append(f"the compiled output does not match eager (max abs error {report.max_abs_error:.3g})")
+    for graph in report.graphs:
+        if not graph.diagnostics.complete:
+            d = graph.diagnostics
+            why = "; ".join(d.faults) or ("no mapping was built" if graph.node_mappings is None else
+                                          f"coverage incomplete ({len(d.violations)} violation(s))")
+            wanting.append(f"graph {graph.compile_id} {graph.kind}: {why}")
+    if checked is not None:
+        wanting += [f"invalid artifact: {problem}" for problem in checked.invalid]
+        for graph, logged in zip(report.graphs, pair_graphs(report.graphs, checked.graphs)):
+            if logged is None:
+                wanting.append(f"graph {graph.compile_id} {graph.kind}: the log holds no code for it")
+        wanting += [f"graph {g.compile_id}: its coverage on the log is not complete" for g in checked.graphs if not g.complete]
+    if audit is not None:
+        wanting += audit.problems
+        unusable += [str(audit.refused)] if audit.refused is not None else []
+    return Verdict.judge(wanting=wanting, unusable=unusable)
+
+
+def _compile(
+    request: CompileRequest, out: Path | None, announce: Callable[[str], None] | None, *, ranked: bool = False
+) -> CompileOutcome:
+    """The tracked compile of ``request.model`` into ``out`` (None: nothing written), checked.
+    ``ranked``: a rank of ``compile --ranks`` (its trace folder is set already, and a
+    compiled run that fails, a peer gone, keeps the artifacts its compile wrote)."""
+    from spyre_provenance import audit as provenance_audit
+
+    previous = provenance_audit.read(request.audit_against) if request.audit_against is not None else None  # exit 2 fast
+    label = request.label
+    trace_dir = out / "trace" if out is not None else None
+    if trace_dir is not None and not ranked:  # a rank pointed it before joining its group
+        _point_trace_at(trace_dir)
+    backend, choice = _backend(request.backend)  # may import torch_spyre, and so torch: after the line above
+    if request.backend == "auto" and announce is not None:
+        announce(choice)
+    if request.kernel_cache and backend != "reference":
+        raise UnusableInput("--kernel-cache", f"models torch-spyre's kernel cache on the reference backend, not {backend}")
+
+    from spyre_provenance.capture import compile_run
+    from spyre_provenance.capture.output_check import check_outputs
+    from spyre_provenance.examples import ModelLoadError
+
+    # everything that can refuse the model happens before ``out`` is touched
+    try:
+        if request.instance is not None:
+            module, inputs = request.instance
+            loaded = compile_run.LoadedModel(request.model, module, [tuple(inputs)], request.dtype or compile_run.AS_BUILT)
+        else:
+            loaded = compile_run.load(request.model, request.dtype)
+        reference = compile_run.run_eager(loaded, train=request.train)
+    except (ModelLoadError, compile_run.NotCompilable) as exc:
+        raise UnusableInput(request.model, str(exc)) from None
+    created = [p for p in (out, trace_dir) if p is not None and not p.exists()]
+    if out is not None and trace_dir is not None:
+        _prepare(out, trace_dir, label)
+    try:
+        report = compile_run.compile_model(
+            loaded, reference, backend=backend, out_dir=out, train=request.train, label=label if out is not None else None,
+            redact_paths=request.redact_paths, kernel_cache=request.kernel_cache, keep_run_failure=ranked,
+            audit=request.audit, beyond_upstream=request.beyond_upstream,
+        )
+    except UnsupportedTorch:  # enable() refused this torch before compiling: its own line
+        _discard(out, trace_dir, label, created)
+        raise
+    except Exception as exc:
+        # the model ran eagerly, so torch.compile refused it: the input, in one line
+        _discard(out, trace_dir, label, created)
+        raise UnusableInput(request.model, f"torch.compile failed: {type(exc).__name__}: {_first_line(exc)}") from None
+    except BaseException:
+        _discard(out, trace_dir, label, created)  # a failed run leaves no half-named log, no stale folder
+        raise
+
+    checked, pages, page_problems, audit = None, [], [], None
+    if out is not None and trace_dir is not None:
+        log = _claim_trace_log(trace_dir / f"{label}.log")
+        checked = check_outputs(_graph_folders(out, label), log)
+        tlparse = tlparse_binary()
+        if log is not None and request.tlparse and tlparse:
+            pages, page_problems = _graph_pages(tlparse, log, out / "tlparse" / label)
+        if request.audit:
+            audit = _write_audit(report, out, previous, request.audit_against)
+    return CompileOutcome(request, out, choice, report, checked, pages, page_problems, audit, judge(report, checked, audit))
+
+
+def _write_audit(report: Any, out: Path, previous: Any, against: Path | None) -> AuditFiles:
+    from spyre_provenance import audit as provenance_audit
+    from spyre_provenance.capture.audit_files import build, write
+
+    document = build(report)
+    changes = provenance_audit.compare(previous, document) if previous is not None else None
+    try:
+        written, problems = write(report, out, document, changes, str(against) if against is not None else None)
+    except UnusableInput as exc:
+        return AuditFiles(document, changes, [], [], refused=exc)
+    return AuditFiles(document, changes, written, problems)
+
+
+def _backend(requested: str) -> tuple[str, str]:
+    """The backend to compile with, and one line saying which and why; ``spyre`` is refused
+    (one line, exit 2) when the adapter cannot install on torch-spyre."""
+    from spyre_provenance.backends import choose_backend, torch_spyre
+
+    if requested == "spyre":
+        usable, why = torch_spyre.probe()
+        if not usable:
+            raise UnusableInput("--backend spyre", why)
+    chosen, line = choose_backend(requested)
+    return chosen.name, line
+
+
+def _point_trace_at(trace_dir: Path) -> None:
+    """Make torch's structured trace go to ``trace_dir`` for this compile.
+
+    Before torch is imported, ``TORCH_TRACE`` does it. In a process that imported torch
+    with a trace handler already (a second compile in one process: the Python API, a test
+    session), the handler's open log is closed and it opens a new one in ``trace_dir`` on
+    its next record, as it does for its first.
+    """
+    os.environ["TORCH_TRACE"] = str(trace_dir)
+    if "torch" not in sys.modules:
+        return
+    import logging
+
+    from torch._logging import _internal
+
+    handler = _internal.LOG_TRACE_HANDLER
+    close = getattr(handler, "_close_stream", None)
+    if handler is None or close is None or handler not in logging.getLogger("torch.__trace").handlers:
+        raise UnusableInput("TORCH_TRACE", "torch was imported before the trace folder was set")
+    handler.acquire()
+    try:
+        close()
+        handler.root_dir = str(trace_dir)
+    finally:
+        handler.release()
+
+
+def _graph_pages(tlparse: str, log: Path, out: Path) -> tuple[list[Path], list[str]]:
+    """One provenance page per graph (forward and backward apart); none, and why, when
+    tlparse fails."""
+    try:
+        return [page.page for page in render_pages(tlparse, log, out) if page.has_mapping], []
+    except TlparseError as exc:
+        return [], [str(exc)]
+
+
+def run_label(spec: str) -> str:
+    """What this run's files are named after: the built-in model's name, or for
+    ``PATH.py:FACTORY`` the file's stem and the factory (two factories of one file are two
+    models). Letters, digits, ``.`` and ``-`` only."""
+    if ":" in spec:
+        path, _, factory = spec.partition(":")
+        return folders.model_label(f"{Path(path).stem}-{factory}")
+    return folders.model_label(spec)
+
+
+def _graph_folders(out: Path, label: str) -> list[Path]:
+    """The graph folders of model ``label`` in ``out``, in name order."""
+    return [p for p in sorted(out.glob(f"{folders.GRAPH_PREFIX}*")) if folders.is_graph_folder_of(p.name, label)]
+
+
+def own_folders(out: Path, label: str) -> list[Path]:
+    """Everything a run of model ``label`` writes into ``out`` besides its log: graph
+    folders, bundles, pages. Another model's stay out of it."""
+    return [*_graph_folders(out, label), out / "sdsc" / label, out / "tlparse" / label]
+
+
+def _prepare(out: Path, trace_dir: Path, label: str) -> None:
+    """Remove this model's output of an earlier run, and nothing else: another model's
+    folders and logs (maybe being written right now by another run) stay untouched.
+    ``compile_request`` has refused an ``out`` that is not a folder."""
+    if out.is_dir():
+        remove_stale_temporaries(out)  # a killed writer's leftovers; live writers' stay
+        for folder in own_folders(out, label):
+            if folder.is_dir():
+                shutil.rmtree(folder)
+        (trace_dir / f"{label}.log").unlink(missing_ok=True)
+    trace_dir.mkdir(parents=True, exist_ok=True)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
+def _discard(out: Path | None, trace_dir: Path | None, label: str, created: list[Path]) -> None:
+    """Remove what this run wrote: its graph folders, bundles and pages, torch's log of it
+    under its temporary name, and the folders it created when they hold nothing else.
+    Another model's output stays. Nothing to do for a run that writes nothing."""
+    if out is None or trace_dir is None:
+        return
+    for folder in own_folders(out, label):
+        shutil.rmtree(folder, ignore_errors=True)
+    log = _claim_trace_log(trace_dir / f"{label}.log")
+    if log is not None:
+        log.unlink(missing_ok=True)
+    for folder in [out / "sdsc", out / "tlparse", *sorted(created, key=lambda p: -len(p.parts))]:
+        try:
+            folder.rmdir()  # only when empty
+        except OSError:
+            pass
+
+
+def _claim_trace_log(target: Path) -> Path | None:
+    """Flush this process's TORCH_TRACE log and rename it to ``target``; None if torch
+    wrote none. The log is found through torch's trace handler (its stream's path), never
+    by globbing the folder, which other runs may be writing into."""
+    import logging
+
+    from torch._logging import _internal
+
+    for handler in logging.getLogger("torch.__trace").handlers:
+        handler.flush()
+    handler = _internal.LOG_TRACE_HANDLER
+    stream = getattr(handler, "stream", None)
+    path = getattr(handler, "_stream_path", None) or getattr(stream, "name", None)
+    if stream is None or not isinstance(path, str) or not os.path.isfile(path):
+        return None
+    os.replace(path, target)  # torch keeps writing to the same (renamed) file
+    return target

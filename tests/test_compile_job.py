@@ -1,0 +1,68 @@
+"""``capture.compile_job``: the one compile path with its verdict, and the one default
+backend. The command-line side of it is tests/test_compile_cli.py and
+tests/test_compile_refusals.py (what ``compile`` prints and exits with)."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import spyre_provenance
+from spyre_provenance.backends import DEFAULT_BACKEND
+from spyre_provenance.capture import compile_job
+from spyre_provenance.capture.compile_run import CompileReport
+from spyre_provenance.errors import FOUND_WANTING, OK, UNUSABLE, UnusableInput
+
+
+def test_every_entry_point_defaults_to_the_same_backend() -> None:
+    from spyre_provenance.capture import compile_run, hook
+    from spyre_provenance.cli import build_parser
+    from spyre_provenance.pytest_plugin import ProvenanceRegression
+
+    defaults = {
+        "enable": inspect.signature(hook.enable).parameters["backend"].default,
+        "tracking": inspect.signature(hook.tracking).parameters["backend"].default,
+        "compile_model": inspect.signature(compile_run.compile_model).parameters["backend"].default,
+        "CompileRequest": compile_job.CompileRequest(model="mlp").backend,
+        "provenance_regression.check": inspect.signature(ProvenanceRegression.check).parameters["backend"].default,
+        "compile": build_parser().parse_args(["compile", "mlp"]).backend,
+        "audit": build_parser().parse_args(["audit", "mlp"]).backend,
+    }
+    assert defaults == dict.fromkeys(defaults, DEFAULT_BACKEND)
+
+
+def _report(**fields) -> CompileReport:
+    base = {"model": "mlp", "backend": "reference", "dtype": "float32", "train": False, "graphs": [],
+            "matches_eager": True, "max_abs_error": 0.0}
+    return CompileReport(**{**base, **fields})
+
+
+def test_a_compile_that_recorded_nothing_is_found_wanting_never_ok() -> None:
+    verdict = compile_job.judge(_report())
+    assert verdict.state == FOUND_WANTING and verdict.exit_code == 1
+    assert verdict.reasons == ("no graph recorded: the hook saw no kernel code generation",)
+
+
+def test_a_compiled_run_that_failed_is_unusable_whatever_else_was_found() -> None:
+    verdict = compile_job.judge(_report(run_error="RuntimeError: peer gone", matches_eager=False))
+    assert verdict.state == UNUSABLE and verdict.exit_code == 2
+    assert verdict.reasons[0] == "the compiled code failed as it ran (RuntimeError: peer gone)"
+
+
+def test_a_multi_rank_run_is_the_command_lines_and_a_model_handed_in_is_not_cast() -> None:
+    with pytest.raises(UnusableInput, match="one process per rank"):
+        compile_job.compile_request(compile_job.CompileRequest(model="tensor_parallel", ranks=2))
+    with pytest.raises(UnusableInput, match="compiled as built"):
+        compile_job.compile_request(compile_job.CompileRequest(model="m", instance=(object(), ()), dtype="float16"))
+
+
+@pytest.mark.compile
+def test_the_python_api_compiles_as_the_command_line_judges(tmp_path) -> None:
+    """The API's ``compile_request``, nothing written: the built-in MLP on the reference
+    backend is ok, its graphs recorded and its output matching eager."""
+    outcome = spyre_provenance.compile_request(spyre_provenance.CompileRequest(model="mlp", backend="reference"))
+    assert outcome.verdict.state == OK and outcome.exit_code == 0, outcome.verdict.reasons
+    assert outcome.report.graphs and outcome.report.matches_eager
+    assert outcome.checked is None and outcome.pages == [] and outcome.out is None
+    assert outcome.backend_choice == "backend reference (asked for)"
