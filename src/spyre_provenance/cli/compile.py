@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from spyre_provenance.backends import BACKEND_NAMES, DEFAULT_BACKEND
+from spyre_provenance.capture import profiled_run
 from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, EXIT_UNUSABLE, UnsupportedTorch, UnusableInput
 from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
 from spyre_provenance.model import folders
@@ -73,6 +74,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "a source line, gaps judged as violations); the Spyre backends always do",
     )
     parser.add_argument(
+        "--profile", action="store_true",
+        help="run the compiled model once more under torch.profiler and write OUT/profile/<model>.trace.json "
+        "with each kernel event's provenance (as `spyre-provenance annotate`)",
+    )
+    parser.add_argument(
         "--audit", action="store_true",
         help="also write the provenance audit (provenance_audit.json and .md, as `spyre-provenance audit`)",
     )
@@ -99,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise UnusableInput(str(out), "exists and is not a folder")
     if args.rank is None:
-        return _finish(args, execute(args, out, audit=args.audit))
+        with profiled_run.profiling(getattr(args, "profile", False), out, run_label(args.model)):
+            return _finish(args, execute(args, out, audit=args.audit))
     if args.ranks is None or not 0 <= args.rank < args.ranks:
         raise UnusableInput("--rank", "is how compile --ranks N starts its processes (0 <= rank < N)")
     out = out / folders.rank_folder(args.rank)
