@@ -17,7 +17,12 @@ import msgspec
 import pytest
 
 from spyre_provenance.model.lookup import LookupDocument
-from spyre_provenance.model.names import KERNEL_STACK_TRACES, LOOKUP, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.names import (
+    KERNEL_STACK_TRACES,
+    LOOKUP,
+    NODE_MAPPINGS,
+    OPSPEC_DEBUG_HANDLES,
+)
 from spyre_provenance.validate import schemas
 
 pytestmark = pytest.mark.compile
@@ -30,11 +35,9 @@ def _graphs(out: Path) -> list[tuple[str, dict, dict, dict | None]]:
     """(graph kind, mapping, stack traces, OpSpec handles) of each graph folder, as written."""
     found = []
     for folder in sorted(out.glob("graph_*")):
-        def read(artifact: str) -> dict | None:
-            path = folder / f"{artifact}.json"
-            return json.loads(path.read_text()) if path.is_file() else None
-
-        found.append((folder.name.rsplit("_", 1)[1], read(NODE_MAPPINGS), read(KERNEL_STACK_TRACES) or {}, read(OPSPEC_DEBUG_HANDLES)))
+        docs = {a: folder / f"{a}.json" for a in (NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES)}
+        docs = {a: json.loads(p.read_text()) if p.is_file() else None for a, p in docs.items()}
+        found.append((folder.name.rsplit("_", 1)[1], docs[NODE_MAPPINGS], docs[KERNEL_STACK_TRACES] or {}, docs[OPSPEC_DEBUG_HANDLES]))
     return found
 
 
@@ -102,7 +105,7 @@ def test_text_answer_first_and_unknown_name(compile_case, run_cli):
     code, out, _ = run_cli("lookup", key, "--in", done.out)
     assert code == 0 and out.splitlines()[0].startswith(f"{key} (mapping key): 1 kernel")
     name = key.rpartition(":")[0]
-    code, out, err = run_cli("lookup", name[:-3] + "zz", "--in", done.out)
+    code, out, _ = run_cli("lookup", name[:-3] + "zz", "--in", done.out)
     assert code == 1 and "no kernel" in out and name in out.split("closest known:")[1]
 
 
@@ -149,7 +152,9 @@ def upstream_log(tmp_path_factory) -> Path:
 
 
 def test_a_plain_upstream_log(upstream_log, run_cli, data_dir):
-    from spyre_provenance.logs.graphs import read_log_graphs  # only to find what the log holds
+    from spyre_provenance.logs.graphs import (
+        read_log_graphs,  # only to find what the log holds
+    )
 
     (graph,) = [g for g in read_log_graphs(upstream_log) if g.node_mappings]
     mapping, traces = graph.node_mappings, graph.stack_traces or {}
