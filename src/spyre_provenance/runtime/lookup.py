@@ -145,7 +145,8 @@ class _GraphView:
         if from_handles:
             return sorted(set(from_handles)), "OpSpec handles"
         ops = self.node_ops()
-        from_nodes = list(dict.fromkeys(ops[n] for n in post if n in ops))
+        # ATen and prims ops only: a getitem or a symbolic expression is no ATen op
+        from_nodes = list(dict.fromkeys(ops[n] for n in post if "." in ops.get(n, "")))
         return from_nodes, ("post-grad nodes" if from_nodes else None)
 
     def node_ops(self) -> dict[str, str]:

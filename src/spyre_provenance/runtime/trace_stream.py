@@ -106,12 +106,15 @@ class _Buffer:
                     self.pos = end
                     return value
                 error = None
-            if len(self.text) - self.pos > MAX_VALUE_BYTES:
+            pending = len(self.text) - self.pos
+            if pending > MAX_VALUE_BYTES:
                 why = f"not valid JSON ({error.msg})" if error else "too large"
                 raise UnusableInput(
                     self.location, f"{what}: {why} within {MAX_VALUE_BYTES >> 20} MiB; no profiler writes such a value"
                 )
-            self.more()
+            # double what is pending before decoding again: a long value costs O(n log n), not O(n^2)
+            while len(self.text) - self.pos < 2 * pending and self.more():
+                pass
 
 
 def read_trace(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any, Any]]:
