@@ -100,7 +100,9 @@ class _Buffer:
             except json.JSONDecodeError as exc:
                 if self.eof:
                     raise UnusableInput(self.location, f"{what}: not valid JSON ({exc.msg})") from None
-                error = exc
+                # the message only: the exception holds the whole buffer (``doc``) and, through
+                # its traceback, this frame, a cycle that would keep a buffer alive per retry
+                error = exc.msg
             else:
                 if end < len(self.text) or self.eof:
                     self.pos = end
@@ -108,7 +110,7 @@ class _Buffer:
                 error = None
             pending = len(self.text) - self.pos
             if pending > MAX_VALUE_BYTES:
-                why = f"not valid JSON ({error.msg})" if error else "too large"
+                why = f"not valid JSON ({error})" if error else "too large"
                 raise UnusableInput(
                     self.location, f"{what}: {why} within {MAX_VALUE_BYTES >> 20} MiB; no profiler writes such a value"
                 )
