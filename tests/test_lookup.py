@@ -69,7 +69,7 @@ def test_every_name_form_finds_every_call_site(compile_case, run_cli, case):
     for kind, mapping, traces, handles in graphs:
         for key in mapping["cppCodeToPost"]:
             name = key.rpartition(":")[0]
-            forms = [key, name, f"{name}_il7ixi06", f"graph_3_{name}", f"1a2b3c4d_{name}_k3j_9x2q"]
+            forms = [key, f"graph_3_{key}", name, f"{name}_il7ixi06", f"graph_3_{name}", f"1a2b3c4d_{name}_k3j_9x2q"]
             for form in forms:
                 code, doc = _lookup(run_cli, form, "--in", done.out)
                 assert code == 0, form

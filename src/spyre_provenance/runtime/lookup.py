@@ -46,7 +46,11 @@ def answer(text: str, index: KernelIndex) -> Answer:
     if query.form == "handle":
         sites = _sites_of_handle(text, index)
     elif query.form == "key":
-        sites = [s for s in index.by_name.get(query.name, []) if s[1] == query.text]
+        # the name part in any form (graph_<i>_ prefix, suffix), the handle as written
+        sites = [
+            s for name in names.resolve(query.name, index.by_name)
+            for s in index.by_name[name] if s[1] == f"{name}:{query.handle}"
+        ]
     else:
         sites = [s for name in names.resolve(query.name, index.by_name) for s in index.by_name[name]]
     matches = _matches(sites, index)
