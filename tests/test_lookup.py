@@ -18,6 +18,7 @@ import pytest
 
 from spyre_provenance.model.lookup import LookupDocument
 from spyre_provenance.model.names import (
+    DIAGNOSTICS,
     KERNEL_STACK_TRACES,
     LOOKUP,
     NODE_MAPPINGS,
@@ -27,17 +28,34 @@ from spyre_provenance.validate import schemas
 
 pytestmark = pytest.mark.compile
 
-CASES = [("mlp",), ("mlp", "--train"), ("residual", "--backend", "inductor", "--train")]
+ZOO = Path(__file__).parent / "zoo" / "models.py"
+CASES = [
+    ("mlp",), ("mlp", "--train"), ("residual", "--backend", "inductor", "--train"),
+    # the zoo's, as tests/test_zoo.py compiles them: one kernel at two call sites; two graphs
+    (f"{ZOO}:shared_block", "--backend", "reference", "--train"),
+    (f"{ZOO}:item_break", "--backend", "reference"),
+]
 _FRAME = re.compile(r'File "([^"]+)", line ([0-9]+)')
 
 
-def _graphs(out: Path) -> list[tuple[str, dict, dict, dict | None]]:
-    """(graph kind, mapping, stack traces, OpSpec handles) of each graph folder, as written."""
+def _graphs(out: Path) -> list[tuple[str, dict, dict, dict | None, str]]:
+    """(graph kind, mapping, stack traces, OpSpec handles, compile id) of each graph folder,
+    as written."""
     found = []
     for folder in sorted(out.glob("graph_*")):
-        docs = {a: folder / f"{a}.json" for a in (NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES)}
+        docs = {a: folder / f"{a}.json" for a in (NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS)}
         docs = {a: json.loads(p.read_text()) if p.is_file() else None for a, p in docs.items()}
-        found.append((folder.name.rsplit("_", 1)[1], docs[NODE_MAPPINGS], docs[KERNEL_STACK_TRACES] or {}, docs[OPSPEC_DEBUG_HANDLES]))
+        found.append((
+            folder.name.rsplit("_", 1)[1], docs[NODE_MAPPINGS], docs[KERNEL_STACK_TRACES] or {},
+            docs[OPSPEC_DEBUG_HANDLES], docs[DIAGNOSTICS]["compile_id"],
+        ))
+    return found
+
+
+def _by_name(mapping: dict) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for key in mapping["cppCodeToPost"]:
+        found.setdefault(key.rpartition(":")[0], []).append(key)
     return found
 
 
@@ -66,7 +84,8 @@ def test_every_name_form_finds_every_call_site(compile_case, run_cli, case):
     assert done.returncode == 0, done.stderr[-2000:]
     graphs = _graphs(done.out)
     assert graphs and all(g[1] for g in graphs)
-    for kind, mapping, traces, handles in graphs:
+    assert any(len(sites) > 1 for m in (g[1] for g in graphs) for sites in _by_name(m).values()) or "shared_block" not in case[0]
+    for kind, mapping, traces, handles, compile_id in graphs:
         for key in mapping["cppCodeToPost"]:
             name = key.rpartition(":")[0]
             forms = [key, f"graph_3_{key}", name, f"{name}_il7ixi06", f"graph_3_{name}", f"1a2b3c4d_{name}_k3j_9x2q"]
@@ -75,7 +94,10 @@ def test_every_name_form_finds_every_call_site(compile_case, run_cli, case):
                 assert code == 0, form
                 (answer,) = doc["answers"]
                 assert all(m["kernel"] == name for m in answer["matches"]), form
-                sites = [(m, s) for m in answer["matches"] for s in m["call_sites"] if s["key"] == key and m["graph"] == kind]
+                sites = [
+                    (m, s) for m in answer["matches"] for s in m["call_sites"]
+                    if s["key"] == key and m["graph"] == kind and m["compile_id"] == compile_id
+                ]
                 assert len(sites) == 1, (form, answer["matches"])
                 match, site = sites[0]
                 assert match["model"] == done.out.joinpath("trace").glob("*.log").__next__().stem
@@ -111,7 +133,7 @@ def test_text_answer_first_and_unknown_name(compile_case, run_cli):
 
 def test_json_answer_agrees_with_its_schema(compile_case, run_cli):
     done = compile_case("mlp", "--train")
-    names = [k for _, m, _, _ in _graphs(done.out) for k in m["cppCodeToPost"]][:3] + ["no_such_kernel"]
+    names = [k for g in _graphs(done.out) for k in g[1]["cppCodeToPost"]][:3] + ["no_such_kernel"]
     code, doc = _lookup(run_cli, *names, "--in", done.out)
     assert code == 1
     jsonschema.Draft202012Validator(schemas.load_schema(LOOKUP, 1)).validate(doc)
