@@ -43,17 +43,20 @@ def profiling(enabled: bool, out: Path, label: str) -> Iterator[None]:
         yield
         return
     raw = out / PROFILE_FOLDER / f".{label}.raw.trace.json"
+    failed: list[str] = []
     with Patches() as patches:
         _kernel_profile_on(patches)
         from spyre_provenance.capture import compile_run  # imports no torch
 
-        patches.wrap(compile_run, "_run", lambda run: _profiled(run, raw))
+        patches.wrap(compile_run, "_run", lambda run: _profiled(run, raw, failed))
         try:
             yield
         finally:
             if sys.exc_info()[0] is not None:
                 raw.unlink(missing_ok=True)
-    if raw.is_file():
+    if failed:
+        print(f"  PROFILE NOT WRITTEN: the profiled run failed: {failed[0]}")
+    elif raw.is_file():
         print(_annotate(raw, out, label))
 
 
@@ -68,7 +71,7 @@ def _kernel_profile_on(patches: Patches) -> None:
         patches.setitem(os.environ, _ENV, "1")
 
 
-def _profiled(run: Any, raw: Path) -> Any:
+def _profiled(run: Any, raw: Path, failed: list[str]) -> Any:
     done = False
 
     def wrapper(fn: Any, module: Any, calls: list[tuple[Any, ...]], train: bool) -> list[Any]:
@@ -76,12 +79,16 @@ def _profiled(run: Any, raw: Path) -> Any:
         got = run(fn, module, calls, train)
         if not done and fn is not module:  # the tracked compiled run (not eager; a fallback run compiles anew)
             done = True
-            import torch.profiler
+            try:
+                import torch.profiler
 
-            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-                run(fn, module, calls, train)
-            raw.parent.mkdir(parents=True, exist_ok=True)
-            prof.export_chrome_trace(str(raw))
+                with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+                    run(fn, module, calls, train)
+                raw.parent.mkdir(parents=True, exist_ok=True)
+                prof.export_chrome_trace(str(raw))
+            except Exception as exc:  # noqa: BLE001 - the profile is a by-product: never fail the compile
+                raw.unlink(missing_ok=True)
+                failed.append(f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
         return got
 
     return wrapper

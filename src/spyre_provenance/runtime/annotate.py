@@ -38,9 +38,10 @@ import msgspec
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.runtime import names, trace_stream
 from spyre_provenance.runtime.index import KernelIndex
-from spyre_provenance.runtime.lookup import _GraphView
+from spyre_provenance.runtime.lookup import GraphView
 
 PREFIX = "provenance_"
+LISTED = 20  # unknown kernel names the summary line lists by name
 _PROFILED = re.compile(r"graph_[0-9]+_.")
 _KERNEL_PREFIXES = ("sdsc_", "triton_", "cpp_fused", "ktir_", "spyre_kernel_")
 
@@ -55,8 +56,10 @@ class Summary(msgspec.Struct):
     def line(self) -> str:
         text = f"annotated {self.annotated} of {self.kernel_events} kernel events ({self.events} events in all): {self.output}"
         if self.unknown:
-            listed = ", ".join(f"{n} x{c}" for n, c in sorted(self.unknown.items()))
-            text += f"\n  unknown kernel events ({sum(self.unknown.values())}): {listed}"
+            names = sorted(self.unknown.items())
+            listed = ", ".join(f"{n} x{c}" for n, c in names[:LISTED])
+            more = f", and {len(names) - LISTED} more names" if len(names) > LISTED else ""
+            text += f"\n  unknown kernel events ({sum(self.unknown.values())}): {listed}{more}"
         return text
 
 
@@ -78,7 +81,7 @@ class _Annotator:
         found = self.fields.get(site)
         if found is None:
             graph = self.index.graphs[site[0]]
-            call = _GraphView.of(graph).call_site(site[1])
+            call = GraphView.of(graph).call_site(site[1])
             found = self.fields[site] = {
                 "stack": [s for s in graph.stack_traces.get(site[1]) or [] if isinstance(s, str)],
                 f"{PREFIX}key": call.key,

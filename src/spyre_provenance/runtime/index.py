@@ -52,6 +52,7 @@ class IndexedGraph:
     output_code: str | None = None
     post_grad_graph: str | None = None
     bundle_root: Path | None = None  # sdsc/<model>/: one folder per kernel name
+    view: Any = dataclasses.field(default=None, repr=False, compare=False)  # lookup.GraphView, made on first use
 
     @property
     def keys(self) -> list[str]:

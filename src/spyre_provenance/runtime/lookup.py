@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Any, ClassVar
+from typing import Any
 
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
 from spyre_provenance.logs.wrapper_code import HANDLE_COMMENT
@@ -65,7 +65,7 @@ def _matches(sites: list[tuple[int, str]], index: KernelIndex) -> list[Match]:
     found = []
     for (position, kernel), keys in grouped.items():
         graph = index.graphs[position]
-        view = _GraphView.of(graph)
+        view = GraphView.of(graph)
         found.append(Match(graph.model, graph.compile_id, graph.graph, kernel, graph.origin, [view.call_site(k) for k in keys]))
     return found
 
@@ -74,24 +74,22 @@ def _sites_of_handle(handle_id: str, index: KernelIndex) -> list[tuple[int, str]
     """Call sites with an OpSpec whose handle is ``handle_id`` or was fused from it."""
     found = []
     for position, graph in enumerate(index.graphs):
-        view = _GraphView.of(graph)
+        view = GraphView.of(graph)
         for key in graph.keys:
             if handle_id in view.handle_closure(key):
                 found.append((position, key))
     return found
 
 
-class _GraphView:
-    """What one graph's artifacts say about its call sites, parsed once per graph."""
-
-    _cache: ClassVar[dict[int, _GraphView]] = {}
+class GraphView:
+    """What one graph's artifacts say about its call sites, parsed once per graph (and
+    kept on the graph, so it lives as long as the index)."""
 
     @classmethod
-    def of(cls, graph: IndexedGraph) -> _GraphView:
-        view = cls._cache.get(id(graph))
-        if view is None or view.graph is not graph:
-            view = cls._cache[id(graph)] = cls(graph)
-        return view
+    def of(cls, graph: IndexedGraph) -> GraphView:
+        if graph.view is None:
+            graph.view = cls(graph)
+        return graph.view
 
     def __init__(self, graph: IndexedGraph) -> None:
         self.graph = graph
