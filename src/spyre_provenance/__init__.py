@@ -11,7 +11,10 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "enable", "disable", "tracking", "compile_request", "CompileRequest", "CompileOutcome"]
+__all__ = [
+    "__version__", "enable", "disable", "tracking", "compile_request", "CompileRequest", "CompileOutcome",
+    "lookup", "annotate",
+]
 
 
 def __getattr__(name: str):
@@ -24,4 +27,23 @@ def __getattr__(name: str):
         from spyre_provenance.capture import compile_job
 
         return getattr(compile_job, name)
+    if name in ("lookup", "annotate"):
+        return globals()[f"_{name}"]
     raise AttributeError(name)
+
+
+def _lookup(*names: str, from_=()):
+    """``spyre-provenance lookup``: a ``model.lookup.LookupDocument`` for ``names``, read
+    from ``from_`` (``--out`` folders, TORCH_TRACE logs; default ``./out``)."""
+    from spyre_provenance.runtime import index, lookup
+
+    return lookup.lookup(list(names), index.build([from_] if isinstance(from_, (str, bytes)) or hasattr(from_, "__fspath__") else from_))
+
+
+def _annotate(trace, from_=(), output=None):
+    """``spyre-provenance annotate``: ``trace`` (a torch.profiler Chrome trace) written to
+    ``output`` (default: in place) with each known kernel event's provenance; the summary."""
+    from spyre_provenance.runtime import annotate, index
+
+    paths = [from_] if isinstance(from_, (str, bytes)) or hasattr(from_, "__fspath__") else from_
+    return annotate.annotate(trace, index.build(paths), output if output is not None else trace)

@@ -104,6 +104,7 @@ def render(
     load: tuple[float | None, float | None] = (None, None),
     audit: object = None,
     whole_process: WholeProcessResults | None = None,
+    runtime: object = None,
 ) -> str:
     lines: list[str] = []
     add = lines.append
@@ -127,6 +128,10 @@ def render(
         verdicts.append(audit_overhead.render_section(lines, audit))
     if whole_process is not None:
         verdicts.append(_whole_process_section(lines, whole_process, WHOLE_PROCESS_SECTION))
+    if runtime is not None:  # bench.runtime.RuntimeResults
+        from spyre_provenance.bench import runtime as runtime_bench
+
+        verdicts.append(runtime_bench.render_section(lines, runtime))
     add("#### Targets")
     add("")
     lines.extend(f"- {v}" for v in verdicts)

@@ -60,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
         pairs = args.pairs or whole_process.pairs_from_env(1 if quick else whole_process.PAIRS)
         rows = whole_process.QUICK if quick else whole_process.FULL
         whole_results = whole_process.run(rows, pairs, progress, bytecode=not quick)
+    runtime_results = None
+    if not quick:  # the smoke test runs it alone (tests/test_bench_runtime.py): the quick table keeps its shape
+        from spyre_provenance.bench import runtime
+
+        runtime_results = runtime.run(runtime.FULL, progress)
     artifact_results = artifacts.run(
         artifacts.QUICK_SIZES if quick else artifacts.FULL_SIZES,
         artifacts.QUICK_OUTER if quick else artifacts.OUTER,
@@ -71,12 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     load = (load_before, report.load_average())
     table = report.render(
         compile_results, artifact_results, started=started, elapsed=elapsed, quick=quick, load=load,
-        audit=audit_results, whole_process=whole_results,
+        audit=audit_results, whole_process=whole_results, runtime=runtime_results,
     )
     if args.json:
         raw = {
             "compile": compile_results, "artifacts": artifact_results, "audit": audit_results,
-            "whole_process": whole_results, "started": started.isoformat(),
+            "whole_process": whole_results, "runtime": runtime_results, "started": started.isoformat(),
         }
         args.json.write_bytes(msgspec.json.encode(raw))
     sys.stdout.write(table)

@@ -32,6 +32,8 @@ COMMANDS = {
     "golden": "check or update the golden provenance artifacts",
     "open": "render a compile's provenance pages with tlparse",
     "audit": "audit which provenance fields survive each stage of a compile, and what changed since the last run",
+    "lookup": "from a kernel name met at run time (error, profiler, bundle folder, key, handle id) to its source",
+    "annotate": "add each kernel's provenance to the events of a torch.profiler Chrome trace",
 }
 
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from spyre_provenance.backends import BACKEND_NAMES, DEFAULT_BACKEND
-from spyre_provenance.capture import compile_job
+from spyre_provenance.capture import compile_job, profiled_run
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "a source line, gaps judged as violations); the Spyre backends always do",
     )
     parser.add_argument(
+        "--profile", action="store_true",
+        help="run the compiled model once more under torch.profiler and write OUT/profile/<model>.trace.json "
+        "with each kernel event's provenance (as `spyre-provenance annotate`)",
+    )
+    parser.add_argument(
         "--audit", action="store_true",
         help="also write the provenance audit (provenance_audit.json and .md, as `spyre-provenance audit`)",
     )
@@ -65,8 +70,11 @@ def run(args: argparse.Namespace) -> int:
         from spyre_provenance.cli import ranks
 
         return ranks.run(args, default_out(args), compile_job.run_label(args.model), compile_job.own_folders)
-    outcome = compile_job.compile_request(request(args), announce=lambda line: print(line, flush=True))
-    return report(outcome)
+    # --profile: the compiled model run once more under torch.profiler, its trace annotated;
+    # the line it prints comes after the summary
+    with profiled_run.profiling(args.profile and args.rank is None, default_out(args), compile_job.run_label(args.model)):
+        outcome = compile_job.compile_request(request(args), announce=lambda line: print(line, flush=True))
+        return report(outcome)
 
 
 def request(args: argparse.Namespace) -> compile_job.CompileRequest:

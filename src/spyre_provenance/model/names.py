@@ -50,6 +50,11 @@ INFERRED_SOURCE_REASONS = ("inlined", "consumer", "write-back", "inputs")
 #: the values it is computed from.
 INFERRED_PRE_GRAD_REASONS = ("seq_nr", "write-back", "consumer", "inputs")
 
+#: What ``lookup --format json`` prints: a document with a schema, never a file of a compile.
+LOOKUP = "provenance_lookup"
+#: Documents the command line prints (schemas/<name>/, no file name, no detection).
+PRINTED_DOCUMENTS = (LOOKUP,)
+
 #: Every artifact this project reads or writes, in the order reports list them.
 ARTIFACTS = (NODE_MAPPINGS, KERNEL_STACK_TRACES, KERNEL_INFORMATION, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS, AUDIT)
 #: A debug handle's ``transform_history[].kind`` (torch-spyre's ProvenanceTransform).

@@ -56,6 +56,7 @@ from spyre_provenance.model.names import (
     MAP_FIELDS,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
+    PRINTED_DOCUMENTS,
 )
 from spyre_provenance.validate import fastpath, rules
 
@@ -136,7 +137,7 @@ def load_schema(artifact: str, version: int) -> dict[str, Any]:
 
 @functools.cache
 def _schema(artifact: str, version: int) -> dict[str, Any]:
-    if artifact not in ARTIFACTS:
+    if artifact not in ARTIFACTS and artifact not in PRINTED_DOCUMENTS:
         raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(ARTIFACTS)}")
     return json.loads((schema_dir() / artifact / f"v{version}.schema.json").read_text(encoding="utf-8"))
 

@@ -1,0 +1,73 @@
+"""The answer of ``spyre-provenance lookup`` as typed records (``--format json``).
+
+``schemas/provenance_lookup/v1.schema.json`` states the same shape; a test holds the two
+equal (every document ``lookup`` prints validates against the schema and decodes into
+``LookupDocument``). Pure: msgspec only.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+LOOKUP_VERSION = 1
+#: How a name was read: a mapping key, an OpSpec debug-handle id, or a kernel name (as the
+#: wrapper calls it, or with a profiler prefix, a runtime suffix, a bundle folder's parts).
+QUERY_FORMS = ("key", "handle", "kernel")
+
+
+class SourceLine(msgspec.Struct, frozen=True):
+    """One frame of a kernel's stack traces: ``file:line`` and the code on that line."""
+
+    file: str
+    line: int
+    code: str
+    user: bool  # the user's frame (not torch's, not the standard library's)
+
+
+class OpSpecEntry(msgspec.Struct, frozen=True):
+    """One OpSpec of a Spyre kernel call site, with its debug handle."""
+
+    op: str
+    buffer: str | None
+    debug_handle: str | None
+    aten_op: str | None = None
+    source: str | None = None  # ``file:line`` of the handle's SourceLoc
+
+
+class CallSite(msgspec.Struct, frozen=True):
+    """One call of the kernel in its graph's wrapper: mapping key ``name:N``."""
+
+    key: str
+    handle: int
+    post_grad_nodes: list[str]
+    pre_grad_nodes: list[str]
+    source: list[SourceLine]
+    aten_ops: list[str]
+    aten_from: str | None  # "wrapper comment" | "OpSpec handles" | "post-grad nodes"; None: none known
+    opspecs: list[OpSpecEntry]
+    bundle_files: list[str]
+
+
+class Match(msgspec.Struct, frozen=True):
+    """One kernel of one compiled graph that the name matched, with every call site."""
+
+    model: str
+    compile_id: str
+    graph: str  # inference | forward | backward | unknown
+    kernel: str
+    origin: str  # the log or folder it was read from
+    call_sites: list[CallSite]
+
+
+class Answer(msgspec.Struct, frozen=True):
+    """What one NAME matched; ``closest`` only when nothing did."""
+
+    query: str
+    form: str  # one of QUERY_FORMS
+    matches: list[Match]
+    closest: list[str] = msgspec.field(default_factory=list)
+
+
+class LookupDocument(msgspec.Struct, frozen=True):
+    version: int
+    answers: list[Answer]

@@ -1,0 +1,181 @@
+"""Every kernel call site that a set of ``--out`` folders and TORCH_TRACE logs records.
+
+An ``--out`` holds each model's TORCH_TRACE log (``trace/<model>.log``), read with the
+project's one log reader (``logs.graphs.read_log_graphs``: the graph split, MD5 checks,
+strict JSON), and its SuperDSC bundles (``sdsc/<model>/<kernel>/``). A folder with graph
+folders but no log (a copied ``graph_*`` tree) is read from its artifact files. A plain
+TORCH_TRACE log that torch wrote with provenance tracking on is read the same way.
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from spyre_provenance import jsonio
+from spyre_provenance.errors import UnusableInput
+from spyre_provenance.logs import tracelog
+from spyre_provenance.logs.graphs import read_log_graphs
+from spyre_provenance.model import folders
+from spyre_provenance.model.names import (
+    DIAGNOSTICS,
+    KERNEL_STACK_TRACES,
+    NODE_MAPPINGS,
+    OPSPEC_DEBUG_HANDLES,
+    artifact_file,
+)
+
+DEFAULT_PATH = Path("out")
+_AOT_ID = re.compile(r"^# AOT ID: \['[^']*_(?P<kind>inference|forward|backward)'\]", re.MULTILINE)
+# folders an --out holds that are no source of call sites (tlparse copies the log as raw.log)
+_SKIPPED_FOLDERS = {folders.TLPARSE_FOLDER, folders.SDSC_FOLDER}
+_MAX_DEPTH = 4  # ./out/<model>/rank0/trace/<model>.log
+
+
+@dataclasses.dataclass
+class IndexedGraph:
+    """One compiled graph: where it came from and the artifacts lookup reads."""
+
+    model: str
+    compile_id: str  # "0/0"
+    graph: str  # inference | forward | backward | unknown
+    origin: str
+    mapping: dict[str, Any]
+    stack_traces: dict[str, Any]
+    opspecs: dict[str, Any] | None = None
+    output_code: str | None = None
+    post_grad_graph: str | None = None
+    bundle_root: Path | None = None  # sdsc/<model>/: one folder per kernel name
+    view: Any = dataclasses.field(default=None, repr=False, compare=False)  # lookup.GraphView, made on first use
+
+    @property
+    def keys(self) -> list[str]:
+        sites = self.mapping.get("cppCodeToPost")
+        return list(sites) if isinstance(sites, dict) else []
+
+
+@dataclasses.dataclass
+class KernelIndex:
+    graphs: list[IndexedGraph]
+    # kernel name -> (graph position, key) for every call site, in compile and call order
+    by_name: dict[str, list[tuple[int, str]]] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for position, graph in enumerate(self.graphs):
+            for key in graph.keys:
+                name, _, _ = key.rpartition(":")
+                self.by_name.setdefault(name or key, []).append((position, key))
+
+
+def build(paths: Iterable[str | os.PathLike[str]] = ()) -> KernelIndex:
+    """The index of every graph under ``paths`` (default ``./out``). Raises UnusableInput
+    for a path that does not exist, a file that is no TORCH_TRACE log, or when nothing
+    holding provenance is found."""
+    paths = [Path(p) for p in paths] or [DEFAULT_PATH]
+    graphs: list[IndexedGraph] = []
+    for path in paths:
+        if not path.exists():
+            hint = " (compile with --out, or name one with --in)" if path == DEFAULT_PATH else ""
+            raise UnusableInput(str(path), f"no such file or folder{hint}")
+        if path.is_file():
+            if not tracelog.looks_like_trace_log(path):
+                raise UnusableInput(str(path), "not a TORCH_TRACE log (no glog-prefixed record) nor a folder")
+            graphs += _log_graphs(path)
+        else:
+            graphs += _folder_graphs(path)
+    if not any(g.keys for g in graphs):
+        where = ", ".join(map(str, paths))
+        raise UnusableInput(where, "no kernel call sites found: no TORCH_TRACE log or graph folder with a node mapping")
+    return KernelIndex(graphs)
+
+
+def _folder_graphs(folder: Path) -> list[IndexedGraph]:
+    logs = sorted(_trace_logs(folder))
+    graphs = [g for log in logs for g in _log_graphs(log)]
+    if not logs:
+        graphs += _graph_folder_graphs(folder)
+    return graphs
+
+
+def _trace_logs(folder: Path) -> Iterator[Path]:
+    for root, dirs, files in os.walk(folder):
+        depth = len(Path(root).relative_to(folder).parts)
+        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_FOLDERS and depth < _MAX_DEPTH)
+        for name in files:
+            path = Path(root) / name
+            if tracelog.is_trace_log(path):
+                yield path
+
+
+def _log_graphs(log: Path) -> list[IndexedGraph]:
+    """The graphs of one log; an --out's ``trace/<model>.log`` names its model and bundles."""
+    model = log.stem
+    bundles = None
+    if log.parent.name == folders.TRACE_FOLDER:
+        bundles = log.parent.parent / folders.SDSC_FOLDER / model
+    found = []
+    for logged in read_log_graphs(log):
+        if not isinstance(logged.node_mappings, dict):
+            continue
+        found.append(IndexedGraph(
+            model=model,
+            compile_id=logged.compile_id.strip("[]"),
+            graph=graph_kind(logged.diagnostics, logged.output_code),
+            origin=str(log),
+            mapping=logged.node_mappings,
+            stack_traces=logged.stack_traces or {},
+            opspecs=logged.opspec_handles,
+            output_code=logged.output_code,
+            post_grad_graph=logged.post_grad_graph,
+            bundle_root=bundles if bundles is not None and bundles.is_dir() else None,
+        ))
+    return found
+
+
+def graph_kind(diagnostics: dict[str, Any] | None, output_code: str | None) -> str:
+    """The hook's diagnostics say; else the wrapper's first line (``# AOT ID: ['0_forward']``)."""
+    if isinstance(diagnostics, dict) and isinstance(diagnostics.get("graph"), str):
+        return diagnostics["graph"]
+    match = _AOT_ID.search(output_code or "")
+    return match["kind"] if match else "unknown"
+
+
+_GRAPH_FOLDER = re.compile(r"graph_(?:(?P<label>.+?)_)?[0-9]{2,}_(?P<cid>.+?)(?:_(?P<kind>inference|forward|backward))?")
+
+
+def _graph_folder_graphs(folder: Path) -> list[IndexedGraph]:
+    """Graph folders without their log: the artifact files alone (no wrapper code)."""
+    found = []
+    candidates = [folder] if (folder / artifact_file(NODE_MAPPINGS)).is_file() else []
+    candidates += sorted(p for p in folder.rglob(folders.GRAPH_PREFIX + "*") if p.is_dir())
+    for sub in candidates:
+        mapping_file = sub / artifact_file(NODE_MAPPINGS)
+        if not mapping_file.is_file():
+            continue
+        docs = {a: _read(sub / artifact_file(a)) for a in (NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS)}
+        diagnostics = docs[DIAGNOSTICS]
+        name = _GRAPH_FOLDER.fullmatch(sub.name)
+        compile_id = (diagnostics or {}).get("compile_id") or (name["cid"].replace("-", "/") if name else "")
+        model = (name["label"] if name and name["label"] else sub.parent.name)
+        bundles = sub.parent / folders.SDSC_FOLDER / model
+        found.append(IndexedGraph(
+            model=model, compile_id=str(compile_id), graph=graph_kind(diagnostics, None), origin=str(sub),
+            mapping=docs[NODE_MAPPINGS] or {}, stack_traces=docs[KERNEL_STACK_TRACES] or {},
+            opspecs=docs[OPSPEC_DEBUG_HANDLES], bundle_root=bundles if bundles.is_dir() else None,
+        ))
+    return found
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    doc = jsonio.load_json(jsonio.read_file(path), location=str(path))
+    if not isinstance(doc, dict):
+        raise UnusableInput(str(path), "top level is not a JSON object")
+    return doc

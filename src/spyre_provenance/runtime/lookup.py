@@ -1,0 +1,198 @@
+"""From a name copied at run time to the kernel's provenance (``spyre-provenance lookup``).
+
+``lookup(names, index)`` answers each name with every kernel it matches (which model,
+compile, graph) and each of its call sites: post-grad and pre-grad nodes, source lines (the
+user's frame first), Original ATen ops, OpSpecs with their handles, bundle files. What it
+says comes from the mapping, the stack traces and the OpSpec handles as written; nothing is
+guessed. An unknown name gets the closest known names (difflib).
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from spyre_provenance.logs.post_grad import parse_post_grad_graph
+from spyre_provenance.logs.wrapper_code import HANDLE_COMMENT
+from spyre_provenance.model.folders import BUNDLE_FILE_RE
+from spyre_provenance.model.lookup import (
+    LOOKUP_VERSION,
+    Answer,
+    CallSite,
+    LookupDocument,
+    Match,
+    OpSpecEntry,
+    SourceLine,
+)
+from spyre_provenance.runtime import names
+from spyre_provenance.runtime.index import IndexedGraph, KernelIndex
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>[0-9]+)[^\n]*\n(?P<code>[^\n]*)')
+_ORIGINAL_ATEN = re.compile(r"Original ATen: \[(?P<aten>[^\]]*)\]")
+# a frame in torch, another installed package or the standard library is not the user's
+_LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages)[/\\]|[/\\]lib[/\\]python3[.0-9]*[/\\]|^<")
+CLOSEST = 5
+
+
+def lookup(queries: list[str], index: KernelIndex) -> LookupDocument:
+    return LookupDocument(LOOKUP_VERSION, [answer(q, index) for q in queries])
+
+
+def answer(text: str, index: KernelIndex) -> Answer:
+    query = names.parse(text)
+    if query.form == "handle":
+        sites = _sites_of_handle(text, index)
+    elif query.form == "key":
+        # the name part in any form (graph_<i>_ prefix, suffix), the handle as written
+        sites = [
+            s for name in names.resolve(query.name, index.by_name)
+            for s in index.by_name[name] if s[1] == f"{name}:{query.handle}"
+        ]
+    else:
+        sites = [s for name in names.resolve(query.name, index.by_name) for s in index.by_name[name]]
+    matches = _matches(sites, index)
+    closest = [] if matches else difflib.get_close_matches(query.name or text, list(index.by_name), n=CLOSEST, cutoff=0.5)
+    return Answer(text, query.form, matches, closest)
+
+
+def _matches(sites: list[tuple[int, str]], index: KernelIndex) -> list[Match]:
+    grouped: dict[tuple[int, str], list[str]] = {}
+    for position, key in sites:
+        grouped.setdefault((position, key.rpartition(":")[0]), []).append(key)
+    found = []
+    for (position, kernel), keys in grouped.items():
+        graph = index.graphs[position]
+        view = GraphView.of(graph)
+        found.append(Match(graph.model, graph.compile_id, graph.graph, kernel, graph.origin, [view.call_site(k) for k in keys]))
+    return found
+
+
+def _sites_of_handle(handle_id: str, index: KernelIndex) -> list[tuple[int, str]]:
+    """Call sites with an OpSpec whose handle is ``handle_id`` or was fused from it."""
+    found = []
+    for position, graph in enumerate(index.graphs):
+        view = GraphView.of(graph)
+        for key in graph.keys:
+            if handle_id in view.handle_closure(key):
+                found.append((position, key))
+    return found
+
+
+class GraphView:
+    """What one graph's artifacts say about its call sites, parsed once per graph (and
+    kept on the graph, so it lives as long as the index)."""
+
+    @classmethod
+    def of(cls, graph: IndexedGraph) -> GraphView:
+        if graph.view is None:
+            graph.view = cls(graph)
+        return graph.view
+
+    def __init__(self, graph: IndexedGraph) -> None:
+        self.graph = graph
+        self.post_to_pre = graph.mapping.get("postToPre") or {}
+        self.kernel_opspecs = (graph.opspecs or {}).get("kernels") or {}
+        self.handles = (graph.opspecs or {}).get("handles") or {}
+        self._wrapper_aten = _wrapper_aten(graph.output_code)
+        self._node_ops: dict[str, str] | None = None
+
+    def call_site(self, key: str) -> CallSite:
+        post = [n for n in self.graph.mapping.get("cppCodeToPost", {}).get(key, []) if isinstance(n, str)]
+        pre = list(dict.fromkeys(p for n in post for p in self.post_to_pre.get(n, []) if isinstance(p, str)))
+        aten, aten_from = self._aten(key, post)
+        kernel = key.rpartition(":")[0]
+        return CallSite(
+            key=key,
+            handle=int(key.rpartition(":")[2]),
+            post_grad_nodes=post,
+            pre_grad_nodes=pre,
+            source=source_lines(self.graph.stack_traces.get(key) or []),
+            aten_ops=aten,
+            aten_from=aten_from,
+            opspecs=[self._opspec(o) for o in self.kernel_opspecs.get(key, []) if isinstance(o, dict)],
+            bundle_files=_bundle_files(self.graph, kernel),
+        )
+
+    def _opspec(self, opspec: dict[str, Any]) -> OpSpecEntry:
+        handle_id = opspec.get("debug_handle")
+        handle = self.handles.get(handle_id) if isinstance(handle_id, str) else None
+        source = (handle or {}).get("source")
+        where = f"{source['file']}:{source['start_line']}" if isinstance(source, dict) and "file" in source else None
+        return OpSpecEntry(str(opspec.get("op")), opspec.get("buffer"), handle_id, (handle or {}).get("aten_op"), where)
+
+    def handle_closure(self, key: str) -> set[str]:
+        """The ids of a call site's OpSpec handles and of every handle they were fused from."""
+        seen: set[str] = set()
+        todo = [o.get("debug_handle") for o in self.kernel_opspecs.get(key, []) if isinstance(o, dict)]
+        while todo:
+            handle_id = todo.pop()
+            if not isinstance(handle_id, str) or handle_id in seen:
+                continue
+            seen.add(handle_id)
+            todo += (self.handles.get(handle_id) or {}).get("fused_from") or []
+        return seen
+
+    def _aten(self, key: str, post: list[str]) -> tuple[list[str], str | None]:
+        """Original ATen ops: the wrapper's comment on the call (Inductor's
+        ``get_kernel_metadata``), else the OpSpec handles', else the post-grad nodes' ops."""
+        if key in self._wrapper_aten:
+            return self._wrapper_aten[key], "wrapper comment"
+        from_handles = [
+            a for h in sorted(self.handle_closure(key))
+            if isinstance(a := (self.handles.get(h) or {}).get("aten_op"), str)
+        ]
+        if from_handles:
+            return sorted(set(from_handles)), "OpSpec handles"
+        ops = self.node_ops()
+        # ATen and prims ops only: a getitem or a symbolic expression is no ATen op
+        from_nodes = list(dict.fromkeys(ops[n] for n in post if "." in ops.get(n, "")))
+        return from_nodes, ("post-grad nodes" if from_nodes else None)
+
+    def node_ops(self) -> dict[str, str]:
+        if self._node_ops is None:
+            self._node_ops = {}
+            if self.graph.post_grad_graph:
+                graph = parse_post_grad_graph(self.graph.post_grad_graph)
+                self._node_ops = {n.name: n.op for n in graph.nodes if n.kind == "call" and n.op}
+        return self._node_ops
+
+
+def _wrapper_aten(code: str | None) -> dict[str, list[str]]:
+    """``name:N`` -> the ops of the ``Original ATen: [...]`` comment just above its handle comment."""
+    found: dict[str, list[str]] = {}
+    previous = ""
+    for line in (code or "").splitlines():
+        comment = HANDLE_COMMENT.match(line)
+        if comment:
+            aten = _ORIGINAL_ATEN.search(previous)
+            if aten:
+                found[comment["key"]] = list(dict.fromkeys(a.strip() for a in aten["aten"].split(",") if a.strip()))
+        previous = line
+    return found
+
+
+def source_lines(stack_traces: list[Any]) -> list[SourceLine]:
+    """The frames of a call site's stack traces, innermost first, the user's frames before
+    torch's and the standard library's; each ``file:line`` once."""
+    frames: list[SourceLine] = []
+    seen: set[tuple[str, int]] = set()
+    for trace in stack_traces:
+        if not isinstance(trace, str):
+            continue
+        for match in reversed(list(_FRAME.finditer(trace))):
+            where = (match["file"], int(match["line"]))
+            if where not in seen:
+                seen.add(where)
+                frames.append(SourceLine(where[0], where[1], match["code"].strip(), not _LIBRARY.search(where[0])))
+    return [f for f in frames if f.user] + [f for f in frames if not f.user]
+
+
+def _bundle_files(graph: IndexedGraph, kernel: str) -> list[str]:
+    folder = graph.bundle_root / kernel if graph.bundle_root is not None else None
+    if folder is None or not folder.is_dir():
+        return []
+    files = [(int(m[1]), p) for p in folder.iterdir() if (m := BUNDLE_FILE_RE.fullmatch(p.name))]
+    return [str(p) for _, p in sorted(files)]

@@ -1,0 +1,37 @@
+"""``make bench``'s run-time section (``bench.runtime``) keeps working: its quick run prints
+the full run's table with finite ratios. Timings are never asserted."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+
+from spyre_provenance.bench import runtime
+from spyre_provenance.runtime import index, trace_stream
+
+
+def test_quick_run_prints_both_tables_and_a_verdict():
+    done = subprocess.run([sys.executable, "-m", "spyre_provenance.bench.runtime", "--quick"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = done.stdout
+    assert text.startswith(f"#### {runtime.SECTION}. Run time")
+    ratio = re.search(r"\| A/B \| \| ([0-9.]+) \| \| ([0-9.]+) \|", text)
+    assert ratio and all(math.isfinite(float(x)) and float(x) > 0 for x in ratio.groups())
+    assert re.search(r"`spyre-provenance lookup NAME --in OUT` \| 500 \| 1 \| [0-9.]+ \|", text)
+    assert re.search(r"^- \*\*(met|not met)\*\* \(", text, re.MULTILINE)
+
+
+def test_the_synthetic_inputs_are_what_they_claim(tmp_path):
+    names = runtime.write_out(tmp_path / "out", 30)
+    built = index.build([tmp_path / "out"])
+    assert sorted(built.by_name) == sorted(names)  # the log reads back through the project's reader
+    trace = tmp_path / "t.json"
+    runtime.write_trace(trace, 200, names)
+    doc = json.loads(trace.read_text())  # valid JSON as a whole
+    streamed = [e for kind, _, e in trace_stream.read_trace(trace) if kind == "event"]
+    assert streamed == doc["traceEvents"] and len(streamed) == 200
+    assert sum(e["name"].startswith("graph_0_sdsc_") for e in streamed) == 20
