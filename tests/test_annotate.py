@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from where import ZOO  # tests/ is on sys.path
 
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
 
@@ -20,7 +21,7 @@ CASES = [
     ("mlp", "--backend", "inductor", "--profile"),
     ("residual", "--backend", "inductor", "--train", "--profile"),
     # the zoo's (tests/test_zoo.py): one kernel called at two call sites, forward and backward
-    (f"{Path(__file__).parent / 'zoo' / 'models.py'}:shared_block", "--backend", "reference", "--train", "--profile"),
+    (f"{ZOO / 'models.py'}:shared_block", "--backend", "reference", "--train", "--profile"),
 ]
 _PROFILED = re.compile(r"graph_[0-9]+_(?P<kernel>.+)")
 # Trace Event Format: the phases and, per phase, the fields an event must carry

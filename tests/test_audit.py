@@ -17,10 +17,10 @@ import json
 import re
 import shutil
 import warnings
-from pathlib import Path
 
 import msgspec
 import pytest
+from where import GOLDEN, TESTS  # tests/ is on sys.path
 
 from spyre_provenance import audit, golden
 from spyre_provenance.capture.audit_probe import AuditProbe
@@ -33,9 +33,7 @@ from spyre_provenance.model.names import DIAGNOSTICS, NODE_MAPPINGS, OPSPEC_DEBU
 from spyre_provenance.model.records import GraphDiagnostics, GraphResult
 from spyre_provenance.validate import schemas
 
-HERE = Path(__file__).parent
-GOLDEN = HERE.parent / "golden"
-HOSTILE_AUDIT = HERE / "hostile" / "invalid" / "audit-present-over-total" / "provenance_audit.json"
+HOSTILE_AUDIT = TESTS / "hostile" / "invalid" / "audit-present-over-total" / "provenance_audit.json"
 
 
 @pytest.fixture(scope="module")

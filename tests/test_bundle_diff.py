@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from where import GOLDEN  # tests/ is on sys.path
 from test_bundle_cache import compile_with_cache
 from zoo.user_models import SOURCE
 
@@ -19,7 +20,6 @@ from spyre_provenance import golden
 from spyre_provenance.model.names import OPSPEC_DEBUG_HANDLES
 from spyre_provenance.validate import paths as path_validation
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 KERNEL = "sdsc_fused_addmm_0"
 
 

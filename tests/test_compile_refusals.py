@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from where import ZOO  # tests/ is on sys.path
 
-REFUSED = Path(__file__).parent / "zoo" / "refused.py"
+REFUSED = ZOO / "refused.py"
 
 pytestmark = pytest.mark.compile
 

@@ -21,13 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from where import REPO  # tests/ is on sys.path
 
 from spyre_provenance import support
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
 from spyre_provenance.validate import schemas
 
-REPO = Path(__file__).parents[1]
-GOLDEN = REPO / "golden"
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "src")}
 KILLS = 24  # random-moment kills of the artifact writer
 SEED = int(os.environ.get("SPYRE_PROVENANCE_CRASH_SEED", "8"))

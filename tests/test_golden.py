@@ -10,15 +10,14 @@ twice in a session.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from where import GOLDEN  # tests/ is on sys.path
 
 from spyre_provenance import golden
 from spyre_provenance.pytest_plugin import ProvenanceToolchainHint
 from torch_changes import expected_changes, unexplained  # tests/ is on sys.path
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
 
 @pytest.mark.compile

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from where import GOLDEN  # tests/ is on sys.path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +16,6 @@ from spyre_provenance.backends import opspec
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import KernelRecord
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 ROOTS = golden.Roots(project=("/home/ci/repo/",), tmp=("/tmp/",), stdlib=("/usr/lib/python3.11/",))
 
 

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from where import REPO  # tests/ is on sys.path
 from zoo.user_models import SOURCE
 
 from spyre_provenance.logs import tracelog
@@ -18,7 +19,6 @@ from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, OPSPE
 from spyre_provenance.redact import Redactor, find_project
 from spyre_provenance.validate import paths as path_validation
 
-REPO = Path(__file__).parents[1]
 PACKAGE_ROOT = REPO / "src"
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from where import SCRIPTS  # tests/ is on sys.path
 
 pytestmark = pytest.mark.compile
 
-SCRIPT = Path(__file__).parent / "scripts" / "hook_vs_upstream.py"
+SCRIPT = SCRIPTS / "hook_vs_upstream.py"
 MODELS = ("mlp", "residual")
 
 

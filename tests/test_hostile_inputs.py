@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from where import DATA, GOLDEN, REPO, TESTS  # tests/ is on sys.path
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -46,11 +47,7 @@ from spyre_provenance.model.names import (
 from spyre_provenance.validate import paths as path_validation
 from spyre_provenance.validate import schemas
 
-HERE = Path(__file__).parent
-HOSTILE = HERE / "hostile"
-DATA = HERE / "data"
-REPO = HERE.parent
-GOLDEN = REPO / "golden"
+HOSTILE = TESTS / "hostile"
 SEED_LOG = DATA / "logs" / "seed_mlp.log"
 MIB = 2**20
 

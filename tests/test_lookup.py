@@ -15,6 +15,7 @@ from pathlib import Path
 import jsonschema
 import msgspec
 import pytest
+from where import ZOO  # tests/ is on sys.path
 
 from spyre_provenance.model.lookup import LookupDocument
 from spyre_provenance.model.names import (
@@ -28,7 +29,7 @@ from spyre_provenance.validate import schemas
 
 pytestmark = pytest.mark.compile
 
-ZOO = Path(__file__).parent / "zoo" / "models.py"
+ZOO = ZOO / "models.py"
 CASES = [
     ("mlp",), ("mlp", "--train"), ("residual", "--backend", "inductor", "--train"),
     # the zoo's, as tests/test_zoo.py compiles them: one kernel at two call sites; two graphs

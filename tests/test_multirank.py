@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from where import DATA, GOLDEN  # tests/ is on sys.path
 import tlparse_page
 from fresh_process import FRESH  # tests/ is on sys.path
 
@@ -28,8 +29,7 @@ from spyre_provenance.model import folders
 
 COLLECTIVES = ("torch.ops._c10d_functional.all_reduce_.default", "torch.ops._c10d_functional.wait_tensor.default")
 MAPPINGS = "inductor_provenance_tracking_node_mappings.json"
-FAULTY = Path(__file__).parent / "data" / "ranked_faults.py"
-GOLDEN = Path(__file__).parents[1] / "golden"
+FAULTY = DATA / "ranked_faults.py"
 
 needs_tlparse = pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")
 

@@ -13,10 +13,10 @@ or a pre-grad node is named with its reason. Each case compiles once per session
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import compiled_checks as check
 import pytest
+from where import ZOO  # tests/ is on sys.path
 
 from spyre_provenance.logs import tlparse_run
 
@@ -24,7 +24,7 @@ transformers = pytest.importorskip("transformers", reason="the real-model zoo ne
 
 from zoo.hf_models import HF_MODELS  # noqa: E402 - after the skip above
 
-MODELS = Path(__file__).parent / "zoo" / "hf_models.py"
+MODELS = ZOO / "hf_models.py"
 CASES = [(name, mode, backend) for name in HF_MODELS for mode in ("inference", "train") for backend in ("reference", "inductor")]
 
 pytestmark = [

@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 import msgspec
 import pytest
+from where import DATA, GOLDEN, SCHEMAS  # tests/ is on sys.path
 
 from spyre_provenance import jsonio
 from spyre_provenance.errors import UnusableInput
@@ -53,7 +54,7 @@ from spyre_provenance.model.records import (
 )
 from spyre_provenance.validate import rules, schemas
 
-ARTIFACTS_DIR = Path(__file__).parent / "data" / "artifacts"
+ARTIFACTS_DIR = DATA / "artifacts"
 FILES = {
     NODE_MAPPINGS: "inductor_provenance_tracking_node_mappings.json",
     KERNEL_STACK_TRACES: "inductor_provenance_tracking_kernel_stack_traces.json",
@@ -78,7 +79,7 @@ H_MATMUL, H_ADD, H_RELU, H_ZERO = "4611686018427387904", "17", "9223372036854775
 @pytest.fixture
 def original_datadir(request: pytest.FixtureRequest) -> Path:
     # regression files live under tests/data, not next to the test module
-    return Path(__file__).parent / "data" / "regressions" / request.path.stem
+    return DATA / "regressions" / request.path.stem
 
 
 def both(data: bytes | str, artifact: str | None = None) -> tuple[schemas.Report, schemas.Report]:
@@ -113,7 +114,7 @@ def test_load_schema_returns_a_copy() -> None:
 
 
 def test_schema_dir_is_the_repository_folder_in_an_editable_install() -> None:
-    assert Path(str(schemas.schema_dir())) == Path(__file__).parents[1] / "schemas"
+    assert Path(str(schemas.schema_dir())) == SCHEMAS
 
 
 def test_schema_dir_prefers_the_copy_inside_the_package(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -941,7 +942,7 @@ def test_built_artifacts_gate() -> None:
 
 def test_the_validation_library_imports_no_command() -> None:
     """The command line sits on the library, never under it (no import circle)."""
-    golden = Path(__file__).parents[1] / "golden" / "mlp"
+    golden = GOLDEN / "mlp"
     code = (
         "import sys; from spyre_provenance.validate import paths;"
         f"reports = paths.validate_paths([{str(golden)!r}]);"

@@ -11,11 +11,12 @@ import json
 from pathlib import Path
 
 import pytest
+from where import DATA  # tests/ is on sys.path
 
 from spyre_provenance.logs import tracelog, wrapper_code
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
 
-RELEASE = Path(__file__).parent / "data" / "torch-2.15.0"
+RELEASE = DATA / "torch-2.15.0"
 LOGS = sorted(RELEASE.glob("*.log"))
 
 

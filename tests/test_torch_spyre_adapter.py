@@ -13,10 +13,10 @@ import re
 import sys
 import types
 import warnings
-from pathlib import Path
 from typing import Any
 
 import pytest
+from where import STAND_INS  # tests/ is on sys.path
 import torch
 from torch._inductor import config as inductor_config
 from torch._inductor.codegen import common as codegen_common
@@ -31,7 +31,6 @@ from spyre_provenance.capture import hook
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.model.records import OpSpecRecord
 
-STAND_INS = Path(__file__).parent / "stand_ins"
 SCHEDULER = "torch_spyre._inductor.scheduler"
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from where import STAND_INS  # tests/ is on sys.path
 import torch
 from torch._inductor import config as inductor_config
 from torch._inductor.codegen import common as codegen_common
@@ -32,7 +33,6 @@ from spyre_provenance.model.records import BundleHandlesV4
 
 pytestmark = pytest.mark.compile
 
-STAND_INS = Path(__file__).parent / "stand_ins"
 def _purge_torch_spyre() -> None:
     for name in [m for m in sys.modules if m == "torch_spyre" or m.startswith("torch_spyre.")]:
         del sys.modules[name]

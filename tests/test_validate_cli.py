@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from where import DATA, REPO  # tests/ is on sys.path
 import yaml
 from fresh_process import FRESH  # tests/ is on sys.path (rootdir-relative "prepend" import mode)
 from tlparse_page import parse_page
@@ -29,13 +30,12 @@ from spyre_provenance.validate import paths as path_validation
 
 RunCli = Callable[..., tuple[int, str, str]]
 MAPPINGS_NAME = "inductor_provenance_tracking_node_mappings.json"
-SEED_TEXT = (Path(__file__).parent / "data" / "artifacts" / MAPPINGS_NAME).read_text()
-REPO = Path(__file__).parents[1]
+SEED_TEXT = (DATA / "artifacts" / MAPPINGS_NAME).read_text()
 
 
 @pytest.fixture
 def original_datadir(request: pytest.FixtureRequest) -> Path:
-    return Path(__file__).parent / "data" / "regressions" / request.path.stem
+    return DATA / "regressions" / request.path.stem
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from where import DATA  # tests/ is on sys.path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,7 +36,7 @@ from spyre_provenance.model.names import (
 from spyre_provenance.model.records import DiagnosticsV2
 from spyre_provenance.validate import schemas
 
-ARTIFACTS_DIR = Path(__file__).parent / "data" / "artifacts"
+ARTIFACTS_DIR = DATA / "artifacts"
 
 
 def verdict(data: str | bytes, artifact: str | None, *, full: bool) -> str:

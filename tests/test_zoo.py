@@ -18,6 +18,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from where import ZOO as ZOO_DIR  # tests/ is on sys.path
 import tlparse_page
 from zoo.models import ZOO
 
@@ -26,7 +27,7 @@ from spyre_provenance.logs import tlparse_run, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.validate import paths as path_validation
 
-MODELS = Path(__file__).parent / "zoo" / "models.py"
+MODELS = ZOO_DIR / "models.py"
 CASES = [(name, mode) for name in ZOO for mode in ("inference", "train")]
 
 pytestmark = [

@@ -1,0 +1,24 @@
+"""Where the tests' inputs are, from any test folder: the checkout and its parts.
+
+Test modules live in folders by kind (``unit/``, ``compile/``, ...); what they read lives
+beside this file (``data/``, ``zoo/``, ``stand_ins/``, ``scripts/``) or in the checkout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+PACKAGE = REPO / "src" / "spyre_provenance"
+GOLDEN = REPO / "golden"
+SCHEMAS = REPO / "schemas"
+DATA = TESTS / "data"
+ZOO = TESTS / "zoo"
+STAND_INS = TESTS / "stand_ins"
+SCRIPTS = TESTS / "scripts"
+
+
+def regressions(module: Path) -> Path:
+    """The pytest-regressions data folder of a test module (``data/regressions/<stem>``)."""
+    return DATA / "regressions" / Path(module).stem
