@@ -110,7 +110,7 @@ def test_a_hit_from_another_source_reports_stale_handles_and_keeps_its_own(runs)
     # handle without a source, the split bias add's, is the same in both files)
     cold, other = (opspec_ids(runs[name][0]) for name in ("cold", "other"))
     assert len(cold) == len(other) == bundles["checked"]
-    assert bundles["stale"] == sum(a != b for a, b in zip(cold, other)) > 0
+    assert bundles["stale"] == sum(a != b for a, b in zip(cold, other, strict=True)) > 0
     assert doc["complete"] and not doc["partial"]  # the mapping is this compile's: nothing lost
     assert f"STALE BUNDLES: {bundles['stale']} of {bundles['checked']} SuperDSC bundles" in done.stdout
     # never a stale handle in the artifacts: they point at b.py, the cached bundles at a.py

@@ -55,7 +55,7 @@ LEGEND_TEXT = "✅ present on all · ◐ partial · ❌ reachable but empty · �
 def count(nodes: Sequence[str], has: Iterable[bool]) -> FieldCount:
     """A field's count over ``nodes`` (``has[i]``: node i carries it)."""
     flags = list(has)
-    return FieldCount(sum(flags), len(flags), [n for n, ok in zip(nodes, flags) if not ok])
+    return FieldCount(sum(flags), len(flags), [n for n, ok in zip(nodes, flags, strict=True) if not ok])
 
 
 def _share_below(a: FieldCount, b: FieldCount) -> bool:

@@ -212,7 +212,7 @@ def _compile(model: Any, inputs: tuple[Any, ...], backend: str, train: bool) -> 
         artifacts = {a: json.loads(files[name]) for a, name in golden.ARTIFACT_FILES.items() if name in files}
         found.append((emit.graph_folder_name(result), artifacts))
     names = golden.graph_names([name for name, _ in found])
-    return {name: arts for name, (_, arts) in zip(names, found)}, chosen.name
+    return {name: arts for name, (_, arts) in zip(names, found, strict=True)}, chosen.name
 
 
 @contextlib.contextmanager

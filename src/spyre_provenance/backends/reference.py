@@ -271,7 +271,7 @@ class ReferenceBackend(Backend):
             specs, missing = self._build_opspecs(nodes, ())
         return [
             msgspec.structs.replace(record, missing_handle=why) if why else record
-            for record, why in zip(opspec_mod.opspec_records(specs), missing)
+            for record, why in zip(opspec_mod.opspec_records(specs), missing, strict=True)
         ]
 
     def take_faults(self) -> list[Fault]:

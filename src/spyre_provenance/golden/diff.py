@@ -101,7 +101,7 @@ def compare(
     changes += audit_changes(a.audit, b.audit)
     if (a.audit is None) != (b.audit is None):
         hints.append(f"provenance audit not compared: only {labels[0] if b.audit is None else labels[1]} has one")
-    logs = [label for side, label in zip((a, b), labels) if not side.holds_bundles]
+    logs = [label for side, label in zip((a, b), labels, strict=True) if not side.holds_bundles]
     if a.audit is not None and b.audit is not None and not a.graphs and not b.graphs:
         return Comparison(changes, hints)  # two audits: nothing else to compare
     if logs:
@@ -406,7 +406,7 @@ def _global_renames(names_a: list[str], names_b: list[str]) -> dict[str, str]:
     lost = [n for n in names_a if n not in set_b]
     gained = [n for n in names_b if n not in set_a]
     if lost and len(lost) == len(gained):
-        return dict(zip(lost, gained))
+        return dict(zip(lost, gained, strict=True))
     return {}
 
 

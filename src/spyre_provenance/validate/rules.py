@@ -460,7 +460,7 @@ def _pair_fingerprint(mapping: NodeMap, *, flip: bool) -> tuple[int, int]:
     # every step is a C-level iterator: about 0.1 s per million pairs
     keys = chain.from_iterable(map(repeat, mapping.keys(), map(len, mapping.values())))
     values = chain.from_iterable(mapping.values())
-    pairs = zip(values, keys) if flip else zip(keys, values)
+    pairs = zip(values, keys, strict=True) if flip else zip(keys, values, strict=True)
     return sum(map(len, mapping.values())), sum(map(hash, pairs)) & (2**64 - 1)
 
 
