@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 import msgspec
-import tlparse_page
 
+import tlparse_page
 from spyre_provenance.coverage import judge_logged
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.logs.graphs import LoggedGraph, read_log_graphs

@@ -100,7 +100,7 @@ class CompileServer:
 
 
 @pytest.fixture(scope="session")
-def compile_server() -> "CompileServer":
+def compile_server() -> CompileServer:
     server = CompileServer()
     yield server
     server.close()

@@ -12,11 +12,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_bundle_cache import MODEL, compile_with_cache
 
 from spyre_provenance import golden
 from spyre_provenance.model.names import OPSPEC_DEBUG_HANDLES
 from spyre_provenance.validate import paths as path_validation
+from test_bundle_cache import MODEL, compile_with_cache
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 KERNEL = "sdsc_fused_addmm_0"

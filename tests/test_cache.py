@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import tlparse_page
 
+import tlparse_page
 from spyre_provenance.logs import tlparse_run, tracelog
 from spyre_provenance.model.names import NODE_MAPPINGS
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import tlparse_page
 
+import tlparse_page
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.logs.tracelog import artifact_payloads

@@ -33,7 +33,7 @@ PROCESS = re.compile(rb"^(?:\[rank\d+\]:)?[VIWEC]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} 
 def shared_out(compile_case, tmp_path_factory: pytest.TempPathFactory) -> Path:
     alone = {model: compile_case(model) for model in MODELS}  # the session's solo compiles
     for model, case in alone.items():
-        assert case.returncode == 0, case.stdout + case.stderr[-2000:]
+        assert case.returncode == 0, f"{model}: " + case.stdout + case.stderr[-2000:]
     out = tmp_path_factory.mktemp("shared") / "out"
     # an earlier run of both models left its output (and a dead writer's temporary) behind
     for case in alone.values():

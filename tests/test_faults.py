@@ -28,9 +28,9 @@ from typing import Any
 import msgspec
 import pytest
 import torch
-from inductor_doubles import Injected, RecordingInductor, faulty
 
 import spyre_provenance
+from inductor_doubles import Injected, RecordingInductor, faulty
 from spyre_provenance import mapping
 from spyre_provenance.backends.base import Backend, StockInductor
 from spyre_provenance.backends.reference import ReferenceBackend
@@ -276,9 +276,8 @@ def test_uninstall_restores_inductor() -> None:
     after = (debug.set_kernel_post_grad_provenance_tracing, cpp.set_kernel_post_grad_provenance_tracing,
              debug.dump_inductor_provenance_info)
     assert after == before
-    with pytest.raises(RuntimeError, match="already enabled"):
-        with spyre_provenance.tracking():
-            spyre_provenance.enable()
+    with pytest.raises(RuntimeError, match="already enabled"), spyre_provenance.tracking():
+        spyre_provenance.enable()
 
 
 # --- through the command line ------------------------------------------------------------------

@@ -13,10 +13,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from torch_changes import expected_changes, unexplained  # tests/ is on sys.path
 
 from spyre_provenance import golden
 from spyre_provenance.golden import check as golden_check
+from torch_changes import expected_changes, unexplained  # tests/ is on sys.path
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 GRAPH = "graph_00_0-0_inference"

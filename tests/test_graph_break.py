@@ -8,8 +8,8 @@ tests/test_open.py). Compiles shared through the session ``open_case`` fixture.
 from __future__ import annotations
 
 import pytest
-import tlparse_page
 
+import tlparse_page
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.logs.graphs import read_log_graphs
 

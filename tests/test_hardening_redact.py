@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_faults import TINY_SOURCE
 
 from spyre_provenance.logs import tracelog
 from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.redact import Redactor, find_project
 from spyre_provenance.validate import paths as path_validation
+from test_faults import TINY_SOURCE
 
 REPO = Path(__file__).parents[1]
 PACKAGE_ROOT = REPO / "src"
@@ -107,9 +107,9 @@ def leaks(text: str, project: Path) -> list[str]:
 @pytest.mark.compile
 def test_compile_in_process_writes_and_logs_no_path(alices_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
-    from inductor_doubles import RecordingInductor
 
     import spyre_provenance
+    from inductor_doubles import RecordingInductor
     from spyre_provenance.backends.reference import ReferenceBackend
 
     monkeypatch.setenv("HOME", str(alices_project.parent))

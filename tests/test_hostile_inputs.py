@@ -32,9 +32,6 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
-from test_schemas import DIAG_V2
-
 from spyre_provenance import cli, jsonio
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
@@ -45,6 +42,9 @@ from spyre_provenance.model.names import (
 )
 from spyre_provenance.validate import paths as path_validation
 from spyre_provenance.validate import schemas
+
+# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
+from test_schemas import DIAG_V2
 
 HERE = Path(__file__).parent
 HOSTILE = HERE / "hostile"

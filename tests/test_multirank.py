@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import tlparse_page
 
+import tlparse_page
 from spyre_provenance import coverage, golden
 from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import compiled_checks as check
 import pytest
 
+import compiled_checks as check
 from spyre_provenance.logs import tlparse_run
 
 transformers = pytest.importorskip("transformers", reason="the real-model zoo needs the [models] extra")

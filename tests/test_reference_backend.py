@@ -373,7 +373,7 @@ def test_opspecs_given_to_the_hook_match_the_kernels(compiled: Any, case: str) -
     c = compiled(case)
     sites = c.backend.call_sites
     assert [name for name, _ in sites] == [k.rsplit(":", 1)[0] for k in c.handles]
-    for (name, specs), records in zip(sites, c.handles.values(), strict=True):
+    for (_, specs), records in zip(sites, c.handles.values(), strict=True):
         assert [s.debug_handle.id for s in specs] == [r.debug_handle.id for r in records]
 
 

@@ -28,7 +28,7 @@ def mappings(log: Path) -> dict[str, dict]:
 
 
 def torch_version(log: Path) -> str:
-    entries = [e for e in tracelog.read_trace(log, names={"torch_version"})]
+    entries = list(tracelog.read_trace(log, names={"torch_version"}))
     return {e.name: e for e in entries}["torch_version"].text
 
 

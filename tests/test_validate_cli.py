@@ -14,17 +14,18 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
-from tlparse_page import parse_page  # tests/ is on sys.path (rootdir-relative "prepend" import mode)
 
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.model.detect import artifact_for_filename
 from spyre_provenance.model.names import AUDIT, KERNEL_STACK_TRACES, NODE_MAPPINGS, filename_regex
 from spyre_provenance.validate import paths as path_validation
+from tlparse_page import parse_page  # tests/ is on sys.path (rootdir-relative "prepend" import mode)
 
 RunCli = Callable[..., tuple[int, str, str]]
 MAPPINGS_NAME = "inductor_provenance_tracking_node_mappings.json"

@@ -17,9 +17,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
-from test_schemas import BROKEN, BROKEN_DIAGNOSTICS, DIAG_V2, DIAG_VALID_EDGES, VALID_EDGES
-
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.model.names import (
     AUDIT,
@@ -35,6 +32,9 @@ from spyre_provenance.model.names import (
 )
 from spyre_provenance.model.records import DiagnosticsV2
 from spyre_provenance.validate import schemas
+
+# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
+from test_schemas import BROKEN, BROKEN_DIAGNOSTICS, DIAG_V2, DIAG_VALID_EDGES, VALID_EDGES
 
 ARTIFACTS_DIR = Path(__file__).parent / "data" / "artifacts"
 

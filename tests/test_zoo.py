@@ -18,13 +18,13 @@ from pathlib import Path
 
 import msgspec
 import pytest
-import tlparse_page
-from zoo.models import ZOO
 
+import tlparse_page
 from spyre_provenance.coverage import judge_logged
 from spyre_provenance.logs import tlparse_run, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.validate import paths as path_validation
+from zoo.models import ZOO
 
 MODELS = Path(__file__).parent / "zoo" / "models.py"
 CASES = [(name, mode) for name in ZOO for mode in ("inference", "train")]

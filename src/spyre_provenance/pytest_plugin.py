@@ -240,7 +240,7 @@ def _dtype(model: Any, inputs: tuple[Any, ...]) -> str:
     import torch
 
     tensors = [t for t in inputs if isinstance(t, torch.Tensor) and t.is_floating_point()]
-    tensors += [p for p in getattr(model, "parameters", lambda: [])() if p.is_floating_point()]
+    tensors += [p for p in getattr(model, "parameters", list)() if p.is_floating_point()]
     return str(tensors[0].dtype).removeprefix("torch.") if tensors else "none"
 
 

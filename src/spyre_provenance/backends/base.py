@@ -10,8 +10,9 @@ which modules hold their own reference to Inductor's
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from types import ModuleType
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from spyre_provenance.logs.wrapper_code import HANDLE_COMMENT, is_pool_allocation
 from spyre_provenance.model.records import Fault, OpSpecRecord

@@ -284,7 +284,7 @@ class ReferenceBackend(Backend):
         flat = flat_nodes(nodes)
         try:
             call_args = list(args.cpp_argdefs()[1])
-        except Exception:  # no argument list: OpSpec arguments get index -1
+        except Exception:  # noqa: BLE001 - no argument list: OpSpec arguments get index -1
             call_args = []
         specs, self._last_missing = self._build_opspecs(flat, call_args)
         self.call_sites.append((kernel_name, specs))
@@ -301,7 +301,7 @@ class ReferenceBackend(Backend):
         for node in nodes:
             try:
                 built.append(build_opspec(node, call_args, self.debug_handle))
-            except Exception as exc:  # provenance is debug-only: reported, never raised
+            except Exception as exc:  # noqa: BLE001 - provenance is debug-only: reported, never raised
                 built.append(failed_opspec(node, exc))
         return [spec for spec, _ in built], [why for _, why in built]
 
@@ -331,7 +331,7 @@ class ReferenceBackend(Backend):
             try:
                 text = json.dumps(document, indent=2, sort_keys=True) + "\n"
                 self.bundles_written.append(atomic_write_text(path, text))
-            except Exception as exc:  # a bundle is a by-product: never fail a compile over it
+            except Exception as exc:  # noqa: BLE001 - a bundle is a by-product: never fail a compile over it
                 self.faults.append(Fault("file write", f"{type(exc).__name__}: bundle {path}: {exc}"))
 
 

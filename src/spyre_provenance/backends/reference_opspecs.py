@@ -101,7 +101,7 @@ def kernel_descriptor(nodes: Sequence[Any]) -> str:
 def _size(name: str) -> list[int | str]:
     try:
         return [opspec_mod.extent(s) for s in V.graph.get_buffer(name).get_size()]
-    except Exception:  # graph inputs that are not buffers, symbolic corner cases
+    except Exception:  # noqa: BLE001 - graph inputs that are not buffers, symbolic corner cases
         return []
 
 
@@ -109,7 +109,7 @@ def _size(name: str) -> list[int | str]:
 def _dtype(name: str) -> str:
     try:
         return str(V.graph.get_dtype(name)).replace("torch.", "")
-    except Exception:
+    except Exception:  # noqa: BLE001 - a name the graph cannot type: the OpSpec says so instead of failing
         return "unknown"
 
 
@@ -148,7 +148,7 @@ def build_opspec(
         handle = (debug_handle or opspec_mod.build_debug_handle)(buffer)
         if handle is None:
             why = "the buffer has no origins to build a debug handle from"
-    except Exception as exc:  # provenance is debug-only: the hook records it as a fault
+    except Exception as exc:  # noqa: BLE001 - provenance is debug-only: the hook records it as a fault
         why = f"building its debug handle failed: {type(exc).__name__}: {exc}"
     return OpSpec(op, is_reduction, space, args, op_info, debug_handle=handle), why
 

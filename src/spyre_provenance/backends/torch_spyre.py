@@ -102,15 +102,16 @@ import importlib.util
 import inspect
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from types import CodeType, ModuleType
-from typing import Any, Sequence
+from typing import Any
 
 from spyre_provenance.backends.base import Backend, CallSiteRecorder
 from spyre_provenance.backends.bundles import served_handles
 from spyre_provenance.errors import ProvenanceWarning
-from spyre_provenance.patches import Patches
 from spyre_provenance.model.records import Fault, OpSpecRecord
+from spyre_provenance.patches import Patches
 
 DEVICE = "spyre"
 SCHEDULING_CLASS = "SuperDSCScheduling"
@@ -260,10 +261,10 @@ class TorchSpyreBackend(Backend):
         try:
             self._register(cls)
             self.writes_handle_comments, self._tracing_modules = detect_generation(cls)
-            define_kernel = getattr(cls, "define_kernel")
+            define_kernel = cls.define_kernel
             self._patches.setattr(cls, "define_kernel", self._wrap_define_kernel(define_kernel))
             if not self.writes_handle_comments:
-                codegen_comment = getattr(cls, "codegen_comment")
+                codegen_comment = cls.codegen_comment
                 self._patches.setattr(cls, "codegen_comment", self._wrap_codegen_comment(codegen_comment))
             self._watch_runners()
         except BaseException:

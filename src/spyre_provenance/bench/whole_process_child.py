@@ -75,7 +75,7 @@ def child(arm: str, row_name: str) -> dict:
     import torch._functorch.config
     import torch._inductor.codegen.cpp
     import torch._inductor.config
-    import torch._inductor.debug  # noqa: F401
+    import torch._inductor.debug
 
     phase("import torch")
     row = ROWS[row_name]

@@ -125,7 +125,7 @@ def run_eager(loaded: LoadedModel, *, train: bool = False) -> list[Any]:
         return _run(model, model, calls, train)
     except NotCompilable:
         raise
-    except Exception as exc:  # the user's model: one line, never a traceback
+    except Exception as exc:  # noqa: BLE001 - the user's model: one line, never a traceback
         raise NotCompilable(f"the model fails in eager mode: {type(exc).__name__}: {exc}") from None
 
 

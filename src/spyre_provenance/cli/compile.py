@@ -33,7 +33,6 @@ from spyre_provenance.model import folders
 from spyre_provenance.support import remove_stale_temporaries
 
 
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="built-in example (mlp, residual, ...) or PATH.py:FACTORY")
     parser.add_argument("--backend", choices=BACKEND_NAMES, default=DEFAULT_BACKEND,
@@ -112,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         # before the model loads (its factory may read its rank) and before torch logs a
         # record: torch names the log after the rank and stamps the rank on every record
         process_group.join(args.rank, args.ranks)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever the group's backend raises: one line, exit 2
         raise UnusableInput(f"rank {args.rank}", f"cannot join the process group: {type(exc).__name__}: {_first_line(exc)}") from None
     try:
         return _finish(args, execute(args, out, audit=args.audit, ranked=True))
@@ -187,7 +186,7 @@ def execute(
     except UnsupportedTorch:  # enable() refused this torch before compiling: its own line
         _discard(out, trace_dir, label, created)
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - see below
         # the model ran eagerly, so torch.compile refused it: the input, in one line
         _discard(out, trace_dir, label, created)
         raise UnusableInput(args.model, f"torch.compile failed: {type(exc).__name__}: {_first_line(exc)}") from None
@@ -321,7 +320,7 @@ def _discard(out: Path, trace_dir: Path, label: str, created: list[Path]) -> Non
     if log is not None:
         log.unlink(missing_ok=True)
     for folder in [out / "sdsc", out / "tlparse", *sorted(created, key=lambda p: -len(p.parts))]:
-        try:
+        try:  # noqa: SIM105 - left as it is while this module is restructured (issue 27)
             folder.rmdir()  # only when empty
         except OSError:
             pass

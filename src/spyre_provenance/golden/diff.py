@@ -308,7 +308,7 @@ class GraphDiff:
         implied = False
         for key in first_seen([ta, tb]):
             if key not in ta or key not in tb:
-                implied |= self._one_sided(key, tb, "stack traces", lambda: traces_short(tb[key]))
+                implied |= self._one_sided(key, tb, "stack traces", lambda key=key: traces_short(tb[key]))
                 continue
             old, new = ta[key], tb[key]
             if old == new:
@@ -333,7 +333,7 @@ class GraphDiff:
         implied = False
         for key in first_seen([ka, kb]):
             if key not in ka or key not in kb:
-                implied |= self._one_sided(key, kb, "OpSpecs", lambda: str(len(kb[key])))
+                implied |= self._one_sided(key, kb, "OpSpecs", lambda key=key: str(len(kb[key])))
                 continue
             for old, new in pair_specs(ka[key], kb[key]):
                 if old is None:

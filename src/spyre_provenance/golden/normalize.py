@@ -139,7 +139,7 @@ def normalize_audit(doc: Any, roots: Roots | None = None) -> Any:
     if "generated" in doc:
         doc["generated"] = GENERATED_TEXT
     if isinstance(doc.get("toolchain"), dict):
-        doc["toolchain"] = {key: TOOLCHAIN_TEXT for key in doc["toolchain"]}
+        doc["toolchain"] = dict.fromkeys(doc["toolchain"], TOOLCHAIN_TEXT)
     if isinstance(doc.get("model"), str) and ":" in doc["model"]:
         path, _, factory = doc["model"].rpartition(":")
         doc["model"] = f"{normalize_path(path, roots)}:{factory}"
