@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import types
 import typing
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import msgspec
 
@@ -49,28 +49,41 @@ def _widen(hint: Any) -> Any:
         return Union[tuple(members)]  # noqa: UP007 - members known only at run time: no `|` spelling
     if origin in (list, tuple):
         (item, *_rest) = typing.get_args(hint)
-        return list[_widen(item)]
+        return types.GenericAlias(list, (_widen(item),))  # list[...] of a run-time type
     if origin is dict:
         key, value = typing.get_args(hint)
-        return dict[key, _widen(value)]
+        return types.GenericAlias(dict, (key, _widen(value)))
     return hint
 
 
 # --- derived from the records the hook writes ---------------------------------------------
 
-SourceEntry = wire_form(records.SourceLoc)
-TransformEntry = wire_form(records.ProvenanceTransform)
-DiagnosticsDocV1 = wire_form(records.DiagnosticsV1)
-DiagnosticsDocV2 = wire_form(records.DiagnosticsV2)
-DiagnosticsDocV3 = wire_form(records.DiagnosticsV3)
-DiagnosticsDocV4 = wire_form(records.DiagnosticsV4)
+if TYPE_CHECKING:
+    # A class msgspec.defstruct makes at run time is no type to a checker: it reads each wire
+    # form as the record it is derived from (the same fields; integers typed int where the
+    # wire also takes 3.0). One caveat: the records subclass each other (V4 of V3 of V2), the
+    # wire forms do not, so an isinstance chain is narrowed more than it is at run time.
+    SourceEntry = records.SourceLoc
+    TransformEntry = records.ProvenanceTransform
+    DiagnosticsDocV1 = records.DiagnosticsV1
+    DiagnosticsDocV2 = records.DiagnosticsV2
+    DiagnosticsDocV3 = records.DiagnosticsV3
+    DiagnosticsDocV4 = records.DiagnosticsV4
+    AuditDocV1 = audit.AuditV1
+else:
+    SourceEntry = wire_form(records.SourceLoc)
+    TransformEntry = wire_form(records.ProvenanceTransform)
+    DiagnosticsDocV1 = wire_form(records.DiagnosticsV1)
+    DiagnosticsDocV2 = wire_form(records.DiagnosticsV2)
+    DiagnosticsDocV3 = wire_form(records.DiagnosticsV3)
+    DiagnosticsDocV4 = wire_form(records.DiagnosticsV4)
+    AuditDocV1 = wire_form(audit.AuditV1)
 
-AuditDocV1 = wire_form(audit.AuditV1)
 #: The wire form of each provenance audit version, by the N of its schema file.
-AUDIT_DOCS: dict[int, type[msgspec.Struct]] = {1: AuditDocV1}
+AUDIT_DOCS: dict[int, type[AuditDocV1]] = {1: AuditDocV1}
 
 #: The wire form of each diagnostics version, by the N of its schema file.
-DIAGNOSTICS_DOCS: dict[int, type[msgspec.Struct]] = {
+DIAGNOSTICS_DOCS: dict[int, type[DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4]] = {
     1: DiagnosticsDocV1, 2: DiagnosticsDocV2, 3: DiagnosticsDocV3, 4: DiagnosticsDocV4,
 }
 
@@ -129,11 +142,11 @@ class HandleEntry(msgspec.Struct, forbid_unknown_fields=True):
     """A debug handle (``records.DebugHandle``) without its id, which is its key in
     ``OpSpecDebugHandles.handles``; its children referenced by id (``fused_from``)."""
 
-    source: SourceEntry | None  # type: ignore[valid-type]
+    source: SourceEntry | None
     aten_op: str | None
     ir_chain: list[str]
     fused_from: list[str]
-    transform_history: list[TransformEntry]  # type: ignore[valid-type]
+    transform_history: list[TransformEntry]
 
 
 class OpSpecEntry(msgspec.Struct, forbid_unknown_fields=True):
@@ -174,7 +187,7 @@ class BundleHandle(msgspec.Struct, forbid_unknown_fields=True):
     """A bundle's ``debug_handle_``: ``DebugHandle.to_dict()``, children nested."""
 
     id: str
-    source: SourceEntry | None  # type: ignore[valid-type]
+    source: SourceEntry | None
     aten_op: str | None
     ir_chain: list[str]
     fused_from: list[BundleHandle]
