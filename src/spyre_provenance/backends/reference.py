@@ -64,7 +64,7 @@ from spyre_provenance.backends.reference_opspecs import (
 )
 from spyre_provenance.logs.wrapper_code import POOL_PREFIX
 from spyre_provenance.model.folders import BUNDLE_FILE
-from spyre_provenance.model.records import DebugHandle, Fault, OpSpecRecord
+from spyre_provenance.model.records import Fault, OpSpecRecord
 from spyre_provenance.patches import Patches
 from spyre_provenance.support import atomic_write_text
 
@@ -291,7 +291,7 @@ class ReferenceBackend(Backend):
         self._last_nodes = tuple(map(id, flat))
         return specs
 
-    def debug_handle(self, buffer: Any) -> DebugHandle | None:
+    def debug_handle(self, buffer: Any) -> opspec_mod.DebugHandle | None:
         """The DebugHandle of one IR buffer (``opspec.build_debug_handle``)."""
         return opspec_mod.build_debug_handle(buffer)
 
@@ -324,6 +324,7 @@ class ReferenceBackend(Backend):
                 self._served[kernel_name] = [bundles.handle_of(d) for d in cached]
                 return
         else:
+            assert self.bundle_dir is not None  # no kernel cache: a bundle folder, or returned above
             folder = self.bundle_dir / kernel_name
         self._served[kernel_name] = [bundles.handle_of(d) for d in documents]
         for i, document in enumerate(documents):

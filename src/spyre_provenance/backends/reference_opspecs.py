@@ -7,6 +7,7 @@ torch-spyre look-alike classes themselves.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,7 +19,6 @@ from torch._inductor.virtualized import V
 
 from spyre_provenance.backends import opspec as opspec_mod
 from spyre_provenance.backends.opspec import OpSpec, TensorArg
-from spyre_provenance.model.records import DebugHandle
 
 aten = torch.ops.aten
 
@@ -115,7 +115,7 @@ def _dtype(name: str) -> str:
 
 
 def build_opspec(
-    snode: Any, call_args: Sequence[str], debug_handle: Callable[[Any], DebugHandle | None] | None = None
+    snode: Any, call_args: Sequence[str], debug_handle: Callable[[Any], opspec_mod.DebugHandle | None] | None = None
 ) -> tuple[OpSpec, str | None]:
     """The OpSpec of one scheduler node (one ComputedBuffer), handle included, and why
     it has no handle when it has none (None when it has one)."""
@@ -164,7 +164,7 @@ def failed_opspec(snode: Any, exc: Exception) -> tuple[OpSpec, str]:
 
 def flat_nodes(node_schedule: Sequence[Any]) -> list[Any]:
     """The scheduler nodes of a kernel that own a buffer, fused groups opened up, in order."""
-    nodes = []
+    nodes: list[Any] = []
     for n in node_schedule:
         inner = n.get_nodes() if hasattr(n, "get_nodes") else [n]
         nodes.extend(x for x in inner if getattr(x, "node", None) is not None)
@@ -199,13 +199,11 @@ def pool_bytes(specs: Sequence[OpSpec]) -> int:
         if not (spec.is_reduction or spec.op == "matmul"):
             continue
         extents = [extent for extent, _ in spec.iteration_space.values()]
-        if not all(isinstance(e, int) for e in extents):
+        static = [e for e in extents if isinstance(e, int)]
+        if len(static) != len(extents):
             sizes.append(SYMBOLIC_POOL_BYTES)
             continue
-        size = POOL_BYTES_PER_ELEMENT
-        for extent in extents:
-            size *= extent
-        sizes.append(size)
+        sizes.append(POOL_BYTES_PER_ELEMENT * math.prod(static))
     return max(sizes, default=0)
 
 
