@@ -174,7 +174,8 @@ def run(
                     shape = report["shape"]
                 progress(f"whole process: {row_name} pair {pair + 1}/{pairs} {arm} {measured.wall:.2f}s")
         assert shape is not None
-        results.append(RowResult(ROWS[row_name].label, *shape, runs))
+        graphs, call_sites, post_grad_nodes = shape
+        results.append(RowResult(ROWS[row_name].label, graphs, call_sites, post_grad_nodes, runs))
     return WholeProcessResults(results, pairs, bytecode)
 
 

@@ -336,12 +336,12 @@ class GraphDiff:
                 implied |= self._one_sided(key, kb, "OpSpecs", lambda key=key: str(len(kb[key])))
                 continue
             for old, new in pair_specs(ka[key], kb[key]):
-                if old is None:
-                    self.out.append(f"OpSpec added: {key} {spec_label(new)}")
-                elif new is None:
-                    self.out.append(f"OpSpec removed: {key} {spec_label(old)}")
-                else:
+                if old is not None and new is not None:
                     self.out += [f"OpSpec {key} {spec_label(new)}: {c}" for c in spec_changes(old, new)]
+                elif new is not None:
+                    self.out.append(f"OpSpec added: {key} {spec_label(new)}")
+                elif old is not None:
+                    self.out.append(f"OpSpec removed: {key} {spec_label(old)}")
         if isinstance(doc_a, Mapping) and isinstance(doc_b, Mapping) and doc_a.get("version") != doc_b.get("version"):
             self.out.append(f"OpSpec artifact version {doc_a.get('version')} -> {doc_b.get('version')}")
         return implied

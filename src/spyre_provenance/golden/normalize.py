@@ -95,8 +95,9 @@ def normalize_text(text: str, roots: Roots) -> str:
     return ADDRESS.sub(ADDRESS_TEXT, text)
 
 
-def normalize(artifact: str, doc: Any, roots: Roots | None = None) -> Any:
-    """The one normalize function: a machine-independent copy of one artifact document.
+def normalize(artifact: str | None, doc: Any, roots: Roots | None = None) -> Any:
+    """The one normalize function: a machine-independent copy of one artifact document
+    (``artifact`` None: a file no artifact pattern names, copied as it is).
 
     Node mappings hold only names, so they come back as they are. Stack traces and handle
     sources lose their machine's paths and addresses; handle ids are recomputed from the
