@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 OUT    ?= out/demo
 
-.PHONY: venv demo test test-models test-torch-next bench golden clean
+.PHONY: venv demo test lint test-models test-torch-next bench golden clean
 
 venv: $(STAMP)
 
@@ -32,6 +32,12 @@ XDIST := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfil
 # .ci/run runs both.
 test: $(STAMP)
 	$(PY) -m pytest $(XDIST) -m "not models" $(PYTEST_ARGS)
+
+# ruff (lint, then format: the check changes nothing) and mypy, as configured in pyproject.toml
+lint: $(STAMP)
+	$(PY) -m ruff check src tests
+	$(PY) -m ruff format --check src tests
+	$(PY) -m mypy
 
 # one compile per xdist group (tests/test_real_models.py), the groups spread over both workers
 test-models: $(STAMP)

@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 import msgspec
-import tlparse_page
 
+import tlparse_page
 from spyre_provenance.coverage import judge_logged
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.logs.graphs import LoggedGraph, read_log_graphs
@@ -63,7 +63,7 @@ def pages_link_every_kernel(case, *, upstream: bool = False) -> None:
     logged = compiled_graphs(case)
     pages = [Path(line.split("provenance page: ", 1)[1]) for line in case.stdout.splitlines() if "provenance page: " in line]
     assert len(pages) == len(logged) >= 1, case.stdout
-    for path, graph in zip(pages, logged):
+    for path, graph in zip(pages, logged, strict=True):
         page = tlparse_page.parse_page(path.read_text())
         assert "\n".join(page.code).strip() == graph.output_code.strip(), f"{path}: another graph's code"
         announced = wrapper_code.handle_comments(graph.output_code)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from fresh_process import FRESH, FreshProcess  # tests/ is on sys.path
 
 DATA = Path(__file__).parent / "data"
@@ -109,7 +110,7 @@ def fresh_process() -> FreshProcess:
 
 
 @pytest.fixture(scope="session")
-def compile_server() -> "CompileServer":
+def compile_server() -> CompileServer:
     server = CompileServer()
     yield server
     server.close()

@@ -20,7 +20,6 @@ import warnings
 
 import msgspec
 import pytest
-from where import GOLDEN, TESTS  # tests/ is on sys.path
 
 from spyre_provenance import audit, golden
 from spyre_provenance.capture.audit_probe import AuditProbe
@@ -32,6 +31,7 @@ from spyre_provenance.model.audit import FIELDS, STAGE_TITLES
 from spyre_provenance.model.names import DIAGNOSTICS, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import GraphDiagnostics, GraphResult
 from spyre_provenance.validate import schemas
+from where import GOLDEN, TESTS  # tests/ is on sys.path
 
 HOSTILE_AUDIT = TESTS / "hostile" / "invalid" / "audit-present-over-total" / "provenance_audit.json"
 

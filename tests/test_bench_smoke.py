@@ -42,7 +42,7 @@ def tables(text: str) -> list[list[dict[str, str]]]:
             for row in lines[i + 2 :]:
                 if not row.startswith("|"):
                     break
-                rows.append(dict(zip(header, (c.strip() for c in row.strip("|").split("|")))))
+                rows.append(dict(zip(header, (c.strip() for c in row.strip("|").split("|")), strict=True)))
             found.append(rows)
     return found
 

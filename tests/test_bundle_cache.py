@@ -13,11 +13,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from fresh_process import FRESH  # tests/ is on sys.path
-from zoo.user_models import SOURCE
 
+from fresh_process import FRESH  # tests/ is on sys.path
 from spyre_provenance.model.names import DIAGNOSTICS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.validate import paths as path_validation
+from zoo.user_models import SOURCE
 
 pytestmark = pytest.mark.compile
 
@@ -90,7 +90,7 @@ def test_a_hit_from_another_source_reports_stale_handles_and_keeps_its_own(runs)
     # handle without a source, the split bias add's, is the same in both files)
     cold, other = (opspec_ids(runs[name][0]) for name in ("cold", "other"))
     assert len(cold) == len(other) == bundles["checked"]
-    assert bundles["stale"] == sum(a != b for a, b in zip(cold, other)) > 0
+    assert bundles["stale"] == sum(a != b for a, b in zip(cold, other, strict=True)) > 0
     assert doc["complete"] and not doc["partial"]  # the mapping is this compile's: nothing lost
     assert f"STALE BUNDLES: {bundles['stale']} of {bundles['checked']} SuperDSC bundles" in done.stdout
     # never a stale handle in the artifacts: they point at b.py, the cached bundles at a.py

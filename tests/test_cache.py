@@ -14,9 +14,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 import tlparse_page
 from fresh_process import FRESH  # tests/ is on sys.path
-
 from spyre_provenance.logs import tlparse_run, tracelog
 from spyre_provenance.model.names import NODE_MAPPINGS
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from where import ZOO  # tests/ is on sys.path
 
 REFUSED = ZOO / "refused.py"
@@ -38,7 +39,7 @@ def test_a_compile_that_fails_midway_leaves_nothing_behind(compile_case):
     done = compile_case(f"{REFUSED}:fails_compiled", "--backend", "reference", "--no-tlparse")
     assert done.returncode == 2, done.stdout + done.stderr[-3000:]
     assert "Traceback" not in done.stderr
-    (line,) = [l for l in done.stderr.splitlines() if l.startswith("spyre-provenance")]
+    (line,) = [text for text in done.stderr.splitlines() if text.startswith("spyre-provenance")]
     assert "torch.compile failed: RuntimeError: this model refuses to be compiled" in line
     assert _leftovers(done.out) == []  # no graph folder, no half-named log, no empty trace folder
 

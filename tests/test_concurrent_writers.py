@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fresh_process import FRESH  # tests/ is on sys.path
 
+from fresh_process import FRESH  # tests/ is on sys.path
 from spyre_provenance.logs import tracelog
 from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.validate import paths as path_validation
@@ -31,7 +31,7 @@ PROCESS = re.compile(rb"^(?:\[rank\d+\]:)?[VIWEC]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} 
 def shared_out(compile_case, tmp_path_factory: pytest.TempPathFactory) -> Path:
     alone = {model: compile_case(model) for model in MODELS}  # the session's solo compiles
     for model, case in alone.items():
-        assert case.returncode == 0, case.stdout + case.stderr[-2000:]
+        assert case.returncode == 0, f"{model}: " + case.stdout + case.stderr[-2000:]
     out = tmp_path_factory.mktemp("shared") / "out"
     # an earlier run of both models left its output (and a dead writer's temporary) behind
     for case in alone.values():

@@ -25,10 +25,9 @@ from typing import Any
 import msgspec
 import pytest
 import torch
-from inductor_doubles import Injected, RecordingInductor, faulty
-from zoo.user_models import SOURCE, Tiny, tiny
 
 import spyre_provenance
+from inductor_doubles import Injected, RecordingInductor, faulty
 from spyre_provenance import mapping
 from spyre_provenance.backends.base import Backend, StockInductor
 from spyre_provenance.backends.reference import ReferenceBackend
@@ -38,6 +37,7 @@ from spyre_provenance.errors import ProvenanceWarning
 from spyre_provenance.model.names import DIAGNOSTICS, MAP_FIELDS, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.validate import paths as path_validation
 from spyre_provenance.validate import schemas
+from zoo.user_models import SOURCE, Tiny, tiny
 
 pytestmark = pytest.mark.compile
 
@@ -249,9 +249,8 @@ def test_uninstall_restores_inductor() -> None:
     after = (debug.set_kernel_post_grad_provenance_tracing, cpp.set_kernel_post_grad_provenance_tracing,
              debug.dump_inductor_provenance_info)
     assert after == before
-    with pytest.raises(RuntimeError, match="already enabled"):
-        with spyre_provenance.tracking():
-            spyre_provenance.enable()
+    with pytest.raises(RuntimeError, match="already enabled"), spyre_provenance.tracking():
+        spyre_provenance.enable()
 
 
 # --- through the command line ------------------------------------------------------------------

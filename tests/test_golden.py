@@ -12,12 +12,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from where import GOLDEN  # tests/ is on sys.path
 
 from spyre_provenance import golden
 from spyre_provenance.pytest_plugin import ProvenanceToolchainHint
 from torch_changes import expected_changes, unexplained  # tests/ is on sys.path
-
+from where import GOLDEN  # tests/ is on sys.path
 
 
 @pytest.mark.compile

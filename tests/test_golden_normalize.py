@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from where import GOLDEN  # tests/ is on sys.path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +14,7 @@ from spyre_provenance import golden, mapping
 from spyre_provenance.backends import opspec
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import KernelRecord
+from where import GOLDEN  # tests/ is on sys.path
 
 ROOTS = golden.Roots(project=("/home/ci/repo/",), tmp=("/tmp/",), stdlib=("/usr/lib/python3.11/",))
 

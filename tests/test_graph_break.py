@@ -8,8 +8,8 @@ tests/test_open.py). Compiles shared through the session ``open_case`` fixture.
 from __future__ import annotations
 
 import pytest
-import tlparse_page
 
+import tlparse_page
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.logs.graphs import read_log_graphs
 
@@ -30,7 +30,7 @@ def test_each_frame_gets_a_linked_page_of_its_own(backend, open_case):
     pages = [tlparse_page.parse_page(path.read_text()) for _, path in opened.pages]
     assert pages[0].pre_grad != pages[1].pre_grad  # each frame its own pre-grad graph
     assert pages[0].code != pages[1].code
-    for (label, _), page, graph in zip(opened.pages, pages, logged):
+    for (label, _), page, graph in zip(opened.pages, pages, logged, strict=True):
         keys = [kernel.key for kernel in tlparse_page.kernel_lines(page) if kernel.post_grad_lines]
         assert keys and keys == list(graph.node_mappings["cppCodeToPost"]), label
         assert page.links.get("preToPost"), f"{label}: the pre-grad panel links nothing"

@@ -11,13 +11,13 @@ import json
 from pathlib import Path
 
 import pytest
-from where import REPO  # tests/ is on sys.path
-from zoo.user_models import SOURCE
 
 from spyre_provenance.logs import tracelog
 from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.redact import Redactor, find_project
 from spyre_provenance.validate import paths as path_validation
+from where import REPO  # tests/ is on sys.path
+from zoo.user_models import SOURCE
 
 PACKAGE_ROOT = REPO / "src"
 
@@ -101,9 +101,9 @@ def leaks(text: str, project: Path) -> list[str]:
 @pytest.mark.compile
 def test_compile_in_process_writes_and_logs_no_path(alices_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
-    from inductor_doubles import RecordingInductor
 
     import spyre_provenance
+    from inductor_doubles import RecordingInductor
     from spyre_provenance.backends.reference import ReferenceBackend
 
     monkeypatch.setenv("HOME", str(alices_project.parent))

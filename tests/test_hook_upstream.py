@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+
 from where import SCRIPTS  # tests/ is on sys.path
 
 pytestmark = pytest.mark.compile

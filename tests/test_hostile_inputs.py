@@ -29,12 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from where import DATA, GOLDEN, REPO, TESTS  # tests/ is on sys.path
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
-# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
-from test_schemas import DIAG_V2
 
 from spyre_provenance import cli, jsonio
 from spyre_provenance.model.names import (
@@ -46,6 +42,10 @@ from spyre_provenance.model.names import (
 )
 from spyre_provenance.validate import paths as path_validation
 from spyre_provenance.validate import schemas
+
+# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
+from test_schemas import DIAG_V2
+from where import DATA, GOLDEN, REPO, TESTS  # tests/ is on sys.path
 
 HOSTILE = TESTS / "hostile"
 SEED_LOG = DATA / "logs" / "seed_mlp.log"

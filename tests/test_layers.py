@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from where import PACKAGE  # tests/ is on sys.path
 
+from where import PACKAGE  # tests/ is on sys.path
 
 #: The layers, lowest first: a module imports only from its own layer or lower ones. A
 #: layer is named by module or package prefix.

@@ -15,7 +15,6 @@ from pathlib import Path
 import jsonschema
 import msgspec
 import pytest
-from where import ZOO  # tests/ is on sys.path
 
 from spyre_provenance.model.lookup import LookupDocument
 from spyre_provenance.model.names import (
@@ -26,6 +25,7 @@ from spyre_provenance.model.names import (
     OPSPEC_DEBUG_HANDLES,
 )
 from spyre_provenance.validate import schemas
+from where import ZOO  # tests/ is on sys.path
 
 pytestmark = pytest.mark.compile
 

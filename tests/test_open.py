@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
-import tlparse_page
 
+import tlparse_page
 from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model.names import NODE_MAPPINGS
@@ -43,7 +43,7 @@ def test_every_page_links_every_announced_kernel(case, open_case):
     logged = read_log_graphs(opened.case.log)
     # one page per graph, in log order, each showing its own graph's code
     assert len(opened.pages) == len(logged) >= 1, opened.stdout
-    for (label, path), graph in zip(opened.pages, logged):
+    for (label, path), graph in zip(opened.pages, logged, strict=True):
         page = tlparse_page.parse_page(path.read_text())
         assert "\n".join(page.code).strip() == graph.output_code.strip(), f"{label}: another graph's code"
         announced = wrapper_code.handle_comments(graph.output_code)
@@ -212,7 +212,7 @@ def test_graph_log_keeps_what_its_page_needs(training_log, tmp_path, index, keep
 def test_render_pages_gives_forward_and_backward_their_own_page(training_log, tmp_path):
     pages = tlparse_run.render_pages(tlparse_run.tlparse_binary(), training_log, tmp_path / "out")
     assert [p.label for p in pages] == ["[0/0] forward", "[0/0] backward", "[1/0] inference"]
-    for page, tag in zip(pages, ["fwd", "bwd", "other"]):
+    for page, tag in zip(pages, ["fwd", "bwd", "other"], strict=True):
         parsed = tlparse_page.parse_page(page.page.read_text())
         (kernel,) = tlparse_page.kernel_lines(parsed)
         assert kernel.key == f"k_{tag}:1" and kernel.post_grad_nodes == [f"n_{tag}"]

@@ -372,8 +372,10 @@ class _Formats(enum.Enum):  # torch-spyre's DataFormats, a C++ enum there
 def test_readers_go_by_field_name_not_position() -> None:
     handle = _sample_handle()
     out = SimpleNamespace(is_input=False, name="buf0", device_dtype=_Formats.IEEE_FP16, allocation={"lx": 0})
-    tiled = dict(tiled_symbols=[["c1"]], tiled_symbol_trip_counts={"c1": 4},
-                 symbolic_dim_bounds={"s0": (64, 1)}, node_output_ranges=(8, 256))
+    tiled = {
+        "tiled_symbols": [["c1"]], "tiled_symbol_trip_counts": {"c1": 4},
+        "symbolic_dim_bounds": {"s0": (64, 1)}, "node_output_ranges": (8, 256),
+    }
 
     @dataclasses.dataclass
     class Shuffled:  # main's fields, declared in another order

@@ -13,12 +13,11 @@ or a pre-grad node is named with its reason. Each case compiles once per session
 
 from __future__ import annotations
 
+import pytest
 
 import compiled_checks as check
-import pytest
-from where import ZOO  # tests/ is on sys.path
-
 from spyre_provenance.logs import tlparse_run
+from where import ZOO  # tests/ is on sys.path
 
 transformers = pytest.importorskip("transformers", reason="the real-model zoo needs the [models] extra")
 

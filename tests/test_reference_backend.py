@@ -53,7 +53,7 @@ def _globals_snapshot() -> tuple[Any, ...]:
 
 
 def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def test_install_registers_and_uninstall_restores_exactly() -> None:
@@ -307,7 +307,7 @@ def test_outputs_match_eager(compiled: Any, case: str) -> None:
     c = compiled(case)
     tol = {torch.float32: 1e-4, torch.float16: 1e-2}[c.dtype]
     assert len(c.outputs) == len(c.eager)
-    for got, want in zip(c.outputs, c.eager):
+    for got, want in zip(c.outputs, c.eager, strict=True):
         assert got.dtype == want.dtype
         torch.testing.assert_close(got, want, atol=tol, rtol=tol)
 
@@ -373,7 +373,7 @@ def test_opspecs_given_to_the_hook_match_the_kernels(compiled: Any, case: str) -
     c = compiled(case)
     sites = c.backend.call_sites
     assert [name for name, _ in sites] == [k.rsplit(":", 1)[0] for k in c.handles]
-    for (name, specs), records in zip(sites, c.handles.values()):
+    for (_, specs), records in zip(sites, c.handles.values(), strict=True):
         assert [s.debug_handle.id for s in specs] == [r.debug_handle.id for r in records]
 
 
@@ -435,7 +435,7 @@ def test_bundles(compiled: Any, case: str) -> None:
         folder = c.bundle_dir / name
         files = [folder / f"sdsc_{i}.json" for i in range(len(specs))]
         assert set(folder.glob("sdsc_*.json")) == set(files)
-        for i, (path, spec) in enumerate(zip(files, specs)):
+        for i, (path, spec) in enumerate(zip(files, specs, strict=True)):
             text = path.read_text()
             doc = json.loads(text)
             assert text == json.dumps(doc, indent=2, sort_keys=True) + "\n"  # canonical bytes

@@ -19,7 +19,6 @@ from typing import Any
 import jsonschema
 import msgspec
 import pytest
-from where import DATA, GOLDEN, SCHEMAS  # tests/ is on sys.path
 
 from spyre_provenance import jsonio
 from spyre_provenance.errors import UnusableInput
@@ -53,6 +52,7 @@ from spyre_provenance.model.records import (
     KernelGap,
 )
 from spyre_provenance.validate import rules, schemas
+from where import DATA, GOLDEN, SCHEMAS  # tests/ is on sys.path
 
 ARTIFACTS_DIR = DATA / "artifacts"
 FILES = {

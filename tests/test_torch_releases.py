@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 
 import pytest
-from where import DATA  # tests/ is on sys.path
 
 from spyre_provenance.logs import tracelog, wrapper_code
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
+from where import DATA  # tests/ is on sys.path
 
 RELEASE = DATA / "torch-2.15.0"
 LOGS = sorted(RELEASE.glob("*.log"))
@@ -29,7 +29,7 @@ def mappings(log: Path) -> dict[str, dict]:
 
 
 def torch_version(log: Path) -> str:
-    entries = [e for e in tracelog.read_trace(log, names={"torch_version"})]
+    entries = list(tracelog.read_trace(log, names={"torch_version"}))
     return {e.name: e for e in entries}["torch_version"].text
 
 

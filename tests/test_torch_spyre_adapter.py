@@ -16,7 +16,6 @@ import warnings
 from typing import Any
 
 import pytest
-from where import STAND_INS  # tests/ is on sys.path
 import torch
 from torch._inductor import config as inductor_config
 from torch._inductor.codegen import common as codegen_common
@@ -30,6 +29,7 @@ from spyre_provenance.backends.torch_spyre import TorchSpyreBackend, available
 from spyre_provenance.capture import hook
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.model.records import OpSpecRecord
+from where import STAND_INS  # tests/ is on sys.path
 
 SCHEDULER = "torch_spyre._inductor.scheduler"
 

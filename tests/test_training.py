@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 import pytest
-import tlparse_page
 
+import tlparse_page
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.logs.post_grad import parse_post_grad_graph

@@ -13,12 +13,8 @@ import json
 from typing import Any
 
 import pytest
-from where import DATA  # tests/ is on sys.path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
-from test_schemas import BROKEN, BROKEN_DIAGNOSTICS, DIAG_V2, DIAG_VALID_EDGES, VALID_EDGES
 
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.model.names import (
@@ -35,6 +31,10 @@ from spyre_provenance.model.names import (
 )
 from spyre_provenance.model.records import DiagnosticsV2
 from spyre_provenance.validate import schemas
+
+# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
+from test_schemas import BROKEN, BROKEN_DIAGNOSTICS, DIAG_V2, DIAG_VALID_EDGES, VALID_EDGES
+from where import DATA  # tests/ is on sys.path
 
 ARTIFACTS_DIR = DATA / "artifacts"
 

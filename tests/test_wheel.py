@@ -12,9 +12,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from where import REPO  # tests/ is on sys.path
 import yaml
 
+from where import REPO  # tests/ is on sys.path
 
 
 @pytest.fixture(scope="module")

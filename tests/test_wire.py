@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Union
-
 import msgspec
 import pytest
 
@@ -57,15 +55,15 @@ def test_integers_widen_as_json_schema_reads_them():
     # JSON Schema's "integer" accepts 3.0; the rules then demand an integral value
     hints = msgspec.structs.fields(wire.SourceEntry)
     by_name = {f.name: f.type for f in hints}
-    assert by_name["start_line"] == Union[int, float]
-    assert by_name["end_line"] == Union[int, float, None]
+    assert by_name["start_line"] == int | float
+    assert by_name["end_line"] == int | float | None
     assert by_name["file"] is str
 
 
 def test_nested_records_are_replaced_by_their_wire_forms():
     fields = {f.name: f.type for f in msgspec.structs.fields(wire.DiagnosticsDocV2)}
     assert fields["faults"] == list[wire.wire_form(records.Fault)]
-    assert fields["coverage"] == Union[wire.wire_form(records.CoverageCounts), None]
+    assert fields["coverage"] == wire.wire_form(records.CoverageCounts) | None
     assert fields["partial"] is bool
 
 

@@ -18,14 +18,14 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from where import ZOO as ZOO_DIR  # tests/ is on sys.path
-import tlparse_page
-from zoo.models import ZOO
 
+import tlparse_page
 from spyre_provenance.coverage import judge_logged
 from spyre_provenance.logs import tlparse_run, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.validate import paths as path_validation
+from where import ZOO as ZOO_DIR  # tests/ is on sys.path
+from zoo.models import ZOO
 
 MODELS = ZOO_DIR / "models.py"
 CASES = [(name, mode) for name in ZOO for mode in ("inference", "train")]
@@ -117,7 +117,7 @@ def test_every_page_links_every_kernel(zoo_case):
     logged = [g for g in read_log_graphs(zoo_case.log) if g.output_code is not None]
     pages = [Path(line.split("provenance page: ", 1)[1]) for line in zoo_case.stdout.splitlines() if "provenance page: " in line]
     assert len(pages) == len(logged) >= 1, zoo_case.stdout
-    for path, graph in zip(pages, logged):
+    for path, graph in zip(pages, logged, strict=True):
         page = tlparse_page.parse_page(path.read_text())
         assert "\n".join(page.code).strip() == graph.output_code.strip(), f"{path}: another graph's code"
         announced = wrapper_code.handle_comments(graph.output_code)

@@ -55,7 +55,7 @@ LEGEND_TEXT = "✅ present on all · ◐ partial · ❌ reachable but empty · �
 def count(nodes: Sequence[str], has: Iterable[bool]) -> FieldCount:
     """A field's count over ``nodes`` (``has[i]``: node i carries it)."""
     flags = list(has)
-    return FieldCount(sum(flags), len(flags), [n for n, ok in zip(nodes, flags) if not ok])
+    return FieldCount(sum(flags), len(flags), [n for n, ok in zip(nodes, flags, strict=True) if not ok])
 
 
 def _share_below(a: FieldCount, b: FieldCount) -> bool:
@@ -179,6 +179,7 @@ def compare(old: AuditV1, new: AuditV1) -> Changes:
             lines.append(f"{key}: {json.dumps(getattr(old, key))} -> {json.dumps(getattr(new, key))}")
     for graph_old, graph_new in pair_graphs(old.graphs, new.graphs, lambda g: (g.compile_id, g.graph)):
         if graph_new is None:
+            assert graph_old is not None  # pair_graphs never pairs None with None
             lines.append(f"graph {_graph_label(graph_old)}: only in the previous run")
             continue
         if graph_old is None:
@@ -204,13 +205,13 @@ def _compare_stages(head: str, old: GraphAudit, new: GraphAudit, lines: list[str
     stages_new = {s.name: s for s in new.stages}
     for name in [*stages_new, *(n for n in stages_old if n not in stages_new)]:
         title = STAGE_TITLES.get(name, name)
-        a, b = stages_old.get(name), stages_new.get(name)
-        if a is None:
-            lines.append(f"{head}: stage {title}: new in this run ({len(b.nodes)} nodes)")
+        if name not in stages_old:
+            lines.append(f"{head}: stage {title}: new in this run ({len(stages_new[name].nodes)} nodes)")
             continue
-        if b is None:
-            lines.append(f"{head}: stage {title}: only in the previous run ({len(a.nodes)} nodes)")
+        if name not in stages_new:
+            lines.append(f"{head}: stage {title}: only in the previous run ({len(stages_old[name].nodes)} nodes)")
             continue
+        a, b = stages_old[name], stages_new[name]
         if len(a.nodes) != len(b.nodes):
             lines.append(
                 f"{head}: stage {title}: {len(a.nodes)} -> {len(b.nodes)} nodes (an op count depends on"
@@ -222,6 +223,7 @@ def _compare_stages(head: str, old: GraphAudit, new: GraphAudit, lines: list[str
                 continue
             where = f"{head}: {field} at {title}"
             if ca is None:
+                assert cb is not None
                 lines.append(f"{where}: now counted, {_ratio(cb)}")
             elif cb is None:
                 lines.append(f"{where}: no longer applies (was {_ratio(ca)})")

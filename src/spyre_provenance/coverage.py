@@ -269,13 +269,12 @@ def _is_constant(graph: PostGradGraph, node: GraphNode) -> bool:
 def _opspecs(
     doc: Mapping[str, Any], cpp_to_post: Mapping[str, list[str]], graph_nodes: set[str] | None, found: _Findings
 ) -> None:
-    kernels = doc.get("kernels") if isinstance(doc.get("kernels"), Mapping) else {}
-    handles = doc.get("handles") if isinstance(doc.get("handles"), Mapping) else {}
+    kernels, handles = (_table(doc, name) for name in ("kernels", "handles"))
     for key, specs in kernels.items():
         if key not in cpp_to_post:
             found.bad("opspec-handle", key, "has OpSpecs but is not a mapping key")
         specs = specs if isinstance(specs, list) else []
-        buffers = {s.get("buffer") for s in specs if isinstance(s, Mapping) and s.get("buffer")}
+        buffers = {buffer for s in specs if isinstance(s, Mapping) and (buffer := s.get("buffer"))}
         mapped = set(cpp_to_post.get(key, ()))
         for i, spec in enumerate(specs):
             place = f"{key} OpSpec {i} ({spec.get('buffer') or '?'}, {spec.get('op')})"
@@ -295,6 +294,12 @@ def _opspecs(
                 elif name not in mapped:
                     found.bad("opspec-handle", place, f"debug handle names {name}, which the kernel's mapping lacks")
             _fused(hid, handles, buffers, place, found, set())
+
+
+def _table(doc: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """``doc[name]`` when it is an object, else empty (nothing of a malformed table to check)."""
+    value = doc.get(name)
+    return value if isinstance(value, Mapping) else {}
 
 
 def _own_nodes(handle: Mapping[str, Any], buffers: Iterable[str]) -> list[str]:

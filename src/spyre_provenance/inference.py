@@ -142,7 +142,7 @@ def source_gaps(
     """Why each kernel in ``missing`` (keys without a source line) has none. ``not_taken``:
     what ``infer_sources`` found but the hook did not apply (stock Inductor's own stack
     traces are kept unless asked)."""
-    offered = {}
+    offered: dict[str, InferredSource] = {}
     for link in not_taken:
         offered.setdefault(link.kernel, link)
     gaps = []
@@ -275,7 +275,7 @@ def pre_grad_gaps(
                 f"stock Inductor links only from_node chains; {BEYOND_UPSTREAM} links {would.node} to"
                 f" {', '.join(would.pre_grad)} {how}"
             )
-        elif nodes and all(graph.get(n).kind == "placeholder" for n in nodes):
+        elif nodes and all(_is_input(graph, n) for n in nodes):
             why = f"copies graph input {', '.join(nodes)}" + (
                 ", which no linked node reads" if beyond else
                 f": stock Inductor's mapping lists only the input, which has no pre-grad node ({BEYOND_UPSTREAM}"

@@ -211,7 +211,7 @@ def _compile(model: Any, inputs: tuple[Any, ...], backend: str, train: bool) -> 
         artifacts = {a: json.loads(files[name]) for a, name in golden.ARTIFACT_FILES.items() if name in files}
         found.append((emit.graph_folder_name(result), artifacts))
     names = golden.graph_names([name for name, _ in found])
-    return {name: arts for name, (_, arts) in zip(names, found)}, outcome.report.backend
+    return {name: arts for name, (_, arts) in zip(names, found, strict=True)}, outcome.report.backend
 
 
 @contextlib.contextmanager
@@ -239,7 +239,7 @@ def _dtype(model: Any, inputs: tuple[Any, ...]) -> str:
     import torch
 
     tensors = [t for t in inputs if isinstance(t, torch.Tensor) and t.is_floating_point()]
-    tensors += [p for p in getattr(model, "parameters", lambda: [])() if p.is_floating_point()]
+    tensors += [p for p in getattr(model, "parameters", list)() if p.is_floating_point()]
     return str(tensors[0].dtype).removeprefix("torch.") if tensors else "none"
 
 

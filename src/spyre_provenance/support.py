@@ -40,10 +40,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
     _fsync_folder(path.parent)
     return path

@@ -15,9 +15,9 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # random weights from configs: nothing to fetch
 
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from torch import nn  # noqa: E402
+import torch
+import transformers
+from torch import nn
 
 SEED = 0
 BATCH, SEQ, VOCAB = 2, 8, 128

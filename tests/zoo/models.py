@@ -138,7 +138,7 @@ class ResidualStack(nn.Module):
         self.fcs = nn.ModuleList(nn.Linear(dim, dim) for _ in range(depth))
 
     def forward(self, x: Tensor) -> Tensor:
-        for norm, fc in zip(self.norms, self.fcs):
+        for norm, fc in zip(self.norms, self.fcs, strict=True):
             x = x + F.gelu(fc(norm(x)))
         return x
 

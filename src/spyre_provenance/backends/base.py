@@ -10,11 +10,15 @@ which modules hold their own reference to Inductor's
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from spyre_provenance.logs.wrapper_code import HANDLE_COMMENT, is_pool_allocation
 from spyre_provenance.model.records import Fault, OpSpecRecord
+
+if TYPE_CHECKING:
+    from spyre_provenance.redact import Redactor
 
 
 class CallSiteRecorder(Protocol):
@@ -39,11 +43,11 @@ class Backend:
     extends_upstream = False
     #: set by the hook when paths are redacted (``spyre_provenance.redact.Redactor``): a
     #: backend that writes files of its own applies it to the paths in them
-    path_redactor = None
+    path_redactor: Redactor | None = None
     #: set by the hook when it audits (``capture.audit_probe``): a backend with
     #: pre-scheduling passes calls it with the FX graph right before (``"in"``) and after
     #: (``"out"``) them, so the audit counts what the passes keep
-    pass_observer = None
+    pass_observer: Callable[[Any, str], None] | None = None
 
     def install(self, recorder: CallSiteRecorder | None = None) -> None:
         """Make this backend the one Inductor uses for ``device`` (undone by uninstall).

@@ -15,7 +15,6 @@ from typing import Any
 from spyre_provenance.model.folders import BUNDLE_FILE
 
 
-
 def handle_of(document: Any) -> dict[str, Any] | None:
     """The ``debug_handle_`` of one bundle document; None when it carries none.
 

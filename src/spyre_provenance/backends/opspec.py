@@ -321,8 +321,8 @@ def _source_record(src: Any) -> records.SourceLoc | None:
     end_line = getattr(src, "end_line", None)
     end_col = getattr(src, "end_col", None)
     return records.SourceLoc(
-        file=str(getattr(src, "file")),
-        start_line=int(getattr(src, "start_line")),
+        file=str(src.file),
+        start_line=int(src.start_line),
         start_col=int(getattr(src, "start_col", 0) or 0),
         end_line=None if end_line is None else int(end_line),
         end_col=None if end_col is None else int(end_col),
@@ -334,7 +334,7 @@ def debug_handle_record(handle: Any) -> records.DebugHandle | None:
     if handle is None:
         return None
     return records.DebugHandle(
-        id=int(getattr(handle, "id")),  # int, or its decimal string on JSON paths
+        id=int(handle.id),  # int, or its decimal string on JSON paths
         source=_source_record(getattr(handle, "source", None)),
         aten_op=getattr(handle, "aten_op", None),
         ir_chain=tuple(str(x) for x in getattr(handle, "ir_chain", ()) or ()),
@@ -345,7 +345,7 @@ def debug_handle_record(handle: Any) -> records.DebugHandle | None:
         ),
         transform_history=tuple(
             records.ProvenanceTransform(
-                kind=str(getattr(t, "kind")),
+                kind=str(t.kind),
                 pass_name=str(getattr(t, "pass_name", "")),
                 reason=str(getattr(t, "reason", "") or ""),
             )

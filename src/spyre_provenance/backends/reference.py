@@ -64,7 +64,7 @@ from spyre_provenance.backends.reference_opspecs import (
 )
 from spyre_provenance.logs.wrapper_code import POOL_PREFIX
 from spyre_provenance.model.folders import BUNDLE_FILE
-from spyre_provenance.model.records import DebugHandle, Fault, OpSpecRecord
+from spyre_provenance.model.records import Fault, OpSpecRecord
 from spyre_provenance.patches import Patches
 from spyre_provenance.support import atomic_write_text
 
@@ -271,7 +271,7 @@ class ReferenceBackend(Backend):
             specs, missing = self._build_opspecs(nodes, ())
         return [
             msgspec.structs.replace(record, missing_handle=why) if why else record
-            for record, why in zip(opspec_mod.opspec_records(specs), missing)
+            for record, why in zip(opspec_mod.opspec_records(specs), missing, strict=True)
         ]
 
     def take_faults(self) -> list[Fault]:
@@ -284,14 +284,14 @@ class ReferenceBackend(Backend):
         flat = flat_nodes(nodes)
         try:
             call_args = list(args.cpp_argdefs()[1])
-        except Exception:  # no argument list: OpSpec arguments get index -1
+        except Exception:  # noqa: BLE001 - no argument list: OpSpec arguments get index -1
             call_args = []
         specs, self._last_missing = self._build_opspecs(flat, call_args)
         self.call_sites.append((kernel_name, specs))
         self._last_nodes = tuple(map(id, flat))
         return specs
 
-    def debug_handle(self, buffer: Any) -> DebugHandle | None:
+    def debug_handle(self, buffer: Any) -> opspec_mod.DebugHandle | None:
         """The DebugHandle of one IR buffer (``opspec.build_debug_handle``)."""
         return opspec_mod.build_debug_handle(buffer)
 
@@ -301,7 +301,7 @@ class ReferenceBackend(Backend):
         for node in nodes:
             try:
                 built.append(build_opspec(node, call_args, self.debug_handle))
-            except Exception as exc:  # provenance is debug-only: reported, never raised
+            except Exception as exc:  # noqa: BLE001 - provenance is debug-only: reported, never raised
                 built.append(failed_opspec(node, exc))
         return [spec for spec, _ in built], [why for _, why in built]
 
@@ -324,6 +324,7 @@ class ReferenceBackend(Backend):
                 self._served[kernel_name] = [bundles.handle_of(d) for d in cached]
                 return
         else:
+            assert self.bundle_dir is not None  # no kernel cache: a bundle folder, or returned above
             folder = self.bundle_dir / kernel_name
         self._served[kernel_name] = [bundles.handle_of(d) for d in documents]
         for i, document in enumerate(documents):
@@ -331,7 +332,7 @@ class ReferenceBackend(Backend):
             try:
                 text = json.dumps(document, indent=2, sort_keys=True) + "\n"
                 self.bundles_written.append(atomic_write_text(path, text))
-            except Exception as exc:  # a bundle is a by-product: never fail a compile over it
+            except Exception as exc:  # noqa: BLE001 - a bundle is a by-product: never fail a compile over it
                 self.faults.append(Fault("file write", f"{type(exc).__name__}: bundle {path}: {exc}"))
 
 

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,25 @@ _MM_META_KEYS = ("stack_trace", "nn_module_stack", "source_fn_stack", "original_
 
 
 
+_SPLIT_TRANSFORM = (("decomposition", SPLIT_ADDMM_PASS, "addmm -> mm + bias add"),)
+
+
+def _emit_split_node(
+    graph: torch.fx.Graph, addmm: torch.fx.Node, created: list[torch.fx.Node],
+    name: str, target: Any, args: tuple[Any, ...], inherit: Sequence[str] = (),
+) -> torch.fx.Node:
+    """One node of ``addmm``'s split, inserted where the graph's insertion point is and
+    appended to ``created``: ``inherit``ed metadata of ``addmm``, its original aten op, a fake
+    value, and the split in its transform history."""
+    new = graph.create_node("call_function", target, args, name=name)
+    new.meta.update({k: addmm.meta[k] for k in inherit if k in addmm.meta})
+    new.meta["original_aten"] = addmm.meta.get("original_aten", aten.addmm.default)
+    new.meta["val"] = _fake_value(target, args)
+    new.meta[opspec_mod.TRANSFORMS_META_KEY] = _SPLIT_TRANSFORM
+    created.append(new)
+    return new
+
+
 def split_addmm(gm: torch.fx.GraphModule) -> int:
     """Rewrite every ``addmm(bias, a, b, beta, alpha)`` as ``alpha*mm(a, b) + beta*bias``.
 
@@ -89,20 +109,8 @@ def split_addmm(gm: torch.fx.GraphModule) -> int:
         bias, mat1, mat2 = node.args[:3]
         beta = node.kwargs.get("beta", 1)
         alpha = node.kwargs.get("alpha", 1)
-        transform = (("decomposition", SPLIT_ADDMM_PASS, "addmm -> mm + bias add"),)
-        created = []
-
-        def emit(
-            name: str, target: Any, args: tuple[Any, ...], inherit: Sequence[str] = ()
-        ) -> torch.fx.Node:
-            new = graph.create_node("call_function", target, args, name=name)
-            new.meta.update({k: node.meta[k] for k in inherit if k in node.meta})
-            new.meta["original_aten"] = node.meta.get("original_aten", aten.addmm.default)
-            new.meta["val"] = _fake_value(target, args)
-            new.meta[opspec_mod.TRANSFORMS_META_KEY] = transform
-            created.append(new)
-            return new
-
+        created: list[torch.fx.Node] = []
+        emit = functools.partial(_emit_split_node, graph, node, created)
         with graph.inserting_before(node):
             result = emit("mm", aten.mm.default, (mat1, mat2), _MM_META_KEYS)
             if alpha != 1:

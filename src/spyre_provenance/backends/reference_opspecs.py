@@ -7,6 +7,7 @@ torch-spyre look-alike classes themselves.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,7 +19,6 @@ from torch._inductor.virtualized import V
 
 from spyre_provenance.backends import opspec as opspec_mod
 from spyre_provenance.backends.opspec import OpSpec, TensorArg
-from spyre_provenance.model.records import DebugHandle
 
 aten = torch.ops.aten
 
@@ -101,7 +101,7 @@ def kernel_descriptor(nodes: Sequence[Any]) -> str:
 def _size(name: str) -> list[int | str]:
     try:
         return [opspec_mod.extent(s) for s in V.graph.get_buffer(name).get_size()]
-    except Exception:  # graph inputs that are not buffers, symbolic corner cases
+    except Exception:  # noqa: BLE001 - graph inputs that are not buffers, symbolic corner cases
         return []
 
 
@@ -109,13 +109,13 @@ def _size(name: str) -> list[int | str]:
 def _dtype(name: str) -> str:
     try:
         return str(V.graph.get_dtype(name)).replace("torch.", "")
-    except Exception:
+    except Exception:  # noqa: BLE001 - a name the graph cannot type: the OpSpec says so instead of failing
         return "unknown"
 
 
 
 def build_opspec(
-    snode: Any, call_args: Sequence[str], debug_handle: Callable[[Any], DebugHandle | None] | None = None
+    snode: Any, call_args: Sequence[str], debug_handle: Callable[[Any], opspec_mod.DebugHandle | None] | None = None
 ) -> tuple[OpSpec, str | None]:
     """The OpSpec of one scheduler node (one ComputedBuffer), handle included, and why
     it has no handle when it has none (None when it has one)."""
@@ -148,7 +148,7 @@ def build_opspec(
         handle = (debug_handle or opspec_mod.build_debug_handle)(buffer)
         if handle is None:
             why = "the buffer has no origins to build a debug handle from"
-    except Exception as exc:  # provenance is debug-only: the hook records it as a fault
+    except Exception as exc:  # noqa: BLE001 - provenance is debug-only: the hook records it as a fault
         why = f"building its debug handle failed: {type(exc).__name__}: {exc}"
     return OpSpec(op, is_reduction, space, args, op_info, debug_handle=handle), why
 
@@ -164,7 +164,7 @@ def failed_opspec(snode: Any, exc: Exception) -> tuple[OpSpec, str]:
 
 def flat_nodes(node_schedule: Sequence[Any]) -> list[Any]:
     """The scheduler nodes of a kernel that own a buffer, fused groups opened up, in order."""
-    nodes = []
+    nodes: list[Any] = []
     for n in node_schedule:
         inner = n.get_nodes() if hasattr(n, "get_nodes") else [n]
         nodes.extend(x for x in inner if getattr(x, "node", None) is not None)
@@ -199,13 +199,11 @@ def pool_bytes(specs: Sequence[OpSpec]) -> int:
         if not (spec.is_reduction or spec.op == "matmul"):
             continue
         extents = [extent for extent, _ in spec.iteration_space.values()]
-        if not all(isinstance(e, int) for e in extents):
+        static = [e for e in extents if isinstance(e, int)]
+        if len(static) != len(extents):
             sizes.append(SYMBOLIC_POOL_BYTES)
             continue
-        size = POOL_BYTES_PER_ELEMENT
-        for extent in extents:
-            size *= extent
-        sizes.append(size)
+        sizes.append(POOL_BYTES_PER_ELEMENT * math.prod(static))
     return max(sizes, default=0)
 
 

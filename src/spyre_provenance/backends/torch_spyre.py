@@ -102,15 +102,16 @@ import importlib.util
 import inspect
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from types import CodeType, ModuleType
-from typing import Any, Sequence
+from typing import Any
 
 from spyre_provenance.backends.base import Backend, CallSiteRecorder
 from spyre_provenance.backends.bundles import served_handles
 from spyre_provenance.errors import ProvenanceWarning
-from spyre_provenance.patches import Patches
 from spyre_provenance.model.records import Fault, OpSpecRecord
+from spyre_provenance.patches import Patches
 
 DEVICE = "spyre"
 SCHEDULING_CLASS = "SuperDSCScheduling"
@@ -260,10 +261,10 @@ class TorchSpyreBackend(Backend):
         try:
             self._register(cls)
             self.writes_handle_comments, self._tracing_modules = detect_generation(cls)
-            define_kernel = getattr(cls, "define_kernel")
+            define_kernel = cls.define_kernel
             self._patches.setattr(cls, "define_kernel", self._wrap_define_kernel(define_kernel))
             if not self.writes_handle_comments:
-                codegen_comment = getattr(cls, "codegen_comment")
+                codegen_comment = cls.codegen_comment
                 self._patches.setattr(cls, "codegen_comment", self._wrap_codegen_comment(codegen_comment))
             self._watch_runners()
         except BaseException:
@@ -282,7 +283,7 @@ class TorchSpyreBackend(Backend):
     def tracing_modules(self) -> Sequence[ModuleType]:
         return tuple(self._tracing_modules)
 
-    def _find_scheduling(self) -> type:
+    def _find_scheduling(self) -> type[Any]:  # torch-spyre's class: its attributes are Any to us
         if self.module is not None:
             return getattr(self.module, SCHEDULING_CLASS)
         return find_scheduling(self.device)
@@ -319,7 +320,7 @@ class TorchSpyreBackend(Backend):
                     self._warn_once("keeping OpSpecs", exc)
             return kernel_name
 
-        define_kernel.__wrapped__ = original  # type: ignore[attr-defined]
+        define_kernel.__wrapped__ = original
         return define_kernel
 
     def _wrap_codegen_comment(self, original):
@@ -333,7 +334,7 @@ class TorchSpyreBackend(Backend):
                 self._record_call_site(node_schedule, kernel_name)
             return result
 
-        codegen_comment.__wrapped__ = original  # type: ignore[attr-defined]
+        codegen_comment.__wrapped__ = original
         return codegen_comment
 
     def _record_call_site(self, node_schedule: Any, kernel_name: str) -> None:
@@ -365,7 +366,7 @@ class TorchSpyreBackend(Backend):
         except Exception:  # noqa: BLE001 - older layouts, or a broken install: nothing to watch
             return
         for name in RUNNER_CLASSES:
-            cls = getattr(runners, name, None)
+            cls: type[Any] | None = getattr(runners, name, None)
             if isinstance(cls, type):
                 self._patches.setattr(cls, "__init__", self._wrap_runner_init(cls.__init__))
 
@@ -381,7 +382,7 @@ class TorchSpyreBackend(Backend):
             except Exception as exc:  # noqa: BLE001 - provenance never breaks a compile
                 self._warn_once("finding a kernel's bundles", exc)
 
-        __init__.__wrapped__ = original  # type: ignore[attr-defined]
+        __init__.__wrapped__ = original
         return __init__
 
     def bundle_handles(self, kernel_name: str) -> list[dict[str, Any] | None] | None:

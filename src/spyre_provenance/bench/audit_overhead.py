@@ -58,7 +58,7 @@ class AuditResults(msgspec.Struct):
         return statistics.median(self.own) / self.median(ARMS[0])
 
     def round_ratios(self) -> list[float]:
-        return [b / a for a, b in zip(self.times[ARMS[0]], self.times[ARMS[1]])]
+        return [b / a for a, b in zip(self.times[ARMS[0]], self.times[ARMS[1]], strict=True)]
 
 
 def _timing_probe(own: list[float]) -> contextlib.AbstractContextManager[None]:

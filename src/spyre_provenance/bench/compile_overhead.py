@@ -62,7 +62,7 @@ class ModelResult(msgspec.Struct):
         return statistics.median(self.cpu[top]) / statistics.median(self.cpu[bottom])
 
     def round_ratios(self, top: str, bottom: str) -> list[float]:
-        return [a / b for a, b in zip(self.times[top], self.times[bottom])]
+        return [a / b for a, b in zip(self.times[top], self.times[bottom], strict=True)]
 
 
 class CompileResults(msgspec.Struct):

@@ -10,12 +10,17 @@ import platform
 import statistics
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spyre_provenance.bench.artifacts import ArtifactResults, SizeResult
 from spyre_provenance.bench.compile_overhead import ARM_NAMES, CompileResults
 from spyre_provenance.bench.whole_process import SECTION as WHOLE_PROCESS_SECTION
 from spyre_provenance.bench.whole_process import WholeProcessResults
 from spyre_provenance.bench.whole_process import render_section as _whole_process_section
+
+if TYPE_CHECKING:
+    from spyre_provenance.bench.audit_overhead import AuditResults
+    from spyre_provenance.bench.runtime import RuntimeResults
 
 TARGET_AB = 1.03
 TARGET_FAST = 2.0
@@ -102,9 +107,9 @@ def render(
     elapsed: float,
     quick: bool,
     load: tuple[float | None, float | None] = (None, None),
-    audit: object = None,
+    audit: AuditResults | None = None,
     whole_process: WholeProcessResults | None = None,
-    runtime: object = None,
+    runtime: RuntimeResults | None = None,
 ) -> str:
     lines: list[str] = []
     add = lines.append
@@ -122,13 +127,13 @@ def render(
     top = artifacts.sizes[-1]
     verdicts += _throughput_sections(lines, artifacts, top)
     verdicts.append(_scaling_section(lines, artifacts))
-    if audit is not None:  # bench.audit_overhead.AuditResults
+    if audit is not None:
         from spyre_provenance.bench import audit_overhead
 
         verdicts.append(audit_overhead.render_section(lines, audit))
     if whole_process is not None:
         verdicts.append(_whole_process_section(lines, whole_process, WHOLE_PROCESS_SECTION))
-    if runtime is not None:  # bench.runtime.RuntimeResults
+    if runtime is not None:
         from spyre_provenance.bench import runtime as runtime_bench
 
         verdicts.append(runtime_bench.render_section(lines, runtime))
@@ -176,8 +181,8 @@ def _compile_section(lines: list[str], results: CompileResults) -> str:
     add("")
     wall = ", ".join(f"{model} {ratio:.3f}" for model, ratio, *_ in summary)
     cpu = ", ".join(f"{ratio:.3f}" for _, _, ratio, *_ in summary)
-    own = ", ".join(f"{100 * share:.1f}%" for *_, share, _ in summary)
-    detail = f"wall A/B {wall}; CPU A/B {cpu}; the hook's own time {own} of B"
+    own_shares = ", ".join(f"{100 * share:.1f}%" for *_, share, _ in summary)
+    detail = f"wall A/B {wall}; CPU A/B {cpu}; the hook's own time {own_shares} of B"
     if all(ratio <= TARGET_AB for _, ratio, *_ in summary):
         return _verdict(True, f"A/B <= {TARGET_AB} on every model: {detail}")
     # a wall-time miss inside the rounds' own spread, while the work (CPU) and the hook's

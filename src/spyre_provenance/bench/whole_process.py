@@ -74,7 +74,7 @@ class RowResult(msgspec.Struct):
 
     def ratios(self, measure: str) -> list[float]:
         """A / B of every pair, ``measure`` being ``wall`` or ``cpu``."""
-        return [getattr(a, measure) / getattr(b, measure) for a, b in zip(self.runs["A"], self.runs["B"])]
+        return [getattr(a, measure) / getattr(b, measure) for a, b in zip(self.runs["A"], self.runs["B"], strict=True)]
 
     def median(self, arm: str, measure: str) -> float:
         return statistics.median(getattr(run, measure) for run in self.runs[arm])
@@ -82,7 +82,7 @@ class RowResult(msgspec.Struct):
     def phase_gap(self, phase: str) -> float:
         """Median seconds A spent in ``phase`` minus B's (0 for a phase one arm lacks)."""
         return statistics.median(
-            a.phases.get(phase, 0.0) - b.phases.get(phase, 0.0) for a, b in zip(self.runs["A"], self.runs["B"])
+            a.phases.get(phase, 0.0) - b.phases.get(phase, 0.0) for a, b in zip(self.runs["A"], self.runs["B"], strict=True)
         )
 
 
@@ -174,7 +174,8 @@ def run(
                     shape = report["shape"]
                 progress(f"whole process: {row_name} pair {pair + 1}/{pairs} {arm} {measured.wall:.2f}s")
         assert shape is not None
-        results.append(RowResult(ROWS[row_name].label, *shape, runs))
+        graphs, call_sites, post_grad_nodes = shape
+        results.append(RowResult(ROWS[row_name].label, graphs, call_sites, post_grad_nodes, runs))
     return WholeProcessResults(results, pairs, bytecode)
 
 

@@ -48,6 +48,8 @@ def _load(model: str):
     path, _, factory = model.partition(":")
     root = Path(__file__).resolve().parents[3]  # src/spyre_provenance/bench -> the checkout
     spec = importlib.util.spec_from_file_location("spyre_bench_zoo", root / path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{root / path}: cannot be imported")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return getattr(module, factory)()
@@ -75,7 +77,7 @@ def child(arm: str, row_name: str) -> dict:
     import torch._functorch.config
     import torch._inductor.codegen.cpp
     import torch._inductor.config
-    import torch._inductor.debug  # noqa: F401
+    import torch._inductor.debug
 
     phase("import torch")
     row = ROWS[row_name]
@@ -94,7 +96,7 @@ def child(arm: str, row_name: str) -> dict:
     with grad:
         session = tracking.__enter__()
         phase("enter tracking")
-        timing = contextlib.nullcontext()
+        timing: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
         if arm == "A":
             from spyre_provenance.bench.compile_overhead import _timing_hook_seams
 

@@ -106,7 +106,7 @@ def _counts(nodes: Sequence[str], fields: dict[str, list[bool | None]]) -> dict[
     field that applies to none is left out."""
     out = {}
     for field, flags in fields.items():
-        applies = [(n, f) for n, f in zip(nodes, flags) if f is not None]
+        applies = [(n, f) for n, f in zip(nodes, flags, strict=True) if f is not None]
         if applies:
             out[field] = audit.count([n for n, _ in applies], (bool(f) for _, f in applies))
     return out
@@ -130,7 +130,7 @@ def opspec_stage(records: Sequence[KernelRecord]) -> Stage | None:
         "ir_chain": [None if h is None else bool(h.ir_chain) for h in handles],
         # several origins fused into one buffer: one child handle per origin expected
         "fused_from": [
-            None if h is None or origins(spec) < 2 else bool(h.fused_from) for (_, _, spec), h in zip(specs, handles)
+            None if h is None or origins(spec) < 2 else bool(h.fused_from) for (_, _, spec), h in zip(specs, handles, strict=True)
         ],
     }
     return Stage("opspecs", names, _counts(names, fields))

@@ -29,6 +29,7 @@ compile that ran always gets a verdict.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -132,7 +133,7 @@ def compile_request(request: CompileRequest, *, announce: Callable[[str], None] 
         # before the model loads (its factory may read its rank) and before torch logs a
         # record: torch names the log after the rank and stamps the rank on every record
         process_group.join(request.rank, request.ranks)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever joining raises (gloo, rendezvous): the rank's one line
         raise UnusableInput(f"rank {request.rank}", f"cannot join the process group: {type(exc).__name__}: {_first_line(exc)}") from None
     try:
         return _compile(request, out, announce, ranked=True)
@@ -163,7 +164,7 @@ def judge(report: Any, checked: Any = None, audit: AuditFiles | None = None) -> 
             wanting.append(f"graph {graph.compile_id} {graph.kind}: {why}")
     if checked is not None:
         wanting += [f"invalid artifact: {problem}" for problem in checked.invalid]
-        for graph, logged in zip(report.graphs, pair_graphs(report.graphs, checked.graphs)):
+        for graph, logged in zip(report.graphs, pair_graphs(report.graphs, checked.graphs), strict=True):
             if logged is None:
                 wanting.append(f"graph {graph.compile_id} {graph.kind}: the log holds no code for it")
         wanting += [f"graph {g.compile_id}: its coverage on the log is not complete" for g in checked.graphs if not g.complete]
@@ -218,7 +219,7 @@ def _compile(
     except UnsupportedTorch:  # enable() refused this torch before compiling: its own line
         _discard(out, trace_dir, label, created)
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - see below
         # the model ran eagerly, so torch.compile refused it: the input, in one line
         _discard(out, trace_dir, label, created)
         raise UnusableInput(request.model, f"torch.compile failed: {type(exc).__name__}: {_first_line(exc)}") from None
@@ -226,7 +227,9 @@ def _compile(
         _discard(out, trace_dir, label, created)  # a failed run leaves no half-named log, no stale folder
         raise
 
-    checked, pages, page_problems, audit = None, [], [], None
+    checked, audit = None, None
+    pages: list[Path] = []
+    page_problems: list[str] = []
     if out is not None and trace_dir is not None:
         log = _claim_trace_log(trace_dir / f"{label}.log")
         checked = check_outputs(_graph_folders(out, label), log)
@@ -351,10 +354,8 @@ def _discard(out: Path | None, trace_dir: Path | None, label: str, created: list
     if log is not None:
         log.unlink(missing_ok=True)
     for folder in [out / "sdsc", out / "tlparse", *sorted(created, key=lambda p: -len(p.parts))]:
-        try:
+        with contextlib.suppress(OSError):
             folder.rmdir()  # only when empty
-        except OSError:
-            pass
 
 
 def _claim_trace_log(target: Path) -> Path | None:

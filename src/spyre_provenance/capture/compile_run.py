@@ -126,7 +126,7 @@ def run_eager(loaded: LoadedModel, *, train: bool = False) -> list[Any]:
         return _run(model, model, calls, train)
     except NotCompilable:
         raise
-    except Exception as exc:  # the user's model: one line, never a traceback
+    except Exception as exc:  # noqa: BLE001 - the user's model: one line, never a traceback
         raise NotCompilable(f"the model fails in eager mode: {type(exc).__name__}: {exc}") from None
 
 
@@ -185,7 +185,7 @@ def compile_model(
         got = _fallback_random_run(copy.deepcopy(pristine), calls, get_backend(backend, beyond_upstream=beyond_upstream), train)
         compared = COMPARED_FALLBACK_RANDOM
 
-    error = max((_max_abs_diff(a, b) for a, b in zip(got, reference)), default=0.0)
+    error = max((_max_abs_diff(a, b) for a, b in zip(got, reference, strict=False)), default=0.0)  # uneven: `matches` below judges the lengths
     tolerance = max((TOLERANCE.get(str(t.dtype).replace("torch.", ""), 0.0) for t in reference), default=0.0)
     matches = len(got) == len(reference) and error <= max(tolerance, TOLERANCE["float32"]) * max(1.0, _scale(reference))
     precision = None
@@ -254,7 +254,7 @@ def _float64_check(
     if len(truth) != len(got):
         return None
     worst, within, eager_max = (0.0, 0.0, 2.0), True, 0.0
-    for mine, eager, exact in zip(got, reference, truth):
+    for mine, eager, exact in zip(got, reference, truth, strict=True):
         if not (mine.is_floating_point() and exact.is_floating_point()) or mine.shape != exact.shape:
             if not torch.equal(mine, eager):
                 return None

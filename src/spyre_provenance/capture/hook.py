@@ -24,7 +24,7 @@ import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -39,6 +39,9 @@ from spyre_provenance.model.records import BundleHandlesV4, Fault, GraphDiagnost
 from spyre_provenance.patches import Patches
 from spyre_provenance.support import torch_missing
 from spyre_provenance.validate import schemas
+
+if TYPE_CHECKING:
+    from spyre_provenance.redact import Redactor
 
 TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
 DUMP_FUNCTION = "dump_inductor_provenance_info"
@@ -121,6 +124,7 @@ class Session:
         probe, inductor = self.probe, self.inductor
         assert probe is not None
         probe.tracking_level = int(config.trace.provenance_tracking_level)
+        record_pre_grad = probe.pre_grad
 
         class PreGradObserver(CustomGraphPass):
             def __call__(self, graph: Any) -> None:
@@ -128,7 +132,7 @@ class Session:
                     compile_id = inductor.compile_id()
                 except Exception:  # noqa: BLE001 - counted under no id rather than not at all
                     compile_id = "unknown"
-                probe.pre_grad(graph, compile_id)
+                record_pre_grad(graph, compile_id)
 
             def uuid(self) -> str:  # a constant: it reads, so it never changes a cache key's meaning
                 return "spyre-provenance audit: pre-grad observer"
@@ -204,7 +208,7 @@ class Session:
                     self._fault("record collection", None, exc)
             return handle
 
-        set_kernel_post_grad_provenance_tracing.__wrapped__ = original  # type: ignore[attr-defined]
+        set_kernel_post_grad_provenance_tracing.__wrapped__ = original
         return set_kernel_post_grad_provenance_tracing
 
     def _record(self, node_schedule: Any, kernel_name: str, handle: int, is_extern: bool) -> None:
@@ -270,7 +274,7 @@ class Session:
                 ours = None
             return upstream if ours is None else ours
 
-        dump_inductor_provenance_info.__wrapped__ = original  # type: ignore[attr-defined]
+        dump_inductor_provenance_info.__wrapped__ = original
         return dump_inductor_provenance_info
 
     def _finish_graph(self, upstream: dict[str, Any]) -> dict[str, Any] | None:
@@ -627,7 +631,7 @@ def enable(
             raise RuntimeError("spyre-provenance tracking is already enabled; call disable() first")
         _refuse_unsupported_torch()
         chosen = get_backend(backend, beyond_upstream=beyond_upstream) if isinstance(backend, str) else backend
-        redactor = None
+        redactor: Redactor | None = None
         if redact_paths:
             from spyre_provenance.redact import Redactor, find_project
 

@@ -16,6 +16,7 @@ import argparse
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 from spyre_provenance import __version__
 from spyre_provenance.errors import EXIT_UNUSABLE, TORCH_EXTRA, UnusableInput
@@ -46,7 +47,7 @@ def _needs_torch(command: str) -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # usage errors: one line, exit 2
+    def error(self, message: str) -> NoReturn:  # usage errors: one line, exit 2
         self.exit(EXIT_UNUSABLE, f"{self.prog}: error: {message}\n")
 
 

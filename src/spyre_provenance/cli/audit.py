@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     )
     outcome = compile_job.compile_request(request, announce=lambda line: print(line, flush=True))
     files = outcome.audit
+    assert files is not None  # asked for with audit=True
     if files.refused is not None:
         raise files.refused
     against = str(args.against) if args.against is not None else None

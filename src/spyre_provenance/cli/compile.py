@@ -92,6 +92,7 @@ def report(outcome: compile_job.CompileOutcome) -> int:
 
     for problem in outcome.page_problems:
         print(problem, file=sys.stderr)
+    assert outcome.out is not None  # the command always compiles into an --out folder
     print(summary.render(outcome.report, outcome.checked, outcome.pages, outcome.out))
     if outcome.audit is not None:
         if outcome.audit.refused is not None:

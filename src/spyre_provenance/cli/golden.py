@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         raise UnusableInput(str(golden_dir), "no such folder (run: spyre-provenance golden update)")
     failed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="spyre-provenance-golden-") as work:
-        for case, compiled in zip(cases, compile_cases(cases, Path(work), max(1, args.jobs))):
+        for case, compiled in zip(cases, compile_cases(cases, Path(work), max(1, args.jobs)), strict=True):
             folder = golden_dir / case.name
             lines, passed = (check_case if args.action == "check" else update_case)(case, compiled, folder)
             print("\n".join(lines), flush=True)

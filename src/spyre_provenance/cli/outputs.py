@@ -65,7 +65,7 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
         )
     if not report.graphs:
         lines.append("  NO GRAPH RECORDED: the hook saw no kernel code generation")
-    for graph, logged in zip(report.graphs, pair_graphs(report.graphs, checked.graphs)):
+    for graph, logged in zip(report.graphs, pair_graphs(report.graphs, checked.graphs), strict=True):
         d = graph.diagnostics
         lines.append(f"  graph {graph.compile_id} {graph.kind}: {len(graph.records)} kernel call site(s)")
         cov = logged.coverage if logged is not None else None

@@ -57,8 +57,8 @@ class CaseCompile:
 
     def rank_logs(self) -> dict[str, Path | None]:
         """A ``--ranks`` compile's log per rank folder (``rank0``: its log or None)."""
-        folders = sorted((p for p in self.out.glob("rank*") if rank_of_folder(p.name) is not None),
-                         key=lambda p: rank_of_folder(p.name))
+        ranked = [(rank, p) for p in self.out.glob("rank*") if (rank := rank_of_folder(p.name)) is not None]
+        folders = [p for _, p in sorted(ranked, key=lambda pair: pair[0])]
         return {p.name: next(iter(sorted((p / "trace").glob("*.log"))), None) for p in folders}
 
 

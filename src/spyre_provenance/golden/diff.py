@@ -101,7 +101,7 @@ def compare(
     changes += audit_changes(a.audit, b.audit)
     if (a.audit is None) != (b.audit is None):
         hints.append(f"provenance audit not compared: only {labels[0] if b.audit is None else labels[1]} has one")
-    logs = [label for side, label in zip((a, b), labels) if not side.holds_bundles]
+    logs = [label for side, label in zip((a, b), labels, strict=True) if not side.holds_bundles]
     if a.audit is not None and b.audit is not None and not a.graphs and not b.graphs:
         return Comparison(changes, hints)  # two audits: nothing else to compare
     if logs:
@@ -308,7 +308,7 @@ class GraphDiff:
         implied = False
         for key in first_seen([ta, tb]):
             if key not in ta or key not in tb:
-                implied |= self._one_sided(key, tb, "stack traces", lambda: traces_short(tb[key]))
+                implied |= self._one_sided(key, tb, "stack traces", lambda key=key: traces_short(tb[key]))
                 continue
             old, new = ta[key], tb[key]
             if old == new:
@@ -333,15 +333,15 @@ class GraphDiff:
         implied = False
         for key in first_seen([ka, kb]):
             if key not in ka or key not in kb:
-                implied |= self._one_sided(key, kb, "OpSpecs", lambda: str(len(kb[key])))
+                implied |= self._one_sided(key, kb, "OpSpecs", lambda key=key: str(len(kb[key])))
                 continue
             for old, new in pair_specs(ka[key], kb[key]):
-                if old is None:
-                    self.out.append(f"OpSpec added: {key} {spec_label(new)}")
-                elif new is None:
-                    self.out.append(f"OpSpec removed: {key} {spec_label(old)}")
-                else:
+                if old is not None and new is not None:
                     self.out += [f"OpSpec {key} {spec_label(new)}: {c}" for c in spec_changes(old, new)]
+                elif new is not None:
+                    self.out.append(f"OpSpec added: {key} {spec_label(new)}")
+                elif old is not None:
+                    self.out.append(f"OpSpec removed: {key} {spec_label(old)}")
         if isinstance(doc_a, Mapping) and isinstance(doc_b, Mapping) and doc_a.get("version") != doc_b.get("version"):
             self.out.append(f"OpSpec artifact version {doc_a.get('version')} -> {doc_b.get('version')}")
         return implied
@@ -406,7 +406,7 @@ def _global_renames(names_a: list[str], names_b: list[str]) -> dict[str, str]:
     lost = [n for n in names_a if n not in set_b]
     gained = [n for n in names_b if n not in set_a]
     if lost and len(lost) == len(gained):
-        return dict(zip(lost, gained))
+        return dict(zip(lost, gained, strict=True))
     return {}
 
 

@@ -158,7 +158,7 @@ def _handle_changes(old: Mapping[str, Any], new: Mapping[str, Any], what: str) -
     if olds != news:
         changes.append(f"{what} fused_from [{name_list(olds)}] -> [{name_list(news)}]")
     else:
-        for child_old, child_new in zip(old["fused_from"], new["fused_from"]):
+        for child_old, child_new in zip(old["fused_from"], new["fused_from"], strict=True):
             changes += _handle_changes(child_old, child_new, f"{what} constituent {_handle_label(child_new)}")
     return changes
 

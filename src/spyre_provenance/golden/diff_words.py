@@ -39,9 +39,11 @@ def list_change(old: list[str], new: list[str], noun: str, plural: str | None = 
     gained = [x for x in new if x not in old]
     if not lost and not gained:
         return f"{noun} order [{name_list(old)}] -> [{name_list(new)}]"
-    if len(old) == len(new) and len(lost) == len(gained) == 1 and old.index(lost[0]) == new.index(gained[0]):
-        if [x for x in old if x != lost[0]] == [x for x in new if x != gained[0]]:
-            return f"{noun} {lost[0]} -> {gained[0]}"
+    renamed_in_place = (
+        len(old) == len(new) and len(lost) == len(gained) == 1 and old.index(lost[0]) == new.index(gained[0])
+    )
+    if renamed_in_place and [x for x in old if x != lost[0]] == [x for x in new if x != gained[0]]:
+        return f"{noun} {lost[0]} -> {gained[0]}"
     parts = []
     if lost:
         parts.append(f"lost: {name_list(lost)}")

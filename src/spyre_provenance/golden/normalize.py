@@ -95,8 +95,9 @@ def normalize_text(text: str, roots: Roots) -> str:
     return ADDRESS.sub(ADDRESS_TEXT, text)
 
 
-def normalize(artifact: str, doc: Any, roots: Roots | None = None) -> Any:
-    """The one normalize function: a machine-independent copy of one artifact document.
+def normalize(artifact: str | None, doc: Any, roots: Roots | None = None) -> Any:
+    """The one normalize function: a machine-independent copy of one artifact document
+    (``artifact`` None: a file no artifact pattern names, copied as it is).
 
     Node mappings hold only names, so they come back as they are. Stack traces and handle
     sources lose their machine's paths and addresses; handle ids are recomputed from the
@@ -139,7 +140,7 @@ def normalize_audit(doc: Any, roots: Roots | None = None) -> Any:
     if "generated" in doc:
         doc["generated"] = GENERATED_TEXT
     if isinstance(doc.get("toolchain"), dict):
-        doc["toolchain"] = {key: TOOLCHAIN_TEXT for key in doc["toolchain"]}
+        doc["toolchain"] = dict.fromkeys(doc["toolchain"], TOOLCHAIN_TEXT)
     if isinstance(doc.get("model"), str) and ":" in doc["model"]:
         path, _, factory = doc["model"].rpartition(":")
         doc["model"] = f"{normalize_path(path, roots)}:{factory}"

@@ -228,7 +228,7 @@ def _folder_graphs(folder: Path) -> dict[str, dict[str, Any]] | None:
     ]
     if found:
         names = graph_names([name for name, _ in found])
-        return {name: arts for name, (_, arts) in zip(names, found)}
+        return {name: arts for name, (_, arts) in zip(names, found, strict=True)}
     direct = _graph_artifacts(folder)
     return {folder.name: direct} if direct else None
 
@@ -249,7 +249,7 @@ def read_bundles(folder: Path) -> dict[str, Any] | None:
     labels = {parts[0] for parts in rels if len(parts) == 3}
     # one model's bundles: named without its label, as graph folders are (graph_names)
     keys = ["/".join(parts[1:] if len(parts) == 3 and len(labels) == 1 else parts) for parts in rels]
-    return {key: _bundle_handle(file) for key, file in zip(keys, files)}
+    return {key: _bundle_handle(file) for key, file in zip(keys, files, strict=True)}
 
 
 def _bundle_order(path: Path) -> tuple[Any, ...]:

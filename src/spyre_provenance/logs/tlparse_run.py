@@ -180,11 +180,10 @@ def graph_log(records: list[RawRecord], graphs: list[LogGraph], graph: LogGraph)
     for index, record in enumerate(records):
         if record.compile_id is None:
             chunks.append(record.data)
-        elif record.compile_id != graph.compile_id or index > graph.last:
             continue
-        elif record.name in GRAPH_ARTIFACTS and any(g.first <= index <= g.last for g in earlier):
-            continue
-        else:
+        dropped = record.compile_id != graph.compile_id or index > graph.last
+        earlier_graphs = record.name in GRAPH_ARTIFACTS and any(g.first <= index <= g.last for g in earlier)
+        if not (dropped or earlier_graphs):
             chunks.append(record.data)
     return b"".join(chunks)
 

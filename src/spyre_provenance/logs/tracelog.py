@@ -26,7 +26,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Container, Iterator
+from collections.abc import Container, Generator, Iterator
 from typing import BinaryIO
 
 import msgspec
@@ -265,7 +265,7 @@ class _Reader:
             yield from self.finish(record)
         yield from self.flush()
 
-    def start(self, number: int, line: bytes) -> Iterator[Problem]:
+    def start(self, number: int, line: bytes) -> Generator[Problem, None, _Record | None]:
         """Parse one envelope line into a record (returned via StopIteration), or report it."""
         prefix = GLOG_PREFIX.match(line)
         if prefix is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import types
 import typing
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import msgspec
 
@@ -36,7 +36,7 @@ def wire_form(record: type[msgspec.Struct]) -> type[msgspec.Struct]:
 
 def _widen(hint: Any) -> Any:
     if hint is int:
-        return Union[int, float]
+        return int | float
     if isinstance(hint, type) and issubclass(hint, msgspec.Struct):
         return wire_form(hint)
     origin = typing.get_origin(hint)
@@ -46,31 +46,44 @@ def _widen(hint: Any) -> Any:
             for widened in typing.get_args(_widen(arg)) if arg is int else (_widen(arg),):
                 if widened not in members:
                     members.append(widened)
-        return Union[tuple(members)]
+        return Union[tuple(members)]  # noqa: UP007 - members known only at run time: no `|` spelling
     if origin in (list, tuple):
         (item, *_rest) = typing.get_args(hint)
-        return list[_widen(item)]
+        return types.GenericAlias(list, (_widen(item),))  # list[...] of a run-time type
     if origin is dict:
         key, value = typing.get_args(hint)
-        return dict[key, _widen(value)]
+        return types.GenericAlias(dict, (key, _widen(value)))
     return hint
 
 
 # --- derived from the records the hook writes ---------------------------------------------
 
-SourceEntry = wire_form(records.SourceLoc)
-TransformEntry = wire_form(records.ProvenanceTransform)
-DiagnosticsDocV1 = wire_form(records.DiagnosticsV1)
-DiagnosticsDocV2 = wire_form(records.DiagnosticsV2)
-DiagnosticsDocV3 = wire_form(records.DiagnosticsV3)
-DiagnosticsDocV4 = wire_form(records.DiagnosticsV4)
+if TYPE_CHECKING:
+    # A class msgspec.defstruct makes at run time is no type to a checker: it reads each wire
+    # form as the record it is derived from (the same fields; integers typed int where the
+    # wire also takes 3.0). One caveat: the records subclass each other (V4 of V3 of V2), the
+    # wire forms do not, so an isinstance chain is narrowed more than it is at run time.
+    SourceEntry = records.SourceLoc
+    TransformEntry = records.ProvenanceTransform
+    DiagnosticsDocV1 = records.DiagnosticsV1
+    DiagnosticsDocV2 = records.DiagnosticsV2
+    DiagnosticsDocV3 = records.DiagnosticsV3
+    DiagnosticsDocV4 = records.DiagnosticsV4
+    AuditDocV1 = audit.AuditV1
+else:
+    SourceEntry = wire_form(records.SourceLoc)
+    TransformEntry = wire_form(records.ProvenanceTransform)
+    DiagnosticsDocV1 = wire_form(records.DiagnosticsV1)
+    DiagnosticsDocV2 = wire_form(records.DiagnosticsV2)
+    DiagnosticsDocV3 = wire_form(records.DiagnosticsV3)
+    DiagnosticsDocV4 = wire_form(records.DiagnosticsV4)
+    AuditDocV1 = wire_form(audit.AuditV1)
 
-AuditDocV1 = wire_form(audit.AuditV1)
 #: The wire form of each provenance audit version, by the N of its schema file.
-AUDIT_DOCS: dict[int, type[msgspec.Struct]] = {1: AuditDocV1}
+AUDIT_DOCS: dict[int, type[AuditDocV1]] = {1: AuditDocV1}
 
 #: The wire form of each diagnostics version, by the N of its schema file.
-DIAGNOSTICS_DOCS: dict[int, type[msgspec.Struct]] = {
+DIAGNOSTICS_DOCS: dict[int, type[DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4]] = {
     1: DiagnosticsDocV1, 2: DiagnosticsDocV2, 3: DiagnosticsDocV3, 4: DiagnosticsDocV4,
 }
 
@@ -104,7 +117,7 @@ class KernelInfoEntry(msgspec.Struct, forbid_unknown_fields=True):
     pre_grad_nodes: list[str]
 
 
-Dim = Union[int, float, str]  # a static size (integral: rules.check_kernel_info_types) or a symbolic one
+Dim = int | float | str  # a static size (integral: rules.check_kernel_info_types) or a symbolic one
 
 
 class KernelInfoEntryV2(msgspec.Struct, forbid_unknown_fields=True):
@@ -114,11 +127,11 @@ class KernelInfoEntryV2(msgspec.Struct, forbid_unknown_fields=True):
     stack_traces: list[str]
     post_grad_nodes: list[str]
     pre_grad_nodes: list[str]
-    extern_semantic_key: Union[str, None]
-    input_shapes: Union[list[list[Dim]], msgspec.UnsetType] = msgspec.UNSET
-    input_dtypes: Union[list[str], msgspec.UnsetType] = msgspec.UNSET
-    output_shape: Union[list[Dim], msgspec.UnsetType] = msgspec.UNSET
-    output_dtype: Union[str, msgspec.UnsetType] = msgspec.UNSET
+    extern_semantic_key: str | None
+    input_shapes: list[list[Dim]] | msgspec.UnsetType = msgspec.UNSET
+    input_dtypes: list[str] | msgspec.UnsetType = msgspec.UNSET
+    output_shape: list[Dim] | msgspec.UnsetType = msgspec.UNSET
+    output_dtype: str | msgspec.UnsetType = msgspec.UNSET
 
 
 KERNEL_INFO_ENTRIES: dict[int, type[msgspec.Struct]] = {1: KernelInfoEntry, 2: KernelInfoEntryV2}
@@ -129,11 +142,11 @@ class HandleEntry(msgspec.Struct, forbid_unknown_fields=True):
     """A debug handle (``records.DebugHandle``) without its id, which is its key in
     ``OpSpecDebugHandles.handles``; its children referenced by id (``fused_from``)."""
 
-    source: Union[SourceEntry, None]  # type: ignore[valid-type]
-    aten_op: Union[str, None]
+    source: SourceEntry | None
+    aten_op: str | None
     ir_chain: list[str]
     fused_from: list[str]
-    transform_history: list[TransformEntry]  # type: ignore[valid-type]
+    transform_history: list[TransformEntry]
 
 
 class OpSpecEntry(msgspec.Struct, forbid_unknown_fields=True):
@@ -141,15 +154,15 @@ class OpSpecEntry(msgspec.Struct, forbid_unknown_fields=True):
 
     op: str
     is_reduction: bool
-    iteration_space: list[Union[int, float, str]]
-    buffer: Union[str, None]
-    debug_handle: Union[str, None]  # an id in OpSpecDebugHandles.handles
+    iteration_space: list[int | float | str]
+    buffer: str | None
+    debug_handle: str | None  # an id in OpSpecDebugHandles.handles
 
 
 class OpSpecDebugHandles(msgspec.Struct, forbid_unknown_fields=True):
     """``spyre_opspec_debug_handles`` version 1, field order as written."""
 
-    version: Union[int, float]
+    version: int | float
     kernels: dict[str, list[OpSpecEntry]]
     handles: dict[str, HandleEntry]
 
@@ -167,15 +180,15 @@ class BundleTransform(msgspec.Struct, forbid_unknown_fields=True):
 
     kind: str
     pass_name: str
-    reason: Union[str, None] = None
+    reason: str | None = None
 
 
 class BundleHandle(msgspec.Struct, forbid_unknown_fields=True):
     """A bundle's ``debug_handle_``: ``DebugHandle.to_dict()``, children nested."""
 
     id: str
-    source: Union[SourceEntry, None]  # type: ignore[valid-type]
-    aten_op: Union[str, None]
+    source: SourceEntry | None
+    aten_op: str | None
     ir_chain: list[str]
     fused_from: list[BundleHandle]
     transform_history: list[BundleTransform]

@@ -77,9 +77,9 @@ def build(paths: Iterable[str | os.PathLike[str]] = ()) -> KernelIndex:
     """The index of every graph under ``paths`` (default ``./out``). Raises UnusableInput
     for a path that does not exist, a file that is no TORCH_TRACE log, or when nothing
     holding provenance is found."""
-    paths = [Path(p) for p in paths] or [DEFAULT_PATH]
+    folders = [Path(p) for p in paths] or [DEFAULT_PATH]
     graphs: list[IndexedGraph] = []
-    for path in paths:
+    for path in folders:
         if not path.exists():
             hint = " (compile with --out, or name one with --in)" if path == DEFAULT_PATH else ""
             raise UnusableInput(str(path), f"no such file or folder{hint}")

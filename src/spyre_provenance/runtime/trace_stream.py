@@ -17,6 +17,7 @@ that is not an object, ``traceEvents`` not a list, an event that is not an objec
 from __future__ import annotations
 
 import codecs
+import contextlib
 import gzip
 import json
 import os
@@ -35,12 +36,16 @@ _WS = " \t\n\r"
 _decoder = json.JSONDecoder()
 
 
-def open_binary(path: Path) -> IO[bytes]:
+#: a trace file as read: plain, or gunzipped on the fly
+Binary = IO[bytes] | gzip.GzipFile
+
+
+def open_binary(path: Path) -> Binary:
     """The trace's bytes, gunzipped when the file is gzip (by its magic, not its name)."""
     fh = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
     if fh.read(2) == _GZIP_MAGIC:
         fh.close()
-        return gzip.open(path, "rb")
+        return gzip.GzipFile(path, "rb")
     fh.seek(0)
     return fh
 
@@ -48,7 +53,7 @@ def open_binary(path: Path) -> IO[bytes]:
 class _Buffer:
     """Text decoded from the file chunk by chunk; ``pos`` is where parsing stands."""
 
-    def __init__(self, fh: IO[bytes], location: str) -> None:
+    def __init__(self, fh: Binary, location: str) -> None:
         self.fh = fh
         self.location = location
         self.utf8 = codecs.getincrementaldecoder("utf-8")()
@@ -94,6 +99,7 @@ class _Buffer:
         """One JSON value, decoded whole; refilled until it is complete and followed by
         something (a number cut at the chunk's end would decode short)."""
         self.peek()
+        error: str | None
         while True:
             try:
                 value, end = _decoder.raw_decode(self.text, self.pos)
@@ -193,7 +199,7 @@ class TraceWriter:
         self.tmp = self.path.parent / f"{support.TMP_PREFIX}{os.getpid()}-{self.path.name}.part"
         raw = open(self.tmp, "wb")  # noqa: SIM115 - closed in commit/discard
         self._raw = raw
-        self._fh: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if self.path.suffix == ".gz" else raw
+        self._fh: Binary = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if self.path.suffix == ".gz" else raw
         self._members = 0
         self._events = -1  # -1: not inside traceEvents
 
@@ -229,8 +235,6 @@ class TraceWriter:
 
     def discard(self) -> None:
         for fh in (self._fh, self._raw):
-            try:
+            with contextlib.suppress(Exception):  # already failing; the file goes anyway
                 fh.close()
-            except Exception:  # noqa: BLE001,S110 - already failing; the file goes anyway
-                pass
         self.tmp.unlink(missing_ok=True)

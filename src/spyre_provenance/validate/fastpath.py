@@ -83,7 +83,7 @@ class _Run:
         self.problems: list[Problem] = []
 
     def check(self, artifact: str | None) -> tuple[Detected, tuple[int, int] | None]:
-        top = None
+        top: dict[str, msgspec.Raw] = {}  # decoded for the artifacts read key by key
         if artifact in (None, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS, AUDIT):
             top = self.decode(self.data, dict[str, msgspec.Raw], "$", top=True)
             artifact = artifact or guess_artifact(top)
@@ -165,6 +165,7 @@ class _Run:
         if doc is _MISSING:
             return detect(artifact, {}), None
         det = detect(artifact, doc)
+        assert det.schema is not None  # a kernel map's version is in its shape: never unknown
         tally = _tally_map(doc) if value_type is list[str] else _tally(doc)
         self.problems.extend(rules.check(artifact, det.schema, doc))
         return det, tally
@@ -191,6 +192,7 @@ class _Run:
         if det.problem is not None:
             self.problems[:] = [det.problem]
             return det, None
+        assert det.schema is not None  # detect gives a schema or a problem
         for key in wire.OPSPEC_FIELDS:
             if key not in top:
                 self.problems.append(Problem("$", f"missing required key {quote(key)}"))
@@ -199,6 +201,7 @@ class _Run:
         handles = self.decode_map(top["handles"], wire.HandleEntry, "$.handles") if "handles" in top else None
         if self.problems:
             return det, None
+        assert kernels is not None and handles is not None  # a missing key is a problem above
         doc = wire.OpSpecDebugHandles(version, kernels, handles)
         self.problems.extend(rules.check_types(doc))
         if self.problems:
@@ -212,6 +215,7 @@ class _Run:
         if det.problem is not None:
             self.problems[:] = [det.problem]
             return det, None
+        assert det.schema is not None  # detect gives a schema or a problem
         fields = wire.diagnostics_fields(det.schema)
         self.problems.extend(Problem("$", f"missing required key {quote(k)}") for k in fields if k not in top)
         self.problems.extend(Problem("$", f"unexpected key {quote(k)}") for k in top if k not in fields)
@@ -235,6 +239,7 @@ class _Run:
         if det.problem is not None:
             self.problems[:] = [det.problem]
             return det, None
+        assert det.schema is not None  # detect gives a schema or a problem
         doc_type = wire.AUDIT_DOCS[det.schema]
         fields = doc_type.__struct_fields__
         self.problems.extend(Problem("$", f"missing required key {quote(k)}") for k in fields if k not in top)

@@ -70,7 +70,10 @@ class Options(msgspec.Struct, frozen=True):
     engine: str = "auto"  # auto | fast | full
 
 
-def check_paths(paths: list[str], options: Options = Options()) -> list[Result]:
+DEFAULT_OPTIONS = Options()
+
+
+def check_paths(paths: list[str], options: Options = DEFAULT_OPTIONS) -> list[Result]:
     results: list[Result] = []
     for name in paths:
         try:

@@ -130,10 +130,10 @@ def check_diagnostics_types(doc: DiagnosticsDoc) -> list[Problem]:
     if isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4)) and doc.bundle_handles is not None:
         counts += [(f"$.bundle_handles.{name}", getattr(doc.bundle_handles, name)) for name in _counts_of(doc.bundle_handles)]
     if isinstance(doc, DiagnosticsDocV4):
-        for field, options in (("inferred_sources", INFERRED_SOURCE_REASONS), ("inferred_pre_grad", INFERRED_PRE_GRAD_REASONS)):
+        for field, reasons in (("inferred_sources", INFERRED_SOURCE_REASONS), ("inferred_pre_grad", INFERRED_PRE_GRAD_REASONS)):
             for i, link in enumerate(getattr(doc, field)):
-                if link.why not in options:
-                    problems.append(Problem(f"$.{field}[{i}].why", _not_one_of(options, link.why)))
+                if link.why not in reasons:
+                    problems.append(Problem(f"$.{field}[{i}].why", _not_one_of(reasons, link.why)))
         for field in ("without_source", "without_pre_grad"):
             problems.extend(
                 Problem(f"$.{field}[{i}].why", MSG_EMPTY) for i, gap in enumerate(getattr(doc, field)) if gap.why == ""
@@ -239,7 +239,7 @@ def check(artifact: str, schema: int, doc: Any) -> list[Problem]:
                 if dup is not NO_DUPLICATE:
                     problems.append(Problem(f"{key_path('$', key)}.{name}", f"duplicate entry {quote(dup)}"))
             shapes, dtypes = getattr(info, "input_shapes", msgspec.UNSET), getattr(info, "input_dtypes", msgspec.UNSET)
-            if msgspec.UNSET not in (shapes, dtypes) and len(shapes) != len(dtypes):
+            if shapes is not msgspec.UNSET and dtypes is not msgspec.UNSET and len(shapes) != len(dtypes):
                 message = f"{len(dtypes)} dtypes for {len(shapes)} input shapes (one per input tensor)"
                 problems.append(Problem(f"{key_path('$', key)}.input_dtypes", message))
     elif artifact == OPSPEC_DEBUG_HANDLES:
@@ -294,8 +294,8 @@ def _check_diagnostics_v4(doc: DiagnosticsDocV4, problems: list[Problem]) -> Non
     dup = first_duplicate([[link.kernel, link.node] for link in doc.inferred_sources])
     if dup is not NO_DUPLICATE:
         problems.append(Problem("$.inferred_sources", f"duplicate source {quote(dup[1])} of {quote(dup[0])}"))
-    for i, link in enumerate(doc.inferred_pre_grad):
-        dup = first_duplicate(link.pre_grad)
+    for i, pre_grad_link in enumerate(doc.inferred_pre_grad):
+        dup = first_duplicate(pre_grad_link.pre_grad)
         if dup is not NO_DUPLICATE:
             problems.append(Problem(f"$.inferred_pre_grad[{i}].pre_grad", f"duplicate entry {quote(dup)}"))
     dup = first_duplicate([link.node for link in doc.inferred_pre_grad])
@@ -460,7 +460,7 @@ def _pair_fingerprint(mapping: NodeMap, *, flip: bool) -> tuple[int, int]:
     # every step is a C-level iterator: about 0.1 s per million pairs
     keys = chain.from_iterable(map(repeat, mapping.keys(), map(len, mapping.values())))
     values = chain.from_iterable(mapping.values())
-    pairs = zip(values, keys) if flip else zip(keys, values)
+    pairs = zip(values, keys, strict=True) if flip else zip(keys, values, strict=True)
     return sum(map(len, mapping.values())), sum(map(hash, pairs)) & (2**64 - 1)
 
 

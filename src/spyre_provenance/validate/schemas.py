@@ -27,6 +27,7 @@ import functools
 import importlib.resources
 import json
 import re
+import types
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -256,7 +257,7 @@ def _typed(artifact: str, schema: int, doc: Mapping[str, Any]) -> Any:
     if artifact == KERNEL_STACK_TRACES:
         return doc
     if artifact == KERNEL_INFORMATION:
-        return msgspec.convert(dict(doc), dict[str, wire.KERNEL_INFO_ENTRIES[schema]])
+        return msgspec.convert(dict(doc), types.GenericAlias(dict, (str, wire.KERNEL_INFO_ENTRIES[schema])))
     if artifact == DIAGNOSTICS:
         return msgspec.convert(dict(doc), wire.DIAGNOSTICS_DOCS[schema])
     if artifact == AUDIT:

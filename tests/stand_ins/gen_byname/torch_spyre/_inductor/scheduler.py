@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import cpu_body
 from torch._inductor.debug import set_kernel_post_grad_provenance_tracing
 from torch._inductor.scheduler import BaseScheduling
 from torch._inductor.virtualized import V
 
+import cpu_body
 from torch_spyre.execution.async_compile import SpyreAsyncCompile
 
 from . import config

@@ -8,7 +8,8 @@ constant-tensor cache.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from torch_spyre._C import DataFormats
 

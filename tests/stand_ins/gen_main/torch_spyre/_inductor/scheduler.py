@@ -13,9 +13,9 @@ Stand-in only: the body is Inductor's CPU C++, and what the generations share is
 
 from __future__ import annotations
 
-import cpu_body
 from torch._inductor.scheduler import BaseScheduling
 
+import cpu_body
 from torch_spyre.execution.async_compile import SpyreAsyncCompile
 
 from . import config

@@ -14,12 +14,14 @@ Inductor's ``dump_inductor_provenance_info``, where the adapter reads the bundle
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import tempfile
 import uuid
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch._inductor.runtime.runtime_utils import cache_dir
@@ -67,8 +69,6 @@ class SpyreAsyncCompile:
         os.makedirs(os.path.dirname(entry), exist_ok=True)
         staging = tempfile.mkdtemp(dir=os.path.dirname(entry), prefix="tmp_")  # same filesystem: rename is atomic
         generate_bundle(kernel_name, staging, specs, pool_size=pool_size)
-        try:
+        with contextlib.suppress(OSError):  # another process committed the same key first: use theirs
             os.rename(staging, entry)
-        except OSError:  # another process committed the same key first: use theirs
-            pass
         return SpyreSDSCKernelRunner(kernel_name, entry)

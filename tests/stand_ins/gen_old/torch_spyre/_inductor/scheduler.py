@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import cpu_body
 from torch._inductor.scheduler import BaseScheduling
+
+import cpu_body
 
 from .spyre_kernel import SpyreKernel
 

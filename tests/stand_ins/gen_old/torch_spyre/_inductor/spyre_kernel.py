@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import cpu_body
 import sympy
 
+import cpu_body
 from torch_spyre._C import DataFormats
 
 from .op_spec import OpSpec, TensorArg

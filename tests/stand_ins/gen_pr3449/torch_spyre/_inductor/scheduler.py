@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import cpu_body
 from torch._inductor.scheduler import BaseScheduling
 from torch._inductor.virtualized import V
 
+import cpu_body
 from torch_spyre.execution.async_compile import SpyreAsyncCompile
 
 from . import config
