@@ -357,21 +357,21 @@ def test_golden_audit_validates_and_is_normalized() -> None:
 def test_audit_off_installs_nothing_and_on_restores_everything() -> None:
     from torch._inductor import config
 
-    from spyre_provenance.capture import hook
+    from spyre_provenance.capture import tracking
 
     before = config.pre_grad_custom_pass
-    session = hook.enable("reference")
+    session = tracking.enable("reference")
     try:
         assert session.probe is None and config.pre_grad_custom_pass is before
         assert session.backend.pass_observer is None
     finally:
-        hook.disable()
-    session = hook.enable("reference", audit=True)
+        tracking.disable()
+    session = tracking.enable("reference", audit=True)
     try:
         assert session.probe is not None and session.backend.pass_observer == session.probe.pass_boundary
         assert [type(p).__name__ for p in config.pre_grad_custom_pass] == ["PreGradObserver"]
     finally:
-        hook.disable()
+        tracking.disable()
     assert config.pre_grad_custom_pass is before and session.backend.pass_observer is None
 
 

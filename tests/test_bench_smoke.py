@@ -118,7 +118,7 @@ def test_whole_process_row_ran_both_arms_as_fresh_processes(quick_table: str) ->
 def test_hook_import_leaves_out_what_a_tracked_compile_never_uses() -> None:
     # Every tracked process pays for what importing the hook imports (the whole-process
     # rows): the log readers and jsonschema are for the command line, not for the hook.
-    code = "import sys, spyre_provenance.capture.hook; print(' '.join(sorted(sys.modules)))"
+    code = "import sys, spyre_provenance.capture.tracking; print(' '.join(sorted(sys.modules)))"
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
     assert "spyre_provenance.coverage" in loaded and "spyre_provenance.validate.fastpath" in loaded
     assert not loaded & {"spyre_provenance.logs.tracelog", "spyre_provenance.logs.graphs", "jsonschema", "torch"}

@@ -16,13 +16,13 @@ from spyre_provenance.errors import FOUND_WANTING, OK, UNUSABLE, UnusableInput
 
 
 def test_every_entry_point_defaults_to_the_same_backend() -> None:
-    from spyre_provenance.capture import compile_run, hook
+    from spyre_provenance.capture import compile_run, tracking
     from spyre_provenance.cli import build_parser
     from spyre_provenance.pytest_plugin import ProvenanceRegression
 
     defaults = {
-        "enable": inspect.signature(hook.enable).parameters["backend"].default,
-        "tracking": inspect.signature(hook.tracking).parameters["backend"].default,
+        "enable": inspect.signature(tracking.enable).parameters["backend"].default,
+        "tracking": inspect.signature(tracking.tracking).parameters["backend"].default,
         "compile_model": inspect.signature(compile_run.compile_model).parameters["backend"].default,
         "CompileRequest": compile_job.CompileRequest(model="mlp").backend,
         "provenance_regression.check": inspect.signature(ProvenanceRegression.check).parameters["backend"].default,

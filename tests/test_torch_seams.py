@@ -12,12 +12,12 @@ import torch._inductor.config as inductor_config
 import torch._inductor.debug as inductor_debug
 
 import spyre_provenance
-from spyre_provenance.capture import hook
+from spyre_provenance.capture import hook, tracking
 from spyre_provenance.errors import UnsupportedTorch
 
 
 def test_the_installed_torch_has_every_seam():
-    assert hook.missing_seams() == []
+    assert tracking.missing_seams() == []
 
 
 @pytest.mark.parametrize("name", [hook.TRACING_FUNCTION, hook.DUMP_FUNCTION])
@@ -29,8 +29,8 @@ def test_enable_refuses_a_torch_without_a_patched_function(monkeypatch, name):
     line = str(info.value)
     assert "\n" not in line
     assert line.startswith(f"torch {torch_version()}: lacks torch._inductor.debug.{name}, ")
-    assert f"(tested with torch {hook.TESTED_TORCH})" in line
-    assert hook._session is None  # nothing enabled, so a later enable() works
+    assert f"(tested with torch {tracking.TESTED_TORCH})" in line
+    assert tracking._session is None  # nothing enabled, so a later enable() works
 
 
 def test_refusal_patches_nothing(monkeypatch):
@@ -45,7 +45,7 @@ def test_refusal_patches_nothing(monkeypatch):
 def test_a_missing_config_option_is_named(monkeypatch):
     # torch's config module refuses unknown assignments: a stand-in whose trace lacks the level
     monkeypatch.setitem(sys.modules, "torch._inductor.config", types.SimpleNamespace(trace=types.SimpleNamespace()))
-    assert hook.missing_seams() == ["torch._inductor.config.trace.provenance_tracking_level"]
+    assert tracking.missing_seams() == ["torch._inductor.config.trace.provenance_tracking_level"]
 
 
 def test_enable_works_again_once_the_seam_is_back(monkeypatch):
@@ -54,7 +54,7 @@ def test_enable_works_again_once_the_seam_is_back(monkeypatch):
         spyre_provenance.enable()
     monkeypatch.undo()
     with spyre_provenance.tracking() as session:
-        assert session is hook._session
+        assert session is tracking._session
 
 
 def torch_version() -> str:

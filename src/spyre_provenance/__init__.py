@@ -19,9 +19,9 @@ __all__ = [
 
 def __getattr__(name: str):
     if name in ("enable", "disable", "tracking"):
-        from spyre_provenance.capture import hook
+        from spyre_provenance.capture import tracking
 
-        return getattr(hook, name)
+        return getattr(tracking, name)
     if name in ("compile_request", "CompileRequest", "CompileOutcome"):
         # the compile the command line runs, with its verdict (``outcome.verdict``)
         from spyre_provenance.capture import compile_job

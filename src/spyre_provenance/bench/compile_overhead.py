@@ -82,16 +82,16 @@ def _arm(arm: str, hook_time: list[float]) -> Iterator[object]:
         if arm != "A":
             yield None
             return
-        from spyre_provenance.capture import hook
+        from spyre_provenance.capture import tracking
 
         start = time.perf_counter()
-        session = hook.enable("inductor")
+        session = tracking.enable("inductor")
         hook_time[0] += time.perf_counter() - start
         try:
             yield session
         finally:
             start = time.perf_counter()
-            hook.disable()
+            tracking.disable()
             hook_time[0] += time.perf_counter() - start
 
 

@@ -20,7 +20,7 @@ import msgspec
 
 from spyre_provenance.backends import DEFAULT_BACKEND, get_backend
 from spyre_provenance.backends.base import Backend
-from spyre_provenance.capture.hook import tracking
+from spyre_provenance.capture.tracking import tracking
 from spyre_provenance.model.records import GraphResult
 
 # Compiled code may reorder floating-point sums; these bound what "matches eager" means.
@@ -149,7 +149,7 @@ def compile_model(
 
     ``label`` (the model's name in ``out_dir``): graph folders are ``graph_<label>_...`` and
     bundles go to ``sdsc/<label>/``, so runs of several models can share ``out_dir``.
-    ``redact_paths``: see ``hook.enable``. ``kernel_cache``: the reference backend keeps its
+    ``redact_paths``: see ``tracking.enable``. ``kernel_cache``: the reference backend keeps its
     bundles as torch-spyre's kernel cache does (``ReferenceBackend.kernel_cache``).
     ``keep_run_failure`` (a rank of ``compile --ranks``): when the compile finished but its
     run failed, report that (``run_error``) instead of raising, so its artifacts are kept.

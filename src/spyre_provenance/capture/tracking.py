@@ -1,0 +1,158 @@
+"""The Python API of tracking: ``enable``, ``disable``, ``tracking``; one session at a time.
+
+``enable`` checks the installed torch for every seam the hook patches (``missing_seams``)
+before anything is patched, builds the session (``hook.Session``) with the backend asked
+for, and installs it; ``disable`` undoes it. The package's top level re-exports these
+(``spyre_provenance.enable`` ...).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from pathlib import Path
+from typing import Any
+
+from spyre_provenance.backends import DEFAULT_BACKEND, get_backend
+from spyre_provenance.backends.base import Backend
+from spyre_provenance.capture.hook import DUMP_FUNCTION, TRACING_FUNCTION, Session
+from spyre_provenance.capture.inductor import Inductor
+from spyre_provenance.errors import TorchNotInstalled, UnsupportedTorch
+from spyre_provenance.support import torch_missing
+
+#: The torch releases the test suite runs on (``make test``, ``make test-torch-next``).
+TESTED_TORCH = "2.13.0, 2.14.1 and 2.15.0"
+
+
+
+_lock = threading.RLock()
+
+
+
+_session: Session | None = None
+
+
+
+def missing_seams() -> list[str]:
+    """What the installed torch lacks of the seams ``install`` patches or sets, by full name
+    (empty: tracking can be enabled). Never raises: a module that does not import is missing."""
+    import importlib
+
+    wanted = (
+        ("torch._inductor.debug", TRACING_FUNCTION),
+        ("torch._inductor.debug", DUMP_FUNCTION),
+        ("torch._inductor.config", "trace.provenance_tracking_level"),
+    )
+    missing = []
+    for module_name, attr in wanted:
+        try:
+            owner: Any = importlib.import_module(module_name)
+            for part in attr.split("."):
+                owner = getattr(owner, part)
+        except Exception:  # noqa: BLE001 - ImportError, AttributeError, whatever a broken torch raises
+            missing.append(f"{module_name}.{attr}")
+            continue
+        if attr in (TRACING_FUNCTION, DUMP_FUNCTION) and not callable(owner):
+            missing.append(f"{module_name}.{attr}")
+    return missing
+
+
+
+def _refuse_unsupported_torch() -> None:
+    if torch_missing():
+        raise TorchNotInstalled()
+    missing = missing_seams()
+    if missing:
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version("torch")
+        except importlib.metadata.PackageNotFoundError:
+            version = "(not installed)"
+        raise UnsupportedTorch(version, missing, TESTED_TORCH)
+
+
+
+def enable(
+    backend: str | Backend = DEFAULT_BACKEND,
+    *,
+    out_dir: str | Path | None = None,
+    label: str | None = None,
+    redact_paths: bool | str | Path = False,
+    inductor: Inductor | None = None,
+    audit: bool = False,
+    beyond_upstream: bool = False,
+) -> Session:
+    """Start tracking every compile in this process; returns the session (its results).
+
+    ``backend``: a name (``backends.BACKEND_NAMES``; by default the command line's
+    ``auto``: torch-spyre when the adapter can install on it, else the reference backend)
+    or an adapter.
+
+    ``label`` names the graph folders written into ``out_dir`` (``graph_<label>_00_...``),
+    so runs of different models can share one ``out_dir``; None: ``graph_00_...``.
+    ``redact_paths``: absolute paths in the stack traces, handle sources and fault messages
+    of the artifacts written and logged become ``<project>/...``, ``<site-packages>/...``,
+    ``~/...`` (``spyre_provenance.redact``); the KernelRecords keep them. True: the project
+    is found from the current folder; a path: from that folder (the model's file's).
+    ``inductor``: what the session reads Inductor through (default ``Inductor()``; a test
+    makes one step fail with a subclass). ``audit``: also count which provenance fields
+    every stage carries (``capture.audit_probe``; each graph's ``GraphResult.audit``).
+    ``beyond_upstream``: on stock Inductor, complete the mapping as the Spyre backends do
+    (``backends.base.StockInductor``) instead of logging torch's own.
+
+    Raises ``UnsupportedTorch`` (a RuntimeError, one line) when the installed torch lacks a
+    seam the hook patches (``missing_seams``), and ``TorchNotInstalled`` (an ImportError,
+    one line naming the ``[compile]`` extra) without torch, before anything is patched.
+    """
+    global _session
+    with _lock:
+        if _session is not None:
+            raise RuntimeError("spyre-provenance tracking is already enabled; call disable() first")
+        _refuse_unsupported_torch()
+        chosen = get_backend(backend, beyond_upstream=beyond_upstream) if isinstance(backend, str) else backend
+        redactor: Redactor | None = None
+        if redact_paths:
+            from spyre_provenance.redact import Redactor, find_project
+
+            start = Path.cwd() if redact_paths is True else Path(redact_paths)
+            redactor = Redactor.default(find_project(start, Path.home()))
+        session = Session(chosen, Path(out_dir) if out_dir is not None else None, label, redactor, inductor, audit)
+        chosen.path_redactor = redactor  # files the backend writes itself (SuperDSC bundles)
+        session.install()
+        _session = session
+        return session
+
+
+
+def disable() -> Session | None:
+    """Stop tracking and undo every patch; returns the finished session."""
+    global _session
+    with _lock:
+        session, _session = _session, None
+        if session is not None:
+            session.uninstall()
+        return session
+
+
+
+@contextlib.contextmanager
+def tracking(
+    backend: str | Backend = DEFAULT_BACKEND,
+    *,
+    out_dir: str | Path | None = None,
+    label: str | None = None,
+    redact_paths: bool | str | Path = False,
+    inductor: Inductor | None = None,
+    audit: bool = False,
+    beyond_upstream: bool = False,
+):
+    """``with tracking(): torch.compile(...)(x)`` - enable for the block, then disable."""
+    session = enable(
+        backend, out_dir=out_dir, label=label, redact_paths=redact_paths, inductor=inductor, audit=audit,
+        beyond_upstream=beyond_upstream,
+    )
+    try:
+        yield session
+    finally:
+        disable()
