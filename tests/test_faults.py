@@ -1,6 +1,6 @@
 """A failure inside the hook never breaks a compile: one warning, a partial graph, no lie.
 
-Each of the hook's seven stages (``hook.STAGES``) fails in turn, on stock Inductor and on
+Each of the hook's seven stages (``FAULT_STAGES``) fails in turn, on stock Inductor and on
 the reference backend. Faults come in through the seams the hook reads by, never by
 patching names inside the package: a faulty ``Inductor`` (``inductor_doubles.faulty``), a
 backend whose OpSpecs cannot be read, a pre/post relation that is not an inverse (so the
@@ -34,7 +34,7 @@ from spyre_provenance.backends.reference import ReferenceBackend
 from spyre_provenance.capture import hook
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning
-from spyre_provenance.model.names import DIAGNOSTICS, MAP_FIELDS, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.names import DIAGNOSTICS, FAULT_STAGES, MAP_FIELDS, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.validate import paths as path_validation
 from spyre_provenance.validate import schemas
 from zoo.user_models import SOURCE, Tiny, tiny
@@ -73,7 +73,7 @@ FAULTS: dict[str, tuple[Any, Any, bool, str]] = {
     "emit": (lambda: faulty("log_artifact"), None, False, "Injected: injected fault"),
     "file write": (RecordingInductor, None, True, "NotADirectoryError: "),
 }
-assert tuple(FAULTS) == hook.STAGES
+assert tuple(FAULTS) == FAULT_STAGES
 
 
 class Run:
@@ -129,7 +129,7 @@ def test_a_clean_compile_logs_complete_diagnostics(clean: tuple[str, Run]) -> No
     assert (doc["opspecs"] > 0) == (backend == "reference") and doc["handleless_opspecs"] == 0
 
 
-@pytest.mark.parametrize("stage", hook.STAGES)
+@pytest.mark.parametrize("stage", FAULT_STAGES)
 def test_each_stage_fails_alone_and_is_reported(stage: str, clean: tuple[str, Run], tmp_path: Path) -> None:
     backend_name, clean_run = clean
     make_inductor, make_backend, blocked, error = FAULTS[stage]

@@ -25,7 +25,7 @@ LAYERS = (
     ("logs",),  # TORCH_TRACE reading, call sites
     ("validate",),  # the two engines, path walking (reads logs; logs never imports it)
     ("coverage",),  # one judge, on a compile or on a log
-    ("golden", "audit"),  # cases, normalize, store, diff, the regression check; the provenance audit
+    ("golden", "audit_report"),  # cases, normalize, store, diff, the regression check; the provenance audit
     ("runtime",),  # run-time names -> provenance: lookup, profiler-trace annotation, the profiled run
     ("capture", "backends", "examples"),  # the only code that touches torch._inductor
     ("cli", "pytest_plugin", "bench"),  # entry points: imported by nothing

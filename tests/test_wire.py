@@ -20,7 +20,7 @@ def test_diagnostics_wire_fields_are_the_records_and_the_schemas(version):
 
 def test_the_opspec_wire_form_is_the_schemas():
     schema = schemas.load_schema(OPSPEC_DEBUG_HANDLES, 1)
-    assert list(schema["properties"]) == list(wire.OPSPEC_FIELDS)
+    assert list(schema["properties"]) == list(wire.OPSPEC_ARTIFACT_FIELDS)
     handle = schemas._resolve(schema["properties"]["handles"]["additionalProperties"], schema)
     assert list(handle["properties"]) == list(wire.HandleEntry.__struct_fields__)
     source = schemas._resolve(handle["properties"]["source"], schema)
@@ -70,21 +70,21 @@ def test_nested_records_are_replaced_by_their_wire_forms():
 def test_the_audit_wire_form_is_the_records_and_the_schema():
     """provenance_audit v1: every object's keys are its record's fields, in the order
     written, and the enums are the record module's stage and field names."""
-    from spyre_provenance.model import audit
+    from spyre_provenance.model import audit_records
     from spyre_provenance.model.names import AUDIT
 
     schema = schemas.load_schema(AUDIT, 1)
     defs = schema["$defs"]
     pairs = [
-        (schema, audit.AuditV1), (schema["properties"]["toolchain"], audit.Toolchain),
-        (schema["properties"]["measured"], audit.Measured), (defs["graph"], audit.GraphAudit),
-        (defs["stage"], audit.Stage), (defs["count"], audit.FieldCount), (defs["drop"], audit.Drop),
-        (defs["kernel"], audit.KernelAudit), (defs["kernel"]["properties"]["opspecs"]["items"], audit.OpSpecAudit),
+        (schema, audit_records.AuditV1), (schema["properties"]["toolchain"], audit_records.Toolchain),
+        (schema["properties"]["measured"], audit_records.Measured), (defs["graph"], audit_records.GraphAudit),
+        (defs["stage"], audit_records.Stage), (defs["count"], audit_records.FieldCount), (defs["drop"], audit_records.Drop),
+        (defs["kernel"], audit_records.KernelAudit), (defs["kernel"]["properties"]["opspecs"]["items"], audit_records.OpSpecAudit),
     ]
     for part, record in pairs:
         assert list(part["properties"]) == list(record.__struct_fields__) == part["required"], record
         assert part["additionalProperties"] is False
-    assert wire.AUDIT_DOCS[1].__struct_fields__ == audit.AuditV1.__struct_fields__
-    assert defs["stage"]["properties"]["name"]["enum"] == list(audit.STAGES)
-    assert defs["stage"]["properties"]["fields"]["propertyNames"]["enum"] == list(audit.FIELDS)
-    assert defs["drop"]["properties"]["since"]["enum"] == [*audit.STAGES, None]
+    assert wire.AUDIT_DOCS[1].__struct_fields__ == audit_records.AuditV1.__struct_fields__
+    assert defs["stage"]["properties"]["name"]["enum"] == list(audit_records.AUDIT_STAGES)
+    assert defs["stage"]["properties"]["fields"]["propertyNames"]["enum"] == list(audit_records.FIELDS)
+    assert defs["drop"]["properties"]["since"]["enum"] == [*audit_records.AUDIT_STAGES, None]

@@ -81,7 +81,7 @@ def compile_once(
     tracked compile (``tracked_compile`` resets Dynamo before and after)."""
     from torch._inductor.utils import fresh_cache
 
-    from spyre_provenance import audit
+    from spyre_provenance import audit_report
     from spyre_provenance.backends import get_backend
     from spyre_provenance.bench.models import MODELS
     from spyre_provenance.capture.audit_probe import toolchain
@@ -97,13 +97,13 @@ def compile_once(
         stages = 0
         if with_audit:
             making = time.perf_counter()
-            doc = audit.make_audit(
+            doc = audit_report.make_audit(
                 [g.audit for g in graphs], model=model_name, dtype="float32", backend=backend.name, train=False,
                 toolchain=toolchain(), tracking_level=1, generated="bench",
             )
-            problems = audit.check(doc)
-            audit.to_json_bytes(doc)
-            audit.render_markdown(doc)
+            problems = audit_report.check(doc)
+            audit_report.to_json_bytes(doc)
+            audit_report.render_markdown(doc)
             if problems or not doc.graphs:
                 raise RuntimeError(f"{model_name}: the audit failed: {problems or 'no graph audited'}")
             stages = sum(len(g.stages) for g in doc.graphs)
@@ -144,7 +144,7 @@ def render_section(lines: list[str], result: AuditResults) -> str:
     add("")
     add(
         f"The tracked compile on the {result.backend} backend (fresh Inductor caches every run), arms alternating"
-        " round by round; the audit arm also builds, validates and renders the audit. Per round: lowest and"
+        " round by round; the audit arm also builds, validates and renders the audit_report. Per round: lowest and"
         " highest of the rounds' own ratios (the noise). CPU: ratio of median CPU times. Audit's own time: inside"
         " the probe's seams plus the document's making (median), and as a share of the compile arm's median."
     )

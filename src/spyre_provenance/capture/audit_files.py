@@ -16,10 +16,10 @@ from spyre_provenance.errors import UnusableInput
 
 def build(report: Any) -> Any:
     """The audit document of a compile report (``compile_run.CompileReport``)."""
-    from spyre_provenance import audit
+    from spyre_provenance import audit_report
     from spyre_provenance.capture.audit_probe import toolchain
 
-    return audit.make_audit(
+    return audit_report.make_audit(
         [g.audit for g in report.graphs],
         model=report.model,
         dtype=report.dtype,
@@ -34,17 +34,17 @@ def build(report: Any) -> Any:
 def write(report: Any, out: Path, document: Any = None, changes: Any = None, against: str | None = None) -> tuple[list[Path], list[str]]:
     """Validate the audit, then write ``provenance_audit.json`` and ``.md`` into ``out``
     atomically. Returns (files written, problems); an invalid audit is never written."""
-    from spyre_provenance import audit
+    from spyre_provenance import audit_report
     from spyre_provenance.support import atomic_write_bytes
 
     document = document if document is not None else build(report)
-    problems = audit.check(document)
+    problems = audit_report.check(document)
     if problems:
         return [], problems
     if not any(g.audit is not None for g in report.graphs):
         raise UnusableInput(report.model, "no graph was audited (the compile generated no code)")
     files = [
-        atomic_write_bytes(out / audit.JSON_FILE, audit.to_json_bytes(document)),
-        atomic_write_bytes(out / audit.MARKDOWN_FILE, audit.render_markdown(document, changes, against).encode("utf-8")),
+        atomic_write_bytes(out / audit_report.JSON_FILE, audit_report.to_json_bytes(document)),
+        atomic_write_bytes(out / audit_report.MARKDOWN_FILE, audit_report.render_markdown(document, changes, against).encode("utf-8")),
     ]
     return files, []

@@ -26,9 +26,9 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from spyre_provenance import audit
+from spyre_provenance import audit_report
 from spyre_provenance.errors import ProvenanceWarning
-from spyre_provenance.model.audit import FX_FIELDS, KernelAudit, OpSpecAudit, Stage, Toolchain
+from spyre_provenance.model.audit_records import FX_FIELDS, KernelAudit, OpSpecAudit, Stage, Toolchain
 from spyre_provenance.model.records import GraphResult, KernelRecord
 
 #: FX ops that are nodes of a stage (graph inputs, outputs and attributes are not ops).
@@ -50,7 +50,7 @@ def fx_stage(name: str, fx_graph: Any, fields: Sequence[str] = FX_FIELDS) -> Sta
     """An FX graph's op nodes and, per ``meta`` field, on which of them it is set."""
     nodes = [n for n in fx_graph.nodes if n.op in _FX_OPS]
     names = [str(n.name) for n in nodes]
-    return Stage(name, names, {f: audit.count(names, (_present(n.meta.get(f)) for n in nodes)) for f in fields})
+    return Stage(name, names, {f: audit_report.count(names, (_present(n.meta.get(f)) for n in nodes)) for f in fields})
 
 
 def _ir_nodes(node_schedule: Any, is_extern: bool) -> list[Any]:
@@ -91,13 +91,13 @@ class _IRNode:
 def _ir_stage(nodes: Sequence[_IRNode]) -> Stage:
     names = [n.name for n in nodes]
     fields = {
-        "origins": audit.count(names, (n.origins for n in nodes)),
-        "origin_node": audit.count(names, (n.origin_node for n in nodes)),
+        "origins": audit_report.count(names, (n.origins for n in nodes)),
+        "origin_node": audit_report.count(names, (n.origin_node for n in nodes)),
     }
     for field, attr in (("traceback", "traceback"), ("get_stack_traces()", "stack_traces")):
         applies = [n for n in nodes if getattr(n, attr) is not None]
         if applies:
-            fields[field] = audit.count([n.name for n in applies], (getattr(n, attr) for n in applies))
+            fields[field] = audit_report.count([n.name for n in applies], (getattr(n, attr) for n in applies))
     return Stage("scheduler", names, fields)
 
 
@@ -108,7 +108,7 @@ def _counts(nodes: Sequence[str], fields: dict[str, list[bool | None]]) -> dict[
     for field, flags in fields.items():
         applies = [(n, f) for n, f in zip(nodes, flags, strict=True) if f is not None]
         if applies:
-            out[field] = audit.count([n for n, _ in applies], (bool(f) for _, f in applies))
+            out[field] = audit_report.count([n for n, _ in applies], (bool(f) for _, f in applies))
     return out
 
 
@@ -144,14 +144,14 @@ def artifact_stages(result: GraphResult, logged: dict[str, Any] | None) -> list[
     post_to_pre = (logged or {}).get("postToPre") or {}
     stages = [
         Stage("node_mappings", keys, {
-            "post_grad_nodes": audit.count(keys, (bool(cpp_to_post.get(k)) for k in keys)),
-            "pre_grad_nodes": audit.count(keys, (any(post_to_pre.get(n) for n in cpp_to_post.get(k, ())) for k in keys)),
+            "post_grad_nodes": audit_report.count(keys, (bool(cpp_to_post.get(k)) for k in keys)),
+            "pre_grad_nodes": audit_report.count(keys, (any(post_to_pre.get(n) for n in cpp_to_post.get(k, ())) for k in keys)),
         }),
     ]
     if result.stack_traces is not None:
         traces = result.stack_traces
         stages.append(Stage("stack_traces", keys, {
-            "stack_trace": audit.count(keys, (any(t.strip() for t in traces.get(k, ())) for k in keys)),
+            "stack_trace": audit_report.count(keys, (any(t.strip() for t in traces.get(k, ())) for k in keys)),
         }))
     if result.opspec_handles is not None:
         entries = [
@@ -160,7 +160,7 @@ def artifact_stages(result: GraphResult, logged: dict[str, Any] | None) -> list[
             for i, entry in enumerate(specs)
         ]
         names = _unique([n for n, _ in entries])
-        stages.append(Stage("opspec_handles", names, {"debug_handle": audit.count(names, (ok for _, ok in entries))}))
+        stages.append(Stage("opspec_handles", names, {"debug_handle": audit_report.count(names, (ok for _, ok in entries))}))
     return stages
 
 
@@ -266,7 +266,7 @@ class AuditProbe:
         except Exception as exc:  # noqa: BLE001
             found_kernels = []
             lost.append(self._failed("kernels", exc))
-        result.audit = audit.make_graph(result.compile_id, result.kind, stages, found_kernels, lost)
+        result.audit = audit_report.make_graph(result.compile_id, result.kind, stages, found_kernels, lost)
 
     def _bundle_stage(self, graph_key: int) -> list[Stage]:
         served = self._bundles.pop(graph_key, None)
@@ -274,7 +274,7 @@ class AuditProbe:
             return []
         names = [f"{kernel}/sdsc_{i}.json" for kernel, flags in served.items() for i in range(len(flags))]
         flags = [flag for values in served.values() for flag in values]
-        return [Stage("bundles", names, {"debug_handle_": audit.count(names, flags)})]
+        return [Stage("bundles", names, {"debug_handle_": audit_report.count(names, flags)})]
 
     # -- never break a compile ---------------------------------------------------------------
 

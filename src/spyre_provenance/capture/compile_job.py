@@ -76,7 +76,7 @@ class AuditFiles(msgspec.Struct):
     """The provenance audit of a compile: the document, what changed since ``audit_against``,
     the files written, and why they were not (an invalid audit is never written)."""
 
-    document: Any  # model.audit.AuditV1
+    document: Any  # model.audit_records.AuditV1
     changes: Any  # audit.Changes, or None without audit_against
     written: list[Path]
     problems: list[str]
@@ -180,7 +180,7 @@ def _compile(
     """The tracked compile of ``request.model`` into ``out`` (None: nothing written), checked.
     ``ranked``: a rank of ``compile --ranks`` (its trace folder is set already, and a
     compiled run that fails, a peer gone, keeps the artifacts its compile wrote)."""
-    from spyre_provenance import audit as provenance_audit
+    from spyre_provenance import audit_report as provenance_audit
 
     previous = provenance_audit.read(request.audit_against) if request.audit_against is not None else None  # exit 2 fast
     label = request.label
@@ -242,7 +242,7 @@ def _compile(
 
 
 def _write_audit(report: Any, out: Path, previous: Any, against: Path | None) -> AuditFiles:
-    from spyre_provenance import audit as provenance_audit
+    from spyre_provenance import audit_report as provenance_audit
     from spyre_provenance.capture.audit_files import build, write
 
     document = build(report)

@@ -32,7 +32,7 @@ from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture import emit
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning
-from spyre_provenance.model.names import DIAGNOSTICS, FAULT_STAGES, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.names import DIAGNOSTICS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import BundleHandlesV4, Fault, GraphDiagnostics, GraphResult, KernelRecord, RandomOp
 from spyre_provenance.patches import Patches
 from spyre_provenance.validate import schemas
@@ -47,9 +47,6 @@ DUMP_FUNCTION = "dump_inductor_provenance_info"
 #: mutate their first argument in place (``resize_storage_bytes_``).
 UNANNOUNCED_FALLBACKS = ("ScatterFallback", "IndexPutFallback", "InplaceBernoulliFallback", "MutatingFirstArgExternKernel")
 
-# Fault stages, in the order a graph passes through them (named in warnings, summaries and
-# the diagnostics artifact).
-STAGES = FAULT_STAGES
 
 
 class Session:

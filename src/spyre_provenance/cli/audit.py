@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spyre_provenance import audit
+    from spyre_provenance import audit_report
     from spyre_provenance.capture import compile_job
     from spyre_provenance.cli.compile import default_out
 
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if files.refused is not None:
         raise files.refused
     against = str(args.against) if args.against is not None else None
-    print(audit.render_short(files.document, [str(p) for p in files.written], files.changes, against))
+    print(audit_report.render_short(files.document, [str(p) for p in files.written], files.changes, against))
     if outcome.compile_reasons:  # the audit reports what is there; compile's own verdict is compile's to give
         print(f"  note: the compile itself was found wanting (run: spyre-provenance compile {args.model} for its summary)")
     for line in files.problems:

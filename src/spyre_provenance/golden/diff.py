@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance import audit
+from spyre_provenance import audit_report
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.golden.cases import manifest_hints
 from spyre_provenance.golden.diff_handles import (
@@ -115,11 +115,11 @@ def compare(
 
 
 def audit_changes(a: Any, b: Any) -> list[Change]:
-    """The provenance audits' changes (``audit.compare``), one per line, when both sides
+    """The provenance audits' changes (``audit_report.compare``), one per line, when both sides
     have one. Coverage that fell is said so in the line."""
     if a is None or b is None:
         return []
-    found = audit.compare(audit.from_document(a), audit.from_document(b))
+    found = audit_report.compare(audit_report.from_document(a), audit_report.from_document(b))
     return [Change("audit", line) for line in found.lines]
 
 

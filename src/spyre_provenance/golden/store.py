@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from spyre_provenance import audit as audit_files
+from spyre_provenance import audit_report as audit_files
 from spyre_provenance import jsonio, support
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.golden.cases import MANIFEST, Case, case_manifest

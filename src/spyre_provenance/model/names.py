@@ -23,7 +23,7 @@ OUTPUT_CODE = "inductor_output_code"
 #: The four maps of a node-mappings document, in upstream's key order.
 MAP_FIELDS = ("preToPost", "postToPre", "cppCodeToPost", "postToCppCode")
 
-# The hook's fault stages, in the order a graph passes through them (``hook.STAGES``; the
+# The hook's fault stages, in the order a graph passes through them (``FAULT_STAGES``; the
 # diagnostics schema lists the same names).
 FAULT_STAGES = (
     "record collection",

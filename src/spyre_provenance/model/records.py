@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance.model.audit import GraphAudit
+from spyre_provenance.model.audit_records import GraphAudit
 
 NodeMap = dict[str, list[str]]
 

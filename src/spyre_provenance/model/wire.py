@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 import msgspec
 
-from spyre_provenance.model import audit, records
+from spyre_provenance.model import audit_records, records
 
 
 @functools.cache
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     DiagnosticsDocV2 = records.DiagnosticsV2
     DiagnosticsDocV3 = records.DiagnosticsV3
     DiagnosticsDocV4 = records.DiagnosticsV4
-    AuditDocV1 = audit.AuditV1
+    AuditDocV1 = audit_records.AuditV1
 else:
     SourceEntry = wire_form(records.SourceLoc)
     TransformEntry = wire_form(records.ProvenanceTransform)
@@ -77,7 +77,7 @@ else:
     DiagnosticsDocV2 = wire_form(records.DiagnosticsV2)
     DiagnosticsDocV3 = wire_form(records.DiagnosticsV3)
     DiagnosticsDocV4 = wire_form(records.DiagnosticsV4)
-    AuditDocV1 = wire_form(audit.AuditV1)
+    AuditDocV1 = wire_form(audit_records.AuditV1)
 
 #: The wire form of each provenance audit version, by the N of its schema file.
 AUDIT_DOCS: dict[int, type[AuditDocV1]] = {1: AuditDocV1}
@@ -167,7 +167,7 @@ class OpSpecDebugHandles(msgspec.Struct, forbid_unknown_fields=True):
     handles: dict[str, HandleEntry]
 
 
-OPSPEC_FIELDS = OpSpecDebugHandles.__struct_fields__
+OPSPEC_ARTIFACT_FIELDS = OpSpecDebugHandles.__struct_fields__
 KERNEL_INFO_FIELDS = KernelInfoEntry.__struct_fields__  # the lists each entry of every version has
 
 

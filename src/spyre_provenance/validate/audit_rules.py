@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spyre_provenance.model.audit import FIELDS, STAGES
+from spyre_provenance.model.audit_records import AUDIT_STAGES, FIELDS
 from spyre_provenance.model.detect import KERNEL_KEY_RE, Problem, key_path, quote
 from spyre_provenance.model.names import GRAPH_KINDS
 
@@ -58,8 +58,8 @@ def check_audit_types(doc: Any) -> list[Problem]:
             add(Problem(f"{base}.graph", _one_of(GRAPH_KINDS, graph.graph)))
         for s, stage in enumerate(graph.stages):
             where = f"{base}.stages[{s}]"
-            if stage.name not in STAGES:
-                add(Problem(f"{where}.name", _one_of(STAGES, stage.name)))
+            if stage.name not in AUDIT_STAGES:
+                add(Problem(f"{where}.name", _one_of(AUDIT_STAGES, stage.name)))
             for field, count in stage.fields.items():
                 path = key_path(f"{where}.fields", field)
                 if field not in FIELDS:
@@ -72,10 +72,10 @@ def check_audit_types(doc: Any) -> list[Problem]:
             where = f"{base}.drops[{d}]"
             if drop.field not in FIELDS:
                 add(Problem(f"{where}.field", _one_of(FIELDS, drop.field)))
-            if drop.stage not in STAGES:
-                add(Problem(f"{where}.stage", _one_of(STAGES, drop.stage)))
-            if drop.since is not None and drop.since not in STAGES:
-                add(Problem(f"{where}.since", _one_of((*STAGES, None), drop.since)))
+            if drop.stage not in AUDIT_STAGES:
+                add(Problem(f"{where}.stage", _one_of(AUDIT_STAGES, drop.stage)))
+            if drop.since is not None and drop.since not in AUDIT_STAGES:
+                add(Problem(f"{where}.since", _one_of((*AUDIT_STAGES, None), drop.since)))
         for k, kernel in enumerate(graph.kernels):
             if not KERNEL_KEY_RE.search(kernel.key):
                 add(Problem(f"{base}.kernels[{k}].key", MSG_KERNEL_KEY))

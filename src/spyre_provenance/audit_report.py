@@ -3,7 +3,7 @@
 The seed audit (``shared/seed/provenance_audit_analysis.txt``) was made by hand and went
 stale whenever the compiler moved. Here it is data: ``capture.audit_probe`` counts, during
 the tracked compile, which provenance fields the live objects of each stage carry
-(``model.audit.Stage``); this module turns those counts into the audit document
+(``model.audit_records.Stage``); this module turns those counts into the audit document
 (``make_audit``), finds where each field's coverage first falls (``find_drops``), compares
 two audits (``compare``: exit 1 when a field's coverage fell or a kernel lost its mapping)
 and renders the tables (``render_markdown``) and the short form ``audit`` prints
@@ -23,7 +23,7 @@ import msgspec
 
 from spyre_provenance import jsonio
 from spyre_provenance.errors import UnusableInput
-from spyre_provenance.model.audit import (
+from spyre_provenance.model.audit_records import (
     FIELDS,
     RUN_DEPENDENT,
     STAGE_HEADS,

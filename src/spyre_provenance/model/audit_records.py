@@ -3,7 +3,7 @@
 The audit regenerates the hand-made seed audit (``shared/seed/provenance_audit_analysis.txt``):
 for each stage a compile passes (pre-grad FX graph ... emitted artifacts), the nodes of
 that stage and, per provenance field, on how many of them it is present and which lack it.
-``spyre_provenance.audit`` builds the drops and the comparison from these records and
+``spyre_provenance.audit_report`` builds the drops and the comparison from these records and
 renders them; ``capture.audit_probe`` fills them from the live objects during the compile.
 The JSON file ``provenance_audit.json`` is ``AuditV1`` as it is (``model.wire`` derives its
 wire form, ``schemas/provenance_audit/v1.schema.json`` states it).
@@ -43,7 +43,7 @@ STAGE_HEADS = {
     "stack_traces": "stack traces",
     "opspec_handles": "OpSpec handles",
 }
-STAGES = tuple(STAGE_TITLES)
+AUDIT_STAGES = tuple(STAGE_TITLES)
 
 # --- the fields, in the order the tables list them ---------------------------------------
 
@@ -52,12 +52,12 @@ FX_FIELDS = ("stack_trace", "nn_module_stack", "source_fn_stack", "original_aten
 #: What an Inductor IR node (a scheduler node's buffer) holds.
 IR_FIELDS = ("origins", "origin_node", "traceback", "get_stack_traces()")
 #: An OpSpec's ``debug_handle`` and what the handle carries.
-OPSPEC_FIELDS = ("debug_handle", "source", "aten_op", "ir_chain", "fused_from")
+AUDITED_OPSPEC_FIELDS = ("debug_handle", "source", "aten_op", "ir_chain", "fused_from")
 #: A SuperDSC bundle's handle.
 BUNDLE_FIELDS = ("debug_handle_",)
 #: What the emitted node mapping holds per kernel call site.
 MAPPING_FIELDS = ("post_grad_nodes", "pre_grad_nodes")
-FIELDS = tuple(dict.fromkeys(FX_FIELDS + IR_FIELDS + OPSPEC_FIELDS + BUNDLE_FIELDS + MAPPING_FIELDS))
+FIELDS = tuple(dict.fromkeys(FX_FIELDS + IR_FIELDS + AUDITED_OPSPEC_FIELDS + BUNDLE_FIELDS + MAPPING_FIELDS))
 
 #: The fields whose coverage varies with the pass schedule and with tracking on or off:
 #: the audit says how they were measured (``Measured``), and never reads them as regressions
@@ -78,7 +78,7 @@ class Stage(msgspec.Struct):
     """One stage of one graph: its nodes (names in the stage's order) and, for each field
     that applies to the stage, its count. A field not in ``fields`` does not apply there."""
 
-    name: str  # one of STAGES
+    name: str  # one of AUDIT_STAGES
     nodes: list[str]
     fields: dict[str, FieldCount]
 
