@@ -57,19 +57,12 @@ def written_back(graph: PostGradGraph, name: str) -> str | None:
 
 def _readers(graph: PostGradGraph, name: str) -> list[str]:
     """The nodes reading ``name``, looking through views, in graph order."""
-    found: list[str] = []
-    pending, seen = list(graph.users(name)), {name}
-    while pending:
-        user = pending.pop(0)
-        if user in seen:
-            continue
-        seen.add(user)
+
+    def is_view(user: str) -> bool:
         node = graph.get(user)
-        if node is not None and node.is_view:
-            pending.extend(graph.users(user))
-        elif user not in found:
-            found.append(user)
-    return found
+        return node is not None and node.is_view
+
+    return graph.users_past(name, is_view)
 
 
 # --- source lines ---------------------------------------------------------------------------

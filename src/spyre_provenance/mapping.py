@@ -323,16 +323,8 @@ def kernels_of_users(graph: PostGradGraph, name: str, kernels_of: Mapping[str, S
     """The kernels that compute the users of ``name``: its users' own, and for users no
     kernel lists (a view, an inlined op), theirs, transitively. In graph order, once each."""
     found: list[str] = []
-    pending, seen = list(graph.users(name)), {name}
-    while pending:
-        user = pending.pop(0)
-        if user in seen:
-            continue
-        seen.add(user)
-        if user in kernels_of:
-            found.extend(k for k in kernels_of[user] if k not in found)
-        else:
-            pending.extend(graph.users(user))
+    for user in graph.users_past(name, lambda user: user not in kernels_of):
+        found.extend(k for k in kernels_of[user] if k not in found)
     return found
 
 

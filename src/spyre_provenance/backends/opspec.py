@@ -33,6 +33,10 @@ from spyre_provenance.model import records
 from spyre_provenance.model.handles import handle_id
 
 # --- the dataclasses (field names, order and defaults as in torch-spyre main) -------------
+# They stand for torch-spyre's own classes (REFERENCE.md section 4), which the adapter reads
+# as they are; the reference backend builds them too, so both backends hand the hook the
+# same shapes. The rest of the package reads the records ``debug_handle_record`` and
+# ``opspec_record`` make of either (``model.records``): the fields repeat there on purpose.
 
 
 @dataclasses.dataclass(frozen=True)

@@ -136,6 +136,7 @@ def disable() -> Session | None:
 
 
 
+# enable's keywords spelled out again (not **kwargs): the API page and type checkers show them
 @contextlib.contextmanager
 def tracking(
     backend: str | Backend = DEFAULT_BACKEND,

@@ -8,7 +8,7 @@ engine agree on a corpus of valid and invalid documents also holds these to the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -177,6 +177,9 @@ class Violation(msgspec.Struct, frozen=True):
         return f"{self.where}: {self.message} [{self.rule}]"
 
 
+# Not a subclass of DiagnosticsV1: version 2 puts ``backend`` and ``complete`` between
+# version 1's fields, and the wire order is the field order (``wire.wire_form``). Each
+# version's fields stay as its schema states them, so the shared run of fields is kept.
 class DiagnosticsV2(msgspec.Struct, kw_only=True):
     """``spyre_provenance_diagnostics`` version 2: version 1 plus the coverage judgement.
 
@@ -450,6 +453,22 @@ class PostGradGraph:
 
     def users(self, name: str) -> list[str]:
         return self._users.get(name, [])
+
+    def users_past(self, name: str, passes: Callable[[str], bool]) -> list[str]:
+        """The users of ``name``, where a user ``passes`` says to look past stands for its
+        own users, transitively: breadth first, each once, in the order reached."""
+        found: list[str] = []
+        pending, seen = list(self.users(name)), {name}
+        while pending:
+            user = pending.pop(0)
+            if user in seen:
+                continue
+            seen.add(user)
+            if passes(user):
+                pending.extend(self.users(user))
+            else:
+                found.append(user)
+        return found
 
     def has_line(self, name: str) -> bool:
         node = self._by_name.get(name)

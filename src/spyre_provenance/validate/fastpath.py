@@ -186,13 +186,19 @@ class _Run:
         self.problems.extend(rules.check(KERNEL_INFORMATION, det.schema, doc))
         return det, _tally(doc)
 
-    def opspec(self, top: dict[str, msgspec.Raw]) -> tuple[Detected, Any]:
+    def versioned(self, artifact: str, top: dict[str, msgspec.Raw]) -> tuple[Detected, Any]:
+        """The schema version of a versioned artifact and its ``version`` value; with no
+        schema, the detection problem is the document's only one."""
         version = self.decode(top["version"], Any, "$.version") if "version" in top else _MISSING
-        det = detect(OPSPEC_DEBUG_HANDLES, {} if version is _MISSING else {"version": version})
+        det = detect(artifact, {} if version is _MISSING else {"version": version})
         if det.problem is not None:
             self.problems[:] = [det.problem]
+        return det, version
+
+    def opspec(self, top: dict[str, msgspec.Raw]) -> tuple[Detected, Any]:
+        det, version = self.versioned(OPSPEC_DEBUG_HANDLES, top)
+        if det.schema is None:
             return det, None
-        assert det.schema is not None  # detect gives a schema or a problem
         for key in wire.OPSPEC_ARTIFACT_FIELDS:
             if key not in top:
                 self.problems.append(Problem("$", f"missing required key {quote(key)}"))
@@ -210,12 +216,9 @@ class _Run:
         return det, _add(_tally_keys(top), _tally(kernels), _tally(handles))
 
     def diagnostics(self, top: dict[str, msgspec.Raw]) -> tuple[Detected, Any]:
-        version = self.decode(top["version"], Any, "$.version") if "version" in top else _MISSING
-        det = detect(DIAGNOSTICS, {} if version is _MISSING else {"version": version})
-        if det.problem is not None:
-            self.problems[:] = [det.problem]
+        det, version = self.versioned(DIAGNOSTICS, top)
+        if det.schema is None:
             return det, None
-        assert det.schema is not None  # detect gives a schema or a problem
         fields = wire.diagnostics_fields(det.schema)
         self.problems.extend(Problem("$", f"missing required key {quote(k)}") for k in fields if k not in top)
         self.problems.extend(Problem("$", f"unexpected key {quote(k)}") for k in top if k not in fields)
@@ -234,12 +237,9 @@ class _Run:
 
     def audit(self, top: dict[str, msgspec.Raw]) -> tuple[Detected, Any]:
         """A provenance audit: top-level keys one by one (exact paths), then the rules."""
-        version = self.decode(top["version"], Any, "$.version") if "version" in top else _MISSING
-        det = detect(AUDIT, {} if version is _MISSING else {"version": version})
-        if det.problem is not None:
-            self.problems[:] = [det.problem]
+        det, version = self.versioned(AUDIT, top)
+        if det.schema is None:
             return det, None
-        assert det.schema is not None  # detect gives a schema or a problem
         doc_type = wire.AUDIT_DOCS[det.schema]
         fields = doc_type.__struct_fields__
         self.problems.extend(Problem("$", f"missing required key {quote(k)}") for k in fields if k not in top)
