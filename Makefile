@@ -39,7 +39,7 @@ lint: $(STAMP)
 	$(PY) -m ruff format --check src tests
 	$(PY) -m mypy
 
-# one compile per xdist group (tests/test_real_models.py), the groups spread over both workers
+# one compile per xdist group (tests/models/test_real_models.py), the groups spread over both workers
 test-models: $(STAMP)
 	$(PY) -m pytest $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup) -m models $(PYTEST_ARGS)
 

@@ -1,6 +1,6 @@
 """What must hold for any compile a user runs, checked on its output as a user sees it:
 the summary, the artifacts (``validate``), the tlparse page of every graph, the log's
-coverage. Shared by the zoo tests (tests/test_zoo.py, tests/test_real_models.py); each
+coverage. Shared by the zoo tests (tests/models/test_zoo.py, tests/models/test_real_models.py); each
 function fails with the first thing that does not hold.
 """
 

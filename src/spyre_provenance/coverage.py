@@ -22,7 +22,7 @@ debug handles. Coverage, not op counts:
 For stock Inductor (``upstream=True``) the mapping is torch's own: its gaps are reported as
 hints, not violations. The post-grad graph comes in as a ``PostGradGraph``, read from the
 logged text (``logs.post_grad.parse_post_grad_graph``) or from the FX graph itself (the hook); both
-readers give the same nodes (tests/test_zoo.py checks it on every graph of the zoo).
+readers give the same nodes (tests/models/test_zoo.py checks it on every graph of the zoo).
 ``judge_logged`` and ``check_log`` judge the graphs of a TORCH_TRACE log
 (``logs.graphs.read_log_graphs``): golden files pin *what* the provenance says, these rules
 say it is *complete*, for any model on any compiler version.

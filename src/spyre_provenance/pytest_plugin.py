@@ -16,7 +16,7 @@ rewrites it, and a mismatch fails with the readable diff (``spyre-provenance dif
 A golden made with another torch is a hint (a warning, and a line in a failure message),
 never a failure by itself.
 
-This repository's own golden tests (``tests/test_golden.py``) go through
+This repository's own golden tests (``tests/compile/test_golden.py``) go through
 ``check_provenance`` too, so ``pytest --force-regen`` and ``spyre-provenance golden update``
 write the same bytes to the same files. Importing this module imports neither torch nor
 pytest-regressions; the fixture asks for them when used.

@@ -6,7 +6,7 @@ is named on disk (validate tells the artifact by file name). ``<verdict>`` is wh
 ``unusable`` (exit 2: not even that) or ``warn`` (exit 0, 1 with ``--strict``: valid, but
 tlparse will not file or render it as expected). The files are committed; this script documents
 how each was made and rewrites them byte for byte. The huge ones (100 MB string,
-100k-deep nesting, a 30 MB log line) are made at test time (tests/test_hostile_inputs.py).
+100k-deep nesting, a 30 MB log line) are made at test time (tests/hardening/test_hostile_inputs.py).
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ INVALID.update({
 
 MAPPING_ARTIFACT = {"artifact": {"name": "inductor_provenance_tracking_node_mappings", "encoding": "json"}}
 
-# Valid artifacts in records tlparse misfiles (tests/test_validate_cli.py checks the wording
+# Valid artifacts in records tlparse misfiles (tests/unit/test_validate_cli.py checks the wording
 # against tlparse itself)
 WARN: dict[str, tuple[str, bytes | str]] = {
     # torch logs AOTInductor compiles so: tlparse files them under -_-_-_-

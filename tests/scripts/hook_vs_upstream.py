@@ -1,6 +1,6 @@
 """Compile built-in examples on stock Inductor with the hook on; print ours and upstream's.
 
-Run in a subprocess by tests/test_hook_upstream.py. Upstream's mapping is what torch's own
+Run in a subprocess by tests/compile/test_hook_upstream.py. Upstream's mapping is what torch's own
 ``dump_inductor_provenance_info`` computes from its own globals during the same compile
 (the hook asks it first, then answers with ours).
 """

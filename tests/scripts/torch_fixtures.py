@@ -11,7 +11,7 @@ scenario in a fresh process (so handle numbers and graph ids start from scratch)
 * ``cache_hit.log``: the second of two processes sharing one Inductor cache dir (level 1):
   the FX-graph cache serves the graph and replays its mapping;
 * ``aoti.log`` and ``kernel_information.json``: ``aoti_compile_and_package`` (sources only,
-  as tests/test_upstream_artifacts.py does), the log and the package's kernel information;
+  as tests/compile/test_upstream_artifacts.py does), the log and the package's kernel information;
 * ``profiler_trace.json`` and ``timeline.log``: a ``torch.profiler`` Chrome trace of the
   compiled MLP run with ``cpp.enable_kernel_profile`` (each C++ kernel an event) and torch's
   own timeline provenance switched on where the release has it (see PROFILER below), and

@@ -6,7 +6,7 @@ Every factory returns ``(module, example_inputs)`` from a fixed seed, the module
 mode (``compile --train`` switches it to train mode itself), with the library's default
 dropout left on: training them is what a user does. The models return the library's own
 ``ModelOutput`` (a dict of tensors), except T5, wrapped to take ``decoder_input_ids`` by
-position. Tests: tests/test_real_models.py; ``HF_MODELS`` lists them with what each covers.
+position. Tests: tests/models/test_real_models.py; ``HF_MODELS`` lists them with what each covers.
 """
 
 from __future__ import annotations

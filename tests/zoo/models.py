@@ -6,7 +6,7 @@ compiled code the five built-in examples do not: attention, tied weights, convol
 BatchNorm and pooling, in-place and index ops, a submodule called twice, a long residual
 loop, multi-output reductions, a graph break, dynamic shapes, mixed dtypes, a model without
 parameters. The tests compile each one on the reference backend, in inference and in
-training (``tests/test_zoo.py``); ``ZOO`` lists them with what each is for.
+training (``tests/models/test_zoo.py``); ``ZOO`` lists them with what each is for.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Models ``compile`` must refuse, fail on cleanly or find wanting (tests/test_compile_refusals.py)."""
+"""Models ``compile`` must refuse, fail on cleanly or find wanting (tests/hardening/test_compile_refusals.py)."""
 
 from __future__ import annotations
 

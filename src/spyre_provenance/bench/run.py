@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = whole_process.QUICK if quick else whole_process.FULL
         whole_results = whole_process.run(rows, pairs, progress, bytecode=not quick)
     runtime_results = None
-    if not quick:  # the smoke test runs it alone (tests/test_bench_runtime.py): the quick table keeps its shape
+    if not quick:  # the smoke test runs it alone (tests/bench/test_bench_runtime.py): the quick table keeps its shape
         from spyre_provenance.bench import runtime
 
         runtime_results = runtime.run(runtime.FULL, progress)

@@ -1,7 +1,7 @@
 """Reading a logged post-grad graph (``GraphModule.print_readable``) into a ``PostGradGraph``.
 
 The hook builds the same model from the FX graph itself; both readers give the same nodes
-(tests/test_zoo.py checks it on every graph of the zoo). A node "has a line" by tlparse's
+(tests/models/test_zoo.py checks it on every graph of the zoo). A node "has a line" by tlparse's
 rule: the line tlparse would look it up by.
 
 Pure: no torch.

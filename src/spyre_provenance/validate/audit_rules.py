@@ -5,7 +5,7 @@ counts, the kernel-key pattern, a non-empty backend); ``check_audit`` the invari
 schema can state: a count's ``present <= total`` and ``missing`` naming exactly the other
 nodes of its stage; a stage once per graph; a drop at a stage of its graph where its field
 is counted; kernel keys once per graph; a linked kernel is mapped. Both engines run both
-(tests/test_validator_agreement.py).
+(tests/unit/test_validator_agreement.py).
 
 Pure: no torch, no jsonschema.
 """

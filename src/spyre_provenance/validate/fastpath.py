@@ -6,7 +6,7 @@ one map at a time, so peak memory is the text plus its largest decoded map (abou
 text for a 100 MB mapping, the text included). The types mirror the schema files; where a
 type cannot say a rule (integral numbers, enums, key patterns, uniqueness) ``rules`` checks
 it, so this path and the jsonschema path agree on every document
-(tests/test_validator_agreement.py).
+(tests/unit/test_validator_agreement.py).
 
 Use it through ``spyre_provenance.validate.schemas.validate_bytes``.
 """

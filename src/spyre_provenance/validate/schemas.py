@@ -199,7 +199,7 @@ def check_built_artifacts(
 
     Returns one ``"<artifact>: <path>: <message>"`` line per problem; empty means emit.
     None arguments are skipped. Same validator as the CLI, always on the fast engine: the
-    two engines give the same verdict on every document (tests/test_validator_agreement.py),
+    two engines give the same verdict on every document (tests/unit/test_validator_agreement.py),
     and on a compile's critical path jsonschema costs: 0.1-0.25 s for a 24-layer
     transformer's 135 kB mapping, 40% of the hook's own time (``make bench``).
     """

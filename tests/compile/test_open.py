@@ -54,7 +54,7 @@ def test_every_page_links_every_announced_kernel(case, open_case):
             assert kernel.post_grad_lines, f"{label}: {kernel.key} (code line {kernel.line}) links nothing"
             assert set(kernel.post_grad_nodes) <= set(graph.node_mappings["cppCodeToPost"][kernel.key])
         assert any(line.strip() for line in page.pre_grad), f"{label}: empty pre-grad panel"
-        if "backward" not in label:  # the backward graph's limits: tests/test_training.py
+        if "backward" not in label:  # the backward graph's limits: tests/compile/test_training.py
             assert page.links.get("preToPost"), f"{label}: the pre-grad panel links nothing"
 
 

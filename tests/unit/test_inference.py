@@ -1,7 +1,7 @@
 """What the hook infers beyond a kernel's own nodes (``spyre_provenance.inference``), on
 small hand-made post-grad graphs shaped like the ones torch writes: BatchNorm's running-stat
 write-backs, dropout's seed kernel, gradients carrying their forward op's ``seq_nr``.
-The same rules on real compiles: tests/test_training.py and tests/test_real_models.py."""
+The same rules on real compiles: tests/compile/test_training.py and tests/models/test_real_models.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``capture.compile_job``: the one compile path with its verdict, and the one default
-backend. The command-line side of it is tests/test_compile_cli.py and
-tests/test_compile_refusals.py (what ``compile`` prints and exits with)."""
+backend. The command-line side of it is tests/compile/test_compile_cli.py and
+tests/hardening/test_compile_refusals.py (what ``compile`` prints and exits with)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ compile folder from its last graph. ``open`` gives each its page; these tests pi
 backward page can and cannot link (README, section "tlparse").
 
 Compiles: ``mlp --train`` on the reference backend and on stock Inductor, shared with
-tests/test_open.py through the session ``open_case`` fixture.
+tests/compile/test_open.py through the session ``open_case`` fixture.
 """
 
 from __future__ import annotations

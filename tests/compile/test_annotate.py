@@ -20,7 +20,7 @@ CASES = [
     ("mlp", "--train", "--profile"),
     ("mlp", "--backend", "inductor", "--profile"),
     ("residual", "--backend", "inductor", "--train", "--profile"),
-    # the zoo's (tests/test_zoo.py): one kernel called at two call sites, forward and backward
+    # the zoo's (tests/models/test_zoo.py): one kernel called at two call sites, forward and backward
     (f"{ZOO / 'models.py'}:shared_block", "--backend", "reference", "--train", "--profile"),
 ]
 _PROFILED = re.compile(r"graph_[0-9]+_(?P<kernel>.+)")

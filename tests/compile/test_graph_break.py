@@ -2,7 +2,7 @@
 
 Every compile folder gets its page from ``open``, each with its own pre-grad graph, code
 and mapping, every kernel linked (the per-kernel check for these cases is in
-tests/test_open.py). Compiles shared through the session ``open_case`` fixture.
+tests/compile/test_open.py). Compiles shared through the session ``open_case`` fixture.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.compile
 ZOO = ZOO / "models.py"
 CASES = [
     ("mlp",), ("mlp", "--train"), ("residual", "--backend", "inductor", "--train"),
-    # the zoo's, as tests/test_zoo.py compiles them: one kernel at two call sites; two graphs
+    # the zoo's, as tests/models/test_zoo.py compiles them: one kernel at two call sites; two graphs
     (f"{ZOO}:shared_block", "--backend", "reference", "--train"),
     (f"{ZOO}:item_break", "--backend", "reference"),
 ]
