@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 OUT    ?= out/demo
 
-.PHONY: venv demo test lint test-models test-torch-next bench golden clean
+.PHONY: venv demo test lint test-models test-torch-next bench golden docs docs-outputs clean
 
 venv: $(STAMP)
 
@@ -73,5 +73,22 @@ golden: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m spyre_provenance.bench
 
+# The documentation site (docs/, mkdocs.yml): the [docs] extra into .venv, then a strict
+# build into site/ (a broken link, a missing page or a bad reference fails it). No torch is
+# imported: the API pages are read from the source. .ci/run runs it.
+DOCS_STAMP := $(VENV)/.docs-installed
+
+$(DOCS_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+
+# Rerun every command the docs show and rewrite docs/outputs/*.txt (a few compiles, about
+# a minute); tests/test_docs_outputs.py checks the committed ones still match a fresh run.
+docs-outputs: $(STAMP)
+	$(PY) docs/scripts/regen_outputs.py
+
 clean:
-	rm -rf $(VENV) .venv-torch-* out build dist .pytest_cache
+	rm -rf $(VENV) .venv-torch-* out build dist site .pytest_cache

@@ -1,0 +1,127 @@
+"""Run every command the documentation shows, for real, and write what it printed.
+
+    python docs/scripts/regen_outputs.py            # rewrite docs/outputs/*.txt (make docs-outputs)
+    python docs/scripts/regen_outputs.py --into DIR # write them into DIR instead (the test does)
+
+Each entry of ``COMMANDS`` is one shell line run in a scratch folder that holds a link to
+this checkout's ``golden/`` and a copy of one hand-made bad artifact, so every path a
+command prints is relative (``out/demo/...``) and the same on any machine. Its output file
+``docs/outputs/<name>.txt`` holds the command line after ``$ ``, then stdout and stderr as
+printed, then ``$ echo $?`` and the status when it is not 0. The pages include these files
+(``--8<-- "outputs/<name>.txt"``); nothing in them is typed by hand.
+
+``tests/test_docs_outputs.py`` runs this script into a temporary folder and compares with
+the committed files after ``normalize`` (the volatile parts: the float error against
+eager, and record line numbers in torch's log). Commands run in order: later ones read what earlier ones wrote.
+
+The outputs are made with torch 2.13.0 (the goldens' torch): on another torch the test
+skips, as the golden byte comparisons do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OUTPUTS = ROOT / "docs" / "outputs"
+#: the torch the committed outputs were made with
+TORCH = "2.13.0"
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str  # docs/outputs/<name>.txt
+    line: str  # what a user types; run with `spyre-provenance` from this interpreter's venv
+
+
+# One entry per documented command; the pages include docs/outputs/<name>.txt. Adding a
+# command to the docs is one line here, then `make docs-outputs` and a page that includes it.
+COMMANDS: list[Command] = [
+    Command("compile", "spyre-provenance compile mlp --backend reference --out out/demo"),
+    Command("validate", "spyre-provenance validate out/demo/graph_mlp_00_0-0_inference out/demo/trace"),
+    Command("validate-invalid", "spyre-provenance validate bad/inductor_provenance_tracking_node_mappings.json"),
+    Command("diff-same", "spyre-provenance diff golden/mlp out/demo"),
+    Command("diff", "spyre-provenance diff golden/mlp golden/mlp_inductor"),
+    Command("golden-check", "spyre-provenance golden check mlp"),
+    Command("compile-train", "spyre-provenance compile mlp --backend reference --train --out out/train"),
+    Command("open", "spyre-provenance open out/train --no-browser"),
+    Command("audit", "spyre-provenance audit mlp --backend reference --dtype float16 --out out/audit"),
+    # --- run time (on another branch): `lookup` and `annotate` go here, one line each, e.g.
+    # Command("lookup", "spyre-provenance lookup sdsc_fused_addmm_relu_t_0 --in out/demo"),
+    # Command("annotate", "spyre-provenance annotate TRACE.json --from out/demo"),
+]
+
+#: what ``bad/`` holds: a mapping whose inverse maps disagree (from the hostile-input corpus)
+BAD_ARTIFACT = ROOT / "tests" / "hostile" / "invalid" / "mapping-inverse-maps-disagree"
+
+
+def normalize(text: str) -> str:
+    """What may differ between two runs on the same toolchain, made equal."""
+    text = re.sub(r"max abs error [0-9.eE+-]+", "max abs error <E>", text)
+    # where a record sits in torch's log moves with what torch logs before it
+    return re.sub(r"\(line \d+\)", "(line <N>)", text)
+
+
+def _workdir() -> Path:
+    work = Path(tempfile.mkdtemp(prefix="spyre-provenance-docs-"))
+    (work / "golden").symlink_to(ROOT / "golden", target_is_directory=True)
+    shutil.copytree(BAD_ARTIFACT, work / "bad")
+    return work
+
+
+def run(into: Path, only: list[str] | None = None) -> dict[str, str]:
+    """Run the commands (all, or those named in ``only`` and the ones before them that they
+    need: all earlier ones), write ``into/<name>.txt``; returns name -> text."""
+    into.mkdir(parents=True, exist_ok=True)
+    work = _workdir()
+    exe = Path(sys.executable).parent / "spyre-provenance"
+    env = {**os.environ, "PYTHONHASHSEED": "0", "COLUMNS": "100"}
+    env.pop("TORCH_TRACE", None)
+    texts: dict[str, str] = {}
+    try:
+        for command in COMMANDS:
+            argv = shlex.split(command.line)
+            argv[0] = str(exe)
+            done = subprocess.run(argv, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            text = f"$ {command.line}\n{done.stdout}"
+            if not text.endswith("\n"):
+                text += "\n"
+            if done.returncode != 0:
+                text += f"$ echo $?\n{done.returncode}\n"
+            texts[command.name] = text
+            if only is None or command.name in only:
+                (into / f"{command.name}.txt").write_text(text)
+            print(f"{command.name}: exit {done.returncode}", file=sys.stderr)
+            if only is not None and all(name in texts for name in only):
+                break
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return texts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--into", type=Path, default=OUTPUTS, help="where to write (default: docs/outputs)")
+    parser.add_argument("names", nargs="*", help="only these outputs (default: all)")
+    args = parser.parse_args()
+    import importlib.metadata
+
+    torch = importlib.metadata.version("torch")
+    if not torch.startswith(TORCH) and args.into == OUTPUTS:
+        print(f"the docs' outputs are made with torch {TORCH}, this is {torch}", file=sys.stderr)
+        return 2
+    run(args.into, args.names or None)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
