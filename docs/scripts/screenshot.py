@@ -1,0 +1,60 @@
+"""The picture of the provenance page in the README and on the docs' home page.
+
+    python docs/scripts/screenshot.py      # writes docs/img/provenance_page_mlp.png
+
+Runs ``compile mlp --backend reference`` into a scratch folder, ``open``s it, and takes the
+screenshot through the browser test's own helper (``tests/test_browser.check_in_browser``:
+Debian's chromium, headless, driven by Playwright), which hovers the first kernel call
+line, so the picture shows a kernel and the post-grad and pre-grad nodes it lights up. The
+helper's check must pass (every kernel lights exactly its mapped nodes) or nothing is written.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGET = ROOT / "docs" / "img" / "provenance_page_mlp.png"
+
+
+def main() -> int:
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_browser  # the browser test's helpers: the same page, the same check
+    from playwright.sync_api import sync_playwright
+
+    exe = Path(sys.executable).parent / "spyre-provenance"
+    work = Path(tempfile.mkdtemp(prefix="spyre-provenance-shot-"))
+    try:
+        subprocess.run([exe, "compile", "mlp", "--backend", "reference", "--no-tlparse", "--out", work / "out"], check=True)
+        opened = subprocess.run(
+            [exe, "open", work / "out", "--no-browser"], check=True, stdout=subprocess.PIPE, text=True
+        )
+        html = Path(opened.stdout.splitlines()[0].split("  ", 1)[1].strip())
+        (log,) = (work / "out" / "trace").glob("*.log")
+        mapping = test_browser._mapping_of(log)
+        shot = work / "page.png"
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=str(test_browser.CHROMIUM), args=test_browser.CHROMIUM_ARGS
+            )
+            try:
+                problems = test_browser.check_in_browser(browser, html, mapping, shot)
+            finally:
+                browser.close()
+        if problems:
+            print("\n".join(problems), file=sys.stderr)
+            return 1
+        TARGET.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, TARGET)
+        print(f"{TARGET.relative_to(ROOT)}: {TARGET.stat().st_size} bytes")
+        return 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
