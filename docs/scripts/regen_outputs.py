@@ -41,20 +41,29 @@ TORCH = "2.13.0"
 class Command:
     name: str  # docs/outputs/<name>.txt
     line: str  # what a user types; run with `spyre-provenance` from this interpreter's venv
+    compiles: bool = False  # runs a torch.compile (the test marks it `compile`)
 
 
 # One entry per documented command; the pages include docs/outputs/<name>.txt. Adding a
 # command to the docs is one line here, then `make docs-outputs` and a page that includes it.
 COMMANDS: list[Command] = [
-    Command("compile", "spyre-provenance compile mlp --backend reference --out out/demo"),
+    Command("help", "spyre-provenance --help"),
+    Command("help-compile", "spyre-provenance compile --help"),
+    Command("help-validate", "spyre-provenance validate --help"),
+    Command("help-diff", "spyre-provenance diff --help"),
+    Command("help-golden", "spyre-provenance golden --help"),
+    Command("help-open", "spyre-provenance open --help"),
+    Command("help-audit", "spyre-provenance audit --help"),
+    # what `make demo` runs; the suite's session compile `compile_case("mlp")` is the same
+    Command("compile", "spyre-provenance compile mlp --out out/demo", compiles=True),
     Command("validate", "spyre-provenance validate out/demo/graph_mlp_00_0-0_inference out/demo/trace"),
     Command("validate-invalid", "spyre-provenance validate bad/inductor_provenance_tracking_node_mappings.json"),
     Command("diff-same", "spyre-provenance diff golden/mlp out/demo"),
     Command("diff", "spyre-provenance diff golden/mlp golden/mlp_inductor"),
-    Command("golden-check", "spyre-provenance golden check mlp"),
-    Command("compile-train", "spyre-provenance compile mlp --backend reference --train --out out/train"),
+    Command("golden-check", "spyre-provenance golden check mlp", compiles=True),
+    Command("compile-train", "spyre-provenance compile mlp --train --out out/train", compiles=True),
     Command("open", "spyre-provenance open out/train --no-browser"),
-    Command("audit", "spyre-provenance audit mlp --backend reference --dtype float16 --out out/audit"),
+    Command("audit", "spyre-provenance audit mlp --backend reference --dtype float16 --out out/audit", compiles=True),
     # --- run time (on another branch): `lookup` and `annotate` go here, one line each, e.g.
     # Command("lookup", "spyre-provenance lookup sdsc_fused_addmm_relu_t_0 --in out/demo"),
     # Command("annotate", "spyre-provenance annotate TRACE.json --from out/demo"),
@@ -71,36 +80,49 @@ def normalize(text: str) -> str:
     return re.sub(r"\(line \d+\)", "(line <N>)", text)
 
 
-def _workdir() -> Path:
+def workdir() -> Path:
+    """A scratch folder holding a link to ``golden/`` and the bad artifact in ``bad/``."""
     work = Path(tempfile.mkdtemp(prefix="spyre-provenance-docs-"))
     (work / "golden").symlink_to(ROOT / "golden", target_is_directory=True)
     shutil.copytree(BAD_ARTIFACT, work / "bad")
     return work
 
 
+def transcript(line: str, output: str, returncode: int) -> str:
+    """What an outputs file holds: the command after ``$ ``, what it printed, and the exit
+    status when it is not 0."""
+    text = f"$ {line}\n{output}"
+    if not text.endswith("\n"):
+        text += "\n"
+    if returncode != 0:
+        text += f"$ echo $?\n{returncode}\n"
+    return text
+
+
+def run_command(command: Command, work: Path) -> str:
+    """Run one command in ``work`` (a ``workdir()``) with this interpreter's
+    ``spyre-provenance``; returns its transcript."""
+    argv = shlex.split(command.line)
+    argv[0] = str(Path(sys.executable).parent / "spyre-provenance")
+    env = {**os.environ, "PYTHONHASHSEED": "0", "COLUMNS": "100"}
+    env.pop("TORCH_TRACE", None)
+    done = subprocess.run(argv, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    return transcript(command.line, done.stdout, done.returncode)
+
+
 def run(into: Path, only: list[str] | None = None) -> dict[str, str]:
     """Run the commands (all, or those named in ``only`` and the ones before them that they
     need: all earlier ones), write ``into/<name>.txt``; returns name -> text."""
     into.mkdir(parents=True, exist_ok=True)
-    work = _workdir()
-    exe = Path(sys.executable).parent / "spyre-provenance"
-    env = {**os.environ, "PYTHONHASHSEED": "0", "COLUMNS": "100"}
-    env.pop("TORCH_TRACE", None)
+    work = workdir()
     texts: dict[str, str] = {}
     try:
         for command in COMMANDS:
-            argv = shlex.split(command.line)
-            argv[0] = str(exe)
-            done = subprocess.run(argv, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            text = f"$ {command.line}\n{done.stdout}"
-            if not text.endswith("\n"):
-                text += "\n"
-            if done.returncode != 0:
-                text += f"$ echo $?\n{done.returncode}\n"
+            text = run_command(command, work)
             texts[command.name] = text
             if only is None or command.name in only:
                 (into / f"{command.name}.txt").write_text(text)
-            print(f"{command.name}: exit {done.returncode}", file=sys.stderr)
+            print(f"{command.name}: done", file=sys.stderr)
             if only is not None and all(name in texts for name in only):
                 break
     finally:
