@@ -1,6 +1,6 @@
 """Training compiles: forward and backward share one compile id, and tlparse renders a
 compile folder from its last graph. ``open`` gives each its page; these tests pin what the
-backward page can and cannot link (README, section "tlparse").
+backward page can and cannot link (docs/how-it-works.md, "The tlparse pages").
 
 Compiles: ``mlp --train`` on the reference backend and on stock Inductor, shared with
 tests/compile/test_open.py through the session ``open_case`` fixture.
