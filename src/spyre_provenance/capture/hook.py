@@ -50,7 +50,17 @@ UNANNOUNCED_FALLBACKS = ("ScatterFallback", "IndexPutFallback", "InplaceBernoull
 
 
 class Session:
-    """One enable() .. disable() span: the patches, and what each graph produced."""
+    """One enable() .. disable() span: the patches, and what each graph produced.
+
+    ``enable`` and ``tracking`` return it; read it after the compiles (or after ``disable``).
+
+    :ivar results: one ``GraphResult`` per compiled graph, in compile order (a training
+        compile: forward, then backward; a graph break: one per frame).
+    :ivar backend: the backend adapter in use (``backend.name``: reference, spyre, inductor).
+    :ivar out_dir: where each graph's artifacts are written (None: only logged, and written
+        into Inductor's debug folder when its trace is on).
+    :ivar label: the model label graph folders are named with (None: ``graph_00_...``).
+    """
 
     def __init__(
         self,

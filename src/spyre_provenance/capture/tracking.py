@@ -85,10 +85,11 @@ def enable(
 ) -> Session:
     """Start tracking every compile in this process; returns the session (its results).
 
-    ``backend``: a name (``backends.BACKEND_NAMES``; by default the command line's
-    ``auto``: torch-spyre when the adapter can install on it, else the reference backend)
-    or an adapter.
-
+    ``backend``: ``"auto"`` (the default, as on the command line: torch-spyre when the
+    adapter can install on it, else the reference backend), ``"reference"``, ``"spyre"``,
+    ``"inductor"`` (stock Inductor), or a ``backends.base.Backend``. ``out_dir``: also write
+    each graph's artifacts into ``out_dir/graph_.../`` (None: they are logged, and written
+    into Inductor's debug folder when its trace is on).
     ``label`` names the graph folders written into ``out_dir`` (``graph_<label>_00_...``),
     so runs of different models can share one ``out_dir``; None: ``graph_00_...``.
     ``redact_paths``: absolute paths in the stack traces, handle sources and fault messages
@@ -148,7 +149,9 @@ def tracking(
     audit: bool = False,
     beyond_upstream: bool = False,
 ):
-    """``with tracking(): torch.compile(...)(x)`` - enable for the block, then disable."""
+    """``with tracking(...) as session: torch.compile(model)(x)``: ``enable`` for the block,
+    ``disable`` when it ends (also on an exception). Takes ``enable``'s arguments and yields
+    its ``Session``; ``session.results`` holds one ``GraphResult`` per compiled graph."""
     session = enable(
         backend, out_dir=out_dir, label=label, redact_paths=redact_paths, inductor=inductor, audit=audit,
         beyond_upstream=beyond_upstream,

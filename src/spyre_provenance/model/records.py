@@ -93,6 +93,9 @@ class KernelRecord(msgspec.Struct):
     ``handle`` is the N of the wrapper's ``[Provenance debug handles] name:N`` comment.
     ``post_grad_nodes`` is in the order the mapping will list them; ``opspecs`` is None for
     backends that have no OpSpecs (stock Inductor) and a list (maybe empty) otherwise.
+    ``original_aten``, ``source_nodes`` and ``stack_traces`` are what Inductor's
+    ``get_kernel_metadata`` says of the call site; ``key`` is ``"<name>:<handle>"``, the
+    mapping's key for it.
     """
 
     name: str
@@ -309,6 +312,23 @@ class DiagnosticsV4(DiagnosticsV3, kw_only=True):
 
 
 class GraphDiagnostics(msgspec.Struct):
+    """What the hook lost on a graph and how complete its provenance is; written and logged
+    as the ``spyre_provenance_diagnostics`` artifact.
+
+    :ivar faults: the failed hook stages, ``"stage: ExcType: message"``.
+    :ivar partial: true exactly when ``faults`` is not empty.
+    :ivar mapping: whose node mapping the log holds: ``hook`` or ``upstream``.
+    :ivar opspecs: the graph's OpSpecs; ``handleless_opspecs`` of them without a debug handle.
+    :ivar disagreements: kernel keys whose OpSpec handles and Inductor origins disagree.
+    :ivar coverage: the coverage judge's counts (None: not judged).
+    :ivar violations: the coverage rules the graph breaks, one per finding.
+    :ivar hints: gaps that are no failure (stock Inductor's own mapping).
+    :ivar inferred: post-grad nodes listed beyond the kernels' origins, with the reason.
+    :ivar bundle_handles: the SuperDSC bundles' ``debug_handle_`` check (None: no bundles).
+    :ivar without_source: kernels with no source line, and why.
+    :ivar without_pre_grad: kernels reaching no pre-grad node, and why.
+    """
+
     faults: list[str] = []  # "stage: ExcType: message"
     fault_records: list[Fault] = []  # the same, as (stage, "ExcType: message")
     partial: bool = False
@@ -346,7 +366,24 @@ class RandomOp(msgspec.Struct, frozen=True):
 
 
 class GraphResult(msgspec.Struct):
-    """What one graph's compile produced, in the order graphs were compiled."""
+    """What one graph's compile produced, in the order graphs were compiled.
+
+    :ivar index: the graph's place in the session (0, 1, ...).
+    :ivar compile_id: Dynamo's compile id, ``"0/0"`` (frame/compile).
+    :ivar kind: ``inference``, ``forward`` or ``backward``.
+    :ivar records: one ``KernelRecord`` per kernel call site, in call-site order.
+    :ivar node_mappings: the node mappings logged for tlparse (upstream format 2.0); None
+        when the hook's mapping was left out (a fault: upstream's was logged instead).
+    :ivar stack_traces: kernel call site -> user stack traces (the stack-traces artifact).
+    :ivar opspec_handles: the ``spyre_opspec_debug_handles`` artifact (None: no OpSpecs).
+    :ivar upstream_node_mappings: what Inductor itself would have logged (the cross-check).
+    :ivar diagnostics: what was lost and how complete the graph is (``GraphDiagnostics``).
+    :ivar label: the model label graph folders are named with.
+    :ivar backend: the backend's name (``reference``, ``inductor``, ``spyre``).
+    :ivar audit: the graph's provenance audit (tracking with ``audit=True``), else None.
+    :ivar random_ops: the graph's ops that draw random numbers (compiled and eager draw
+        different ones, so ``compile`` checks such a model on a run that draws as eager does).
+    """
 
     index: int
     compile_id: str
