@@ -38,13 +38,15 @@ def _type(prop: dict) -> str:
 
 
 def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """One line of table or paragraph text; ``<kernel>:<N>`` must not read as an HTML tag."""
+    text = " ".join(str(text).split())
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
 
 
 def _section(path: Path) -> list[str]:
     schema = json.loads(path.read_text())
     rel = path.relative_to(ROOT).as_posix()
-    lines = [f"### {schema.get('title', rel)}", "", f"`{rel}` · `$id` {schema.get('$id', '-')}", ""]
+    lines = [f"### {schema.get('title', rel)}", "", f"`{rel}` · `$id` `{schema.get('$id', '-')}`", ""]
     if schema.get("description"):
         lines += [_cell(schema["description"]), ""]
     props = schema.get("properties") or {}

@@ -1,4 +1,4 @@
-"""The ``spyre-provenance`` command: plain subcommands, one-line errors, exit codes 0/1/2.
+"""The spyre-provenance command: one-line errors; exit 0 ok, 1 found wanting, 2 unusable input, 3 a bug.
 
 Each subcommand lives in ``spyre_provenance.cli.<name>`` and exposes
 ``add_arguments(parser)`` and ``run(args) -> int``; this module only wires them up and
