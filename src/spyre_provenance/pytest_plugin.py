@@ -49,7 +49,15 @@ class ProvenanceToolchainHint(UserWarning):
 
 
 class ProvenanceRegression:
-    """What the ``provenance_regression`` fixture returns."""
+    """What the ``provenance_regression`` fixture returns: call ``check(model, inputs)``.
+
+    The golden lives beside the test file, ``<test dir>/<test module>/<test name>/`` (a
+    golden case folder: ``manifest.json`` and one ``graph_*`` folder per compiled graph).
+    The first run writes it and fails; ``pytest --force-regen`` rewrites it; a mismatch
+    fails with the lines ``spyre-provenance diff`` prints; a golden made with another torch
+    adds a ``ProvenanceToolchainHint`` warning (and a line in a failure), never a failure
+    by itself.
+    """
 
     def __init__(self, request: pytest.FixtureRequest, file_regression: Any, obtained_dir: Path) -> None:
         self.request = request
@@ -249,7 +257,13 @@ def _dtype(model: Any, inputs: tuple[Any, ...]) -> str:
 @pytest.fixture
 def provenance_regression(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ProvenanceRegression:
     """Compare a compile's provenance with a golden beside the test (``--force-regen``
-    rewrites it). Needs torch and pytest-regressions: ``pip install 'spyre-provenance[pytest]'``."""
+    rewrites it). Needs torch and pytest-regressions: ``pip install 'spyre-provenance[pytest]'``;
+    without them the test fails with one line naming that install. Example::
+
+        def test_block_provenance(provenance_regression):
+            model, inputs = make_block()
+            provenance_regression.check(model, inputs, backend="reference", train=True)
+    """
     if importlib.util.find_spec("torch") is None:  # found without importing it
         pytest.fail(f"provenance_regression compiles with torch, which is not installed: {PYTEST_EXTRA}", pytrace=False)
     try:
