@@ -40,7 +40,7 @@ COMMANDS = {c.name: c for c in regen.COMMANDS}
 #: outputs whose command is exactly a session compile: name -> (compile_case args, the --out it shows)
 SESSION_COMPILES = {"compile": (("mlp",), "out/demo"), "compile-train": (("mlp", "--train"), "out/train")}
 #: commands that run here and read out/demo, the session's compile_case("mlp")
-READ_DEMO = ("validate", "diff-same")
+READ_DEMO = ("validate", "diff-same", "lookup")
 
 
 @pytest.fixture(autouse=True)

@@ -64,9 +64,8 @@ COMMANDS: list[Command] = [
     Command("compile-train", "spyre-provenance compile mlp --train --out out/train", compiles=True),
     Command("open", "spyre-provenance open out/train --no-browser"),
     Command("audit", "spyre-provenance audit mlp --backend reference --dtype float16 --out out/audit", compiles=True),
-    # --- run time (on another branch): `lookup` and `annotate` go here, one line each, e.g.
-    # Command("lookup", "spyre-provenance lookup sdsc_fused_addmm_relu_t_0 --in out/demo"),
-    # Command("annotate", "spyre-provenance annotate TRACE.json --from out/demo"),
+    # run time: from a kernel name met at run time to the source (docs/runtime.md)
+    Command("lookup", "spyre-provenance lookup sdsc_fused_addmm_relu_t_0_il7ixi06 --in out/demo"),
 ]
 
 #: what ``bad/`` holds: a mapping whose inverse maps disagree (from the hostile-input corpus)
@@ -77,7 +76,11 @@ def normalize(text: str) -> str:
     """What may differ between two runs on the same toolchain, made equal."""
     text = re.sub(r"max abs error [0-9.eE+-]+", "max abs error <E>", text)
     # where a record sits in torch's log moves with what torch logs before it
-    return re.sub(r"\(line \d+\)", "(line <N>)", text)
+    text = re.sub(r"\(line \d+\)", "(line <N>)", text)
+    # lookup prints source files as the artifacts hold them (absolute, in this checkout),
+    # and OpSpec handle ids are content hashes of them
+    text = text.replace(str(ROOT), "<checkout>")
+    return re.sub(r"handle \d+", "handle <ID>", text)
 
 
 def workdir() -> Path:
