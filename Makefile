@@ -87,7 +87,7 @@ docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 # Rerun every command the docs show and rewrite docs/outputs/*.txt (a few compiles, about
-# a minute); tests/test_docs_outputs.py checks the committed ones still match a fresh run.
+# a minute); tests/compile/test_docs_outputs.py checks the committed ones still match a fresh run.
 docs-outputs: $(STAMP)
 	$(PY) docs/scripts/regen_outputs.py
 

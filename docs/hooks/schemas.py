@@ -2,7 +2,7 @@
 
 ``schemas/<artifact>/v<N>.schema.json`` is the source of truth; ``schemas.md`` is never
 edited by hand, so it cannot drift from the files. ``render()`` is importable without
-MkDocs (tests/test_docs.py checks that the page lists every schema file).
+MkDocs (tests/unit/test_docs.py checks that the page lists every schema file).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ command prints is relative (``out/demo/...``) and the same on any machine. Its o
 printed, then ``$ echo $?`` and the status when it is not 0. The pages include these files
 (``--8<-- "outputs/<name>.txt"``); nothing in them is typed by hand.
 
-``tests/test_docs_outputs.py`` runs this script into a temporary folder and compares with
+``tests/compile/test_docs_outputs.py`` runs this script into a temporary folder and compares with
 the committed files after ``normalize`` (the volatile parts: the float error against
 eager, and record line numbers in torch's log). Commands run in order: later ones read what earlier ones wrote.
 
@@ -109,7 +109,9 @@ def run_command(command: Command, work: Path) -> str:
     argv[0] = str(Path(sys.executable).parent / "spyre-provenance")
     env = {**os.environ, "PYTHONHASHSEED": "0", "COLUMNS": "100"}
     env.pop("TORCH_TRACE", None)
-    done = subprocess.run(argv, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    done = subprocess.run(
+        argv, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False
+    )
     return transcript(command.line, done.stdout, done.returncode)
 
 

@@ -3,7 +3,7 @@
     python docs/scripts/screenshot.py      # writes docs/img/provenance_page_mlp.png
 
 Runs ``compile mlp --backend reference`` into a scratch folder, ``open``s it, and takes the
-screenshot through the browser test's own helper (``tests/test_browser.check_in_browser``:
+screenshot through the browser test's own helper (``tests/browser/test_browser.check_in_browser``:
 Debian's chromium, headless, driven by Playwright), which hovers the first kernel call
 line, so the picture shows a kernel and the post-grad and pre-grad nodes it lights up. The
 helper's check must pass (every kernel lights exactly its mapped nodes) or nothing is written.
@@ -22,14 +22,17 @@ TARGET = ROOT / "docs" / "img" / "provenance_page_mlp.png"
 
 
 def main() -> int:
-    sys.path.insert(0, str(ROOT / "tests"))
+    # the browser test and the helpers it imports (tests/ is on its path, as pytest puts it)
+    sys.path[:0] = [str(ROOT / "tests" / "browser"), str(ROOT / "tests")]
     import test_browser  # the browser test's helpers: the same page, the same check
     from playwright.sync_api import sync_playwright
 
     exe = Path(sys.executable).parent / "spyre-provenance"
     work = Path(tempfile.mkdtemp(prefix="spyre-provenance-shot-"))
     try:
-        subprocess.run([exe, "compile", "mlp", "--backend", "reference", "--no-tlparse", "--out", work / "out"], check=True)
+        subprocess.run(
+            [exe, "compile", "mlp", "--backend", "reference", "--no-tlparse", "--out", work / "out"], check=True
+        )
         opened = subprocess.run(
             [exe, "open", work / "out", "--no-browser"], check=True, stdout=subprocess.PIPE, text=True
         )

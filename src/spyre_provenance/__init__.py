@@ -10,7 +10,7 @@ backends do, lazily, so ``import spyre_provenance`` stays cheap for the validato
 from __future__ import annotations
 
 # the one place the version is written: pyproject reads it ([tool.hatch.version]), and
-# CHANGELOG.md's newest released heading must equal it (tests/test_docs.py)
+# CHANGELOG.md's newest released heading must equal it (tests/unit/test_docs.py)
 __version__ = "0.1.0"
 
 __all__ = [

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import spyre_provenance
+from where import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 OUTPUTS = DOCS / "outputs"
@@ -34,7 +35,10 @@ schema_page = _load(DOCS / "hooks" / "schemas.py", "docs_schema_page")
 
 def code_blocks(text: str) -> list[tuple[str, list[str]]]:
     """(info string, lines) of every fenced block."""
-    return [(m.group(1), m.group(2).splitlines()) for m in re.finditer(r"^```(\w*)\n(.*?)^```", text, re.MULTILINE | re.DOTALL)]
+    return [
+        (m.group(1), m.group(2).splitlines())
+        for m in re.finditer(r"^```(\w*)\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    ]
 
 
 def links(text: str) -> list[str]:

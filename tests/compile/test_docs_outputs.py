@@ -18,11 +18,12 @@ import importlib.metadata
 import importlib.util
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from where import REPO
+
+ROOT = REPO
 SCRIPT = ROOT / "docs" / "scripts" / "regen_outputs.py"
 
 
