@@ -35,6 +35,11 @@ ROOT = Path(__file__).resolve().parents[2]
 OUTPUTS = ROOT / "docs" / "outputs"
 #: the torch the committed outputs were made with
 TORCH = "2.13.0"
+#: where the outputs show this checkout: lookup prints source files as the artifacts hold
+#: them (absolute), and a reader's checkout is somewhere of its own
+DISPLAY_ROOT = "/home/you/spyre-provenance"
+#: what torch's profiler (kineto) prints to stderr, stamped with the time and process id
+PROFILER_NOISE = re.compile(r"^(?:USDT|STAGE):\d{4}-\d\d-\d\d .*\n", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,12 @@ COMMANDS: list[Command] = [
     Command("audit", "spyre-provenance audit mlp --backend reference --dtype float16 --out out/audit", compiles=True),
     # run time: from a kernel name met at run time to the source (docs/runtime.md)
     Command("lookup", "spyre-provenance lookup sdsc_fused_addmm_relu_t_0_il7ixi06 --in out/demo"),
+    Command("lookup-key", "spyre-provenance lookup sdsc_fused_mm_t_5:6 --in out/train"),
+    Command("lookup-unknown", "spyre-provenance lookup sdsc_fused_addmm_gelu_0 --in out/demo"),
+    Command("compile-profile", "spyre-provenance compile mlp --train --profile --out out/profiled", compiles=True),
+    Command("annotate", "spyre-provenance annotate out/profiled/profile/mlp.trace.json --from out/profiled -o annotated.json"),
+    Command("help-lookup", "spyre-provenance lookup --help"),
+    Command("help-annotate", "spyre-provenance annotate --help"),
 ]
 
 #: what ``bad/`` holds: a mapping whose inverse maps disagree (from the hostile-input corpus)
@@ -79,7 +90,7 @@ def normalize(text: str) -> str:
     text = re.sub(r"\(line \d+\)", "(line <N>)", text)
     # lookup prints source files as the artifacts hold them (absolute, in this checkout),
     # and OpSpec handle ids are content hashes of them
-    text = text.replace(str(ROOT), "<checkout>")
+    text = text.replace(str(ROOT), "<checkout>").replace(DISPLAY_ROOT, "<checkout>")
     return re.sub(r"handle \d+", "handle <ID>", text)
 
 
@@ -94,6 +105,7 @@ def workdir() -> Path:
 def transcript(line: str, output: str, returncode: int) -> str:
     """What an outputs file holds: the command after ``$ ``, what it printed, and the exit
     status when it is not 0."""
+    output = PROFILER_NOISE.sub("", output).replace(str(ROOT), DISPLAY_ROOT)
     text = f"$ {line}\n{output}"
     if not text.endswith("\n"):
         text += "\n"
