@@ -40,8 +40,12 @@ COMMANDS = {c.name: c for c in regen.COMMANDS}
 
 #: outputs whose command is exactly a session compile: name -> (compile_case args, the --out it shows)
 SESSION_COMPILES = {"compile": (("mlp",), "out/demo"), "compile-train": (("mlp", "--train"), "out/train")}
-#: commands that run here and read out/demo, the session's compile_case("mlp")
-READ_DEMO = ("validate", "diff-same", "lookup")
+#: commands that run here and read out/demo, the session's compile_case("mlp"), or
+#: out/train, its compile_case("mlp", "--train")
+READ_DEMO = ("validate", "diff-same", "lookup", "lookup-unknown")
+READ_TRAIN = ("lookup-key",)
+#: commands that read out/profiled, which compile-profile writes in the scratch folder
+READ_PROFILED = ("annotate",)
 
 
 @pytest.fixture(autouse=True)
@@ -77,7 +81,8 @@ def test_every_command_has_its_output_and_every_output_its_command():
 
 
 @pytest.mark.parametrize(
-    "name", [n for n, c in COMMANDS.items() if not c.compiles and n not in READ_DEMO and n != "open"]
+    "name",
+    [n for n, c in COMMANDS.items() if not c.compiles and n not in (*READ_DEMO, *READ_TRAIN, *READ_PROFILED, "open")],
 )
 def test_output_without_a_compile(name, work):
     assert_same(name, regen.run_command(COMMANDS[name], work))
@@ -93,13 +98,25 @@ def test_compile_output_is_the_session_compile(name, compile_case):
     assert_same(name, regen.transcript(COMMANDS[name].line, printed, case.returncode))
 
 
+def _link(work, shown: str, case) -> None:
+    """``work/<shown>`` is the session compile ``case``'s output folder."""
+    folder = work / shown
+    if not folder.exists():
+        folder.parent.mkdir(exist_ok=True)
+        folder.symlink_to(case.out, target_is_directory=True)
+
+
 @pytest.mark.compile
 @pytest.mark.parametrize("name", READ_DEMO)
 def test_output_on_the_demo_compile(name, work, compile_case):
-    demo = work / "out" / "demo"
-    if not demo.exists():
-        demo.parent.mkdir(exist_ok=True)
-        demo.symlink_to(compile_case("mlp").out, target_is_directory=True)
+    _link(work, "out/demo", compile_case("mlp"))
+    assert_same(name, regen.run_command(COMMANDS[name], work))
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("name", READ_TRAIN)
+def test_output_on_the_training_compile(name, work, compile_case):
+    _link(work, "out/train", compile_case("mlp", "--train"))
     assert_same(name, regen.run_command(COMMANDS[name], work))
 
 
@@ -111,7 +128,27 @@ def test_open_output_is_the_session_open(open_case):
     assert_same("open", regen.transcript(COMMANDS["open"].line, printed, opened.returncode))
 
 
+@pytest.fixture(scope="module")
+def compiled_here(work):
+    """The commands that compile in the scratch folder, each run once: name -> transcript."""
+    done: dict[str, str] = {}
+
+    def run(name: str) -> str:
+        if name not in done:
+            done[name] = regen.run_command(COMMANDS[name], work)
+        return done[name]
+
+    return run
+
+
 @pytest.mark.compile
 @pytest.mark.parametrize("name", [n for n, c in COMMANDS.items() if c.compiles and n not in SESSION_COMPILES])
-def test_output_of_a_command_that_compiles_itself(name, work):
+def test_output_of_a_command_that_compiles_itself(name, compiled_here):
+    assert_same(name, compiled_here(name))
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("name", READ_PROFILED)
+def test_output_on_the_profiled_compile(name, work, compiled_here):
+    compiled_here("compile-profile")
     assert_same(name, regen.run_command(COMMANDS[name], work))
