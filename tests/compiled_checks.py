@@ -61,7 +61,9 @@ def pages_link_every_kernel(case, *, upstream: bool = False) -> None:
     (stock Inductor's own mapping): a kernel that mapping lists with graph inputs only is
     the one exception, and only when the summary's hint names it."""
     logged = compiled_graphs(case)
-    pages = [Path(line.split("provenance page: ", 1)[1]) for line in case.stdout.splitlines() if "provenance page: " in line]
+    pages = [
+        Path(line.split("provenance page: ", 1)[1]) for line in case.stdout.splitlines() if "provenance page: " in line
+    ]
     assert len(pages) == len(logged) >= 1, case.stdout
     for path, graph in zip(pages, logged, strict=True):
         page = tlparse_page.parse_page(path.read_text())
@@ -102,7 +104,9 @@ def sources_and_pre_grad(case, *, complete: bool) -> None:
         diagnostics, coverage = graph.diagnostics, graph.diagnostics["coverage"]
         no_source = [k for k, traces in graph.stack_traces.items() if not any(t.strip() for t in traces)]
         post_to_pre = graph.node_mappings.get("postToPre", {})
-        no_pre_grad = [k for k, nodes in graph.node_mappings["cppCodeToPost"].items() if not any(post_to_pre.get(n) for n in nodes)]
+        no_pre_grad = [
+            k for k, nodes in graph.node_mappings["cppCodeToPost"].items() if not any(post_to_pre.get(n) for n in nodes)
+        ]
         assert [gap["kernel"] for gap in diagnostics["without_source"]] == no_source
         assert [gap["kernel"] for gap in diagnostics["without_pre_grad"]] == no_pre_grad
         assert all(gap["why"] for gap in diagnostics["without_source"] + diagnostics["without_pre_grad"])
@@ -111,7 +115,13 @@ def sources_and_pre_grad(case, *, complete: bool) -> None:
         if complete:
             assert no_source == [] and no_pre_grad == [], (graph.compile_id, no_source, no_pre_grad)
         counted.append((coverage["kernels_with_source"], coverage["kernels_with_pre_grad"], coverage["kernels"]))
-    sourced = [line.strip() for line in case.stdout.splitlines() if line.strip().startswith("kernels with a source line:")]
-    reaching = [line.strip() for line in case.stdout.splitlines() if line.strip().startswith("kernels reaching a pre-grad node:")]
+    sourced = [
+        line.strip() for line in case.stdout.splitlines() if line.strip().startswith("kernels with a source line:")
+    ]
+    reaching = [
+        line.strip()
+        for line in case.stdout.splitlines()
+        if line.strip().startswith("kernels reaching a pre-grad node:")
+    ]
     assert sourced == [f"kernels with a source line: {s}/{n}" for s, _, n in counted]
     assert reaching == [f"kernels reaching a pre-grad node: {p}/{n}" for _, p, n in counted]

@@ -73,7 +73,9 @@ class CompileServer:
         read_fd, write_fd = os.pipe()
         self.proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).parent / "compile_server.py"), str(write_fd)],
-            stdin=subprocess.PIPE, text=True, pass_fds=(write_fd,),
+            stdin=subprocess.PIPE,
+            text=True,
+            pass_fds=(write_fd,),
         )
         os.close(write_fd)
         self.replies = os.fdopen(read_fd, "r")
@@ -117,7 +119,9 @@ def compile_server() -> CompileServer:
 
 
 @pytest.fixture(scope="session")
-def compile_case(tmp_path_factory: pytest.TempPathFactory, compile_server: CompileServer) -> Callable[..., CompiledCase]:
+def compile_case(
+    tmp_path_factory: pytest.TempPathFactory, compile_server: CompileServer
+) -> Callable[..., CompiledCase]:
     """``compile_case("mlp", "--backend", "inductor")``: the real command, run once per
     distinct argument list per session in the session's compile worker (a compile takes
     7-20 s in a fresh process here), so every test module that needs the same compile
@@ -194,7 +198,10 @@ FUZZ_EXAMPLES_DEFAULT = 25  # what `make test` runs: seconds, not minutes
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--fuzz-examples", type=int, default=None, metavar="N",
+        "--fuzz-examples",
+        type=int,
+        default=None,
+        metavar="N",
         help=f"hypothesis examples per `fuzz` test (default: ${FUZZ_EXAMPLES_ENV}, else {FUZZ_EXAMPLES_DEFAULT}); "
         "a long run: pytest -m fuzz --fuzz-examples 5000",
     )

@@ -39,11 +39,19 @@ class FreshProcess:
         return [sys.executable, *head, *map(str, args)]
 
     def run(
-        self, *args: object, env: Mapping[str, str] | None = None, cwd: Path | None = None,
-        driver: str | None = None, timeout: float = TIMEOUT,
+        self,
+        *args: object,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        driver: str | None = None,
+        timeout: float = TIMEOUT,
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            self.argv(*args, driver=driver), capture_output=True, text=True, env=environment(env), cwd=cwd,
+            self.argv(*args, driver=driver),
+            capture_output=True,
+            text=True,
+            env=environment(env),
+            cwd=cwd,
             timeout=timeout,
         )
 

@@ -30,10 +30,14 @@ COLLECTIVES_215 = re.compile(
 # 2.15 records a matmul's reshape as aten._unsafe_view where 2.13 has aten.view, so the fused
 # kernel's name (from original_aten), its handle's aten_op and its bundle folder change with it
 UNSAFE_VIEW_215 = (
-    re.compile(_GRAPH + r": kernel renamed: sdsc_fused_(\w+)_view_(\d+):(\d+) -> "
-               r"sdsc_fused__unsafe_view_\1_\2:\3 \(same post-grad nodes\)"),
-    re.compile(_GRAPH + r": OpSpec sdsc_fused__unsafe_view_\w+:\d+ buf\d+ \(\w+\): handle constituent view_\d+ "
-               r"aten_op aten\.view\.default -> aten\._unsafe_view\.default"),
+    re.compile(
+        _GRAPH + r": kernel renamed: sdsc_fused_(\w+)_view_(\d+):(\d+) -> "
+        r"sdsc_fused__unsafe_view_\1_\2:\3 \(same post-grad nodes\)"
+    ),
+    re.compile(
+        _GRAPH + r": OpSpec sdsc_fused__unsafe_view_\w+:\d+ buf\d+ \(\w+\): handle constituent view_\d+ "
+        r"aten_op aten\.view\.default -> aten\._unsafe_view\.default"
+    ),
     re.compile(r"bundle sdsc_fused_\w+_view_\d+/sdsc_\d+\.json only in golden/residual"),
     re.compile(r"bundle sdsc_fused__unsafe_view_\w+_\d+/sdsc_\d+\.json only in this run"),
 )

@@ -74,7 +74,10 @@ COMMANDS: list[Command] = [
     Command("lookup-key", "spyre-provenance lookup sdsc_fused_mm_t_5:6 --in out/train"),
     Command("lookup-unknown", "spyre-provenance lookup sdsc_fused_addmm_gelu_0 --in out/demo"),
     Command("compile-profile", "spyre-provenance compile mlp --train --profile --out out/profiled", compiles=True),
-    Command("annotate", "spyre-provenance annotate out/profiled/profile/mlp.trace.json --from out/profiled -o annotated.json"),
+    Command(
+        "annotate",
+        "spyre-provenance annotate out/profiled/profile/mlp.trace.json --from out/profiled -o annotated.json",
+    ),
     Command("help-lookup", "spyre-provenance lookup --help"),
     Command("help-annotate", "spyre-provenance annotate --help"),
 ]

@@ -14,8 +14,15 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 __all__ = [
-    "__version__", "enable", "disable", "tracking", "compile_request", "CompileRequest", "CompileOutcome",
-    "lookup", "annotate",
+    "__version__",
+    "enable",
+    "disable",
+    "tracking",
+    "compile_request",
+    "CompileRequest",
+    "CompileOutcome",
+    "lookup",
+    "annotate",
 ]
 
 
@@ -39,7 +46,9 @@ def _lookup(*names: str, from_=()):
     from ``from_`` (``--out`` folders, TORCH_TRACE logs; default ``./out``)."""
     from spyre_provenance.runtime import index, lookup
 
-    return lookup.lookup(list(names), index.build([from_] if isinstance(from_, (str, bytes)) or hasattr(from_, "__fspath__") else from_))
+    return lookup.lookup(
+        list(names), index.build([from_] if isinstance(from_, (str, bytes)) or hasattr(from_, "__fspath__") else from_)
+    )
 
 
 def _annotate(trace, from_=(), output=None):

@@ -166,7 +166,11 @@ def _commit(sha: str) -> str:
 def toolchain_text(audit: AuditV1) -> str:
     t = audit.toolchain
     torch = f"torch {t.torch or 'unknown'}" + (f" (git {_commit(t.torch_git)})" if t.torch_git else "")
-    spyre = f"torch-spyre {t.torch_spyre}" + (f" (git {_commit(t.torch_spyre_git)})" if t.torch_spyre_git else "") if t.torch_spyre else "no torch-spyre"
+    spyre = (
+        f"torch-spyre {t.torch_spyre}" + (f" (git {_commit(t.torch_spyre_git)})" if t.torch_spyre_git else "")
+        if t.torch_spyre
+        else "no torch-spyre"
+    )
     return f"{torch}, {spyre}, spyre-provenance {t.spyre_provenance}"
 
 
@@ -229,7 +233,9 @@ def _compare_stages(head: str, old: GraphAudit, new: GraphAudit, lines: list[str
                 lines.append(f"{where}: no longer applies (was {_ratio(ca)})")
             elif _share_below(cb, ca):
                 lost = [n for n in cb.missing if n not in ca.missing] or cb.missing
-                line = f"{where}: coverage fell {_ratio(ca)} -> {_ratio(cb)}" + (f", lacking on {', '.join(lost)}" if lost else "")
+                line = f"{where}: coverage fell {_ratio(ca)} -> {_ratio(cb)}" + (
+                    f", lacking on {', '.join(lost)}" if lost else ""
+                )
                 if field in RUN_DEPENDENT:
                     line += " (a run-dependent field: see how it was measured)"
                 lines.append(line)
@@ -238,7 +244,9 @@ def _compare_stages(head: str, old: GraphAudit, new: GraphAudit, lines: list[str
                 lines.append(f"{where}: coverage rose {_ratio(ca)} -> {_ratio(cb)}")
 
 
-def _compare_kernels(head: str, old: list[KernelAudit], new: list[KernelAudit], lines: list[str], failures: list[str]) -> None:
+def _compare_kernels(
+    head: str, old: list[KernelAudit], new: list[KernelAudit], lines: list[str], failures: list[str]
+) -> None:
     by_key_old, by_key_new = {k.key: k for k in old}, {k.key: k for k in new}
     paired = pair_kernels({k.key: k.nodes for k in old}, {k.key: k.nodes for k in new})
     pairs = [(k, by_key_new[k.key]) for k in old if k.key in by_key_new]
@@ -334,7 +342,11 @@ def render_markdown(audit: AuditV1, changes: Changes | None = None, against: str
     else:
         out += [f"Against `{against}`.", ""] + [f"- {t}" for t in changes.toolchains] + [""]
         out += [f"- {line}" for line in changes.lines] or ["- nothing moved"]
-        out += ["", f"Verdict: {'coverage fell, or a kernel lost its mapping or link (exit 1)' if changes.fell else 'no coverage fell, no mapping or link lost'}.", ""]
+        out += [
+            "",
+            f"Verdict: {'coverage fell, or a kernel lost its mapping or link (exit 1)' if changes.fell else 'no coverage fell, no mapping or link lost'}.",
+            "",
+        ]
     return "\n".join(out)
 
 
@@ -347,18 +359,31 @@ def _graph_markdown(graph: GraphAudit) -> list[str]:
         if not any(field in s.fields for s in graph.stages):
             continue
         out.append(f"| `{field}` | " + " | ".join(cell(s.fields.get(field)) for s in graph.stages) + " |")
-    named = [f"{STAGE_HEADS[s.name]} = {STAGE_TITLES[s.name]}" for s in graph.stages if STAGE_HEADS[s.name] != STAGE_TITLES[s.name]]
+    named = [
+        f"{STAGE_HEADS[s.name]} = {STAGE_TITLES[s.name]}"
+        for s in graph.stages
+        if STAGE_HEADS[s.name] != STAGE_TITLES[s.name]
+    ]
     out += ["", "Stages: " + "; ".join(named) + ". Node counts are in brackets.", ""]
     out += ["### 2. Where each field is dropped", ""]
     out += [f"- {drop_text(d, graph.stages)}" for d in graph.drops] or ["- no field loses coverage at any stage"]
-    out += ["", "### 3. Kernels", "", "| kernel | get_kernel_metadata | OpSpecs (debug handle) | mapped | linked |", "|---|---|---|---|---|"]
+    out += [
+        "",
+        "### 3. Kernels",
+        "",
+        "| kernel | get_kernel_metadata | OpSpecs (debug handle) | mapped | linked |",
+        "|---|---|---|---|---|",
+    ]
     for k in graph.kernels:
-        specs = "➖" if k.opspecs is None else ", ".join(
-            f"{s.buffer or '?'} {s.op} {LEGEND['all'] if s.handle else LEGEND['empty']}" for s in k.opspecs
-        ) or "none"
-        out.append(
-            f"| `{k.key}` | {k.metadata or '(none)'} | {specs} | {_yes(k.mapped)} | {_yes(k.linked)} |"
+        specs = (
+            "➖"
+            if k.opspecs is None
+            else ", ".join(
+                f"{s.buffer or '?'} {s.op} {LEGEND['all'] if s.handle else LEGEND['empty']}" for s in k.opspecs
+            )
+            or "none"
         )
+        out.append(f"| `{k.key}` | {k.metadata or '(none)'} | {specs} | {_yes(k.mapped)} | {_yes(k.linked)} |")
     if graph.lost:
         out += ["", "What the audit could not read on this graph:", ""] + [f"- {line}" for line in graph.lost]
     out.append("")
@@ -369,14 +394,18 @@ def _yes(flag: bool) -> str:
     return "yes" if flag else "**no**"
 
 
-def render_short(audit: AuditV1, written: Sequence[str] = (), changes: Changes | None = None, against: str | None = None) -> str:
+def render_short(
+    audit: AuditV1, written: Sequence[str] = (), changes: Changes | None = None, against: str | None = None
+) -> str:
     """What ``audit`` prints: per graph, the stages' counts in one line, the drops, the kernels;
     then the changes since the previous run."""
     out = [f"audit of {title(audit)}: {len(audit.graphs)} graph(s); {toolchain_text(audit)}"]
     for graph in audit.graphs:
-        out.append(f"  graph {graph.compile_id} {graph.graph}: " + ", ".join(
-            f"{STAGE_HEADS[s.name]} {len(s.nodes)}" for s in graph.stages
-        ) + " node(s)")
+        out.append(
+            f"  graph {graph.compile_id} {graph.graph}: "
+            + ", ".join(f"{STAGE_HEADS[s.name]} {len(s.nodes)}" for s in graph.stages)
+            + " node(s)"
+        )
         full = [f for f in FIELDS if _full_everywhere(graph.stages, f)]
         if full:
             out.append(f"    present on all nodes wherever counted: {', '.join(full)}")
@@ -390,10 +419,15 @@ def render_short(audit: AuditV1, written: Sequence[str] = (), changes: Changes |
             line += f"; OpSpecs {len(specs)}, with debug handle {handles}/{len(specs)}"
         out.append(line)
         out += [f"    could not read: {line}" for line in graph.lost]
-    out.append(f"  {RUN_DEPENDENT[0]} and {RUN_DEPENDENT[1]} are run-dependent: measured with provenance_tracking_level"
-               f" {audit.measured.provenance_tracking_level}, graph caches {audit.measured.graph_caches}")
+    out.append(
+        f"  {RUN_DEPENDENT[0]} and {RUN_DEPENDENT[1]} are run-dependent: measured with provenance_tracking_level"
+        f" {audit.measured.provenance_tracking_level}, graph caches {audit.measured.graph_caches}"
+    )
     if changes is not None:
-        out.append(f"  changes since {against}: {len(changes.lines)}" + (f", {len(changes.failures)} of them LOST coverage, a mapping or a link" if changes.fell else ""))
+        out.append(
+            f"  changes since {against}: {len(changes.lines)}"
+            + (f", {len(changes.failures)} of them LOST coverage, a mapping or a link" if changes.fell else "")
+        )
         out += [f"    {line}" for line in changes.lines]
         out += [f"    {t}" for t in changes.toolchains]
     if written:

@@ -161,7 +161,10 @@ def _map(value: Any) -> dict[str, list[str]]:
 
 
 def _call_sites(
-    code: str, cpp_to_post: Mapping[str, list[str]], graph: PostGradGraph | None, found: _Findings,
+    code: str,
+    cpp_to_post: Mapping[str, list[str]],
+    graph: PostGradGraph | None,
+    found: _Findings,
     linked_keys: list[str],
 ) -> tuple[int, int]:
     """(call sites, linked call sites); the linked ones' keys go to ``linked_keys``, the
@@ -176,7 +179,9 @@ def _call_sites(
             continue
         if not cpp_to_post.get(site.key):
             found.bad(
-                "call-sites", site.key, f"called at wrapper line {site.line} but not a mapping key"
+                "call-sites",
+                site.key,
+                f"called at wrapper line {site.line} but not a mapping key"
                 + (" (mapped to no node)" if site.key in cpp_to_post else ""),
             )
             continue
@@ -218,7 +223,8 @@ def _kernel_links(graph: PostGradGraph, cpp_to_post: Mapping[str, list[str]], fo
             found.bad("kernel-link", key, f"maps to {name}, which is not a node of the post-grad graph")
         if names and not missing and not any(graph.has_line(n) for n in names):
             found.gap(
-                "kernel-link", key,
+                "kernel-link",
+                key,
                 f"maps only to {', '.join(names)}, which {'has' if len(names) == 1 else 'have'} no line of"
                 " its own in the post-grad graph (graph inputs): tlparse highlights nothing for it",
             )
@@ -246,7 +252,8 @@ def _node_reach(
         inside = kernels_of_users(graph, node.name, kernels_of)
         if inside:
             found.gap(
-                "node-reach", node.name,
+                "node-reach",
+                node.name,
                 f"post-grad compute node ({node.op}) is computed inside {', '.join(inside)} (inlined into its"
                 " users), but no kernel lists it",
             )
@@ -315,10 +322,14 @@ def handle_nodes(hid: str, handles: Mapping[str, Any], buffers: Iterable[str]) -
         found = handles.get(key)
         return found if isinstance(found, Mapping) else {}
 
-    return named_nodes(hid, lambda key: entry(key).get("ir_chain") or (), lambda key: entry(key).get("fused_from") or (), buffers)
+    return named_nodes(
+        hid, lambda key: entry(key).get("ir_chain") or (), lambda key: entry(key).get("fused_from") or (), buffers
+    )
 
 
-def _fused(hid: str, handles: Mapping[str, Any], buffers: set[str], place: str, found: _Findings, seen: set[str]) -> None:
+def _fused(
+    hid: str, handles: Mapping[str, Any], buffers: set[str], place: str, found: _Findings, seen: set[str]
+) -> None:
     if hid in seen:
         return
     seen.add(hid)
@@ -332,9 +343,15 @@ def _fused(hid: str, handles: Mapping[str, Any], buffers: set[str], place: str, 
         missing = [n for n in own if n not in listed]
         extra = [n for n in listed if n not in own]
         if missing:
-            found.bad("fused-constituents", place, f"handle fuses {', '.join(own)} but lists no constituent for {', '.join(missing)}")
+            found.bad(
+                "fused-constituents",
+                place,
+                f"handle fuses {', '.join(own)} but lists no constituent for {', '.join(missing)}",
+            )
         if extra:
-            found.bad("fused-constituents", place, f"handle lists constituent(s) {', '.join(extra)} outside its ir_chain")
+            found.bad(
+                "fused-constituents", place, f"handle lists constituent(s) {', '.join(extra)} outside its ir_chain"
+            )
         for child in children:
             if child not in handles:
                 found.bad("fused-constituents", place, f"constituent handle {child} is not in the handles table")
@@ -353,8 +370,13 @@ def judge_logged(graph: LoggedGraph, where: str = "") -> GraphCoverage:
 
     parsed = parse_post_grad_graph(graph.post_grad_graph) if graph.post_grad_graph is not None else None
     return judge(
-        graph.output_code, parsed, graph.node_mappings, graph.opspec_handles, graph.stack_traces,
-        upstream=graph.upstream, where=where,
+        graph.output_code,
+        parsed,
+        graph.node_mappings,
+        graph.opspec_handles,
+        graph.stack_traces,
+        upstream=graph.upstream,
+        where=where,
     )
 
 

@@ -54,6 +54,7 @@ class Verdict:
     def exit_code(self) -> int:
         return _EXIT[self.state]
 
+
 # torch is an optional extra: what to install for the commands (and the API) that compile
 TORCH_EXTRA = "pip install 'spyre-provenance[compile]'"
 

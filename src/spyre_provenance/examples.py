@@ -181,18 +181,14 @@ data_parallel.__doc__ = DataParallelSyncNorm.__doc__
 RANKED_EXAMPLES: dict[str, Factory] = {"tensor_parallel": tensor_parallel, "data_parallel": data_parallel}
 
 
-def load_model(
-    spec: str, dtype: torch.dtype | None = torch.float32
-) -> tuple[nn.Module, tuple[Tensor, ...]]:
+def load_model(spec: str, dtype: torch.dtype | None = torch.float32) -> tuple[nn.Module, tuple[Tensor, ...]]:
     """A built-in name, or ``PATH.py:FACTORY`` where ``FACTORY()`` returns (module, inputs):
     the module and the inputs of its first call (``load_calls`` has every call)."""
     model, calls = load_calls(spec, dtype)
     return model, calls[0]
 
 
-def load_calls(
-    spec: str, dtype: torch.dtype | None = torch.float32
-) -> tuple[nn.Module, list[tuple[Tensor, ...]]]:
+def load_calls(spec: str, dtype: torch.dtype | None = torch.float32) -> tuple[nn.Module, list[tuple[Tensor, ...]]]:
     """A built-in name, or ``PATH.py:FACTORY`` where ``FACTORY()`` returns (module, inputs).
 
     ``inputs`` is a tuple of the model's arguments (a single tensor is one argument), or a

@@ -144,8 +144,12 @@ def source_gaps(
         inputs = [n for n in nodes if (node := graph.get(n)) is not None and node.kind == "placeholder"]
         if key in offered:
             link = offered[key]
-            how = {"write-back": "the value it writes back", "consumer": "a node reading what it computes",
-                   "inlined": "a node computed inside it", "inputs": "a value it is computed from"}[link.why]
+            how = {
+                "write-back": "the value it writes back",
+                "consumer": "a node reading what it computes",
+                "inlined": "a node computed inside it",
+                "inputs": "a value it is computed from",
+            }[link.why]
             why = f"stock Inductor's stack traces give it none; {BEYOND_UPSTREAM} takes the one of {link.node}, {how}"
         elif nodes and len(inputs) == len(nodes):
             why = f"copies graph input {', '.join(inputs)}, and no node reading it carries a stack trace"
@@ -262,16 +266,21 @@ def pre_grad_gaps(
         if not pre_grad_known:
             why = "no pre-grad graph was logged for this compile"
         elif would is not None:
-            how = {"seq_nr": "through the forward op it differentiates (seq_nr)", "write-back": "as the value it writes back",
-                   "consumer": "through the nodes reading it", "inputs": "through the values it is computed from"}[would.why]
+            how = {
+                "seq_nr": "through the forward op it differentiates (seq_nr)",
+                "write-back": "as the value it writes back",
+                "consumer": "through the nodes reading it",
+                "inputs": "through the values it is computed from",
+            }[would.why]
             why = (
                 f"stock Inductor links only from_node chains; {BEYOND_UPSTREAM} links {would.node} to"
                 f" {', '.join(would.pre_grad)} {how}"
             )
         elif nodes and all(_is_input(graph, n) for n in nodes):
             why = f"copies graph input {', '.join(nodes)}" + (
-                ", which no linked node reads" if beyond else
-                f": stock Inductor's mapping lists only the input, which has no pre-grad node ({BEYOND_UPSTREAM}"
+                ", which no linked node reads"
+                if beyond
+                else f": stock Inductor's mapping lists only the input, which has no pre-grad node ({BEYOND_UPSTREAM}"
                 " lists the nodes reading the copy)"
             )
         elif backward and facts and all(f.gradient_acc for f in facts):

@@ -23,6 +23,7 @@ from spyre_provenance.support import gc_paused
 DEFAULT_MAX_BYTES = 2**30  # files larger than this are refused unless the limit is raised
 MAX_BYTES_ENV = "SPYRE_PROVENANCE_MAX_BYTES"  # the limit for every command (validate: --max-bytes)
 
+
 def parse_json(data: bytes | str, *, location: str = "") -> tuple[Any, list[tuple[Any, ...]]]:
     """Parse JSON text, noting every duplicated object key (``json.loads`` drops them).
 

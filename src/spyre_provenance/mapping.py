@@ -132,9 +132,7 @@ def kernel_nodes(record: KernelRecord) -> KernelNodes:
         nodes=nodes,
         handleless_opspecs=handleless,
         only_in_handles=[n for n in from_handles if n not in origins],
-        only_in_origins=(
-            [] if handleless else [n for n in record.post_grad_nodes if n not in from_handles]
-        ),
+        only_in_origins=([] if handleless else [n for n in record.post_grad_nodes if n not in from_handles]),
     )
 
 
@@ -356,7 +354,10 @@ def infer_links(records: Sequence[KernelRecord], graph: PostGradGraph) -> list[I
 
     Graph order, then call-site order; nothing a kernel already lists.
     """
-    nodes_of = {r.key: list(dict.fromkeys(kernel_nodes(r).nodes if r.opspecs is not None else r.post_grad_nodes)) for r in records}
+    nodes_of = {
+        r.key: list(dict.fromkeys(kernel_nodes(r).nodes if r.opspecs is not None else r.post_grad_nodes))
+        for r in records
+    }
     found: list[Inferred] = []
     for record in sorted(records, key=lambda r: r.handle):
         own = nodes_of[record.key]
@@ -400,10 +401,7 @@ def matches_upstream(ours: NodeMappingsV2, upstream: dict[str, Any]) -> bool | N
     if not theirs.get("cppCodeToPost"):
         return None
     mine = msgspec.to_builtins(ours)
-    return all(
-        {k: list(v) for k, v in theirs.get(key, {}).items()} == mine[key]
-        for key in MAP_FIELDS
-    )
+    return all({k: list(v) for k, v in theirs.get(key, {}).items()} == mine[key] for key in MAP_FIELDS)
 
 
 def diagnostics_document(result: GraphResult) -> dict[str, Any]:

@@ -142,7 +142,9 @@ class ProvenanceRegression:
             stale = []
         hints = comparison.hints if comparison is not None else []
         if mismatched or stale:
-            lines = golden.render(comparison, _rel(case_dir, self.request), "this run").splitlines() if comparison else []
+            lines = (
+                golden.render(comparison, _rel(case_dir, self.request), "this run").splitlines() if comparison else []
+            )
             if comparison is not None and comparison.equal:  # equal provenance, other files
                 lines = [f"golden files differ from this run: {', '.join(mismatched + stale)}"] + lines[1:]
             lines += [f"golden file no longer produced: {rel}" for rel in stale]
@@ -205,7 +207,9 @@ def _compile(model: Any, inputs: tuple[Any, ...], backend: str, train: bool) -> 
     from spyre_provenance.capture import compile_job, emit
     from spyre_provenance.errors import UnusableInput
 
-    request = compile_job.CompileRequest(model=_model_name(model), instance=(model, inputs), backend=backend, train=train)
+    request = compile_job.CompileRequest(
+        model=_model_name(model), instance=(model, inputs), backend=backend, train=train
+    )
     try:
         with _quiet_trace_log():
             outcome = compile_job.compile_request(request)
@@ -255,7 +259,9 @@ def _dtype(model: Any, inputs: tuple[Any, ...]) -> str:
 
 
 @pytest.fixture
-def provenance_regression(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> ProvenanceRegression:
+def provenance_regression(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> ProvenanceRegression:
     """Compare a compile's provenance with a golden beside the test (``--force-regen``
     rewrites it). Needs torch and pytest-regressions: ``pip install 'spyre-provenance[pytest]'``;
     without them the test fails with one line naming that install. Example::

@@ -14,8 +14,13 @@ from spyre_provenance.runtime import index, trace_stream
 
 
 def test_quick_run_prints_both_tables_and_a_verdict():
-    done = subprocess.run([sys.executable, "-m", "spyre_provenance.bench.runtime", "--quick"],
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "spyre_provenance.bench.runtime", "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     text = done.stdout
     assert text.startswith(f"#### {runtime.SECTION}. Run time")

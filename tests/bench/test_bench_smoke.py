@@ -58,7 +58,9 @@ def quick_table(tmp_path_factory: pytest.TempPathFactory) -> str:
     raw = tmp_path_factory.mktemp("bench") / "raw.json"
     done = subprocess.run(
         [sys.executable, "-m", "spyre_provenance.bench", "--quick", "--json", str(raw)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(raw.read_bytes())["compile"]["models"], "raw measurements written"
@@ -87,7 +89,10 @@ def test_compile_table_has_finite_ratios_for_each_model(quick_table: str) -> Non
 def test_throughput_tables_have_finite_ratios(quick_table: str) -> None:
     _, validation, build, scaling, _audit, _whole = tables(quick_table)
     assert [row["path"].split(":")[0] for row in validation] == [
-        "`json.loads` (the floor)", "`json.loads`, cyclic GC paused", "fast path", "JSON Schema path",
+        "`json.loads` (the floor)",
+        "`json.loads`, cyclic GC paused",
+        "fast path",
+        "JSON Schema path",
     ]
     for row in validation:
         for column in ("time (s)", "x json.loads", "x json.loads, GC paused", "peak / size"):
@@ -119,7 +124,9 @@ def test_hook_import_leaves_out_what_a_tracked_compile_never_uses() -> None:
     # Every tracked process pays for what importing the hook imports (the whole-process
     # rows): the log readers and jsonschema are for the command line, not for the hook.
     code = "import sys, spyre_provenance.capture.tracking; print(' '.join(sorted(sys.modules)))"
-    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
+    loaded = set(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    )
     assert "spyre_provenance.coverage" in loaded and "spyre_provenance.validate.fastpath" in loaded
     assert not loaded & {"spyre_provenance.logs.tracelog", "spyre_provenance.logs.graphs", "jsonschema", "torch"}
 

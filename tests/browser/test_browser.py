@@ -31,8 +31,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.compile]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 _NODE = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::\s*\"[^\"]*\")?\s*=")
 
@@ -113,7 +118,8 @@ def check_in_browser(browser, html: Path, mapping: dict, screenshot: Path | None
         )
         problems = [
             f"code line {line} is marked as linked but announces no kernel"
-            for line in marked if line not in calls.values()
+            for line in marked
+            if line not in calls.values()
         ]
         for key, nodes in mapping["cppCodeToPost"].items():
             line = calls.get(key)
@@ -166,10 +172,13 @@ def test_the_backward_page_lights_each_gradient_kernels_pre_grad_nodes(browser, 
     the backward page lights exactly those in the pre-grad panel (the forward's graph)."""
     opened = open_case("mlp", "--train")
     assert opened.case.returncode == 0 and opened.returncode == 0, opened.case.stdout + opened.stderr
-    (_, backward_page), = [(label, path) for label, path in opened.pages if label.endswith("backward")]
+    ((_, backward_page),) = [(label, path) for label, path in opened.pages if label.endswith("backward")]
     _, backward = read_log_graphs(opened.case.log)
     mapping = backward.node_mappings
-    reached = {key: {p for n in nodes for p in mapping["postToPre"].get(n, ())} for key, nodes in mapping["cppCodeToPost"].items()}
+    reached = {
+        key: {p for n in nodes for p in mapping["postToPre"].get(n, ())}
+        for key, nodes in mapping["cppCodeToPost"].items()
+    }
     assert reached and all(reached.values()), reached  # every gradient kernel leads to a pre-grad node
     assert check_in_browser(browser, backward_page, mapping) == []
 

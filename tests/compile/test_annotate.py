@@ -25,7 +25,7 @@ CASES = [
 ]
 _PROFILED = re.compile(r"graph_[0-9]+_(?P<kernel>.+)")
 # Trace Event Format: the phases and, per phase, the fields an event must carry
-_PHASES = set("BEXiIC" "bne" "sft" "PNOD" "M" "Rc" "(" ")" "V" "v")
+_PHASES = set("BEXiICbnesftPNODMRc()Vv")
 _TIMED = set("BEXiICbnesft")
 
 
@@ -81,10 +81,12 @@ def test_every_kernel_event_of_a_profiled_run_is_annotated(compile_case, case):
         assert key.rpartition(":")[0] == kernel
         _, compile_id, kind = args["provenance_graph"].split(" ")
         assert compile_id == "0/0"
-        (mapping, traces), = [(m, t) for m, t in graphs[kind] if key in m["cppCodeToPost"]]
+        ((mapping, traces),) = [(m, t) for m, t in graphs[kind] if key in m["cppCodeToPost"]]
         post = mapping["cppCodeToPost"][key]
         assert args["provenance_post_grad_nodes"] == post
-        assert args["provenance_pre_grad_nodes"] == list(dict.fromkeys(p for n in post for p in mapping["postToPre"].get(n, [])))
+        assert args["provenance_pre_grad_nodes"] == list(
+            dict.fromkeys(p for n in post for p in mapping["postToPre"].get(n, []))
+        )
         assert args["stack"] == traces.get(key, [])  # upstream's field: the kernel's stack traces
         frames = {f"{f}:{n}" for t in args["stack"] for f, n in re.findall(r'File "([^"]+)", line ([0-9]+)', t)}
         assert set(args["provenance_source"]) == frames
@@ -112,7 +114,16 @@ def test_unknown_kernel_events_are_counted_listed_and_kept(compile_case, run_cli
     done = compile_case("mlp", "--profile")
     trace = tmp_path / "t.json"
     events = [
-        {"ph": "X", "cat": "cpu_op", "name": "graph_0_cpp_fused_not_here_9", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": {}},
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "graph_0_cpp_fused_not_here_9",
+            "pid": 1,
+            "tid": 1,
+            "ts": 1,
+            "dur": 2,
+            "args": {},
+        },
         {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 3, "dur": 1},
     ]
     trace.write_text(json.dumps({"traceEvents": events, "traceName": "x"}))
@@ -152,8 +163,18 @@ def any_out(tmp_path_factory, data_dir) -> Path:
 
 
 @pytest.mark.parametrize(
-    "name", ["truncated", "not-json", "events-not-a-list", "event-without-name", "event-not-an-object",
-             "top-level-array", "no-events", "text-after", "bad-gzip"],
+    "name",
+    [
+        "truncated",
+        "not-json",
+        "events-not-a-list",
+        "event-without-name",
+        "event-not-an-object",
+        "top-level-array",
+        "no-events",
+        "text-after",
+        "bad-gzip",
+    ],
 )
 def test_hostile_traces_are_one_line_and_leave_nothing(run_cli, tmp_path, any_out, name):
     trace = _hostile(tmp_path)[name]

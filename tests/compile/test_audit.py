@@ -59,7 +59,9 @@ def wrote(audited) -> dict:
         "opspecs": json.loads((folder / f"{OPSPEC_DEBUG_HANDLES}.json").read_text()),
         "diagnostics": json.loads((folder / f"{DIAGNOSTICS}.json").read_text()),
         "post_grad": parse_post_grad_graph(logged.post_grad_graph),
-        "bundles": sorted(p.relative_to(audited.out / "sdsc" / "mlp").as_posix() for p in (audited.out / "sdsc").rglob("sdsc_*.json")),
+        "bundles": sorted(
+            p.relative_to(audited.out / "sdsc" / "mlp").as_posix() for p in (audited.out / "sdsc").rglob("sdsc_*.json")
+        ),
     }
 
 
@@ -85,11 +87,21 @@ def audit_run(compile_server, tmp_path_factory):
 
 
 def test_every_stage_of_the_seed_audit_is_counted(doc, audited) -> None:
-    assert f"audit: {audited.out / audit_report.JSON_FILE}, {audited.out / audit_report.MARKDOWN_FILE}" in audited.stdout
+    assert (
+        f"audit: {audited.out / audit_report.JSON_FILE}, {audited.out / audit_report.MARKDOWN_FILE}" in audited.stdout
+    )
     (graph,) = doc.graphs
     assert [s.name for s in graph.stages] == [
-        "pre_grad", "passes_in", "passes_out", "post_grad", "scheduler", "opspecs", "bundles",
-        "node_mappings", "stack_traces", "opspec_handles",
+        "pre_grad",
+        "passes_in",
+        "passes_out",
+        "post_grad",
+        "scheduler",
+        "opspecs",
+        "bundles",
+        "node_mappings",
+        "stack_traces",
+        "opspec_handles",
     ]
     assert (doc.model, doc.dtype, doc.backend, doc.train) == ("mlp", "float16", "reference", False)
     assert doc.measured.provenance_tracking_level >= 1 and graph.lost == []
@@ -123,7 +135,10 @@ def test_the_addmm_split_is_where_stack_trace_drops_and_original_aten_survives(d
         assert leaving.fields[field].missing == bias_adds
         (drop,) = [d for d in graph.drops if d.field == field]
         assert (drop.stage, drop.since, drop.nodes) == ("passes_out", "passes_in", bias_adds)
-    assert leaving.fields["original_aten"].missing == [] and _stage(graph, "post_grad").fields["original_aten"].missing == []
+    assert (
+        leaving.fields["original_aten"].missing == []
+        and _stage(graph, "post_grad").fields["original_aten"].missing == []
+    )
     assert not [d for d in graph.drops if d.field == "original_aten"]
     scheduler = _stage(graph, "scheduler")
     assert scheduler.fields["origins"].present == scheduler.fields["origins"].total == len(scheduler.nodes)
@@ -133,7 +148,9 @@ def test_the_addmm_split_is_where_stack_trace_drops_and_original_aten_survives(d
 def test_per_kernel_metadata_and_handles(doc) -> None:
     (graph,) = doc.graphs
     for kernel in graph.kernels:
-        assert re.fullmatch(r"Topologically Sorted Source Nodes: \[.+\], Original ATen: \[.*aten\.addmm.*\]", kernel.metadata)
+        assert re.fullmatch(
+            r"Topologically Sorted Source Nodes: \[.+\], Original ATen: \[.*aten\.addmm.*\]", kernel.metadata
+        )
         assert kernel.opspecs and all(s.handle for s in kernel.opspecs)
     bundles = _stage(graph, "bundles").fields["debug_handle_"]
     assert bundles.present == bundles.total == len(_stage(graph, "opspecs").nodes)
@@ -171,12 +188,16 @@ def test_audit_against_its_own_previous_run(audit_run, audited, tmp_path) -> Non
     """Same model, same toolchain: nothing moved (exit 0), and the JSON is byte-identical
     but for the generated time."""
     previous = audited.out / audit_report.JSON_FILE
-    code, out, err = audit_run("mlp", "--backend", "reference", "--dtype", "float16", "--out", str(tmp_path), "--against", str(previous))
+    code, out, err = audit_run(
+        "mlp", "--backend", "reference", "--dtype", "float16", "--out", str(tmp_path), "--against", str(previous)
+    )
     assert code == 0, out + err[-3000:]
     assert f"  changes since {previous}: 0\n" in out and "drop: stack_trace: falls at leaving" in out
     assert f"written: {tmp_path / audit_report.JSON_FILE}, {tmp_path / audit_report.MARKDOWN_FILE}" in out
     generated = re.compile(rb'"generated": "[^"]*"')
-    assert generated.sub(b"", (tmp_path / audit_report.JSON_FILE).read_bytes()) == generated.sub(b"", previous.read_bytes())
+    assert generated.sub(b"", (tmp_path / audit_report.JSON_FILE).read_bytes()) == generated.sub(
+        b"", previous.read_bytes()
+    )
     assert "previous run: torch " in (tmp_path / audit_report.MARKDOWN_FILE).read_text(encoding="utf-8")
 
 
@@ -194,7 +215,9 @@ def test_audit_against_a_run_with_more_coverage_exits_1(audit_run, audited, tmp_
     previous.parent.mkdir()
     previous.write_text(json.dumps(doc))
     out_dir = tmp_path / "out"
-    code, out, err = audit_run("mlp", "--backend", "reference", "--dtype", "float16", "--out", str(out_dir), "--against", str(previous))
+    code, out, err = audit_run(
+        "mlp", "--backend", "reference", "--dtype", "float16", "--out", str(out_dir), "--against", str(previous)
+    )
     assert code == 1, out + err[-3000:]
     head = "graph 0/0 inference"
     title = STAGE_TITLES["passes_out"]
@@ -272,8 +295,13 @@ def test_compare_lost_mapping_added_and_removed_kernels_and_toolchains() -> None
     kernels[1].key, kernels[1].nodes = "sdsc_brand_new_9:9", ["other"]
     changes = audit_report.compare(old, new)
     head = "graph 0/0 inference"
-    assert changes.failures == [f"{head}: kernel {kernels[0].key} lost its mapping (was [{', '.join(old.graphs[0].kernels[0].nodes)}])"]
-    assert f"{head}: kernel removed: {old.graphs[0].kernels[1].key} (was [{', '.join(old.graphs[0].kernels[1].nodes)}])" in changes.lines
+    assert changes.failures == [
+        f"{head}: kernel {kernels[0].key} lost its mapping (was [{', '.join(old.graphs[0].kernels[0].nodes)}])"
+    ]
+    assert (
+        f"{head}: kernel removed: {old.graphs[0].kernels[1].key} (was [{', '.join(old.graphs[0].kernels[1].nodes)}])"
+        in changes.lines
+    )
     assert f"{head}: kernel added: sdsc_brand_new_9:9 -> [other]" in changes.lines
     assert changes.toolchains[0].startswith("previous run: torch ") and changes.fell
     # coverage that rose is a change, never a failure
@@ -284,7 +312,9 @@ def test_compare_lost_mapping_added_and_removed_kernels_and_toolchains() -> None
     unlinked = copy.deepcopy(old)
     unlinked.graphs[0].kernels[1].linked = False
     key = unlinked.graphs[0].kernels[1].key
-    assert audit_report.compare(old, unlinked).failures == [f"{head}: kernel {key} is no longer linked on the provenance page"]
+    assert audit_report.compare(old, unlinked).failures == [
+        f"{head}: kernel {key} is no longer linked on the provenance page"
+    ]
     assert audit_report.compare(unlinked, old).failures == []
 
 
@@ -292,12 +322,22 @@ def test_drops_are_the_first_fall_only() -> None:
     count = audit_report.count
     stages = [
         audit_report.Stage("pre_grad", ["a", "b"], {"stack_trace": count(["a", "b"], [True, True])}),
-        audit_report.Stage("post_grad", ["a", "b", "c"], {"stack_trace": count(["a", "b", "c"], [True, True, False]), "from_node": count(["a", "b", "c"], [False] * 3)}),
+        audit_report.Stage(
+            "post_grad",
+            ["a", "b", "c"],
+            {
+                "stack_trace": count(["a", "b", "c"], [True, True, False]),
+                "from_node": count(["a", "b", "c"], [False] * 3),
+            },
+        ),
         audit_report.Stage("scheduler", ["x"], {"origins": count(["x"], [True])}),
         audit_report.Stage("stack_traces", ["k:1", "k:2"], {"stack_trace": count(["k:1", "k:2"], [True, False])}),
     ]
     drops = audit_report.find_drops(stages)
-    assert drops == [audit_report.Drop("stack_trace", "post_grad", "pre_grad", ["c"]), audit_report.Drop("from_node", "post_grad", None, ["a", "b", "c"])]
+    assert drops == [
+        audit_report.Drop("stack_trace", "post_grad", "pre_grad", ["c"]),
+        audit_report.Drop("from_node", "post_grad", None, ["a", "b", "c"]),
+    ]
 
 
 def test_a_drop_line_names_twelve_nodes_and_counts_the_rest() -> None:
@@ -322,7 +362,9 @@ def golden_check(audited, run_cli, monkeypatch):
     """``golden check mlp_fp16_audit --golden-dir DIR``, the compile replaced by the session's."""
     from spyre_provenance.cli import golden as golden_command
 
-    monkeypatch.setattr(golden_command, "compile_case", lambda case, out: golden_command.CaseCompile(audited.out, 0, ""))
+    monkeypatch.setattr(
+        golden_command, "compile_case", lambda case, out: golden_command.CaseCompile(audited.out, 0, "")
+    )
     return lambda folder: run_cli("golden", "check", "mlp_fp16_audit", "--golden-dir", str(folder))
 
 

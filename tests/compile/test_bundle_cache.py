@@ -26,8 +26,16 @@ def compile_with_cache(model: Path, out: Path, cache: Path, *extra: str) -> subp
     """``model`` (a copy of ``zoo/user_models.py``) compiled in a fresh process with its own
     Inductor cache dir, where the kernel cache keeps its bundles."""
     return FRESH.run(
-        "compile", f"{model}:summed_block", "--backend", "reference", "--out", out, "--no-tlparse", *extra,
-        env={"TORCHINDUCTOR_CACHE_DIR": str(cache)}, timeout=600,
+        "compile",
+        f"{model}:summed_block",
+        "--backend",
+        "reference",
+        "--out",
+        out,
+        "--no-tlparse",
+        *extra,
+        env={"TORCHINDUCTOR_CACHE_DIR": str(cache)},
+        timeout=600,
     )
 
 
@@ -102,6 +110,7 @@ def test_a_hit_from_another_source_reports_stale_handles_and_keeps_its_own(runs)
 
 def test_kernel_cache_is_refused_where_there_are_no_bundles(tmp_path: Path):
     (tmp_path / "m.py").write_text(SOURCE)
-    done = compile_with_cache(tmp_path / "m.py", tmp_path / "out", tmp_path / "cache", "--kernel-cache",
-                              "--backend", "inductor")
+    done = compile_with_cache(
+        tmp_path / "m.py", tmp_path / "out", tmp_path / "cache", "--kernel-cache", "--backend", "inductor"
+    )
     assert done.returncode == 2 and "--kernel-cache" in done.stderr and not (tmp_path / "out").exists()

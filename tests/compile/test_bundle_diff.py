@@ -12,11 +12,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_bundle_cache import compile_with_cache
 
 from spyre_provenance import golden
 from spyre_provenance.model.names import OPSPEC_DEBUG_HANDLES
 from spyre_provenance.validate import paths as path_validation
-from test_bundle_cache import compile_with_cache
 from where import GOLDEN  # tests/ is on sys.path
 from zoo.user_models import SOURCE
 
@@ -135,7 +135,9 @@ def test_the_cli_prints_bundle_lines_and_exits_1(tmp_path, run_cli):
 def test_bundle_indices_sort_as_numbers(tmp_path):
     handles = {f"{KERNEL}/sdsc_{i}.json": handle(i + 1) for i in (10, 2, 0)}
     assert list(golden.load(bundle_folder(tmp_path, handles)).bundles) == [
-        f"{KERNEL}/sdsc_0.json", f"{KERNEL}/sdsc_2.json", f"{KERNEL}/sdsc_10.json",
+        f"{KERNEL}/sdsc_0.json",
+        f"{KERNEL}/sdsc_2.json",
+        f"{KERNEL}/sdsc_10.json",
     ]
 
 
@@ -147,7 +149,11 @@ def test_golden_bundle_file_round_trips_through_the_one_serializer(tmp_path):
     files = provenance.files()
     assert list(files) == [golden.BUNDLE_HANDLES_FILE]
     doc = json.loads(files[golden.BUNDLE_HANDLES_FILE])
-    assert doc["format"] == 1 and set(doc["bundles"]) == {B0, B1} and "opFunc_" not in files[golden.BUNDLE_HANDLES_FILE].decode()
+    assert (
+        doc["format"] == 1
+        and set(doc["bundles"]) == {B0, B1}
+        and "opFunc_" not in files[golden.BUNDLE_HANDLES_FILE].decode()
+    )
     assert golden.write_case(tmp_path / "case", files) == []
     again = golden.read_case(tmp_path / "case")
     assert again.bundles == provenance.bundles and again.files() == files

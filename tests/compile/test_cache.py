@@ -30,8 +30,15 @@ CACHE_HITS = ("fx_graph_cache_hit", "aotautograd_cache_hit")
 
 def _compile(out: Path, cache: Path) -> subprocess.CompletedProcess[str]:
     return FRESH.run(
-        "compile", "mlp", "--out", out,
-        env={"TORCHINDUCTOR_CACHE_DIR": str(cache), "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"},
+        "compile",
+        "mlp",
+        "--out",
+        out,
+        env={
+            "TORCHINDUCTOR_CACHE_DIR": str(cache),
+            "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
+            "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
+        },
     )
 
 

@@ -61,9 +61,13 @@ def test_summary_reports_full_coverage(case, request):
     out, done = request.getfixturevalue(case)
     text = done.stdout
     assert "output vs eager: match" in text
-    linked = [line.split(":", 1)[1].split()[0] for line in text.splitlines() if "call sites linked on the page:" in line]
+    linked = [
+        line.split(":", 1)[1].split()[0] for line in text.splitlines() if "call sites linked on the page:" in line
+    ]
     assert linked and all(a == b != "0" for a, b in (n.split("/") for n in linked)), text
-    reached = [line.split(":", 1)[1].split(";")[0].split()[0] for line in text.splitlines() if "compute nodes reached:" in line]
+    reached = [
+        line.split(":", 1)[1].split(";")[0].split()[0] for line in text.splitlines() if "compute nodes reached:" in line
+    ]
     assert reached and all(a == b for a, b in (n.split("/") for n in reached)), text
     assert "VIOLATION" not in text and "PARTIAL" not in text and "INCONSISTENT" not in text
     assert "all valid" in text and "provenance page:" in text

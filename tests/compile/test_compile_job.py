@@ -33,8 +33,15 @@ def test_every_entry_point_defaults_to_the_same_backend() -> None:
 
 
 def _report(**fields) -> CompileReport:
-    base = {"model": "mlp", "backend": "reference", "dtype": "float32", "train": False, "graphs": [],
-            "matches_eager": True, "max_abs_error": 0.0}
+    base = {
+        "model": "mlp",
+        "backend": "reference",
+        "dtype": "float32",
+        "train": False,
+        "graphs": [],
+        "matches_eager": True,
+        "max_abs_error": 0.0,
+    }
     return CompileReport(**{**base, **fields})
 
 

@@ -56,7 +56,9 @@ def test_dropped_kernel_fails(mlp):
     for node in mappings["cppCodeToPost"].pop(dropped):
         mappings["postToCppCode"].pop(node)
     found = check(mlp, node_mappings=mappings)
-    assert any(v.startswith(f"g: {dropped}: called at wrapper line") and v.endswith("[call-sites]") for v in found), found
+    assert any(v.startswith(f"g: {dropped}: called at wrapper line") and v.endswith("[call-sites]") for v in found), (
+        found
+    )
     assert "g: mm_1: post-grad compute node (aten.mm) reaches no kernel [node-reach]" in found
     assert f"g: {dropped}: has OpSpecs but is not a mapping key [opspec-handle]" in found
 

@@ -146,7 +146,9 @@ def test_write_case_removes_stale_files_and_is_atomic(tmp_path):
     (folder / "graph_01_1-0_inference").mkdir()
     (folder / "graph_01_1-0_inference" / "inductor_provenance_tracking_node_mappings.json").write_text("{}")
     files = golden.read_case(GOLDEN / "mlp").files()
-    assert golden.stale_files(folder, files) == ["graph_01_1-0_inference/inductor_provenance_tracking_node_mappings.json"]
+    assert golden.stale_files(folder, files) == [
+        "graph_01_1-0_inference/inductor_provenance_tracking_node_mappings.json"
+    ]
     assert golden.write_case(folder, files) == []
     assert snapshot(folder) == snapshot(GOLDEN / "mlp")
     assert not any(p.name.startswith(".spyre-provenance-tmp-") for p in folder.rglob("*"))

@@ -18,9 +18,7 @@ MODELS = ("mlp", "residual")
 
 @pytest.fixture(scope="module")
 def side_by_side():
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), *MODELS], capture_output=True, text=True, timeout=600
-    )
+    done = subprocess.run([sys.executable, str(SCRIPT), *MODELS], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

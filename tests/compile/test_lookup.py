@@ -31,7 +31,9 @@ pytestmark = pytest.mark.compile
 
 ZOO = ZOO / "models.py"
 CASES = [
-    ("mlp",), ("mlp", "--train"), ("residual", "--backend", "inductor", "--train"),
+    ("mlp",),
+    ("mlp", "--train"),
+    ("residual", "--backend", "inductor", "--train"),
     # the zoo's, as tests/models/test_zoo.py compiles them: one kernel at two call sites; two graphs
     (f"{ZOO}:shared_block", "--backend", "reference", "--train"),
     (f"{ZOO}:item_break", "--backend", "reference"),
@@ -44,12 +46,19 @@ def _graphs(out: Path) -> list[tuple[str, dict, dict, dict | None, str]]:
     as written."""
     found = []
     for folder in sorted(out.glob("graph_*")):
-        docs = {a: folder / f"{a}.json" for a in (NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS)}
+        docs = {
+            a: folder / f"{a}.json" for a in (NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS)
+        }
         docs = {a: json.loads(p.read_text()) if p.is_file() else None for a, p in docs.items()}
-        found.append((
-            folder.name.rsplit("_", 1)[1], docs[NODE_MAPPINGS], docs[KERNEL_STACK_TRACES] or {},
-            docs[OPSPEC_DEBUG_HANDLES], docs[DIAGNOSTICS]["compile_id"],
-        ))
+        found.append(
+            (
+                folder.name.rsplit("_", 1)[1],
+                docs[NODE_MAPPINGS],
+                docs[KERNEL_STACK_TRACES] or {},
+                docs[OPSPEC_DEBUG_HANDLES],
+                docs[DIAGNOSTICS]["compile_id"],
+            )
+        )
     return found
 
 
@@ -85,7 +94,10 @@ def test_every_name_form_finds_every_call_site(compile_case, run_cli, case):
     assert done.returncode == 0, done.stderr[-2000:]
     graphs = _graphs(done.out)
     assert graphs and all(g[1] for g in graphs)
-    assert any(len(sites) > 1 for m in (g[1] for g in graphs) for sites in _by_name(m).values()) or "shared_block" not in case[0]
+    assert (
+        any(len(sites) > 1 for m in (g[1] for g in graphs) for sites in _by_name(m).values())
+        or "shared_block" not in case[0]
+    )
     for kind, mapping, traces, handles, compile_id in graphs:
         for key in mapping["cppCodeToPost"]:
             name = key.rpartition(":")[0]
@@ -96,7 +108,9 @@ def test_every_name_form_finds_every_call_site(compile_case, run_cli, case):
                 (answer,) = doc["answers"]
                 assert all(m["kernel"] == name for m in answer["matches"]), form
                 sites = [
-                    (m, s) for m in answer["matches"] for s in m["call_sites"]
+                    (m, s)
+                    for m in answer["matches"]
+                    for s in m["call_sites"]
                     if s["key"] == key and m["graph"] == kind and m["compile_id"] == compile_id
                 ]
                 assert len(sites) == 1, (form, answer["matches"])
@@ -168,7 +182,12 @@ _UPSTREAM = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def upstream_log(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("upstream")
-    env = {**os.environ, "TORCH_TRACE": str(folder), "INDUCTOR_PROVENANCE": "1", "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
+    env = {
+        **os.environ,
+        "TORCH_TRACE": str(folder),
+        "INDUCTOR_PROVENANCE": "1",
+        "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1",
+    }
     subprocess.run([sys.executable, "-c", _UPSTREAM], env=env, check=True, timeout=600, capture_output=True)
     (log,) = folder.glob("*.log")
     return log

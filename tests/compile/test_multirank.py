@@ -42,8 +42,15 @@ def tp_run(compile_case):
 def _faulty_run(tmp_path_factory, model: str, how: str) -> subprocess.CompletedProcess[str]:
     out = tmp_path_factory.mktemp(f"rank1-{how}")
     done = FRESH.run(
-        "compile", f"{FAULTY}:{model}", "--ranks", "2", "--out", out, "--no-tlparse",
-        env={"SPYRE_TEST_FAIL_RANK": "1", "SPYRE_TEST_FAIL_HOW": how}, timeout=600,
+        "compile",
+        f"{FAULTY}:{model}",
+        "--ranks",
+        "2",
+        "--out",
+        out,
+        "--no-tlparse",
+        env={"SPYRE_TEST_FAIL_RANK": "1", "SPYRE_TEST_FAIL_HOW": how},
+        timeout=600,
     )
     done.out = out  # type: ignore[attr-defined]
     return done
@@ -151,7 +158,9 @@ def test_open_renders_the_multi_rank_report_and_every_rank_links_every_kernel(tp
             assert kernel.post_grad_lines, f"rank {rank}: {kernel.key} links nothing"
             assert set(kernel.post_grad_nodes) <= set(graph.node_mappings["cppCodeToPost"][kernel.key])
     # compile rendered the same report itself
-    assert "multi-rank report: " in tp_run.stdout and (tp_run.out / "tlparse" / "tensor-parallel" / "index.html").is_file()
+    assert (
+        "multi-rank report: " in tp_run.stdout and (tp_run.out / "tlparse" / "tensor-parallel" / "index.html").is_file()
+    )
 
 
 @pytest.mark.compile
@@ -161,7 +170,9 @@ def test_diff_pairs_graphs_rank_by_rank(tp_run, run_cli, tmp_path):
         assert code == 0, out
     else:  # another torch (make test-torch-next): its own source lines differ, still paired rank by rank
         changes = [line.strip() for line in out.splitlines()[1:] if line.strip()]
-        assert all(line.startswith(("rank0/graph_00_0-0_inference: ", "rank1/graph_00_0-0_inference: ")) for line in changes), out
+        assert all(
+            line.startswith(("rank0/graph_00_0-0_inference: ", "rank1/graph_00_0-0_inference: ")) for line in changes
+        ), out
     copy = tmp_path / "run"
     shutil.copytree(tp_run.out, copy, ignore=shutil.ignore_patterns("tlparse"))
     mapping = _graph_dir(copy, 1) / MAPPINGS

@@ -148,11 +148,19 @@ def _record(name: str, payload: str | None, cid: tuple[int, int, int] | None = (
 
 
 def _graph(kind: str, tag: str) -> list[str]:
-    mapping = {"preToPost": {}, "postToPre": {}, "cppCodeToPost": {f"k_{tag}:1": [f"n_{tag}"]},
-               "postToCppCode": {f"n_{tag}": [f"k_{tag}:1"]}, "version": 2.0}
+    mapping = {
+        "preToPost": {},
+        "postToPre": {},
+        "cppCodeToPost": {f"k_{tag}:1": [f"n_{tag}"]},
+        "postToCppCode": {f"n_{tag}": [f"k_{tag}:1"]},
+        "version": 2.0,
+    }
     return [
         _record("inductor_post_grad_graph", f"class G(torch.nn.Module):\n    n_{tag} = torch.ops.aten.relu.default(x)"),
-        _record("inductor_output_code", f"# AOT ID: ['0_{kind}']\ndef call(args):\n    # [Provenance debug handles] k_{tag}:1\n    k_{tag}(buf)"),
+        _record(
+            "inductor_output_code",
+            f"# AOT ID: ['0_{kind}']\ndef call(args):\n    # [Provenance debug handles] k_{tag}:1\n    k_{tag}(buf)",
+        ),
         _record(NODE_MAPPINGS, json.dumps(mapping)),
     ]
 
@@ -189,11 +197,14 @@ def test_graphs_of_a_compile_id_follow_each_other(training_log):
     ]
 
 
-@pytest.mark.parametrize("index, keeps, drops", [
-    (0, ["k_fwd", "class P", "2.13.0"], ["k_bwd", "bwd_compilation_metrics", "k_other", "class Q"]),
-    (1, ["k_bwd", "class P", "2.13.0", "compilation_metrics"], ["k_fwd", "n_fwd", "k_other"]),
-    (2, ["k_other", "class Q", "2.13.0"], ["k_fwd", "k_bwd", "class P"]),
-])
+@pytest.mark.parametrize(
+    "index, keeps, drops",
+    [
+        (0, ["k_fwd", "class P", "2.13.0"], ["k_bwd", "bwd_compilation_metrics", "k_other", "class Q"]),
+        (1, ["k_bwd", "class P", "2.13.0", "compilation_metrics"], ["k_fwd", "n_fwd", "k_other"]),
+        (2, ["k_other", "class Q", "2.13.0"], ["k_fwd", "k_bwd", "class P"]),
+    ],
+)
 def test_graph_log_keeps_what_its_page_needs(training_log, tmp_path, index, keeps, drops):
     records = tlparse_run.read_records(training_log)
     graphs = tlparse_run.graphs_of(records)
@@ -202,7 +213,8 @@ def test_graph_log_keeps_what_its_page_needs(training_log, tmp_path, index, keep
     split = tmp_path / "split.log"
     split.write_text(text)
     damage = [
-        item for item in tracelog.read_trace(split, names=None)
+        item
+        for item in tracelog.read_trace(split, names=None)
         if not isinstance(item, tracelog.TraceEntry) or item.problems
     ]
     assert damage == []  # envelopes and payloads intact: every MD5 still matches

@@ -17,7 +17,7 @@ from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
 
 # torch-spyre's shape: comment, pool allocation, ``.run(_pool_..., ...)``
-SPYRE_WRAPPER = '''
+SPYRE_WRAPPER = """
 sdsc_fused_sum_0 = async_compile.spyre_kernel('sdsc_fused_sum_0')
 
 def call(args):
@@ -27,12 +27,12 @@ def call(args):
     _pool_sdsc_fused_sum_0 = spyre_empty_with_layout((4096, ), torch.uint8, "/work/_pool_x/m.py")
     sdsc_fused_sum_0.run(_pool_sdsc_fused_sum_0, arg0_1, buf0)
     return (buf0, )
-'''
-GRAPH = '''class GraphModule(torch.nn.Module):
+"""
+GRAPH = """class GraphModule(torch.nn.Module):
     def forward(self, arg0_1: "f16[8, 16][16, 1]spyre"):
         sum_1: "f16[8][1]spyre" = torch.ops.aten.sum.dim_IntList(arg0_1, [1]);  arg0_1 = None
         return (sum_1,)
-'''
+"""
 MAPPING = {"cppCodeToPost": {"sdsc_fused_sum_0:1": ["sum_1"]}, "postToCppCode": {"sum_1": ["sdsc_fused_sum_0:1"]}}
 
 
@@ -109,7 +109,9 @@ def test_reference_kernels_with_scratch_get_pool_lines_and_keep_the_page_right(c
     assert case.returncode == 0, case.stdout + case.stderr[-3000:]
     (graph,) = read_log_graphs(case.log)
     lines = graph.output_code.splitlines()
-    pooled = {wrapper_code._POOL_ALLOCATION.match(line)["name"] for line in lines if wrapper_code.is_pool_allocation(line)}
+    pooled = {
+        wrapper_code._POOL_ALLOCATION.match(line)["name"] for line in lines if wrapper_code.is_pool_allocation(line)
+    }
     scratch = {
         key.rpartition(":")[0]
         for key, specs in graph.opspec_handles["kernels"].items()

@@ -17,7 +17,7 @@ from spyre_provenance import golden
 
 pytest_plugins = ["pytester"]
 
-TEST_MODULE = '''
+TEST_MODULE = """
 import torch
 from torch import nn
 
@@ -34,7 +34,7 @@ class Tiny(nn.Module):
 def test_tiny(provenance_regression):
     torch.manual_seed(0)
     provenance_regression.check(Tiny(), (torch.randn(2, 8),), backend="reference")
-'''
+"""
 
 GRAPH = "graph_00_0-0_inference"
 
@@ -51,7 +51,10 @@ def test_without_torch_the_fixture_names_the_extra(pytester: pytest.Pytester):
     run = pytester.runpytest_subprocess("-p", "spyre_provenance.pytest_plugin", "-p", "no:cacheprovider")
     run.assert_outcomes(errors=1)
     # one line, no traceback (fnmatch would read the brackets as a character class)
-    assert "provenance_regression compiles with torch, which is not installed: pip install 'spyre-provenance[pytest]'" in run.stdout.lines
+    assert (
+        "provenance_regression compiles with torch, which is not installed: pip install 'spyre-provenance[pytest]'"
+        in run.stdout.lines
+    )
     assert "Traceback" not in run.stdout.str()
 
 
@@ -62,13 +65,18 @@ def _files(folder: Path) -> dict[str, bytes]:
 @pytest.mark.compile
 def test_provenance_regression(pytester: pytest.Pytester):
     pytester.makepyfile(test_tiny=TEST_MODULE)
+
     # -p: also when the entry point is not installed (a no-op when it is: same name)
-    run = lambda *args: pytester.runpytest_subprocess("-p", "spyre_provenance.pytest_plugin", "-p", "no:cacheprovider", *args)  # noqa: E731
+    def run(*args):
+        return pytester.runpytest_subprocess("-p", "spyre_provenance.pytest_plugin", "-p", "no:cacheprovider", *args)
+
     case = pytester.path / "test_tiny" / "test_tiny"
 
     first = run()
     first.assert_outcomes(failed=1)
-    first.stdout.fnmatch_lines(["*provenance golden created in test_tiny/test_tiny: manifest.json, graph_00_0-0_inference/*"])
+    first.stdout.fnmatch_lines(
+        ["*provenance golden created in test_tiny/test_tiny: manifest.json, graph_00_0-0_inference/*"]
+    )
     written = _files(case)
     assert set(written) == {
         "manifest.json",
@@ -98,11 +106,15 @@ def test_provenance_regression(pytester: pytest.Pytester):
 
     regen = run("--force-regen")
     regen.assert_outcomes(failed=1)
-    regen.stdout.fnmatch_lines(["*provenance golden regenerated in test_tiny/test_tiny: graph_00_0-0_inference/inductor_provenance_tracking_node_mappings.json*"])
+    regen.stdout.fnmatch_lines(
+        [
+            "*provenance golden regenerated in test_tiny/test_tiny: graph_00_0-0_inference/inductor_provenance_tracking_node_mappings.json*"
+        ]
+    )
     assert _files(case) == written
 
 
-DIFFERS_MODULE = '''
+DIFFERS_MODULE = """
 import torch
 from torch import nn
 
@@ -114,7 +126,7 @@ class Differs(nn.Module):
 
 def test_differs(provenance_regression):
     provenance_regression.check(Differs(), (torch.randn(2, 8),), backend="reference")
-'''
+"""
 
 
 @pytest.mark.compile

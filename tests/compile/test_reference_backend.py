@@ -96,9 +96,7 @@ def test_adapter_answers() -> None:
     assert backend.writes_handle_comments
     # The inherited CppScheduling.codegen_comment calls the name cpp.py imported.
     assert cpp_codegen in backend.tracing_modules()
-    assert all(
-        hasattr(m, "set_kernel_post_grad_provenance_tracing") for m in backend.tracing_modules()
-    )
+    assert all(hasattr(m, "set_kernel_post_grad_provenance_tracing") for m in backend.tracing_modules())
     assert backend.opspecs_for("extern_kernels.addmm", object()) == []
 
 
@@ -262,9 +260,10 @@ def _compile(name: str, dtype: torch.dtype, bundle_dir: Path) -> Compiled:
         torch._dynamo.reset()
         backend.install()
         try:
-            with inductor_config.patch(
-                {"trace.provenance_tracking_level": 1, "force_disable_caches": True}
-            ), torch.no_grad():
+            with (
+                inductor_config.patch({"trace.provenance_tracking_level": 1, "force_disable_caches": True}),
+                torch.no_grad(),
+            ):
                 got, codes = run_and_get_code(torch.compile(model), *inputs)
         finally:
             backend.uninstall()
@@ -388,9 +387,9 @@ def test_addmm_split_provenance(compiled: Any, case: str) -> None:
     c = compiled(case)
     specs = [s for records in c.handles.values() for s in records]
     split = [
-        s for s in specs
-        if any(t.kind == "decomposition" and t.pass_name == SPLIT_ADDMM_PASS
-               for t in s.debug_handle.transform_history)
+        s
+        for s in specs
+        if any(t.kind == "decomposition" and t.pass_name == SPLIT_ADDMM_PASS for t in s.debug_handle.transform_history)
     ]
     adds = [s for s in split if s.op == "add"]
     matmuls = [s for s in split if s.op == "matmul"]
@@ -450,9 +449,7 @@ def test_bundles(compiled: Any, case: str) -> None:
 
 
 @pytest.mark.compile
-def test_cache_keys_differ_and_uninstall_restores_stock(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_cache_keys_differ_and_uninstall_restores_stock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A reference compile and a stock compile of one graph never share an FX-cache entry.
 
     With the caches on and empty, compile the MLP with the reference backend (a miss that
@@ -466,9 +463,10 @@ def test_cache_keys_differ_and_uninstall_restores_stock(
     backend = ReferenceBackend()
     codes: list[str] = []
     counters.clear()
-    with inductor_config.patch(
-        {"force_disable_caches": False, "fx_graph_cache": True, "fx_graph_remote_cache": False}
-    ), torch.no_grad():
+    with (
+        inductor_config.patch({"force_disable_caches": False, "fx_graph_cache": True, "fx_graph_remote_cache": False}),
+        torch.no_grad(),
+    ):
         for installed in (True, False):
             torch._dynamo.reset()
             if installed:

@@ -329,9 +329,7 @@ def test_probe_without_torch_spyre(no_torch_spyre):
 
 
 @pytest.mark.parametrize("case", list(BROKEN))
-def test_probe_says_no_to_a_torch_spyre_that_cannot_install_and_leaves_nothing(
-    no_torch_spyre, tmp_path, case
-):
+def test_probe_says_no_to_a_torch_spyre_that_cannot_install_and_leaves_nothing(no_torch_spyre, tmp_path, case):
     files = {"__init__.py": "", "_inductor/__init__.py": "", **BROKEN[case]}
     for name, text in files.items():
         (tmp_path / "torch_spyre" / name).parent.mkdir(parents=True, exist_ok=True)
@@ -393,9 +391,7 @@ def test_detection_reads_codegen_comment():
 
 
 @pytest.mark.parametrize("codegen_comment, recorded", [(_silent, 1), (_takes_handle, 0)])
-def test_old_generation_wrapper_records_only_when_nothing_took_a_handle(
-    monkeypatch, codegen_comment, recorded
-):
+def test_old_generation_wrapper_records_only_when_nothing_took_a_handle(monkeypatch, codegen_comment, recorded):
     import torch._inductor.debug as inductor_debug
 
     monkeypatch.setattr(inductor_debug, adapter.HANDLE_COUNTER, 0)
@@ -457,7 +453,10 @@ def test_opspecs_kept_at_define_kernel_and_converted(monkeypatch):
         OpSpecRecord(op="relufwd", is_reduction=False, iteration_space=[2048], debug_handle=None),
         # a generation with the field, holding None: the handle was lost, and the record says so
         OpSpecRecord(
-            op="add", is_reduction=False, iteration_space=[], debug_handle=None,
+            op="add",
+            is_reduction=False,
+            iteration_space=[],
+            debug_handle=None,
             missing_handle="the backend built no debug handle for it",
         ),
         # an op torch-spyre cannot lower is kept, handleless, and says why: the hook counts it

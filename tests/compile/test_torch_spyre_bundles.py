@@ -33,6 +33,7 @@ from zoo.user_models import SOURCE
 
 pytestmark = pytest.mark.compile
 
+
 def _purge_torch_spyre() -> None:
     for name in [m for m in sys.modules if m == "torch_spyre" or m.startswith("torch_spyre.")]:
         del sys.modules[name]

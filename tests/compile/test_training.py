@@ -70,7 +70,10 @@ def test_backward_kernels_reach_the_pre_grad_nodes_of_the_ops_they_differentiate
     assert set(mapping["postToPre"]) <= post_grad
     assert {pre for pres in mapping["postToPre"].values() for pre in pres} <= pre_grad_nodes
 
-    reached = {key: [p for n in nodes for p in mapping["postToPre"].get(n, ())] for key, nodes in mapping["cppCodeToPost"].items()}
+    reached = {
+        key: [p for n in nodes for p in mapping["postToPre"].get(n, ())]
+        for key, nodes in mapping["cppCodeToPost"].items()
+    }
     diagnostics = backward.diagnostics
     if opened.case.out.joinpath("sdsc").exists():  # the reference backend
         assert all(reached.values()), reached

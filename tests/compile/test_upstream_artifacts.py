@@ -125,7 +125,10 @@ def aoti_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_aoti_records_have_no_compile_id_and_are_valid_with_a_warning(aoti_log: Path, run_cli) -> None:
     entries = [e for e in tracelog.read_trace(aoti_log) if isinstance(e, tracelog.TraceEntry)]
-    assert [(e.name, e.compile_id, e.problems) for e in entries] == [(NODE_MAPPINGS, None, ()), (KERNEL_STACK_TRACES, None, ())]
+    assert [(e.name, e.compile_id, e.problems) for e in entries] == [
+        (NODE_MAPPINGS, None, ()),
+        (KERNEL_STACK_TRACES, None, ()),
+    ]
     mapping = json.loads(entries[0].payload)
     assert mapping["version"] == 2.0 and mapping["cppCodeToPost"]  # a real mapping, not an empty one
     code, out, err = run_cli("validate", aoti_log)
@@ -141,7 +144,9 @@ def test_aoti_records_have_no_compile_id_and_are_valid_with_a_warning(aoti_log: 
 
 # torch 2.14 adds `extern_semantic_key` to every kernel_information.json entry (and, for
 # extern kernels, their shapes and dtypes): schema v2, told from v1 by that field.
-KERNEL_INFORMATION_VERSION = "1" if importlib.metadata.version("torch").startswith(("2.9", "2.10", "2.11", "2.12", "2.13")) else "2"
+KERNEL_INFORMATION_VERSION = (
+    "1" if importlib.metadata.version("torch").startswith(("2.9", "2.10", "2.11", "2.12", "2.13")) else "2"
+)
 
 
 def test_aoti_kernel_information_is_valid(aoti_log: Path, tmp_path: Path, run_cli) -> None:
@@ -169,7 +174,9 @@ def test_tlparse_renders_the_aoti_page_from_the_folder_the_warning_names(aoti_lo
     out = tmp_path / "tlparse"
     subprocess.run(
         [tlparse_run.tlparse_binary(), str(aoti_log), "-i", "--no-browser", "-o", str(out), "--overwrite"],
-        check=True, capture_output=True, timeout=120,
+        check=True,
+        capture_output=True,
+        timeout=120,
     )
     [filed] = out.glob(f"*/{NODE_MAPPINGS}_*.json")
     assert filed.parent.name == "-_-_-_-"

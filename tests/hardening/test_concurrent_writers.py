@@ -72,8 +72,11 @@ def test_each_log_holds_one_process_and_one_model(shared_out: Path) -> None:
         found = {m.group(1) for line in data.splitlines() if (m := PROCESS.match(line))}
         assert len(found) == 1, (model, found)  # never interleaved with the other run's records
         pids[model] = found.pop()
-        assert [p for p in tracelog.read_trace(shared_out / "trace" / f"{model}.log", names=None)
-                if isinstance(p, schemas.Problem)] == []  # no damaged record
+        assert [
+            p
+            for p in tracelog.read_trace(shared_out / "trace" / f"{model}.log", names=None)
+            if isinstance(p, schemas.Problem)
+        ] == []  # no damaged record
     assert pids["mlp"] != pids["residual"]
 
 
@@ -88,5 +91,9 @@ def test_artifacts_are_those_of_each_model_compiled_alone(shared_out: Path, comp
             for name in names:
                 assert (folder / name).read_bytes() == (alone / folder.name / name).read_bytes(), (folder, name)
         # and the log's mapping is the file's
-        logged = [json.loads(p) for _, n, p in tracelog.artifact_payloads(shared_out / "trace" / f"{model}.log") if n == NODE_MAPPINGS]
+        logged = [
+            json.loads(p)
+            for _, n, p in tracelog.artifact_payloads(shared_out / "trace" / f"{model}.log")
+            if n == NODE_MAPPINGS
+        ]
         assert logged == [json.loads((f / f"{NODE_MAPPINGS}.json").read_bytes()) for f in mine]

@@ -42,7 +42,9 @@ def artifact_versions(version: int, kernels: int = 12_000) -> dict[str, bytes]:
         "postToCppCode": post,
         "version": 2.0,
     }
-    traces = {f"v{version}_kernel_{i}:{i + 1}": [f'File "/home/user/model.py", line {i}, in forward'] for i in range(kernels)}
+    traces = {
+        f"v{version}_kernel_{i}:{i + 1}": [f'File "/home/user/model.py", line {i}, in forward'] for i in range(kernels)
+    }
     return {
         f"{NODE_MAPPINGS}.json": json.dumps(mapping).encode(),
         f"{KERNEL_STACK_TRACES}.json": json.dumps(traces).encode(),
@@ -130,8 +132,16 @@ def test_emit_clears_dead_writers_temporaries_before_writing(tmp_path: Path) -> 
     from spyre_provenance.model.records import GraphDiagnostics, GraphResult
 
     result = GraphResult(
-        index=0, compile_id="0/0", kind="inference", records=[], node_mappings=None, stack_traces={"k:1": []},
-        opspec_handles=None, upstream_node_mappings=None, diagnostics=GraphDiagnostics(), label="mlp",
+        index=0,
+        compile_id="0/0",
+        kind="inference",
+        records=[],
+        node_mappings=None,
+        stack_traces={"k:1": []},
+        opspec_handles=None,
+        upstream_node_mappings=None,
+        diagnostics=GraphDiagnostics(),
+        label="mlp",
     )
     folder = tmp_path / emit.graph_folder_name(result)
     folder.mkdir()
@@ -148,8 +158,12 @@ def test_compile_prepare_removes_only_this_models_output(tmp_path: Path) -> None
 
     out = tmp_path / "out"
     mine = [out / "graph_mlp_00_0-0_inference", out / "sdsc" / "mlp", out / "tlparse" / "mlp"]
-    theirs = [out / "graph_residual_00_0-0_inference", out / "graph_mlp-big_00_0-0_inference",
-              out / "sdsc" / "residual", out / "tlparse" / "residual"]
+    theirs = [
+        out / "graph_residual_00_0-0_inference",
+        out / "graph_mlp-big_00_0-0_inference",
+        out / "sdsc" / "residual",
+        out / "tlparse" / "residual",
+    ]
     for folder in mine + theirs:
         folder.mkdir(parents=True)
         (folder / "a.json").write_text("{}")
@@ -226,7 +240,9 @@ def test_sigkill_during_golden_update(compiled_mlp: Any, tmp_path: Path) -> None
     def run(kill_at: int, when: str) -> subprocess.CompletedProcess[bytes]:
         return subprocess.run(
             [sys.executable, "-c", GOLDEN_DRIVER, str(compiled_mlp.out), str(golden_dir), str(kill_at), when],
-            capture_output=True, env=ENV, timeout=300,
+            capture_output=True,
+            env=ENV,
+            timeout=300,
         )
 
     kills = 0
@@ -239,8 +255,14 @@ def test_sigkill_during_golden_update(compiled_mlp: Any, tmp_path: Path) -> None
             done = run(kill_at, when)
             assert done.returncode == -signal.SIGKILL, done.stderr.decode()[-2000:]
             kills += 1
-            states = {rel: "old" if (case / rel).read_bytes() == old[rel] else "new" if (case / rel).read_bytes() == new[rel] else "TORN"
-                      for rel in new}
+            states = {
+                rel: "old"
+                if (case / rel).read_bytes() == old[rel]
+                else "new"
+                if (case / rel).read_bytes() == new[rel]
+                else "TORN"
+                for rel in new
+            }
             assert "TORN" not in states.values(), (kill_at, when, states)
             assert list(states.values()).count("new") == kill_at + (when == "after"), (kill_at, when, states)
             assert len(set(temporaries(case)) - before) == (when == "during")  # the half-written one

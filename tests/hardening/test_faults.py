@@ -108,7 +108,12 @@ def compile_tiny(backend: Backend, inductor: RecordingInductor, out_dir: Path | 
 
 
 def pairs(doc: dict[str, Any]) -> set[tuple[str, str, str]]:
-    return {(field, key, value) for field in MAP_FIELDS for key, values in (doc.get(field) or {}).items() for value in values}
+    return {
+        (field, key, value)
+        for field in MAP_FIELDS
+        for key, values in (doc.get(field) or {}).items()
+        for value in values
+    }
 
 
 @pytest.fixture(scope="module", params=list(BACKENDS))
@@ -242,12 +247,18 @@ def test_uninstall_restores_inductor() -> None:
     import torch._inductor.codegen.cpp as cpp
     import torch._inductor.debug as debug
 
-    before = (debug.set_kernel_post_grad_provenance_tracing, cpp.set_kernel_post_grad_provenance_tracing,
-              debug.dump_inductor_provenance_info)
+    before = (
+        debug.set_kernel_post_grad_provenance_tracing,
+        cpp.set_kernel_post_grad_provenance_tracing,
+        debug.dump_inductor_provenance_info,
+    )
     with spyre_provenance.tracking():
         assert debug.set_kernel_post_grad_provenance_tracing is not before[0]
-    after = (debug.set_kernel_post_grad_provenance_tracing, cpp.set_kernel_post_grad_provenance_tracing,
-             debug.dump_inductor_provenance_info)
+    after = (
+        debug.set_kernel_post_grad_provenance_tracing,
+        cpp.set_kernel_post_grad_provenance_tracing,
+        debug.dump_inductor_provenance_info,
+    )
     assert after == before
     with pytest.raises(RuntimeError, match="already enabled"), spyre_provenance.tracking():
         spyre_provenance.enable()
@@ -256,7 +267,7 @@ def test_uninstall_restores_inductor() -> None:
 # --- through the command line ------------------------------------------------------------------
 
 # spyre-provenance compile in a fresh process whose Inductor readers fail at the build stage
-DRIVER = '''
+DRIVER = """
 import sys
 from spyre_provenance import cli
 from spyre_provenance.capture.inductor import Inductor
@@ -268,14 +279,20 @@ def boom(*args, **kwargs):
 
 Inductor.post_grad_graph = boom
 sys.exit(cli.main(sys.argv[1:]))
-'''
+"""
 
 
 def test_compile_command_reports_the_loss(tmp_path: Path, fresh_process) -> None:
     (tmp_path / "tiny.py").write_text(SOURCE)
     out = tmp_path / "out"
     done = fresh_process.run(
-        "compile", f"{tmp_path / 'tiny.py'}:tiny", "--backend", "reference", "--out", out, "--no-tlparse",
+        "compile",
+        f"{tmp_path / 'tiny.py'}:tiny",
+        "--backend",
+        "reference",
+        "--out",
+        out,
+        "--no-tlparse",
         driver=textwrap.dedent(DRIVER),
     )
     assert done.returncode == 1, done.stdout + done.stderr[-3000:]  # partial: found wanting
@@ -294,8 +311,11 @@ def test_compile_command_reports_the_loss(tmp_path: Path, fresh_process) -> None
     from spyre_provenance.logs import tracelog
 
     log = out / "trace" / "tiny-tiny.log"
-    logged = {name: json.loads(payload) for _, name, payload in tracelog.artifact_payloads(log)
-              if name in (DIAGNOSTICS, NODE_MAPPINGS)}
+    logged = {
+        name: json.loads(payload)
+        for _, name, payload in tracelog.artifact_payloads(log)
+        if name in (DIAGNOSTICS, NODE_MAPPINGS)
+    }
     assert logged[DIAGNOSTICS] == written
     # upstream's own mapping is logged instead, and it is valid
     assert schemas.validate(logged[NODE_MAPPINGS], NODE_MAPPINGS).ok

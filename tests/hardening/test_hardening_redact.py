@@ -31,8 +31,10 @@ def redactor() -> Redactor:
     "text, expected",
     [
         ('  File "/home/alice/proj/model.py", line 3, in forward', '  File "<project>/model.py", line 3, in forward'),
-        ('File "/home/alice/proj/.venv/lib/python3.11/site-packages/torch/nn/modules/linear.py", line 125',
-         'File "<site-packages>/torch/nn/modules/linear.py", line 125'),
+        (
+            'File "/home/alice/proj/.venv/lib/python3.11/site-packages/torch/nn/modules/linear.py", line 125',
+            'File "<site-packages>/torch/nn/modules/linear.py", line 125',
+        ),
         ('File "/usr/lib/python3/dist-packages/numpy/core.py"', 'File "<site-packages>/numpy/core.py"'),
         ('File "/home/alice/data/train.py", line 9', 'File "~/data/train.py", line 9'),
         ('File "/home/alice/projects/other.py"', 'File "~/projects/other.py"'),  # whole components only
@@ -58,10 +60,25 @@ def test_stdlib_and_paths(redactor: Redactor) -> None:
 
 
 def test_artifacts(redactor: Redactor) -> None:
-    handles = {"version": 1, "kernels": {}, "handles": {"7": {
-        "source": {"file": "/home/alice/proj/m.py", "start_line": 1, "start_col": 0, "end_line": None, "end_col": None},
-        "aten_op": None, "ir_chain": [], "fused_from": [],
-        "transform_history": [{"kind": "rewrite", "pass_name": "p", "reason": "see /home/alice/proj/pass.py"}]}}}
+    handles = {
+        "version": 1,
+        "kernels": {},
+        "handles": {
+            "7": {
+                "source": {
+                    "file": "/home/alice/proj/m.py",
+                    "start_line": 1,
+                    "start_col": 0,
+                    "end_line": None,
+                    "end_col": None,
+                },
+                "aten_op": None,
+                "ir_chain": [],
+                "fused_from": [],
+                "transform_history": [{"kind": "rewrite", "pass_name": "p", "reason": "see /home/alice/proj/pass.py"}],
+            }
+        },
+    }
     out = redactor.artifact(OPSPEC_DEBUG_HANDLES, handles)
     assert out["handles"]["7"]["source"]["file"] == "<project>/m.py"
     assert out["handles"]["7"]["transform_history"][0]["reason"] == "see <project>/pass.py"
@@ -84,6 +101,7 @@ def test_project_is_found_upwards_but_never_home_or_root(tmp_path: Path) -> None
 
 # --- a real compile of a model in a user's home folder -----------------------------------------
 
+
 @pytest.fixture
 def alices_project(tmp_path: Path) -> Path:
     project = tmp_path / "home" / "alice" / "proj"
@@ -99,7 +117,9 @@ def leaks(text: str, project: Path) -> list[str]:
 
 
 @pytest.mark.compile
-def test_compile_in_process_writes_and_logs_no_path(alices_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compile_in_process_writes_and_logs_no_path(
+    alices_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import torch
 
     import spyre_provenance
@@ -130,10 +150,18 @@ def test_compile_in_process_writes_and_logs_no_path(alices_project: Path, tmp_pa
     assert f'<project>/tiny.py\\", line {line}, in forward' in traces
     assert leaks(traces, alices_project) == []
     files = sorted(out.rglob("*.json"))
-    assert {f.name for f in files} >= {f"{KERNEL_STACK_TRACES}.json", f"{OPSPEC_DEBUG_HANDLES}.json", f"{DIAGNOSTICS}.json"}
+    assert {f.name for f in files} >= {
+        f"{KERNEL_STACK_TRACES}.json",
+        f"{OPSPEC_DEBUG_HANDLES}.json",
+        f"{DIAGNOSTICS}.json",
+    }
     for file in files:
         assert leaks(file.read_text(), alices_project) == [], file
-    sources = {h["source"]["file"] for h in json.loads((files[0].parent / f"{OPSPEC_DEBUG_HANDLES}.json").read_text())["handles"].values() if h["source"]}
+    sources = {
+        h["source"]["file"]
+        for h in json.loads((files[0].parent / f"{OPSPEC_DEBUG_HANDLES}.json").read_text())["handles"].values()
+        if h["source"]
+    }
     assert sources == {"<project>/tiny.py"}
     for name, doc in inductor.logged:
         assert leaks(json.dumps(doc), alices_project) == [], name
@@ -144,9 +172,17 @@ def test_compile_in_process_writes_and_logs_no_path(alices_project: Path, tmp_pa
 def test_compile_command_redact_paths(alices_project: Path, tmp_path: Path, fresh_process) -> None:
     out = tmp_path / "out"
     done = fresh_process.run(
-        "compile", f"{alices_project / 'tiny.py'}:tiny", "--backend", "reference", "--out", out, "--no-tlparse",
-        "--redact-paths", env={"HOME": str(alices_project.parent), "USER": "alice", "LOGNAME": "alice"},
-        cwd=alices_project, timeout=600,
+        "compile",
+        f"{alices_project / 'tiny.py'}:tiny",
+        "--backend",
+        "reference",
+        "--out",
+        out,
+        "--no-tlparse",
+        "--redact-paths",
+        env={"HOME": str(alices_project.parent), "USER": "alice", "LOGNAME": "alice"},
+        cwd=alices_project,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     (folder,) = out.glob("graph_tiny-tiny_*")

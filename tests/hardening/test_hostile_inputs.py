@@ -32,6 +32,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
+from test_schemas import DIAG_V2
+
 from spyre_provenance import cli, jsonio
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
@@ -42,9 +45,6 @@ from spyre_provenance.model.names import (
 )
 from spyre_provenance.validate import paths as path_validation
 from spyre_provenance.validate import schemas
-
-# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
-from test_schemas import DIAG_V2
 from where import DATA, GOLDEN, REPO, TESTS  # tests/ is on sys.path
 
 HOSTILE = TESTS / "hostile"
@@ -68,8 +68,16 @@ EXIT = {"invalid": 1, "unusable": 2, "warn": 0}
 CORPUS = corpus()
 IDS = [f"{verdict}-{case}" for verdict, case, _ in CORPUS]
 GOOD_DIAGNOSTICS = {
-    "version": 1, "compile_id": "0/0", "graph": "inference", "partial": False, "mapping": "hook",
-    "faults": [], "kernels": 2, "opspecs": 2, "handleless_opspecs": 0, "disagreements": [],
+    "version": 1,
+    "compile_id": "0/0",
+    "graph": "inference",
+    "partial": False,
+    "mapping": "hook",
+    "faults": [],
+    "kernels": 2,
+    "opspecs": 2,
+    "handleless_opspecs": 0,
+    "disagreements": [],
     "matches_upstream": True,
 }
 
@@ -129,7 +137,6 @@ def test_both_engines_give_the_same_exit_codes(run_cli: RunCli, engine: str) -> 
 # --- diff ----------------------------------------------------------------------------------------
 
 
-
 @pytest.mark.parametrize("verdict, case, file", CORPUS, ids=IDS)
 def test_diff_never_crashes(run_cli: RunCli, verdict: str, case: str, file: Path, tmp_path: Path) -> None:
     good = good_counterpart(file, tmp_path)
@@ -173,11 +180,15 @@ def compiled_mlp(golden_compile: Callable[[str], Any]) -> Any:
 
 
 @pytest.fixture
-def golden_check(compiled_mlp: Any, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], tuple[int, str, str]]:
+def golden_check(
+    compiled_mlp: Any, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[Path], tuple[int, str, str]]:
     """``golden check mlp --golden-dir DIR``, the compile replaced by the session's."""
     from spyre_provenance.cli import golden as golden_command
 
-    monkeypatch.setattr(golden_command, "compile_case", lambda case, out: golden_command.CaseCompile(compiled_mlp.out, 0, ""))
+    monkeypatch.setattr(
+        golden_command, "compile_case", lambda case, out: golden_command.CaseCompile(compiled_mlp.out, 0, "")
+    )
 
     def run(golden_dir: Path) -> tuple[int, str, str]:
         return run_cli("golden", "check", "mlp", "--golden-dir", golden_dir)
@@ -203,7 +214,9 @@ def test_golden_check_passes_on_the_real_golden(golden_check: Callable[[Path], t
 
 
 @pytest.mark.parametrize("verdict, case, file", GOLDEN_CORPUS, ids=[f"{v}-{c}" for v, c, _ in GOLDEN_CORPUS])
-def test_golden_check_refuses_a_broken_golden(golden_check, verdict: str, case: str, file: Path, tmp_path: Path) -> None:
+def test_golden_check_refuses_a_broken_golden(
+    golden_check, verdict: str, case: str, file: Path, tmp_path: Path
+) -> None:
     code, out, err = golden_check(hostile_golden(tmp_path, file))
     assert_no_crash(code, out, err)
     assert code in (1, 2), (code, out, err)  # a broken golden never passes
@@ -245,7 +258,9 @@ runpy.run_module("spyre_provenance", run_name="__main__")
 """
 
 
-def measured(args: list[str], env: dict[str, str] | None = None, timeout: float = 120) -> tuple[int, str, str, int, float]:
+def measured(
+    args: list[str], env: dict[str, str] | None = None, timeout: float = 120
+) -> tuple[int, str, str, int, float]:
     """``spyre-provenance ARGS`` in its own process: (exit code, stdout, stderr, its peak RSS
     in bytes, wall seconds)."""
     import tempfile
@@ -254,7 +269,9 @@ def measured(args: list[str], env: dict[str, str] | None = None, timeout: float 
         peak_file = Path(tmp) / "peak"
         start = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-c", PEAK_REPORTER, *args], capture_output=True, timeout=timeout,
+            [sys.executable, "-c", PEAK_REPORTER, *args],
+            capture_output=True,
+            timeout=timeout,
             env={**os.environ, "PYTHONPATH": str(REPO / "src"), "SPYRE_TEST_PEAK_FILE": str(peak_file), **(env or {})},
         )
         elapsed = time.monotonic() - start
@@ -266,7 +283,9 @@ def _write_huge_string(path: Path, size: int) -> Path:
     """A node mapping whose one value is a single string of ``size`` bytes (and whose
     inverse map is empty, so it is INVALID, not OK, and the problem quotes the string)."""
     with open(path, "wb") as fh:
-        fh.write(b'{"version": 2.0, "postToPre": {}, "cppCodeToPost": {}, "postToCppCode": {}, "preToPost": {"linear": ["')
+        fh.write(
+            b'{"version": 2.0, "postToPre": {}, "cppCodeToPost": {}, "postToCppCode": {}, "preToPost": {"linear": ["'
+        )
         chunk = b"x" * MIB
         for _ in range(size // MIB):
             fh.write(chunk)
@@ -310,7 +329,10 @@ def test_100_mb_string_diff_output_is_bounded(huge_string: Path) -> None:
 def test_over_the_size_limit_validate_refuses_with_one_line(huge_string: Path) -> None:
     code, out, err, peak, elapsed = measured(["validate", str(huge_string)], env={"SPYRE_PROVENANCE_MAX_BYTES": "50M"})
     assert (code, out) == (2, "")
-    assert err.strip() == f"spyre-provenance validate: error: {huge_string}: 100.0 MiB is over the --max-bytes limit of 50.0 MiB"
+    assert (
+        err.strip()
+        == f"spyre-provenance validate: error: {huge_string}: 100.0 MiB is over the --max-bytes limit of 50.0 MiB"
+    )
     assert peak < FLOOR and elapsed < 10  # refused before reading
 
 
@@ -339,8 +361,13 @@ def test_log_with_a_30_mb_line_and_200k_damaged_lines(tmp_path: Path) -> None:
     import hashlib
 
     payload = json.dumps({"version": 2.0, "preToPost": {"linear": ["x" * (30 * MIB)]}}).encode()
-    envelope = {"artifact": {"name": NODE_MAPPINGS, "encoding": "json"}, "frame_id": 0, "frame_compile_id": 0,
-                "attempt": 0, "has_payload": hashlib.md5(payload).hexdigest()}
+    envelope = {
+        "artifact": {"name": NODE_MAPPINGS, "encoding": "json"},
+        "frame_id": 0,
+        "frame_compile_id": 0,
+        "attempt": 0,
+        "has_payload": hashlib.md5(payload).hexdigest(),
+    }
     log = tmp_path / "dedicated_log_torch_trace_big.log"
     with open(log, "wb") as fh:
         fh.write(b"V1202 10:56:15.069000 1 a.py:1] " + json.dumps(envelope).encode() + b"\n\t" + payload + b"\n")
@@ -384,7 +411,10 @@ def test_whole_corpus_in_bounded_memory_and_time(tmp_path: Path) -> None:
     driver = textwrap.dedent(DRIVER) + PEAK_REPORTER.split("atexit.register(report)")[0] + "report()\n"
     start = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-c", driver, json.dumps(calls)], capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", driver, json.dumps(calls)],
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "PYTHONPATH": str(REPO / "src"), "SPYRE_TEST_PEAK_FILE": str(peak_file)},
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -402,7 +432,9 @@ SEEDS = {
 SEEDS[f"{DIAGNOSTICS}.json"] = json.dumps(GOOD_DIAGNOSTICS).encode()
 SEEDS[f"{DIAGNOSTICS}_v2.json"] = json.dumps(DIAG_V2).encode()  # what the hook writes; v1 is still read
 SEEDS["dedicated_log_torch_trace_seed.log"] = SEED_LOG.read_bytes()
-SPECIAL_BYTES = st.sampled_from([b",", b"{", b"}", b"[", b"]", b'"', b":", b"\\", b"\x00", b"\xff", b"\n", b"\t", b"\\u", b"1e999", b"-"])
+SPECIAL_BYTES = st.sampled_from(
+    [b",", b"{", b"}", b"[", b"]", b'"', b":", b"\\", b"\x00", b"\xff", b"\n", b"\t", b"\\u", b"1e999", b"-"]
+)
 
 
 @st.composite
@@ -448,7 +480,11 @@ def check_one(tmp: Path, name: str, data: bytes) -> None:
         verdicts = []
         for full in (False, True):
             try:
-                verdicts.append("ok" if schemas.validate_bytes(data, schemas.artifact_for_filename(name), full=full).ok else "invalid")
+                verdicts.append(
+                    "ok"
+                    if schemas.validate_bytes(data, schemas.artifact_for_filename(name), full=full).ok
+                    else "invalid"
+                )
             except schemas.UnusableInput:
                 verdicts.append("unusable")
         assert verdicts[0] == verdicts[1], (verdicts, data[:300])
@@ -504,7 +540,9 @@ def test_fuzz_duplicate_keys_are_always_reported() -> None:
         text = _dumps_repeating(doc, data.draw(st.sampled_from(objects)))
         for full in (False, True):
             report = schemas.validate_bytes(text, artifact, full=full)
-            assert any(p.message == "duplicate key (JSON readers keep only one of the values)" for p in report.problems), text
+            assert any(
+                p.message == "duplicate key (JSON readers keep only one of the values)" for p in report.problems
+            ), text
         with pytest.raises(schemas.UnusableInput, match="duplicate key"):
             jsonio.load_json(text)
 

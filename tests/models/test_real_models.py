@@ -24,7 +24,12 @@ transformers = pytest.importorskip("transformers", reason="the real-model zoo ne
 from zoo.hf_models import HF_MODELS  # noqa: E402 - after the skip above
 
 MODELS = ZOO / "hf_models.py"
-CASES = [(name, mode, backend) for name in HF_MODELS for mode in ("inference", "train") for backend in ("reference", "inductor")]
+CASES = [
+    (name, mode, backend)
+    for name in HF_MODELS
+    for mode in ("inference", "train")
+    for backend in ("reference", "inductor")
+]
 
 pytestmark = [
     pytest.mark.compile,
@@ -35,7 +40,10 @@ pytestmark = [
 
 # one xdist group per compile: every test of a case runs where that case was compiled
 # (make test-models: --dist loadgroup), and the cases spread over the workers
-@pytest.fixture(params=[pytest.param(c, marks=pytest.mark.xdist_group("-".join(c))) for c in CASES], ids=["-".join(c) for c in CASES])
+@pytest.fixture(
+    params=[pytest.param(c, marks=pytest.mark.xdist_group("-".join(c))) for c in CASES],
+    ids=["-".join(c) for c in CASES],
+)
 def case(request, compile_case):
     name, mode, backend = request.param
     args = (f"{MODELS}:{name}", "--backend", backend) + (("--train",) if mode == "train" else ())

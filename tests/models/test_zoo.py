@@ -75,10 +75,17 @@ def test_every_kernel_has_a_source_line_and_a_pre_grad_node(zoo_case):
         for key, nodes in graph.node_mappings["cppCodeToPost"].items():
             assert any(post_to_pre.get(n) for n in nodes), key
     lines = [line.strip() for line in zoo_case.stdout.splitlines()]
-    assert all(f"{c}/{c}" in line for line in lines if line.startswith("kernels with a source line:")
-               for c in [line.rsplit(" ", 1)[1].split("/")[1]])
-    assert all(line.rsplit(" ", 1)[1].split("/")[0] == line.rsplit(" ", 1)[1].split("/")[1]
-               for line in lines if line.startswith("kernels reaching a pre-grad node:"))
+    assert all(
+        f"{c}/{c}" in line
+        for line in lines
+        if line.startswith("kernels with a source line:")
+        for c in [line.rsplit(" ", 1)[1].split("/")[1]]
+    )
+    assert all(
+        line.rsplit(" ", 1)[1].split("/")[0] == line.rsplit(" ", 1)[1].split("/")[1]
+        for line in lines
+        if line.startswith("kernels reaching a pre-grad node:")
+    )
 
 
 def test_dropout_is_compared_on_a_compile_that_draws_as_eager_does(compile_case):
@@ -101,10 +108,16 @@ def test_recompiles_give_each_compile_id_its_artifacts_and_page(compile_case):
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr[-3000:]
     ids = [g.compile_id for g in read_log_graphs(compiled.log) if g.output_code is not None]
     assert ids == ["[0/0]", "[0/1]", "[0/2]"], ids
-    assert [p.name.split("_", 3)[3] for p in compiled.graph_dirs()] == ["0-0_inference", "0-1_inference", "0-2_inference"]
+    assert [p.name.split("_", 3)[3] for p in compiled.graph_dirs()] == [
+        "0-0_inference",
+        "0-1_inference",
+        "0-2_inference",
+    ]
     (header,) = [line for line in compiled.stdout.splitlines() if line.startswith("compiled ")]
     assert "(as built, 3 calls)" in header
-    pages = [line.split("provenance page: ", 1)[1] for line in compiled.stdout.splitlines() if "provenance page: " in line]
+    pages = [
+        line.split("provenance page: ", 1)[1] for line in compiled.stdout.splitlines() if "provenance page: " in line
+    ]
     assert [Path(p).name for p in pages] == [f"provenance_tracking_-_0_{i}_0.html" for i in range(3)]
 
 
@@ -115,7 +128,11 @@ def test_every_artifact_is_valid(zoo_case):
 
 def test_every_page_links_every_kernel(zoo_case):
     logged = [g for g in read_log_graphs(zoo_case.log) if g.output_code is not None]
-    pages = [Path(line.split("provenance page: ", 1)[1]) for line in zoo_case.stdout.splitlines() if "provenance page: " in line]
+    pages = [
+        Path(line.split("provenance page: ", 1)[1])
+        for line in zoo_case.stdout.splitlines()
+        if "provenance page: " in line
+    ]
     assert len(pages) == len(logged) >= 1, zoo_case.stdout
     for path, graph in zip(pages, logged, strict=True):
         page = tlparse_page.parse_page(path.read_text())

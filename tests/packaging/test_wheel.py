@@ -22,7 +22,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     (built,) = out.glob("spyre_provenance-*.whl")
@@ -60,7 +62,10 @@ def bare_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
     done = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
-        capture_output=True, text=True, timeout=600, env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_clean_env(),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return venv
@@ -93,21 +98,30 @@ def test_validate_and_diff_run_without_torch(bare_venv: Path, tmp_path: Path) ->
     assert len(results) >= 10 and all(line.startswith("OK ") for line in results), done.stdout
     ranks = [line for line in lines if line.startswith("rank ")]
     assert [re.sub(r"\d+ artifact", "N artifact", line) for line in ranks] == [
-        "rank 0: N artifact(s), all valid", "rank 1: N artifact(s), all valid"
+        "rank 0: N artifact(s), all valid",
+        "rank 1: N artifact(s), all valid",
     ], ranks
     # the installed package, not this checkout: its schemas are the wheel's copy
     where = _run(bare_venv, "python", "-c", "import spyre_provenance; print(spyre_provenance.__file__)", cwd=tmp_path)
     assert Path(where.stdout.strip()).is_relative_to(bare_venv), where.stdout
     mapping = "graph_00_0-0_inference/inductor_provenance_tracking_node_mappings.json"
-    done = _run(bare_venv, "spyre-provenance", "diff", str(REPO / "golden" / "mlp" / mapping),
-                str(REPO / "golden" / "residual" / mapping), cwd=tmp_path)
+    done = _run(
+        bare_venv,
+        "spyre-provenance",
+        "diff",
+        str(REPO / "golden" / "mlp" / mapping),
+        str(REPO / "golden" / "residual" / mapping),
+        cwd=tmp_path,
+    )
     assert done.returncode == 1 and done.stderr == "" and done.stdout.strip(), (done.returncode, done.stderr)
 
 
 def test_the_pre_commit_hook_entry_runs_without_torch(bare_venv: Path, tmp_path: Path) -> None:
     [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     files = sorted(
-        str(p.relative_to(REPO)) for p in (REPO / "golden").rglob("*.json") if re.search(hook["files"], str(p.relative_to(REPO)))
+        str(p.relative_to(REPO))
+        for p in (REPO / "golden").rglob("*.json")
+        if re.search(hook["files"], str(p.relative_to(REPO)))
     )
     assert len(files) >= 10
     # pre-commit runs the entry in the hook's own environment, file names appended, from the repository root
@@ -141,15 +155,28 @@ def test_enable_without_torch_names_the_extra(bare_venv: Path, tmp_path: Path) -
         "        print(type(exc).__name__, exc, sep=': ')\n"
     )
     done = _run(bare_venv, "python", "-c", script, cwd=tmp_path)
-    line = "TorchNotInstalled: torch: not installed; provenance tracking needs it: pip install 'spyre-provenance[compile]'"
+    line = (
+        "TorchNotInstalled: torch: not installed; provenance tracking needs it: pip install 'spyre-provenance[compile]'"
+    )
     assert (done.returncode, done.stderr, done.stdout.splitlines()) == (0, "", [line, line]), done.stderr[-2000:]
 
 
 def test_open_needs_tlparse_not_torch(bare_venv: Path, tmp_path: Path) -> None:
-    done = _run(bare_venv, "spyre-provenance", "open", str(REPO / "tests" / "data" / "logs" / "seed_mlp.log"),
-                "--no-browser", "--out", str(tmp_path / "pages"), cwd=tmp_path)
+    done = _run(
+        bare_venv,
+        "spyre-provenance",
+        "open",
+        str(REPO / "tests" / "data" / "logs" / "seed_mlp.log"),
+        "--no-browser",
+        "--out",
+        str(tmp_path / "pages"),
+        cwd=tmp_path,
+    )
     assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == "spyre-provenance open: error: tlparse: not installed; install it with: pip install 'spyre-provenance[tlparse]'\n"
+    assert (
+        done.stderr
+        == "spyre-provenance open: error: tlparse: not installed; install it with: pip install 'spyre-provenance[tlparse]'\n"
+    )
 
 
 def test_a_command_that_reaches_torch_anyway_gets_the_same_line(run_cli, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -162,5 +189,7 @@ def test_a_command_that_reaches_torch_anyway_gets_the_same_line(run_cli, monkeyp
 
     monkeypatch.setattr(diff, "run", run)
     assert run_cli("diff", "a", "b") == (
-        2, "", "spyre-provenance diff: error: needs torch, which is not installed: pip install 'spyre-provenance[compile]'\n"
+        2,
+        "",
+        "spyre-provenance diff: error: needs torch, which is not installed: pip install 'spyre-provenance[compile]'\n",
     )

@@ -45,14 +45,22 @@ torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128))
 x = torch.randn(8, 128)
 """
-INFERENCE = MODEL + """
+INFERENCE = (
+    MODEL
+    + """
 with torch.no_grad():
     torch.compile(model)(x)
 """
-TRAINING = MODEL + """
+)
+TRAINING = (
+    MODEL
+    + """
 torch.compile(model)(x).sum().backward()
 """
-AOTI = MODEL + """
+)
+AOTI = (
+    MODEL
+    + """
 import sys
 
 torch._inductor.config.trace.provenance_tracking_level = 1
@@ -63,13 +71,16 @@ with torch.no_grad():
         inductor_configs={"aot_inductor.package_cpp_only": True, "cpp.vec_isa_ok": False},
     )
 """
+)
 # torch.profiler's CPU events of the compiled model's C++ kernels need enable_kernel_profile.
 # torch's own provenance on the timeline (trace.provenance_tracking_to_timeline, 2.14+) is
 # switched on where the config has it, and the trace exported the way torch adds it:
 # torch._inductor.profiler.inductor_trace_handler. That handler gives args["stack"] only to
 # events its flow/External-id links reach from a compiled region (GPU kernels, cat "kernel");
 # see tests/data/torch-2.15.0/README.md for what it does on this CPU.
-PROFILER = MODEL + """
+PROFILER = (
+    MODEL
+    + """
 import sys
 from pathlib import Path
 
@@ -89,6 +100,7 @@ with torch.no_grad():
 if handler is None:
     prof.export_chrome_trace(str(Path(sys.argv[1]) / "trace.0.pt.trace.json"))
 """
+)
 
 #: the records kept in a fixture log (by record name): what spyre-provenance and tlparse read
 KEEP = {
@@ -141,7 +153,9 @@ def run(work: Path, script: str, env: dict[str, str], cache: Path | None = None,
     """Run one scenario in a fresh interpreter; its TORCH_TRACE log."""
     work.mkdir(parents=True, exist_ok=True)
     (work / "model.py").write_text(script)
-    full = dict(os.environ, TORCH_TRACE=str(work / "trace"), TORCHINDUCTOR_CACHE_DIR=str(cache or work / "cache"), **env)
+    full = dict(
+        os.environ, TORCH_TRACE=str(work / "trace"), TORCHINDUCTOR_CACHE_DIR=str(cache or work / "cache"), **env
+    )
     full.pop("TORCH_COMPILE_DEBUG", None)
     subprocess.run([sys.executable, str(work / "model.py"), *args], env=full, check=True, cwd=work, timeout=1200)
     logs = sorted((work / "trace").glob("dedicated_log_torch_trace_*.log"))
@@ -170,8 +184,10 @@ class Rewriter:
         for envelope_line, payload in records(path.read_text()):
             head, _, body = envelope_line.partition("] ")
             envelope = json.loads(body)
-            name = envelope["artifact"]["name"] if isinstance(envelope.get("artifact"), dict) else next(
-                (k for k in envelope if k not in _METADATA), None
+            name = (
+                envelope["artifact"]["name"]
+                if isinstance(envelope.get("artifact"), dict)
+                else next((k for k in envelope if k not in _METADATA), None)
             )
             if name not in KEEP:
                 continue

@@ -21,7 +21,13 @@ OP = f"{GRAPH}/{OPSPEC_DEBUG_HANDLES}.json"
 
 def mappings(cpp: dict[str, list[str]], pre: dict[str, list[str]]) -> dict:
     inverse = lambda m: {v: [k for k in m if v in m[k]] for vs in m.values() for v in vs}  # noqa: E731
-    return {"preToPost": pre, "postToPre": inverse(pre), "cppCodeToPost": cpp, "postToCppCode": inverse(cpp), "version": 2.0}
+    return {
+        "preToPost": pre,
+        "postToPre": inverse(pre),
+        "cppCodeToPost": cpp,
+        "postToCppCode": inverse(cpp),
+        "version": 2.0,
+    }
 
 
 BASE_CPP = {"k_fused_0:1": ["mm", "permute", "add", "relu"], "k_1:2": ["mm_1", "add_1"]}
@@ -81,7 +87,14 @@ def test_one_node_name_edited_in_one_place_is_one_line():
 
 
 def test_a_node_renamed_everywhere_is_one_line():
-    rename = lambda m: {k.replace("relu", "relu_1") if k == "relu" else k: [v.replace("relu", "relu_1") if v == "relu" else v for v in vs] for k, vs in m.items()}  # noqa: E731
+    def rename(m):
+        return {
+            k.replace("relu", "relu_1") if k == "relu" else k: [
+                v.replace("relu", "relu_1") if v == "relu" else v for v in vs
+            ]
+            for k, vs in m.items()
+        }
+
     assert changes(rename(BASE_CPP), rename(BASE_PRE)) == ["post-grad node renamed: relu -> relu_1 (everywhere)"]
     pre = {"linear": BASE_PRE["linear"], "relu": ["relu"], "linear_1": BASE_PRE["linear_1"]}
     assert changes(pre_b=pre) == ["pre-grad node renamed: h -> relu (everywhere)"]
@@ -98,14 +111,18 @@ def test_an_inverse_map_that_disagrees_is_reported():
     a = mappings(BASE_CPP, BASE_PRE)
     b = copy.deepcopy(a)
     b["postToCppCode"]["relu"] = ["k_1:2"]
-    got = golden.compare(golden.Provenance("A", {"g": {NODE_MAPPINGS: a}}), golden.Provenance("B", {"g": {NODE_MAPPINGS: b}}))
+    got = golden.compare(
+        golden.Provenance("A", {"g": {NODE_MAPPINGS: a}}), golden.Provenance("B", {"g": {NODE_MAPPINGS: b}})
+    )
     assert [c.text for c in got.changes] == ["postToCppCode[relu]: kernel k_fused_0:1 -> k_1:2"]
 
 
 def test_version_and_unknown_keys_never_pass_silently():
     a = mappings(BASE_CPP, BASE_PRE)
     b = {**a, "version": 1.0, "extra": 1}
-    got = golden.compare(golden.Provenance("A", {"g": {NODE_MAPPINGS: a}}), golden.Provenance("B", {"g": {NODE_MAPPINGS: b}}))
+    got = golden.compare(
+        golden.Provenance("A", {"g": {NODE_MAPPINGS: a}}), golden.Provenance("B", {"g": {NODE_MAPPINGS: b}})
+    )
     assert [c.text for c in got.changes] == ["version 2.0 -> 1.0", 'node mappings["extra"] added: 1']
 
 
@@ -146,6 +163,7 @@ def test_opspec_handle_changes(case):
         _spec(doc, 0, 2)["debug_handle"] = None
         doc["handles"][_spec(doc, 1, 1)["debug_handle"]]["aten_op"] = "aten.add.Tensor"
         _spec(doc, 1, 0)["op"] = "bmm"
+
     edit(case, OP, change)
     assert diff_lines(GOLDEN / "mlp", case) == [
         "OpSpec sdsc_fused_addmm_relu_t_0:1 buf2 (relufwd): lost its debug handle",
@@ -157,6 +175,7 @@ def test_opspec_handle_changes(case):
 def test_fused_constituent_dropped(case):
     def change(doc):
         doc["handles"][_spec(doc, 0, 0)["debug_handle"]]["fused_from"].pop()
+
     edit(case, OP, change)
     assert diff_lines(GOLDEN / "mlp", case) == [
         "OpSpec sdsc_fused_addmm_relu_t_0:1 buf0 (matmul): handle fused_from [mm, permute] -> [mm]"
@@ -202,7 +221,7 @@ def test_manifests_give_hints_not_changes(case):
 def test_diff_equal_is_exit_0(run_cli):
     code, out, err = run_cli("diff", GOLDEN / "mlp", GOLDEN / "mlp_fp16")
     assert code == 0 and out.startswith("same provenance") and not err
-    assert 'hint: ' in out and '"float16"' in out
+    assert "hint: " in out and '"float16"' in out
 
 
 def test_diff_of_a_compile_out_a_log_and_files(run_cli, case):

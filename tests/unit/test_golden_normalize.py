@@ -23,8 +23,10 @@ ROOTS = golden.Roots(project=("/home/ci/repo/",), tmp=("/tmp/",), stdlib=("/usr/
     ("path", "expected"),
     [
         ("/home/ci/repo/src/spyre_provenance/examples.py", "src/spyre_provenance/examples.py"),
-        ("/home/ci/repo/.venv/lib/python3.11/site-packages/torch/nn/modules/linear.py",
-         "<site-packages>/torch/nn/modules/linear.py"),
+        (
+            "/home/ci/repo/.venv/lib/python3.11/site-packages/torch/nn/modules/linear.py",
+            "<site-packages>/torch/nn/modules/linear.py",
+        ),
         ("/opt/conda/lib/python3.10/dist-packages/mylib/model.py", "<site-packages>/mylib/model.py"),
         ("/tmp/pytest-of-ci/pytest-7/test_x0/model.py", "<tmp>/pytest-of-ci/pytest-7/test_x0/model.py"),
         ("/usr/lib/python3.11/contextlib.py", "<stdlib>/contextlib.py"),
@@ -78,15 +80,30 @@ def _artifact(source_file: str) -> dict:
     src = opspec.SourceLoc(source_file, 38)
     mm = opspec.make_handle(src, "aten.addmm.default", ("mm",))
     perm = opspec.make_handle(src, "aten.t.default", ("permute",))
-    fused = opspec.make_handle(src, None, ("mm", "permute", "buf0"), (mm, perm),
-                               (opspec.ProvenanceTransform("fusion", "inductor.lowering", "2 FX nodes"),))
+    fused = opspec.make_handle(
+        src,
+        None,
+        ("mm", "permute", "buf0"),
+        (mm, perm),
+        (opspec.ProvenanceTransform("fusion", "inductor.lowering", "2 FX nodes"),),
+    )
     relu = opspec.make_handle(src, "aten.relu.default", ("relu", "buf1"))
     records = [
-        KernelRecord("sdsc_fused_0", 1, ["mm", "permute"], opspecs=[
-            opspec.opspec_record(opspec.OpSpec("matmul", True, {}, [], {}, debug_handle=fused))]),
-        KernelRecord("sdsc_relu_1", 2, ["relu"], opspecs=[
-            opspec.opspec_record(opspec.OpSpec("relufwd", False, {}, [], {}, debug_handle=relu)),
-            opspec.opspec_record(opspec.OpSpec("copy", False, {}, [], {}, debug_handle=None))]),
+        KernelRecord(
+            "sdsc_fused_0",
+            1,
+            ["mm", "permute"],
+            opspecs=[opspec.opspec_record(opspec.OpSpec("matmul", True, {}, [], {}, debug_handle=fused))],
+        ),
+        KernelRecord(
+            "sdsc_relu_1",
+            2,
+            ["relu"],
+            opspecs=[
+                opspec.opspec_record(opspec.OpSpec("relufwd", False, {}, [], {}, debug_handle=relu)),
+                opspec.opspec_record(opspec.OpSpec("copy", False, {}, [], {}, debug_handle=None)),
+            ],
+        ),
     ]
     return json.loads(mapping.to_json_bytes(mapping.build_opspec_artifact(records)))
 
@@ -144,10 +161,17 @@ def test_golden_files_are_a_fixpoint(case):
 
 
 def test_serializer():
-    assert golden.dumps({"b": [1], "a": 2.0, "é": None}) == b'{\n  "b": [\n    1\n  ],\n  "a": 2.0,\n  "\xc3\xa9": null\n}\n'
+    assert (
+        golden.dumps({"b": [1], "a": 2.0, "é": None})
+        == b'{\n  "b": [\n    1\n  ],\n  "a": 2.0,\n  "\xc3\xa9": null\n}\n'
+    )
 
 
-frame_paths = st.lists(st.sampled_from(["home", "ci", "repo", "tmp", "site-packages", "lib", "x.py", "0x7fabcdef12"]), min_size=1, max_size=6)
+frame_paths = st.lists(
+    st.sampled_from(["home", "ci", "repo", "tmp", "site-packages", "lib", "x.py", "0x7fabcdef12"]),
+    min_size=1,
+    max_size=6,
+)
 
 
 @settings(max_examples=60, deadline=None)

@@ -40,7 +40,10 @@ def batch_norm_forward() -> PostGradGraph:
         call("copy_", "aten.copy_", "running_mean", "view_1"),
         call("view_1", "aten.view", "add"),
     ]
-    facts = {"mean": NodeFacts(TRACE.format(7, "self.bn(x)"), seq_nr=3), "add": NodeFacts(TRACE.format(7, "self.bn(x)"), seq_nr=3)}
+    facts = {
+        "mean": NodeFacts(TRACE.format(7, "self.bn(x)"), seq_nr=3),
+        "add": NodeFacts(TRACE.format(7, "self.bn(x)"), seq_nr=3),
+    }
     return PostGradGraph(nodes, outputs=("mean", "copy_"), facts=facts)
 
 
@@ -101,8 +104,12 @@ def test_a_listed_node_with_a_trace_is_preferred_and_keeps_the_reason_it_is_list
 def linear_forward() -> PostGradGraph:
     """A forward graph whose first op of sequence number 22 is the convolution; BatchNorm's
     ``num_batches_tracked += 1`` has the same number but created no autograd node."""
-    nodes = [placeholder("x"), call("convolution", "aten.convolution", "x"), call("add", "aten.add", "x"),
-             call("mm", "aten.mm", "convolution")]
+    nodes = [
+        placeholder("x"),
+        call("convolution", "aten.convolution", "x"),
+        call("add", "aten.add", "x"),
+        call("mm", "aten.mm", "convolution"),
+    ]
     facts = {"convolution": NodeFacts(seq_nr=22), "add": NodeFacts(seq_nr=22), "mm": NodeFacts(seq_nr=23)}
     return PostGradGraph(nodes, outputs=("mm",), facts=facts)
 
@@ -127,7 +134,9 @@ def backward() -> PostGradGraph:
         call("fresh", "aten.mul", "tangents_1"),
     ]
     facts = {
-        "mm_1": NodeFacts(seq_nr=23), "sum_1": NodeFacts(seq_nr=23), "conv_bwd": NodeFacts(seq_nr=22),
+        "mm_1": NodeFacts(seq_nr=23),
+        "sum_1": NodeFacts(seq_nr=23),
+        "conv_bwd": NodeFacts(seq_nr=22),
         "acc": NodeFacts(seq_nr=22, gradient_acc=True),
     }
     return PostGradGraph(nodes, outputs=("sum_1", "acc", "fresh"), facts=facts)
@@ -153,7 +162,9 @@ def test_gradients_reach_the_pre_grad_nodes_of_the_forward_op_they_differentiate
         "its nodes have no autograd sequence number and no from_node chain into the pre-grad graph",
         "copies graph input tangents_1, which no linked node reads",
     ]
-    acc_only = PostGradGraph([placeholder("g"), call("acc", "aten.add", "g")], facts={"acc": NodeFacts(gradient_acc=True)})
+    acc_only = PostGradGraph(
+        [placeholder("g"), call("acc", "aten.add", "g")], facts={"acc": NodeFacts(gradient_acc=True)}
+    )
     (gap,) = inference.pre_grad_gaps(["k:1"], {"k:1": ["acc"]}, acc_only, pre_grad_known=True, backward=True)
     assert gap.why == "a gradient accumulation: it differentiates no forward op of its own"
 
@@ -183,14 +194,16 @@ def test_without_a_forward_table_gradients_stay_unlinked(backward):
 
 def test_what_stock_inductor_leaves_out_is_named_with_the_option_that_adds_it(backward, dropout_forward):
     would = [InferredPreGrad("mm_1", ["linear"], "seq_nr")]
-    (gap,) = inference.pre_grad_gaps(["k:1"], {"k:1": ["mm_1"]}, backward, pre_grad_known=True, backward=True,
-                                     not_taken=would)
+    (gap,) = inference.pre_grad_gaps(
+        ["k:1"], {"k:1": ["mm_1"]}, backward, pre_grad_known=True, backward=True, not_taken=would
+    )
     assert gap.why == (
         "stock Inductor links only from_node chains; --beyond-upstream links mm_1 to linear"
         " through the forward op it differentiates (seq_nr)"
     )
-    (gap,) = inference.source_gaps(["k:1"], {"k:1": ["seeds"]}, dropout_forward,
-                                   [InferredSource("k:1", "lookup", "consumer")])
+    (gap,) = inference.source_gaps(
+        ["k:1"], {"k:1": ["seeds"]}, dropout_forward, [InferredSource("k:1", "lookup", "consumer")]
+    )
     assert gap.why == (
         "stock Inductor's stack traces give it none; --beyond-upstream takes the one of lookup,"
         " a node reading what it computes"

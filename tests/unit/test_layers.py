@@ -32,7 +32,11 @@ LAYERS = (
 )
 #: The only modules that may load torch when imported; every other one must not.
 TORCH_ON_IMPORT = (
-    "backends.reference", "backends.reference_lowering", "backends.reference_opspecs", "examples", "bench.models",
+    "backends.reference",
+    "backends.reference_lowering",
+    "backends.reference_opspecs",
+    "examples",
+    "bench.models",
 )
 
 
@@ -67,7 +71,8 @@ def _imports(path: Path, known: set[str]) -> set[str]:
             elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
                 # ``from pkg import mod`` imports pkg.mod; ``from mod import name`` imports mod
                 names = [
-                    f"{child.module}.{a.name}" if f"{child.module}.{a.name}".removeprefix("spyre_provenance.") in known
+                    f"{child.module}.{a.name}"
+                    if f"{child.module}.{a.name}".removeprefix("spyre_provenance.") in known
                     else child.module
                     for a in child.names
                 ]

@@ -114,6 +114,7 @@ def test_no_opspec_artifact_for_backends_without_opspecs():
 
 # --- links the hook infers where the origins leave tlparse nothing to highlight ---------------
 
+
 def _graph():
     from spyre_provenance.model.records import GraphNode, PostGradGraph
 
@@ -153,7 +154,10 @@ def test_a_weight_copy_is_linked_to_the_nodes_that_read_it():
 
 
 def test_nothing_is_inferred_where_a_kernel_has_a_line_already():
-    records = [KernelRecord("k", 1, ["mm", "primals_1"], consumers=["scatter_add"]), KernelRecord("s", 2, ["full", "scatter_add"])]
+    records = [
+        KernelRecord("k", 1, ["mm", "primals_1"], consumers=["scatter_add"]),
+        KernelRecord("s", 2, ["full", "scatter_add"]),
+    ]
     assert mapping.infer_links(records, _graph()) == []
 
 

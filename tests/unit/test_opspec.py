@@ -71,9 +71,7 @@ def test_source_is_innermost_user_frame() -> None:
 
 def test_source_skips_torch_frames() -> None:
     torch_frame = frame(os.path.join(TORCH_DIR, "nn", "modules", "linear.py"), 134)
-    assert source_from_stack_trace(trace(frame(USER_FILE, 7), torch_frame)) == SourceLoc(
-        USER_FILE, 7
-    )
+    assert source_from_stack_trace(trace(frame(USER_FILE, 7), torch_frame)) == SourceLoc(USER_FILE, 7)
 
 
 def test_source_skips_this_package_but_not_its_example_models() -> None:
@@ -205,11 +203,18 @@ def test_the_backend_and_the_golden_normalizer_compute_one_id() -> None:
     step = opspec.ProvenanceTransform("rewrite", "spyre.pass")  # reason None, as torch-spyre's default
     child = opspec.make_handle(None, "aten.mul.Tensor", ("mul",))
     handle = opspec.make_handle(opspec.SourceLoc("m.py", 3), None, ("mul", "add", "buf0"), (child,), (step,))
-    table = mapping.build_opspec_artifact([
-        records.KernelRecord("k", 1, ["mul", "add"], opspecs=[
-            records.OpSpecRecord("add", False, buffer="buf0", debug_handle=opspec.debug_handle_record(handle))
-        ])
-    ])["handles"]
+    table = mapping.build_opspec_artifact(
+        [
+            records.KernelRecord(
+                "k",
+                1,
+                ["mul", "add"],
+                opspecs=[
+                    records.OpSpecRecord("add", False, buffer="buf0", debug_handle=opspec.debug_handle_record(handle))
+                ],
+            )
+        ]
+    )["handles"]
     assert table[str(handle.id)]["transform_history"] == [{"kind": "rewrite", "pass_name": "spyre.pass", "reason": ""}]
     for hid, entry in table.items():
         assert golden.handle_id(entry) == hid
@@ -305,7 +310,11 @@ def test_opspec_record_duck_typed_handle() -> None:
     src = SimpleNamespace(file="m.py", start_line=3, start_col=0, end_line=None, end_col=None)
     t = SimpleNamespace(kind="rewrite", pass_name="p", reason=None)
     h = SimpleNamespace(
-        id="42", source=src, aten_op=None, ir_chain=["x", "buf9"], fused_from=[],
+        id="42",
+        source=src,
+        aten_op=None,
+        ir_chain=["x", "buf9"],
+        fused_from=[],
         transform_history=[t],
     )
     spec = SimpleNamespace(op="identity", is_reduction=False, iteration_space=None, debug_handle=h)
@@ -340,7 +349,9 @@ def test_unimplemented_ops_are_recorded_and_counted_at_any_depth() -> None:
     ]
     recs = opspec_records(specs)
     assert [(r.op, r.missing_handle) for r in recs] == [
-        ("scatter", opspec.UNIMPLEMENTED), ("matmul", None), ("gather", opspec.UNIMPLEMENTED),
+        ("scatter", opspec.UNIMPLEMENTED),
+        ("matmul", None),
+        ("gather", opspec.UNIMPLEMENTED),
     ]
     assert [r.debug_handle is None for r in recs] == [True, False, True]
     # what the hook's diagnostics count: both unimplemented ops are handleless OpSpecs
@@ -351,11 +362,25 @@ def test_unimplemented_ops_are_recorded_and_counted_at_any_depth() -> None:
 
 def test_opspec_model_has_torch_spyre_mains_fields_in_order() -> None:
     assert [f.name for f in dataclasses.fields(OpSpec)] == [
-        "op", "is_reduction", "iteration_space", "args", "op_info", "tiled_symbols",
-        "tiled_symbol_trip_counts", "symbolic_dim_bounds", "node_output_ranges", "debug_handle",
+        "op",
+        "is_reduction",
+        "iteration_space",
+        "args",
+        "op_info",
+        "tiled_symbols",
+        "tiled_symbol_trip_counts",
+        "symbolic_dim_bounds",
+        "node_output_ranges",
+        "debug_handle",
     ]
     assert [f.name for f in dataclasses.fields(TensorArg)][:7] == [
-        "is_input", "arg_index", "device_dtype", "device_size", "device_coordinates", "allocation", "name",
+        "is_input",
+        "arg_index",
+        "device_dtype",
+        "device_size",
+        "device_coordinates",
+        "allocation",
+        "name",
     ]
 
 
@@ -373,8 +398,10 @@ def test_readers_go_by_field_name_not_position() -> None:
     handle = _sample_handle()
     out = SimpleNamespace(is_input=False, name="buf0", device_dtype=_Formats.IEEE_FP16, allocation={"lx": 0})
     tiled = {
-        "tiled_symbols": [["c1"]], "tiled_symbol_trip_counts": {"c1": 4},
-        "symbolic_dim_bounds": {"s0": (64, 1)}, "node_output_ranges": (8, 256),
+        "tiled_symbols": [["c1"]],
+        "tiled_symbol_trip_counts": {"c1": 4},
+        "symbolic_dim_bounds": {"s0": (64, 1)},
+        "node_output_ranges": (8, 256),
     }
 
     @dataclasses.dataclass
@@ -393,7 +420,8 @@ def test_readers_go_by_field_name_not_position() -> None:
     space = {"c0": (8, 1), "c1": (256, 4)}
     main = OpSpec("matmul", True, space, [out], {}, **tiled, debug_handle=handle)
     shuffled = Shuffled(handle, (8, 256), [out], "matmul", {"s0": (64, 1)}, space, {"c1": 4}, True, [["c1"]], {})
-    older = SimpleNamespace(op="matmul", is_reduction=True, iteration_space=space, args=[out], op_info={},
-                            debug_handle=handle)  # before the tiling fields
+    older = SimpleNamespace(
+        op="matmul", is_reduction=True, iteration_space=space, args=[out], op_info={}, debug_handle=handle
+    )  # before the tiling fields
     assert opspec_record(main) == opspec_record(shuffled) == opspec_record(older)
     assert opspec_record(main).buffer == "buf0" and opspec_record(main).iteration_space == [8, 256]

@@ -172,7 +172,8 @@ VALID_EDGES = {
     "version-written-as-integer": (NODE_MAPPINGS, '{"version": 2}'),
     "unknown-top-level-key": (NODE_MAPPINGS, '{"version": 2.0, "future": {"a": [1, {"b:c": null}]}}'),
     "empty-list-means-no-pairs": (
-        NODE_MAPPINGS, '{"version": 2.0, "preToPost": {"x": []}, "postToPre": {}, "cppCodeToPost": {}, "postToCppCode": {}}'
+        NODE_MAPPINGS,
+        '{"version": 2.0, "preToPost": {"x": []}, "postToPre": {}, "cppCodeToPost": {}, "postToCppCode": {}}',
     ),
     "escaped-colon-is-no-duplicate": (
         NODE_MAPPINGS,
@@ -181,7 +182,10 @@ VALID_EDGES = {
     # torch 2.7/2.8 wrote all four maps, also when they were empty
     "v1-four-empty-maps": (NODE_MAPPINGS, NO_MAPS),
     "empty-stack-traces": (KERNEL_STACK_TRACES, "{}"),
-    "integral-float-line": (OPSPEC_DEBUG_HANDLES, _edit(OPSPEC, _set(["handles", H_MATMUL, "source", "start_line"], 14.0))),
+    "integral-float-line": (
+        OPSPEC_DEBUG_HANDLES,
+        _edit(OPSPEC, _set(["handles", H_MATMUL, "source", "start_line"], 14.0)),
+    ),
     "opspec-version-1.0": (OPSPEC_DEBUG_HANDLES, _edit(OPSPEC, _set(["version"], 1.0))),
 }
 
@@ -311,8 +315,18 @@ BROKEN: dict[str, tuple[str, str, set[str], str | None]] = {
     "version-3.0": (NODE_MAPPINGS, _edit(SEED, _set(["version"], 3.0)), {"$.version"}, None),
     "version-as-string": (NODE_MAPPINGS, _edit(SEED, _set(["version"], "2.0")), {"$.version"}, None),
     "map-is-a-list": (NODE_MAPPINGS, _edit(SEED, _set(["preToPost"], [])), {"$.preToPost"}, "2.0"),
-    "list-is-a-string": (NODE_MAPPINGS, _edit(SEED, _set(["preToPost", "relu"], "relu")), {'$.preToPost["relu"]'}, "2.0"),
-    "name-is-a-number": (NODE_MAPPINGS, _edit(SEED, _set(["postToPre", "relu", 0], 7)), {'$.postToPre["relu"][0]'}, "2.0"),
+    "list-is-a-string": (
+        NODE_MAPPINGS,
+        _edit(SEED, _set(["preToPost", "relu"], "relu")),
+        {'$.preToPost["relu"]'},
+        "2.0",
+    ),
+    "name-is-a-number": (
+        NODE_MAPPINGS,
+        _edit(SEED, _set(["postToPre", "relu", 0], 7)),
+        {'$.postToPre["relu"][0]'},
+        "2.0",
+    ),
     "v1-not-inverse": (
         NODE_MAPPINGS,
         _edit(load("inductor_provenance_tracking_node_mappings_v1.json"), _set(["postToCppCode", "relu"], [])),
@@ -357,35 +371,64 @@ BROKEN: dict[str, tuple[str, str, set[str], str | None]] = {
     ),
     # kernel_information v2 (torch 2.14): the version is in the shape, so each is still "2"
     "kernel-info-v2-entry-lacks-the-key": (
-        KERNEL_INFORMATION, _edit(INFO_V2, lambda d: d["cpp_fused_relu_0:2"].pop("extern_semantic_key")),
-        {'$["cpp_fused_relu_0:2"]'}, "2",
+        KERNEL_INFORMATION,
+        _edit(INFO_V2, lambda d: d["cpp_fused_relu_0:2"].pop("extern_semantic_key")),
+        {'$["cpp_fused_relu_0:2"]'},
+        "2",
     ),
     "kernel-info-v2-key-not-a-string": (
-        KERNEL_INFORMATION, _edit(INFO_V2, _set([EXTERN, "extern_semantic_key"], 3)), {f'$["{EXTERN}"].extern_semantic_key'}, "2",
+        KERNEL_INFORMATION,
+        _edit(INFO_V2, _set([EXTERN, "extern_semantic_key"], 3)),
+        {f'$["{EXTERN}"].extern_semantic_key'},
+        "2",
     ),
     "kernel-info-v2-shapes-without-dtypes": (
-        KERNEL_INFORMATION, _edit(INFO_V2, lambda d: d[EXTERN].pop("input_dtypes")), {f'$["{EXTERN}"]'}, "2",
+        KERNEL_INFORMATION,
+        _edit(INFO_V2, lambda d: d[EXTERN].pop("input_dtypes")),
+        {f'$["{EXTERN}"]'},
+        "2",
     ),
     "kernel-info-v2-dtype-without-shape": (
-        KERNEL_INFORMATION, _edit(INFO_V2, lambda d: d[EXTERN].pop("output_shape")), {f'$["{EXTERN}"]'}, "2",
+        KERNEL_INFORMATION,
+        _edit(INFO_V2, lambda d: d[EXTERN].pop("output_shape")),
+        {f'$["{EXTERN}"]'},
+        "2",
     ),
     "kernel-info-v2-a-dtype-short": (
-        KERNEL_INFORMATION, _edit(INFO_V2, lambda d: d[EXTERN]["input_dtypes"].pop()), {f'$["{EXTERN}"].input_dtypes'}, "2",
+        KERNEL_INFORMATION,
+        _edit(INFO_V2, lambda d: d[EXTERN]["input_dtypes"].pop()),
+        {f'$["{EXTERN}"].input_dtypes'},
+        "2",
     ),
     "kernel-info-v2-negative-size": (
-        KERNEL_INFORMATION, _edit(INFO_V2, _set([EXTERN, "output_shape", 1], -1)), {f'$["{EXTERN}"].output_shape[1]'}, "2",
+        KERNEL_INFORMATION,
+        _edit(INFO_V2, _set([EXTERN, "output_shape", 1], -1)),
+        {f'$["{EXTERN}"].output_shape[1]'},
+        "2",
     ),
     "kernel-info-v2-fractional-size": (
-        KERNEL_INFORMATION, _edit(INFO_V2, _set([EXTERN, "input_shapes", 1, 0], 0.5)), {f'$["{EXTERN}"].input_shapes[1][0]'}, "2",
+        KERNEL_INFORMATION,
+        _edit(INFO_V2, _set([EXTERN, "input_shapes", 1, 0], 0.5)),
+        {f'$["{EXTERN}"].input_shapes[1][0]'},
+        "2",
     ),
     "kernel-info-v2-empty-symbol": (
-        KERNEL_INFORMATION, _edit(INFO_V2, _set([EXTERN, "output_shape", 0], "")), {f'$["{EXTERN}"].output_shape[0]'}, "2",
+        KERNEL_INFORMATION,
+        _edit(INFO_V2, _set([EXTERN, "output_shape", 0], "")),
+        {f'$["{EXTERN}"].output_shape[0]'},
+        "2",
     ),
     "kernel-info-v2-not-a-dtype": (
-        KERNEL_INFORMATION, _edit(INFO_V2, _set([EXTERN, "output_dtype"], "float32")), {f'$["{EXTERN}"].output_dtype'}, "2",
+        KERNEL_INFORMATION,
+        _edit(INFO_V2, _set([EXTERN, "output_dtype"], "float32")),
+        {f'$["{EXTERN}"].output_dtype'},
+        "2",
     ),
     "kernel-info-v2-unknown-field": (
-        KERNEL_INFORMATION, _edit(INFO_V2, _set([EXTERN, "device"], "cpu")), {f'$["{EXTERN}"]'}, "2",
+        KERNEL_INFORMATION,
+        _edit(INFO_V2, _set([EXTERN, "device"], "cpu")),
+        {f'$["{EXTERN}"]'},
+        "2",
     ),
     # spyre_opspec_debug_handles
     "opspec-unknown-handle": (
@@ -427,8 +470,11 @@ BROKEN: dict[str, tuple[str, str, set[str], str | None]] = {
     "opspec-id-leading-zero": (
         OPSPEC_DEBUG_HANDLES,
         _edit(OPSPEC, _opspec_rename_id(H_ADD, "017")),
-        {'$.handles["017"]', '$.kernels["sdsc_fused_addmm_linear_relu_0:1"][1].debug_handle',
-         f'$.handles["{H_RELU}"].fused_from[1]'},
+        {
+            '$.handles["017"]',
+            '$.kernels["sdsc_fused_addmm_linear_relu_0:1"][1].debug_handle',
+            f'$.handles["{H_RELU}"].fused_from[1]',
+        },
         "1",
     ),
     "opspec-kernel-handle-twice": (
@@ -500,41 +546,84 @@ def test_problems_beyond_the_limit_are_counted() -> None:
 
 DIAG_V1 = msgspec.to_builtins(
     DiagnosticsV1(
-        compile_id="0/0", graph="inference", partial=True, mapping="upstream",
-        faults=[Fault("build", "RuntimeError: x: y")], kernels=2, opspecs=5, handleless_opspecs=1,
+        compile_id="0/0",
+        graph="inference",
+        partial=True,
+        mapping="upstream",
+        faults=[Fault("build", "RuntimeError: x: y")],
+        kernels=2,
+        opspecs=5,
+        handleless_opspecs=1,
         disagreements=["sdsc_a_0:1"],
     )
 )
 DIAG_V2 = msgspec.to_builtins(
     DiagnosticsV2(
-        compile_id="0/0", graph="forward", backend="reference", partial=False, complete=True, mapping="hook",
-        kernels=2, opspecs=5, handleless_opspecs=5, disagreements=["sdsc_a_0:1"], matches_upstream=True,
+        compile_id="0/0",
+        graph="forward",
+        backend="reference",
+        partial=False,
+        complete=True,
+        mapping="hook",
+        kernels=2,
+        opspecs=5,
+        handleless_opspecs=5,
+        disagreements=["sdsc_a_0:1"],
+        matches_upstream=True,
         coverage=CoverageCounts(
-            call_sites=3, linked_call_sites=3, compute_nodes=5, reached_nodes=3,
+            call_sites=3,
+            linked_call_sites=3,
+            compute_nodes=5,
+            reached_nodes=3,
             exempt_nodes=ExemptNodes(view=4, dead=1, constant=1),
         ),
         inferred=[Inferred("relu", "cpp_fused_relu_0:2", "inlined"), Inferred("relu", "cpp_add:3", "consumer")],
-        hints=["graph: wrapper line 12: call of k has no handle comment (a gap of stock Inductor's own mapping) [call-sites]"],
+        hints=[
+            "graph: wrapper line 12: call of k has no handle comment (a gap of stock Inductor's own mapping) [call-sites]"
+        ],
     )
 )
 DIAG_V3 = {**DIAG_V2, "version": 3, "bundle_handles": {"checked": 5, "stale": 2, "missing": 1}}
 DIAG_V4 = msgspec.to_builtins(
     DiagnosticsV4(
-        compile_id="0/0", graph="backward", backend="reference", partial=False, complete=True, mapping="hook",
-        kernels=2, opspecs=5, handleless_opspecs=5, disagreements=["sdsc_a_0:1"], matches_upstream=True,
+        compile_id="0/0",
+        graph="backward",
+        backend="reference",
+        partial=False,
+        complete=True,
+        mapping="hook",
+        kernels=2,
+        opspecs=5,
+        handleless_opspecs=5,
+        disagreements=["sdsc_a_0:1"],
+        matches_upstream=True,
         coverage=CoverageCountsV4(
-            call_sites=3, linked_call_sites=3, compute_nodes=5, reached_nodes=3,
-            exempt_nodes=ExemptNodes(view=4, dead=1, constant=1), kernels=3, kernels_with_source=3,
+            call_sites=3,
+            linked_call_sites=3,
+            compute_nodes=5,
+            reached_nodes=3,
+            exempt_nodes=ExemptNodes(view=4, dead=1, constant=1),
+            kernels=3,
+            kernels_with_source=3,
             kernels_with_pre_grad=2,
         ),
         inferred=[Inferred("relu", "cpp_fused_relu_0:2", "inlined")],
         bundle_handles=BundleHandlesV4(checked=5, stale=1, missing=1, shared=3),
         inferred_sources=[InferredSource("sdsc_copy_0:3", "add_2", "write-back")],
-        inferred_pre_grad=[InferredPreGrad("mm", ["linear"], "seq_nr"), InferredPreGrad("copy_", ["batch_norm"], "write-back")],
-        without_pre_grad=[KernelGap("sdsc_add_1:2", "a gradient accumulation: it differentiates no forward op of its own")],
+        inferred_pre_grad=[
+            InferredPreGrad("mm", ["linear"], "seq_nr"),
+            InferredPreGrad("copy_", ["batch_norm"], "write-back"),
+        ],
+        without_pre_grad=[
+            KernelGap("sdsc_add_1:2", "a gradient accumulation: it differentiates no forward op of its own")
+        ],
     )
 )
-VIOLATION = {"rule": "node-reach", "where": "0/0: add", "message": "post-grad compute node (aten.add) reaches no kernel"}
+VIOLATION = {
+    "rule": "node-reach",
+    "where": "0/0: add",
+    "message": "post-grad compute node (aten.add) reaches no kernel",
+}
 FAULT = {"stage": "emit", "error": "OSError: disk full"}
 
 
@@ -591,14 +680,30 @@ DIAG_VALID_EDGES = {
     "v2-incomplete-unjudged": _diag(DIAG_V2, complete=False, coverage=None, backend=None),
     "v2-partial-incomplete": _diag(DIAG_V2, partial=True, complete=False, faults=[FAULT], mapping="upstream"),
     "v2-nothing-to-count": _diag(
-        DIAG_V2, kernels=0, opspecs=0, handleless_opspecs=0, disagreements=[], inferred=[], hints=[],
-        coverage={"call_sites": 0, "linked_call_sites": 0, "compute_nodes": 0, "reached_nodes": 0,
-                  "exempt_nodes": {"view": 0, "dead": 0, "constant": 0}},
+        DIAG_V2,
+        kernels=0,
+        opspecs=0,
+        handleless_opspecs=0,
+        disagreements=[],
+        inferred=[],
+        hints=[],
+        coverage={
+            "call_sites": 0,
+            "linked_call_sites": 0,
+            "compute_nodes": 0,
+            "reached_nodes": 0,
+            "exempt_nodes": {"view": 0, "dead": 0, "constant": 0},
+        },
     ),
     "v2-version-2.0": _diag(DIAG_V2, version=2.0),
     "v2-integral-float-count": _diag(DIAG_V2, coverage={**DIAG_V2["coverage"], "call_sites": 3.0}),
-    "v2-same-node-two-kernels": _diag(DIAG_V2, inferred=[
-        {"node": "relu", "kernel": "k:1", "why": "inlined"}, {"node": "relu", "kernel": "k:2", "why": "inlined"}]),
+    "v2-same-node-two-kernels": _diag(
+        DIAG_V2,
+        inferred=[
+            {"node": "relu", "kernel": "k:1", "why": "inlined"},
+            {"node": "relu", "kernel": "k:2", "why": "inlined"},
+        ],
+    ),
     # stale bundle handles change neither partial nor complete
     "v3-no-bundles-to-check": _diag(DIAG_V3, bundle_handles=None),
     "v3-every-bundle-stale-yet-complete": _diag(DIAG_V3, bundle_handles={"checked": 5, "stale": 5, "missing": 0}),
@@ -606,8 +711,13 @@ DIAG_VALID_EDGES = {
     # every bundle another call site's: a kernel called from several call sites
     "v4-every-bundle-shared": _diag(DIAG_V4, bundle_handles={"checked": 4, "stale": 0, "missing": 0, "shared": 4}),
     "v4-no-kernel-reaches": _diag(DIAG_V4, coverage={**DIAG_V4["coverage"], "kernels_with_pre_grad": 0}),
-    "v4-one-kernel-two-sources": _diag(DIAG_V4, inferred_sources=[
-        {"kernel": "k:1", "node": "a", "why": "consumer"}, {"kernel": "k:1", "node": "b", "why": "consumer"}]),
+    "v4-one-kernel-two-sources": _diag(
+        DIAG_V4,
+        inferred_sources=[
+            {"kernel": "k:1", "node": "a", "why": "consumer"},
+            {"kernel": "k:1", "node": "b", "why": "consumer"},
+        ],
+    ),
     "v4-nothing-inferred": _diag(DIAG_V4, inferred_sources=[], inferred_pre_grad=[], without_pre_grad=[]),
 }
 
@@ -631,45 +741,87 @@ def _exempt(**changes: Any) -> dict[str, Any]:
 BROKEN_DIAGNOSTICS: dict[str, tuple[str, dict[str, str], str | None]] = {
     # the invariants no schema can state, each broken alone
     "v2-partial-without-faults": (
-        _diag(DIAG_V2, partial=True, complete=False), {"$.partial": "is true, but faults is empty"}, "2"),
+        _diag(DIAG_V2, partial=True, complete=False),
+        {"$.partial": "is true, but faults is empty"},
+        "2",
+    ),
     "v2-faults-not-partial": (
-        _diag(DIAG_V2, faults=[FAULT]), {"$.partial": "is false, but faults lists what failed"}, "2"),
+        _diag(DIAG_V2, faults=[FAULT]),
+        {"$.partial": "is false, but faults lists what failed"},
+        "2",
+    ),
     "v2-complete-but-partial": (
-        _diag(DIAG_V2, partial=True, faults=[FAULT]), {"$.complete": "is true, but partial is true"}, "2"),
-    "v2-complete-but-unjudged": (
-        _diag(DIAG_V2, coverage=None), {"$.complete": "is true, but coverage is null"}, "2"),
+        _diag(DIAG_V2, partial=True, faults=[FAULT]),
+        {"$.complete": "is true, but partial is true"},
+        "2",
+    ),
+    "v2-complete-but-unjudged": (_diag(DIAG_V2, coverage=None), {"$.complete": "is true, but coverage is null"}, "2"),
     "v2-complete-but-violated": (
-        _diag(DIAG_V2, violations=[VIOLATION]), {"$.complete": "is true, but violations is not empty"}, "2"),
+        _diag(DIAG_V2, violations=[VIOLATION]),
+        {"$.complete": "is true, but violations is not empty"},
+        "2",
+    ),
     "v2-complete-but-everything-wrong": (
         _diag(DIAG_V2, partial=True, faults=[FAULT], coverage=None, violations=[VIOLATION]),
-        {"$.complete": "partial is true, coverage is null, violations is not empty"}, "2"),
+        {"$.complete": "partial is true, coverage is null, violations is not empty"},
+        "2",
+    ),
     "v2-incomplete-but-nothing-wrong": (
         _diag(DIAG_V2, complete=False),
-        {"$.complete": "is false, but partial is false, coverage is not null and violations is empty"}, "2"),
+        {"$.complete": "is false, but partial is false, coverage is not null and violations is empty"},
+        "2",
+    ),
     "v2-more-handleless": (
-        _diag(DIAG_V2, handleless_opspecs=6), {"$.handleless_opspecs": "6 is more than the 5 OpSpecs"}, "2"),
+        _diag(DIAG_V2, handleless_opspecs=6),
+        {"$.handleless_opspecs": "6 is more than the 5 OpSpecs"},
+        "2",
+    ),
     "v2-bare-disagreement": (
-        _diag(DIAG_V2, disagreements=["sdsc_a_0"]), {"$.disagreements[0]": rules.MSG_KERNEL_KEY}, "2"),
+        _diag(DIAG_V2, disagreements=["sdsc_a_0"]),
+        {"$.disagreements[0]": rules.MSG_KERNEL_KEY},
+        "2",
+    ),
     "v2-repeated-disagreement": (
-        _diag(DIAG_V2, disagreements=["k:1", "k:1"]), {"$.disagreements": 'duplicate entry "k:1"'}, "2"),
+        _diag(DIAG_V2, disagreements=["k:1", "k:1"]),
+        {"$.disagreements": 'duplicate entry "k:1"'},
+        "2",
+    ),
     "v2-more-linked-than-call-sites": (
         _diag(DIAG_V2, coverage=_coverage(linked_call_sites=4)),
-        {"$.coverage.linked_call_sites": "4 is more than the 3 call sites"}, "2"),
+        {"$.coverage.linked_call_sites": "4 is more than the 3 call sites"},
+        "2",
+    ),
     "v2-more-reached-than-compute": (
         _diag(DIAG_V2, coverage=_coverage(reached_nodes=4)),
-        {"$.coverage.reached_nodes": "4 reached plus 1 dead plus 1 constant is more than the 5 compute nodes"}, "2"),
+        {"$.coverage.reached_nodes": "4 reached plus 1 dead plus 1 constant is more than the 5 compute nodes"},
+        "2",
+    ),
     "v2-more-exempt-than-compute": (
-        _diag(DIAG_V2, coverage=_exempt(constant=2)), {"$.coverage.reached_nodes": "2 constant is more than"}, "2"),
+        _diag(DIAG_V2, coverage=_exempt(constant=2)),
+        {"$.coverage.reached_nodes": "2 constant is more than"},
+        "2",
+    ),
     "v2-inferred-bare-kernel": (
         _diag(DIAG_V2, inferred=[{"node": "relu", "kernel": "cpp_fused_relu_0", "why": "inlined"}]),
-        {"$.inferred[0].kernel": rules.MSG_KERNEL_KEY}, "2"),
+        {"$.inferred[0].kernel": rules.MSG_KERNEL_KEY},
+        "2",
+    ),
     "v2-inferred-handle-zero": (
         _diag(DIAG_V2, inferred=[{"node": "relu", "kernel": "k:0", "why": "inlined"}]),
-        {"$.inferred[0].kernel": rules.MSG_KERNEL_KEY}, "2"),
+        {"$.inferred[0].kernel": rules.MSG_KERNEL_KEY},
+        "2",
+    ),
     "v2-inferred-twice": (
-        _diag(DIAG_V2, inferred=[{"node": "relu", "kernel": "k:1", "why": "inlined"},
-                                 {"node": "relu", "kernel": "k:1", "why": "consumer"}]),
-        {"$.inferred": 'duplicate link of "relu" to "k:1"'}, "2"),
+        _diag(
+            DIAG_V2,
+            inferred=[
+                {"node": "relu", "kernel": "k:1", "why": "inlined"},
+                {"node": "relu", "kernel": "k:1", "why": "consumer"},
+            ],
+        ),
+        {"$.inferred": 'duplicate link of "relu" to "k:1"'},
+        "2",
+    ),
     # what the schema states, in the new (nested) fields
     "v2-empty-backend": (_diag(DIAG_V2, backend=""), {"$.backend": "must not be empty"}, "2"),
     "v2-backend-number": (_diag(DIAG_V2, backend=1), {"$.backend": "got integer"}, "2"),
@@ -677,120 +829,217 @@ BROKEN_DIAGNOSTICS: dict[str, tuple[str, dict[str, str], str | None]] = {
     "v2-coverage-list": (_diag(DIAG_V2, coverage=[]), {"$.coverage": "expected object or null, got array"}, "2"),
     "v2-coverage-missing-key": (
         _diag(DIAG_V2, coverage={k: v for k, v in DIAG_V2["coverage"].items() if k != "call_sites"}),
-        {"$.coverage": 'missing required key "call_sites"'}, "2"),
+        {"$.coverage": 'missing required key "call_sites"'},
+        "2",
+    ),
     "v2-coverage-extra-key": (
-        _diag(DIAG_V2, coverage=_coverage(views=1)), {"$.coverage": 'unexpected key "views"'}, "2"),
+        _diag(DIAG_V2, coverage=_coverage(views=1)),
+        {"$.coverage": 'unexpected key "views"'},
+        "2",
+    ),
     "v2-coverage-negative": (
-        _diag(DIAG_V2, coverage=_coverage(call_sites=-1)), {"$.coverage.call_sites": "must be >= 0, got -1"}, "2"),
+        _diag(DIAG_V2, coverage=_coverage(call_sites=-1)),
+        {"$.coverage.call_sites": "must be >= 0, got -1"},
+        "2",
+    ),
     "v2-coverage-fractional": (
         _diag(DIAG_V2, coverage=_coverage(compute_nodes=5.5)),
-        {"$.coverage.compute_nodes": "expected integer, got number"}, "2"),
+        {"$.coverage.compute_nodes": "expected integer, got number"},
+        "2",
+    ),
     "v2-coverage-string-count": (
-        _diag(DIAG_V2, coverage=_coverage(reached_nodes="3")), {"$.coverage.reached_nodes": "got string"}, "2"),
+        _diag(DIAG_V2, coverage=_coverage(reached_nodes="3")),
+        {"$.coverage.reached_nodes": "got string"},
+        "2",
+    ),
     "v2-exempt-negative": (
-        _diag(DIAG_V2, coverage=_exempt(dead=-1)), {"$.coverage.exempt_nodes.dead": "must be >= 0, got -1"}, "2"),
+        _diag(DIAG_V2, coverage=_exempt(dead=-1)),
+        {"$.coverage.exempt_nodes.dead": "must be >= 0, got -1"},
+        "2",
+    ),
     "v2-exempt-bool": (
-        _diag(DIAG_V2, coverage=_exempt(view=True)), {"$.coverage.exempt_nodes.view": "got boolean"}, "2"),
+        _diag(DIAG_V2, coverage=_exempt(view=True)),
+        {"$.coverage.exempt_nodes.view": "got boolean"},
+        "2",
+    ),
     "v2-exempt-missing-key": (
         _diag(DIAG_V2, coverage=_coverage(exempt_nodes={"view": 0, "dead": 0})),
-        {"$.coverage.exempt_nodes": 'missing required key "constant"'}, "2"),
+        {"$.coverage.exempt_nodes": 'missing required key "constant"'},
+        "2",
+    ),
     "v2-exempt-extra-key": (
-        _diag(DIAG_V2, coverage=_exempt(alias=0)), {"$.coverage.exempt_nodes": 'unexpected key "alias"'}, "2"),
+        _diag(DIAG_V2, coverage=_exempt(alias=0)),
+        {"$.coverage.exempt_nodes": 'unexpected key "alias"'},
+        "2",
+    ),
     "v2-inferred-bad-reason": (
         _diag(DIAG_V2, inferred=[{"node": "relu", "kernel": "k:1", "why": "guess"}]),
-        {"$.inferred[0].why": 'got "guess"'}, "2"),
+        {"$.inferred[0].why": 'got "guess"'},
+        "2",
+    ),
     "v2-inferred-missing-key": (
         _diag(DIAG_V2, inferred=[{"node": "relu", "kernel": "k:1"}]),
-        {"$.inferred[0]": 'missing required key "why"'}, "2"),
+        {"$.inferred[0]": 'missing required key "why"'},
+        "2",
+    ),
     "v2-inferred-node-null": (
         _diag(DIAG_V2, inferred=[{"node": None, "kernel": "k:1", "why": "inlined"}]),
-        {"$.inferred[0].node": "expected string, got null"}, "2"),
+        {"$.inferred[0].node": "expected string, got null"},
+        "2",
+    ),
     "v2-violation-bad-rule": (
         _diag(DIAG_V2, complete=False, violations=[{**VIOLATION, "rule": "vibes"}]),
-        {"$.violations[0].rule": 'got "vibes"'}, "2"),
+        {"$.violations[0].rule": 'got "vibes"'},
+        "2",
+    ),
     "v2-violation-extra-key": (
         _diag(DIAG_V2, complete=False, violations=[{**VIOLATION, "severity": 1}]),
-        {"$.violations[0]": 'unexpected key "severity"'}, "2"),
+        {"$.violations[0]": 'unexpected key "severity"'},
+        "2",
+    ),
     "v2-hint-not-a-string": (_diag(DIAG_V2, hints=[None]), {"$.hints[0]": "expected string, got null"}, "2"),
     "v2-missing-key": (_diag(DIAG_V2, hints=...), {"$": 'missing required key "hints"'}, "2"),
     "v2-extra-key": (_diag(DIAG_V2, extra=1), {"$": 'unexpected key "extra"'}, "2"),
     # versions: a version 2 document is not a version 1 one, nor the other way round
-    "v2-without-version": (
-        _diag(DIAG_V2, version=...), {"$": 'unexpected key "backend"'}, "1"),  # taken for version 1
+    "v2-without-version": (_diag(DIAG_V2, version=...), {"$": 'unexpected key "backend"'}, "1"),  # taken for version 1
     "v1-with-version-2": (_diag(DIAG_V1, version=2), {"$": 'missing required key "backend"'}, "2"),
     "v1-with-v2-key": (_diag(DIAG_V1, backend="reference"), {"$": 'unexpected key "backend"'}, "1"),
     "v1-handleless-still-checked": (
-        _diag(DIAG_V1, handleless_opspecs=6), {"$.handleless_opspecs": "6 is more than the 5 OpSpecs"}, "1"),
+        _diag(DIAG_V1, handleless_opspecs=6),
+        {"$.handleless_opspecs": "6 is more than the 5 OpSpecs"},
+        "1",
+    ),
     "v2-with-version-3": (_diag(DIAG_V2, version=3), {"$": 'missing required key "bundle_handles"'}, "3"),
     "v3-with-version-2": (_diag(DIAG_V3, version=2), {"$": 'unexpected key "bundle_handles"'}, "2"),
     "v3-more-lost-than-checked": (
         _diag(DIAG_V3, bundle_handles={"checked": 2, "stale": 2, "missing": 1}),
-        {"$.bundle_handles": "2 stale plus 1 missing is more than the 2 bundles checked"}, "3"),
+        {"$.bundle_handles": "2 stale plus 1 missing is more than the 2 bundles checked"},
+        "3",
+    ),
     "v3-negative-count": (
         _diag(DIAG_V3, bundle_handles={"checked": 2, "stale": -1, "missing": 0}),
-        {"$.bundle_handles.stale": "must be >= 0, got -1"}, "3"),
+        {"$.bundle_handles.stale": "must be >= 0, got -1"},
+        "3",
+    ),
     "v3-fractional-count": (
         _diag(DIAG_V3, bundle_handles={"checked": 2.5, "stale": 0, "missing": 0}),
-        {"$.bundle_handles.checked": "expected integer, got number"}, "3"),
+        {"$.bundle_handles.checked": "expected integer, got number"},
+        "3",
+    ),
     "v3-extra-count": (
         _diag(DIAG_V3, bundle_handles={"checked": 2, "stale": 0, "missing": 0, "reused": 1}),
-        {"$.bundle_handles": 'unexpected key "reused"'}, "3"),
+        {"$.bundle_handles": 'unexpected key "reused"'},
+        "3",
+    ),
     "v3-v2-rules-still-hold": (
         _diag(DIAG_V3, complete=False),
-        {"$.complete": "is false, but partial is false, coverage is not null and violations is empty"}, "3"),
+        {"$.complete": "is false, but partial is false, coverage is not null and violations is empty"},
+        "3",
+    ),
     "v3-with-version-4": (
-        _diag(DIAG_V3, version=4), {"$": 'missing required key "inferred_sources"', "$.coverage": "missing required key",
-                                    "$.bundle_handles": 'missing required key "shared"'}, "4"),
-    "v4-with-version-3": (_diag(DIAG_V4, version=3), {"$": 'unexpected key "inferred_sources"',
-                                                      "$.coverage": 'unexpected key "kernels"',
-                                                      "$.bundle_handles": 'unexpected key "shared"'}, "3"),
+        _diag(DIAG_V3, version=4),
+        {
+            "$": 'missing required key "inferred_sources"',
+            "$.coverage": "missing required key",
+            "$.bundle_handles": 'missing required key "shared"',
+        },
+        "4",
+    ),
+    "v4-with-version-3": (
+        _diag(DIAG_V4, version=3),
+        {
+            "$": 'unexpected key "inferred_sources"',
+            "$.coverage": 'unexpected key "kernels"',
+            "$.bundle_handles": 'unexpected key "shared"',
+        },
+        "3",
+    ),
     "v4-more-lost-than-checked": (
         _diag(DIAG_V4, bundle_handles={"checked": 4, "stale": 1, "missing": 1, "shared": 3}),
-        {"$.bundle_handles": "1 stale plus 1 missing plus 3 shared is more than the 4 bundles checked"}, "4"),
+        {"$.bundle_handles": "1 stale plus 1 missing plus 3 shared is more than the 4 bundles checked"},
+        "4",
+    ),
     "v4-shared-negative": (
         _diag(DIAG_V4, bundle_handles={"checked": 4, "stale": 0, "missing": 0, "shared": -1}),
-        {"$.bundle_handles.shared": "must be >= 0, got -1"}, "4"),
+        {"$.bundle_handles.shared": "must be >= 0, got -1"},
+        "4",
+    ),
     "v4-more-sourced-than-kernels": (
         _diag(DIAG_V4, coverage={**DIAG_V4["coverage"], "kernels_with_source": 4}),
-        {"$.coverage.kernels_with_source": "4 is more than the 3 kernels"}, "4"),
+        {"$.coverage.kernels_with_source": "4 is more than the 3 kernels"},
+        "4",
+    ),
     "v4-more-reaching-than-kernels": (
         _diag(DIAG_V4, coverage={**DIAG_V4["coverage"], "kernels_with_pre_grad": 9}),
-        {"$.coverage.kernels_with_pre_grad": "9 is more than the 3 kernels"}, "4"),
+        {"$.coverage.kernels_with_pre_grad": "9 is more than the 3 kernels"},
+        "4",
+    ),
     "v4-source-bad-reason": (
         _diag(DIAG_V4, inferred_sources=[{"kernel": "k:1", "node": "a", "why": "seq_nr"}]),
-        {"$.inferred_sources[0].why": 'got "seq_nr"'}, "4"),
+        {"$.inferred_sources[0].why": 'got "seq_nr"'},
+        "4",
+    ),
     "v4-source-bare-kernel": (
         _diag(DIAG_V4, inferred_sources=[{"kernel": "k", "node": "a", "why": "consumer"}]),
-        {"$.inferred_sources[0].kernel": rules.MSG_KERNEL_KEY}, "4"),
+        {"$.inferred_sources[0].kernel": rules.MSG_KERNEL_KEY},
+        "4",
+    ),
     "v4-source-twice": (
         _diag(DIAG_V4, inferred_sources=[{"kernel": "k:1", "node": "a", "why": "consumer"}] * 2),
-        {"$.inferred_sources": 'duplicate source "a" of "k:1"'}, "4"),
+        {"$.inferred_sources": 'duplicate source "a" of "k:1"'},
+        "4",
+    ),
     "v4-pre-grad-bad-reason": (
         _diag(DIAG_V4, inferred_pre_grad=[{"node": "mm", "pre_grad": ["linear"], "why": "inlined"}]),
-        {"$.inferred_pre_grad[0].why": 'got "inlined"'}, "4"),
+        {"$.inferred_pre_grad[0].why": 'got "inlined"'},
+        "4",
+    ),
     "v4-pre-grad-repeated": (
         _diag(DIAG_V4, inferred_pre_grad=[{"node": "mm", "pre_grad": ["linear", "linear"], "why": "seq_nr"}]),
-        {"$.inferred_pre_grad[0].pre_grad": 'duplicate entry "linear"'}, "4"),
+        {"$.inferred_pre_grad[0].pre_grad": 'duplicate entry "linear"'},
+        "4",
+    ),
     "v4-pre-grad-node-twice": (
-        _diag(DIAG_V4, inferred_pre_grad=[{"node": "mm", "pre_grad": ["a"], "why": "seq_nr"},
-                                          {"node": "mm", "pre_grad": ["b"], "why": "consumer"}]),
-        {"$.inferred_pre_grad": 'duplicate node "mm"'}, "4"),
+        _diag(
+            DIAG_V4,
+            inferred_pre_grad=[
+                {"node": "mm", "pre_grad": ["a"], "why": "seq_nr"},
+                {"node": "mm", "pre_grad": ["b"], "why": "consumer"},
+            ],
+        ),
+        {"$.inferred_pre_grad": 'duplicate node "mm"'},
+        "4",
+    ),
     "v4-gap-empty-why": (
-        _diag(DIAG_V4, without_source=[{"kernel": "k:1", "why": ""}]), {"$.without_source[0].why": "must not be empty"}, "4"),
+        _diag(DIAG_V4, without_source=[{"kernel": "k:1", "why": ""}]),
+        {"$.without_source[0].why": "must not be empty"},
+        "4",
+    ),
     "v4-gap-bare-kernel": (
         _diag(DIAG_V4, without_pre_grad=[{"kernel": "k", "why": "x"}]),
-        {"$.without_pre_grad[0].kernel": rules.MSG_KERNEL_KEY}, "4"),
+        {"$.without_pre_grad[0].kernel": rules.MSG_KERNEL_KEY},
+        "4",
+    ),
     "v4-gap-twice": (
         _diag(DIAG_V4, without_source=[{"kernel": "k:1", "why": "x"}, {"kernel": "k:1", "why": "y"}]),
-        {"$.without_source": 'duplicate kernel "k:1"'}, "4"),
+        {"$.without_source": 'duplicate kernel "k:1"'},
+        "4",
+    ),
     "v4-gap-extra-key": (
         _diag(DIAG_V4, without_source=[{"kernel": "k:1", "why": "x", "node": "a"}]),
-        {"$.without_source[0]": 'unexpected key "node"'}, "4"),
+        {"$.without_source[0]": 'unexpected key "node"'},
+        "4",
+    ),
     "v4-v2-rules-still-hold": (
         _diag(DIAG_V4, complete=False),
-        {"$.complete": "is false, but partial is false, coverage is not null and violations is empty"}, "4"),
+        {"$.complete": "is false, but partial is false, coverage is not null and violations is empty"},
+        "4",
+    ),
     "version-5": (
-        _diag(DIAG_V4, version=5), {"$.version": "unsupported version 5 (this validator knows 1, 2, 3, 4)"}, None),
+        _diag(DIAG_V4, version=5),
+        {"$.version": "unsupported version 5 (this validator knows 1, 2, 3, 4)"},
+        None,
+    ),
 }
 
 
@@ -951,4 +1200,3 @@ def test_the_validation_library_imports_no_command() -> None:
         "assert not loaded, loaded"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
-

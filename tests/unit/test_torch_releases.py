@@ -23,8 +23,7 @@ LOGS = sorted(RELEASE.glob("*.log"))
 def mappings(log: Path) -> dict[str, dict]:
     """compile id -> that graph's node mappings, as the log carries them."""
     return {
-        compile_id: json.loads(text)
-        for compile_id, _, text in tracelog.artifact_payloads(log, names={NODE_MAPPINGS})
+        compile_id: json.loads(text) for compile_id, _, text in tracelog.artifact_payloads(log, names={NODE_MAPPINGS})
     }
 
 
@@ -35,8 +34,14 @@ def torch_version(log: Path) -> str:
 
 def test_the_fixture_set_is_complete():
     assert {p.name for p in RELEASE.iterdir()} >= {
-        "inference_level1.log", "inference_level2.log", "training_level1.log", "cache_hit.log",
-        "aoti.log", "kernel_information.json", "timeline.log", "profiler_trace.json",
+        "inference_level1.log",
+        "inference_level2.log",
+        "training_level1.log",
+        "cache_hit.log",
+        "aoti.log",
+        "kernel_information.json",
+        "timeline.log",
+        "profiler_trace.json",
     }
 
 
@@ -62,8 +67,10 @@ def test_level_2_writes_what_level_1_writes_on_the_cpu():
 def test_training_maps_the_forward_and_leaves_the_backward_empty():
     # upstream's backward mapping is empty (PyTorch issue #130147), still so in 2.15.0; the
     # project's beyond-upstream mapping is what fills it
-    found = [json.loads(text) for _, _, text in tracelog.artifact_payloads(
-        RELEASE / "training_level1.log", names={NODE_MAPPINGS})]
+    found = [
+        json.loads(text)
+        for _, _, text in tracelog.artifact_payloads(RELEASE / "training_level1.log", names={NODE_MAPPINGS})
+    ]
     assert len(found) == 2 and found[0]["cppCodeToPost"]
     assert found[1] == {"version": 2.0}
 

@@ -21,7 +21,9 @@ IDS = {"frame_id": 0, "frame_compile_id": 0, "attempt": 0}
 MAPPING = '{"version": 2.0}'
 
 
-def record(envelope: dict[str, Any], payload: str | None = None, *, md5: str | None = None, prefix: str = PREFIX) -> str:
+def record(
+    envelope: dict[str, Any], payload: str | None = None, *, md5: str | None = None, prefix: str = PREFIX
+) -> str:
     """One record as torch's TorchLogsFormatter writes it."""
     envelope = dict(envelope)
     if payload is not None:
@@ -54,7 +56,12 @@ def test_captured_log(data_dir: Path) -> None:
 def test_every_record_when_no_names_are_given(data_dir: Path) -> None:
     items = list(tracelog.read_trace(data_dir / "logs" / "seed_mlp.log", names=None))
     assert [e.name for e in items] == [
-        "chromium_event", "torch_version", "str", "str", NODE_MAPPINGS, KERNEL_STACK_TRACES
+        "chromium_event",
+        "torch_version",
+        "str",
+        "str",
+        NODE_MAPPINGS,
+        KERNEL_STACK_TRACES,
     ]
     assert all(isinstance(e, TraceEntry) and not e.problems for e in items)
     assert items[2].payload == b"" and items[2].compile_id is None
@@ -62,7 +69,13 @@ def test_every_record_when_no_names_are_given(data_dir: Path) -> None:
 
 def test_artifact_payloads_for_the_summary(data_dir: Path) -> None:
     triples = list(tracelog.artifact_payloads(data_dir / "logs" / "seed_mlp.log", names={KERNEL_STACK_TRACES}))
-    assert triples == [("[0/0]", KERNEL_STACK_TRACES, '{"extern_kernels.addmm:1": [], "cpp_fused_relu_0:2": [], "extern_kernels.addmm:3": []}')]
+    assert triples == [
+        (
+            "[0/0]",
+            KERNEL_STACK_TRACES,
+            '{"extern_kernels.addmm:1": [], "cpp_fused_relu_0:2": [], "extern_kernels.addmm:3": []}',
+        )
+    ]
 
 
 @pytest.mark.parametrize(
@@ -91,8 +104,11 @@ def test_payload_md5_mismatch_in_an_artifact(tmp_path: Path) -> None:
 def test_damage_to_other_records_is_reported_too(tmp_path: Path) -> None:
     text = record({"chromium_event": {}, **IDS}, "{}", md5="f" * 32) + artifact(NODE_MAPPINGS, MAPPING)
     problem, entry = read(tmp_path, text)
-    assert problem == Problem("line 1", f"chromium_event record: payload MD5 {hashlib.md5(b'{}').hexdigest()}"
-                              f" does not match has_payload {'f' * 32}: the payload is damaged")
+    assert problem == Problem(
+        "line 1",
+        f"chromium_event record: payload MD5 {hashlib.md5(b'{}').hexdigest()}"
+        f" does not match has_payload {'f' * 32}: the payload is damaged",
+    )
     assert isinstance(entry, TraceEntry) and not entry.problems
 
 
@@ -148,24 +164,39 @@ COMPILE_IDS = {
     "complete": ({"frame_id": 0, "frame_compile_id": 0, "attempt": 0}, None),
     "a retry": ({"frame_id": 0, "frame_compile_id": 0, "attempt": 1}, None),
     "compiled autograd": ({"compiled_autograd_id": 1, "attempt": 0}, None),
-    "none (AOTInductor)": ({}, "no compile id in the envelope (frame_id, frame_compile_id, attempt), as torch logs"
-                           " AOTInductor compiles: tlparse files it under -_-_-_- with every record that has none,"
-                           " and builds provenance_tracking_-_-_-_-.html from that folder"),
+    "none (AOTInductor)": (
+        {},
+        "no compile id in the envelope (frame_id, frame_compile_id, attempt), as torch logs"
+        " AOTInductor compiles: tlparse files it under -_-_-_- with every record that has none,"
+        " and builds provenance_tracking_-_-_-_-.html from that folder",
+    ),
     "all null": ({"frame_id": None, "frame_compile_id": None, "attempt": None}, "no compile id in the envelope"),
-    "no attempt": ({"frame_id": 0, "frame_compile_id": 0},
-                   "partial compile id (frame_id, frame_compile_id; no attempt): tlparse files it under -_0_0_-"
-                   " but builds the page provenance_tracking_-_0_0_0.html from -_0_0_0: the page will be empty"),
+    "no attempt": (
+        {"frame_id": 0, "frame_compile_id": 0},
+        "partial compile id (frame_id, frame_compile_id; no attempt): tlparse files it under -_0_0_-"
+        " but builds the page provenance_tracking_-_0_0_0.html from -_0_0_0: the page will be empty",
+    ),
     "null attempt": ({"frame_id": 0, "frame_compile_id": 0, "attempt": None}, "tlparse files it under -_0_0_- but"),
-    "frame only": ({"frame_id": 0},
-                   "partial compile id (frame_id; no frame_compile_id, attempt): tlparse files it under -_0_-_-,"
-                   " apart from the records that carry all three: provenance_tracking_-_0_-_-.html will be empty"),
+    "frame only": (
+        {"frame_id": 0},
+        "partial compile id (frame_id; no frame_compile_id, attempt): tlparse files it under -_0_-_-,"
+        " apart from the records that carry all three: provenance_tracking_-_0_-_-.html will be empty",
+    ),
     "attempt only": ({"attempt": 0}, "tlparse files it under -_-_-_0, apart from the records that carry all three"),
-    "frame compile id only": ({"frame_compile_id": 0}, "files it under -_-_0_- but builds the page provenance_tracking_-_-_0_0.html"),
-    "a string": ({"frame_id": "0", "frame_compile_id": 0, "attempt": 0},
-                 'frame_id "0" is not a compile id number (an integer 0 to 4294967295): tlparse files the record'
-                 " under unknown_1, and no provenance page shows it"),
+    "frame compile id only": (
+        {"frame_compile_id": 0},
+        "files it under -_-_0_- but builds the page provenance_tracking_-_-_0_0.html",
+    ),
+    "a string": (
+        {"frame_id": "0", "frame_compile_id": 0, "attempt": 0},
+        'frame_id "0" is not a compile id number (an integer 0 to 4294967295): tlparse files the record'
+        " under unknown_1, and no provenance page shows it",
+    ),
     "a float": ({"frame_id": 0.0, "frame_compile_id": 0, "attempt": 0}, "frame_id 0.0 is not a compile id number"),
-    "negative": ({"frame_id": 0, "frame_compile_id": -1, "attempt": 0}, "frame_compile_id -1 is not a compile id number"),
+    "negative": (
+        {"frame_id": 0, "frame_compile_id": -1, "attempt": 0},
+        "frame_compile_id -1 is not a compile id number",
+    ),
     "a boolean": ({"frame_id": 0, "frame_compile_id": 0, "attempt": False}, "attempt false is not a compile id number"),
     "beyond u32": ({"frame_id": 2**32, "frame_compile_id": 0, "attempt": 0}, "frame_id 4294967296 is not"),
 }
@@ -245,5 +276,13 @@ def test_one_rule_splits_a_compile_id_into_graphs():
         ("[0/0]", "inductor_output_code"),  # code after code: a third graph
     ]
     assert [splitter.place(cid, name) for cid, name in log] == [
-        (0, True), (0, False), (0, False), (0, True), (0, False), (1, True), (1, False), (1, False), (2, True),
+        (0, True),
+        (0, False),
+        (0, False),
+        (0, True),
+        (0, False),
+        (1, True),
+        (1, False),
+        (1, False),
+        (2, True),
     ]

@@ -68,7 +68,10 @@ def test_valid_artifacts_one_ok_line_each(run_cli: RunCli, artifacts: Path) -> N
     assert len(lines) == len(files)
     assert f"OK      v2.0  {NODE_MAPPINGS}  {artifacts / MAPPINGS_NAME}" in lines
     assert f"OK      v1    {NODE_MAPPINGS}  {artifacts / 'inductor_provenance_tracking_node_mappings_v1.json'}" in lines
-    assert f"OK      v1    {KERNEL_STACK_TRACES}  {artifacts / 'inductor_provenance_tracking_kernel_stack_traces_v1.json'}" in lines
+    assert (
+        f"OK      v1    {KERNEL_STACK_TRACES}  {artifacts / 'inductor_provenance_tracking_kernel_stack_traces_v1.json'}"
+        in lines
+    )
 
 
 def test_invalid_artifact_lists_its_problems(run_cli: RunCli, tmp_path: Path) -> None:
@@ -86,7 +89,8 @@ def test_version_1_mapping_without_its_maps_names_them(run_cli: RunCli, tmp_path
     code, out, err = run_cli("validate", path)
     assert (code, err) == (1, "")
     assert out.splitlines() == [f"INVALID v1    {NODE_MAPPINGS}  {path}"] + [
-        f'  $: missing required key "{name}" (version 1 has all four maps)' for name in ("postToPre", "cppCodeToPost", "postToCppCode")
+        f'  $: missing required key "{name}" (version 1 has all four maps)'
+        for name in ("postToPre", "cppCodeToPost", "postToCppCode")
     ]
 
 
@@ -136,7 +140,10 @@ UNUSABLE = {
     "empty.json": (b"", "empty file"),
     "blank.json": (b"  \n", "empty (no JSON value)"),
     "truncated.json": (SEED_TEXT[:40].encode(), "not valid JSON"),
-    "latin1.json": ('{"version": 2.0, "preToPost": {"caf\xe9": []}}'.encode("latin-1"), "not UTF-8 text (byte 0xe9 at offset 35)"),
+    "latin1.json": (
+        '{"version": 2.0, "preToPost": {"caf\xe9": []}}'.encode("latin-1"),
+        "not UTF-8 text (byte 0xe9 at offset 35)",
+    ),
     "array.json": (b'[{"version": 2.0}]', "top level is a JSON array, expected an object"),
     "other.json": (b'{"name": "not an artifact"}', "not a recognized provenance artifact"),
     "notes.log": (b"just some text\n", "not a TORCH_TRACE log: the first line has no glog prefix"),
@@ -162,7 +169,10 @@ def test_folder_without_artifacts(run_cli: RunCli, tmp_path: Path) -> None:
     write(tmp_path / "notes.log", "hello\n")
     code, out, err = run_cli("validate", tmp_path)
     assert (code, out) == (2, "")
-    assert err == f"spyre-provenance validate: error: {tmp_path}: no provenance artifacts or TORCH_TRACE logs in this folder\n"
+    assert (
+        err
+        == f"spyre-provenance validate: error: {tmp_path}: no provenance artifacts or TORCH_TRACE logs in this folder\n"
+    )
 
 
 def test_size_limit(run_cli: RunCli, artifacts: Path) -> None:
@@ -206,8 +216,10 @@ def test_log_with_a_corrupt_payload(run_cli: RunCli, data_dir: Path, tmp_path: P
     assert (code, err) == (1, "")
     lines = out.splitlines()
     assert lines[0] == f"INVALID v2.0  {NODE_MAPPINGS}  {log}:[0/0] (line 21)"
-    assert re.fullmatch(r"  line 21: payload MD5 [0-9a-f]{32} does not match has_payload [0-9a-f]{32}: the payload is damaged", lines[1])
-    assert "  $.postToPre[\"relu\"]: missing \"input_2\"" in out  # and the edit broke the inverse
+    assert re.fullmatch(
+        r"  line 21: payload MD5 [0-9a-f]{32} does not match has_payload [0-9a-f]{32}: the payload is damaged", lines[1]
+    )
+    assert '  $.postToPre["relu"]: missing "input_2"' in out  # and the edit broke the inverse
 
 
 def test_log_damage_outside_artifacts_is_its_own_result(run_cli: RunCli, data_dir: Path, tmp_path: Path) -> None:
@@ -259,7 +271,9 @@ def test_log_without_compile_ids_is_valid_with_a_warning(run_cli: RunCli, data_d
 
 
 def test_partial_compile_id_warns_that_the_page_will_be_empty(run_cli: RunCli, data_dir: Path, tmp_path: Path) -> None:
-    text = with_provenance_ids((data_dir / "logs" / "seed_mlp.log").read_text(), '"frame_id": 0, "frame_compile_id": 0, ')
+    text = with_provenance_ids(
+        (data_dir / "logs" / "seed_mlp.log").read_text(), '"frame_id": 0, "frame_compile_id": 0, '
+    )
     log = write(tmp_path / "trace.log", text)
     code, out, err = run_cli("validate", log)
     assert (code, err) == (0, "")
@@ -319,7 +333,9 @@ def test_warnings_say_what_tlparse_does(
     out_dir = tmp_path / "tlparse"
     subprocess.run(
         [tlparse_run.tlparse_binary(), str(log), "-i", "--no-browser", "-o", str(out_dir), "--overwrite"],
-        check=True, capture_output=True, timeout=120,
+        check=True,
+        capture_output=True,
+        timeout=120,
     )
     [filed] = out_dir.glob(f"*/{NODE_MAPPINGS}_*.json")
     assert filed.parent.name == files and f"under {files}" in warning
@@ -409,9 +425,11 @@ def test_never_a_traceback(tmp_path: Path, data_dir: Path) -> None:
         write(tmp_path / MAPPINGS_NAME, '{"version": 2.0, "preToPost": {"a": [{"deep": [[[]]]}]}}'),
         write(tmp_path / "spyre_opspec_debug_handles.json", '{"version": 1, "kernels": 1, "handles": null}'),
         write(tmp_path / "kernel_information.json", '{"k:1": null}'),
-        write(tmp_path / "dedicated_log_torch_trace_z.log",
-              "V1202 10:56:15.069000 1 a.py:1] {\"artifact\": {\"name\": \"inductor_provenance_tracking_node_mappings\"},"
-              ' "has_payload": "' + hashlib.md5(b"[1]").hexdigest() + '"}\n\t[1]\n\x00\xff\n'),
+        write(
+            tmp_path / "dedicated_log_torch_trace_z.log",
+            'V1202 10:56:15.069000 1 a.py:1] {"artifact": {"name": "inductor_provenance_tracking_node_mappings"},'
+            ' "has_payload": "' + hashlib.md5(b"[1]").hexdigest() + '"}\n\t[1]\n\x00\xff\n',
+        ),
         write(tmp_path / "deep.json", "[" * 100_000),
         tmp_path,
     ]
@@ -459,7 +477,9 @@ def test_200_mb_artifact_fast_path_in_bounded_memory(tmp_path: Path) -> None:
     start = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-c", code, "validate", str(path)],
-        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO / "src")),
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(REPO / "src")),
     )
     elapsed = time.monotonic() - start
     assert result.returncode == 0, result.stderr
@@ -474,7 +494,11 @@ def test_200_mb_artifact_fast_path_in_bounded_memory(tmp_path: Path) -> None:
 
 def test_pre_commit_hook_definition() -> None:
     [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
-    assert (hook["id"], hook["entry"], hook["language"]) == ("validate-provenance", "spyre-provenance validate", "python")
+    assert (hook["id"], hook["entry"], hook["language"]) == (
+        "validate-provenance",
+        "spyre-provenance validate",
+        "python",
+    )
     # the hook's pattern is FILENAME_PATTERNS, not a hand copy that misses a kind
     assert hook["files"] == filename_regex()
     files = re.compile(hook["files"])

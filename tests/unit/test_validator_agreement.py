@@ -16,6 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
+from test_schemas import BROKEN, BROKEN_DIAGNOSTICS, DIAG_V2, DIAG_VALID_EDGES, VALID_EDGES
+
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.model.names import (
     AUDIT,
@@ -31,9 +34,6 @@ from spyre_provenance.model.names import (
 )
 from spyre_provenance.model.records import DiagnosticsV2
 from spyre_provenance.validate import schemas
-
-# pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
-from test_schemas import BROKEN, BROKEN_DIAGNOSTICS, DIAG_V2, DIAG_VALID_EDGES, VALID_EDGES
 from where import DATA  # tests/ is on sys.path
 
 ARTIFACTS_DIR = DATA / "artifacts"
@@ -86,9 +86,17 @@ CORPUS = (
 
 # spyre_provenance_diagnostics (issue 8)
 _DIAG = {
-    "version": 1, "compile_id": "0/0", "graph": "inference", "partial": True, "mapping": "upstream",
-    "faults": [{"stage": "build", "error": "RuntimeError: x: y"}], "kernels": 2, "opspecs": 5,
-    "handleless_opspecs": 1, "disagreements": ["sdsc_a_0:1"], "matches_upstream": None,
+    "version": 1,
+    "compile_id": "0/0",
+    "graph": "inference",
+    "partial": True,
+    "mapping": "upstream",
+    "faults": [{"stage": "build", "error": "RuntimeError: x: y"}],
+    "kernels": 2,
+    "opspecs": 5,
+    "handleless_opspecs": 1,
+    "disagreements": ["sdsc_a_0:1"],
+    "matches_upstream": None,
 }
 
 
@@ -135,29 +143,60 @@ CORPUS += [
     ("diag2-valid", _diag2(), None),
     ("diag2-valid-named", _diag2(), DIAGNOSTICS),
     ("diag2-partial-and-complete-wrong", _diag2(partial=True), DIAGNOSTICS),
-    ("diag2-all-invariants-at-once", _diag2(
-        partial=True, handleless_opspecs=9, disagreements=["x", "x"], violations=[{"rule": "call-sites", "where": "", "message": ""}],
-        coverage={**_COVERAGE, "linked_call_sites": 9, "reached_nodes": 9},
-        inferred=[{"node": "a", "kernel": "b", "why": "inlined"}] * 2,
-    ), DIAGNOSTICS),
+    (
+        "diag2-all-invariants-at-once",
+        _diag2(
+            partial=True,
+            handleless_opspecs=9,
+            disagreements=["x", "x"],
+            violations=[{"rule": "call-sites", "where": "", "message": ""}],
+            coverage={**_COVERAGE, "linked_call_sites": 9, "reached_nodes": 9},
+            inferred=[{"node": "a", "kernel": "b", "why": "inlined"}] * 2,
+        ),
+        DIAGNOSTICS,
+    ),
     ("diag2-huge-counts", _diag2(coverage={**_COVERAGE, "call_sites": 2**70, "linked_call_sites": 2**70}), DIAGNOSTICS),
-    ("diag2-float-counts-overflow-sum", _diag2(coverage={**_COVERAGE, "compute_nodes": 1e300, "reached_nodes": 1e300}), DIAGNOSTICS),
+    (
+        "diag2-float-counts-overflow-sum",
+        _diag2(coverage={**_COVERAGE, "compute_nodes": 1e300, "reached_nodes": 1e300}),
+        DIAGNOSTICS,
+    ),
     ("diag2-coverage-string", _diag2(coverage="none"), DIAGNOSTICS),
     ("diag2-coverage-empty-object", _diag2(coverage={}), DIAGNOSTICS),
     ("diag2-exempt-null", _diag2(coverage={**_COVERAGE, "exempt_nodes": None}), DIAGNOSTICS),
     ("diag2-exempt-list", _diag2(coverage={**_COVERAGE, "exempt_nodes": [0, 0, 0]}), DIAGNOSTICS),
-    ("diag2-exempt-fractional", _diag2(coverage={**_COVERAGE, "exempt_nodes": {"view": 0.5, "dead": 0, "constant": 0}}), DIAGNOSTICS),
+    (
+        "diag2-exempt-fractional",
+        _diag2(coverage={**_COVERAGE, "exempt_nodes": {"view": 0.5, "dead": 0, "constant": 0}}),
+        DIAGNOSTICS,
+    ),
     ("diag2-inferred-object", _diag2(inferred={"node": "a", "kernel": "k:1", "why": "inlined"}), DIAGNOSTICS),
     ("diag2-inferred-entry-string", _diag2(inferred=["a"]), DIAGNOSTICS),
-    ("diag2-inferred-extra-key", _diag2(inferred=[{"node": "a", "kernel": "k:1", "why": "inlined", "x": 0}]), DIAGNOSTICS),
+    (
+        "diag2-inferred-extra-key",
+        _diag2(inferred=[{"node": "a", "kernel": "k:1", "why": "inlined", "x": 0}]),
+        DIAGNOSTICS,
+    ),
     ("diag2-inferred-bad-kernel-and-reason", _diag2(inferred=[{"node": "a", "kernel": "k", "why": "?"}]), DIAGNOSTICS),
-    ("diag2-violation-missing-key", _diag2(complete=False, violations=[{"rule": "call-sites", "where": ""}]), DIAGNOSTICS),
-    ("diag2-violation-message-number", _diag2(complete=False, violations=[{"rule": "call-sites", "where": "", "message": 1}]), DIAGNOSTICS),
+    (
+        "diag2-violation-missing-key",
+        _diag2(complete=False, violations=[{"rule": "call-sites", "where": ""}]),
+        DIAGNOSTICS,
+    ),
+    (
+        "diag2-violation-message-number",
+        _diag2(complete=False, violations=[{"rule": "call-sites", "where": "", "message": 1}]),
+        DIAGNOSTICS,
+    ),
     ("diag2-hints-string", _diag2(hints="none"), DIAGNOSTICS),
     ("diag2-backend-bool", _diag2(backend=False), DIAGNOSTICS),
     ("diag2-complete-string", _diag2(complete="yes"), DIAGNOSTICS),
     ("diag2-missing-coverage", _diag2(coverage=...), DIAGNOSTICS),
-    ("diag2-missing-everything-new", _diag2(backend=..., complete=..., coverage=..., inferred=..., violations=..., hints=...), DIAGNOSTICS),
+    (
+        "diag2-missing-everything-new",
+        _diag2(backend=..., complete=..., coverage=..., inferred=..., violations=..., hints=...),
+        DIAGNOSTICS,
+    ),
     ("diag2-extra-key", _diag2(coverage_v3={}), DIAGNOSTICS),
     ("diag2-version-string", _diag2(version="2"), DIAGNOSTICS),
     ("diag2-version-2.5", _diag2(version=2.5), DIAGNOSTICS),
@@ -197,9 +236,15 @@ _GAP = {"kernel": "k_acc:2", "why": "a gradient accumulation"}
 
 def _diag4(**changes: Any) -> str:
     doc = {
-        **DIAG_V2, "version": 4, "coverage": _COVERAGE_V4, "bundle_handles": {**_BUNDLES, "shared": 1},
-        "inferred_sources": [_SOURCE], "inferred_pre_grad": [_PRE_GRAD], "without_source": [],
-        "without_pre_grad": [_GAP], **changes,
+        **DIAG_V2,
+        "version": 4,
+        "coverage": _COVERAGE_V4,
+        "bundle_handles": {**_BUNDLES, "shared": 1},
+        "inferred_sources": [_SOURCE],
+        "inferred_pre_grad": [_PRE_GRAD],
+        "without_source": [],
+        "without_pre_grad": [_GAP],
+        **changes,
     }
     return json.dumps({k: v for k, v in doc.items() if v is not ...})
 
@@ -244,7 +289,13 @@ CORPUS += [
     ("audit-missing-key", _audit(lambda d: d.pop("measured")), AUDIT),
     ("audit-extra-key", _audit(lambda d: d.update(extra=1)), AUDIT),
     ("audit-empty-backend", _audit(lambda d: d.update(backend="")), AUDIT),
-    ("audit-unknown-field", _audit(lambda d: d["graphs"][0]["stages"][0]["fields"].update(colour={"present": 0, "total": 0, "missing": []})), AUDIT),
+    (
+        "audit-unknown-field",
+        _audit(
+            lambda d: d["graphs"][0]["stages"][0]["fields"].update(colour={"present": 0, "total": 0, "missing": []})
+        ),
+        AUDIT,
+    ),
     ("audit-fractional-count", _audit(lambda d: _count(d, present=2.5)), AUDIT),
     ("audit-integral-float-count", _audit(lambda d: _count(d, present=3.0)), AUDIT),
     ("audit-negative-count", _audit(lambda d: _count(d, present=-1)), AUDIT),
@@ -256,7 +307,11 @@ CORPUS += [
     ("audit-bad-since", _audit(lambda d: d["graphs"][0]["drops"][0].update(since="lunch")), AUDIT),
     ("audit-null-since", _audit(lambda d: d["graphs"][0]["drops"][0].update(since=None)), AUDIT),
     ("audit-bad-caches", _audit(lambda d: d["measured"].update(graph_caches="warm")), AUDIT),
-    ("audit-repeated-run-dependent", _audit(lambda d: d["measured"].update(run_dependent=["from_node", "from_node"])), AUDIT),
+    (
+        "audit-repeated-run-dependent",
+        _audit(lambda d: d["measured"].update(run_dependent=["from_node", "from_node"])),
+        AUDIT,
+    ),
     ("audit-opspecs-null", _audit(lambda d: d["graphs"][0]["kernels"][0].update(opspecs=None)), AUDIT),
     ("audit-repeated-key", _audit(lambda d: None).replace('"model"', '"model": "x", "model"', 1), None),
     ("audit-array", "[]", AUDIT),
@@ -284,7 +339,10 @@ def test_version_1_without_its_four_maps_is_invalid_on_both_engines(text: str, m
 def test_version_2_maps_come_all_or_none_on_both_engines() -> None:
     """torch 2.9+ writes the four maps, or none of them (``{"version": 2.0}``)."""
     text = '{"version": 2.0, "cppCodeToPost": {"k:1": ["a"]}, "postToCppCode": {"a": ["k:1"]}}'
-    expected = [f'$: missing required key "{name}" (version 2.0 has all four maps or none)' for name in ("preToPost", "postToPre")]
+    expected = [
+        f'$: missing required key "{name}" (version 2.0 has all four maps or none)'
+        for name in ("preToPost", "postToPre")
+    ]
     for full in (False, True):
         assert [str(p) for p in schemas.validate_bytes(text, NODE_MAPPINGS, full=full).problems] == expected
         assert schemas.validate_bytes('{"version": 2.0}', NODE_MAPPINGS, full=full).ok
@@ -323,7 +381,9 @@ def node_mappings(draw: st.DrawFn) -> dict[str, Any]:
         post.setdefault(b, []).append(a)
     kernels: dict[str, list[str]] = {}
     posts: dict[str, list[str]] = {}
-    for handle, (name, nodes) in enumerate(draw(st.lists(st.tuples(KERNEL_NAMES, st.sets(NAMES, max_size=3)), max_size=4)), 1):
+    for handle, (name, nodes) in enumerate(
+        draw(st.lists(st.tuples(KERNEL_NAMES, st.sets(NAMES, max_size=3)), max_size=4)), 1
+    ):
         key = f"{name}:{handle}"
         kernels[key] = sorted(nodes)
         for node in kernels[key]:
@@ -343,7 +403,11 @@ def stack_traces(draw: st.DrawFn) -> dict[str, Any]:
 def kernel_information(draw: st.DrawFn) -> dict[str, Any]:
     unique_names = st.lists(NAMES, unique=True, max_size=3)
     return {
-        key: {"stack_traces": draw(unique_names), "post_grad_nodes": draw(unique_names), "pre_grad_nodes": draw(unique_names)}
+        key: {
+            "stack_traces": draw(unique_names),
+            "post_grad_nodes": draw(unique_names),
+            "pre_grad_nodes": draw(unique_names),
+        }
         for key in draw(stack_traces())
     }
 
@@ -467,7 +531,11 @@ def damaged(draw: st.DrawFn, documents: st.SearchStrategy[dict]) -> str:
 @st.composite
 def diagnostics(draw: st.DrawFn) -> dict[str, Any]:
     """A valid diagnostics document: partial exactly when there are faults."""
-    faults = draw(st.lists(st.fixed_dictionaries({"stage": st.sampled_from(FAULT_STAGES), "error": st.text(max_size=8)}), max_size=3))
+    faults = draw(
+        st.lists(
+            st.fixed_dictionaries({"stage": st.sampled_from(FAULT_STAGES), "error": st.text(max_size=8)}), max_size=3
+        )
+    )
     opspecs = draw(st.integers(0, 50))
     return {
         "version": 1,
@@ -495,14 +563,23 @@ def diagnostics_v2(draw: st.DrawFn) -> dict[str, Any]:
         call_sites, compute = draw(st.integers(0, 50)), draw(st.integers(0, 50))
         reached = draw(st.integers(0, compute))
         dead = draw(st.integers(0, compute - reached))
-        exempt = {"view": draw(st.integers(0, 50)), "dead": dead, "constant": draw(st.integers(0, compute - reached - dead))}
+        exempt = {
+            "view": draw(st.integers(0, 50)),
+            "dead": dead,
+            "constant": draw(st.integers(0, compute - reached - dead)),
+        }
         coverage = {
-            "call_sites": call_sites, "linked_call_sites": draw(st.integers(0, call_sites)),
-            "compute_nodes": compute, "reached_nodes": reached, "exempt_nodes": exempt,
+            "call_sites": call_sites,
+            "linked_call_sites": draw(st.integers(0, call_sites)),
+            "compute_nodes": compute,
+            "reached_nodes": reached,
+            "exempt_nodes": exempt,
         }
     kernel_keys = st.builds("{}:{}".format, KERNEL_NAMES, st.integers(1, 9))
     links = draw(st.lists(st.tuples(NAMES, kernel_keys), unique=True, max_size=3))
-    violation = st.fixed_dictionaries({"rule": st.sampled_from(COVERAGE_RULES), "where": NAMES, "message": st.text(max_size=6)})
+    violation = st.fixed_dictionaries(
+        {"rule": st.sampled_from(COVERAGE_RULES), "where": NAMES, "message": st.text(max_size=6)}
+    )
     violations = draw(st.lists(violation, max_size=2))
     if draw(st.booleans()):  # a clean graph, so that complete is often true
         doc.update(partial=False, faults=[])

@@ -23,7 +23,9 @@ def test_unusable_outranks_wanting_which_outranks_ok() -> None:
     assert both.state == UNUSABLE and both.reasons == ("the run failed", "no graph")
 
 
-@pytest.mark.parametrize(("state", "code"), [(OK, EXIT_OK), (FOUND_WANTING, EXIT_FOUND_WANTING), (UNUSABLE, EXIT_UNUSABLE)])
+@pytest.mark.parametrize(
+    ("state", "code"), [(OK, EXIT_OK), (FOUND_WANTING, EXIT_FOUND_WANTING), (UNUSABLE, EXIT_UNUSABLE)]
+)
 def test_each_state_has_its_exit_status_and_reads_back_from_it(state: str, code: int) -> None:
     assert Verdict(state).exit_code == code
     assert Verdict.of_exit(code, "last line").state == state

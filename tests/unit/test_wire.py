@@ -24,7 +24,11 @@ def test_the_opspec_wire_form_is_the_schemas():
     handle = schemas._resolve(schema["properties"]["handles"]["additionalProperties"], schema)
     assert list(handle["properties"]) == list(wire.HandleEntry.__struct_fields__)
     source = schemas._resolve(handle["properties"]["source"], schema)
-    source = next(schemas._resolve(s, schema) for s in source.get("anyOf", source.get("oneOf", [source])) if s.get("type") != "null")
+    source = next(
+        schemas._resolve(s, schema)
+        for s in source.get("anyOf", source.get("oneOf", [source]))
+        if s.get("type") != "null"
+    )
     assert list(source["properties"]) == list(records.SourceLoc.__struct_fields__)
 
 
@@ -76,10 +80,15 @@ def test_the_audit_wire_form_is_the_records_and_the_schema():
     schema = schemas.load_schema(AUDIT, 1)
     defs = schema["$defs"]
     pairs = [
-        (schema, audit_records.AuditV1), (schema["properties"]["toolchain"], audit_records.Toolchain),
-        (schema["properties"]["measured"], audit_records.Measured), (defs["graph"], audit_records.GraphAudit),
-        (defs["stage"], audit_records.Stage), (defs["count"], audit_records.FieldCount), (defs["drop"], audit_records.Drop),
-        (defs["kernel"], audit_records.KernelAudit), (defs["kernel"]["properties"]["opspecs"]["items"], audit_records.OpSpecAudit),
+        (schema, audit_records.AuditV1),
+        (schema["properties"]["toolchain"], audit_records.Toolchain),
+        (schema["properties"]["measured"], audit_records.Measured),
+        (defs["graph"], audit_records.GraphAudit),
+        (defs["stage"], audit_records.Stage),
+        (defs["count"], audit_records.FieldCount),
+        (defs["drop"], audit_records.Drop),
+        (defs["kernel"], audit_records.KernelAudit),
+        (defs["kernel"]["properties"]["opspecs"]["items"], audit_records.OpSpecAudit),
     ]
     for part, record in pairs:
         assert list(part["properties"]) == list(record.__struct_fields__) == part["required"], record

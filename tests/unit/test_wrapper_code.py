@@ -9,7 +9,7 @@ from spyre_provenance import coverage
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
 
-WRAPPER = '''
+WRAPPER = """
 # AOT ID: ['0_inference']
 cpp_fused_relu_0 = async_compile.cpp_pybinding(['float*'], r\'\'\'
 extern "C" void kernel(float* in_out_ptr0) {}
@@ -28,15 +28,15 @@ class Runner:
         cpp_fused_relu_0(buf1)
         cpp_fused_relu_10(buf1)
         return (buf1, )
-'''
+"""
 
-GRAPH = '''class GraphModule(torch.nn.Module):
+GRAPH = """class GraphModule(torch.nn.Module):
     def forward(self, primals_1: "f32[256, 128][128, 1]cpu"):
         permute: "f32[128, 256][1, 128]cpu" = torch.ops.aten.permute.default(primals_1, [1, 0]);  primals_1 = None
         addmm: "f32[8, 256][256, 1]cpu" = torch.ops.aten.addmm.default(primals_2, primals_3, permute)
         relu: "f32[8, 256][256, 1]cpu" = torch.ops.aten.relu.default(addmm);  addmm = None
         return (relu,)
-'''
+"""
 
 
 def test_call_sites_pair_each_call_with_its_handle_comment():

@@ -35,8 +35,15 @@ def llama():
     """Decoder LLM: RoPE, RMSNorm, SwiGLU, grouped-query attention (4 query, 2 KV heads)."""
     torch.manual_seed(SEED)
     config = transformers.LlamaConfig(
-        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=32, use_cache=False, attn_implementation="sdpa",
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+        use_cache=False,
+        attn_implementation="sdpa",
     )
     return transformers.LlamaForCausalLM(config).eval(), (_ids(),)
 
@@ -46,9 +53,19 @@ def granite():
     two layers: the second reuses the first one's kernels (one kernel, two call sites)."""
     torch.manual_seed(SEED)
     config = transformers.GraniteConfig(
-        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=32, use_cache=False, attn_implementation="sdpa",
-        embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.0078125, logits_scaling=8.0,
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+        use_cache=False,
+        attn_implementation="sdpa",
+        embedding_multiplier=12.0,
+        residual_multiplier=0.22,
+        attention_multiplier=0.0078125,
+        logits_scaling=8.0,
     )
     return transformers.GraniteForCausalLM(config).eval(), (_ids(),)
 
@@ -58,8 +75,13 @@ def bert():
     an attention mask with padding."""
     torch.manual_seed(SEED)
     config = transformers.BertConfig(
-        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
-        max_position_embeddings=32, attn_implementation="sdpa",
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=32,
+        attn_implementation="sdpa",
     )
     mask = torch.ones(BATCH, SEQ, dtype=torch.long)
     mask[1, -3:] = 0
@@ -71,8 +93,15 @@ def gpt2():
     two call sites) and the head tied to the embedding."""
     torch.manual_seed(SEED)
     config = transformers.GPT2Config(
-        vocab_size=VOCAB, n_positions=32, n_embd=32, n_layer=2, n_head=4, use_cache=False,
-        bos_token_id=0, eos_token_id=0, attn_implementation="sdpa",
+        vocab_size=VOCAB,
+        n_positions=32,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        use_cache=False,
+        bos_token_id=0,
+        eos_token_id=0,
+        attn_implementation="sdpa",
     )
     return transformers.GPT2LMHeadModel(config).eval(), (_ids(),)
 
@@ -92,9 +121,18 @@ def t5():
     """Encoder-decoder: T5 (relative position buckets, T5's RMS norm, dropout 0.1)."""
     torch.manual_seed(SEED)
     config = transformers.T5Config(
-        vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_decoder_layers=1, num_heads=4,
-        relative_attention_num_buckets=8, relative_attention_max_distance=16, use_cache=False,
-        decoder_start_token_id=0, pad_token_id=0,
+        vocab_size=VOCAB,
+        d_model=32,
+        d_kv=8,
+        d_ff=64,
+        num_layers=1,
+        num_decoder_layers=1,
+        num_heads=4,
+        relative_attention_num_buckets=8,
+        relative_attention_max_distance=16,
+        use_cache=False,
+        decoder_start_token_id=0,
+        pad_token_id=0,
     )
     return _Seq2Seq(transformers.T5ForConditionalGeneration(config)).eval(), (_ids(), _ids(6))
 
@@ -103,8 +141,15 @@ def vit():
     """Vision transformer: patch embedding (a strided convolution), a CLS token."""
     torch.manual_seed(SEED)
     config = transformers.ViTConfig(
-        image_size=32, patch_size=8, num_channels=3, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
-        intermediate_size=64, num_labels=10, attn_implementation="sdpa",
+        image_size=32,
+        patch_size=8,
+        num_channels=3,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        intermediate_size=64,
+        num_labels=10,
+        attn_implementation="sdpa",
     )
     return transformers.ViTForImageClassification(config).eval(), (_images(),)
 
@@ -125,8 +170,13 @@ def resnet():
     back in training)."""
     torch.manual_seed(SEED)
     config = transformers.ResNetConfig(
-        num_channels=3, embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], layer_type="basic",
-        hidden_act="relu", num_labels=10,
+        num_channels=3,
+        embedding_size=8,
+        hidden_sizes=[8, 16],
+        depths=[1, 1],
+        layer_type="basic",
+        hidden_act="relu",
+        num_labels=10,
     )
     return _warm_batch_norm(transformers.ResNetForImageClassification(config)), (_images(),)
 
@@ -135,7 +185,12 @@ def convnext():
     """Depthwise CNN: ConvNeXt (7x7 depthwise convolutions, LayerNorm, GELU, layer scale)."""
     torch.manual_seed(SEED)
     config = transformers.ConvNextConfig(
-        num_channels=3, num_stages=2, hidden_sizes=[8, 16], depths=[1, 1], num_labels=10, drop_path_rate=0.0,
+        num_channels=3,
+        num_stages=2,
+        hidden_sizes=[8, 16],
+        depths=[1, 1],
+        num_labels=10,
+        drop_path_rate=0.0,
     )
     return transformers.ConvNextForImageClassification(config).eval(), (_images(),)
 

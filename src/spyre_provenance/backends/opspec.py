@@ -248,9 +248,7 @@ def _transforms_of(buffer: Any, nodes: Sequence[Any]) -> tuple[ProvenanceTransfo
             history.append(ProvenanceTransform(kind, pass_name, reason))
     if len(nodes) > 1:
         history.append(
-            ProvenanceTransform(
-                "fusion", LOWERING_FUSION_PASS, f"{len(nodes)} FX nodes lowered into one buffer"
-            )
+            ProvenanceTransform("fusion", LOWERING_FUSION_PASS, f"{len(nodes)} FX nodes lowered into one buffer")
         )
     return tuple(dict.fromkeys(history))  # drop repeats, keep first-seen order
 
@@ -343,9 +341,7 @@ def debug_handle_record(handle: Any) -> records.DebugHandle | None:
         aten_op=getattr(handle, "aten_op", None),
         ir_chain=tuple(str(x) for x in getattr(handle, "ir_chain", ()) or ()),
         fused_from=tuple(
-            r
-            for r in (debug_handle_record(h) for h in getattr(handle, "fused_from", ()) or ())
-            if r is not None
+            r for r in (debug_handle_record(h) for h in getattr(handle, "fused_from", ()) or ()) if r is not None
         ),
         transform_history=tuple(
             records.ProvenanceTransform(

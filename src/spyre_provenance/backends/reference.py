@@ -163,9 +163,7 @@ class ReferenceScheduling(cpp_codegen.CppScheduling):
         compile_wrapper.splice(src_code, strip=True)
         if not V.graph.cpp_wrapper:
             compile_wrapper.writeline("''')")
-        wrapper.define_kernel(
-            kernel_name, compile_wrapper.getvalue(), gpu=False, cpp_definition=kernel_definition
-        )
+        wrapper.define_kernel(kernel_name, compile_wrapper.getvalue(), gpu=False, cpp_definition=kernel_definition)
 
 
 # --- the backend adapter ---------------------------------------------------------------------
@@ -261,11 +259,7 @@ class ReferenceBackend(Backend):
         if not isinstance(node_schedule, (list, tuple)):
             return []
         nodes = flat_nodes(node_schedule)
-        if (
-            self.call_sites
-            and self.call_sites[-1][0] == kernel_name
-            and self._last_nodes == tuple(map(id, nodes))
-        ):
+        if self.call_sites and self.call_sites[-1][0] == kernel_name and self._last_nodes == tuple(map(id, nodes)):
             specs, missing = self.call_sites[-1][1], self._last_missing
         else:  # asked outside define_kernel -> codegen_comment: rebuild from the nodes
             specs, missing = self._build_opspecs(nodes, ())

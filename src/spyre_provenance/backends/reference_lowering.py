@@ -33,8 +33,10 @@ SPLIT_ADDMM_PASS = "spyre_reference.split_addmm"
 #: Bumped when generated code changes in a way the source-file hash would not show.
 CACHE_FORMAT = "spyre-reference-backend/1"
 #: The reference backend's own code: its hash joins Inductor's cache keys (``_cache_uuid``).
-CODE_FILES = tuple(str(Path(__file__).with_name(name)) for name in (
-    "reference.py", "reference_lowering.py", "reference_opspecs.py", "opspec.py", "base.py"))
+CODE_FILES = tuple(
+    str(Path(__file__).with_name(name))
+    for name in ("reference.py", "reference_lowering.py", "reference_opspecs.py", "opspec.py", "base.py")
+)
 
 
 # --- the addmm split (post-grad graph pass) -------------------------------------------------
@@ -51,7 +53,6 @@ def _cache_uuid() -> bytes:
     return get_hash_for_files(CODE_FILES, extra=CACHE_FORMAT)
 
 
-
 def _fake_value(target: Any, args: tuple[Any, ...]) -> Any:
     """``node.meta["val"]`` for a new node: run the op on its inputs' fake values."""
     from torch._guards import detect_fake_mode
@@ -62,19 +63,22 @@ def _fake_value(target: Any, args: tuple[Any, ...]) -> Any:
         return target(*vals)
 
 
-
 # What the matmul half of the split inherits from the addmm node; the bias add gets only
 # original_aten, like the bias adds torch-spyre's decomposition synthesizes.
 _MM_META_KEYS = ("stack_trace", "nn_module_stack", "source_fn_stack", "original_aten", "seq_nr")
-
 
 
 _SPLIT_TRANSFORM = (("decomposition", SPLIT_ADDMM_PASS, "addmm -> mm + bias add"),)
 
 
 def _emit_split_node(
-    graph: torch.fx.Graph, addmm: torch.fx.Node, created: list[torch.fx.Node],
-    name: str, target: Any, args: tuple[Any, ...], inherit: Sequence[str] = (),
+    graph: torch.fx.Graph,
+    addmm: torch.fx.Node,
+    created: list[torch.fx.Node],
+    name: str,
+    target: Any,
+    args: tuple[Any, ...],
+    inherit: Sequence[str] = (),
 ) -> torch.fx.Node:
     """One node of ``addmm``'s split, inserted where the graph's insertion point is and
     appended to ``created``: ``inherit``ed metadata of ``addmm``, its original aten op, a fake
@@ -131,7 +135,6 @@ def split_addmm(gm: torch.fx.GraphModule) -> int:
     return count
 
 
-
 class SplitAddmmPass(CustomGraphModulePass):
     """The device pass Inductor runs on post-grad graphs that touch the CPU: the backend's
     pre-scheduling pass, as far as the audit is concerned (``Backend.pass_observer``)."""
@@ -149,7 +152,6 @@ class SplitAddmmPass(CustomGraphModulePass):
 
     def uuid(self) -> bytes:
         return _cache_uuid()
-
 
 
 # --- mm as the backend's own reduction -----------------------------------------------------
@@ -185,7 +187,6 @@ def make_mm_lowering(fallback: Any) -> Any:
         return out
 
     return lower_mm
-
 
 
 def realize_every_op(self: Any, threshold: int | None = None) -> bool:

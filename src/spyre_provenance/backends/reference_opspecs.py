@@ -43,13 +43,11 @@ _SPYRE_OPS = {
 }
 
 
-
 # Ops that only re-index (views) or pick a tuple element: they never name a buffer's op.
 _VIEW_OPS = frozenset(
     "view reshape _unsafe_view permute t transpose expand unsqueeze squeeze slice select "
     "alias as_strided getitem".split()
 )
-
 
 
 def _op_name(buffer: Any) -> tuple[str, bool, dict[str, Any]]:
@@ -67,7 +65,6 @@ def _op_name(buffer: Any) -> tuple[str, bool, dict[str, Any]]:
     return ("+".join(names) if names else "identity"), False, {}
 
 
-
 def _origin_ops(buffer: Any) -> list[str]:
     """The aten op names (``relu``, ``copy_``) of the FX nodes lowered into a buffer, by
     node name; graph inputs among the origins compute nothing and are left out."""
@@ -75,11 +72,9 @@ def _origin_ops(buffer: Any) -> list[str]:
     return [_packet_name(o.target) for o in origins if getattr(o, "op", None) == "call_function"]
 
 
-
 def _packet_name(target: Any) -> str:
     packet = getattr(target, "_overloadpacket", None)
     return getattr(packet, "__name__", None) or getattr(target, "__name__", str(target)).split(".")[0]
-
 
 
 def kernel_descriptor(nodes: Sequence[Any]) -> str:
@@ -97,7 +92,6 @@ def kernel_descriptor(nodes: Sequence[Any]) -> str:
     return "_".join(["fused", *(ops or ["clone"])])
 
 
-
 def _size(name: str) -> list[int | str]:
     try:
         return [opspec_mod.extent(s) for s in V.graph.get_buffer(name).get_size()]
@@ -105,13 +99,11 @@ def _size(name: str) -> list[int | str]:
         return []
 
 
-
 def _dtype(name: str) -> str:
     try:
         return str(V.graph.get_dtype(name)).replace("torch.", "")
     except Exception:  # noqa: BLE001 - a name the graph cannot type: the OpSpec says so instead of failing
         return "unknown"
-
 
 
 def build_opspec(
@@ -153,13 +145,11 @@ def build_opspec(
     return OpSpec(op, is_reduction, space, args, op_info, debug_handle=handle), why
 
 
-
 def failed_opspec(snode: Any, exc: Exception) -> tuple[OpSpec, str]:
     """What is left of an OpSpec that could not be built: its buffer, and why."""
     name = getattr(getattr(snode, "node", None), "get_name", lambda: None)()
     spec = OpSpec("unknown", False, {}, [TensorArg(False, -1, "unknown", [], [], name=name)], {})
     return spec, f"its OpSpec could not be built: {type(exc).__name__}: {exc}"
-
 
 
 def flat_nodes(node_schedule: Sequence[Any]) -> list[Any]:
@@ -169,7 +159,6 @@ def flat_nodes(node_schedule: Sequence[Any]) -> list[Any]:
         inner = n.get_nodes() if hasattr(n, "get_nodes") else [n]
         nodes.extend(x for x in inner if getattr(x, "node", None) is not None)
     return nodes
-
 
 
 def redact_handle(handle: dict[str, Any], redactor: Any) -> None:
@@ -182,14 +171,12 @@ def redact_handle(handle: dict[str, Any], redactor: Any) -> None:
         pending.extend(current.get("fused_from", ()))
 
 
-
 #: Bytes of HBM scratch per element of a reduction's or matmul's iteration space, and the
 #: pool of a kernel whose space is symbolic (its size is only known at run time).
 #: Bytes of HBM scratch per element of a reduction's or matmul's iteration space, and the
 #: pool of a kernel whose space is symbolic (its size is only known at run time).
 POOL_BYTES_PER_ELEMENT = 4
 SYMBOLIC_POOL_BYTES = 65536
-
 
 
 def pool_bytes(specs: Sequence[OpSpec]) -> int:
@@ -205,7 +192,6 @@ def pool_bytes(specs: Sequence[OpSpec]) -> int:
             continue
         sizes.append(POOL_BYTES_PER_ELEMENT * math.prod(static))
     return max(sizes, default=0)
-
 
 
 def bundle_document(index: int, spec: OpSpec) -> dict[str, Any]:

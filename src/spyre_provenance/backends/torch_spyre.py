@@ -299,9 +299,7 @@ class TorchSpyreBackend(Backend):
         if old is None:
             entry = common.DeviceCodegen(cls, _spyre_wrapper())
         else:
-            entry = common.DeviceCodegen(
-                cls, old.wrapper_codegen, old.cpp_wrapper_codegen, old.fx_wrapper_codegen
-            )
+            entry = common.DeviceCodegen(cls, old.wrapper_codegen, old.cpp_wrapper_codegen, old.fx_wrapper_codegen)
         self._patches.setitem(common.device_codegens, self.device, entry)
 
     # -- the two seams -----------------------------------------------------------------------
@@ -350,8 +348,7 @@ class TorchSpyreBackend(Backend):
             return
         self._warned = True
         warnings.warn(
-            f"spyre-provenance: torch-spyre adapter, {what}: {type(exc).__name__}: {exc} "
-            "(the compile goes on)",
+            f"spyre-provenance: torch-spyre adapter, {what}: {type(exc).__name__}: {exc} (the compile goes on)",
             ProvenanceWarning,
             stacklevel=3,
         )

@@ -98,7 +98,9 @@ def run(
             size, method = 0, "unavailable"
             for round_ in range(outer):
                 for step in steps:
-                    out = _probe({"op": step, "refs": refs, "path": str(path), "inner": _inner(step, refs) if repeat else 1})
+                    out = _probe(
+                        {"op": step, "refs": refs, "path": str(path), "inner": _inner(step, refs) if repeat else 1}
+                    )
                     measured[step].seconds.append(out["seconds"])
                     measured[step].peaks.append(out["peak"])
                     size, method = out["size"], out["memory_method"]

@@ -98,8 +98,14 @@ def compile_once(
         if with_audit:
             making = time.perf_counter()
             doc = audit_report.make_audit(
-                [g.audit for g in graphs], model=model_name, dtype="float32", backend=backend.name, train=False,
-                toolchain=toolchain(), tracking_level=1, generated="bench",
+                [g.audit for g in graphs],
+                model=model_name,
+                dtype="float32",
+                backend=backend.name,
+                train=False,
+                toolchain=toolchain(),
+                tracking_level=1,
+                generated="bench",
             )
             problems = audit_report.check(doc)
             audit_report.to_json_bytes(doc)
@@ -113,7 +119,11 @@ def compile_once(
 
 
 def run(
-    model_name: str, rounds: int, progress: Callable[[str], None] = lambda _: None, *, backend: str = "reference",
+    model_name: str,
+    rounds: int,
+    progress: Callable[[str], None] = lambda _: None,
+    *,
+    backend: str = "reference",
     warmup: str | None = "mlp",
 ) -> AuditResults:
     times: dict[str, list[float]] = {arm: [] for arm in ARMS}
@@ -127,7 +137,9 @@ def run(
                 compile_once(warmup, arm == ARMS[1], Path(scratch), backend)
         for r in range(rounds):
             for arm in ARMS if r % 2 == 0 else ARMS[::-1]:
-                elapsed, cpu_seconds, in_audit, counted = compile_once(model_name, arm == ARMS[1], Path(scratch), backend)
+                elapsed, cpu_seconds, in_audit, counted = compile_once(
+                    model_name, arm == ARMS[1], Path(scratch), backend
+                )
                 times[arm].append(elapsed)
                 cpu[arm].append(cpu_seconds)
                 if arm == ARMS[1]:
@@ -149,7 +161,9 @@ def render_section(lines: list[str], result: AuditResults) -> str:
         " the probe's seams plus the document's making (median), and as a share of the compile arm's median."
     )
     add("")
-    add("| model | rounds | compile (s) | compile --audit (s) | ratio | per round | CPU ratio | audit's own time | stages audited |")
+    add(
+        "| model | rounds | compile (s) | compile --audit (s) | ratio | per round | CPU ratio | audit's own time | stages audited |"
+    )
     add("|---|---|---|---|---|---|---|---|---|")
     per_round = result.round_ratios()
     own = statistics.median(result.own)

@@ -76,8 +76,9 @@ def _arm(arm: str, hook_time: list[float]) -> Iterator[object]:
     from torch._inductor import config
 
     level = 1 if arm == "B" else 0  # A: the hook raises it to 1 itself
-    with config.patch({"fx_graph_cache": False, "trace.provenance_tracking_level": level}), functorch_config.patch(
-        enable_autograd_cache=False
+    with (
+        config.patch({"fx_graph_cache": False, "trace.provenance_tracking_level": level}),
+        functorch_config.patch(enable_autograd_cache=False),
     ):
         if arm != "A":
             yield None
@@ -99,6 +100,7 @@ def _arm(arm: str, hook_time: list[float]) -> Iterator[object]:
 def timed_methods(owner: type, names: Sequence[str], total: list[float]) -> Iterator[None]:
     """Add the time spent in ``owner``'s methods ``names`` to ``total[0]`` while the block
     runs (bench only: the methods are wrapped, then restored)."""
+
     def timed(method: Callable) -> Callable:
         @functools.wraps(method)
         def wrapper(*args, **kwargs):

@@ -69,7 +69,10 @@ def _git_commit() -> str:
     try:
         done = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, cwd=Path(__file__).parent, timeout=10,
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).parent,
+            timeout=10,
         )
     except (OSError, subprocess.SubprocessError):
         return ""
@@ -150,7 +153,7 @@ def _compile_section(lines: list[str], results: CompileResults) -> str:
     add(
         "`torch.compile(model)(x)` on stock Inductor (CPU), fresh Inductor caches every run "
         "(`fresh_cache()`: a new `TORCHINDUCTOR_CACHE_DIR`, in-memory kernel caches cleared), FX-graph and "
-        f"AOTAutograd caches off in every arm. A = {ARM_NAMES['A']} (`spyre_provenance.tracking(\"inductor\")`), "
+        f'AOTAutograd caches off in every arm. A = {ARM_NAMES["A"]} (`spyre_provenance.tracking("inductor")`), '
         f"B = {ARM_NAMES['B']} (`provenance_tracking_level = 1`), C = {ARM_NAMES['C']}. "
         "A/B per round: lowest and highest of the rounds' own ratios (the noise). A/B CPU: ratio of median "
         "CPU times, this process's and its C++ compilers' (the work, without time lost waiting for a core). "
@@ -259,8 +262,11 @@ def _throughput_sections(lines: list[str], results: ArtifactResults, top: SizeRe
     build_peak = _peak_ratio(build.peak, top.size)
     fast_peak = _peak_ratio(steps["fast"].peak, top.size)
     return [
-        _verdict(fast_ratio <= TARGET_FAST, f"fast path <= {TARGET_FAST:g}x json.loads: {fast_ratio:.2f}x, "
-                 f"{fast / nogc:.2f}x json.loads with the GC paused"),
+        _verdict(
+            fast_ratio <= TARGET_FAST,
+            f"fast path <= {TARGET_FAST:g}x json.loads: {fast_ratio:.2f}x, "
+            f"{fast / nogc:.2f}x json.loads with the GC paused",
+        ),
         _verdict(
             build_peak <= TARGET_PEAK and fast_peak <= TARGET_PEAK,
             f"peak memory <= {TARGET_PEAK:g}x the artifact: build {build_peak:.2f}x, fast validation {fast_peak:.2f}x",
@@ -270,7 +276,11 @@ def _throughput_sections(lines: list[str], results: ArtifactResults, top: SizeRe
 
 def _full_schema(results: ArtifactResults, top: SizeResult) -> tuple[tuple[float, int | None, str] | None, str]:
     if "full" in top.steps:
-        return (top.steps["full"].median, top.steps["full"].peak, "JSON Schema path: `validate_bytes(data, full=True)`"), ""
+        return (
+            top.steps["full"].median,
+            top.steps["full"].peak,
+            "JSON Schema path: `validate_bytes(data, full=True)`",
+        ), ""
     measured = [s for s in results.sizes if "full" in s.steps]
     if not measured:
         return None, ""
@@ -290,7 +300,9 @@ def _scaling_section(lines: list[str], results: ArtifactResults) -> str:
     add = lines.append
     add("#### 4. Scaling: time per node reference (µs)")
     add("")
-    add("| references | kernels | size | build + bytes | json.loads | fast path | JSON Schema path | build peak / size | fast peak / size |")
+    add(
+        "| references | kernels | size | build + bytes | json.loads | fast path | JSON Schema path | build peak / size | fast peak / size |"
+    )
     add("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     series: dict[str, list[float]] = {"build": [], "loads": [], "fast": [], "full": []}
     for s in results.sizes:
@@ -304,19 +316,16 @@ def _scaling_section(lines: list[str], results: ArtifactResults) -> str:
                 cells.append("-")
         # below ~10 MB, resident-set deltas are mostly allocator granularity: not shown
         peaks = [
-            _ratio(_peak_ratio(s.steps[step].peak, s.size)) if s.size >= 10 * MB else "-"
-            for step in ("build", "fast")
+            _ratio(_peak_ratio(s.steps[step].peak, s.size)) if s.size >= 10 * MB else "-" for step in ("build", "fast")
         ]
         add(f"| {s.refs:,} | {s.kernels:,} | {_mb(s.size)} | " + " | ".join(cells) + " | " + " | ".join(peaks) + " |")
     spread = {step: (max(v) / min(v) if v else math.nan) for step, v in series.items()}
-    add(
-        "| max / min | | | "
-        + " | ".join(_ratio(spread[step]) for step in series)
-        + " | | |"
-    )
+    add("| max / min | | | " + " | ".join(_ratio(spread[step]) for step in series) + " | | |")
     add("")
     ours = {"build": spread["build"], "fast path": spread["fast"], "JSON Schema path": spread["full"]}
     ok = all(v <= TARGET_FLAT for v in ours.values() if math.isfinite(v))
     first, last = results.sizes[0].refs, results.sizes[-1].refs
     detail = ", ".join(f"{name} {v:.2f}x" for name, v in ours.items() if math.isfinite(v))
-    return _verdict(ok, f"time per reference flat within {TARGET_FLAT:g}x from {first:,} to {last:,} references: {detail}")
+    return _verdict(
+        ok, f"time per reference flat within {TARGET_FLAT:g}x from {first:,} to {last:,} references: {detail}"
+    )

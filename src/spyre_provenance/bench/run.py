@@ -22,10 +22,14 @@ from spyre_provenance.bench import artifacts, report, whole_process
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spyre_provenance.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tiny run (seconds), for the smoke test")
-    parser.add_argument("--rounds", type=int, default=None, help="compile rounds for every model (default: models.ROUNDS)")
+    parser.add_argument(
+        "--rounds", type=int, default=None, help="compile rounds for every model (default: models.ROUNDS)"
+    )
     parser.add_argument("--skip-compile", action="store_true", help="only the artifact measurements")
     parser.add_argument(
-        "--pairs", type=int, default=None,
+        "--pairs",
+        type=int,
+        default=None,
         help=f"whole-process pairs per row (default {whole_process.PAIRS}, or ${whole_process.PAIRS_ENV})",
     )
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
@@ -52,8 +56,11 @@ def main(argv: list[str] | None = None) -> int:
 
         audit_model = "tiny" if quick else "24-layer stack"
         audit_results = audit_overhead.run(
-            audit_model, args.rounds or models.ROUNDS[audit_model], progress,
-            backend="inductor" if quick else "reference", warmup=None if quick else "mlp",
+            audit_model,
+            args.rounds or models.ROUNDS[audit_model],
+            progress,
+            backend="inductor" if quick else "reference",
+            warmup=None if quick else "mlp",
         )
     whole_results = None
     if not args.skip_compile:
@@ -75,13 +82,24 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - start
     load = (load_before, report.load_average())
     table = report.render(
-        compile_results, artifact_results, started=started, elapsed=elapsed, quick=quick, load=load,
-        audit=audit_results, whole_process=whole_results, runtime=runtime_results,
+        compile_results,
+        artifact_results,
+        started=started,
+        elapsed=elapsed,
+        quick=quick,
+        load=load,
+        audit=audit_results,
+        whole_process=whole_results,
+        runtime=runtime_results,
     )
     if args.json:
         raw = {
-            "compile": compile_results, "artifacts": artifact_results, "audit": audit_results,
-            "whole_process": whole_results, "runtime": runtime_results, "started": started.isoformat(),
+            "compile": compile_results,
+            "artifacts": artifact_results,
+            "audit": audit_results,
+            "whole_process": whole_results,
+            "runtime": runtime_results,
+            "started": started.isoformat(),
         }
         args.json.write_bytes(msgspec.json.encode(raw))
     sys.stdout.write(table)

@@ -93,14 +93,25 @@ def write_out(folder: Path, kernels: int) -> list[str]:
         "postToCppCode": {n: [k] for k in keys for n in post[k]},
         "version": 2.0,
     }
-    traces = {k: [f'  File "/home/me/model.py", line {10 + i}, in forward\n    x = self.layer{i}(x)\n'] for i, k in enumerate(keys)}
+    traces = {
+        k: [f'  File "/home/me/model.py", line {10 + i}, in forward\n    x = self.layer{i}(x)\n']
+        for i, k in enumerate(keys)
+    }
     log = folder / "trace" / f"{MODEL}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as fh:
-        for name, doc in (("inductor_provenance_tracking_node_mappings", mapping), ("inductor_provenance_tracking_kernel_stack_traces", traces)):
+        for name, doc in (
+            ("inductor_provenance_tracking_node_mappings", mapping),
+            ("inductor_provenance_tracking_kernel_stack_traces", traces),
+        ):
             payload = json.dumps(doc)
-            envelope = {"artifact": {"name": name, "encoding": "json"}, "frame_id": 0, "frame_compile_id": 0, "attempt": 0,
-                        "has_payload": hashlib.md5(payload.encode(), usedforsecurity=False).hexdigest()}
+            envelope = {
+                "artifact": {"name": name, "encoding": "json"},
+                "frame_id": 0,
+                "frame_compile_id": 0,
+                "attempt": 0,
+                "has_payload": hashlib.md5(payload.encode(), usedforsecurity=False).hexdigest(),
+            }
             fh.write(f"V1205 06:46:39.341000 1 torch/_inductor/compile_fx.py:1] {json.dumps(envelope)}\n\t{payload}\n")
     return names
 
@@ -110,9 +121,21 @@ def write_trace(path: Path, events: int, names: list[str]) -> int:
     with open(path, "w") as fh:
         fh.write('{\n  "schemaVersion": 1,\n  "deviceProperties": [],\n  "traceEvents": [\n')
         for i in range(events):
-            name = f"graph_0_{names[i // 10 % len(names)]}" if i % 10 == 0 else ("aten::addmm", "aten::relu", "aten::t")[i % 3]
-            event = {"ph": "X", "cat": "cpu_op", "name": name, "pid": 4242, "tid": 4242, "ts": 1000.5 + i,
-                     "dur": 0.75, "args": {"External id": i, "Record function id": 0, "Ev Idx": i}}
+            name = (
+                f"graph_0_{names[i // 10 % len(names)]}"
+                if i % 10 == 0
+                else ("aten::addmm", "aten::relu", "aten::t")[i % 3]
+            )
+            event = {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": name,
+                "pid": 4242,
+                "tid": 4242,
+                "ts": 1000.5 + i,
+                "dur": 0.75,
+                "args": {"External id": i, "Record function id": 0, "Ev Idx": i},
+            }
             fh.write(("  " if i == 0 else ",\n  ") + json.dumps(event))
         fh.write('\n],\n  "traceName": "bench.pt.trace.json"\n}\n')
     return path.stat().st_size
@@ -130,7 +153,9 @@ def _child(code: str, *args: str) -> ArmRun:
 
 def _whole(args: list[str]) -> float:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "spyre_provenance", *args], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "spyre_provenance", *args], capture_output=True, text=True, check=False
+    )
     wall = time.perf_counter() - start
     if done.returncode != 0:  # a lookup that found nothing timed nothing worth a figure
         raise RuntimeError(f"bench: spyre-provenance {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
@@ -187,7 +212,9 @@ def render_section(lines: list[str], result: RuntimeResults) -> str:
     add("")
     add("| command | kernels | runs | median wall (s) |")
     add("|---|---:|---:|---:|")
-    add(f"| `spyre-provenance lookup NAME --in OUT` | {result.kernels:,} | {len(result.lookup)} | {statistics.median(result.lookup):.2f} |")
+    add(
+        f"| `spyre-provenance lookup NAME --in OUT` | {result.kernels:,} | {len(result.lookup)} | {statistics.median(result.lookup):.2f} |"
+    )
     add(f"| `spyre-provenance --version` (floor) | | {len(result.floor)} | {statistics.median(result.floor):.2f} |")
     add("")
     time_ok = result.time_ratio() <= TIME_TARGET
@@ -202,11 +229,16 @@ def render_section(lines: list[str], result: RuntimeResults) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spyre_provenance.bench.runtime", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m spyre_provenance.bench.runtime", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--quick", action="store_true", help="a tiny run (seconds), for the smoke test")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    result = run(QUICK if args.quick else FULL, lambda m: print(f"[bench {time.perf_counter() - start:6.0f}s] {m}", file=sys.stderr, flush=True))
+    result = run(
+        QUICK if args.quick else FULL,
+        lambda m: print(f"[bench {time.perf_counter() - start:6.0f}s] {m}", file=sys.stderr, flush=True),
+    )
     lines: list[str] = []
     verdict = render_section(lines, result)
     sys.stdout.write("\n".join([*lines, f"- {verdict}"]) + "\n")

@@ -64,7 +64,6 @@ class ProcessRun(msgspec.Struct):
     hook_self: float  # arm A: importing and enabling the hook, its two seams, disabling it
 
 
-
 class RowResult(msgspec.Struct):
     label: str
     graphs: int
@@ -82,7 +81,8 @@ class RowResult(msgspec.Struct):
     def phase_gap(self, phase: str) -> float:
         """Median seconds A spent in ``phase`` minus B's (0 for a phase one arm lacks)."""
         return statistics.median(
-            a.phases.get(phase, 0.0) - b.phases.get(phase, 0.0) for a, b in zip(self.runs["A"], self.runs["B"], strict=True)
+            a.phases.get(phase, 0.0) - b.phases.get(phase, 0.0)
+            for a, b in zip(self.runs["A"], self.runs["B"], strict=True)
         )
 
 
@@ -187,8 +187,10 @@ def render_section(lines: list[str], results: WholeProcessResults, number: int) 
     add = lines.append
     add(f"#### {number}. Whole-process overhead: a fresh `python` per run, A/B in interleaved pairs")
     add("")
-    bytecode = "cached for both (compiled first, as `pip install` does)" if results.bytecode else (
-        "not cached for this package: arm A compiles the hook's source in every run"
+    bytecode = (
+        "cached for both (compiled first, as `pip install` does)"
+        if results.bytecode
+        else ("not cached for this package: arm A compiles the hook's source in every run")
     )
     add(
         f"Each run is one process from interpreter start to exit: imports, the model, `torch.compile` and its "
@@ -221,7 +223,8 @@ def render_section(lines: list[str], results: WholeProcessResults, number: int) 
         summary.append((row.label, statistics.median(wall), statistics.median(cpu), share, min(wall), min(cpu)))
     add("")
     figures = "; ".join(
-        f"{label} wall {w:.3f}, CPU {c:.3f}, the hook's own time {100 * share:.1f}%" for label, w, c, share, *_ in summary
+        f"{label} wall {w:.3f}, CPU {c:.3f}, the hook's own time {100 * share:.1f}%"
+        for label, w, c, share, *_ in summary
     )
     detail = f"whole process A/B <= {TARGET} wall and CPU, median of {results.pairs} pair(s): {figures}"
     if all(w <= TARGET and c <= TARGET for _, w, c, *_ in summary):
@@ -237,7 +240,9 @@ def render_section(lines: list[str], results: WholeProcessResults, number: int) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spyre_provenance.bench.whole_process", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m spyre_provenance.bench.whole_process", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--pairs", type=int, default=None, help=f"pairs per row (default {PAIRS}, or ${PAIRS_ENV})")
     parser.add_argument("--quick", action="store_true", help="the tiny rows, one pair")
     parser.add_argument("--rows", nargs="+", choices=sorted(ROWS), help=f"rows to run (default: {', '.join(FULL)})")

@@ -31,7 +31,9 @@ def build(report: Any) -> Any:
     )
 
 
-def write(report: Any, out: Path, document: Any = None, changes: Any = None, against: str | None = None) -> tuple[list[Path], list[str]]:
+def write(
+    report: Any, out: Path, document: Any = None, changes: Any = None, against: str | None = None
+) -> tuple[list[Path], list[str]]:
     """Validate the audit, then write ``provenance_audit.json`` and ``.md`` into ``out``
     atomically. Returns (files written, problems); an invalid audit is never written."""
     from spyre_provenance import audit_report
@@ -45,6 +47,8 @@ def write(report: Any, out: Path, document: Any = None, changes: Any = None, aga
         raise UnusableInput(report.model, "no graph was audited (the compile generated no code)")
     files = [
         atomic_write_bytes(out / audit_report.JSON_FILE, audit_report.to_json_bytes(document)),
-        atomic_write_bytes(out / audit_report.MARKDOWN_FILE, audit_report.render_markdown(document, changes, against).encode("utf-8")),
+        atomic_write_bytes(
+            out / audit_report.MARKDOWN_FILE, audit_report.render_markdown(document, changes, against).encode("utf-8")
+        ),
     ]
     return files, []

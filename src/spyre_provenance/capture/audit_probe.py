@@ -130,7 +130,8 @@ def opspec_stage(records: Sequence[KernelRecord]) -> Stage | None:
         "ir_chain": [None if h is None else bool(h.ir_chain) for h in handles],
         # several origins fused into one buffer: one child handle per origin expected
         "fused_from": [
-            None if h is None or origins(spec) < 2 else bool(h.fused_from) for (_, _, spec), h in zip(specs, handles, strict=True)
+            None if h is None or origins(spec) < 2 else bool(h.fused_from)
+            for (_, _, spec), h in zip(specs, handles, strict=True)
         ],
     }
     return Stage("opspecs", names, _counts(names, fields))
@@ -143,16 +144,28 @@ def artifact_stages(result: GraphResult, logged: dict[str, Any] | None) -> list[
     cpp_to_post = (logged or {}).get("cppCodeToPost") or {}
     post_to_pre = (logged or {}).get("postToPre") or {}
     stages = [
-        Stage("node_mappings", keys, {
-            "post_grad_nodes": audit_report.count(keys, (bool(cpp_to_post.get(k)) for k in keys)),
-            "pre_grad_nodes": audit_report.count(keys, (any(post_to_pre.get(n) for n in cpp_to_post.get(k, ())) for k in keys)),
-        }),
+        Stage(
+            "node_mappings",
+            keys,
+            {
+                "post_grad_nodes": audit_report.count(keys, (bool(cpp_to_post.get(k)) for k in keys)),
+                "pre_grad_nodes": audit_report.count(
+                    keys, (any(post_to_pre.get(n) for n in cpp_to_post.get(k, ())) for k in keys)
+                ),
+            },
+        ),
     ]
     if result.stack_traces is not None:
         traces = result.stack_traces
-        stages.append(Stage("stack_traces", keys, {
-            "stack_trace": audit_report.count(keys, (any(t.strip() for t in traces.get(k, ())) for k in keys)),
-        }))
+        stages.append(
+            Stage(
+                "stack_traces",
+                keys,
+                {
+                    "stack_trace": audit_report.count(keys, (any(t.strip() for t in traces.get(k, ())) for k in keys)),
+                },
+            )
+        )
     if result.opspec_handles is not None:
         entries = [
             (f"{key}#{i}" if entry.get("buffer") is None else entry["buffer"], entry.get("debug_handle") is not None)
@@ -160,7 +173,9 @@ def artifact_stages(result: GraphResult, logged: dict[str, Any] | None) -> list[
             for i, entry in enumerate(specs)
         ]
         names = _unique([n for n, _ in entries])
-        stages.append(Stage("opspec_handles", names, {"debug_handle": audit_report.count(names, (ok for _, ok in entries))}))
+        stages.append(
+            Stage("opspec_handles", names, {"debug_handle": audit_report.count(names, (ok for _, ok in entries))})
+        )
     return stages
 
 
@@ -190,11 +205,15 @@ def kernels(result: GraphResult, logged: dict[str, Any] | None, linked: Iterable
     linked = set(linked)
     out = []
     for rec in result.records:
-        specs = None if rec.opspecs is None else [
-            OpSpecAudit(s.buffer, s.op, s.debug_handle is not None) for s in rec.opspecs
-        ]
+        specs = (
+            None
+            if rec.opspecs is None
+            else [OpSpecAudit(s.buffer, s.op, s.debug_handle is not None) for s in rec.opspecs]
+        )
         nodes = list(cpp_to_post.get(rec.key, ()))
-        out.append(KernelAudit(rec.key, metadata_line(rec), specs, nodes, bool(nodes), rec.key in linked and bool(nodes)))
+        out.append(
+            KernelAudit(rec.key, metadata_line(rec), specs, nodes, bool(nodes), rec.key in linked and bool(nodes))
+        )
     return out
 
 

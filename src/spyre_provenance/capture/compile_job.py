@@ -115,7 +115,9 @@ def compile_request(request: CompileRequest, *, announce: Callable[[str], None] 
     if request.instance is not None and request.dtype is not None:
         raise UnusableInput(request.model, "a model handed in is compiled as built: cast it, not the request")
     if request.ranks is not None and request.rank is None:
-        raise UnusableInput("--ranks", "a multi-rank run starts one process per rank: spyre-provenance compile --ranks N")
+        raise UnusableInput(
+            "--ranks", "a multi-rank run starts one process per rank: spyre-provenance compile --ranks N"
+        )
     out = request.out
     if out is not None and out.exists() and not out.is_dir():
         raise UnusableInput(str(out), "exists and is not a folder")
@@ -134,7 +136,9 @@ def compile_request(request: CompileRequest, *, announce: Callable[[str], None] 
         # record: torch names the log after the rank and stamps the rank on every record
         process_group.join(request.rank, request.ranks)
     except Exception as exc:  # noqa: BLE001 - whatever joining raises (gloo, rendezvous): the rank's one line
-        raise UnusableInput(f"rank {request.rank}", f"cannot join the process group: {type(exc).__name__}: {_first_line(exc)}") from None
+        raise UnusableInput(
+            f"rank {request.rank}", f"cannot join the process group: {type(exc).__name__}: {_first_line(exc)}"
+        ) from None
     try:
         return _compile(request, out, announce, ranked=True)
     finally:
@@ -159,15 +163,20 @@ def judge(report: Any, checked: Any = None, audit: AuditFiles | None = None) -> 
     for graph in report.graphs:
         if not graph.diagnostics.complete:
             d = graph.diagnostics
-            why = "; ".join(d.faults) or ("no mapping was built" if graph.node_mappings is None else
-                                          f"coverage incomplete ({len(d.violations)} violation(s))")
+            why = "; ".join(d.faults) or (
+                "no mapping was built"
+                if graph.node_mappings is None
+                else f"coverage incomplete ({len(d.violations)} violation(s))"
+            )
             wanting.append(f"graph {graph.compile_id} {graph.kind}: {why}")
     if checked is not None:
         wanting += [f"invalid artifact: {problem}" for problem in checked.invalid]
         for graph, logged in zip(report.graphs, pair_graphs(report.graphs, checked.graphs), strict=True):
             if logged is None:
                 wanting.append(f"graph {graph.compile_id} {graph.kind}: the log holds no code for it")
-        wanting += [f"graph {g.compile_id}: its coverage on the log is not complete" for g in checked.graphs if not g.complete]
+        wanting += [
+            f"graph {g.compile_id}: its coverage on the log is not complete" for g in checked.graphs if not g.complete
+        ]
     if audit is not None:
         wanting += audit.problems
         unusable += [str(audit.refused)] if audit.refused is not None else []
@@ -182,7 +191,9 @@ def _compile(
     compiled run that fails, a peer gone, keeps the artifacts its compile wrote)."""
     from spyre_provenance import audit_report as provenance_audit
 
-    previous = provenance_audit.read(request.audit_against) if request.audit_against is not None else None  # exit 2 fast
+    previous = (
+        provenance_audit.read(request.audit_against) if request.audit_against is not None else None
+    )  # exit 2 fast
     label = request.label
     trace_dir = out / "trace" if out is not None else None
     if trace_dir is not None and not ranked:  # a rank pointed it before joining its group
@@ -191,7 +202,9 @@ def _compile(
     if request.backend == "auto" and announce is not None:
         announce(choice)
     if request.kernel_cache and backend != "reference":
-        raise UnusableInput("--kernel-cache", f"models torch-spyre's kernel cache on the reference backend, not {backend}")
+        raise UnusableInput(
+            "--kernel-cache", f"models torch-spyre's kernel cache on the reference backend, not {backend}"
+        )
 
     from spyre_provenance.capture import compile_run
     from spyre_provenance.capture.output_check import check_outputs
@@ -201,7 +214,9 @@ def _compile(
     try:
         if request.instance is not None:
             module, inputs = request.instance
-            loaded = compile_run.LoadedModel(request.model, module, [tuple(inputs)], request.dtype or compile_run.AS_BUILT)
+            loaded = compile_run.LoadedModel(
+                request.model, module, [tuple(inputs)], request.dtype or compile_run.AS_BUILT
+            )
         else:
             loaded = compile_run.load(request.model, request.dtype)
         reference = compile_run.run_eager(loaded, train=request.train)
@@ -212,9 +227,17 @@ def _compile(
         _prepare(out, trace_dir, label)
     try:
         report = compile_run.compile_model(
-            loaded, reference, backend=backend, out_dir=out, train=request.train, label=label if out is not None else None,
-            redact_paths=request.redact_paths, kernel_cache=request.kernel_cache, keep_run_failure=ranked,
-            audit=request.audit, beyond_upstream=request.beyond_upstream,
+            loaded,
+            reference,
+            backend=backend,
+            out_dir=out,
+            train=request.train,
+            label=label if out is not None else None,
+            redact_paths=request.redact_paths,
+            kernel_cache=request.kernel_cache,
+            keep_run_failure=ranked,
+            audit=request.audit,
+            beyond_upstream=request.beyond_upstream,
         )
     except UnsupportedTorch:  # enable() refused this torch before compiling: its own line
         _discard(out, trace_dir, label, created)
@@ -238,7 +261,9 @@ def _compile(
             pages, page_problems = _graph_pages(tlparse, log, out / "tlparse" / label)
         if request.audit:
             audit = _write_audit(report, out, previous, request.audit_against)
-    return CompileOutcome(request, out, choice, report, checked, pages, page_problems, audit, judge(report, checked, audit))
+    return CompileOutcome(
+        request, out, choice, report, checked, pages, page_problems, audit, judge(report, checked, audit)
+    )
 
 
 def _write_audit(report: Any, out: Path, previous: Any, against: Path | None) -> AuditFiles:

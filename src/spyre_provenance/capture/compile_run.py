@@ -170,22 +170,40 @@ def compile_model(
         redact = Path(loaded.spec.split(":", 1)[0]).resolve().parent
     try:
         session, got = _tracked(
-            loaded.model, loaded.calls, chosen, train=train, out_dir=out_dir, label=label, redact_paths=redact,
-            keep_run_failure=keep_run_failure, audit=audit,
+            loaded.model,
+            loaded.calls,
+            chosen,
+            train=train,
+            out_dir=out_dir,
+            label=label,
+            redact_paths=redact,
+            keep_run_failure=keep_run_failure,
+            audit=audit,
         )
     except RunFailed as exc:
         return CompileReport(
-            model=loaded.spec, backend=chosen.name, dtype=loaded.dtype, train=train, graphs=exc.graphs,
-            matches_eager=False, max_abs_error=float("nan"), run_error=str(exc), calls=len(loaded.calls),
+            model=loaded.spec,
+            backend=chosen.name,
+            dtype=loaded.dtype,
+            train=train,
+            graphs=exc.graphs,
+            matches_eager=False,
+            max_abs_error=float("nan"),
+            run_error=str(exc),
+            calls=len(loaded.calls),
         )
     graphs = session.results
     compared = COMPARED_TRACKED
     if any(g.random_ops for g in graphs):
         calls = [_copies(call) for call in loaded.calls]
-        got = _fallback_random_run(copy.deepcopy(pristine), calls, get_backend(backend, beyond_upstream=beyond_upstream), train)
+        got = _fallback_random_run(
+            copy.deepcopy(pristine), calls, get_backend(backend, beyond_upstream=beyond_upstream), train
+        )
         compared = COMPARED_FALLBACK_RANDOM
 
-    error = max((_max_abs_diff(a, b) for a, b in zip(got, reference, strict=False)), default=0.0)  # uneven: `matches` below judges the lengths
+    error = max(
+        (_max_abs_diff(a, b) for a, b in zip(got, reference, strict=False)), default=0.0
+    )  # uneven: `matches` below judges the lengths
     tolerance = max((TOLERANCE.get(str(t.dtype).replace("torch.", ""), 0.0) for t in reference), default=0.0)
     matches = len(got) == len(reference) and error <= max(tolerance, TOLERANCE["float32"]) * max(1.0, _scale(reference))
     precision = None
@@ -242,7 +260,9 @@ def _float64_check(
     wide = copy.deepcopy(model).double()
     widened = [
         tuple(
-            x.detach().double().requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+            x.detach().double().requires_grad_(x.requires_grad)
+            if isinstance(x, torch.Tensor) and x.is_floating_point()
+            else x
             for x in call
         )
         for call in calls
@@ -332,8 +352,15 @@ def tracked_compile(
     compiled code failed as it ran."""
     calls = inputs if isinstance(inputs, list) else [inputs]
     session, got = _tracked(
-        model, calls, backend, train=train, out_dir=out_dir, label=label, redact_paths=redact_paths,
-        keep_run_failure=keep_run_failure, audit=audit,
+        model,
+        calls,
+        backend,
+        train=train,
+        out_dir=out_dir,
+        label=label,
+        redact_paths=redact_paths,
+        keep_run_failure=keep_run_failure,
+        audit=audit,
     )
     return session.results, got
 

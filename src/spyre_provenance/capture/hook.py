@@ -45,8 +45,12 @@ DUMP_FUNCTION = "dump_inductor_provenance_info"
 #: Inductor IR classes whose call is written without a handle comment (torch 2.13): the
 #: scatter and index_put fallbacks, ``bernoulli_`` (dropout's fallback) and the kernels that
 #: mutate their first argument in place (``resize_storage_bytes_``).
-UNANNOUNCED_FALLBACKS = ("ScatterFallback", "IndexPutFallback", "InplaceBernoulliFallback", "MutatingFirstArgExternKernel")
-
+UNANNOUNCED_FALLBACKS = (
+    "ScatterFallback",
+    "IndexPutFallback",
+    "InplaceBernoulliFallback",
+    "MutatingFirstArgExternKernel",
+)
 
 
 class Session:
@@ -331,14 +335,15 @@ class Session:
                 found_pre_grad = inference.infer_pre_grad(graph_model, *maps, forward, saved)
             if result.kind == "forward":
                 self._forward_links[result.compile_id] = (
-                    inference.forward_links(graph_model, post_to_pre), _copy_map(post_to_pre)
+                    inference.forward_links(graph_model, post_to_pre),
+                    _copy_map(post_to_pre),
                 )
-            result.node_mappings = mapping.build_node_mappings(
-                records, pre_to_post, post_to_pre, diag.inferred
-            )
+            result.node_mappings = mapping.build_node_mappings(records, pre_to_post, post_to_pre, diag.inferred)
             listed_because = {(link.node, link.kernel): link.why for link in diag.inferred}
             found_sources = inference.infer_sources(
-                result.node_mappings.cppCodeToPost, {r.key: r.stack_traces for r in records}, graph_model,
+                result.node_mappings.cppCodeToPost,
+                {r.key: r.stack_traces for r in records},
+                graph_model,
                 listed_because,
             )
             if beyond:
@@ -416,7 +421,11 @@ class Session:
             return []
         logged = msgspec.to_builtins(result.node_mappings) if result.node_mappings is not None else upstream
         verdict = coverage.judge(
-            code, graph_model, logged, result.opspec_handles, result.stack_traces,
+            code,
+            graph_model,
+            logged,
+            result.opspec_handles,
+            result.stack_traces,
             upstream=not self.backend.extends_upstream,
         )
         diag = result.diagnostics
@@ -425,7 +434,9 @@ class Session:
         pre_grad_not_taken, sources_not_taken = not_taken
         diag.without_source = inference.source_gaps(verdict.without_source, kernels, graph_model, sources_not_taken)
         diag.without_pre_grad = inference.pre_grad_gaps(
-            verdict.without_pre_grad, kernels, graph_model,
+            verdict.without_pre_grad,
+            kernels,
+            graph_model,
             pre_grad_known=self._pre_grad_ids.get(result.compile_id) is not None,
             backward=result.kind == "backward",
             beyond=self.backend.extends_upstream,
@@ -516,8 +527,7 @@ class Session:
         if stage not in self._warned:
             self._warned.add(stage)
             warnings.warn(
-                f"spyre-provenance: {stage}: {error} (the compile goes on; this graph's "
-                "provenance is partial)",
+                f"spyre-provenance: {stage}: {error} (the compile goes on; this graph's provenance is partial)",
                 ProvenanceWarning,
                 stacklevel=3,
             )

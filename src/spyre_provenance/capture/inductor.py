@@ -243,7 +243,9 @@ def _draws_nothing(node: Any, target: Any) -> bool:
     for position, argument in enumerate(target._schema.arguments):
         if argument.name not in _PROBABILITY_ARGUMENTS:
             continue
-        value = node.kwargs.get(argument.name, node.args[position] if position < len(node.args) else argument.default_value)
+        value = node.kwargs.get(
+            argument.name, node.args[position] if position < len(node.args) else argument.default_value
+        )
         return isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0
     return False
 

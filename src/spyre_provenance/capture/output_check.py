@@ -91,7 +91,9 @@ def pair_graphs(graphs: list, logged: list[GraphCheck]) -> list[GraphCheck | Non
     """For each graph the hook recorded, the log's graph of the same compile id (the n-th
     of that id for the n-th), or None when the log has no such graph."""
     pairs = pairing.pair_graphs(
-        [(g.compile_id, g) for g in graphs], [(c.compile_id.strip("[]"), c) for c in logged], lambda g: g[0],
+        [(g.compile_id, g) for g in graphs],
+        [(c.compile_id.strip("[]"), c) for c in logged],
+        lambda g: g[0],
         by_position=False,
     )
     return [theirs[1] if theirs is not None else None for mine, theirs in pairs if mine is not None]

@@ -24,13 +24,10 @@ from spyre_provenance.support import torch_missing
 TESTED_TORCH = "2.13.0, 2.14.1 and 2.15.0"
 
 
-
 _lock = threading.RLock()
 
 
-
 _session: Session | None = None
-
 
 
 def missing_seams() -> list[str]:
@@ -57,7 +54,6 @@ def missing_seams() -> list[str]:
     return missing
 
 
-
 def _refuse_unsupported_torch() -> None:
     if torch_missing():
         raise TorchNotInstalled()
@@ -70,7 +66,6 @@ def _refuse_unsupported_torch() -> None:
         except importlib.metadata.PackageNotFoundError:
             version = "(not installed)"
         raise UnsupportedTorch(version, missing, TESTED_TORCH)
-
 
 
 def enable(
@@ -125,7 +120,6 @@ def enable(
         return session
 
 
-
 def disable() -> Session | None:
     """Stop tracking and undo every patch; returns the finished session."""
     global _session
@@ -134,7 +128,6 @@ def disable() -> Session | None:
         if session is not None:
             session.uninstall()
         return session
-
 
 
 # enable's keywords spelled out again (not **kwargs): the API page and type checkers show them
@@ -153,7 +146,12 @@ def tracking(
     ``disable`` when it ends (also on an exception). Takes ``enable``'s arguments and yields
     its ``Session``; ``session.results`` holds one ``GraphResult`` per compiled graph."""
     session = enable(
-        backend, out_dir=out_dir, label=label, redact_paths=redact_paths, inductor=inductor, audit=audit,
+        backend,
+        out_dir=out_dir,
+        label=label,
+        redact_paths=redact_paths,
+        inductor=inductor,
+        audit=audit,
         beyond_upstream=beyond_upstream,
     )
     try:

@@ -14,11 +14,24 @@ from spyre_provenance.runtime.annotate import annotate
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", type=Path, metavar="TRACE", help="Chrome trace from torch.profiler (.json or .json.gz)")
-    parser.add_argument("--from", dest="paths", action="append", default=None, metavar="PATH",
-                        help="a compile --out folder, a TORCH_TRACE log, or a folder of them (repeatable; default ./out)")
-    parser.add_argument("-o", "--output", type=Path, default=None,
-                        help="where to write the annotated trace (default: TRACE with .annotated before .json)")
+    parser.add_argument(
+        "trace", type=Path, metavar="TRACE", help="Chrome trace from torch.profiler (.json or .json.gz)"
+    )
+    parser.add_argument(
+        "--from",
+        dest="paths",
+        action="append",
+        default=None,
+        metavar="PATH",
+        help="a compile --out folder, a TORCH_TRACE log, or a folder of them (repeatable; default ./out)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        help="where to write the annotated trace (default: TRACE with .annotated before .json)",
+    )
 
 
 def default_output(trace: Path) -> Path:

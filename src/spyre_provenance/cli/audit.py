@@ -23,14 +23,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from spyre_provenance.backends import BACKEND_NAMES, DEFAULT_BACKEND
 
     parser.add_argument("model", metavar="MODEL", help="built-in example (mlp, residual, ...) or PATH.py:FACTORY")
-    parser.add_argument("--backend", choices=BACKEND_NAMES, default=DEFAULT_BACKEND,
-                        help="auto = torch-spyre when the adapter can install on it, else the reference backend")
-    parser.add_argument("--dtype", choices=("float32", "float16", "bfloat16"), default=None,
-                        help="cast the model and its floating-point inputs (as compile --dtype)")
+    parser.add_argument(
+        "--backend",
+        choices=BACKEND_NAMES,
+        default=DEFAULT_BACKEND,
+        help="auto = torch-spyre when the adapter can install on it, else the reference backend",
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "float16", "bfloat16"),
+        default=None,
+        help="cast the model and its floating-point inputs (as compile --dtype)",
+    )
     parser.add_argument("--train", action="store_true", help="compile and audit forward and backward")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: out/<model>)")
-    parser.add_argument("--against", type=Path, default=None, metavar="PREVIOUS_AUDIT.json",
-                        help="a previous run's provenance_audit.json: say what changed, exit 1 when coverage, a mapping or a link was lost")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        default=None,
+        metavar="PREVIOUS_AUDIT.json",
+        help="a previous run's provenance_audit.json: say what changed, exit 1 when coverage, a mapping or a link was lost",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,8 +52,14 @@ def run(args: argparse.Namespace) -> int:
     from spyre_provenance.cli.compile import default_out
 
     request = compile_job.CompileRequest(
-        model=args.model, backend=args.backend, out=default_out(args), dtype=args.dtype, train=args.train,
-        tlparse=False, audit=True, audit_against=args.against,
+        model=args.model,
+        backend=args.backend,
+        out=default_out(args),
+        dtype=args.dtype,
+        train=args.train,
+        tlparse=False,
+        audit=True,
+        audit_against=args.against,
     )
     outcome = compile_job.compile_request(request, announce=lambda line: print(line, flush=True))
     files = outcome.audit
@@ -50,8 +69,12 @@ def run(args: argparse.Namespace) -> int:
     against = str(args.against) if args.against is not None else None
     print(audit_report.render_short(files.document, [str(p) for p in files.written], files.changes, against))
     if outcome.compile_reasons:  # the audit reports what is there; compile's own verdict is compile's to give
-        print(f"  note: the compile itself was found wanting (run: spyre-provenance compile {args.model} for its summary)")
+        print(
+            f"  note: the compile itself was found wanting (run: spyre-provenance compile {args.model} for its summary)"
+        )
     for line in files.problems:
         print(f"  AUDIT NOT WRITTEN: {line}")
-    fell = ["a field's coverage, a mapping or a link was lost"] if files.changes is not None and files.changes.fell else []
+    fell = (
+        ["a field's coverage, a mapping or a link was lost"] if files.changes is not None and files.changes.fell else []
+    )
     return Verdict.judge(wanting=files.problems + fell).exit_code

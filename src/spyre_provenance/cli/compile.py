@@ -18,49 +18,63 @@ from spyre_provenance.capture import compile_job, profiled_run
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="built-in example (mlp, residual, ...) or PATH.py:FACTORY")
-    parser.add_argument("--backend", choices=BACKEND_NAMES, default=DEFAULT_BACKEND,
-                        help="auto = torch-spyre when the adapter can install on it, else the reference "
-                        "backend (the choice and its reason are printed)")
+    parser.add_argument(
+        "--backend",
+        choices=BACKEND_NAMES,
+        default=DEFAULT_BACKEND,
+        help="auto = torch-spyre when the adapter can install on it, else the reference "
+        "backend (the choice and its reason are printed)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: out/<model>)")
     parser.add_argument(
-        "--dtype", choices=("float32", "float16", "bfloat16"), default=None,
+        "--dtype",
+        choices=("float32", "float16", "bfloat16"),
+        default=None,
         help="cast the model and its floating-point inputs (default: float32 for built-in models, "
         "a PATH.py:FACTORY model as its factory builds it)",
     )
     parser.add_argument("--train", action="store_true", help="compile forward and backward")
     parser.add_argument("--no-tlparse", action="store_true", help="do not run tlparse afterwards")
     parser.add_argument(
-        "--kernel-cache", action="store_true",
+        "--kernel-cache",
+        action="store_true",
         help="as torch-spyre's kernel cache: keep SuperDSC bundles in Inductor's cache dir "
         "(inductor-spyre-cache/<key>/, keyed on the specs without debug handles) and serve later "
         "compiles of the same specs from there; their handles are checked against this compile's "
         "(reference backend)",
     )
     parser.add_argument(
-        "--ranks", type=int, default=None, metavar="N",
+        "--ranks",
+        type=int,
+        default=None,
+        metavar="N",
         help="run N processes, one rank each, in a torch.distributed gloo group; rank r compiles "
         "into OUT/rank<r>/ and OUT/tlparse/<model>/ gets tlparse's multi-rank report",
     )
     # the rank this process is, when the parent of a --ranks run started it (cli.ranks)
     parser.add_argument("--rank", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument(
-        "--redact-paths", action="store_true",
+        "--redact-paths",
+        action="store_true",
         help="write stack traces and handle sources with <project>/, <site-packages>/, ~/ instead of "
         "absolute paths (and user names)",
     )
     parser.add_argument(
-        "--beyond-upstream", action="store_true",
+        "--beyond-upstream",
+        action="store_true",
         help="with --backend inductor: complete stock Inductor's mapping as on the Spyre backends (gradients "
         "linked to the pre-grad nodes of the forward op they differentiate, write-backs and helper kernels given "
         "a source line, gaps judged as violations); the Spyre backends always do",
     )
     parser.add_argument(
-        "--profile", action="store_true",
+        "--profile",
+        action="store_true",
         help="run the compiled model once more under torch.profiler and write OUT/profile/<model>.trace.json "
         "with each kernel event's provenance (as `spyre-provenance annotate`)",
     )
     parser.add_argument(
-        "--audit", action="store_true",
+        "--audit",
+        action="store_true",
         help="also write the provenance audit (provenance_audit.json and .md, as `spyre-provenance audit`)",
     )
 
@@ -72,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
         return ranks.run(args, default_out(args), compile_job.run_label(args.model), compile_job.own_folders)
     # --profile: the compiled model run once more under torch.profiler, its trace annotated;
     # the line it prints comes after the summary
-    with profiled_run.profiling(args.profile and args.rank is None, default_out(args), compile_job.run_label(args.model)):
+    with profiled_run.profiling(
+        args.profile and args.rank is None, default_out(args), compile_job.run_label(args.model)
+    ):
         outcome = compile_job.compile_request(request(args), announce=lambda line: print(line, flush=True))
         return report(outcome)
 
@@ -80,9 +96,18 @@ def run(args: argparse.Namespace) -> int:
 def request(args: argparse.Namespace) -> compile_job.CompileRequest:
     """The command line's arguments as a compile request."""
     return compile_job.CompileRequest(
-        model=args.model, backend=args.backend, out=default_out(args), dtype=args.dtype, train=args.train,
-        tlparse=not args.no_tlparse, kernel_cache=args.kernel_cache, redact_paths=args.redact_paths,
-        beyond_upstream=args.beyond_upstream, audit=args.audit, rank=args.rank, ranks=args.ranks,
+        model=args.model,
+        backend=args.backend,
+        out=default_out(args),
+        dtype=args.dtype,
+        train=args.train,
+        tlparse=not args.no_tlparse,
+        kernel_cache=args.kernel_cache,
+        redact_paths=args.redact_paths,
+        beyond_upstream=args.beyond_upstream,
+        audit=args.audit,
+        rank=args.rank,
+        ranks=args.ranks,
     )
 
 

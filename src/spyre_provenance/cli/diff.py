@@ -21,7 +21,9 @@ from spyre_provenance.errors import UnusableInput, Verdict
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("a", metavar="A", help="old side: artifact file, graph folder, compile --out, golden case, or log")
+    parser.add_argument(
+        "a", metavar="A", help="old side: artifact file, graph folder, compile --out, golden case, or log"
+    )
     parser.add_argument("b", metavar="B", help="new side: same kinds as A")
     parser.add_argument(
         "--root",

@@ -37,7 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("check", "update"), help="check: compare; update: rewrite")
     parser.add_argument("cases", nargs="*", metavar="CASE", help=f"cases (default: all): {', '.join(golden.CASES)}")
     parser.add_argument(
-        "--golden-dir", type=Path, default=None, metavar="DIR",
+        "--golden-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
         help="the folder holding one folder per case (default: golden/ of this checkout)",
     )
     parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="compile N cases at a time")
@@ -70,7 +73,16 @@ def default_golden_dir() -> Path:
 
 def compile_case(case: golden.Case, out: Path) -> CaseCompile:
     """``spyre-provenance compile`` for one case, in a fresh process, tlparse skipped."""
-    command = [sys.executable, "-m", "spyre_provenance", "compile", *case.compile_args(), "--out", str(out), "--no-tlparse"]
+    command = [
+        sys.executable,
+        "-m",
+        "spyre_provenance",
+        "compile",
+        *case.compile_args(),
+        "--out",
+        str(out),
+        "--no-tlparse",
+    ]
     env = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}  # compile sets its own
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT, env=env)

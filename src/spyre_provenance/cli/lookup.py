@@ -17,11 +17,21 @@ from spyre_provenance.runtime.render import render
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("names", nargs="+", metavar="NAME",
-                        help="kernel name (as called, with a runtime suffix, graph_<i>_ profiler prefix or bundle "
-                        "folder name), mapping key NAME:N, or OpSpec debug-handle id")
-    parser.add_argument("--in", dest="paths", action="append", default=None, metavar="PATH",
-                        help="a compile --out folder, a TORCH_TRACE log, or a folder of them (repeatable; default ./out)")
+    parser.add_argument(
+        "names",
+        nargs="+",
+        metavar="NAME",
+        help="kernel name (as called, with a runtime suffix, graph_<i>_ profiler prefix or bundle "
+        "folder name), mapping key NAME:N, or OpSpec debug-handle id",
+    )
+    parser.add_argument(
+        "--in",
+        dest="paths",
+        action="append",
+        default=None,
+        metavar="PATH",
+        help="a compile --out folder, a TORCH_TRACE log, or a folder of them (repeatable; default ./out)",
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text")
 
 

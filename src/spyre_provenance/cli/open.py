@@ -19,10 +19,15 @@ from spyre_provenance.logs import tlparse_run
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="DIR|LOG", type=Path,
-                        help="a compile --out folder, a TORCH_TRACE folder, or a log file")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="tlparse output folder (replaced; default: DIR/tlparse, or beside the log)")
+    parser.add_argument(
+        "target", metavar="DIR|LOG", type=Path, help="a compile --out folder, a TORCH_TRACE folder, or a log file"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="tlparse output folder (replaced; default: DIR/tlparse, or beside the log)",
+    )
     parser.add_argument("--no-browser", action="store_true", help="print the page paths only")
 
 

@@ -141,11 +141,17 @@ def _coverage_lines(cov: coverage.GraphCoverage, inferred: list, diag: Any = Non
         + f"; no kernel needed: {exempt.view} view/metadata, {exempt.dead} dead, {exempt.constant} constant",
     ]
     lines += _gap_lines(
-        "kernels with a source line", c.kernels_with_source, c.kernels, cov.without_source,
+        "kernels with a source line",
+        c.kernels_with_source,
+        c.kernels,
+        cov.without_source,
         diag.without_source if diag is not None else [],
     )
     lines += _gap_lines(
-        "kernels reaching a pre-grad node", c.kernels_with_pre_grad, c.kernels, cov.without_pre_grad,
+        "kernels reaching a pre-grad node",
+        c.kernels_with_pre_grad,
+        c.kernels,
+        cov.without_pre_grad,
         diag.without_pre_grad if diag is not None else [],
     )
     lines += [f"    VIOLATION: {v}" for v in cov.violations[:SHOWN_VIOLATIONS]]

@@ -106,7 +106,9 @@ def run(args: argparse.Namespace, out: Path, label: str, own_folders) -> int:
         if r.stopped or (code is not None and code < 0):
             _discard_torn_log(out / folders.rank_folder(r.rank), r.process.pid)
 
-    logs = {r.rank: log for r in ranks if (log := out / folders.rank_folder(r.rank) / "trace" / f"{label}.log").is_file()}
+    logs = {
+        r.rank: log for r in ranks if (log := out / folders.rank_folder(r.rank) / "trace" / f"{label}.log").is_file()
+    }
     tlparse = tlparse_binary()
     if logs and not args.no_tlparse and tlparse:
         try:
@@ -123,14 +125,26 @@ def run(args: argparse.Namespace, out: Path, label: str, own_folders) -> int:
     if not failed:
         return max(r.process.returncode for r in ranks)
     first = failed[0]
-    kept = [r.rank for r in ranks if r is not first and any(folders.is_graph_folder_of(p.name, label)
-            for p in (out / folders.rank_folder(r.rank)).glob(folders.GRAPH_PREFIX + "*"))]
+    kept = [
+        r.rank
+        for r in ranks
+        if r is not first
+        and any(
+            folders.is_graph_folder_of(p.name, label)
+            for p in (out / folders.rank_folder(r.rank)).glob(folders.GRAPH_PREFIX + "*")
+        )
+    ]
     others = (
-        f"; artifacts kept: {', '.join(str(out / folders.rank_folder(k)) for k in kept)}" if kept
-        else "; no other rank wrote artifacts" if args.ranks > 1 else ""
+        f"; artifacts kept: {', '.join(str(out / folders.rank_folder(k)) for k in kept)}"
+        if kept
+        else "; no other rank wrote artifacts"
+        if args.ranks > 1
+        else ""
     )
-    print(f"spyre-provenance compile: error: rank {first.rank} of {args.ranks} failed: {first.why()}{others}",
-          file=sys.stderr)
+    print(
+        f"spyre-provenance compile: error: rank {first.rank} of {args.ranks} failed: {first.why()}{others}",
+        file=sys.stderr,
+    )
     code = first.process.returncode
     return code if code is not None and code >= 2 and not first.stopped else EXIT_FOUND_WANTING
 
@@ -173,8 +187,18 @@ def _discard_torn_log(folder: Path, pid: int) -> None:
 def _rank_args(args: argparse.Namespace, out: Path, rank: int) -> list[str]:
     """The command line of one rank: this one's, with the rank, and no tlparse (the parent
     renders all ranks at once)."""
-    command = [args.model, "--backend", args.backend, "--out", str(out), "--no-tlparse",
-               "--ranks", str(args.ranks), "--rank", str(rank)]
+    command = [
+        args.model,
+        "--backend",
+        args.backend,
+        "--out",
+        str(out),
+        "--no-tlparse",
+        "--ranks",
+        str(args.ranks),
+        "--rank",
+        str(rank),
+    ]
     if args.dtype:
         command += ["--dtype", args.dtype]
     for flag in ("train", "redact_paths", "kernel_cache", "audit"):  # each rank audits its own compile
@@ -187,13 +211,23 @@ def _start(args: argparse.Namespace, out: Path, port: int, work: Path) -> list[R
     ranks = []
     base = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}  # each rank sets its own
     for rank in range(args.ranks):
-        env = {**base, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(args.ranks),
-               "LOCAL_WORLD_SIZE": str(args.ranks), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+        env = {
+            **base,
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+            "WORLD_SIZE": str(args.ranks),
+            "LOCAL_WORLD_SIZE": str(args.ranks),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+        }
         output = work / f"rank{rank}.txt"
         with open(output, "wb") as sink:
             process = subprocess.Popen(
                 [sys.executable, "-m", "spyre_provenance", "compile", *_rank_args(args, out, rank)],
-                stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT, env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                env=env,
             )
         ranks.append(Rank(rank, process, output))
     return ranks

@@ -62,7 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="fast: msgspec + invariants; full: jsonschema + invariants; auto: full below 4 MiB",
     )
     parser.add_argument(
-        "--strict", action="store_true",
+        "--strict",
+        action="store_true",
         help="exit 1 on warnings too (artifacts tlparse will not file or render as expected)",
     )
 
@@ -94,10 +95,13 @@ def rank_lines(results: list[Result]) -> list[str]:
         unusable = sum(r.status == "unusable" for r in mine)
         warned = sum(r.status == "ok" and bool(r.warnings) for r in mine)
         verdict = ", ".join(
-            part for part in (
-                f"{invalid} INVALID" if invalid else "", f"{unusable} unusable" if unusable else "",
+            part
+            for part in (
+                f"{invalid} INVALID" if invalid else "",
+                f"{unusable} unusable" if unusable else "",
                 f"{warned} with warnings" if warned else "",
-            ) if part
+            )
+            if part
         )
         lines.append(f"rank {rank}: {len(mine)} artifact(s), {verdict or 'all valid'}")
     return lines

@@ -50,7 +50,12 @@ class Case:
         return args
 
     def recipe(self) -> dict[str, Any]:
-        recipe: dict[str, Any] = {"model": self.model, "backend": self.backend, "dtype": self.dtype, "train": self.train}
+        recipe: dict[str, Any] = {
+            "model": self.model,
+            "backend": self.backend,
+            "dtype": self.dtype,
+            "train": self.train,
+        }
         if self.ranks > 1:  # single-process cases' manifests stay as they were
             recipe["ranks"] = self.ranks
         return recipe
@@ -65,10 +70,19 @@ CASES: dict[str, Case] = {
         Case("mlp_inductor", "mlp", "inductor", about="the seed MLP on stock Inductor (extern GEMMs)"),
         Case("residual", "residual", "reference", about="LayerNorm + residual + softmax: views, reductions"),
         Case("mlp_train", "mlp", "reference", train=True, about="forward and backward graphs"),
-        Case("tensor_parallel", "tensor_parallel", "reference", ranks=2,
-             about="2 ranks (gloo): column- and row-parallel Linear, the all_reduce a call site"),
         Case(
-            "mlp_fp16_audit", "mlp", "reference", "float16", audit=True,
+            "tensor_parallel",
+            "tensor_parallel",
+            "reference",
+            ranks=2,
+            about="2 ranks (gloo): column- and row-parallel Linear, the all_reduce a call site",
+        ),
+        Case(
+            "mlp_fp16_audit",
+            "mlp",
+            "reference",
+            "float16",
+            audit=True,
             about="the seed MLP's fp16 provenance audit (audit mlp --backend reference --dtype float16)",
         ),
     )
@@ -124,7 +138,9 @@ def case_manifest(case: Case) -> dict[str, Any]:
     )
 
 
-def manifest_hints(expected: Mapping[str, Any] | None, actual: Mapping[str, Any] | None, *, a: str = "A", b: str = "B") -> list[str]:
+def manifest_hints(
+    expected: Mapping[str, Any] | None, actual: Mapping[str, Any] | None, *, a: str = "A", b: str = "B"
+) -> list[str]:
     """What the two manifests say about comparing A with B (toolchain, recipe): hints, never
     differences. A torch mismatch explains a diff; it does not stop the comparison."""
     if not expected or not actual:

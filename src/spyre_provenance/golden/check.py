@@ -86,7 +86,9 @@ def check_case(case: Case, compiled: CaseCompile, folder: Path) -> tuple[list[st
         return [f"{head}: FAILED: {compiled.failure() or exc}"], False
     expected = read_case(folder)
     if expected is None:
-        return [f"{head}: FAILED: no golden in {_show(folder)} (run: spyre-provenance golden update {case.name})"], False
+        return [
+            f"{head}: FAILED: no golden in {_show(folder)} (run: spyre-provenance golden update {case.name})"
+        ], False
     comparison = compare(expected, fresh, labels=(_show(folder), "this compile"))
     violations = coverage_violations(compiled, fresh)
     failure = compiled.failure()

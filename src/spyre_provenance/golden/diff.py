@@ -208,8 +208,12 @@ class GraphDiff:
         ma = self._apply_kernel_renames(ma)
 
         self.post_renames = _global_renames(
-            first_seen([*ma["cppCodeToPost"].values(), ma["postToCppCode"], ma["postToPre"], *ma["preToPost"].values()]),
-            first_seen([*mb["cppCodeToPost"].values(), mb["postToCppCode"], mb["postToPre"], *mb["preToPost"].values()]),
+            first_seen(
+                [*ma["cppCodeToPost"].values(), ma["postToCppCode"], ma["postToPre"], *ma["preToPost"].values()]
+            ),
+            first_seen(
+                [*mb["cppCodeToPost"].values(), mb["postToCppCode"], mb["postToPre"], *mb["preToPost"].values()]
+            ),
         )
         self.pre_renames = _global_renames(
             first_seen([ma["preToPost"], *ma["postToPre"].values()]),
@@ -320,7 +324,9 @@ class GraphDiff:
             elif [trace_short(t) for t in lost] == [trace_short(t) for t in gained]:
                 self.out.append(f"stack traces of {key}: same lines, text changed at {traces_short(gained)}")
             else:
-                parts = ([f"lost {traces_short(lost)}"] if lost else []) + ([f"gained {traces_short(gained)}"] if gained else [])
+                parts = ([f"lost {traces_short(lost)}"] if lost else []) + (
+                    [f"gained {traces_short(gained)}"] if gained else []
+                )
                 self.out.append(f"stack traces of {key}: " + "; ".join(parts))
         return implied
 
@@ -425,5 +431,3 @@ def _rename_maps(maps: dict[str, dict[str, list[str]]], post: Mapping[str, str],
 
 
 # -- SuperDSC bundles: one group of the whole compile, by bundle path (not per graph) --------
-
-

@@ -63,10 +63,8 @@ def resolved_opspecs(doc: Any, side: str) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-
 def _transform_text(step: Mapping[str, Any]) -> str:
     return f"{step['kind']} by {step['pass_name']}" + (f" ({step['reason']})" if step["reason"] else "")
-
 
 
 def _source_text(source: Mapping[str, Any] | None) -> str | None:
@@ -80,7 +78,6 @@ def _source_text(source: Mapping[str, Any] | None) -> str | None:
     return text
 
 
-
 def rename_spec(spec: dict[str, Any], post: Mapping[str, str]) -> dict[str, Any]:
     if not post or spec["handle"] is None:
         return spec
@@ -88,15 +85,17 @@ def rename_spec(spec: dict[str, Any], post: Mapping[str, str]) -> dict[str, Any]
     def tree(h: dict[str, Any]) -> dict[str, Any]:
         if "missing" in h:
             return h
-        return {**h, "ir_chain": [rename(post, n) for n in h["ir_chain"]], "fused_from": [tree(c) for c in h["fused_from"]]}
+        return {
+            **h,
+            "ir_chain": [rename(post, n) for n in h["ir_chain"]],
+            "fused_from": [tree(c) for c in h["fused_from"]],
+        }
 
     return {**spec, "handle": tree(spec["handle"])}
 
 
-
 def spec_label(spec: Mapping[str, Any]) -> str:
     return f"{spec['buffer'] or '?'} ({spec['op']})"
-
 
 
 def pair_specs(a: list[dict], b: list[dict]) -> Iterator[tuple[dict | None, dict | None]]:
@@ -116,7 +115,6 @@ def pair_specs(a: list[dict], b: list[dict]) -> Iterator[tuple[dict | None, dict
             yield None, spec
 
 
-
 def spec_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     changes = []
     for field in ("op", "is_reduction", "iteration_space"):
@@ -131,10 +129,8 @@ def spec_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     return changes
 
 
-
 def _handle_label(h: Mapping[str, Any]) -> str:
     return "+".join(h.get("ir_chain") or []) or h.get("missing", "?")
-
 
 
 def _handle_changes(old: Mapping[str, Any], new: Mapping[str, Any], what: str) -> list[str]:
@@ -163,7 +159,6 @@ def _handle_changes(old: Mapping[str, Any], new: Mapping[str, Any], what: str) -
     return changes
 
 
-
 def bundle_lines(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None, labels: tuple[str, str]) -> list[str]:
     """How two sides' bundle handles (normalized, by bundle path) differ, one line each:
     bundles on one side only, a handle gained or lost, a handle's fields as OpSpec handles
@@ -187,10 +182,8 @@ def bundle_lines(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None, label
     return out
 
 
-
 def _resolved_bundles(bundles: Mapping[str, Any], side: str) -> dict[str, dict[str, Any] | None]:
     return {key: None if h is None else _resolved_bundle(key, h, side) for key, h in bundles.items()}
-
 
 
 def _resolved_bundle(key: str, handle: Any, side: str) -> dict[str, Any]:
@@ -209,7 +202,6 @@ def _resolved_bundle(key: str, handle: Any, side: str) -> dict[str, Any]:
         }
 
     return resolve(msgspec.to_builtins(typed))
-
 
 
 def _bundle_changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:

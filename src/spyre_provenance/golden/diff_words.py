@@ -21,10 +21,8 @@ class Malformed(Exception):
         self.side = side
 
 
-
 def name_list(items: Iterable[str]) -> str:
     return ", ".join(items) or "(none)"
-
 
 
 def list_change(old: list[str], new: list[str], noun: str, plural: str | None = None) -> str | None:
@@ -54,20 +52,16 @@ def list_change(old: list[str], new: list[str], noun: str, plural: str | None = 
     return f"{plural or noun + 's'} " + "; ".join(parts)
 
 
-
 def rename(mapping: Mapping[str, str], name: str) -> str:
     return mapping.get(name, name)
-
 
 
 def first_seen(groups: Iterable[Iterable[str]]) -> list[str]:
     return list(dict.fromkeys(x for group in groups for x in group))
 
 
-
 #: JSON-path lines shown where no rule explains a difference
 GENERIC_MAX = 12
-
 
 
 def canon(doc: Any) -> str:
@@ -76,9 +70,7 @@ def canon(doc: Any) -> str:
     return json.dumps(doc, ensure_ascii=False, sort_keys=False)
 
 
-
 _TRACE_FRAME = re.compile(r'File "([^"]+)", line (\d+)[^\n]*\n([^\n]*)')
-
 
 
 def trace_short(trace: str) -> str:
@@ -91,10 +83,8 @@ def trace_short(trace: str) -> str:
     return f"{Path(file).name}:{line} `{code.strip()[:60]}`"
 
 
-
 def traces_short(traces: Sequence[str]) -> str:
     return ", ".join(trace_short(t) for t in traces)
-
 
 
 def generic(a: Any, b: Any, path: str) -> list[str]:
@@ -117,11 +107,9 @@ def generic(a: Any, b: Any, path: str) -> list[str]:
     return [f"{path}: {short(a)} -> {short(b)}"]
 
 
-
 def clip(line: str, limit: int = 500) -> str:
     """A change line of readable length: a node name can be any size (100 MB, in a test)."""
     return line if len(line) <= limit else f"{line[: limit - 40]}... ({len(line)} characters)"
-
 
 
 def short(value: Any, limit: int = 100) -> str:

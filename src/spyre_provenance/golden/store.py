@@ -182,7 +182,11 @@ def _load_folder(folder: Path) -> Provenance:
         return _load_ranks(folder, ranks, manifest, bundles)
     if audit is not None and not any(folder.glob("trace/*")) and not any(folder.glob("*.log")):
         return Provenance(str(folder), {}, manifest, bundles, audit=audit)  # an audit case
-    logs = [p for p in sorted(folder.glob("*.log")) + sorted(folder.glob("trace/*")) if p.is_file() and tracelog.is_trace_log(p)]
+    logs = [
+        p
+        for p in sorted(folder.glob("*.log")) + sorted(folder.glob("trace/*"))
+        if p.is_file() and tracelog.is_trace_log(p)
+    ]
     if len(logs) > 1:
         raise UnusableInput(str(folder), f"holds {len(logs)} TORCH_TRACE logs; name one")
     if logs:
@@ -192,7 +196,9 @@ def _load_folder(folder: Path) -> Provenance:
         return logged
     if bundles is not None:  # bundles alone (a copied sdsc/ tree): still comparable
         return Provenance(str(folder), {}, manifest, bundles)
-    raise UnusableInput(str(folder), "no provenance artifacts, graph_* folders, bundles or TORCH_TRACE log in this folder")
+    raise UnusableInput(
+        str(folder), "no provenance artifacts, graph_* folders, bundles or TORCH_TRACE log in this folder"
+    )
 
 
 def _rank_folders(folder: Path) -> list[Path]:
@@ -201,7 +207,9 @@ def _rank_folders(folder: Path) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
-def _load_ranks(folder: Path, ranks: list[Path], manifest: dict[str, Any] | None, bundles: dict[str, Any] | None) -> Provenance:
+def _load_ranks(
+    folder: Path, ranks: list[Path], manifest: dict[str, Any] | None, bundles: dict[str, Any] | None
+) -> Provenance:
     """A multi-rank run: each rank's graphs (and bundles) under its folder's name
     (``rank0/graph_00_0-0_inference``), so two runs compare rank by rank. A golden case
     keeps all ranks' bundle handles in its one top-level file, already so named."""
@@ -271,7 +279,9 @@ def _read_bundle_file(path: Path) -> dict[str, Any]:
     doc = jsonio.load_json(jsonio.read_file(path), location=str(path))
     bundles = doc.get("bundles") if isinstance(doc, dict) else None
     if not isinstance(bundles, dict) or doc.get("format") != BUNDLE_FORMAT:
-        raise UnusableInput(str(path), f'not a bundle-handle file: expected {{"format": {BUNDLE_FORMAT}, "bundles": {{...}}}}')
+        raise UnusableInput(
+            str(path), f'not a bundle-handle file: expected {{"format": {BUNDLE_FORMAT}, "bundles": {{...}}}}'
+        )
     return {key: _checked_handle(handle, f"{path}: {key}") for key, handle in bundles.items()}
 
 
@@ -285,8 +295,11 @@ def _load_log(path: Path, label: str) -> Provenance:
     """Graphs of a TORCH_TRACE log, split as ``logs.graphs.read_log_graphs`` splits them."""
     graphs: dict[str, dict[str, Any]] = {}
     for i, logged in enumerate(read_log_graphs(path)):
-        found = {NODE_MAPPINGS: logged.node_mappings, KERNEL_STACK_TRACES: logged.stack_traces,
-                 OPSPEC_DEBUG_HANDLES: logged.opspec_handles}
+        found = {
+            NODE_MAPPINGS: logged.node_mappings,
+            KERNEL_STACK_TRACES: logged.stack_traces,
+            OPSPEC_DEBUG_HANDLES: logged.opspec_handles,
+        }
         artifacts = {a: doc for a, doc in found.items() if doc is not None}
         if artifacts:
             graphs[graph_folder(i, logged.compile_id)] = artifacts
@@ -331,7 +344,9 @@ def write_case(folder: str | os.PathLike[str], files: Mapping[str, bytes]) -> li
             support.atomic_write_bytes(target, data)  # looked up per call: crash tests interpose it
     for stale in stale_files(folder, files):
         (folder / stale).unlink()
-    for sub in sorted([*folder.glob(GRAPH_PREFIX + "*"), *folder.glob(f"rank*/{GRAPH_PREFIX}*"), *folder.glob("rank*")], reverse=True):
+    for sub in sorted(
+        [*folder.glob(GRAPH_PREFIX + "*"), *folder.glob(f"rank*/{GRAPH_PREFIX}*"), *folder.glob("rank*")], reverse=True
+    ):
         if sub.is_dir() and not any(sub.iterdir()):
             sub.rmdir()
     return []

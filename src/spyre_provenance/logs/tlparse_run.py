@@ -325,4 +325,3 @@ def looks_like_tlparse_output(folder: Path) -> bool:
         (f / "compile_directory.json").is_file() or (f / "index.html").is_file()
         for f in [folder, *(p for p in folder.iterdir() if p.is_dir())]
     )
-

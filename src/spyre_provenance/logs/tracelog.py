@@ -292,9 +292,7 @@ class _Reader:
             if not isinstance(expected, str) or not _MD5_HEX.fullmatch(expected):
                 problems.append(f"has_payload {json.dumps(expected)} is not an MD5 hex digest")
             elif expected != actual:
-                problems.append(
-                    f"payload MD5 {actual} does not match has_payload {expected}: the payload is damaged"
-                )
+                problems.append(f"payload MD5 {actual} does not match has_payload {expected}: the payload is damaged")
         if record.lines is None:  # not asked for: report damage, drop the record
             for message in problems:
                 yield Problem(f"line {record.line}", f"{record_name(envelope) or 'unknown'} record: {message}")

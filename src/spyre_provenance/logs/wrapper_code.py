@@ -24,9 +24,7 @@ import re
 
 import msgspec
 
-HANDLE_COMMENT = re.compile(
-    r"^\s*(?:#|//) \[Provenance debug handles\] (?P<key>(?P<name>\S+):(?P<handle>\d+))\s*$"
-)
+HANDLE_COMMENT = re.compile(r"^\s*(?:#|//) \[Provenance debug handles\] (?P<key>(?P<name>\S+):(?P<handle>\d+))\s*$")
 _KERNEL_DEFINITION = re.compile(r"^(?P<name>[A-Za-z_]\w*) = async_compile\.\w+\(", re.M)
 _CALL_START = re.compile(r"^\s*(?:async\s+)?def call\(")
 _EXTERN_CALL = re.compile(r"\b(extern_kernels\.\w+)\(")
@@ -83,14 +81,8 @@ def call_sites(code: str) -> list[CallSite]:
     """
     kernels = defined_kernels(code)
     wrapped = profile_wrappers(code)
-    wrapper_call = (
-        re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, wrapped)) + r")\(") if wrapped else None
-    )
-    kernel_call = (
-        re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, kernels)) + r")(?:\.run)?\(")
-        if kernels
-        else None
-    )
+    wrapper_call = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, wrapped)) + r")\(") if wrapped else None
+    kernel_call = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, kernels)) + r")(?:\.run)?\(") if kernels else None
     sites: list[CallSite] = []
     in_call = False
     pending: re.Match[str] | None = None

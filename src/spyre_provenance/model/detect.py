@@ -68,7 +68,6 @@ class Detected(msgspec.Struct, frozen=True):
     problem: Problem | None = None
 
 
-
 # --- which artifact, which version ---------------------------------------------------------
 
 

@@ -41,7 +41,8 @@ def handle_id(
         "ir_chain": list(ir_chain),
         "fused_from": [str(child) for child in fused_from],
         "transform_history": [
-            {**step, "reason": step.get("reason") or ""} if isinstance(step, Mapping) else step for step in transform_history
+            {**step, "reason": step.get("reason") or ""} if isinstance(step, Mapping) else step
+            for step in transform_history
         ],
     }
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)

@@ -62,6 +62,7 @@ TRANSFORM_KINDS = ("rewrite", "fusion", "decomposition", "clone", "remap")
 #: Whose node mapping the log holds for a graph (diagnostics ``mapping``).
 MAPPING_SOURCES = ("hook", "upstream")
 
+
 def artifact_file(artifact: str) -> str:
     """The file an artifact is written as, in a graph folder and a golden case."""
     return f"{artifact}.json"

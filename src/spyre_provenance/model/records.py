@@ -407,16 +407,33 @@ class GraphResult(msgspec.Struct):
 #: the indexing of the kernels around them, so they never get a kernel of their own.
 NO_KERNEL_OPS = frozenset(
     {
-        "view", "_unsafe_view", "reshape", "permute", "t", "transpose", "expand",
-        "squeeze", "unsqueeze", "as_strided", "slice", "select", "alias", "detach",
-        "lift_fresh_copy", "_reshape_alias", "split", "split_with_sizes", "unbind",
-        "sym_size", "sym_stride", "sym_numel", "sym_storage_offset",
+        "view",
+        "_unsafe_view",
+        "reshape",
+        "permute",
+        "t",
+        "transpose",
+        "expand",
+        "squeeze",
+        "unsqueeze",
+        "as_strided",
+        "slice",
+        "select",
+        "alias",
+        "detach",
+        "lift_fresh_copy",
+        "_reshape_alias",
+        "split",
+        "split_with_sizes",
+        "unbind",
+        "sym_size",
+        "sym_stride",
+        "sym_numel",
+        "sym_storage_offset",
     }
 )
 #: Ops that make a tensor from nothing but their arguments: a constant.
-FACTORY_OPS = frozenset(
-    {"full", "zeros", "ones", "empty", "empty_strided", "scalar_tensor", "arange", "iota"}
-)
+FACTORY_OPS = frozenset({"full", "zeros", "ones", "empty", "empty_strided", "scalar_tensor", "arange", "iota"})
 
 
 class GraphNode(msgspec.Struct, frozen=True):

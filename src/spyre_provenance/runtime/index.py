@@ -123,18 +123,20 @@ def _log_graphs(log: Path) -> list[IndexedGraph]:
     for logged in read_log_graphs(log):
         if not isinstance(logged.node_mappings, dict):
             continue
-        found.append(IndexedGraph(
-            model=model,
-            compile_id=logged.compile_id.strip("[]"),
-            graph=graph_kind(logged.diagnostics, logged.output_code),
-            origin=str(log),
-            mapping=logged.node_mappings,
-            stack_traces=logged.stack_traces or {},
-            opspecs=logged.opspec_handles,
-            output_code=logged.output_code,
-            post_grad_graph=logged.post_grad_graph,
-            bundle_root=bundles if bundles is not None and bundles.is_dir() else None,
-        ))
+        found.append(
+            IndexedGraph(
+                model=model,
+                compile_id=logged.compile_id.strip("[]"),
+                graph=graph_kind(logged.diagnostics, logged.output_code),
+                origin=str(log),
+                mapping=logged.node_mappings,
+                stack_traces=logged.stack_traces or {},
+                opspecs=logged.opspec_handles,
+                output_code=logged.output_code,
+                post_grad_graph=logged.post_grad_graph,
+                bundle_root=bundles if bundles is not None and bundles.is_dir() else None,
+            )
+        )
     return found
 
 
@@ -146,7 +148,9 @@ def graph_kind(diagnostics: dict[str, Any] | None, output_code: str | None) -> s
     return match["kind"] if match else "unknown"
 
 
-_GRAPH_FOLDER = re.compile(r"graph_(?:(?P<label>.+?)_)?[0-9]{2,}_(?P<cid>.+?)(?:_(?P<kind>inference|forward|backward))?")
+_GRAPH_FOLDER = re.compile(
+    r"graph_(?:(?P<label>.+?)_)?[0-9]{2,}_(?P<cid>.+?)(?:_(?P<kind>inference|forward|backward))?"
+)
 
 
 def _graph_folder_graphs(folder: Path) -> list[IndexedGraph]:
@@ -158,17 +162,27 @@ def _graph_folder_graphs(folder: Path) -> list[IndexedGraph]:
         mapping_file = sub / artifact_file(NODE_MAPPINGS)
         if not mapping_file.is_file():
             continue
-        docs = {a: _read(sub / artifact_file(a)) for a in (NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS)}
+        docs = {
+            a: _read(sub / artifact_file(a))
+            for a in (NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS)
+        }
         diagnostics = docs[DIAGNOSTICS]
         name = _GRAPH_FOLDER.fullmatch(sub.name)
         compile_id = (diagnostics or {}).get("compile_id") or (name["cid"].replace("-", "/") if name else "")
-        model = (name["label"] if name and name["label"] else sub.parent.name)
+        model = name["label"] if name and name["label"] else sub.parent.name
         bundles = sub.parent / folders.SDSC_FOLDER / model
-        found.append(IndexedGraph(
-            model=model, compile_id=str(compile_id), graph=graph_kind(diagnostics, None), origin=str(sub),
-            mapping=docs[NODE_MAPPINGS] or {}, stack_traces=docs[KERNEL_STACK_TRACES] or {},
-            opspecs=docs[OPSPEC_DEBUG_HANDLES], bundle_root=bundles if bundles.is_dir() else None,
-        ))
+        found.append(
+            IndexedGraph(
+                model=model,
+                compile_id=str(compile_id),
+                graph=graph_kind(diagnostics, None),
+                origin=str(sub),
+                mapping=docs[NODE_MAPPINGS] or {},
+                stack_traces=docs[KERNEL_STACK_TRACES] or {},
+                opspecs=docs[OPSPEC_DEBUG_HANDLES],
+                bundle_root=bundles if bundles.is_dir() else None,
+            )
+        )
     return found
 
 

@@ -48,13 +48,17 @@ def answer(text: str, index: KernelIndex) -> Answer:
     elif query.form == "key":
         # the name part in any form (graph_<i>_ prefix, suffix), the handle as written
         sites = [
-            s for name in names.resolve(query.name, index.by_name)
-            for s in index.by_name[name] if s[1] == f"{name}:{query.handle}"
+            s
+            for name in names.resolve(query.name, index.by_name)
+            for s in index.by_name[name]
+            if s[1] == f"{name}:{query.handle}"
         ]
     else:
         sites = [s for name in names.resolve(query.name, index.by_name) for s in index.by_name[name]]
     matches = _matches(sites, index)
-    closest = [] if matches else difflib.get_close_matches(query.name or text, list(index.by_name), n=CLOSEST, cutoff=0.5)
+    closest = (
+        [] if matches else difflib.get_close_matches(query.name or text, list(index.by_name), n=CLOSEST, cutoff=0.5)
+    )
     return Answer(text, query.form, matches, closest)
 
 
@@ -66,7 +70,9 @@ def _matches(sites: list[tuple[int, str]], index: KernelIndex) -> list[Match]:
     for (position, kernel), keys in grouped.items():
         graph = index.graphs[position]
         view = GraphView.of(graph)
-        found.append(Match(graph.model, graph.compile_id, graph.graph, kernel, graph.origin, [view.call_site(k) for k in keys]))
+        found.append(
+            Match(graph.model, graph.compile_id, graph.graph, kernel, graph.origin, [view.call_site(k) for k in keys])
+        )
     return found
 
 
@@ -141,7 +147,8 @@ class GraphView:
         if key in self._wrapper_aten:
             return self._wrapper_aten[key], "wrapper comment"
         from_handles = [
-            a for h in sorted(self.handle_closure(key))
+            a
+            for h in sorted(self.handle_closure(key))
             if isinstance(a := (self.handles.get(h) or {}).get("aten_op"), str)
         ]
         if from_handles:

@@ -185,7 +185,9 @@ def _events(buf: _Buffer) -> Iterator[tuple[str, Any, Any]]:
 
 
 def _json_kind(value: Any) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number"
+    )
 
 
 class TraceWriter:

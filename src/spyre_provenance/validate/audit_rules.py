@@ -98,11 +98,24 @@ def check_audit(doc: Any) -> list[Problem]:
             for field, count in stage.fields.items():
                 path = key_path(f"{where}.fields", field)
                 if count.present > count.total:
-                    add(Problem(f"{path}.present", f"{quote(count.present)} is more than the total {quote(count.total)}"))
+                    add(
+                        Problem(
+                            f"{path}.present", f"{quote(count.present)} is more than the total {quote(count.total)}"
+                        )
+                    )
                 elif len(count.missing) != count.total - count.present:
-                    add(Problem(f"{path}.missing", f"names {len(count.missing)} node(s), but total - present is {count.total - count.present}"))
+                    add(
+                        Problem(
+                            f"{path}.missing",
+                            f"names {len(count.missing)} node(s), but total - present is {count.total - count.present}",
+                        )
+                    )
                 if count.total > len(stage.nodes):
-                    add(Problem(f"{path}.total", f"{quote(count.total)} is more than the stage's {len(stage.nodes)} nodes"))
+                    add(
+                        Problem(
+                            f"{path}.total", f"{quote(count.total)} is more than the stage's {len(stage.nodes)} nodes"
+                        )
+                    )
                 dup = _first_duplicate(count.missing)
                 if dup is not None:
                     add(Problem(f"{path}.missing", f"duplicate entry {quote(dup)}"))
@@ -114,7 +127,12 @@ def check_audit(doc: Any) -> list[Problem]:
             for attr in ("stage", "since"):
                 stage = getattr(drop, attr)
                 if stage is not None and drop.field not in counted.get(stage, ()):
-                    add(Problem(f"{where}.{attr}", f"{quote(drop.field)} is not counted at stage {quote(stage)} of this graph"))
+                    add(
+                        Problem(
+                            f"{where}.{attr}",
+                            f"{quote(drop.field)} is not counted at stage {quote(stage)} of this graph",
+                        )
+                    )
         keys = [kernel.key for kernel in graph.kernels]
         dup = _first_duplicate(keys)
         if dup is not None:

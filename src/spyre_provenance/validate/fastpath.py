@@ -202,7 +202,9 @@ class _Run:
         for key in wire.OPSPEC_ARTIFACT_FIELDS:
             if key not in top:
                 self.problems.append(Problem("$", f"missing required key {quote(key)}"))
-        self.problems.extend(Problem("$", f"unexpected key {quote(k)}") for k in top if k not in wire.OPSPEC_ARTIFACT_FIELDS)
+        self.problems.extend(
+            Problem("$", f"unexpected key {quote(k)}") for k in top if k not in wire.OPSPEC_ARTIFACT_FIELDS
+        )
         kernels = self.decode_map(top["kernels"], list[wire.OpSpecEntry], "$.kernels") if "kernels" in top else None
         handles = self.decode_map(top["handles"], wire.HandleEntry, "$.handles") if "handles" in top else None
         if self.problems:

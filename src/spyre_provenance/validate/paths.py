@@ -59,9 +59,7 @@ class Result(msgspec.Struct):
 
     def as_report(self) -> schemas.Report:
         problems = tuple(self.problems) or ((Problem("$", self.error),) if self.error else ())
-        return schemas.Report(
-            self.artifact, self.version, problems, self.where(), self.omitted, tuple(self.warnings)
-        )
+        return schemas.Report(self.artifact, self.version, problems, self.where(), self.omitted, tuple(self.warnings))
 
 
 class Options(msgspec.Struct, frozen=True):
@@ -154,15 +152,16 @@ def _check_log(path: Path, options: Options, *, explicit: bool) -> list[Result]:
         result = _result(str(path), report, extra=item.problems)
         results.append(
             msgspec.structs.replace(
-                result, compile_id=item.compile_id or "[-/-]", line=item.line, warnings=list(item.warnings),
+                result,
+                compile_id=item.compile_id or "[-/-]",
+                line=item.line,
+                warnings=list(item.warnings),
                 rank=item.rank,
             )
         )
     if damage:
         shown = damage[: schemas.MAX_PROBLEMS]
-        results.append(
-            Result(str(path), "invalid", LOG_ARTIFACT, problems=shown, omitted=len(damage) - len(shown))
-        )
+        results.append(Result(str(path), "invalid", LOG_ARTIFACT, problems=shown, omitted=len(damage) - len(shown)))
     if not results and explicit:
         which = options.artifact or "provenance artifacts"
         raise UnusableInput(str(path), f"no {which} in this TORCH_TRACE log (was INDUCTOR_PROVENANCE=1 set?)")
@@ -224,7 +223,10 @@ def _full(options: Options, size: int) -> bool:
 def _check_size(path: Path, options: Options) -> None:
     size = path.stat().st_size
     if size > options.max_bytes:
-        raise UnusableInput(str(path), f"{jsonio.human_size(size)} is over the --max-bytes limit of {jsonio.human_size(options.max_bytes)}")
+        raise UnusableInput(
+            str(path),
+            f"{jsonio.human_size(size)} is over the --max-bytes limit of {jsonio.human_size(options.max_bytes)}",
+        )
     if size == 0:
         raise UnusableInput(str(path), "empty file")
 

@@ -128,9 +128,14 @@ def check_diagnostics_types(doc: DiagnosticsDoc) -> list[Problem]:
             if violation.rule not in COVERAGE_RULES:
                 problems.append(Problem(f"$.violations[{i}].rule", _not_one_of(COVERAGE_RULES, violation.rule)))
     if isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4)) and doc.bundle_handles is not None:
-        counts += [(f"$.bundle_handles.{name}", getattr(doc.bundle_handles, name)) for name in _counts_of(doc.bundle_handles)]
+        counts += [
+            (f"$.bundle_handles.{name}", getattr(doc.bundle_handles, name)) for name in _counts_of(doc.bundle_handles)
+        ]
     if isinstance(doc, DiagnosticsDocV4):
-        for field, reasons in (("inferred_sources", INFERRED_SOURCE_REASONS), ("inferred_pre_grad", INFERRED_PRE_GRAD_REASONS)):
+        for field, reasons in (
+            ("inferred_sources", INFERRED_SOURCE_REASONS),
+            ("inferred_pre_grad", INFERRED_PRE_GRAD_REASONS),
+        ):
             for i, link in enumerate(getattr(doc, field)):
                 if link.why not in reasons:
                     problems.append(Problem(f"$.{field}[{i}].why", _not_one_of(reasons, link.why)))
@@ -179,8 +184,12 @@ def check_types(doc: OpSpecDebugHandles) -> list[Problem]:
 
 
 # kernel_information v2: the pairs torch writes together (the schema's dependentRequired)
-KERNEL_INFO_PAIRS = {"input_shapes": "input_dtypes", "input_dtypes": "input_shapes",
-                     "output_shape": "output_dtype", "output_dtype": "output_shape"}
+KERNEL_INFO_PAIRS = {
+    "input_shapes": "input_dtypes",
+    "input_dtypes": "input_shapes",
+    "output_shape": "output_dtype",
+    "output_dtype": "output_shape",
+}
 DTYPE_PATTERN = r"^torch\.[a-z][a-z0-9_]*$"  # the schema's, applied as jsonschema does (re.search)
 DTYPE_RE = re.compile(DTYPE_PATTERN)
 MSG_DTYPE = 'not a torch dtype ("torch.float32", ...)'
@@ -203,14 +212,24 @@ def check_kernel_info_types(doc: dict[str, KernelInfoEntryV2]) -> list[Problem]:
         for name, partner in KERNEL_INFO_PAIRS.items():
             if getattr(info, name) is not msgspec.UNSET and getattr(info, partner) is msgspec.UNSET:
                 problems.append(Problem(base, missing_partner(name, [partner])))
-        shapes = {} if info.input_shapes is msgspec.UNSET else {f"{base}.input_shapes[{i}]": s for i, s in enumerate(info.input_shapes)}
+        shapes = (
+            {}
+            if info.input_shapes is msgspec.UNSET
+            else {f"{base}.input_shapes[{i}]": s for i, s in enumerate(info.input_shapes)}
+        )
         if info.output_shape is not msgspec.UNSET:
             shapes[f"{base}.output_shape"] = info.output_shape
         for path, shape in shapes.items():
             for j, dim in enumerate(shape):
-                if dim == "" or (not isinstance(dim, str) and (dim < 0 or (isinstance(dim, float) and not dim.is_integer()))):
+                if dim == "" or (
+                    not isinstance(dim, str) and (dim < 0 or (isinstance(dim, float) and not dim.is_integer()))
+                ):
                     problems.append(Problem(f"{path}[{j}]", bad_dim(dim)))
-        dtypes = {} if info.input_dtypes is msgspec.UNSET else {f"{base}.input_dtypes[{i}]": d for i, d in enumerate(info.input_dtypes)}
+        dtypes = (
+            {}
+            if info.input_dtypes is msgspec.UNSET
+            else {f"{base}.input_dtypes[{i}]": d for i, d in enumerate(info.input_dtypes)}
+        )
         if info.output_dtype is not msgspec.UNSET:
             dtypes[f"{base}.output_dtype"] = info.output_dtype
         problems.extend(Problem(path, MSG_DTYPE) for path, dtype in dtypes.items() if not DTYPE_RE.search(dtype))
@@ -545,5 +564,3 @@ def first_duplicate(items: Iterable[Any]) -> Any:
             return item
         seen.add(key)
     return NO_DUPLICATE
-
-

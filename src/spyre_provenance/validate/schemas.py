@@ -291,7 +291,11 @@ def _from_jsonschema(error: Any, schema: dict[str, Any]) -> Iterator[Problem]:
         known = error.schema.get("properties", {})
         yield from (Problem(path, f"unexpected key {quote(k)}") for k in value if k not in known)
     elif kind == "pattern":
-        messages = {KERNEL_KEY_PATTERN: rules.MSG_KERNEL_KEY, HANDLE_ID_PATTERN: rules.MSG_HANDLE_ID, rules.DTYPE_PATTERN: rules.MSG_DTYPE}
+        messages = {
+            KERNEL_KEY_PATTERN: rules.MSG_KERNEL_KEY,
+            HANDLE_ID_PATTERN: rules.MSG_HANDLE_ID,
+            rules.DTYPE_PATTERN: rules.MSG_DTYPE,
+        }
         yield Problem(path, messages.get(expected, f"does not match {expected}"))
     elif kind == "not":  # the only "not" in the schemas: version 1's bare kernel names
         yield Problem(path, rules.MSG_BARE_NAME)

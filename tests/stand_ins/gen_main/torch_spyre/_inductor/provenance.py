@@ -17,9 +17,7 @@ _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
 def _stable_id(source: SourceLoc | None, aten_op: str | None, ir_chain: tuple[str, ...]) -> int:
-    text = "|".join(
-        [f"{source.file}:{source.start_line}" if source else "", aten_op or "", ",".join(ir_chain)]
-    )
+    text = "|".join([f"{source.file}:{source.start_line}" if source else "", aten_op or "", ",".join(ir_chain)])
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
 
 
@@ -52,7 +50,5 @@ def build_debug_handle(buffer: Any) -> DebugHandle | None:
     ir_chain = tuple(name for name, _, _ in per_node) + (buffer.get_name(),)
     fused_from = ()
     if len(per_node) > 1:
-        fused_from = tuple(
-            DebugHandle(_stable_id(s, a, (name,)), s, a, (name,)) for name, s, a in per_node
-        )
+        fused_from = tuple(DebugHandle(_stable_id(s, a, (name,)), s, a, (name,)) for name, s, a in per_node)
     return DebugHandle(_stable_id(source, aten_op, ir_chain), source, aten_op, ir_chain, fused_from)
