@@ -16,14 +16,11 @@ import json
 import re
 from pathlib import Path
 
-import msgspec
 import pytest
 
-import tlparse_page
-from spyre_provenance.coverage import judge_logged
-from spyre_provenance.logs import tlparse_run, wrapper_code
+import compiled_checks as check
+from spyre_provenance.logs import tlparse_run
 from spyre_provenance.logs.graphs import read_log_graphs
-from spyre_provenance.validate import paths as path_validation
 from where import ZOO as ZOO_DIR  # tests/ is on sys.path
 from zoo.models import ZOO
 
@@ -122,28 +119,11 @@ def test_recompiles_give_each_compile_id_its_artifacts_and_page(compile_case):
 
 
 def test_every_artifact_is_valid(zoo_case):
-    reports = path_validation.validate_paths([zoo_case.out])
-    assert reports and all(r.ok for r in reports), [f"{r.location}: {r.problems[:2]}" for r in reports if not r.ok]
+    check.artifacts_valid(zoo_case)
 
 
 def test_every_page_links_every_kernel(zoo_case):
-    logged = [g for g in read_log_graphs(zoo_case.log) if g.output_code is not None]
-    pages = [
-        Path(line.split("provenance page: ", 1)[1])
-        for line in zoo_case.stdout.splitlines()
-        if "provenance page: " in line
-    ]
-    assert len(pages) == len(logged) >= 1, zoo_case.stdout
-    for path, graph in zip(pages, logged, strict=True):
-        page = tlparse_page.parse_page(path.read_text())
-        assert "\n".join(page.code).strip() == graph.output_code.strip(), f"{path}: another graph's code"
-        announced = wrapper_code.handle_comments(graph.output_code)
-        lines = tlparse_page.kernel_lines(page)
-        assert [k.key for k in lines] == announced == list(graph.node_mappings["cppCodeToPost"]), path
-        assert len(wrapper_code.call_sites(graph.output_code)) == len(announced), "a call no comment announces"
-        for kernel in lines:
-            assert kernel.post_grad_lines, f"{path}: {kernel.key} (code line {kernel.line}) links nothing"
-            assert set(kernel.post_grad_nodes) <= set(graph.node_mappings["cppCodeToPost"][kernel.key])
+    check.pages_link_every_kernel(zoo_case)
 
 
 def test_every_opspec_has_a_handle(zoo_case):
@@ -158,14 +138,7 @@ def test_every_opspec_has_a_handle(zoo_case):
 
 
 def test_coverage_complete_and_as_the_hook_judged_it(zoo_case):
-    for graph in read_log_graphs(zoo_case.log):
-        if graph.output_code is None:
-            continue
-        verdict = judge_logged(graph)
-        assert verdict.violations == [], verdict.violations
-        assert graph.diagnostics is not None and graph.diagnostics["complete"] is True
-        assert graph.diagnostics["coverage"] == msgspec.to_builtins(verdict.counts)
-        assert verdict.counts.linked_call_sites == verdict.counts.call_sites == verdict.kernels
+    check.coverage_as_the_hook_judged(zoo_case)  # every call site linked: no upstream exception
 
 
 def test_every_kernel_name_says_what_it_computes(zoo_case):
