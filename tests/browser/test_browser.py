@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import time
 from pathlib import Path
 
 import pytest
+from chromium import CHROMIUM, launched, skip_or_fail  # tests/browser/chromium.py
 
 from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
@@ -29,16 +29,6 @@ from spyre_provenance.model.names import NODE_MAPPINGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.compile]
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 _NODE = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::\s*\"[^\"]*\")?\s*=")
 
 
@@ -50,26 +40,11 @@ def _unavailable() -> str | None:
     return None
 
 
-def _skip_or_fail(reason: str | None) -> None:
-    """Skip where chromium is absent outside CI; in CI (CI=true) that is a failure."""
-    if reason is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the browser test must run in CI: {reason}")
-        pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def browser():
-    _skip_or_fail(_unavailable())
-    # a test dependency (the test extra): missing it is a broken setup, never a skip
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    skip_or_fail(_unavailable())
+    with launched() as chromium:
+        yield chromium
 
 
 def _mapping_of(log: Path) -> dict:
@@ -223,7 +198,7 @@ def test_missing_chromium_skips_outside_ci_and_fails_in_ci(monkeypatch):
     assert reason and "apt-get install chromium" in reason
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="must run in CI"):
-        _skip_or_fail(reason)
+        skip_or_fail(reason)
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception):
-        _skip_or_fail(reason)
+        skip_or_fail(reason)
