@@ -28,3 +28,20 @@ def test_a_label_is_recognised_and_stripped():
     # an all-digit model name never reads as the compile order
     assert folders.model_label("123") == "model-123"
     assert folders.without_label(folders.graph_folder(0, "0/0", "forward", "123")) == "graph_00_0-0_forward"
+
+
+@pytest.mark.parametrize(
+    "args, read",
+    [
+        ((0, "0/0", "inference"), (None, "0/0")),
+        ((3, "1/0_1", "backward", "mlp"), ("mlp", "1/0_1")),
+        ((1, "0/2", None, "tiny.py:make"), ("tiny.py-make", "0/2")),
+    ],
+)
+def test_a_graph_folder_name_reads_back_its_label_and_compile_id(args, read):
+    assert folders.label_and_compile_id(folders.graph_folder(*args)) == read
+
+
+def test_other_names_are_no_graph_folders():
+    assert folders.label_and_compile_id("graph_") is None
+    assert folders.label_and_compile_id("trace") is None

@@ -9,10 +9,11 @@ Pure: no torch import.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from spyre_provenance.model.frames import frames
 
 
 class Malformed(Exception):
@@ -70,16 +71,13 @@ def canon(doc: Any) -> str:
     return json.dumps(doc, ensure_ascii=False, sort_keys=False)
 
 
-_TRACE_FRAME = re.compile(r'File "([^"]+)", line (\d+)[^\n]*\n([^\n]*)')
-
-
 def trace_short(trace: str) -> str:
     """A stack trace as its innermost frame: ``examples.py:38 `h = self.act(self.fc1(x))```."""
-    frames = _TRACE_FRAME.findall(trace)
-    if not frames:
+    found = frames(trace)
+    if not found:
         first = trace.strip().splitlines()[0] if trace.strip() else "(empty)"
         return first[:80]
-    file, line, code = frames[-1]
+    file, line, code = found[-1]
     return f"{Path(file).name}:{line} `{code.strip()[:60]}`"
 
 

@@ -49,6 +49,19 @@ def is_graph_folder_of(name: str, label: str | None) -> bool:
     return match is not None and match["label"] == (model_label(label) if label else None)
 
 
+_GRAPH_FOLDER_REST = re.compile(r"[0-9]+_(?P<cid>.+?)(?:_(?P<kind>inference|forward|backward))?")
+
+
+def label_and_compile_id(name: str) -> tuple[str | None, str] | None:
+    """What ``graph_folder`` wrote into ``name``: the model label (None: unlabeled) and the
+    compile id as ``0/0``; None for a name that is no graph folder's."""
+    match = _GRAPH_FOLDER.fullmatch(name)
+    rest = _GRAPH_FOLDER_REST.fullmatch(match["rest"]) if match else None
+    if match is None or rest is None:
+        return None
+    return match["label"], rest["cid"].replace("-", "/")
+
+
 def without_label(name: str) -> str:
     """``graph_mlp_00_0-0_forward`` -> ``graph_00_0-0_forward``; other names unchanged."""
     match = _GRAPH_FOLDER.fullmatch(name)

@@ -28,7 +28,6 @@ Pure: no torch.
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,6 @@ from spyre_provenance.runtime.lookup import GraphView
 
 PREFIX = "provenance_"
 LISTED = 20  # unknown kernel names the summary line lists by name
-_PROFILED = re.compile(r"graph_[0-9]+_.")
 _KERNEL_PREFIXES = ("sdsc_", "triton_", "cpp_fused", "ktir_", "spyre_kernel_")
 
 
@@ -101,7 +99,9 @@ class _Annotator:
         name = event["name"]
         sites = self.call_sites(name)
         if not sites:
-            is_kernel = event.get("cat") == "kernel" or _PROFILED.match(name) or name.startswith(_KERNEL_PREFIXES)
+            is_kernel = (
+                event.get("cat") == "kernel" or names.has_profiler_prefix(name) or name.startswith(_KERNEL_PREFIXES)
+            )
             return "unknown" if is_kernel else None
         site = sites[self.seen[name] % len(sites)]
         self.seen[name] += 1

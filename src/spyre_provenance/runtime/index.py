@@ -23,6 +23,7 @@ from spyre_provenance.errors import UnusableInput
 from spyre_provenance.logs import tracelog
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model import folders
+from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_STACK_TRACES,
@@ -69,7 +70,7 @@ class KernelIndex:
     def __post_init__(self) -> None:
         for position, graph in enumerate(self.graphs):
             for key in graph.keys:
-                name, _, _ = key.rpartition(":")
+                name, _ = split_key(key)
                 self.by_name.setdefault(name or key, []).append((position, key))
 
 
@@ -148,11 +149,6 @@ def graph_kind(diagnostics: dict[str, Any] | None, output_code: str | None) -> s
     return match["kind"] if match else "unknown"
 
 
-_GRAPH_FOLDER = re.compile(
-    r"graph_(?:(?P<label>.+?)_)?[0-9]{2,}_(?P<cid>.+?)(?:_(?P<kind>inference|forward|backward))?"
-)
-
-
 def _graph_folder_graphs(folder: Path) -> list[IndexedGraph]:
     """Graph folders without their log: the artifact files alone (no wrapper code)."""
     found = []
@@ -167,9 +163,9 @@ def _graph_folder_graphs(folder: Path) -> list[IndexedGraph]:
             for a in (NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS)
         }
         diagnostics = docs[DIAGNOSTICS]
-        name = _GRAPH_FOLDER.fullmatch(sub.name)
-        compile_id = (diagnostics or {}).get("compile_id") or (name["cid"].replace("-", "/") if name else "")
-        model = name["label"] if name and name["label"] else sub.parent.name
+        label, folder_cid = folders.label_and_compile_id(sub.name) or (None, "")
+        compile_id = (diagnostics or {}).get("compile_id") or folder_cid
+        model = label or sub.parent.name
         bundles = sub.parent / folders.SDSC_FOLDER / model
         found.append(
             IndexedGraph(

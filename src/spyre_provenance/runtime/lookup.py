@@ -17,7 +17,9 @@ from typing import Any
 
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
 from spyre_provenance.logs.wrapper_code import HANDLE_COMMENT
+from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.folders import BUNDLE_FILE_RE
+from spyre_provenance.model.frames import frames as stack_frames
 from spyre_provenance.model.lookup import (
     LOOKUP_VERSION,
     Answer,
@@ -30,7 +32,6 @@ from spyre_provenance.model.lookup import (
 from spyre_provenance.runtime import names
 from spyre_provenance.runtime.index import IndexedGraph, KernelIndex
 
-_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>[0-9]+)[^\n]*\n(?P<code>[^\n]*)')
 _ORIGINAL_ATEN = re.compile(r"Original ATen: \[(?P<aten>[^\]]*)\]")
 # a frame in torch, another installed package or the standard library is not the user's
 _LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages)[/\\]|[/\\]lib[/\\]python3[.0-9]*[/\\]|^<")
@@ -65,7 +66,7 @@ def answer(text: str, index: KernelIndex) -> Answer:
 def _matches(sites: list[tuple[int, str]], index: KernelIndex) -> list[Match]:
     grouped: dict[tuple[int, str], list[str]] = {}
     for position, key in sites:
-        grouped.setdefault((position, key.rpartition(":")[0]), []).append(key)
+        grouped.setdefault((position, split_key(key)[0]), []).append(key)
     found = []
     for (position, kernel), keys in grouped.items():
         graph = index.graphs[position]
@@ -109,10 +110,10 @@ class GraphView:
         post = [n for n in self.graph.mapping.get("cppCodeToPost", {}).get(key, []) if isinstance(n, str)]
         pre = list(dict.fromkeys(p for n in post for p in self.post_to_pre.get(n, []) if isinstance(p, str)))
         aten, aten_from = self._aten(key, post)
-        kernel = key.rpartition(":")[0]
+        kernel, handle = split_key(key)
         return CallSite(
             key=key,
-            handle=int(key.rpartition(":")[2]),
+            handle=int(handle),
             post_grad_nodes=post,
             pre_grad_nodes=pre,
             source=source_lines(self.graph.stack_traces.get(key) or []),
@@ -184,17 +185,17 @@ def _wrapper_aten(code: str | None) -> dict[str, list[str]]:
 def source_lines(stack_traces: list[Any]) -> list[SourceLine]:
     """The frames of a call site's stack traces, innermost first, the user's frames before
     torch's and the standard library's; each ``file:line`` once."""
-    frames: list[SourceLine] = []
+    found: list[SourceLine] = []
     seen: set[tuple[str, int]] = set()
     for trace in stack_traces:
         if not isinstance(trace, str):
             continue
-        for match in reversed(list(_FRAME.finditer(trace))):
-            where = (match["file"], int(match["line"]))
+        for frame in reversed(stack_frames(trace)):
+            where = (frame.file, frame.line)
             if where not in seen:
                 seen.add(where)
-                frames.append(SourceLine(where[0], where[1], match["code"].strip(), not _LIBRARY.search(where[0])))
-    return [f for f in frames if f.user] + [f for f in frames if not f.user]
+                found.append(SourceLine(frame.file, frame.line, frame.code.strip(), not _LIBRARY.search(frame.file)))
+    return [f for f in found if f.user] + [f for f in found if not f.user]
 
 
 def _bundle_files(graph: IndexedGraph, kernel: str) -> list[str]:

@@ -47,6 +47,11 @@ def parse(text: str) -> Query:
     return Query(text, "kernel", _SPYRE_EVENT_STEP.sub("", text))
 
 
+def has_profiler_prefix(name: str) -> bool:
+    """Whether ``name`` is named as Inductor's C++ kernel profiling names a kernel event."""
+    return _PROFILER_PREFIX.match(name) is not None
+
+
 def candidates(name: str) -> list[str]:
     """``name`` and what it is with a profiler or bundle-folder prefix taken off, in that order."""
     found = [name]
