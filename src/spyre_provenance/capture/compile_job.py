@@ -35,7 +35,7 @@ import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -44,6 +44,9 @@ from spyre_provenance.errors import UnsupportedTorch, UnusableInput, Verdict
 from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
 from spyre_provenance.model import folders
 from spyre_provenance.support import remove_stale_temporaries
+
+if TYPE_CHECKING:
+    from spyre_provenance.capture.profiled_run import Profiler
 
 
 class CompileRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -63,6 +66,9 @@ class CompileRequest(msgspec.Struct, frozen=True, kw_only=True):
     beyond_upstream: bool = False  # stock Inductor's mapping completed as on the Spyre backends
     audit: bool = False  # count the fields every stage carries; write provenance_audit.*
     audit_against: Path | None = None  # a previous provenance_audit.json to compare with
+    #: run the compiled model once more under torch.profiler; its trace annotated into
+    #: ``out/profile/<model>.trace.json`` (a single process with an ``out``: not a rank)
+    profile: bool = False
     #: the rank this process is in a ``compile --ranks`` run (its parent is the command line's)
     rank: int | None = None
     ranks: int | None = None
@@ -96,6 +102,7 @@ class CompileOutcome(msgspec.Struct):
     page_problems: list[str]  # tlparse could not render the pages: why
     audit: AuditFiles | None
     verdict: Verdict
+    profile: str | None = None  # with ``profile``: the profile's summary line
 
     @property
     def exit_code(self) -> int:
@@ -186,6 +193,23 @@ def judge(report: Any, checked: Any = None, audit: AuditFiles | None = None) -> 
 def _compile(
     request: CompileRequest, out: Path | None, announce: Callable[[str], None] | None, *, ranked: bool = False
 ) -> CompileOutcome:
+    """``_tracked_compile``, with ``request.profile`` under the profiler."""
+    if not request.profile or out is None or ranked:
+        return _tracked_compile(request, out, announce, ranked=ranked)
+    from spyre_provenance.capture import profiled_run
+
+    with profiled_run.profiling(out, request.label) as profiler:
+        return _tracked_compile(request, out, announce, ranked=ranked, profiler=profiler)
+
+
+def _tracked_compile(
+    request: CompileRequest,
+    out: Path | None,
+    announce: Callable[[str], None] | None,
+    *,
+    ranked: bool = False,
+    profiler: Profiler | None = None,
+) -> CompileOutcome:
     """The tracked compile of ``request.model`` into ``out`` (None: nothing written), checked.
     ``ranked``: a rank of ``compile --ranks`` (its trace folder is set already, and a
     compiled run that fails, a peer gone, keeps the artifacts its compile wrote)."""
@@ -238,6 +262,7 @@ def _compile(
             keep_run_failure=ranked,
             audit=request.audit,
             beyond_upstream=request.beyond_upstream,
+            after_run=profiler.after_run if profiler is not None else None,
         )
     except UnsupportedTorch:  # enable() refused this torch before compiling: its own line
         _discard(out, trace_dir, label, created)
@@ -262,7 +287,16 @@ def _compile(
         if request.audit:
             audit = _write_audit(report, out, previous, request.audit_against)
     return CompileOutcome(
-        request, out, choice, report, checked, pages, page_problems, audit, judge(report, checked, audit)
+        request,
+        out,
+        choice,
+        report,
+        checked,
+        pages,
+        page_problems,
+        audit,
+        judge(report, checked, audit),
+        profile=profiler.finish() if profiler is not None else None,
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +143,7 @@ def compile_model(
     keep_run_failure: bool = False,
     audit: bool = False,
     beyond_upstream: bool = False,
+    after_run: Callable[[Callable[[], object]], None] | None = None,
 ) -> CompileReport:
     """Compile ``loaded`` once with tracking on and compare with the eager ``reference``
     (``run_eager``'s result for the same ``train``; run here when None).
@@ -155,6 +156,8 @@ def compile_model(
     run failed, report that (``run_error``) instead of raising, so its artifacts are kept.
     ``audit``: each graph also gets its provenance audit (``GraphResult.audit``).
     ``beyond_upstream``: on stock Inductor, complete the mapping as on the Spyre backends.
+    ``after_run``: called once after the tracked run, still tracking, with a function that
+    runs the same compiled model on the same calls again (``compile --profile`` profiles it).
     """
 
     if reference is None:
@@ -179,6 +182,7 @@ def compile_model(
             redact_paths=redact,
             keep_run_failure=keep_run_failure,
             audit=audit,
+            after_run=after_run,
         )
     except RunFailed as exc:
         return CompileReport(
@@ -376,6 +380,7 @@ def _tracked(
     redact_paths: bool | Path,
     keep_run_failure: bool,
     audit: bool,
+    after_run: Callable[[Callable[[], object]], None] | None = None,
 ) -> tuple[Any, list[Any]]:
     """``tracked_compile``, returning the whole session (its audit probe included)."""
     import torch
@@ -385,7 +390,10 @@ def _tracked(
     session = None
     try:
         with tracking(backend, out_dir=out_dir, label=label, redact_paths=redact_paths, audit=audit) as session:
-            got = _run(torch.compile(model), model, calls, train)
+            compiled = torch.compile(model)
+            got = _run(compiled, model, calls, train)
+            if after_run is not None:
+                after_run(lambda: _run(compiled, model, calls, train))
     except Exception as exc:
         compiling = isinstance(exc, (TorchDynamoException, NotCompilable))
         if not keep_run_failure or session is None or not session.results or compiling:

@@ -8,9 +8,9 @@ kernel), so it is on for the whole compile. The reference backend is a ``CppSche
 so its kernels carry the same record, under their ``sdsc_`` names:
 ``graph_0_sdsc_fused_addmm_relu_t_0``. ``runtime.names`` reads the ``graph_<i>_`` off.
 
-The run reuses the compiled code: ``compile_run._run`` is wrapped (``patches.Patches``) so
-that, after the tracked run, the same compiled function runs once more under the profiler
-(inference, or forward + backward with ``--train``). No second compile, no record added to
+The run reuses the compiled code: the tracked compile hands ``Profiler.after_run`` a rerun
+of the same compiled function (``compile_run.compile_model``'s ``after_run``), which runs
+once more under the profiler (inference, or forward + backward with ``--train``). No second compile, no record added to
 the TORCH_TRACE log. The trace is annotated from this model's log after ``compile`` has
 claimed it.
 """
@@ -20,9 +20,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from spyre_provenance.model import folders
 from spyre_provenance.patches import Patches
@@ -35,29 +34,49 @@ def trace_path(out: Path, label: str) -> Path:
     return out / PROFILE_FOLDER / f"{label}.trace.json"
 
 
+class Profiler:
+    """``compile --profile`` for one compile: ``after_run`` runs the tracked compiled model
+    once more under torch.profiler and exports its trace; ``finish`` annotates that trace
+    from the compile's log (claimed by then) and says how it went, in one line."""
+
+    def __init__(self, out: Path, label: str) -> None:
+        self.out, self.label = out, label
+        self.raw = out / PROFILE_FOLDER / f".{label}.raw.trace.json"
+        self.failed: str | None = None
+
+    def after_run(self, rerun: Callable[[], object]) -> None:
+        try:
+            import torch.profiler
+
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+                rerun()
+            self.raw.parent.mkdir(parents=True, exist_ok=True)
+            prof.export_chrome_trace(str(self.raw))
+        except Exception as exc:  # noqa: BLE001 - the profile is a by-product: never fail the compile
+            self.raw.unlink(missing_ok=True)
+            text = str(exc).strip()
+            self.failed = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+    def finish(self) -> str | None:
+        """The summary line of the profile (None when the run never came to profiling)."""
+        if self.failed is not None:
+            return f"  PROFILE NOT WRITTEN: the profiled run failed: {self.failed}"
+        return _annotate(self.raw, self.out, self.label) if self.raw.is_file() else None
+
+
 @contextlib.contextmanager
-def profiling(enabled: bool, out: Path, label: str) -> Iterator[None]:
-    """Around ``compile``'s run: kernel profiling on, the profiled run, the annotated trace
-    and its summary line at the end. Does nothing when not ``enabled``."""
-    if not enabled:
-        yield
-        return
-    raw = out / PROFILE_FOLDER / f".{label}.raw.trace.json"
-    failed: list[str] = []
+def profiling(out: Path, label: str) -> Iterator[Profiler]:
+    """Around a compile: Inductor's C++ kernel profiling on (so kernels are profiler events),
+    and the profiler its run hands the compiled model to. A compile that fails leaves no
+    raw trace behind."""
     with Patches() as patches:
         _kernel_profile_on(patches)
-        from spyre_provenance.capture import compile_run  # imports no torch
-
-        patches.wrap(compile_run, "_run", lambda run: _profiled(run, raw, failed))
+        profiler = Profiler(out, label)
         try:
-            yield
-        finally:
-            if sys.exc_info()[0] is not None:
-                raw.unlink(missing_ok=True)
-    if failed:
-        print(f"  PROFILE NOT WRITTEN: the profiled run failed: {failed[0]}")
-    elif raw.is_file():
-        print(_annotate(raw, out, label))
+            yield profiler
+        except BaseException:
+            profiler.raw.unlink(missing_ok=True)
+            raise
 
 
 def _kernel_profile_on(patches: Patches) -> None:
@@ -69,29 +88,6 @@ def _kernel_profile_on(patches: Patches) -> None:
         patches.setattr(inductor_config.cpp, "enable_kernel_profile", True)
     else:
         patches.setitem(os.environ, _ENV, "1")
-
-
-def _profiled(run: Any, raw: Path, failed: list[str]) -> Any:
-    done = False
-
-    def wrapper(fn: Any, module: Any, calls: list[tuple[Any, ...]], train: bool) -> list[Any]:
-        nonlocal done
-        got = run(fn, module, calls, train)
-        if not done and fn is not module:  # the tracked compiled run (not eager; a fallback run compiles anew)
-            done = True
-            try:
-                import torch.profiler
-
-                with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-                    run(fn, module, calls, train)
-                raw.parent.mkdir(parents=True, exist_ok=True)
-                prof.export_chrome_trace(str(raw))
-            except Exception as exc:  # noqa: BLE001 - the profile is a by-product: never fail the compile
-                raw.unlink(missing_ok=True)
-                failed.append(f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
-        return got
-
-    return wrapper
 
 
 def _annotate(raw: Path, out: Path, label: str) -> str:

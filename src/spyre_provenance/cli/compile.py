@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from spyre_provenance.backends import BACKEND_NAMES, DEFAULT_BACKEND
-from spyre_provenance.capture import compile_job, profiled_run
+from spyre_provenance.capture import compile_job
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,13 +84,8 @@ def run(args: argparse.Namespace) -> int:
         from spyre_provenance.cli import ranks
 
         return ranks.run(args, default_out(args), compile_job.run_label(args.model), compile_job.own_folders)
-    # --profile: the compiled model run once more under torch.profiler, its trace annotated;
-    # the line it prints comes after the summary
-    with profiled_run.profiling(
-        args.profile and args.rank is None, default_out(args), compile_job.run_label(args.model)
-    ):
-        outcome = compile_job.compile_request(request(args), announce=lambda line: print(line, flush=True))
-        return report(outcome)
+    outcome = compile_job.compile_request(request(args), announce=lambda line: print(line, flush=True))
+    return report(outcome)
 
 
 def request(args: argparse.Namespace) -> compile_job.CompileRequest:
@@ -108,11 +103,12 @@ def request(args: argparse.Namespace) -> compile_job.CompileRequest:
         audit=args.audit,
         rank=args.rank,
         ranks=args.ranks,
+        profile=args.profile,
     )
 
 
 def report(outcome: compile_job.CompileOutcome) -> int:
-    """Print the summary (and what became of the audit files); the exit status."""
+    """Print the summary (and what became of the audit files and the profile); the exit status."""
     from spyre_provenance.cli import outputs as summary
 
     for problem in outcome.page_problems:
@@ -126,6 +122,8 @@ def report(outcome: compile_job.CompileOutcome) -> int:
             print(f"  AUDIT NOT WRITTEN: {line}")
         if outcome.audit.written:
             print(f"  audit: {', '.join(map(str, outcome.audit.written))}")
+    if outcome.profile is not None:  # --profile: the annotated trace, last
+        print(outcome.profile)
     return outcome.exit_code
 
 
