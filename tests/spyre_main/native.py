@@ -165,6 +165,14 @@ class SpyreTensorLayout:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         import torch
 
+        if kwargs:  # by keyword: the names _C.pyi gives each overload's parameters
+            order = ["device_size", "stride_map", "device_dtype"] if "device_size" in kwargs else []
+            order = order or (
+                ["host_size", "host_strides", "dtype", "dim_order"]
+                if "host_strides" in kwargs
+                else ["host_size", "dtype"]
+            )
+            args = (*args, *(kwargs.pop(name) for name in order[len(args) :] if name in kwargs))
         if len(args) >= 3 and isinstance(args[2], DataFormats):  # (device_size, stride_map, format[, arrangement])
             self.device_size = [int(s) for s in args[0]]
             self.stride_map = [int(s) for s in args[1]]
