@@ -124,3 +124,28 @@ def spyre_main_case(
         return done[key]
 
     return run
+
+
+@pytest.fixture(scope="session")
+def spyre_main_untracked(
+    tmp_path_factory: pytest.TempPathFactory, spyre_main_server: CompileServer
+) -> Callable[[str], SpyreCompiledCase]:
+    """``spyre_main_untracked(SPEC)``: the same compile on torch-spyre main with tracking
+    off (``untracked.py``): its stdout is ``compiled`` or ``refused: <reason>``, its
+    ``bundle_dirs()`` torch-spyre's bundles. Once per session per spec."""
+    done: dict[str, SpyreCompiledCase] = {}
+
+    def run(spec: str) -> SpyreCompiledCase:
+        if spec not in done:
+            out = tmp_path_factory.mktemp("spyre_main_untracked")
+            stdout, stderr = out.parent / f"{out.name}.stdout", out.parent / f"{out.name}.stderr"
+            cache = out.parent / f"{out.name}.inductor-cache"
+            code = spyre_main_server.run(
+                ["compile", "untracked", spec], stdout, stderr, env={"TORCHINDUCTOR_CACHE_DIR": str(cache)}
+            )
+            done[spec] = SpyreCompiledCase(
+                out, code, stdout.read_text(errors="replace"), stderr.read_text(errors="replace"), cache
+            )
+        return done[spec]
+
+    return run

@@ -26,22 +26,29 @@ DEVICE = "spyre"
 
 
 def _on_spyre(graph_module: Any) -> int:
-    """Point the graph's factory ops (``arange``, ``zeros``, ``full``, ``tensor``...) at
-    ``spyre``: Dynamo traced them on the CPU, where a card run would have built them on the
-    device. Returns how many nodes moved."""
+    """Point the graph's devices at ``spyre``: Dynamo traced factory ops (``arange``,
+    ``zeros``, ``full``), ``.to(device)`` calls and the like on the CPU, where a card run
+    would have built them on the device. Every ``torch.device("cpu")`` in a node's
+    arguments, positional or keyword, becomes ``spyre``. Returns how many nodes moved."""
     import torch
+    from torch.fx.node import map_aggregate
 
-    moved = 0
+    spyre = torch.device(DEVICE)
+
+    def moved(value: Any) -> Any:
+        return spyre if isinstance(value, torch.device) and value.type == "cpu" else value
+
+    count = 0
     for node in graph_module.graph.nodes:
-        device = node.kwargs.get("device")
-        if device is None:
-            continue
-        if torch.device(device).type == "cpu":
-            node.update_kwarg("device", torch.device(DEVICE))
-            moved += 1
-    if moved:
+        args, kwargs = map_aggregate(node.args, moved), map_aggregate(node.kwargs, moved)
+        if kwargs.get("device") == "cpu":  # a device given as a string
+            kwargs = {**kwargs, "device": spyre}
+        if args != node.args or kwargs != node.kwargs:
+            node.args, node.kwargs = args, kwargs
+            count += 1
+    if count:
         graph_module.recompile()
-    return moved
+    return count
 
 
 def _fake_on_spyre(fake_mode: Any, value: Any) -> Any:

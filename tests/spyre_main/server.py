@@ -19,6 +19,15 @@ from spyre_main import boot, route  # noqa: E402
 if __name__ == "__main__":
     boot.boot_from_env()
     route.install()
+    from spyre_main import untracked
+    from spyre_provenance import cli
+
+    tracked = cli.main
+
+    def main(argv: list[str]) -> int:  # ``compile untracked SPEC``: the same compile, no hook
+        return untracked.main(argv[2:]) if argv[:2] == ["compile", "untracked"] else tracked(argv)
+
+    cli.main = main
     import compile_server
 
     compile_server.main()

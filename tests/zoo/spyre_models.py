@@ -141,3 +141,27 @@ SPYRE_ZOO = {
     "residual_stack": "a loop of residual blocks: many nodes in one fused kernel",
     "tied_embedding": "an embedding gather (indirect access) and a tied output projection",
 }
+
+
+def granite():
+    """Granite (transformers' own code) at Spyre's width: 2 heads of 64, one KV head,
+    a sequence of 64 tokens, two layers, RoPE, RMSNorm, SwiGLU, Granite's multipliers."""
+    import transformers
+
+    torch.manual_seed(SEED)
+    config = transformers.GraniteConfig(
+        vocab_size=2 * WIDTH,
+        hidden_size=2 * WIDTH,
+        intermediate_size=4 * WIDTH,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=WIDTH,
+        use_cache=False,
+        attn_implementation="sdpa",
+        embedding_multiplier=12.0,
+        residual_multiplier=0.22,
+        attention_multiplier=0.0078125,
+        logits_scaling=8.0,
+    )
+    return transformers.GraniteForCausalLM(config).eval(), (torch.randint(0, 2 * WIDTH, (1, WIDTH)),)

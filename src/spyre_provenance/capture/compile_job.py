@@ -273,7 +273,7 @@ def _tracked_compile(
     except Exception as exc:  # noqa: BLE001 - see below
         # the model ran eagerly, so torch.compile refused it: the input, in one line
         _discard(out, trace_dir, label, created)
-        raise UnusableInput(request.model, f"torch.compile failed: {type(exc).__name__}: {_first_line(exc)}") from None
+        raise UnusableInput(request.model, f"torch.compile failed: {_cause_line(exc)}") from None
     except BaseException:
         _discard(out, trace_dir, label, created)  # a failed run leaves no half-named log, no stale folder
         raise
@@ -397,6 +397,19 @@ def _prepare(out: Path, trace_dir: Path, label: str) -> None:
                 shutil.rmtree(folder)
         (trace_dir / f"{label}.log").unlink(missing_ok=True)
     trace_dir.mkdir(parents=True, exist_ok=True)
+
+
+def _cause_line(exc: BaseException) -> str:
+    """What refused the compile, in one line: the innermost exception of the chain Dynamo
+    and Inductor wrap it in (``BackendCompilerFailed``'s own first line says only which
+    backend raised; the backend's error, torch-spyre's ``Unsupported: ...``, is inside)."""
+    seen = {id(exc)}
+    while True:
+        inner = exc.__cause__ or getattr(exc, "inner_exception", None)  # Dynamo's and Inductor's wrappers
+        if not isinstance(inner, BaseException) or id(inner) in seen:
+            return f"{type(exc).__name__}: {_first_line(exc)}"
+        seen.add(id(inner))
+        exc = inner
 
 
 def _first_line(exc: BaseException) -> str:
