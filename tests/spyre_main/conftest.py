@@ -68,17 +68,21 @@ def _pythonpath() -> str:
 
 
 @pytest.fixture(scope="session")
-def torch_spyre_python(torch_spyre_env: dict[str, str]) -> Callable[[str], Any]:
+def torch_spyre_python(torch_spyre_env: dict[str, str]) -> Callable[..., Any]:
     """``torch_spyre_python(CODE)``: run CODE in a fresh interpreter where torch-spyre is
     booted on the stand-in (``boot.boot_from_env`` runs first), and return the JSON value
     it prints as its last line of stdout. For calling torch-spyre's own functions, e.g.
     ``build_kernel_provenance_descriptor`` or ``provenance._stable_id``, on data a test
-    read from a compile's output."""
+    read from a compile's output. ``env``: more environment variables (``TORCH_TRACE``)."""
 
-    def run(code: str, timeout: float = 300) -> Any:
+    def run(code: str, timeout: float = 300, env: dict[str, str] | None = None) -> Any:
         script = "from spyre_main import boot\nboot.boot_from_env()\n" + textwrap.dedent(code)
         done = subprocess.run(
-            [sys.executable, "-c", script], env=torch_spyre_env, capture_output=True, text=True, timeout=timeout
+            [sys.executable, "-c", script],
+            env={**torch_spyre_env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         if done.returncode != 0:
             raise AssertionError(f"torch_spyre_python failed ({done.returncode}):\n{done.stderr[-3000:]}")

@@ -66,6 +66,7 @@ def spyre_inductor(graph_module: Any, example_inputs: list[Any]) -> Any:
     whose inputs and factory ops are on ``spyre``; returns the traced graph to run."""
     import copy
 
+    import torch._functorch.config as functorch_config
     from torch._guards import detect_fake_mode
     from torch._inductor import compile_fx
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -73,7 +74,10 @@ def spyre_inductor(graph_module: Any, example_inputs: list[Any]) -> Any:
     fake_mode = detect_fake_mode(example_inputs) or FakeTensorMode(allow_non_fake_inputs=True)
     on_device = copy.deepcopy(graph_module)
     _on_spyre(on_device)
-    compile_fx.compile_fx(on_device, [_fake_on_spyre(fake_mode, x) for x in example_inputs])
+    # the compiled function never runs here, so a backward AOTAutograd would compile at
+    # its first run is compiled now, as the run on a card would have it compiled
+    with functorch_config.patch(force_non_lazy_backward_lowering=True):
+        compile_fx.compile_fx(on_device, [_fake_on_spyre(fake_mode, x) for x in example_inputs])
     return graph_module.forward
 
 

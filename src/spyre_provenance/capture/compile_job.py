@@ -399,6 +399,9 @@ def _prepare(out: Path, trace_dir: Path, label: str) -> None:
     trace_dir.mkdir(parents=True, exist_ok=True)
 
 
+_LINE = 400  # characters of a refusal's reason
+
+
 def _cause_line(exc: BaseException) -> str:
     """What refused the compile, in one line: the innermost exception of the chain Dynamo
     and Inductor wrap it in (``BackendCompilerFailed``'s own first line says only which
@@ -407,7 +410,10 @@ def _cause_line(exc: BaseException) -> str:
     while True:
         inner = exc.__cause__ or getattr(exc, "inner_exception", None)  # Dynamo's and Inductor's wrappers
         if not isinstance(inner, BaseException) or id(inner) in seen:
-            return f"{type(exc).__name__}: {_first_line(exc)}"
+            # one line, whitespace collapsed: torch-spyre's messages may hold an IR repr
+            # over several lines (``TensorBox(StorageBox(`` ... ``does not have ...``)
+            text = " ".join(str(exc).split()) or "(no message)"
+            return f"{type(exc).__name__}: {text if len(text) <= _LINE else text[: _LINE - 3] + '...'}"
         seen.add(id(inner))
         exc = inner
 
