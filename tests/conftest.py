@@ -60,9 +60,10 @@ class CompileServer:
     interpreter (see its docstring for why). Restarted when it dies; a compile taking
     longer than ``timeout`` seconds kills it and fails that compile."""
 
-    def __init__(self, timeout: float = 900, script: Path | None = None) -> None:
+    def __init__(self, timeout: float = 900, script: Path | None = None, env: dict[str, str] | None = None) -> None:
         self.timeout = timeout
         self.script = script or Path(__file__).parent / "compile_server.py"
+        self.env = env  # the worker's environment (None: this process's)
         self.proc = None
         self.replies = None
 
@@ -77,6 +78,7 @@ class CompileServer:
             stdin=subprocess.PIPE,
             text=True,
             pass_fds=(write_fd,),
+            env=self.env,
         )
         os.close(write_fd)
         self.replies = os.fdopen(read_fd, "r")

@@ -94,15 +94,9 @@ def torch_spyre_python(torch_spyre_env: dict[str, str]) -> Callable[..., Any]:
 
 @pytest.fixture(scope="session")
 def spyre_main_server(torch_spyre_env: dict[str, str]) -> Iterator[CompileServer]:
-    saved = dict(os.environ)
-    os.environ.update(torch_spyre_env)  # inherited by the worker when it starts
-    server = CompileServer(script=SERVER)
-    try:
-        yield server
-    finally:
-        server.close()
-        os.environ.clear()
-        os.environ.update(saved)
+    server = CompileServer(script=SERVER, env=torch_spyre_env)
+    yield server
+    server.close()
 
 
 @pytest.fixture(scope="session")
@@ -153,3 +147,31 @@ def spyre_main_untracked(
         return done[spec]
 
     return run
+
+
+@pytest.fixture(scope="session")
+def spyre_main_unrouted_case(
+    tmp_path_factory: pytest.TempPathFactory, torch_spyre_env: dict[str, str]
+) -> Iterator[Callable[..., SpyreCompiledCase]]:
+    """``spyre_main_unrouted_case(*ARGS)``: ``spyre-provenance compile *ARGS --out DIR`` in a
+    process where torch-spyre is booted but the route is not installed: the product's own
+    placement (``TorchSpyreBackend.place``) puts the model on ``spyre``, where the stand-in
+    backs its tensors with CPU values, which Dynamo compiles as it finds them."""
+    server = CompileServer(script=SERVER, env={**torch_spyre_env, "SPYRE_PROVENANCE_ROUTE": "0"})
+    done: dict[tuple[str, ...], SpyreCompiledCase] = {}
+
+    def run(*args: str) -> SpyreCompiledCase:
+        if args not in done:
+            out = tmp_path_factory.mktemp("spyre_main_unrouted")
+            stdout, stderr = out.parent / f"{out.name}.stdout", out.parent / f"{out.name}.stderr"
+            cache = out.parent / f"{out.name}.inductor-cache"
+            code = server.run(
+                ["compile", *args, "--out", str(out)], stdout, stderr, env={"TORCHINDUCTOR_CACHE_DIR": str(cache)}
+            )
+            done[args] = SpyreCompiledCase(
+                out, code, stdout.read_text(errors="replace"), stderr.read_text(errors="replace"), cache
+            )
+        return done[args]
+
+    yield run
+    server.close()

@@ -498,9 +498,14 @@ def build() -> types.ModuleType:
 
         host(destination).copy_(host(source))
 
+    def spyre_empty_with_layout(size: Any, stride: Any, dtype: Any, layout: Any) -> Any:
+        import torch
+
+        return torch.empty_strided(tuple(size), tuple(stride), dtype=dtype, device="spyre")
+
     names["fill_tensor"], names["copy_tensor"] = fill_tensor, copy_tensor
+    names["spyre_empty_with_layout"] = spyre_empty_with_layout
     for name in (
-        "spyre_empty_with_layout",
         "empty_with_layout",
         "as_strided_with_layout",
         "to_with_layout",

@@ -152,6 +152,13 @@ def compile_request(request: CompileRequest, *, announce: Callable[[str], None] 
         process_group.leave()
 
 
+#: A ``spyre`` compile whose kernels are all Inductor's own: never reported as torch-spyre's.
+NO_TORCH_SPYRE_KERNEL = (
+    "no kernel was compiled by torch-spyre: Inductor compiled the model with its own CPU kernels"
+    " (torch-spyre's compile_fx wrapper engages only for tensors on device spyre)"
+)
+
+
 def judge(report: Any, checked: Any = None, audit: AuditFiles | None = None) -> Verdict:
     """The one verdict on a compile (``report``, a ``CompileReport``), on what it wrote
     (``checked``; None: nothing was written, the hook's records are judged alone) and on its
@@ -165,6 +172,8 @@ def judge(report: Any, checked: Any = None, audit: AuditFiles | None = None) -> 
     # model that compiled no code): never a silent success
     if not report.graphs:
         wanting.append("no graph recorded: the hook saw no kernel code generation")
+    if report.graphs and report.torch_spyre_kernels == 0:
+        wanting.append(NO_TORCH_SPYRE_KERNEL)
     if report.run_error is None and not report.matches_eager:
         wanting.append(f"the compiled output does not match eager (max abs error {report.max_abs_error:.3g})")
     for graph in report.graphs:
