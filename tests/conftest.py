@@ -186,6 +186,8 @@ def golden_compile(compile_case: Callable[..., CompiledCase]) -> Callable[[str],
     from spyre_provenance.backends import torch_spyre
 
     def run(name: str) -> CompiledCase:
+        if golden.CASES[name].needs_torch_spyre:  # compiled on torch-spyre main: tests/spyre_main
+            pytest.skip(f"{name} is a torch-spyre main case (tests/spyre_main/test_spyre_golden.py)")
         args = golden.CASES[name].compile_args()
         if args[1:3] == ["--backend", "reference"] and not torch_spyre.available():
             del args[1:3]
