@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 OUT    ?= out/demo
 
-.PHONY: venv demo test lint test-models test-spyre-main test-torch-next bench golden golden-spyre-main docs docs-outputs clean
+.PHONY: venv demo test lint test-models test-spyre-main test-torch-next bench bench-spyre-main golden golden-spyre-main docs docs-outputs clean
 
 venv: $(STAMP)
 
@@ -84,6 +84,11 @@ golden-spyre-main: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m spyre_provenance.bench
+
+# what tracking costs torch-spyre's own compile, whole process (src/spyre_provenance/bench/
+# torch_spyre_overhead.py), with torch-spyre main booted on the tests' stand-in
+bench-spyre-main: $(STAMP)
+	$(PY) tests/spyre_main/run_booted.py -m spyre_provenance.bench.torch_spyre_overhead
 
 # The documentation site (docs/, mkdocs.yml): the [docs] extra into .venv, then a strict
 # build into site/ (a broken link, a missing page or a bad reference fails it). No torch is

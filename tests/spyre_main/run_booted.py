@@ -4,6 +4,7 @@ every process it starts (``site/sitecustomize.py``). How the ``spyre_main_*`` go
 cases are made and checked here (``make golden-spyre-main``):
 
     python tests/spyre_main/run_booted.py golden update spyre_main_9a6b71e_mlp
+    python tests/spyre_main/run_booted.py -m spyre_provenance.bench.torch_spyre_overhead
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ def main() -> int:
     env = {**os.environ, **boot.environment(found.source, found.tools)}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE / "site"), str(HERE.parent), env.get("PYTHONPATH")) if p)
     boot.install_dxp(found.tools)
-    command = [sys.executable, "-m", "spyre_provenance", *sys.argv[1:]]
+    args = sys.argv[1:]
+    module = args[1] if args[:1] == ["-m"] else "spyre_provenance"  # -m MODULE: another entry point
+    command = [sys.executable, "-m", module, *(args[2:] if args[:1] == ["-m"] else args)]
     os.execve(sys.executable, command, env)
     return 0  # not reached
 
