@@ -62,6 +62,12 @@ What the adapter does with that
   * ``probe`` (``available``, ``--backend auto``) answers yes only when ``torch_spyre``
     imports and ``find_scheduling`` finds the class, with a one-line reason either way; a
     failed probe leaves no ``torch_spyre`` module behind.
+  * ``place`` puts the model and its tensor inputs on ``spyre`` before ``torch.compile``:
+    torch-spyre's ``compile_fx`` wrapper (``_inductor/__init__.py``, ``_uses_spyre``) engages
+    only for a graph with a tensor there. A compile in which no kernel came from its
+    scheduling is judged as not torch-spyre's (``compile_job.NO_TORCH_SPYRE_KERNEL``).
+    torch-spyre main 9a6b71e runs in the test suite on a stand-in for its ``_C`` alone
+    (``tests/spyre_main``, docs/torch-spyre-main.md).
   * ``install`` finds ``SuperDSCScheduling`` (the device registry, else
     ``torch_spyre._inductor.scheduler``), registers it for
     ``device`` when the registry holds something else, and wraps ``define_kernel`` to keep
