@@ -22,7 +22,9 @@ TINY_OUTPUTS = 1e-6
 SHOWN_VIOLATIONS = 10
 
 
-def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: Path) -> str:
+def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: Path, viewer: str | None = None) -> str:
+    """The summary; ``viewer`` is the viewer page's line (``cli.view.beside``), printed after
+    tlparse's pages."""
     calls = f", {report.calls} calls" if report.calls > 1 else ""
     lines = [
         f"compiled {report.model} ({report.dtype}{', train' if report.train else ''}{calls}) "
@@ -94,6 +96,8 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
     lines.append(f"  written to {out}")
     for page in pages:
         lines.append(f"  provenance page: {page}")
+    if viewer is not None:
+        lines.append(f"  {viewer}")
     return "\n".join(lines)
 
 

@@ -46,6 +46,16 @@ def write_page(out: Path, target: Path | None = None, trace: Path | None = None)
     return target, page.write(document, target)
 
 
+def beside(out: Path) -> str:
+    """``compile``'s and ``open``'s line for the page of ``out``, written now; a folder the
+    page cannot be made of is said, never a failure of the command that printed it."""
+    try:
+        target, _ = write_page(out)
+    except UnusableInput as exc:
+        return f"viewer page: NOT WRITTEN: {exc}"
+    return f"viewer page: {target}"
+
+
 def run(args: argparse.Namespace) -> int:
     target, size = write_page(args.out, args.output, args.trace)
     print(f"viewer page: {target}  ({size / 1e6:.2f} MB)")

@@ -89,6 +89,10 @@ def graph_folders(out: Path) -> list[GraphFolder]:
     return found
 
 
+def has_graph_folders(out: Path) -> bool:
+    return next(_graph_paths(out), None) is not None
+
+
 def _graph_paths(out: Path) -> Iterator[Path]:
     if (out / artifact_file(NODE_MAPPINGS)).is_file():
         yield out
