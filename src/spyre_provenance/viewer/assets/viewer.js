@@ -75,8 +75,8 @@
 
   // --- panels ------------------------------------------------------------------------------
   const fmtTime = (us) => (us >= 1000 ? (us / 1000).toFixed(2) + " ms" : us.toFixed(1) + " us");
-  function row(kind, i, html, search) {
-    return '<div class="row" data-kind="' + kind + '" data-i="' + i + '"' + (search !== undefined ? ' data-s="' + esc(search.toLowerCase()) + '"' : "") + ">" + html + "</div>";
+  function row(kind, i, html) {
+    return '<div class="row" data-kind="' + kind + '" data-i="' + i + '" data-key="' + esc(keyOf(G, kind, i)) + '">' + html + "</div>";
   }
   function handleText(g, h) {
     const d = g.handles[h]; if (!d) return "";
@@ -93,8 +93,9 @@
     byFile.forEach((ls, f) => {
       const file = D.files[f];
       out.push('<div class="file">' + esc(file.path) + (file.error ? ' <span class="warn">(not read at compile time: ' + esc(file.error) + ")</span>" : "") + "</div>");
-      const nums = Object.keys(file.text).map(Number).sort((a, b) => a - b);
-      const shown = nums.length ? nums : ls.map((l) => D.lines[l][1]);
+      // the captured lines and context; a made line no snapshot holds (an out folder written
+      // before spyre_source_lines existed) is shown by its number alone
+      const shown = Array.from(new Set(Object.keys(file.text).map(Number).concat(ls.map((l) => D.lines[l][1])))).sort((a, b) => a - b);
       let prev = null;
       shown.forEach((n) => {
         if (prev !== null && n > prev + 1) out.push('<div class="gap">\u22ef</div>');
@@ -108,7 +109,7 @@
           style = ' style="background:rgba(240,138,36,' + (0.12 + 0.6 * share).toFixed(3) + ')"';
           note = '  <span class="time">' + (100 * share).toFixed(1) + "% of kernel time</span>";
         }
-        out.push('<div class="row" data-kind="line" data-i="' + l + '"' + style + ' title="' + esc(file.path + ":" + n) + '"><span class="ln">' + n + "</span>" + esc(text) + note + "</div>");
+        out.push('<div class="row" data-kind="line" data-i="' + l + '" data-key="' + esc(file.path + ":" + n) + '"' + style + ' title="' + esc(file.path + ":" + n) + '"><span class="ln">' + n + "</span>" + esc(text) + note + "</div>");
       });
     });
     return { html: out.join(""), count: used.length + " lines that made kernels" + (total ? ", shaded by share of kernel time" : "") };
