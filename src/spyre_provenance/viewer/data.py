@@ -216,6 +216,7 @@ def _graph(g: GraphFolder, lines: _Lines) -> dict[str, Any]:
     specs: list[dict[str, Any]] = []
     bundles: list[dict[str, Any]] = []
     used_handles: dict[str, Any] = {}
+    bundle_at: dict[str, int] = {}
     for c, key in enumerate(keys):
         name, _ = split_key(key)
         spec_at = []
@@ -226,10 +227,15 @@ def _graph(g: GraphFolder, lines: _Lines) -> dict[str, Any]:
                 used_handles[hid] = handle
                 for child in _children(handle, handles):
                     used_handles[child] = handles[child]
-            bundle = _bundle(g, name or key, i, hid)
-            if bundle is not None:
-                bundle["s"] = len(specs)
+            # one file per kernel and OpSpec index: a kernel called from several call sites
+            # has one set of bundles, made at its first, which each call site's OpSpec points at
+            path = f"{name or key}/{folders.BUNDLE_FILE.format(i)}"
+            if path not in bundle_at and (bundle := _bundle(g, name or key, i)) is not None:
+                bundle_at[path] = len(bundles)
                 bundles.append(bundle)
+            b = bundle_at.get(path)
+            if b is not None:
+                bundles[b]["s"].append(len(specs))
             spec_at.append(len(specs))
             specs.append(
                 {
@@ -242,7 +248,10 @@ def _graph(g: GraphFolder, lines: _Lines) -> dict[str, Any]:
                     "h": hid,
                     "miss": spec.get("missing_handle"),
                     "l": sorted({lines.of(f, n) for f, n in handle_lines(handle, handles)}),
-                    "b": len(bundles) - 1 if bundle is not None else None,
+                    "b": b,
+                    # whether the bundle's debug_handle_ is this OpSpec's (a kernel-cache hit
+                    # serves an earlier compile's bundle): said, not assumed
+                    "ba": b is not None and str(bundles[b]["id"]) == str(hid),
                 }
             )
         calls.append(
@@ -278,10 +287,8 @@ def _children(handle: dict[str, Any], handles: dict[str, Any]) -> Iterator[str]:
             yield from _children(handles[child], handles)
 
 
-def _bundle(g: GraphFolder, kernel: str, index: int, handle_id: Any) -> dict[str, Any] | None:
-    """The OpSpec's bundle ``sdsc/<model>/<kernel>/sdsc_<index>.json``; None when absent.
-    Whether its ``debug_handle_`` is the OpSpec's is said, not assumed (a kernel-cache hit
-    serves an earlier compile's bundle)."""
+def _bundle(g: GraphFolder, kernel: str, index: int) -> dict[str, Any] | None:
+    """The bundle ``sdsc/<model>/<kernel>/sdsc_<index>.json``; None when absent."""
     if g.bundle_root is None:
         return None
     path = g.bundle_root / kernel / folders.BUNDLE_FILE.format(index)
@@ -297,9 +304,9 @@ def _bundle(g: GraphFolder, kernel: str, index: int, handle_id: Any) -> dict[str
     return {
         "path": f"{kernel}/{path.name}",
         "id": served.get("id") if served else None,
-        "agrees": served is not None and str(served.get("id")) == str(handle_id),
         "text": text[:BUNDLE_TEXT_LIMIT],
         "cut": len(text) > BUNDLE_TEXT_LIMIT,
+        "s": [],  # the OpSpecs it is the bundle of
     }
 
 

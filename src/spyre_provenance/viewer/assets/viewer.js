@@ -41,7 +41,7 @@
     }
     function up(k, j) {
       if (seenUp[k].has(j)) return; seenUp[k].add(j); S[k].add(j);
-      if (k === "bundle") up("spec", g.bundles[j].s);
+      if (k === "bundle") g.bundles[j].s.forEach((x) => up("spec", x));
       else if (k === "spec") { up("call", g.specs[j].c); g.specs[j].l.forEach((l) => up("line", l)); }
       else if (k === "call") { g.calls[j].p.forEach((p) => up("post", p)); g.calls[j].l.forEach((l) => up("line", l)); }
       else if (k === "post") ix.postPre[j].forEach((p) => up("pre", p));
@@ -136,7 +136,8 @@
         count: g.specs.length,
       },
       bundle: {
-        html: g.bundles.map((b, i) => row("bundle", i, esc(b.path) + (b.agrees ? "" : ' <span class="warn">debug_handle_ ' + esc(b.id) + " is not the OpSpec's</span>"))).join(""),
+        html: g.bundles.map((b, i) => row("bundle", i, esc(b.path) + (b.s.length > 1 ? ' <span class="muted">' + b.s.length + " call sites</span>" : "") +
+          (b.s.every((x) => g.specs[x].ba) ? "" : ' <span class="warn">debug_handle_ ' + esc(b.id) + " is not every OpSpec's</span>"))).join(""),
         count: g.bundles.length,
       },
     };
@@ -175,7 +176,7 @@
   function showDetail(kind, i) {
     const g = G, d = [];
     d.push('<b>' + kind + "</b> " + esc(keyOf(g, kind, i)));
-    const specsShown = kind === "spec" ? [i] : kind === "bundle" ? [g.bundles[i].s] : [];
+    const specsShown = kind === "spec" ? [i] : kind === "bundle" ? g.bundles[i].s : [];
     if (kind === "call") {
       const c = g.calls[i];
       d.push(' <span class="kv">post-grad nodes:</span> ' + c.p.length + ' <span class="kv">OpSpecs:</span> ' + c.s.length + (c.t ? ' <span class="kv">time:</span> ' + fmtTime(c.t) + " in " + c.n + " calls" : ""));
@@ -197,7 +198,7 @@
       text.push(handleDescription(g, x.h, h, ""));
       if (x.miss) text.push("no handle: " + x.miss);
       const b = x.b !== null ? g.bundles[x.b] : null;
-      text.push(b ? "\nSuperDSC bundle " + b.path + (b.agrees ? "" : "  (its debug_handle_ " + b.id + " is not this OpSpec's)") + ":\n" + b.text + (b.cut ? "\n\u2026 (cut)" : "") : "\nno SuperDSC bundle in the out folder for this OpSpec");
+      text.push(b ? "\nSuperDSC bundle " + b.path + (x.ba ? "" : "  (its debug_handle_ " + b.id + " is not this OpSpec's)") + ":\n" + b.text + (b.cut ? "\n\u2026 (cut)" : "") : "\nno SuperDSC bundle in the out folder for this OpSpec");
       view.textContent = text.join("\n");
     } else view.textContent = "";
   }
