@@ -51,7 +51,10 @@ Element = tuple[str, str]  # (kind, key): what the page's rows carry as data-kin
 class Relation:
     """One graph folder's elements and edges, read from its files."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, served: dict[str, str] | None = None) -> None:
+        """``served``: handle id -> bundle (``<folder>/sdsc_<i>.json``) of torch-spyre's own
+        bundle folders, which carry no graph's name, only their handles."""
+
         def load(name: str) -> dict:
             path = folder / f"{name}.json"
             return json.loads(path.read_text()) if path.is_file() else {}
@@ -92,6 +95,8 @@ class Relation:
                     self._edge(("line", line), ("call", key))
                 if (bundles / kernel / f"sdsc_{i}.json").is_file():
                     self._edge(element, ("bundle", f"{kernel}/sdsc_{i}.json"))
+                elif spec.get("debug_handle") in (served or {}):
+                    self._edge(element, ("bundle", served[spec["debug_handle"]]))
 
     def _handle_lines(self, handle: dict | None, handles: dict) -> Iterable[str]:
         if not handle:

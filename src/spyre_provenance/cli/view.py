@@ -33,16 +33,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="TRACE.json",
         help="a profiled run's Chrome trace (compile --profile's, or torch-spyre's): time and calls per call site",
     )
+    parser.add_argument(
+        "--bundles",
+        type=Path,
+        action="append",
+        default=None,
+        metavar="DIR",
+        help="a folder of torch-spyre's SuperDSC bundle folders (its cache's inductor-spyre/), repeatable;"
+        " OUT's own sdsc/ is always read",
+    )
 
 
-def write_page(out: Path, target: Path | None = None, trace: Path | None = None) -> tuple[Path, int]:
+def write_page(
+    out: Path, target: Path | None = None, trace: Path | None = None, bundles: list[Path] | None = None
+) -> tuple[Path, int]:
     """Build and write the page of ``out``: (its path, its size in bytes). Raises
     UnusableInput before anything is written."""
     target = target if target is not None else out / PAGE
     if target.is_dir():
         raise UnusableInput(str(target), "is a folder; name the page's file")
     timed = timing.read(trace) if trace is not None else None
-    document = data.build(out, timed)
+    document = data.build(out, timed, bundles)
     return target, page.write(document, target)
 
 
@@ -57,6 +68,6 @@ def beside(out: Path) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    target, size = write_page(args.out, args.output, args.trace)
+    target, size = write_page(args.out, args.output, args.trace, args.bundles)
     print(f"viewer page: {target}  ({size / 1e6:.2f} MB)")
     return EXIT_OK

@@ -182,7 +182,7 @@ def _names(*groups: Any) -> list[str]:
     return list(found)
 
 
-def _graph(g: GraphFolder, lines: _Lines) -> dict[str, Any]:
+def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]]) -> dict[str, Any]:
     m = g.mapping
     pre_to_post: dict[str, list[str]] = m.get("preToPost") or {}
     post_to_pre: dict[str, list[str]] = m.get("postToPre") or {}
@@ -233,6 +233,12 @@ def _graph(g: GraphFolder, lines: _Lines) -> dict[str, Any]:
             if path not in bundle_at and (bundle := _bundle(g, name or key, i)) is not None:
                 bundle_at[path] = len(bundles)
                 bundles.append(bundle)
+            elif path not in bundle_at and isinstance(hid, str) and hid in served:
+                # torch-spyre's own folders (--bundles): found by the handle they carry
+                path = served[hid]["path"]
+                if path not in bundle_at:
+                    bundle_at[path] = len(bundles)
+                    bundles.append({**served[hid], "s": []})
             b = bundle_at.get(path)
             if b is not None:
                 bundles[b]["s"].append(len(specs))
@@ -292,8 +298,10 @@ def _bundle(g: GraphFolder, kernel: str, index: int) -> dict[str, Any] | None:
     if g.bundle_root is None:
         return None
     path = g.bundle_root / kernel / folders.BUNDLE_FILE.format(index)
-    if not path.is_file():
-        return None
+    return _bundle_file(path, f"{kernel}/{path.name}") if path.is_file() else None
+
+
+def _bundle_file(path: Path, shown: str) -> dict[str, Any]:
     data = jsonio.read_file(path)
     doc = jsonio.load_json(data, location=str(path))
     try:
@@ -302,7 +310,7 @@ def _bundle(g: GraphFolder, kernel: str, index: int) -> dict[str, Any] | None:
         raise UnusableInput(str(path), f"$: {exc}") from None
     text = data.decode("utf-8")
     return {
-        "path": f"{kernel}/{path.name}",
+        "path": shown,
         "id": served.get("id") if served else None,
         "text": text[:BUNDLE_TEXT_LIMIT],
         "cut": len(text) > BUNDLE_TEXT_LIMIT,
@@ -310,14 +318,36 @@ def _bundle(g: GraphFolder, kernel: str, index: int) -> dict[str, Any] | None:
     }
 
 
-def build(out: Path, timing: Any = None) -> dict[str, Any]:
+def served_bundles(roots: list[Path]) -> dict[str, dict[str, Any]]:
+    """Bundles in folders as torch-spyre writes them (``inductor-spyre/<uuid8>_<kernel>_<8>/``,
+    under a cache folder or named directly), by the id of the ``debug_handle_`` each carries:
+    torch-spyre's folder names do not say which graph's kernel they are (kernel suffixes
+    restart per graph), the handle does."""
+    found: dict[str, dict[str, Any]] = {}
+    for root in roots:
+        if not root.is_dir():
+            raise UnusableInput(str(root), "no such folder (--bundles names a folder of SuperDSC bundle folders)")
+        for first in sorted(root.rglob(folders.BUNDLE_FILE.format(0))):
+            folder = first.parent
+            i = 0
+            while (path := folder / folders.BUNDLE_FILE.format(i)).is_file():
+                bundle = _bundle_file(path, f"{folder.name}/{path.name}")
+                if bundle["id"] is not None:
+                    found.setdefault(str(bundle["id"]), bundle)
+                i += 1
+    return found
+
+
+def build(out: Path, timing: Any = None, bundles: list[Path] | None = None) -> dict[str, Any]:
     """The page's document for ``out``; ``timing`` (``viewer.timing.Timing``) adds each call
-    site's time and calls."""
+    site's time and calls; ``bundles``: folders of torch-spyre's bundle folders, beside
+    ``out``'s own ``sdsc/``."""
     found = graph_folders(out)
+    served = served_bundles(bundles or [])
     lines = _Lines()
     for g in found:
         lines.add_snapshot(g.sources)
-    graphs = [_graph(g, lines) for g in found]
+    graphs = [_graph(g, lines, served) for g in found]
     if timing is not None:
         timing.apply(graphs)
     return {

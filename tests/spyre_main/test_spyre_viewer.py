@@ -1,0 +1,67 @@
+"""The viewer's page of a compile on torch-spyre main's own compiler (its scheduler, its
+OpSpecs and handles, the SuperDSC bundles its async_compile writes into Inductor's cache),
+in headless chromium: every kind of element lights exactly the relation computed from the
+artifact files and torch-spyre's bundle files (tests/browser/test_viewer.py says how)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
+from chromium import CHROMIUM, launched, skip_or_fail  # noqa: E402  (tests/browser/chromium.py)
+from test_viewer import CLICKS_PER_KIND, Page, Relation, _spread  # noqa: E402  (tests/browser/test_viewer.py)
+
+pytestmark = [pytest.mark.compile, pytest.mark.browser]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    skip_or_fail(None if CHROMIUM.exists() else f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")
+    with launched() as chromium:
+        yield chromium
+
+
+def test_a_torch_spyre_compile_lights_its_relatives_bundles_included(spyre_main_case, browser, tmp_path):
+    case = spyre_main_case("mlp")
+    folders = case.graph_dirs()
+    assert folders, case.stdout + case.stderr[-3000:]
+    # torch-spyre's bundle folders, by the handle each bundle carries (read here from the files)
+    served: dict[str, str] = {}
+    for folder in case.bundle_dirs():
+        for bundle in sorted(folder.glob("sdsc_*.json")):
+            (body,) = json.loads(bundle.read_text()).values()
+            handle = body.get("debug_handle_")
+            if handle:
+                served.setdefault(str(handle["id"]), f"{folder.name}/{bundle.name}")
+    assert served, "torch-spyre wrote no bundle with a handle"
+    from spyre_provenance import cli
+
+    html = tmp_path / "page.html"
+    assert (
+        cli.main(["view", str(case.out), "-o", str(html), "--bundles", str(case.inductor_cache / "inductor-spyre")])
+        == 0
+    )
+    page = Page(browser, html)
+    try:
+        problems = []
+        for relation in (Relation(f, served) for f in folders):
+            page.show(relation.label)
+            for kind in ("line", "pre", "post", "call", "spec", "bundle"):
+                shown = page.keys(kind)
+                assert sorted(shown) == relation.elements(kind), f"{relation.label}: the {kind} panel"
+                for key in _spread(shown, CLICKS_PER_KIND):
+                    page.click(kind, key)
+                    want, got = relation.lit((kind, key)), page.lit()
+                    if got != want:
+                        problems.append(
+                            f"{relation.label} {kind} {key}: {sorted(got - want)} too many, {sorted(want - got)} missing"
+                        )
+            assert relation.elements("bundle") and relation.elements("spec")
+        assert not problems, "\n".join(problems[:10])
+        assert page.errors == [] and [u for u in page.requests if u != page.url] == []
+    finally:
+        page.close()
