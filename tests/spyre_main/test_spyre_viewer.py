@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
-from chromium import CHROMIUM, launched, skip_or_fail  # noqa: E402  (tests/browser/chromium.py)
-from test_viewer import CLICKS_PER_KIND, Page, Relation, _spread  # noqa: E402  (tests/browser/test_viewer.py)
+from chromium import CHROMIUM, launched, skip_or_fail  # tests/browser/chromium.py
+from test_viewer import CLICKS_PER_KIND, Page, Relation, _spread  # tests/browser/test_viewer.py
 
 pytestmark = [pytest.mark.compile, pytest.mark.browser]
 
