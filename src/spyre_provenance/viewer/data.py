@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from spyre_provenance import jsonio
 from spyre_provenance.backends.bundles import handle_of
 from spyre_provenance.errors import UnusableInput
@@ -41,7 +43,7 @@ from spyre_provenance.viewer.sources import handle_lines, kernel_lines
 
 DOCUMENT_VERSION = 1
 #: A bundle's JSON is shown up to this many characters (a page of 10k kernels stays small).
-BUNDLE_TEXT_LIMIT = 20_000
+BUNDLE_TEXT_LIMIT = 8_000
 _SKIPPED = {folders.TLPARSE_FOLDER, folders.SDSC_FOLDER, folders.TRACE_FOLDER}
 _KIND_SUFFIXES = ("inference", "forward", "backward")
 
@@ -238,7 +240,7 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]]) -> 
                 path = served[hid]["path"]
                 if path not in bundle_at:
                     bundle_at[path] = len(bundles)
-                    bundles.append({**served[hid], "s": []})
+                    bundles.append({**served[hid], "s": []})  # a copy: its own list of OpSpecs
             b = bundle_at.get(path)
             if b is not None:
                 bundles[b]["s"].append(len(specs))
@@ -268,6 +270,8 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]]) -> 
                 "s": spec_at,
             }
         )
+    for bundle in bundles:
+        _bundle_text(bundle, specs)
     return {
         "label": g.label,
         "model": g.model,
@@ -303,19 +307,33 @@ def _bundle(g: GraphFolder, kernel: str, index: int) -> dict[str, Any] | None:
 
 def _bundle_file(path: Path, shown: str) -> dict[str, Any]:
     data = jsonio.read_file(path)
-    doc = jsonio.load_json(data, location=str(path))
     try:
+        doc = msgspec.json.decode(data)
         served = handle_of(doc)
+    except msgspec.DecodeError as exc:
+        raise UnusableInput(str(path), f"not valid JSON: {exc}") from None
     except ValueError as exc:
         raise UnusableInput(str(path), f"$: {exc}") from None
-    text = data.decode("utf-8")
     return {
         "path": shown,
-        "id": served.get("id") if served else None,
-        "text": text[:BUNDLE_TEXT_LIMIT],
-        "cut": len(text) > BUNDLE_TEXT_LIMIT,
+        "id": str(served["id"]) if served and "id" in served else None,
+        "doc": doc,  # made text by _bundle_text once its OpSpecs are known
         "s": [],  # the OpSpecs it is the bundle of
     }
+
+
+def _bundle_text(bundle: dict[str, Any], specs: list[dict[str, Any]]) -> None:
+    """The bundle as the page shows it: compact JSON, cut at BUNDLE_TEXT_LIMIT characters. Where
+    its ``debug_handle_`` is the handle of every OpSpec it serves (the same id), the page shows
+    that handle from the OpSpec artifact, so the bundle keeps only its id (``handle``: true)."""
+    doc = bundle.pop("doc")
+    bundle["handle"] = bundle["id"] is not None and all(specs[s]["ba"] for s in bundle["s"])
+    if bundle["handle"]:
+        ((key, body),) = doc.items()
+        doc = {key: {**body, "debug_handle_": {"id": bundle["id"]}}}
+    text = msgspec.json.encode(doc).decode("utf-8")
+    bundle["text"] = text[:BUNDLE_TEXT_LIMIT]
+    bundle["cut"] = len(text) > BUNDLE_TEXT_LIMIT
 
 
 def served_bundles(roots: list[Path]) -> dict[str, dict[str, Any]]:

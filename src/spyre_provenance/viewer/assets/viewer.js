@@ -8,8 +8,12 @@
 // of its lines). Panels are built per graph, when the graph is first shown.
 "use strict";
 (function () {
+  const T0 = performance.now();
   const D = JSON.parse(document.getElementById("data").textContent);
+  const timings = (window.viewerTimings = { parse: performance.now() - T0 });  // what make bench reports
   const KINDS = ["line", "pre", "post", "call", "spec", "bundle"];
+  const CHUNK = 200, EAGER = 3;  // rows per chunk; chunks made at once per panel
+  let chunks = null, chunkOf = null, observer = null, hit = null;
   const $ = (id) => document.getElementById(id);
   const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
   let gi = -1, G = null, rows = null, sel = null, lit = null;
@@ -75,8 +79,10 @@
 
   // --- panels ------------------------------------------------------------------------------
   const fmtTime = (us) => (us >= 1000 ? (us / 1000).toFixed(2) + " ms" : us.toFixed(1) + " us");
-  function row(kind, i, html) {
-    return '<div class="row" data-kind="' + kind + '" data-i="' + i + '" data-key="' + esc(keyOf(G, kind, i)) + '">' + html + "</div>";
+  // A panel is a list of pieces: HTML strings, and rows {i: element, f: its HTML, made when
+  // its chunk is}. The chunks index rows by element.
+  function row(kind, i, inner) {
+    return { i, f: () => '<div class="row" data-kind="' + kind + '" data-i="' + i + '" data-key="' + esc(keyOf(G, kind, i)) + '">' + inner() + "</div>" };
   }
   function handleText(g, h) {
     const d = g.handles[h]; if (!d) return "";
@@ -109,48 +115,76 @@
           style = ' style="background:rgba(240,138,36,' + (0.12 + 0.6 * share).toFixed(3) + ')"';
           note = '  <span class="time">' + (100 * share).toFixed(1) + "% of kernel time</span>";
         }
-        out.push('<div class="row" data-kind="line" data-i="' + l + '" data-key="' + esc(file.path + ":" + n) + '"' + style + ' title="' + esc(file.path + ":" + n) + '"><span class="ln">' + n + "</span>" + esc(text) + note + "</div>");
+        out.push({ i: l, f: () => '<div class="row" data-kind="line" data-i="' + l + '" data-key="' + esc(file.path + ":" + n) + '"' + style + ' title="' + esc(file.path + ":" + n) + '"><span class="ln">' + n + "</span>" + esc(text) + note + "</div>", i: l });
       });
     });
-    return { html: out.join(""), count: used.length + " lines that made kernels" + (total ? ", shaded by share of kernel time" : "") };
+    return { html: out, count: used.length + " lines that made kernels" + (total ? ", shaded by share of kernel time" : "") };
   }
   function renderGraph() {
     const g = G;
     const maxT = Math.max(0, ...g.calls.map((c) => c.t || 0));
     const parts = {
       line: renderLines(g),
-      pre: { html: g.pre.map((n, i) => row("pre", i, esc(n))).join(""), count: g.pre.length },
-      post: { html: g.post.map((n, i) => row("post", i, esc(n))).join(""), count: g.post.length },
+      pre: { html: g.pre.map((n, i) => row("pre", i, () => esc(n))), count: g.pre.length },
+      post: { html: g.post.map((n, i) => row("post", i, () => esc(n))), count: g.post.length },
       call: {
-        html: g.calls.map((c, i) => row("call", i,
+        html: g.calls.map((c, i) => row("call", i, () =>
           (c.t ? '<span class="bar" style="width:' + Math.max(1, Math.round(60 * c.t / maxT)) + 'px"></span>' : "") + esc(c.k) +
           ' <span class="muted">' + c.s.length + " OpSpec" + (c.s.length === 1 ? "" : "s") + "</span>" +
-          (c.t ? ' <span class="time">' + fmtTime(c.t) + ", " + c.n + " call" + (c.n === 1 ? "" : "s") + "</span>" : ""))).join(""),
+          (c.t ? ' <span class="time">' + fmtTime(c.t) + ", " + c.n + " call" + (c.n === 1 ? "" : "s") + "</span>" : ""))),
         count: g.calls.length,
       },
       spec: {
-        html: g.calls.map((c, ci) => c.s.length ? '<div class="group" data-call="' + ci + '">' + esc(c.k) + "</div>" + c.s.map((s) => {
+        html: [].concat(...g.calls.map((c, ci) => c.s.length ? ['<div class="group" data-call="' + ci + '">' + esc(c.k) + "</div>"].concat(c.s.map((s) => {
           const x = g.specs[s];
-          return row("spec", s, "  #" + x.i + " " + esc(x.op) + (x.buf ? " \u2192 " + esc(x.buf) : "") + '  <span class="muted">handle ' + esc(x.h || "none") + esc(handleText(g, x.h)) + "</span>");
-        }).join("") : "").join(""),
+          return row("spec", s, () => "  #" + x.i + " " + esc(x.op) + (x.buf ? " \u2192 " + esc(x.buf) : "") + '  <span class="muted">handle ' + esc(x.h || "none") + esc(handleText(g, x.h)) + "</span>");
+        })) : [])),
         count: g.specs.length,
       },
       bundle: {
-        html: g.bundles.map((b, i) => row("bundle", i, esc(b.path) + (b.s.length > 1 ? ' <span class="muted">' + b.s.length + " call sites</span>" : "") +
-          (b.s.every((x) => g.specs[x].ba) ? "" : ' <span class="warn">debug_handle_ ' + esc(b.id) + " is not every OpSpec's</span>"))).join(""),
+        html: g.bundles.map((b, i) => row("bundle", i, () => esc(b.path) + (b.s.length > 1 ? ' <span class="muted">' + b.s.length + " call sites</span>" : "") +
+          (b.s.every((x) => g.specs[x].ba) ? "" : ' <span class="warn">debug_handle_ ' + esc(b.id) + " is not every OpSpec's</span>"))),
         count: g.bundles.length,
       },
     };
-    rows = {};
+    // Rows are made in chunks of CHUNK pieces, a chunk's DOM only when it scrolls into view or
+    // holds a row a selection lights (fill): a graph of 10k kernels opens as fast as a small one.
+    rows = {}; chunks = {}; chunkOf = {};
+    if (observer) observer.disconnect();
+    observer = new IntersectionObserver((entries) => entries.forEach((e) => {
+      if (e.isIntersecting) fill(e.target.dataset.kind, +e.target.dataset.n);
+    }), { rootMargin: "800px" });
     KINDS.forEach((k) => {
-      const panel = $("p-" + k);
-      panel.querySelector(".body").innerHTML = parts[k].html || '<div class="ctx">none in this graph</div>';
+      const panel = $("p-" + k), pieces = parts[k].html, list = [], at = new Map(), holders = [];
+      for (let start = 0; start < pieces.length; start += CHUNK) {
+        const n = list.length, part = pieces.slice(start, start + CHUNK);
+        part.forEach((p) => { if (typeof p !== "string") at.set(p.i, n); });
+        list.push({ pieces: part, done: false, el: null });
+        holders.push('<div class="chunk" data-kind="' + k + '" data-n="' + n + '" style="height:' + 18 * Math.min(CHUNK, pieces.length - start) + 'px"></div>');
+      }
+      const body = panel.querySelector(".body");
+      body.innerHTML = holders.join("") || '<div class="ctx">none in this graph</div>';
+      body.querySelectorAll(".chunk").forEach((el) => { list[+el.dataset.n].el = el; observer.observe(el); });
       panel.querySelector(".count").textContent = "(" + parts[k].count + ")";
-      const m = new Map(); panel.querySelectorAll(".row").forEach((el) => m.set(+el.dataset.i, el));
-      rows[k] = m;
+      rows[k] = new Map(); chunks[k] = list; chunkOf[k] = at;
+      for (let n = 0; n < Math.min(EAGER, list.length); n++) fill(k, n);
     });
     $("bundle-view").textContent = "";
   }
+  function fill(kind, n) {
+    const c = chunks[kind][n];
+    if (!c || c.done) return;
+    c.done = true; c.el.style.height = "";
+    c.el.innerHTML = c.pieces.map((p) => (typeof p === "string" ? p : p.f())).join("");
+    c.el.querySelectorAll(".row").forEach((el) => {
+      const i = +el.dataset.i; rows[kind].set(i, el);
+      if (lit && lit[kind].has(i)) el.classList.add("lit");
+      if (sel && sel.kind === kind && sel.i === i) el.classList.add("sel");
+    });
+    if (hit !== null) hideMisses(c.el);
+  }
+  function fillAll(kind) { chunks[kind].forEach((_, n) => fill(kind, n)); }
+  function fillRows(kind, indices) { indices.forEach((i) => { const n = chunkOf[kind].get(i); if (n !== undefined) fill(kind, n); }); }
 
   // --- selection -----------------------------------------------------------------------------
   function clearLit() { if (lit) KINDS.forEach((k) => lit[k].forEach((i) => { const el = rows[k].get(i); if (el) el.classList.remove("lit", "sel"); })); lit = null; }
@@ -159,7 +193,7 @@
     sel = kind === null ? null : { kind, i };
     if (!sel) { $("detail").textContent = ""; $("bundle-view").textContent = ""; setHash(); return; }
     lit = relatives(G, kind, i);
-    KINDS.forEach((k) => lit[k].forEach((j) => { const el = rows[k].get(j); if (el) el.classList.add("lit"); }));
+    KINDS.forEach((k) => { fillRows(k, lit[k]); lit[k].forEach((j) => { const el = rows[k].get(j); if (el) el.classList.add("lit"); }); });
     const el = rows[kind].get(i); if (el) el.classList.add("sel");
     KINDS.forEach((k) => {
       if (k === kind && !(opts && opts.scroll)) return;
@@ -198,7 +232,10 @@
       text.push(handleDescription(g, x.h, h, ""));
       if (x.miss) text.push("no handle: " + x.miss);
       const b = x.b !== null ? g.bundles[x.b] : null;
-      text.push(b ? "\nSuperDSC bundle " + b.path + (x.ba ? "" : "  (its debug_handle_ " + b.id + " is not this OpSpec's)") + ":\n" + b.text + (b.cut ? "\n\u2026 (cut)" : "") : "\nno SuperDSC bundle in the out folder for this OpSpec");
+      let body = b ? b.text : "";
+      if (b && !b.cut) body = JSON.stringify(JSON.parse(b.text), null, 1);
+      text.push(b ? "\nSuperDSC bundle " + b.path + (x.ba ? "" : "  (its debug_handle_ " + b.id + " is not this OpSpec's)") +
+        (b.handle ? "  (its debug_handle_ is the handle above, id " + b.id + ": only the id is repeated here)" : "") + ":\n" + body + (b.cut ? "\n\u2026 (cut)" : "") : "\nno SuperDSC bundle in the out folder for this OpSpec");
       view.textContent = text.join("\n");
     } else view.textContent = "";
   }
@@ -222,12 +259,15 @@
     });
     return hit;
   }
+  function hideMisses(root) {
+    root.querySelectorAll(".row[data-kind=call]").forEach((el) => el.classList.toggle("hidden", hit !== null && !hit.has(+el.dataset.i)));
+    root.querySelectorAll(".row[data-kind=spec]").forEach((el) => el.classList.toggle("hidden", hit !== null && !hit.has(G.specs[+el.dataset.i].c)));
+    root.querySelectorAll(".group").forEach((el) => el.classList.toggle("hidden", hit !== null && !hit.has(+el.dataset.call)));
+  }
   function applySearch() {
     const q = $("search").value.trim().toLowerCase();
-    const hit = matches(G, q);
-    rows.call.forEach((el, i) => el.classList.toggle("hidden", hit !== null && !hit.has(i)));
-    rows.spec.forEach((el, s) => el.classList.toggle("hidden", hit !== null && !hit.has(G.specs[s].c)));
-    document.querySelectorAll("#p-spec .group").forEach((el) => el.classList.toggle("hidden", hit !== null && !hit.has(+el.dataset.call)));
+    hit = matches(G, q);
+    hideMisses($("p-call")); hideMisses($("p-spec"));
     let status = G.calls.length + " call sites";
     if (hit !== null) {
       const elsewhere = D.graphs.map((og, j) => (j === gi ? 0 : matches(og, q).size)).reduce((a, b) => a + b, 0);
@@ -242,7 +282,9 @@
     if (j === gi) return;
     clearLit(); sel = null; gi = j; G = D.graphs[j];
     $("graph").value = String(j);
+    const t = performance.now();
     renderGraph(); applySearch(); setHash();
+    timings.render = performance.now() - t;
   }
   function fromHash() {
     const p = new URLSearchParams(location.hash.slice(1));
@@ -250,7 +292,7 @@
     showGraph(j >= 0 && j < D.graphs.length ? j : 0);
     for (const k of KINDS) if (p.has(k)) { const i = find(G, k, p.get(k)); if (i >= 0) select(k, i, { scroll: true }); break; }
   }
-  function visibleRows(kind) { return Array.from(rows[kind].values()).filter((el) => !el.classList.contains("hidden")).sort((a, b) => a.offsetTop - b.offsetTop); }
+  function visibleRows(kind) { fillAll(kind); return Array.from(rows[kind].values()).filter((el) => !el.classList.contains("hidden")).sort((a, b) => a.offsetTop - b.offsetTop); }
   function move(step) {
     if (!sel) { const r = visibleRows("call")[0]; if (r) select("call", +r.dataset.i, { scroll: true }); return; }
     const list = visibleRows(sel.kind), at = list.indexOf(rows[sel.kind].get(sel.i)), next = list[at + step];
