@@ -356,3 +356,31 @@ def test_a_profiled_run_times_each_call_site_and_shades_its_lines(browser, viewe
             assert set(shaded) == timed_lines
     finally:
         page.close()
+
+
+def screenshot(browser, html: Path, out: Path, shot: Path) -> list[str]:
+    """The docs' picture of the page (docs/scripts/screenshot.py): the forward graph's first
+    kernel clicked, so every panel shows what it lights. Problems with the lit set (the
+    relation from ``out``'s files) are returned, and then no picture is written."""
+    graphs = relations(out)
+    relation = next((r for r in graphs if r.label.endswith("forward")), graphs[0])
+    page = Page(browser, html)
+    try:
+        page.show(relation.label)
+        key = relation.elements("call")[0]
+        page.click("call", key)
+        spec = next(k for kind, k in sorted(relation.lit(("call", key))) if kind == "spec")
+        page.click("spec", spec)  # the OpSpec's handle and bundle in the bundle panel
+        want, got = relation.lit(("spec", spec)), page.lit()
+        if got != want:
+            return [f"{relation.label} spec {spec}: lit {sorted(got ^ want)} differ"]
+        page.page.screenshot(path=str(shot))
+        return []
+    finally:
+        page.close()
+
+
+def test_the_docs_screenshot_is_taken_of_a_checked_page(browser, viewed, tmp_path):
+    out, html, _, _ = viewed
+    assert screenshot(browser, html, out, tmp_path / "view.png") == []
+    assert (tmp_path / "view.png").read_bytes().startswith(b"\x89PNG")
