@@ -42,8 +42,11 @@ from spyre_provenance.validate import schemas
 from spyre_provenance.viewer.sources import handle_lines, kernel_lines
 
 DOCUMENT_VERSION = 1
-#: A bundle's JSON is shown up to this many characters (a page of 10k kernels stays small).
+#: A bundle's JSON is shown up to this many characters, and all of a page's bundles up to
+#: about BUNDLE_BUDGET: real bundles run to tens of kB, and a page of 10k kernels has 30k.
 BUNDLE_TEXT_LIMIT = 8_000
+BUNDLE_TEXT_FLOOR = 1_000
+BUNDLE_BUDGET = 16_000_000
 _SKIPPED = {folders.TLPARSE_FOLDER, folders.SDSC_FOLDER, folders.TRACE_FOLDER}
 _KIND_SUFFIXES = ("inference", "forward", "backward")
 
@@ -184,7 +187,7 @@ def _names(*groups: Any) -> list[str]:
     return list(found)
 
 
-def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], limit: int) -> dict[str, Any]:
     m = g.mapping
     pre_to_post: dict[str, list[str]] = m.get("preToPost") or {}
     post_to_pre: dict[str, list[str]] = m.get("postToPre") or {}
@@ -271,7 +274,7 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]]) -> 
             }
         )
     for bundle in bundles:
-        _bundle_text(bundle, specs)
+        _bundle_text(bundle, specs, limit)
     return {
         "label": g.label,
         "model": g.model,
@@ -322,8 +325,8 @@ def _bundle_file(path: Path, shown: str) -> dict[str, Any]:
     }
 
 
-def _bundle_text(bundle: dict[str, Any], specs: list[dict[str, Any]]) -> None:
-    """The bundle as the page shows it: compact JSON, cut at BUNDLE_TEXT_LIMIT characters. Where
+def _bundle_text(bundle: dict[str, Any], specs: list[dict[str, Any]], limit: int) -> None:
+    """The bundle as the page shows it: compact JSON, cut at ``limit`` characters. Where
     its ``debug_handle_`` is the handle of every OpSpec it serves (the same id), the page shows
     that handle from the OpSpec artifact, so the bundle keeps only its id (``handle``: true)."""
     doc = bundle.pop("doc")
@@ -332,8 +335,8 @@ def _bundle_text(bundle: dict[str, Any], specs: list[dict[str, Any]]) -> None:
         ((key, body),) = doc.items()
         doc = {key: {**body, "debug_handle_": {"id": bundle["id"]}}}
     text = msgspec.json.encode(doc).decode("utf-8")
-    bundle["text"] = text[:BUNDLE_TEXT_LIMIT]
-    bundle["cut"] = len(text) > BUNDLE_TEXT_LIMIT
+    bundle["text"] = text[:limit]
+    bundle["cut"] = len(text) > limit
 
 
 def served_bundles(roots: list[Path]) -> dict[str, dict[str, Any]]:
@@ -365,7 +368,9 @@ def build(out: Path, timing: Any = None, bundles: list[Path] | None = None) -> d
     lines = _Lines()
     for g in found:
         lines.add_snapshot(g.sources)
-    graphs = [_graph(g, lines, served) for g in found]
+    opspecs = sum(len(specs) for g in found for specs in ((g.opspecs or {}).get("kernels") or {}).values())
+    limit = max(BUNDLE_TEXT_FLOOR, min(BUNDLE_TEXT_LIMIT, BUNDLE_BUDGET // max(1, opspecs)))
+    graphs = [_graph(g, lines, served, limit) for g in found]
     if timing is not None:
         timing.apply(graphs)
     return {
