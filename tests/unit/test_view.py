@@ -146,3 +146,14 @@ def test_a_torch_spyre_trace_is_read_by_its_events_debug_handles(out, tmp_path):
     timed = {(g["label"], c["k"]): (c["t"], c["n"]) for g in doc["graphs"] for c in g["calls"] if "t" in c}
     assert timed == {("out 0/0 backward", key): (15.0, 3)}
     assert doc["trace"]["matched"] == 3 and doc["trace"]["unmatched"] == 1
+
+
+def test_every_rank_and_graph_of_a_multi_rank_run_is_on_the_page(run_cli, tmp_path):
+    """compile --ranks N writes rank<r>/graph_<model>_...: one page holds every rank's graphs."""
+    run = tmp_path / "run"
+    for rank in (0, 1):
+        for sub in GOLDEN.glob("graph_*"):
+            shutil.copytree(sub, run / f"rank{rank}" / sub.name.replace("graph_", "graph_tp_", 1))
+    assert run_cli("view", run, "-o", tmp_path / "p.html")[0] == 0
+    labels = [g["label"] for g in _embedded(tmp_path / "p.html")["graphs"]]
+    assert labels == [f"tp rank{r} 0/0 {kind}" for r in (0, 1) for kind in ("forward", "backward")]

@@ -63,7 +63,11 @@ class GraphFolder:
         self.diagnostics: dict[str, Any] | None = _artifact(folder, DIAGNOSTICS)
         self.sources: dict[str, Any] | None = _source_lines(folder)
         label, folder_cid = folders.label_and_compile_id(folder.name) or (None, "")
-        self.model = label or folder.parent.name
+        # an unlabeled graph folder is its parent's model (a rank's: the run's folder)
+        parent = folder.parent
+        while folders.rank_of_folder(parent.name) is not None and parent != root:
+            parent = parent.parent
+        self.model = label or parent.name
         self.compile_id = str((self.diagnostics or {}).get("compile_id") or folder_cid)
         kind = (self.diagnostics or {}).get("graph")
         self.kind = kind if isinstance(kind, str) else _kind_of_name(folder.name)
