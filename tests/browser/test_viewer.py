@@ -261,6 +261,13 @@ def test_search_filters_call_sites_by_kernel_name_and_handle_id(browser, viewed)
         assert set(page.visible("call")) == holders
         # every OpSpec shown is one of a matching call site's
         assert {k.rsplit("#", 1)[0] for k in page.visible("spec")} == holders
+        # a source line (file:line): the call sites it made, its OpSpecs' included
+        lines = relation.elements("line")
+        line = next(x for x in lines if not any(x in other for other in lines if other != x))  # file:4 is in file:42
+        page.page.fill("#search", line)
+        made = {key for kind, key in relation.down[("line", line)] if kind == "call"}
+        assert set(page.visible("call")) == made != set()
+        page.page.fill("#search", handle)
         page.page.press("#search", "Enter")  # selects the first match
         assert page.page.eval_on_selector("#p-call .row.sel", "e => e.dataset.key") in holders
     finally:
