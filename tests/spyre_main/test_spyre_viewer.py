@@ -65,3 +65,38 @@ def test_a_torch_spyre_compile_lights_its_relatives_bundles_included(spyre_main_
         assert page.errors == [] and [u for u in page.requests if u != page.url] == []
     finally:
         page.close()
+
+
+def test_a_torch_spyre_trace_times_the_call_sites_by_their_handles(spyre_main_case, browser, tmp_path):
+    """torch-spyre's device events as its runtime names them (REFERENCE §6), made here from the
+    compile's own OpSpec handles (no Spyre card runs them): each call site gets its events'
+    time and count on the page, read by ``args.debug_handles`` alone."""
+    case = spyre_main_case("mlp")
+    events, expected = [], {}
+    for folder in case.graph_dirs():
+        relation = Relation(folder)
+        opspecs = json.loads((folder / "spyre_opspec_debug_handles.json").read_text())
+        for n, (key, specs) in enumerate(opspecs["kernels"].items()):
+            ids = [s["debug_handle"] for s in specs if s.get("debug_handle")]
+            for step in range(n + 1):  # a different count per call site
+                events.append(
+                    {"ph": "X", "name": f"spyre_kernel_v1_fused_x_abcdefghijklmnop#{step}", "ts": step, "dur": 10.0,
+                     "pid": 0, "tid": 0, "args": {"provenance_key": "abcdefghijklmnop", "debug_handles": ids}}
+                )  # fmt: skip
+            expected[(relation.label, key)] = n + 1
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    from spyre_provenance import cli
+
+    html = tmp_path / "page.html"
+    assert cli.main(["view", str(case.out), "-o", str(html), "--trace", str(trace)]) == 0
+    page = Page(browser, html)
+    try:
+        for (label, key), calls in expected.items():
+            page.show(label)
+            (text,) = page.page.eval_on_selector_all(
+                "#p-call .row", f"es => es.filter(e => e.dataset.key === {json.dumps(key)}).map(e => e.textContent)"
+            )
+            assert f"{calls} call{'s' if calls != 1 else ''}" in text, text
+    finally:
+        page.close()
