@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 OUT    ?= out/demo
 
-.PHONY: venv demo test lint test-models test-spyre-main test-torch-next bench golden docs docs-outputs clean
+.PHONY: venv demo test lint test-models test-spyre-main test-torch-next bench golden golden-spyre-main docs docs-outputs clean
 
 venv: $(STAMP)
 
@@ -76,6 +76,11 @@ test-torch-next: $(NEXT_STAMPS)
 
 golden: $(STAMP)
 	$(VENV)/bin/spyre-provenance golden update
+
+# the golden cases made on torch-spyre main (spyre_main_<commit>_*), with torch-spyre booted
+# on the stand-in in every process golden update starts (tests/spyre_main/run_booted.py)
+golden-spyre-main: $(STAMP)
+	$(PY) tests/spyre_main/run_booted.py golden update $$($(PY) -c "from spyre_provenance import golden; print(' '.join(n for n, c in golden.CASES.items() if c.needs_torch_spyre))")
 
 bench: $(STAMP)
 	$(PY) -m spyre_provenance.bench

@@ -90,6 +90,8 @@ def boot(source: Path, tools: Path | None = None) -> None:
     torch._C._acc.register_python_privateuseone_hook(_DummyPrivateUse1Hook())
     torch._C._acc.register_python_privateuseone_device_guard(_DummyDeviceGuard())
     _fake_inputs_have_layouts(torch)
+    # the device's two allocations, whose tensors keep their values on the CPU
+    torch_spyre._spyre_provenance_memory = native.register_memory(sys.modules["torch_spyre._C"])
     torch_spyre._spyre_provenance_booted = True
 
 

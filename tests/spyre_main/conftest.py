@@ -68,17 +68,21 @@ def _pythonpath() -> str:
 
 
 @pytest.fixture(scope="session")
-def torch_spyre_python(torch_spyre_env: dict[str, str]) -> Callable[[str], Any]:
+def torch_spyre_python(torch_spyre_env: dict[str, str]) -> Callable[..., Any]:
     """``torch_spyre_python(CODE)``: run CODE in a fresh interpreter where torch-spyre is
     booted on the stand-in (``boot.boot_from_env`` runs first), and return the JSON value
     it prints as its last line of stdout. For calling torch-spyre's own functions, e.g.
     ``build_kernel_provenance_descriptor`` or ``provenance._stable_id``, on data a test
-    read from a compile's output."""
+    read from a compile's output. ``env``: more environment variables (``TORCH_TRACE``)."""
 
-    def run(code: str, timeout: float = 300) -> Any:
+    def run(code: str, timeout: float = 300, env: dict[str, str] | None = None) -> Any:
         script = "from spyre_main import boot\nboot.boot_from_env()\n" + textwrap.dedent(code)
         done = subprocess.run(
-            [sys.executable, "-c", script], env=torch_spyre_env, capture_output=True, text=True, timeout=timeout
+            [sys.executable, "-c", script],
+            env={**torch_spyre_env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         if done.returncode != 0:
             raise AssertionError(f"torch_spyre_python failed ({done.returncode}):\n{done.stderr[-3000:]}")
@@ -90,15 +94,9 @@ def torch_spyre_python(torch_spyre_env: dict[str, str]) -> Callable[[str], Any]:
 
 @pytest.fixture(scope="session")
 def spyre_main_server(torch_spyre_env: dict[str, str]) -> Iterator[CompileServer]:
-    saved = dict(os.environ)
-    os.environ.update(torch_spyre_env)  # inherited by the worker when it starts
-    server = CompileServer(script=SERVER)
-    try:
-        yield server
-    finally:
-        server.close()
-        os.environ.clear()
-        os.environ.update(saved)
+    server = CompileServer(script=SERVER, env=torch_spyre_env)
+    yield server
+    server.close()
 
 
 @pytest.fixture(scope="session")
@@ -124,3 +122,56 @@ def spyre_main_case(
         return done[key]
 
     return run
+
+
+@pytest.fixture(scope="session")
+def spyre_main_untracked(
+    tmp_path_factory: pytest.TempPathFactory, spyre_main_server: CompileServer
+) -> Callable[[str], SpyreCompiledCase]:
+    """``spyre_main_untracked(SPEC)``: the same compile on torch-spyre main with tracking
+    off (``untracked.py``): its stdout is ``compiled`` or ``refused: <reason>``, its
+    ``bundle_dirs()`` torch-spyre's bundles. Once per session per spec."""
+    done: dict[str, SpyreCompiledCase] = {}
+
+    def run(spec: str) -> SpyreCompiledCase:
+        if spec not in done:
+            out = tmp_path_factory.mktemp("spyre_main_untracked")
+            stdout, stderr = out.parent / f"{out.name}.stdout", out.parent / f"{out.name}.stderr"
+            cache = out.parent / f"{out.name}.inductor-cache"
+            code = spyre_main_server.run(
+                ["compile", "untracked", spec], stdout, stderr, env={"TORCHINDUCTOR_CACHE_DIR": str(cache)}
+            )
+            done[spec] = SpyreCompiledCase(
+                out, code, stdout.read_text(errors="replace"), stderr.read_text(errors="replace"), cache
+            )
+        return done[spec]
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def spyre_main_unrouted_case(
+    tmp_path_factory: pytest.TempPathFactory, torch_spyre_env: dict[str, str]
+) -> Iterator[Callable[..., SpyreCompiledCase]]:
+    """``spyre_main_unrouted_case(*ARGS)``: ``spyre-provenance compile *ARGS --out DIR`` in a
+    process where torch-spyre is booted but the route is not installed: the product's own
+    placement (``TorchSpyreBackend.place``) puts the model on ``spyre``, where the stand-in
+    backs its tensors with CPU values, which Dynamo compiles as it finds them."""
+    server = CompileServer(script=SERVER, env={**torch_spyre_env, "SPYRE_PROVENANCE_ROUTE": "0"})
+    done: dict[tuple[str, ...], SpyreCompiledCase] = {}
+
+    def run(*args: str) -> SpyreCompiledCase:
+        if args not in done:
+            out = tmp_path_factory.mktemp("spyre_main_unrouted")
+            stdout, stderr = out.parent / f"{out.name}.stdout", out.parent / f"{out.name}.stderr"
+            cache = out.parent / f"{out.name}.inductor-cache"
+            code = server.run(
+                ["compile", *args, "--out", str(out)], stdout, stderr, env={"TORCHINDUCTOR_CACHE_DIR": str(cache)}
+            )
+            done[args] = SpyreCompiledCase(
+                out, code, stdout.read_text(errors="replace"), stderr.read_text(errors="replace"), cache
+            )
+        return done[args]
+
+    yield run
+    server.close()

@@ -165,6 +165,14 @@ class SpyreTensorLayout:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         import torch
 
+        if kwargs:  # by keyword: the names _C.pyi gives each overload's parameters
+            order = ["device_size", "stride_map", "device_dtype"] if "device_size" in kwargs else []
+            order = order or (
+                ["host_size", "host_strides", "dtype", "dim_order"]
+                if "host_strides" in kwargs
+                else ["host_size", "dtype"]
+            )
+            args = (*args, *(kwargs.pop(name) for name in order[len(args) :] if name in kwargs))
         if len(args) >= 3 and isinstance(args[2], DataFormats):  # (device_size, stride_map, format[, arrangement])
             self.device_size = [int(s) for s in args[0]]
             self.stride_map = [int(s) for s in args[1]]
@@ -479,13 +487,28 @@ def build() -> types.ModuleType:
         "set_downcast_warning": lambda on: None,
         "set_spyre_tensor_layout": lambda tensor, layout: None,
     }
+
+    def fill_tensor(tensor: Any, value: float) -> Any:  # a tensor of register_memory's
+        tensor.host.fill_(value)
+        return tensor
+
+    def copy_tensor(source: Any, destination: Any, non_blocking: bool = False) -> None:
+        def host(tensor: Any) -> Any:
+            return getattr(tensor, "host", tensor)
+
+        host(destination).copy_(host(source))
+
+    def spyre_empty_with_layout(size: Any, stride: Any, dtype: Any, layout: Any) -> Any:
+        import torch
+
+        return torch.empty_strided(tuple(size), tuple(stride), dtype=dtype, device="spyre")
+
+    names["fill_tensor"], names["copy_tensor"] = fill_tensor, copy_tensor
+    names["spyre_empty_with_layout"] = spyre_empty_with_layout
     for name in (
-        "spyre_empty_with_layout",
         "empty_with_layout",
         "as_strided_with_layout",
         "to_with_layout",
-        "copy_tensor",
-        "fill_tensor",
         "reinterpret_tensor",
         "reinterpret_tensor_with_layout",
     ):
@@ -493,3 +516,87 @@ def build() -> types.ModuleType:
     for name, value in names.items():
         setattr(module, name, value)
     return module
+
+
+# -- memory: tensors on ``spyre`` whose bytes live on the CPU ----------------------------------
+
+
+def host_backed_tensor_type() -> type:
+    """A tensor on device ``spyre`` holding its values in a CPU tensor (``.host``).
+
+    The C++ extension registers the allocator (``aten::empty.memory_format``,
+    ``empty_strided``) and eager device ops; the stand-in cannot, so ``register_memory``
+    registers those two allocations for the device and they return this type. Its
+    ``__torch_dispatch__`` runs every op on the CPU values (device arguments ``spyre`` read
+    as ``cpu``) and gives results back on ``spyre``, except copies to the CPU. That serves
+    what the compile path does with real device tensors, e.g. Inductor's constant folding
+    deducing a mask's value (``aten.full`` on ``spyre``, then ``tril``, ``and``): the values
+    come from the CPU, which is all a compile reads of them. No Spyre kernel runs.
+    """
+    import torch
+    from torch.utils._pytree import tree_map
+
+    spyre = torch.device("spyre", 0)
+
+    class HostBacked(torch.Tensor):
+        host: torch.Tensor
+
+        @staticmethod
+        def __new__(cls, host: torch.Tensor) -> HostBacked:
+            made = torch.Tensor._make_wrapper_subclass(
+                cls,
+                host.size(),
+                strides=host.stride(),
+                dtype=host.dtype,
+                device=spyre,
+                requires_grad=host.requires_grad,
+            )
+            made.host = host
+            return made
+
+        def __repr__(self) -> str:
+            return f"HostBacked({self.host!r}, device='spyre')"
+
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            def unwrap(value: Any) -> Any:
+                if isinstance(value, HostBacked):
+                    return value.host
+                if isinstance(value, torch.device) and value.type == "spyre":
+                    return torch.device("cpu")
+                return value
+
+            to_cpu = func in (torch.ops.aten._to_copy.default,) and (kwargs or {}).get("device") == torch.device("cpu")
+            result = func(*tree_map(unwrap, args), **tree_map(unwrap, kwargs or {}))
+            if to_cpu:
+                return result
+            if func is torch.ops.aten.copy_.default or func.__name__.endswith("_") and isinstance(args[0], HostBacked):
+                return args[0]  # in place: the same device tensor
+
+            def wrap(value: Any) -> Any:
+                return HostBacked(value) if isinstance(value, torch.Tensor) and value.device.type == "cpu" else value
+
+            return tree_map(wrap, result)
+
+    return HostBacked
+
+
+def register_memory(module: types.ModuleType) -> Any:
+    """Register the device's allocations for ``spyre`` (PrivateUse1); returns the
+    torch.library handle (keep it alive)."""
+    import torch
+
+    host_backed = host_backed_tensor_type()
+    library = torch.library.Library("aten", "IMPL")
+
+    def empty(size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+        return host_backed(torch.empty(size, dtype=dtype, memory_format=memory_format))
+
+    def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
+        return host_backed(torch.empty_strided(size, stride, dtype=dtype))
+
+    library.impl("empty.memory_format", empty, "PrivateUse1")
+    library.impl("empty_strided", empty_strided, "PrivateUse1")
+
+    module.HostBacked = host_backed  # type: ignore[attr-defined]
+    return library

@@ -26,22 +26,29 @@ DEVICE = "spyre"
 
 
 def _on_spyre(graph_module: Any) -> int:
-    """Point the graph's factory ops (``arange``, ``zeros``, ``full``, ``tensor``...) at
-    ``spyre``: Dynamo traced them on the CPU, where a card run would have built them on the
-    device. Returns how many nodes moved."""
+    """Point the graph's devices at ``spyre``: Dynamo traced factory ops (``arange``,
+    ``zeros``, ``full``), ``.to(device)`` calls and the like on the CPU, where a card run
+    would have built them on the device. Every ``torch.device("cpu")`` in a node's
+    arguments, positional or keyword, becomes ``spyre``. Returns how many nodes moved."""
     import torch
+    from torch.fx.node import map_aggregate
 
-    moved = 0
+    spyre = torch.device(DEVICE)
+
+    def moved(value: Any) -> Any:
+        return spyre if isinstance(value, torch.device) and value.type == "cpu" else value
+
+    count = 0
     for node in graph_module.graph.nodes:
-        device = node.kwargs.get("device")
-        if device is None:
-            continue
-        if torch.device(device).type == "cpu":
-            node.update_kwarg("device", torch.device(DEVICE))
-            moved += 1
-    if moved:
+        args, kwargs = map_aggregate(node.args, moved), map_aggregate(node.kwargs, moved)
+        if kwargs.get("device") == "cpu":  # a device given as a string
+            kwargs = {**kwargs, "device": spyre}
+        if args != node.args or kwargs != node.kwargs:
+            node.args, node.kwargs = args, kwargs
+            count += 1
+    if count:
         graph_module.recompile()
-    return moved
+    return count
 
 
 def _fake_on_spyre(fake_mode: Any, value: Any) -> Any:
@@ -59,6 +66,7 @@ def spyre_inductor(graph_module: Any, example_inputs: list[Any]) -> Any:
     whose inputs and factory ops are on ``spyre``; returns the traced graph to run."""
     import copy
 
+    import torch._functorch.config as functorch_config
     from torch._guards import detect_fake_mode
     from torch._inductor import compile_fx
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -66,7 +74,10 @@ def spyre_inductor(graph_module: Any, example_inputs: list[Any]) -> Any:
     fake_mode = detect_fake_mode(example_inputs) or FakeTensorMode(allow_non_fake_inputs=True)
     on_device = copy.deepcopy(graph_module)
     _on_spyre(on_device)
-    compile_fx.compile_fx(on_device, [_fake_on_spyre(fake_mode, x) for x in example_inputs])
+    # the compiled function never runs here, so a backward AOTAutograd would compile at
+    # its first run is compiled now, as the run on a card would have it compiled
+    with functorch_config.patch(force_non_lazy_backward_lowering=True):
+        compile_fx.compile_fx(on_device, [_fake_on_spyre(fake_mode, x) for x in example_inputs])
     return graph_module.forward
 
 

@@ -8,6 +8,7 @@ project's torch-spyre adapter at the route (``route.py``) before the first reque
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -16,9 +17,21 @@ sys.path.insert(0, str(TESTS))  # spyre_main, compile_server, where
 
 from spyre_main import boot, route  # noqa: E402
 
+ROUTE = "SPYRE_PROVENANCE_ROUTE"
+
 if __name__ == "__main__":
     boot.boot_from_env()
-    route.install()
+    if os.environ.get(ROUTE, "1") != "0":  # 0: the product's own placement on spyre, no route
+        route.install()
+    from spyre_main import untracked
+    from spyre_provenance import cli
+
+    tracked = cli.main
+
+    def main(argv: list[str]) -> int:  # ``compile untracked SPEC``: the same compile, no hook
+        return untracked.main(argv[2:]) if argv[:2] == ["compile", "untracked"] else tracked(argv)
+
+    cli.main = main
     import compile_server
 
     compile_server.main()

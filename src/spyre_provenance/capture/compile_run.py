@@ -82,6 +82,16 @@ class CompileReport(msgspec.Struct):
     output_scale: float = 0.0  # the largest magnitude of eager's outputs and gradients
 
     @property
+    def torch_spyre_kernels(self) -> int | None:
+        """On the ``spyre`` backend, how many call sites are kernels torch-spyre's own
+        scheduling defined (the adapter kept their OpSpecs); None on other backends. Zero
+        means Inductor compiled the model with its own kernels: torch-spyre's compile_fx
+        wrapper engages only for tensors on device ``spyre``."""
+        if self.backend != "spyre":
+            return None
+        return sum(1 for g in self.graphs for r in g.records if not r.is_extern and r.opspecs is not None)
+
+    @property
     def random_ops(self) -> list[Any]:
         """The ops of the compiled graphs that draw random numbers, once each."""
         return list(dict.fromkeys(op for g in self.graphs for op in g.random_ops))

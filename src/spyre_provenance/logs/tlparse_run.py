@@ -137,8 +137,10 @@ class LogGraph(msgspec.Struct):
     has_mapping: bool = False
 
 
-def graphs_of(records: list[RawRecord]) -> list[LogGraph]:
-    """The graphs of each compile id that have output code, in log order.
+def graphs_of(records: list[RawRecord], *, with_code: bool = True) -> list[LogGraph]:
+    """The graphs of each compile id that have output code (``with_code`` False: also those
+    that have none, a backward whose compile failed after its post-grad graph was logged),
+    in log order.
 
     Split by ``tracelog.GraphSplitter``, the rule ``logs.graphs.read_log_graphs`` uses.
     """
@@ -165,7 +167,7 @@ def graphs_of(records: list[RawRecord]) -> list[LogGraph]:
             graph.has_mapping = True
     for graph in current.values():  # metrics, guards after the last graph stay with it
         graph.last = tail[graph.compile_id]
-    return [g for g in graphs if g.has_code]
+    return [g for g in graphs if g.has_code or not with_code]
 
 
 def graph_log(records: list[RawRecord], graphs: list[LogGraph], graph: LogGraph) -> bytes:
@@ -252,12 +254,16 @@ def _graph_pages(tlparse: str, log: Path, out: Path) -> list[GraphPage]:
     folders = _compile_folders(out)
     records = read_records(log)
     graphs = graphs_of(records)
+    # a graph without code still has its post-grad graph in the folder (a backward that
+    # failed after its forward compiled): tlparse's page of the folder would read that
+    # one, so the forward gets a log and a page of its own
+    every = graphs_of(records, with_code=False)
     pages: list[GraphPage] = []
     for graph in graphs:
         folder = folders.get(graph.compile_id)
         if folder is None:
             continue
-        siblings = [g for g in graphs if g.compile_id == graph.compile_id]
+        siblings = [g for g in every if g.compile_id == graph.compile_id]
         if len(siblings) == 1:
             page = out / f"provenance_tracking_{folder}.html"
         else:
