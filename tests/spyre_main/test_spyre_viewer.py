@@ -25,8 +25,14 @@ def browser():
         yield chromium
 
 
-def test_a_torch_spyre_compile_lights_its_relatives_bundles_included(spyre_main_case, browser, tmp_path):
-    case = spyre_main_case("mlp")
+#: compiles shared with tests/spyre_main's other modules: inference, and training (on torch-spyre
+#: main a Linear model compiles as an inference graph; param_free has a backward it refuses)
+CASES = [("mlp",), ("residual",), ("mlp", "--train")]
+
+
+@pytest.mark.parametrize("args", CASES, ids=["-".join(a).replace("--", "") for a in CASES])
+def test_a_torch_spyre_compile_lights_its_relatives_bundles_included(args, spyre_main_case, browser, tmp_path):
+    case = spyre_main_case(*args)
     folders = case.graph_dirs()
     assert folders, case.stdout + case.stderr[-3000:]
     # torch-spyre's bundle folders, by the handle each bundle carries (read here from the files)
