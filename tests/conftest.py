@@ -152,10 +152,15 @@ class OpenedCase:
         self.returncode = done.returncode
         self.stdout = done.stdout
         self.stderr = done.stderr
-        # one line per compile folder and graph: "LABEL  PATH" (+ "  (note)" when unlinked)
+        # one line per compile folder and graph: "LABEL  PATH" (+ "  (note)" when unlinked),
+        # then the viewer's page: "viewer  PATH"
         self.pages: list[tuple[str, Path]] = []
+        self.viewer: Path | None = None
         for line in done.stdout.splitlines():
             label, path = line.split("  ", 1)
+            if label.strip() == "viewer":
+                self.viewer = Path(path.strip())
+                continue
             self.pages.append((label, Path(path.strip().split("  ")[0])))
 
 

@@ -80,6 +80,10 @@ COMMANDS: list[Command] = [
     ),
     Command("help-lookup", "spyre-provenance lookup --help"),
     Command("help-annotate", "spyre-provenance annotate --help"),
+    # the viewer's page (docs/viewer.md)
+    Command("view", "spyre-provenance view out/profiled --trace out/profiled/profile/mlp.trace.json -o view.html"),
+    Command("view-invalid", "spyre-provenance view bad"),
+    Command("help-view", "spyre-provenance view --help"),
 ]
 
 #: what ``bad/`` holds: a mapping whose inverse maps disagree (from the hostile-input corpus)
@@ -94,6 +98,8 @@ def normalize(text: str) -> str:
     # lookup prints source files as the artifacts hold them (absolute, in this checkout),
     # and OpSpec handle ids are content hashes of them
     text = text.replace(str(ROOT), "<checkout>").replace(DISPLAY_ROOT, "<checkout>")
+    # the viewer's page holds the source files' paths, so its size moves with the checkout's
+    text = re.sub(r"\([0-9.]+ MB\)", "(<SIZE> MB)", text)
     return re.sub(r"handle \d+", "handle <ID>", text)
 
 

@@ -55,7 +55,7 @@ def _mapping_of(log: Path) -> dict:
 def _open(run_cli, log: Path, out: Path) -> Path:
     code, printed, err = run_cli("open", log, "--out", out, "--no-browser")
     assert code == 0, err
-    (line,) = printed.splitlines()
+    (line,) = [x for x in printed.splitlines() if not x.startswith("viewer ")]  # the viewer's page: test_viewer.py
     return Path(line.split("  ", 1)[1].strip())
 
 

@@ -145,7 +145,10 @@ def test_open_renders_the_multi_rank_report_and_every_rank_links_every_kernel(tp
     assert lines[0][0].strip() == "ranks" and Path(lines[0][-1].strip()) == out / "index.html"
     landing = (out / "index.html").read_text()
     assert 'href="rank_0/index.html"' in landing and 'href="rank_1/index.html"' in landing
-    pages = {line[0].strip(): Path(line[-1].strip()) for line in lines[1:]}
+    # last, the viewer's one page of every rank's graphs (tests/browser/test_viewer.py)
+    assert lines[-1][0].strip() == "viewer" and Path(lines[-1][-1].strip()) == tp_run.out / "view.html"
+    assert (tp_run.out / "view.html").is_file()
+    pages = {line[0].strip(): Path(line[-1].strip()) for line in lines[1:-1]}
     assert list(pages) == ["rank 0 [0/0] inference", "rank 1 [0/0] inference"]
     for rank, path in enumerate(pages.values()):
         assert path.parent == out / f"rank_{rank}"

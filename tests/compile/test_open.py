@@ -69,9 +69,12 @@ def test_open_prints_a_page_per_graph_and_opens_the_first(compile_case, run_cli,
     monkeypatch.setattr("webbrowser.open", lambda url, *a, **k: opened.append(url) or True)
     code, out, err = run_cli("open", case.out, "--out", tmp_path / "pages")
     assert code == 0, err
-    (line,) = out.splitlines()
+    line, viewer = out.splitlines()
     label, path = line.split("  ", 1)
     assert label == "[0/0] inference" and Path(path.strip()).is_file()
+    # beside tlparse's page, the viewer's, of the same --out folder
+    assert viewer == f"{'viewer'.ljust(len(label))}  {case.out / 'view.html'}"
+    assert (case.out / "view.html").is_file()
     assert opened == [Path(path.strip()).resolve().as_uri()]
     # the same log, named directly or as its trace folder; --no-browser opens nothing
     opened.clear()

@@ -17,7 +17,13 @@ import pytest
 
 from fresh_process import FRESH  # tests/ is on sys.path
 from spyre_provenance.logs import tracelog
-from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.names import (
+    DIAGNOSTICS,
+    KERNEL_STACK_TRACES,
+    NODE_MAPPINGS,
+    OPSPEC_DEBUG_HANDLES,
+    SOURCE_LINES,
+)
 from spyre_provenance.validate import paths as path_validation
 from spyre_provenance.validate import schemas
 
@@ -81,7 +87,7 @@ def test_each_log_holds_one_process_and_one_model(shared_out: Path) -> None:
 
 
 def test_artifacts_are_those_of_each_model_compiled_alone(shared_out: Path, compile_case) -> None:
-    names = {f"{a}.json" for a in (NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS)}
+    names = {f"{a}.json" for a in (NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS, SOURCE_LINES)}
     for model in MODELS:
         alone = compile_case(model).out
         mine = graph_folders(shared_out, model)

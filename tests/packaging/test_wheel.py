@@ -116,6 +116,16 @@ def test_validate_and_diff_run_without_torch(bare_venv: Path, tmp_path: Path) ->
     assert done.returncode == 1 and done.stderr == "" and done.stdout.strip(), (done.returncode, done.stderr)
 
 
+def test_view_runs_without_torch_from_the_wheels_own_page_assets(bare_venv: Path, tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    done = _run(
+        bare_venv, "spyre-provenance", "view", str(REPO / "golden" / "mlp_train"), "-o", str(page), cwd=tmp_path
+    )
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    html = page.read_text()
+    assert '<script type="application/json" id="data">' in html and "function relatives(" in html
+
+
 def test_the_pre_commit_hook_entry_runs_without_torch(bare_venv: Path, tmp_path: Path) -> None:
     [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     files = sorted(

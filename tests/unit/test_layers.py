@@ -27,7 +27,7 @@ LAYERS = (
     ("coverage",),  # one judge, on a compile or on a log
     ("golden", "audit_report"),  # cases, normalize, store, diff, the regression check; the provenance audit
     ("runtime",),  # run-time names -> provenance: lookup, profiler-trace annotation, the profiled run
-    ("capture", "backends", "examples"),  # the only code that touches torch._inductor
+    ("capture", "backends", "examples", "viewer"),  # the only code that touches torch._inductor; the viewer's page
     ("cli", "pytest_plugin", "bench"),  # entry points: imported by nothing
 )
 #: The only modules that may load torch when imported; every other one must not.

@@ -21,6 +21,7 @@ from spyre_provenance.bench.whole_process import render_section as _whole_proces
 if TYPE_CHECKING:
     from spyre_provenance.bench.audit_overhead import AuditResults
     from spyre_provenance.bench.runtime import RuntimeResults
+    from spyre_provenance.bench.viewer import ViewerResults
 
 TARGET_AB = 1.03
 TARGET_FAST = 2.0
@@ -113,6 +114,7 @@ def render(
     audit: AuditResults | None = None,
     whole_process: WholeProcessResults | None = None,
     runtime: RuntimeResults | None = None,
+    viewer: ViewerResults | None = None,
 ) -> str:
     lines: list[str] = []
     add = lines.append
@@ -140,6 +142,10 @@ def render(
         from spyre_provenance.bench import runtime as runtime_bench
 
         verdicts.append(runtime_bench.render_section(lines, runtime))
+    if viewer is not None:
+        from spyre_provenance.bench import viewer as viewer_bench
+
+        verdicts.append(viewer_bench.render_section(lines, viewer))
     add("#### Targets")
     add("")
     lines.extend(f"- {v}" for v in verdicts)

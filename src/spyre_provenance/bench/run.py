@@ -72,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         from spyre_provenance.bench import runtime
 
         runtime_results = runtime.run(runtime.FULL, progress)
+    viewer_results = None
+    if not quick:  # the smoke test runs it alone (tests/bench/test_bench_viewer.py)
+        from spyre_provenance.bench import viewer
+
+        viewer_results = viewer.run(viewer.FULL, progress)
     artifact_results = artifacts.run(
         artifacts.QUICK_SIZES if quick else artifacts.FULL_SIZES,
         artifacts.QUICK_OUTER if quick else artifacts.OUTER,
@@ -91,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         audit=audit_results,
         whole_process=whole_results,
         runtime=runtime_results,
+        viewer=viewer_results,
     )
     if args.json:
         raw = {
@@ -99,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             "audit": audit_results,
             "whole_process": whole_results,
             "runtime": runtime_results,
+            "viewer": viewer_results,
             "started": started.isoformat(),
         }
         args.json.write_bytes(msgspec.json.encode(raw))

@@ -18,10 +18,12 @@ from spyre_provenance.model.names import (
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
+    SOURCE_LINES,
     artifact_file,
 )
 from spyre_provenance.model.records import GraphResult
 from spyre_provenance.support import atomic_write_bytes, remove_stale_temporaries
+from spyre_provenance.viewer import sources
 
 
 def artifact_files(result: GraphResult) -> dict[str, bytes]:
@@ -33,6 +35,9 @@ def artifact_files(result: GraphResult) -> dict[str, bytes]:
         files[artifact_file(KERNEL_STACK_TRACES)] = mapping.to_json_bytes(result.stack_traces)
     if result.opspec_handles is not None:
         files[artifact_file(OPSPEC_DEBUG_HANDLES)] = mapping.to_json_bytes(result.opspec_handles)
+    made = sources.made_lines(result.stack_traces, result.opspec_handles)
+    if made:  # read now: where the viewer's page is opened, the file may have changed or be gone
+        files[artifact_file(SOURCE_LINES)] = mapping.to_json_bytes(sources.snapshot(made))
     return files
 
 

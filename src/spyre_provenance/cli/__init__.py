@@ -35,6 +35,7 @@ COMMANDS = {
     "audit": "audit which provenance fields survive each stage of a compile, and what changed since the last run",
     "lookup": "from a kernel name met at run time (error, profiler, bundle folder, key, handle id) to its source",
     "annotate": "add each kernel's provenance to the events of a torch.profiler Chrome trace",
+    "view": "write one self-contained HTML page of an --out folder: source, graphs, kernels, OpSpecs, bundles",
 }
 
 

@@ -110,11 +110,13 @@ def request(args: argparse.Namespace) -> compile_job.CompileRequest:
 def report(outcome: compile_job.CompileOutcome) -> int:
     """Print the summary (and what became of the audit files and the profile); the exit status."""
     from spyre_provenance.cli import outputs as summary
+    from spyre_provenance.cli import view
 
     for problem in outcome.page_problems:
         print(problem, file=sys.stderr)
     assert outcome.out is not None  # the command always compiles into an --out folder
-    print(summary.render(outcome.report, outcome.checked, outcome.pages, outcome.out))
+    viewer = view.beside(outcome.out) if outcome.report.graphs else None
+    print(summary.render(outcome.report, outcome.checked, outcome.pages, outcome.out, viewer))
     if outcome.audit is not None:
         if outcome.audit.refused is not None:
             raise outcome.audit.refused

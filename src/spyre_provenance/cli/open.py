@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     for page in pages:
         note = "" if page.has_mapping else "  (no provenance mapping logged: nothing is linked)"
         print(f"{page.label.ljust(width)}  {page.page}{note}")
+    _print_viewer(target, width)
     if not mapped:
         print(f"{target}: no compiled graph with a provenance mapping in the log", file=sys.stderr)
         return EXIT_FOUND_WANTING
@@ -91,12 +92,29 @@ def _open_ranks(args: argparse.Namespace, target: Path) -> int:
     for page in pages:
         note = "" if page.has_mapping else "  (no provenance mapping logged: nothing is linked)"
         print(f"{page.label.ljust(width)}  {page.page}{note}")
+    _print_viewer(target, width)
     if not any(page.has_mapping for page in pages):
         print(f"{target}: no compiled graph with a provenance mapping in the ranks' logs", file=sys.stderr)
         return EXIT_FOUND_WANTING
     if not args.no_browser:
         webbrowser.open(landings[0].resolve().as_uri())
     return EXIT_OK
+
+
+def _print_viewer(target: Path, width: int) -> None:
+    """Beside tlparse's pages, the viewer's page (``view``) of a compile --out folder, written
+    now; a log alone has no graph folders to make it of."""
+    from spyre_provenance.cli import view
+    from spyre_provenance.viewer import data
+
+    out = target
+    if target.is_file() and target.parent.name == "trace":  # a compile --out folder's log
+        out = target.parent.parent
+    elif target.name == "trace":
+        out = target.parent
+    if out.is_dir() and data.has_graph_folders(out):
+        line = view.beside(out)
+        print(f"{'viewer'.ljust(width)}  {line.removeprefix('viewer page: ')}")
 
 
 def _default_out(target: Path, log: Path) -> Path:

@@ -23,7 +23,9 @@ TINY_OUTPUTS = 1e-6
 SHOWN_VIOLATIONS = 10
 
 
-def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: Path) -> str:
+def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: Path, viewer: str | None = None) -> str:
+    """The summary; ``viewer`` is the viewer page's line (``cli.view.beside``), printed after
+    tlparse's pages."""
     calls = f", {report.calls} calls" if report.calls > 1 else ""
     where = f"on the {report.backend} backend"
     if report.graphs and report.torch_spyre_kernels == 0:  # asked for spyre, compiled by Inductor alone
@@ -102,6 +104,8 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
     lines.append(f"  written to {out}")
     for page in pages:
         lines.append(f"  provenance page: {page}")
+    if viewer is not None:
+        lines.append(f"  {viewer}")
     return "\n".join(lines)
 
 

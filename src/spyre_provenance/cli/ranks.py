@@ -121,6 +121,11 @@ def run(args: argparse.Namespace, out: Path, label: str, own_folders) -> int:
             for page in report.pages:
                 print(f"  {page.label.ljust(width)}  {page.page}")
 
+    if logs:  # one page for every rank's graphs
+        from spyre_provenance.cli import view
+
+        print(view.beside(out))
+
     failed = sorted((r for r in ranks if r.failed), key=lambda r: (not r.stopped, r.ended_at or 0.0, r.rank))
     if not failed:
         return max(r.process.returncode for r in ranks)

@@ -55,6 +55,16 @@ LOOKUP = "provenance_lookup"
 #: Documents the command line prints (schemas/<name>/, no file name, no detection).
 PRINTED_DOCUMENTS = (LOOKUP,)
 
+#: The model's source lines that made a graph's kernels, with context, read at compile time
+#: (the file may have changed, or be absent, where the viewer's page is opened). A companion
+#: document of the viewer (``spyre-provenance view``): written beside a graph's artifacts,
+#: with its schema, but neither logged for tlparse nor compared by golden files.
+SOURCE_LINES = "spyre_source_lines"
+#: Lines of context kept on each side of a source line that made a kernel.
+SOURCE_CONTEXT = 3
+#: Documents written beside the artifacts that only this project's own readers use.
+COMPANION_DOCUMENTS = (SOURCE_LINES,)
+
 #: Every artifact this project reads or writes, in the order reports list them.
 ARTIFACTS = (NODE_MAPPINGS, KERNEL_STACK_TRACES, KERNEL_INFORMATION, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS, AUDIT)
 #: A debug handle's ``transform_history[].kind`` (torch-spyre's ProvenanceTransform).

@@ -51,6 +51,7 @@ from spyre_provenance.model.detect import (  # re-exported: the public API lives
 from spyre_provenance.model.names import (
     ARTIFACTS,
     AUDIT,
+    COMPANION_DOCUMENTS,
     DIAGNOSTICS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
@@ -138,7 +139,7 @@ def load_schema(artifact: str, version: int) -> dict[str, Any]:
 
 @functools.cache
 def _schema(artifact: str, version: int) -> dict[str, Any]:
-    if artifact not in ARTIFACTS and artifact not in PRINTED_DOCUMENTS:
+    if artifact not in ARTIFACTS and artifact not in PRINTED_DOCUMENTS and artifact not in COMPANION_DOCUMENTS:
         raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(ARTIFACTS)}")
     return json.loads((schema_dir() / artifact / f"v{version}.schema.json").read_text(encoding="utf-8"))
 

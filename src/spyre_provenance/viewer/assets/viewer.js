@@ -1,0 +1,339 @@
+// spyre-provenance view: the page's behaviour. Plain JavaScript, no framework, no request.
+//
+// The document (viewer/data.py) lists edges pointing down the chain
+//   pre-grad node -> post-grad node -> call site -> OpSpec -> bundle,  source line -> call site | OpSpec.
+// RELATION: a click on X lights X, everything below X (down), everything above X (up),
+// and everything above each call site so reached: a call site is the hub whose source
+// lines, post-grad and pre-grad nodes always light together (a fused kernel lights all
+// of its lines). Panels are built per graph, when the graph is first shown.
+"use strict";
+(function () {
+  const T0 = performance.now();
+  const D = JSON.parse(document.getElementById("data").textContent);
+  const timings = (window.viewerTimings = { parse: performance.now() - T0 });  // what make bench reports
+  const KINDS = ["line", "pre", "post", "call", "spec", "bundle"];
+  const CHUNK = 200, EAGER = 3;  // rows per chunk; chunks made at once per panel
+  let chunks = null, chunkOf = null, observer = null, hit = null;
+  const $ = (id) => document.getElementById(id);
+  const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+  let gi = -1, G = null, rows = null, sel = null, lit = null;
+
+  // --- the relation ----------------------------------------------------------------------
+  function index(g) {
+    if (g._ix) return g._ix;
+    const push = (m, k, v) => { let a = m.get(k); if (!a) m.set(k, (a = [])); a.push(v); };
+    const postPre = g.post.map(() => []), postCall = g.post.map(() => []);
+    g.pp.forEach((ps, i) => ps.forEach((p) => postPre[p].push(i)));
+    g.calls.forEach((c, i) => c.p.forEach((p) => postCall[p].push(i)));
+    const lineCall = new Map(), lineSpec = new Map();
+    g.calls.forEach((c, i) => c.l.forEach((l) => push(lineCall, l, i)));
+    g.specs.forEach((s, i) => s.l.forEach((l) => push(lineSpec, l, i)));
+    return (g._ix = { postPre, postCall, lineCall, lineSpec });
+  }
+
+  function relatives(g, kind, i) {
+    const ix = index(g);
+    const S = {}; KINDS.forEach((k) => (S[k] = new Set()));
+    const seenDown = {}, seenUp = {}; KINDS.forEach((k) => { seenDown[k] = new Set(); seenUp[k] = new Set(); });
+    function down(k, j) {
+      if (seenDown[k].has(j)) return; seenDown[k].add(j); S[k].add(j);
+      if (k === "pre") g.pp[j].forEach((p) => down("post", p));
+      else if (k === "post") ix.postCall[j].forEach((c) => down("call", c));
+      else if (k === "line") { (ix.lineCall.get(j) || []).forEach((c) => down("call", c)); (ix.lineSpec.get(j) || []).forEach((s) => down("spec", s)); }
+      else if (k === "call") g.calls[j].s.forEach((s) => down("spec", s));
+      else if (k === "spec" && g.specs[j].b !== null) down("bundle", g.specs[j].b);
+    }
+    function up(k, j) {
+      if (seenUp[k].has(j)) return; seenUp[k].add(j); S[k].add(j);
+      if (k === "bundle") g.bundles[j].s.forEach((x) => up("spec", x));
+      else if (k === "spec") { up("call", g.specs[j].c); g.specs[j].l.forEach((l) => up("line", l)); }
+      else if (k === "call") { g.calls[j].p.forEach((p) => up("post", p)); g.calls[j].l.forEach((l) => up("line", l)); }
+      else if (k === "post") ix.postPre[j].forEach((p) => up("pre", p));
+    }
+    down(kind, i); up(kind, i);
+    Array.from(S.call).forEach((c) => up("call", c));
+    return S;
+  }
+
+  // --- element keys: what a URL fragment and the tests name --------------------------------
+  function lineKey(l) { const [f, n] = D.lines[l]; return D.files[f].path + ":" + n; }
+  function keyOf(g, kind, i) {
+    if (kind === "line") return lineKey(i);
+    if (kind === "pre") return g.pre[i];
+    if (kind === "post") return g.post[i];
+    if (kind === "call") return g.calls[i].k;
+    if (kind === "spec") return g.calls[g.specs[i].c].k + "#" + g.specs[i].i;
+    return g.bundles[i].path;
+  }
+  function find(g, kind, key) {
+    if (kind === "line") { for (const l of usedLines(g)) if (lineKey(l) === key) return l; return -1; }
+    const n = { pre: g.pre.length, post: g.post.length, call: g.calls.length, spec: g.specs.length, bundle: g.bundles.length }[kind];
+    for (let i = 0; i < n; i++) if (keyOf(g, kind, i) === key) return i;
+    return -1;
+  }
+  function usedLines(g) {
+    if (g._lines) return g._lines;
+    const s = new Set(); g.calls.forEach((c) => c.l.forEach((l) => s.add(l))); g.specs.forEach((x) => x.l.forEach((l) => s.add(l)));
+    return (g._lines = Array.from(s).sort((a, b) => (D.lines[a][0] - D.lines[b][0]) || (D.lines[a][1] - D.lines[b][1])));
+  }
+
+  // --- panels ------------------------------------------------------------------------------
+  const fmtTime = (us) => (us >= 1000 ? (us / 1000).toFixed(2) + " ms" : us.toFixed(1) + " us");
+  // A panel is a list of pieces: HTML strings, and rows {i: element, f: its HTML, made when
+  // its chunk is}. The chunks index rows by element.
+  function row(kind, i, inner) {
+    return { i, f: () => '<div class="row" data-kind="' + kind + '" data-i="' + i + '" data-key="' + esc(keyOf(G, kind, i)) + '">' + inner() + "</div>" };
+  }
+  function handleText(g, h) {
+    const d = g.handles[h]; if (!d) return "";
+    const src = d.source ? d.source.file.split("/").pop() + ":" + d.source.start_line : "no source";
+    return " " + (d.aten_op || "-") + " " + src;
+  }
+  function renderLines(g) {
+    const used = usedLines(g), usedSet = new Set(used);
+    const time = new Map(); let total = 0;
+    g.calls.forEach((c) => { if (c.t) { total += c.t; c.l.forEach((l) => time.set(l, (time.get(l) || 0) + c.t)); } });
+    const byFile = new Map(); used.forEach((l) => { const f = D.lines[l][0]; if (!byFile.has(f)) byFile.set(f, []); byFile.get(f).push(l); });
+    const lineAt = new Map(); used.forEach((l) => lineAt.set(D.lines[l][0] + ":" + D.lines[l][1], l));
+    const out = [];
+    byFile.forEach((ls, f) => {
+      const file = D.files[f];
+      out.push('<div class="file">' + esc(file.path) + (file.error ? ' <span class="warn">(not read at compile time: ' + esc(file.error) + ")</span>" : "") + "</div>");
+      // the captured lines and context; a made line no snapshot holds (an out folder written
+      // before spyre_source_lines existed) is shown by its number alone
+      const shown = Array.from(new Set(Object.keys(file.text).map(Number).concat(ls.map((l) => D.lines[l][1])))).sort((a, b) => a - b);
+      let prev = null;
+      shown.forEach((n) => {
+        if (prev !== null && n > prev + 1) out.push('<div class="gap">\u22ef</div>');
+        prev = n;
+        const text = file.text[n] !== undefined ? file.text[n] : "";
+        const l = lineAt.get(f + ":" + n);
+        if (l === undefined) { out.push('<div class="ctx"><span class="ln">' + n + "</span>" + esc(text) + "</div>"); return; }
+        let style = "", note = "";
+        if (total > 0 && time.has(l)) {
+          const share = time.get(l) / total;
+          style = ' style="background:rgba(240,138,36,' + (0.12 + 0.6 * share).toFixed(3) + ')"';
+          note = '  <span class="time">' + (100 * share).toFixed(1) + "% of kernel time</span>";
+        }
+        out.push({ i: l, f: () => '<div class="row" data-kind="line" data-i="' + l + '" data-key="' + esc(file.path + ":" + n) + '"' + style + ' title="' + esc(file.path + ":" + n) + '"><span class="ln">' + n + "</span>" + esc(text) + note + "</div>", i: l });
+      });
+    });
+    return { html: out, count: used.length + " lines that made kernels" + (total ? ", shaded by share of kernel time" : "") };
+  }
+  function renderGraph() {
+    const g = G;
+    const maxT = Math.max(0, ...g.calls.map((c) => c.t || 0));
+    const parts = {
+      line: renderLines(g),
+      pre: { html: g.pre.map((n, i) => row("pre", i, () => esc(n))), count: g.pre.length },
+      post: { html: g.post.map((n, i) => row("post", i, () => esc(n))), count: g.post.length },
+      call: {
+        html: g.calls.map((c, i) => row("call", i, () =>
+          (c.t ? '<span class="bar" style="width:' + Math.max(1, Math.round(60 * c.t / maxT)) + 'px"></span>' : "") + esc(c.k) +
+          ' <span class="muted">' + c.s.length + " OpSpec" + (c.s.length === 1 ? "" : "s") + "</span>" +
+          (c.t ? ' <span class="time">' + fmtTime(c.t) + ", " + c.n + " call" + (c.n === 1 ? "" : "s") + "</span>" : ""))),
+        count: g.calls.length,
+      },
+      spec: {
+        html: [].concat(...g.calls.map((c, ci) => c.s.length ? ['<div class="group" data-call="' + ci + '">' + esc(c.k) + "</div>"].concat(c.s.map((s) => {
+          const x = g.specs[s];
+          return row("spec", s, () => "  #" + x.i + " " + esc(x.op) + (x.buf ? " \u2192 " + esc(x.buf) : "") + '  <span class="muted">handle ' + esc(x.h || "none") + esc(handleText(g, x.h)) + "</span>");
+        })) : [])),
+        count: g.specs.length,
+      },
+      bundle: {
+        html: g.bundles.map((b, i) => row("bundle", i, () => esc(b.path) + (b.s.length > 1 ? ' <span class="muted">' + b.s.length + " call sites</span>" : "") +
+          (b.s.every((x) => g.specs[x].ba) ? "" : ' <span class="warn">debug_handle_ ' + esc(b.id) + " is not every OpSpec's</span>"))),
+        count: g.bundles.length,
+      },
+    };
+    // Rows are made in chunks of CHUNK pieces, a chunk's DOM only when it scrolls into view or
+    // holds a row a selection lights (fill): a graph of 10k kernels opens as fast as a small one.
+    rows = {}; chunks = {}; chunkOf = {};
+    if (observer) observer.disconnect();
+    observer = new IntersectionObserver((entries) => entries.forEach((e) => {
+      if (e.isIntersecting) fill(e.target.dataset.kind, +e.target.dataset.n);
+    }), { rootMargin: "800px" });
+    KINDS.forEach((k) => {
+      const panel = $("p-" + k), pieces = parts[k].html, list = [], at = new Map(), holders = [];
+      for (let start = 0; start < pieces.length; start += CHUNK) {
+        const n = list.length, part = pieces.slice(start, start + CHUNK);
+        part.forEach((p) => { if (typeof p !== "string") at.set(p.i, n); });
+        list.push({ pieces: part, done: false, el: null });
+        holders.push('<div class="chunk" data-kind="' + k + '" data-n="' + n + '" style="height:' + 18 * Math.min(CHUNK, pieces.length - start) + 'px"></div>');
+      }
+      const body = panel.querySelector(".body");
+      body.innerHTML = holders.join("") || '<div class="ctx">none in this graph</div>';
+      body.querySelectorAll(".chunk").forEach((el) => { list[+el.dataset.n].el = el; observer.observe(el); });
+      panel.querySelector(".count").textContent = "(" + parts[k].count + ")";
+      rows[k] = new Map(); chunks[k] = list; chunkOf[k] = at;
+      for (let n = 0; n < Math.min(EAGER, list.length); n++) fill(k, n);
+    });
+    $("bundle-view").textContent = "";
+  }
+  function fill(kind, n) {
+    const c = chunks[kind][n];
+    if (!c || c.done) return;
+    c.done = true; c.el.style.height = "";
+    c.el.innerHTML = c.pieces.map((p) => (typeof p === "string" ? p : p.f())).join("");
+    c.el.querySelectorAll(".row").forEach((el) => {
+      const i = +el.dataset.i; rows[kind].set(i, el);
+      if (lit && lit[kind].has(i)) el.classList.add("lit");
+      if (sel && sel.kind === kind && sel.i === i) el.classList.add("sel");
+    });
+    if (hit !== null) hideMisses(c.el);
+  }
+  function fillAll(kind) { chunks[kind].forEach((_, n) => fill(kind, n)); }
+  function fillRows(kind, indices) { indices.forEach((i) => { const n = chunkOf[kind].get(i); if (n !== undefined) fill(kind, n); }); }
+
+  // --- selection -----------------------------------------------------------------------------
+  function clearLit() { if (lit) KINDS.forEach((k) => lit[k].forEach((i) => { const el = rows[k].get(i); if (el) el.classList.remove("lit", "sel"); })); lit = null; }
+  function select(kind, i, opts) {
+    clearLit();
+    sel = kind === null ? null : { kind, i };
+    if (!sel) { $("detail").textContent = ""; $("bundle-view").textContent = ""; setHash(); return; }
+    lit = relatives(G, kind, i);
+    KINDS.forEach((k) => { fillRows(k, lit[k]); lit[k].forEach((j) => { const el = rows[k].get(j); if (el) el.classList.add("lit"); }); });
+    const el = rows[kind].get(i); if (el) el.classList.add("sel");
+    KINDS.forEach((k) => {
+      if (k === kind && !(opts && opts.scroll)) return;
+      const first = k === kind ? el : Array.from(lit[k]).map((j) => rows[k].get(j)).filter(Boolean).sort((a, b) => a.offsetTop - b.offsetTop)[0];
+      if (first) first.scrollIntoView({ block: "nearest" });
+    });
+    showDetail(kind, i);
+    setHash();
+  }
+  function setHash() {
+    const h = "g=" + gi + (sel ? "&" + sel.kind + "=" + encodeURIComponent(keyOf(G, sel.kind, sel.i)) : "");
+    history.replaceState(null, "", "#" + h);
+  }
+  function showDetail(kind, i) {
+    const g = G, d = [];
+    d.push('<b>' + kind + "</b> " + esc(keyOf(g, kind, i)));
+    const specsShown = kind === "spec" ? [i] : kind === "bundle" ? g.bundles[i].s : [];
+    if (kind === "call") {
+      const c = g.calls[i];
+      d.push(' <span class="kv">post-grad nodes:</span> ' + c.p.length + ' <span class="kv">OpSpecs:</span> ' + c.s.length + (c.t ? ' <span class="kv">time:</span> ' + fmtTime(c.t) + " in " + c.n + " calls" : ""));
+    }
+    // the same source lines in the other graphs: a backward kernel leads to the forward line it differentiates
+    const lines = Array.from(lit.line);
+    const others = [];
+    D.graphs.forEach((og, j) => {
+      if (j === gi || !lines.length) return;
+      const want = new Set(lines); const hits = og.calls.filter((c) => c.l.some((l) => want.has(l)));
+      if (hits.length) others.push('<a data-g="' + j + '" data-k="' + esc(hits[0].k) + '">' + esc(og.label) + ": " + hits.length + " kernel" + (hits.length === 1 ? "" : "s") + "</a>");
+    });
+    if (others.length) d.push('<br><span class="kv">the same source lines in:</span> ' + others.join(""));
+    $("detail").innerHTML = d.join("");
+    const view = $("bundle-view");
+    if (specsShown.length) {
+      const x = g.specs[specsShown[0]], h = g.handles[x.h];
+      const text = ["OpSpec #" + x.i + " of " + g.calls[x.c].k + ": " + x.op + (x.red ? " (reduction)" : "") + ", iteration space " + JSON.stringify(x.it) + (x.buf ? ", buffer " + x.buf : "")];
+      text.push(handleDescription(g, x.h, h, ""));
+      if (x.miss) text.push("no handle: " + x.miss);
+      const b = x.b !== null ? g.bundles[x.b] : null;
+      let body = b ? b.text : "";
+      if (b && !b.cut) body = JSON.stringify(JSON.parse(b.text), null, 1);
+      text.push(b ? "\nSuperDSC bundle " + b.path + (x.ba ? "" : "  (its debug_handle_ " + b.id + " is not this OpSpec's)") +
+        (b.handle ? "  (its debug_handle_ is the handle above, id " + b.id + ": only the id is repeated here)" : "") + ":\n" + body + (b.cut ? "\n\u2026 (cut)" : "") : "\nno SuperDSC bundle in the out folder for this OpSpec");
+      view.textContent = text.join("\n");
+    } else view.textContent = "";
+  }
+  function handleDescription(g, id, h, indent) {
+    if (!h) return indent + "debug handle " + (id || "none");
+    const src = h.source ? h.source.file + ":" + h.source.start_line + (h.source.end_line ? "-" + h.source.end_line : "") : "none";
+    const out = [indent + "debug handle " + id, indent + "  source: " + src, indent + "  ATen op: " + (h.aten_op || "none"), indent + "  IR chain: " + (h.ir_chain || []).join(" \u2192 ")];
+    (h.transform_history || []).forEach((t) => out.push(indent + "  transform: " + t.kind + " by " + t.pass_name + (t.reason ? " (" + t.reason + ")" : "")));
+    (h.fused_from || []).forEach((c) => { out.push(indent + "  fused from:"); out.push(handleDescription(g, c, g.handles[c], indent + "    ")); });
+    return out.join("\n");
+  }
+
+  // --- search --------------------------------------------------------------------------------
+  function matches(g, q) {
+    const hit = new Set();
+    if (!q) return null;
+    g.calls.forEach((c, i) => {
+      if (c.k.toLowerCase().includes(q)) { hit.add(i); return; }
+      if (c.l.some((l) => lineKey(l).toLowerCase().includes(q))) { hit.add(i); return; }
+      if (c.s.some((s) => { const x = g.specs[s], h = g.handles[x.h] || {}; return [x.op, x.h, x.buf, h.aten_op].concat(h.fused_from || []).some((v) => v && String(v).toLowerCase().includes(q)); })) hit.add(i);
+    });
+    return hit;
+  }
+  function hideMisses(root) {
+    root.querySelectorAll(".row[data-kind=call]").forEach((el) => el.classList.toggle("hidden", hit !== null && !hit.has(+el.dataset.i)));
+    root.querySelectorAll(".row[data-kind=spec]").forEach((el) => el.classList.toggle("hidden", hit !== null && !hit.has(G.specs[+el.dataset.i].c)));
+    root.querySelectorAll(".group").forEach((el) => el.classList.toggle("hidden", hit !== null && !hit.has(+el.dataset.call)));
+  }
+  function applySearch() {
+    const q = $("search").value.trim().toLowerCase();
+    hit = matches(G, q);
+    hideMisses($("p-call")); hideMisses($("p-spec"));
+    let status = G.calls.length + " call sites";
+    if (hit !== null) {
+      const elsewhere = D.graphs.map((og, j) => (j === gi ? 0 : matches(og, q).size)).reduce((a, b) => a + b, 0);
+      status = hit.size + " of " + G.calls.length + " call sites match" + (elsewhere ? " (" + elsewhere + " in other graphs)" : "");
+    }
+    $("status").textContent = status + (D.trace ? " \u00b7 trace: " + D.trace.matched + " kernel events timed, " + D.trace.unmatched + " not matched" : "");
+    return hit;
+  }
+
+  // --- graphs, keys, fragment ----------------------------------------------------------------
+  function showGraph(j) {
+    if (j === gi) return;
+    clearLit(); sel = null; gi = j; G = D.graphs[j];
+    $("graph").value = String(j);
+    const t = performance.now();
+    renderGraph(); applySearch(); setHash();
+    timings.render = performance.now() - t;
+  }
+  function fromHash() {
+    const p = new URLSearchParams(location.hash.slice(1));
+    const j = p.has("g") ? Number(p.get("g")) : 0;
+    showGraph(j >= 0 && j < D.graphs.length ? j : 0);
+    for (const k of KINDS) if (p.has(k)) { const i = find(G, k, p.get(k)); if (i >= 0) select(k, i, { scroll: true }); break; }
+  }
+  function visibleRows(kind) { fillAll(kind); return Array.from(rows[kind].values()).filter((el) => !el.classList.contains("hidden")).sort((a, b) => a.offsetTop - b.offsetTop); }
+  function move(step) {
+    if (!sel) { const r = visibleRows("call")[0]; if (r) select("call", +r.dataset.i, { scroll: true }); return; }
+    const list = visibleRows(sel.kind), at = list.indexOf(rows[sel.kind].get(sel.i)), next = list[at + step];
+    if (next) select(sel.kind, +next.dataset.i, { scroll: true });
+  }
+  function across(step) {
+    const from = sel ? KINDS.indexOf(sel.kind) : -1;
+    for (let k = from + step; k >= 0 && k < KINDS.length; k += step) {
+      const kind = KINDS[k];
+      const cand = (lit ? Array.from(lit[kind]).map((i) => rows[kind].get(i)).filter(Boolean) : []).concat(lit ? [] : visibleRows(kind));
+      cand.sort((a, b) => a.offsetTop - b.offsetTop);
+      if (cand.length) { select(kind, +cand[0].dataset.i, { scroll: true }); return; }
+    }
+  }
+
+  const sel0 = $("graph");
+  D.graphs.forEach((g, j) => { const o = document.createElement("option"); o.value = String(j); o.textContent = g.label + " (" + g.calls.length + " kernels)"; sel0.appendChild(o); });
+  sel0.addEventListener("change", () => showGraph(Number(sel0.value)));
+  document.querySelector("main").addEventListener("click", (e) => {
+    const el = e.target.closest(".row"); if (!el) return;
+    select(el.dataset.kind, +el.dataset.i);
+  });
+  $("detail").addEventListener("click", (e) => {
+    const a = e.target.closest("a[data-g]"); if (!a) return;
+    showGraph(Number(a.dataset.g)); const i = find(G, "call", a.dataset.k); if (i >= 0) select("call", i, { scroll: true });
+  });
+  $("search").addEventListener("input", applySearch);
+  $("search").addEventListener("keydown", (e) => {
+    if (e.key === "Enter") { const r = visibleRows("call")[0]; if (r) select("call", +r.dataset.i, { scroll: true }); }
+    if (e.key === "Escape") { $("search").value = ""; applySearch(); $("search").blur(); }
+  });
+  document.addEventListener("keydown", (e) => {
+    if (e.target === $("search") || e.target === sel0) return;
+    if (e.key === "/") { e.preventDefault(); $("search").focus(); }
+    else if (e.key === "ArrowDown" || e.key === "j") { e.preventDefault(); move(1); }
+    else if (e.key === "ArrowUp" || e.key === "k") { e.preventDefault(); move(-1); }
+    else if (e.key === "ArrowRight" || e.key === "l") { e.preventDefault(); across(1); }
+    else if (e.key === "ArrowLeft" || e.key === "h") { e.preventDefault(); across(-1); }
+    else if (e.key === "Escape") select(null);
+  });
+  window.addEventListener("hashchange", fromHash);
+  fromHash();
+  document.body.dataset.ready = "1";
+})();

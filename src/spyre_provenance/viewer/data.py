@@ -1,0 +1,387 @@
+"""An ``--out`` folder's artifacts as the viewer's one JSON document.
+
+Every graph folder under OUT (``graph_*``, any depth, each rank's too; ``tlparse/`` and
+``sdsc/`` are not searched) is read from its artifact files: the node mapping (required),
+kernel stack traces, OpSpec debug handles, diagnostics and the ``spyre_source_lines``
+document; each kernel's SuperDSC bundles from ``sdsc/<model>/<kernel>/``. Each artifact is
+validated as it is read: a truncated or invalid one makes the input unusable (one line,
+naming the file and the JSON path), never a page that shows half of it.
+
+The document keeps each name once and refers to it by position (the page builds its
+panels from positions), and lists the relation the page lights up as edges pointing down
+the chain ``pre-grad node -> post-grad node -> call site -> OpSpec -> bundle``, with
+``source line -> call site`` and ``source line -> OpSpec`` beside it (``RELATION`` in
+``assets/viewer.js`` and the viewer's docs page say how a click follows them).
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from spyre_provenance import jsonio
+from spyre_provenance.backends.bundles import handle_of
+from spyre_provenance.errors import UnusableInput
+from spyre_provenance.model import folders
+from spyre_provenance.model.detect import split_key
+from spyre_provenance.model.names import (
+    DIAGNOSTICS,
+    KERNEL_STACK_TRACES,
+    NODE_MAPPINGS,
+    OPSPEC_DEBUG_HANDLES,
+    SOURCE_LINES,
+    artifact_file,
+)
+from spyre_provenance.validate import schemas
+from spyre_provenance.viewer.sources import handle_lines, kernel_lines
+
+DOCUMENT_VERSION = 1
+#: A bundle's JSON is shown up to this many characters, and all of a page's bundles up to
+#: about BUNDLE_BUDGET: real bundles run to tens of kB, and a page of 10k kernels has 30k.
+BUNDLE_TEXT_LIMIT = 8_000
+BUNDLE_TEXT_FLOOR = 1_000
+BUNDLE_BUDGET = 16_000_000
+_SKIPPED = {folders.TLPARSE_FOLDER, folders.SDSC_FOLDER, folders.TRACE_FOLDER}
+_KIND_SUFFIXES = ("inference", "forward", "backward")
+
+
+class GraphFolder:
+    """One graph folder's artifacts, validated, and where its bundles are."""
+
+    def __init__(self, folder: Path, root: Path) -> None:
+        self.folder = folder
+        self.relative = folder.relative_to(root).as_posix()
+        self.mapping: dict[str, Any] = _artifact(folder, NODE_MAPPINGS) or {}
+        self.stack_traces: dict[str, Any] = _artifact(folder, KERNEL_STACK_TRACES) or {}
+        self.opspecs: dict[str, Any] | None = _artifact(folder, OPSPEC_DEBUG_HANDLES)
+        self.diagnostics: dict[str, Any] | None = _artifact(folder, DIAGNOSTICS)
+        self.sources: dict[str, Any] | None = _source_lines(folder)
+        label, folder_cid = folders.label_and_compile_id(folder.name) or (None, "")
+        # an unlabeled graph folder is its parent's model (a rank's: the run's folder)
+        parent = folder.parent
+        while folders.rank_of_folder(parent.name) is not None and parent != root:
+            parent = parent.parent
+        self.model = label or parent.name
+        self.compile_id = str((self.diagnostics or {}).get("compile_id") or folder_cid)
+        kind = (self.diagnostics or {}).get("graph")
+        self.kind = kind if isinstance(kind, str) else _kind_of_name(folder.name)
+        self.rank = next(
+            (r for p in folder.relative_to(root).parts if (r := folders.rank_of_folder(p)) is not None), None
+        )
+        bundles = folder.parent / folders.SDSC_FOLDER / self.model
+        self.bundle_root = bundles if bundles.is_dir() else None
+
+    @property
+    def label(self) -> str:
+        rank = f"rank{self.rank} " if self.rank is not None else ""
+        return f"{self.model} {rank}{self.compile_id} {self.kind}"
+
+
+def graph_folders(out: Path) -> list[GraphFolder]:
+    """The graph folders under ``out`` (or ``out`` itself), in path order. Raises UnusableInput
+    when ``out`` is no folder or holds none with a node mapping."""
+    if not out.exists():
+        raise UnusableInput(str(out), "no such folder")
+    if not out.is_dir():
+        raise UnusableInput(str(out), "not a folder (view reads a compile --out folder)")
+    found = [GraphFolder(path, out if path != out else out.parent) for path in _graph_paths(out)]
+    if not found:
+        raise UnusableInput(
+            str(out), f"no graph folder with a {artifact_file(NODE_MAPPINGS)} here (compile with --out writes them)"
+        )
+    return found
+
+
+def has_graph_folders(out: Path) -> bool:
+    return next(_graph_paths(out), None) is not None
+
+
+def _graph_paths(out: Path) -> Iterator[Path]:
+    if (out / artifact_file(NODE_MAPPINGS)).is_file():
+        yield out
+        return
+    for root, dirs, _ in os.walk(out):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED and not d.startswith("."))
+        for name in dirs:
+            path = Path(root) / name
+            if name.startswith(folders.GRAPH_PREFIX) and (path / artifact_file(NODE_MAPPINGS)).is_file():
+                yield path
+
+
+def _kind_of_name(name: str) -> str:
+    return next((kind for kind in _KIND_SUFFIXES if name.endswith("_" + kind)), "unknown")
+
+
+def _artifact(folder: Path, artifact: str) -> dict[str, Any] | None:
+    """The artifact's file in ``folder``, validated; None when it has none."""
+    path = folder / artifact_file(artifact)
+    if not path.is_file():
+        return None
+    data = jsonio.read_file(path)
+    report = schemas.validate_bytes(data, artifact, location=str(path))
+    if not report.ok:
+        raise UnusableInput(str(path), str(report.problems[0]))
+    doc = jsonio.load_json(data, location=str(path))
+    if not isinstance(doc, dict):  # the schemas say so too; keep the type checker told
+        raise UnusableInput(str(path), "$: not a JSON object")
+    return doc
+
+
+def _source_lines(folder: Path) -> dict[str, Any] | None:
+    path = folder / artifact_file(SOURCE_LINES)
+    if not path.is_file():
+        return None
+    doc = jsonio.load_json(jsonio.read_file(path), location=str(path))
+    import jsonschema  # the schema is the source of truth; the document is small
+
+    version = doc.get("version") if isinstance(doc, dict) else None
+    if version not in schemas.available_versions(SOURCE_LINES):
+        raise UnusableInput(str(path), f"$.version: {version!r} is no version of {SOURCE_LINES} this release reads")
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schemas.load_schema(SOURCE_LINES, version)).iter_errors(doc)
+    )
+    if error is not None:
+        where = "$" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        raise UnusableInput(str(path), f"{where}: {error.message}")
+    return doc
+
+
+class _Lines:
+    """Source lines across every graph, each once: (file, line) -> position."""
+
+    def __init__(self) -> None:
+        self.files: list[dict[str, Any]] = []
+        self.file_index: dict[str, int] = {}
+        self.lines: list[list[int]] = []
+        self.index: dict[tuple[str, int], int] = {}
+
+    def add_snapshot(self, doc: dict[str, Any] | None) -> None:
+        for path, entry in ((doc or {}).get("files") or {}).items():
+            f = self.files[self._file(path)]
+            for n, text in entry["lines"].items():
+                f["text"].setdefault(n, text)
+            if entry["error"] and not f["error"]:
+                f["error"] = entry["error"]
+
+    def _file(self, path: str) -> int:
+        if path not in self.file_index:
+            self.file_index[path] = len(self.files)
+            self.files.append({"path": path, "text": {}, "error": None})
+        return self.file_index[path]
+
+    def of(self, file: str, line: int) -> int:
+        key = (file, line)
+        if key not in self.index:
+            self.index[key] = len(self.lines)
+            self.lines.append([self._file(file), line])
+        return self.index[key]
+
+
+def _names(*groups: Any) -> list[str]:
+    found: dict[str, None] = {}
+    for group in groups:
+        for name in group:
+            found[name] = None
+    return list(found)
+
+
+def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], limit: int) -> dict[str, Any]:
+    m = g.mapping
+    pre_to_post: dict[str, list[str]] = m.get("preToPost") or {}
+    post_to_pre: dict[str, list[str]] = m.get("postToPre") or {}
+    code_to_post: dict[str, list[str]] = m.get("cppCodeToPost") or {}
+    post_to_code: dict[str, list[str]] = m.get("postToCppCode") or {}
+    pre = _names(pre_to_post, (p for ps in post_to_pre.values() for p in ps))
+    post = _names(
+        post_to_pre,
+        post_to_code,
+        (p for ps in pre_to_post.values() for p in ps),
+        (p for ps in code_to_post.values() for p in ps),
+    )
+    pre_at = {name: i for i, name in enumerate(pre)}
+    post_at = {name: i for i, name in enumerate(post)}
+    pre_post: list[set[int]] = [set() for _ in pre]
+    for name, posts in pre_to_post.items():
+        pre_post[pre_at[name]].update(post_at[p] for p in posts)
+    for name, pres in post_to_pre.items():
+        for p in pres:
+            pre_post[pre_at[p]].add(post_at[name])
+
+    specs_doc = (g.opspecs or {}).get("kernels") or {}
+    handles: dict[str, Any] = (g.opspecs or {}).get("handles") or {}
+    keys = _names(code_to_post, (k for ks in post_to_code.values() for k in ks), specs_doc)
+    call_posts: dict[str, set[str]] = {key: set(code_to_post.get(key) or ()) for key in keys}
+    for name, ks in post_to_code.items():
+        for key in ks:
+            call_posts[key].add(name)
+
+    calls: list[dict[str, Any]] = []
+    specs: list[dict[str, Any]] = []
+    bundles: list[dict[str, Any]] = []
+    used_handles: dict[str, Any] = {}
+    bundle_at: dict[str, int] = {}
+    for c, key in enumerate(keys):
+        name, _ = split_key(key)
+        spec_at = []
+        for i, spec in enumerate(specs_doc.get(key) or ()):
+            hid = spec.get("debug_handle")
+            handle = handles.get(hid) if isinstance(hid, str) else None
+            if handle is not None:
+                used_handles[hid] = handle
+                for child in _children(handle, handles):
+                    used_handles[child] = handles[child]
+            # one file per kernel and OpSpec index: a kernel called from several call sites
+            # has one set of bundles, made at its first, which each call site's OpSpec points at
+            path = f"{name or key}/{folders.BUNDLE_FILE.format(i)}"
+            if path not in bundle_at and (bundle := _bundle(g, name or key, i)) is not None:
+                bundle_at[path] = len(bundles)
+                bundles.append(bundle)
+            elif path not in bundle_at and isinstance(hid, str) and hid in served:
+                # torch-spyre's own folders (--bundles): found by the handle they carry
+                path = served[hid]["path"]
+                if path not in bundle_at:
+                    bundle_at[path] = len(bundles)
+                    bundles.append({**served[hid], "s": []})  # a copy: its own list of OpSpecs
+            b = bundle_at.get(path)
+            if b is not None:
+                bundles[b]["s"].append(len(specs))
+            spec_at.append(len(specs))
+            specs.append(
+                {
+                    "c": c,
+                    "i": i,
+                    "op": spec.get("op"),
+                    "red": spec.get("is_reduction"),
+                    "it": spec.get("iteration_space"),
+                    "buf": spec.get("buffer"),
+                    "h": hid,
+                    "miss": spec.get("missing_handle"),
+                    "l": sorted({lines.of(f, n) for f, n in handle_lines(handle, handles)}),
+                    "b": b,
+                    # whether the bundle's debug_handle_ is this OpSpec's (a kernel-cache hit
+                    # serves an earlier compile's bundle): said, not assumed
+                    "ba": b is not None and str(bundles[b]["id"]) == str(hid),
+                }
+            )
+        calls.append(
+            {
+                "k": key,
+                "p": sorted(post_at[p] for p in call_posts[key]),
+                "l": [lines.of(f, n) for f, n in kernel_lines(key, g.stack_traces, g.opspecs)],
+                "s": spec_at,
+            }
+        )
+    for bundle in bundles:
+        _bundle_text(bundle, specs, limit)
+    return {
+        "label": g.label,
+        "model": g.model,
+        "rank": g.rank,
+        "compile_id": g.compile_id,
+        "kind": g.kind,
+        "folder": g.relative,
+        "complete": (g.diagnostics or {}).get("complete"),
+        "pre": pre,
+        "post": post,
+        "pp": [sorted(s) for s in pre_post],
+        "calls": calls,
+        "specs": specs,
+        "handles": used_handles,
+        "bundles": bundles,
+    }
+
+
+def _children(handle: dict[str, Any], handles: dict[str, Any]) -> Iterator[str]:
+    for child in handle.get("fused_from") or ():
+        if isinstance(child, str) and child in handles:
+            yield child
+            yield from _children(handles[child], handles)
+
+
+def _bundle(g: GraphFolder, kernel: str, index: int) -> dict[str, Any] | None:
+    """The bundle ``sdsc/<model>/<kernel>/sdsc_<index>.json``; None when absent."""
+    if g.bundle_root is None:
+        return None
+    path = g.bundle_root / kernel / folders.BUNDLE_FILE.format(index)
+    return _bundle_file(path, f"{kernel}/{path.name}") if path.is_file() else None
+
+
+def _bundle_file(path: Path, shown: str) -> dict[str, Any]:
+    data = jsonio.read_file(path)
+    try:
+        doc = msgspec.json.decode(data)
+        served = handle_of(doc)
+    except msgspec.DecodeError as exc:
+        raise UnusableInput(str(path), f"not valid JSON: {exc}") from None
+    except ValueError as exc:
+        raise UnusableInput(str(path), f"$: {exc}") from None
+    return {
+        "path": shown,
+        "id": str(served["id"]) if served and "id" in served else None,
+        "doc": doc,  # made text by _bundle_text once its OpSpecs are known
+        "s": [],  # the OpSpecs it is the bundle of
+    }
+
+
+def _bundle_text(bundle: dict[str, Any], specs: list[dict[str, Any]], limit: int) -> None:
+    """The bundle as the page shows it: compact JSON, cut at ``limit`` characters. Where
+    its ``debug_handle_`` is the handle of every OpSpec it serves (the same id), the page shows
+    that handle from the OpSpec artifact, so the bundle keeps only its id (``handle``: true)."""
+    doc = bundle.pop("doc")
+    bundle["handle"] = bundle["id"] is not None and all(specs[s]["ba"] for s in bundle["s"])
+    if bundle["handle"]:
+        ((key, body),) = doc.items()
+        doc = {key: {**body, "debug_handle_": {"id": bundle["id"]}}}
+    text = msgspec.json.encode(doc).decode("utf-8")
+    bundle["text"] = text[:limit]
+    bundle["cut"] = len(text) > limit
+
+
+def served_bundles(roots: list[Path]) -> dict[str, dict[str, Any]]:
+    """Bundles in folders as torch-spyre writes them (``inductor-spyre/<uuid8>_<kernel>_<8>/``,
+    under a cache folder or named directly), by the id of the ``debug_handle_`` each carries:
+    torch-spyre's folder names do not say which graph's kernel they are (kernel suffixes
+    restart per graph), the handle does."""
+    found: dict[str, dict[str, Any]] = {}
+    for root in roots:
+        if not root.is_dir():
+            raise UnusableInput(str(root), "no such folder (--bundles names a folder of SuperDSC bundle folders)")
+        for first in sorted(root.rglob(folders.BUNDLE_FILE.format(0))):
+            folder = first.parent
+            i = 0
+            while (path := folder / folders.BUNDLE_FILE.format(i)).is_file():
+                bundle = _bundle_file(path, f"{folder.name}/{path.name}")
+                if bundle["id"] is not None:
+                    found.setdefault(str(bundle["id"]), bundle)
+                i += 1
+    return found
+
+
+def build(out: Path, timing: Any = None, bundles: list[Path] | None = None) -> dict[str, Any]:
+    """The page's document for ``out``; ``timing`` (``viewer.timing.Timing``) adds each call
+    site's time and calls; ``bundles``: folders of torch-spyre's bundle folders, beside
+    ``out``'s own ``sdsc/``."""
+    found = graph_folders(out)
+    served = served_bundles(bundles or [])
+    lines = _Lines()
+    for g in found:
+        lines.add_snapshot(g.sources)
+    opspecs = sum(len(specs) for g in found for specs in ((g.opspecs or {}).get("kernels") or {}).values())
+    limit = max(BUNDLE_TEXT_FLOOR, min(BUNDLE_TEXT_LIMIT, BUNDLE_BUDGET // max(1, opspecs)))
+    graphs = [_graph(g, lines, served, limit) for g in found]
+    if timing is not None:
+        timing.apply(graphs)
+    return {
+        "version": DOCUMENT_VERSION,
+        "out": str(out),
+        "files": lines.files,
+        "lines": lines.lines,
+        "graphs": graphs,
+        "trace": timing.summary() if timing is not None else None,
+    }

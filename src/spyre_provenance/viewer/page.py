@@ -1,0 +1,42 @@
+"""The viewer's one HTML file: ``assets/viewer.html`` with the CSS, the JavaScript and the
+document (``data.build``) put inline, so it opens from ``file://`` and asks no network for
+anything (its Content-Security-Policy forbids every request).
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from spyre_provenance.support import atomic_write_bytes
+
+
+def _asset(name: str) -> str:
+    return resources.files("spyre_provenance.viewer").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
+
+
+def render(document: dict[str, Any]) -> str:
+    """The page for ``document``. The JSON is embedded once, in a ``<script
+    type="application/json">``: ``</`` and the line separators JavaScript dislikes are escaped."""
+    data = json.dumps(document, ensure_ascii=False, separators=(",", ":"), sort_keys=False)
+    data = data.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    page = _asset("viewer.html")
+    title = f"spyre-provenance view: {document['out']}"
+    # one pass each, data last: the JSON may hold any of the placeholders as text
+    page = page.replace("@TITLE@", html.escape(title)).replace("@CSS@", _asset("viewer.css"))
+    page = page.replace("@JS@", _asset("viewer.js"))
+    before, after = page.split("@DATA@", 1)
+    return before + data + after
+
+
+def write(document: dict[str, Any], target: Path) -> int:
+    """Write the page atomically; its size in bytes."""
+    data = render(document).encode("utf-8")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(target, data)
+    return len(data)

@@ -1,0 +1,393 @@
+"""``spyre-provenance view``'s page in a real browser: Debian's chromium, headless, driven by
+Playwright (tests/browser/chromium.py), opened from ``file://`` with the network off.
+
+For each compiled case (the built-in MLP in training with a profiled run, zoo models in
+inference and training) the test clicks elements of every kind in every graph (source
+line, pre-grad node, post-grad node, call site, OpSpec, bundle) and compares the set the
+page lights with the relation computed here from the artifact files themselves (the JSON
+in the graph folders and the bundle files, never the page's embedded data):
+
+    edges point down  pre -> post -> call site -> OpSpec -> bundle,  line -> call site | OpSpec
+    a click on X lights X, all below X, all above X, and all above each call site reached.
+
+Then: search (a kernel name, a handle id), a URL fragment selecting a kernel, a backward
+kernel leading to the forward graph's kernels at the line it differentiates, keyboard
+navigation, and the profiled run's times (``--trace``) on the call sites.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from chromium import CHROMIUM, launched, skip_or_fail  # tests/browser/chromium.py
+
+from where import ZOO  # tests/ is on sys.path
+
+pytestmark = [pytest.mark.browser, pytest.mark.compile]
+
+MODELS = ZOO / "models.py"
+#: compile arguments, each shared with another test module's session compile
+CASES = {
+    "mlp-train-profile": ("mlp", "--train", "--profile"),  # tests/compile/test_annotate.py
+    "shared_block-train-profile": (f"{MODELS}:shared_block", "--backend", "reference", "--train", "--profile"),
+    "attention-train": (f"{MODELS}:attention", "--backend", "reference", "--train"),  # tests/models/test_zoo.py
+    "item_break": (f"{MODELS}:item_break", "--backend", "reference"),  # two graphs
+}
+CLICKS_PER_KIND = 8  # spread over each panel: enough to cover every shape, few enough to stay quick
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+_GRAPH_NAME = re.compile(r"graph_(?:(?P<label>.*?)_)?[0-9]+_.*")
+
+Element = tuple[str, str]  # (kind, key): what the page's rows carry as data-kind and data-key
+
+
+# --- the relation, from the artifact files ----------------------------------------------------
+
+
+class Relation:
+    """One graph folder's elements and edges, read from its files."""
+
+    def __init__(self, folder: Path, served: dict[str, str] | None = None) -> None:
+        """``served``: handle id -> bundle (``<folder>/sdsc_<i>.json``) of torch-spyre's own
+        bundle folders, which carry no graph's name, only their handles."""
+
+        def load(name: str) -> dict:
+            path = folder / f"{name}.json"
+            return json.loads(path.read_text()) if path.is_file() else {}
+
+        mapping = load("inductor_provenance_tracking_node_mappings")
+        traces = load("inductor_provenance_tracking_kernel_stack_traces")
+        opspecs = load("spyre_opspec_debug_handles")
+        diagnostics = load("spyre_provenance_diagnostics")
+        label = _GRAPH_NAME.fullmatch(folder.name)["label"] or folder.parent.name
+        self.label = f"{label} {diagnostics['compile_id']} {diagnostics['graph']}"
+        self.down: dict[Element, set[Element]] = {}
+        self.up: dict[Element, set[Element]] = {}
+        for pre, posts in mapping["preToPost"].items():
+            self._edges(("pre", pre), (("post", p) for p in posts))
+        for post, pres in mapping["postToPre"].items():
+            for pre in pres:
+                self._edge(("pre", pre), ("post", post))
+        for key, posts in mapping["cppCodeToPost"].items():
+            self.down.setdefault(("call", key), set())
+            for post in posts:
+                self._edge(("post", post), ("call", key))
+        for post, keys in mapping["postToCppCode"].items():
+            for key in keys:
+                self._edge(("post", post), ("call", key))
+        for key, frames in traces.items():
+            for trace in frames:
+                for file, line in _FRAME.findall(trace):
+                    self._edge(("line", f"{file}:{line}"), ("call", key))
+        handles = opspecs.get("handles", {})
+        bundles = folder.parent / "sdsc" / label
+        for key, specs in opspecs.get("kernels", {}).items():
+            kernel = key.rsplit(":", 1)[0]
+            for i, spec in enumerate(specs):
+                element = ("spec", f"{key}#{i}")
+                self._edge(("call", key), element)
+                for line in self._handle_lines(handles.get(spec.get("debug_handle")), handles):
+                    self._edge(("line", line), element)
+                    self._edge(("line", line), ("call", key))
+                if (bundles / kernel / f"sdsc_{i}.json").is_file():
+                    self._edge(element, ("bundle", f"{kernel}/sdsc_{i}.json"))
+                elif spec.get("debug_handle") in (served or {}):
+                    self._edge(element, ("bundle", served[spec["debug_handle"]]))
+
+    def _handle_lines(self, handle: dict | None, handles: dict) -> Iterable[str]:
+        if not handle:
+            return
+        source = handle.get("source")
+        if source:
+            last = source.get("end_line") or source["start_line"]
+            for n in range(source["start_line"], last + 1):
+                yield f"{source['file']}:{n}"
+        for child in handle.get("fused_from", []):
+            yield from self._handle_lines(handles.get(child), handles)
+
+    def _edge(self, a: Element, b: Element) -> None:
+        self.down.setdefault(a, set()).add(b)
+        self.up.setdefault(b, set()).add(a)
+        self.down.setdefault(b, set())
+
+    def _edges(self, a: Element, bs: Iterable[Element]) -> None:
+        self.down.setdefault(a, set())
+        for b in bs:
+            self._edge(a, b)
+
+    def _reach(self, start: Element, edges: dict[Element, set[Element]]) -> set[Element]:
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in edges.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    def lit(self, element: Element) -> set[Element]:
+        found = self._reach(element, self.down) | self._reach(element, self.up)
+        for hub in [e for e in found if e[0] == "call"]:
+            found |= self._reach(hub, self.up)
+        return found
+
+    def elements(self, kind: str) -> list[str]:
+        return sorted(key for k, key in self.down if k == kind)
+
+
+def relations(out: Path) -> list[Relation]:
+    return [Relation(f) for f in sorted(out.rglob("graph_*")) if (f / "spyre_provenance_diagnostics.json").is_file()]
+
+
+# --- the page -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser():
+    skip_or_fail(None if CHROMIUM.exists() else f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")
+    with launched() as chromium:
+        yield chromium
+
+
+class Page:
+    """The viewer page in an offline context; every request it makes is recorded."""
+
+    def __init__(self, browser, html: Path, fragment: str = "") -> None:
+        self.context = browser.new_context(offline=True, viewport={"width": 1500, "height": 900})
+        self.page = self.context.new_page()
+        self.url = html.resolve().as_uri()
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.goto(self.url + fragment)
+        self.page.wait_for_selector("body[data-ready='1']", timeout=10_000)
+
+    def close(self) -> None:
+        self.context.close()
+
+    def show(self, label: str) -> None:
+        options = self.page.eval_on_selector_all("#graph option", "os => os.map(o => [o.value, o.textContent])")
+        (value,) = [v for v, text in options if text.startswith(label + " (")]
+        self.page.select_option("#graph", value)
+
+    def keys(self, kind: str) -> list[str]:
+        return self.page.eval_on_selector_all(f"#p-{kind} .row", "es => es.map(e => e.dataset.key)")
+
+    def click(self, kind: str, key: str) -> None:
+        (row,) = [r for r in self.page.query_selector_all(f"#p-{kind} .row") if r.get_attribute("data-key") == key]
+        row.click()
+
+    def lit(self) -> set[Element]:
+        return {
+            tuple(x)
+            for x in self.page.eval_on_selector_all(".row.lit", "es => es.map(e => [e.dataset.kind, e.dataset.key])")
+        }
+
+    def visible(self, kind: str) -> list[str]:
+        return self.page.eval_on_selector_all(f"#p-{kind} .row:not(.hidden)", "es => es.map(e => e.dataset.key)")
+
+
+def _spread(items: list[str], n: int) -> list[str]:
+    return items if len(items) <= n else [items[i * len(items) // n] for i in range(n)]
+
+
+@pytest.fixture(scope="module", params=list(CASES), ids=list(CASES))
+def viewed(request, compile_case, tmp_path_factory):
+    """(the compile's --out, the page ``view`` wrote, its Relations), once per case."""
+    case = compile_case(*CASES[request.param])
+    assert case.returncode == 0, case.stdout + case.stderr[-3000:]
+    from spyre_provenance import cli
+
+    html = tmp_path_factory.mktemp("view") / "page.html"
+    trace = next((case.out / "profile").glob("*.trace.json"), None) if (case.out / "profile").is_dir() else None
+    args = [str(case.out), "-o", str(html)] + (["--trace", str(trace)] if trace else [])
+    assert cli.main(["view", *args]) == 0
+    return case.out, html, relations(case.out), trace
+
+
+def test_every_kind_of_element_lights_exactly_its_relatives(browser, viewed):
+    out, html, graphs, _ = viewed
+    page = Page(browser, html)
+    try:
+        problems = []
+        for relation in graphs:
+            page.show(relation.label)
+            for kind in ("line", "pre", "post", "call", "spec", "bundle"):
+                shown = page.keys(kind)
+                # the page lists exactly the graph's elements of this kind
+                assert sorted(shown) == relation.elements(kind), f"{relation.label}: the {kind} panel"
+                for key in _spread(shown, CLICKS_PER_KIND):
+                    page.click(kind, key)
+                    want, got = relation.lit((kind, key)), page.lit()
+                    if got != want:
+                        problems.append(
+                            f"{relation.label} {kind} {key}: lit {sorted(got - want)} too many, {sorted(want - got)} missing"
+                        )
+        assert not problems, "\n".join(problems[:10])
+        assert any(r.elements("bundle") for r in graphs), "no bundle in the out folder: nothing tested of bundles"
+        assert page.errors == []
+        # opened from file:// with the network off: the page asked for nothing but itself
+        assert [u for u in page.requests if u != page.url] == []
+    finally:
+        page.close()
+
+
+def test_search_filters_call_sites_by_kernel_name_and_handle_id(browser, viewed):
+    out, html, graphs, _ = viewed
+    relation = max(graphs, key=lambda r: len(r.elements("call")))
+    folder = next(f for f in sorted(out.rglob("graph_*")) if Relation(f).label == relation.label)
+    opspecs = json.loads((folder / "spyre_opspec_debug_handles.json").read_text())
+    page = Page(browser, html)
+    try:
+        page.show(relation.label)
+        calls = relation.elements("call")
+        name = calls[-1].rsplit(":", 1)[0]
+        page.page.fill("#search", name)
+        # a kernel name: the call sites of that kernel (its key holds the name); nothing else here matches it
+        assert page.visible("call") == [k for k in page.keys("call") if name in k.lower()] != []
+        handle = opspecs["kernels"][calls[0]][0]["debug_handle"]
+        page.page.fill("#search", handle)
+        holders = {key for key, specs in opspecs["kernels"].items() for s in specs if s["debug_handle"] == handle}
+        holders |= {
+            key
+            for key, specs in opspecs["kernels"].items()
+            for s in specs
+            if handle in opspecs["handles"][s["debug_handle"]].get("fused_from", [])
+        }
+        assert set(page.visible("call")) == holders
+        # every OpSpec shown is one of a matching call site's
+        assert {k.rsplit("#", 1)[0] for k in page.visible("spec")} == holders
+        # a source line (file:line): the call sites it made, its OpSpecs' included
+        lines = relation.elements("line")
+        line = next(x for x in lines if not any(x in other for other in lines if other != x))  # file:4 is in file:42
+        page.page.fill("#search", line)
+        made = {key for kind, key in relation.down[("line", line)] if kind == "call"}
+        assert set(page.visible("call")) == made != set()
+        page.page.fill("#search", handle)
+        page.page.press("#search", "Enter")  # selects the first match
+        assert page.page.eval_on_selector("#p-call .row.sel", "e => e.dataset.key") in holders
+    finally:
+        page.close()
+
+
+def test_a_fragment_link_selects_a_kernel_and_the_backward_leads_to_the_forward_line(browser, viewed):
+    out, html, graphs, _ = viewed
+    for gi, relation in enumerate(graphs):
+        key = relation.elements("call")[-1]
+        page = Page(browser, html, f"#g={gi}&call={quote(key, safe='')}")
+        try:
+            assert page.page.eval_on_selector("#p-call .row.sel", "e => e.dataset.key") == key
+            assert page.lit() == relation.lit(("call", key))
+            if "backward" not in relation.label:
+                continue
+            # the backward kernel's source lines are forward lines: a link leads to the forward kernels there
+            lines = {k for kind, k in relation.lit(("call", key)) if kind == "line"}
+            forward = [
+                r for r in graphs if r is not relation and r.label.replace("forward", "backward") == relation.label
+            ]
+            assert lines and forward
+            at_line = {
+                key
+                for (kind, key), above in forward[0].up.items()
+                if kind == "call" and lines & {line for k, line in above if k == "line"}
+            }
+            link = page.page.query_selector(
+                f"#detail a:text-is('{forward[0].label}: {len(at_line)} kernel{'s' if len(at_line) != 1 else ''}')"
+            )
+            assert link is not None, page.page.inner_text("#detail")
+            link.click()
+            assert page.page.eval_on_selector("#p-call .row.sel", "e => e.dataset.key") in at_line
+        finally:
+            page.close()
+
+
+def test_keyboard_moves_within_and_across_panels(browser, viewed):
+    out, html, graphs, _ = viewed
+    page = Page(browser, html)
+    try:
+        page.show(graphs[0].label)
+        calls = page.keys("call")
+        page.page.keyboard.press("ArrowDown")  # nothing selected: the first call site
+        selected = lambda: page.page.eval_on_selector(".row.sel", "e => [e.dataset.kind, e.dataset.key]")  # noqa: E731
+        assert selected() == ["call", calls[0]]
+        if len(calls) > 1:
+            page.page.keyboard.press("ArrowDown")
+            assert selected() == ["call", calls[1]]
+            page.page.keyboard.press("ArrowUp")
+        page.page.keyboard.press("ArrowRight")  # into the OpSpecs: one of the kernel's
+        kind, key = selected()
+        assert kind == "spec" and key.rsplit("#", 1)[0] == calls[0]
+        page.page.keyboard.press("ArrowLeft")
+        page.page.keyboard.press("ArrowLeft")  # the post-grad nodes: one the kernel computes
+        kind, key = selected()
+        assert (kind, key) in graphs[0].lit(("call", calls[0]))
+        page.page.keyboard.press("Escape")
+        assert page.page.query_selector(".row.sel") is None
+    finally:
+        page.close()
+
+
+def test_a_profiled_run_times_each_call_site_and_shades_its_lines(browser, viewed):
+    out, html, graphs, trace = viewed
+    if trace is None:
+        pytest.skip("this case has no profiled run")
+    events = json.loads(trace.read_text())["traceEvents"]
+    # independently: each kernel event names its call site in the args annotate gave it
+    expected: dict[tuple[str, str], int] = {}
+    for e in events:
+        args = e.get("args") or {}
+        if e.get("ph") == "X" and "provenance_key" in args:
+            site = (args["provenance_graph"], args["provenance_key"])
+            expected[site] = expected.get(site, 0) + 1
+    assert expected
+    page = Page(browser, html)
+    try:
+        for relation in graphs:
+            page.show(relation.label)
+            texts = page.page.eval_on_selector_all("#p-call .row", "es => es.map(e => [e.dataset.key, e.textContent])")
+            for key, text in texts:
+                calls = expected.get((relation.label, key))
+                if calls is None:
+                    assert " call" not in text.split("OpSpec")[-1], text
+                else:
+                    assert re.search(rf"[0-9.]+ (us|ms), {calls} calls?\b", text), text
+            shaded = page.page.eval_on_selector_all(
+                "#p-line .row", "es => es.filter(e => e.style.background).map(e => e.dataset.key)"
+            )
+            timed = {("call", key) for graph, key in expected if graph == relation.label}
+            timed_lines = {key for (kind, key), below in relation.down.items() if kind == "line" and below & timed}
+            assert set(shaded) == timed_lines
+    finally:
+        page.close()
+
+
+def screenshot(browser, html: Path, out: Path, shot: Path) -> list[str]:
+    """The docs' picture of the page (docs/scripts/screenshot.py): the forward graph's first
+    kernel clicked, so every panel shows what it lights. Problems with the lit set (the
+    relation from ``out``'s files) are returned, and then no picture is written."""
+    graphs = relations(out)
+    relation = next((r for r in graphs if r.label.endswith("forward")), graphs[0])
+    page = Page(browser, html)
+    try:
+        page.show(relation.label)
+        key = relation.elements("call")[0]
+        page.click("call", key)
+        spec = next(k for kind, k in sorted(relation.lit(("call", key))) if kind == "spec")
+        page.click("spec", spec)  # the OpSpec's handle and bundle in the bundle panel
+        want, got = relation.lit(("spec", spec)), page.lit()
+        if got != want:
+            return [f"{relation.label} spec {spec}: lit {sorted(got ^ want)} differ"]
+        page.page.screenshot(path=str(shot))
+        return []
+    finally:
+        page.close()
+
+
+def test_the_docs_screenshot_is_taken_of_a_checked_page(browser, viewed, tmp_path):
+    out, html, _, _ = viewed
+    assert screenshot(browser, html, out, tmp_path / "view.png") == []
+    assert (tmp_path / "view.png").read_bytes().startswith(b"\x89PNG")

@@ -1,0 +1,159 @@
+"""``spyre-provenance view`` without a browser: the page of a folder of graph folders (the
+golden training case's), what unusable input does (one line, exit 2, no file written), the
+source-lines snapshot, and a torch-spyre trace read by its events' debug handles.
+
+The page in a browser: tests/browser/test_viewer.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from spyre_provenance.viewer import data, sources, timing
+
+GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "mlp_train"
+_DATA = re.compile(r'<script type="application/json" id="data">(.*?)</script>', re.S)
+
+
+@pytest.fixture
+def out(tmp_path: Path) -> Path:
+    folder = tmp_path / "out"
+    for sub in GOLDEN.glob("graph_*"):
+        shutil.copytree(sub, folder / sub.name)
+    return folder
+
+
+def _embedded(html: Path) -> dict:
+    (text,) = _DATA.findall(html.read_text(encoding="utf-8"))
+    return json.loads(text.replace("<\\/", "</"))
+
+
+def test_the_page_holds_every_graph_once_and_asks_for_nothing(run_cli, out, tmp_path):
+    code, printed, err = run_cli("view", out, "-o", tmp_path / "a.html")
+    assert code == 0 and err == "" and printed.startswith(f"viewer page: {tmp_path / 'a.html'}")
+    doc = _embedded(tmp_path / "a.html")
+    assert [g["label"] for g in doc["graphs"]] == ["out 0/0 forward", "out 0/0 backward"]
+    mapping = json.loads(
+        (out / "graph_01_0-0_backward" / "inductor_provenance_tracking_node_mappings.json").read_text()
+    )
+    assert [c["k"] for c in doc["graphs"][1]["calls"]] == list(mapping["cppCodeToPost"])
+    html = (tmp_path / "a.html").read_text()
+    # no address a browser would fetch: no src/href attribute, no URL outside the CSP's own text
+    assert not re.search(r"<[^>]*\s(src|href)\s*=", html) and "default-src 'none'" in html
+    # the same folder gives the same bytes
+    assert run_cli("view", out, "-o", tmp_path / "b.html")[0] == 0
+    assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "problem", ["empty", "no_such", "truncated_mapping", "truncated_sources", "bad_sources", "bad_trace"]
+)
+def test_unusable_input_is_one_line_exit_2_and_writes_nothing(problem, run_cli, out, tmp_path):
+    target = tmp_path / "page.html"
+    args: list = [out]
+    graph = out / "graph_00_0-0_forward"
+    if problem == "empty":
+        args = [tmp_path / "empty"]
+        args[0].mkdir()
+    elif problem == "no_such":
+        args = [tmp_path / "nothing"]
+    elif problem == "truncated_mapping":
+        path = graph / "inductor_provenance_tracking_node_mappings.json"
+        path.write_bytes(path.read_bytes()[:-40])
+    elif problem == "truncated_sources":
+        (graph / "spyre_source_lines.json").write_text('{"version": 1, "context": 3, "files": {"x.py": {"made"')
+    elif problem == "bad_sources":
+        (graph / "spyre_source_lines.json").write_text(
+            '{"version": 1, "context": 3, "files": {"x.py": {"made": [0], "lines": {}, "error": null}}}'
+        )
+    elif problem == "bad_trace":
+        (tmp_path / "t.json").write_text('{"traceEvents": [{"ph": "X", "name": "sdsc_x"')
+        args += ["--trace", tmp_path / "t.json"]
+    code, printed, err = run_cli("view", *args, "-o", target)
+    assert code == 2 and printed == "" and err.count("\n") == 1 and "Traceback" not in err, err
+    assert not target.exists()
+    expected = {
+        "empty": "no graph folder",
+        "no_such": "no such folder",
+        "truncated_mapping": "inductor_provenance_tracking_node_mappings.json",
+        "truncated_sources": "spyre_source_lines.json: not valid JSON",
+        "bad_sources": "$.files.x.py.made",
+        "bad_trace": "t.json",
+    }[problem]
+    assert expected in err, err
+
+
+def test_the_snapshot_keeps_made_lines_with_context_and_says_what_it_could_not_read(tmp_path):
+    model = tmp_path / "model.py"
+    model.write_text("".join(f"line {n}\n" for n in range(1, 21)))
+    traces = {"k_0:1": [f'  File "{model}", line 10, in forward\n    line 10\n']}
+    opspecs = {
+        "kernels": {"k_0:1": [{"debug_handle": "7"}]},
+        "handles": {
+            "7": {"source": None, "fused_from": ["8"]},
+            "8": {"source": {"file": str(tmp_path / "gone.py"), "start_line": 3, "end_line": None}, "fused_from": []},
+        },
+    }
+    made = sources.made_lines(traces, opspecs)
+    assert made == {str(model): {10}, str(tmp_path / "gone.py"): {3}}
+    doc = sources.snapshot(made)
+    entry = doc["files"][str(model)]
+    assert entry["made"] == [10] and sorted(map(int, entry["lines"])) == list(range(7, 14))
+    assert entry["lines"]["10"] == "line 10" and entry["error"] is None
+    assert doc["files"][str(tmp_path / "gone.py")]["error"] == "No such file or directory"
+    folder = tmp_path / "graph_00_0-0_inference"
+    folder.mkdir()
+    (folder / "spyre_source_lines.json").write_text(json.dumps(doc))
+    assert data._source_lines(folder) == doc  # valid under its schema
+
+
+def test_a_torch_spyre_trace_is_read_by_its_events_debug_handles(out, tmp_path):
+    """torch-spyre's device events carry the kernel's handle ids (args.debug_handles); their
+    CPU launch spans are not counted again."""
+    opspecs = json.loads((out / "graph_01_0-0_backward" / "spyre_opspec_debug_handles.json").read_text())
+    key, specs = list(opspecs["kernels"].items())[4]  # a kernel of two OpSpecs
+    ids = [s["debug_handle"] for s in specs]
+    events = [
+        {
+            "ph": "X",
+            "name": f"spyre_kernel_v1_fused_x_abcdefghijklmnop#{step}",
+            "ts": step,
+            "dur": 5.0,
+            "pid": 0,
+            "tid": 0,
+            "args": {"debug_handles": ids},
+        }
+        for step in range(3)
+    ]
+    events.append({"ph": "X", "name": f"launch_jobplan:{key.split(':')[0]}", "ts": 9, "dur": 50.0, "pid": 0, "tid": 0})
+    events.append(
+        {
+            "ph": "X",
+            "name": "spyre_kernel_v1_fused_y_zzzzzzzzzzzzzzzz#0",
+            "ts": 9,
+            "dur": 1.0,
+            "pid": 0,
+            "tid": 0,
+            "args": {"debug_handles": ["1"]},
+        }
+    )
+    (tmp_path / "t.json").write_text(json.dumps({"traceEvents": events}))
+    doc = data.build(out, timing.read(tmp_path / "t.json"))
+    timed = {(g["label"], c["k"]): (c["t"], c["n"]) for g in doc["graphs"] for c in g["calls"] if "t" in c}
+    assert timed == {("out 0/0 backward", key): (15.0, 3)}
+    assert doc["trace"]["matched"] == 3 and doc["trace"]["unmatched"] == 1
+
+
+def test_every_rank_and_graph_of_a_multi_rank_run_is_on_the_page(run_cli, tmp_path):
+    """compile --ranks N writes rank<r>/graph_<model>_...: one page holds every rank's graphs."""
+    run = tmp_path / "run"
+    for rank in (0, 1):
+        for sub in GOLDEN.glob("graph_*"):
+            shutil.copytree(sub, run / f"rank{rank}" / sub.name.replace("graph_", "graph_tp_", 1))
+    assert run_cli("view", run, "-o", tmp_path / "p.html")[0] == 0
+    labels = [g["label"] for g in _embedded(tmp_path / "p.html")["graphs"]]
+    assert labels == [f"tp rank{r} 0/0 {kind}" for r in (0, 1) for kind in ("forward", "backward")]
