@@ -398,6 +398,7 @@ class Session:
         for record in records:
             if record.is_extern or record.opspecs is None:
                 continue
+            record.provenance_key, record.bundle_folder = self.backend.kernel_bundle(record.name) or (None, None)
             served = self.backend.bundle_handles(record.name)
             if self.probe is not None:
                 self.probe.bundles(graph_key, record.name, served)
