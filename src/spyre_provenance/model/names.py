@@ -52,8 +52,10 @@ INFERRED_PRE_GRAD_REASONS = ("seq_nr", "write-back", "consumer", "inputs")
 
 #: What ``lookup --format json`` prints: a document with a schema, never a file of a compile.
 LOOKUP = "provenance_lookup"
+#: What ``annotate --summary --format json`` prints: kernel time per source line and module.
+TIME_SUMMARY = "provenance_time_summary"
 #: Documents the command line prints (schemas/<name>/, no file name, no detection).
-PRINTED_DOCUMENTS = (LOOKUP,)
+PRINTED_DOCUMENTS = (LOOKUP, TIME_SUMMARY)
 
 #: Every artifact this project reads or writes, in the order reports list them.
 ARTIFACTS = (NODE_MAPPINGS, KERNEL_STACK_TRACES, KERNEL_INFORMATION, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS, AUDIT)

@@ -31,6 +31,7 @@ from spyre_provenance.model.names import (
     OPSPEC_DEBUG_HANDLES,
     artifact_file,
 )
+from spyre_provenance.runtime import names
 
 DEFAULT_PATH = Path("out")
 _AOT_ID = re.compile(r"^# AOT ID: \['[^']*_(?P<kind>inference|forward|backward)'\]", re.MULTILINE)
@@ -60,18 +61,42 @@ class IndexedGraph:
         sites = self.mapping.get("cppCodeToPost")
         return list(sites) if isinstance(sites, dict) else []
 
+    @property
+    def bundles(self) -> dict[str, dict[str, Any]]:
+        """Call site -> its bundle's ``provenance_key`` and ``folder`` (OpSpec artifact v2)."""
+        found = (self.opspecs or {}).get("bundles")
+        return found if isinstance(found, dict) else {}
+
+
+Site = tuple[int, str]  # (graph position in the index, mapping key name:N)
+
 
 @dataclasses.dataclass
 class KernelIndex:
     graphs: list[IndexedGraph]
     # kernel name -> (graph position, key) for every call site, in compile and call order
-    by_name: dict[str, list[tuple[int, str]]] = dataclasses.field(default_factory=dict)
+    by_name: dict[str, list[Site]] = dataclasses.field(default_factory=dict)
+    # torch-spyre's kernel provenance key -> its call sites
+    by_provenance_key: dict[str, list[Site]] = dataclasses.field(default_factory=dict)
+    # bundle folder name, and that name without its <uuid8>_ prefix -> its call sites
+    by_folder: dict[str, list[Site]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for position, graph in enumerate(self.graphs):
+            bundles = graph.bundles
             for key in graph.keys:
                 name, _ = split_key(key)
                 self.by_name.setdefault(name or key, []).append((position, key))
+                bundle = bundles.get(key)
+                if not isinstance(bundle, dict):
+                    continue
+                if isinstance(bundle.get("provenance_key"), str):
+                    self.by_provenance_key.setdefault(bundle["provenance_key"], []).append((position, key))
+                folder = bundle.get("folder")
+                if isinstance(folder, str):
+                    for form in dict.fromkeys((folder, names.without_uuid(folder))):
+                        if form:
+                            self.by_folder.setdefault(form, []).append((position, key))
 
 
 def build(paths: Iterable[str | os.PathLike[str]] = ()) -> KernelIndex:
