@@ -60,8 +60,9 @@ class CompileServer:
     interpreter (see its docstring for why). Restarted when it dies; a compile taking
     longer than ``timeout`` seconds kills it and fails that compile."""
 
-    def __init__(self, timeout: float = 900) -> None:
+    def __init__(self, timeout: float = 900, script: Path | None = None) -> None:
         self.timeout = timeout
+        self.script = script or Path(__file__).parent / "compile_server.py"
         self.proc = None
         self.replies = None
 
@@ -72,7 +73,7 @@ class CompileServer:
 
         read_fd, write_fd = os.pipe()
         self.proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).parent / "compile_server.py"), str(write_fd)],
+            [sys.executable, str(self.script), str(write_fd)],
             stdin=subprocess.PIPE,
             text=True,
             pass_fds=(write_fd,),
@@ -80,13 +81,14 @@ class CompileServer:
         os.close(write_fd)
         self.replies = os.fdopen(read_fd, "r")
 
-    def run(self, args: list[str], stdout: Path, stderr: Path) -> int:
+    def run(self, args: list[str], stdout: Path, stderr: Path, env: dict[str, str] | None = None) -> int:
         import json
         import select
 
         if self.proc is None or self.proc.poll() is not None:
             self._start()
-        self.proc.stdin.write(json.dumps({"args": args, "stdout": str(stdout), "stderr": str(stderr)}) + "\n")
+        request = {"args": args, "stdout": str(stdout), "stderr": str(stderr), "env": env or {}}
+        self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         ready, _, _ = select.select([self.replies], [], [], self.timeout)
         line = self.replies.readline() if ready else ""

@@ -267,6 +267,9 @@ def _tracked_compile(
     except UnsupportedTorch:  # enable() refused this torch before compiling: its own line
         _discard(out, trace_dir, label, created)
         raise
+    except compile_run.NotCompilable as exc:  # the device cannot hold the model: its own line
+        _discard(out, trace_dir, label, created)
+        raise UnusableInput(request.model, str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - see below
         # the model ran eagerly, so torch.compile refused it: the input, in one line
         _discard(out, trace_dir, label, created)
