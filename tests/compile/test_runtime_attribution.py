@@ -120,3 +120,45 @@ def test_summary_options_belong_to_summary(compile_case, run_cli, tmp_path):
     (trace,) = (done.out / "profile").glob("*.trace.json")
     code, out, err = run_cli("annotate", trace, "--from", done.out, "--format", "json", "-o", tmp_path / "x.json")
     assert code == 2 and "--summary" in err and not (tmp_path / "x.json").exists()
+
+
+DECODE = '''
+import torch
+
+
+class Decode(torch.nn.Module):
+    """A decode step that writes its cache and counts its steps: a second call on the same
+    module sees another step (an int Dynamo guards on) and another cache."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+        self.register_buffer("cache", torch.zeros(4, 8))
+        self.step = 0
+
+    def forward(self, x):
+        self.cache[self.step] = self.fc(x)[0]
+        self.step += 1
+        return self.cache.sum(0) + x
+
+
+def build():
+    torch.manual_seed(0)
+    return Decode(), (torch.randn(1, 8),)
+'''
+
+
+@pytest.mark.compile
+def test_profile_runs_the_compile_on_its_own_inputs_recompiling_nothing(run_cli, tmp_path):
+    model = tmp_path / "decode.py"
+    model.write_text(DECODE)
+    out = tmp_path / "out"
+    code, printed, err = run_cli("compile", f"{model}:build", "--profile", "--out", out)
+    assert code == 0, (printed, err)
+    assert "profile: annotated" in printed and "PROFILE" not in printed, printed
+    events = json.loads(next((out / "profile").glob("*.trace.json")).read_text())["traceEvents"]
+    regions = {e["name"] for e in events if e.get("ph") == "X" and e["name"].startswith("Torch-Compiled Region")}
+    assert regions == {"Torch-Compiled Region: 0/0"}  # the compile's one graph, nothing recompiled
+    graphs = {e["args"]["spyre_provenance_graph"] for e in events if "spyre_provenance_graph" in e.get("args", {})}
+    assert graphs and all(g.split(" ")[1] == "0/0" for g in graphs)
+    assert len(list(out.glob("graph_*"))) == 1
