@@ -40,3 +40,19 @@ def test_forms(text, form, name, key):
 def test_bundle_folder_without_its_uuid():
     assert names.without_uuid("1a2b3c4d_sdsc_fused_add_0_k3j_9x2q") == "sdsc_fused_add_0_k3j_9x2q"
     assert names.without_uuid("sdsc_fused_add_0") is None
+
+
+def test_an_acelyzer_summary_csv_is_read_by_kernel(tmp_path):
+    """acelyzer 1.3's ``<name>_summary.csv``: tab-separated, padded, the kernel in ``Name``
+    (its header as ``pipeline/stats.py`` writes it)."""
+    from spyre_provenance.runtime.time_summary import read_acelyzer_csv
+
+    path = tmp_path / "x_summary.csv"
+    path.write_text(
+        "Time  \t Total Time\t Calls\t    Mean  \t  Median  \t    Min    \t   Max   \t   StDev  \t  pid\t Name \n"
+        "12.5\t 40.0\t 4\t 10.0\t 10.0\t 9.0\t 11.0\t 0.8\t 0\t 1a2b3c4d_sdsc_fused_add_0_k3j_9x2q Cmpt Exec\n"
+        "1.0\t 3.0\t 1\t 3.0\t 3.0\t 3.0\t 3.0\t 0.0\t 0\t sdsc_fused_mul_1\n"
+    )
+    rows = read_acelyzer_csv(path)
+    assert set(rows) == {"1a2b3c4d_sdsc_fused_add_0_k3j_9x2q", "sdsc_fused_mul_1"}
+    assert rows["sdsc_fused_mul_1"]["Total Time"] == "3.0" and rows["sdsc_fused_mul_1"]["Calls"] == "1"

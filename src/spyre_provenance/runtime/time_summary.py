@@ -224,8 +224,10 @@ def _rows(
 
 
 def read_acelyzer_csv(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]:
-    """An ``acelyzer`` summary CSV as {kernel name: its row}: the first column names the
-    kernel (the event name less its ``Cmpt Exec``-style kind, or a bundle folder)."""
+    """An ``acelyzer`` summary CSV (``<name>_summary.csv``) as {kernel: its row}. acelyzer
+    1.3 writes it tab-separated with padded cells (``Time \t Total Time\t Calls\t ... \t
+    pid\t Name``); the ``Name`` column names the kernel (a device-timeline name is read back
+    to its bundle folder). Comma-separated files with a ``Name`` (else first) column read too."""
     from spyre_provenance.errors import UnusableInput
 
     path = Path(path)
@@ -233,15 +235,20 @@ def read_acelyzer_csv(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UnusableInput(str(path), f"cannot be read: {exc}") from None
-    reader = csv.DictReader(io.StringIO(text))
-    if not reader.fieldnames:
+    header = text.split("\n", 1)[0]
+    reader = csv.reader(io.StringIO(text), delimiter="\t" if "\t" in header else ",")
+    fields = [f.strip() for f in next(reader, [])]
+    if not any(fields):
         raise UnusableInput(str(path), "no header row: not an acelyzer summary CSV")
-    first = reader.fieldnames[0]
+    column = fields.index("Name") if "Name" in fields else 0
     found: dict[str, dict[str, str]] = {}
-    for row in reader:
-        name = (row.get(first) or "").strip()
+    for cells in reader:
+        row = dict(zip(fields, (c.strip() for c in cells), strict=False))
+        name = row.get(fields[column], "")
+        if not name:
+            continue
         timeline = names.DEVICE_TIMELINE.fullmatch(name)
-        found.setdefault(timeline["folder"] if timeline else name, {k: v for k, v in row.items() if k is not None})
+        found.setdefault(timeline["folder"] if timeline else name, row)
     return found
 
 
@@ -286,7 +293,7 @@ def render_text(summary: TimeSummary) -> str:
 
 
 def _acelyzer_text(row: dict[str, str]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in list(row.items())[1:4])
+    return ", ".join(f"{k}={row[k]}" for k in ("Total Time", "Calls", "Mean") if k in row)
 
 
 def _ms(us: float) -> str:
