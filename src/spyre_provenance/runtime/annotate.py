@@ -113,11 +113,15 @@ class _Annotator:
 def annotate(trace: str | os.PathLike[str], index: KernelIndex, output: str | os.PathLike[str]) -> Summary:
     """Write ``trace`` with provenance to ``output`` (atomically; may be ``trace`` itself).
     Raises UnusableInput, and leaves no output file, for a trace that is not one. Reads the
-    trace twice: the compiled-graph regions first, then each event."""
+    trace twice when the index holds several graphs: the compiled-graph regions first, then
+    each event."""
     trace, output = Path(trace), Path(output)
     if not trace.is_file():
         raise UnusableInput(str(trace), "no such file")
-    regions = attribution.read_regions(v for kind, _, v in trace_stream.read_trace(trace) if kind == "event")
+    # the regions only tell graphs apart: with one graph there is nothing to tell, and no
+    # second reading of the trace
+    first = (v for kind, _, v in trace_stream.read_trace(trace) if kind == "event") if len(index.graphs) > 1 else ()
+    regions = attribution.read_regions(first)
     annotator = _Annotator(index, regions)
     counts: Counter[str | None] = Counter()
     unknown: Counter[str] = Counter()

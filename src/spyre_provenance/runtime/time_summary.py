@@ -33,6 +33,7 @@ from typing import Any
 
 import msgspec
 
+from spyre_provenance.model import kernel_keys
 from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.frames import frames as stack_frames
 from spyre_provenance.model.kernel_keys import KEY_RE, key_of_event
@@ -92,20 +93,24 @@ class _Cell:
 
 
 def _kind(event: dict[str, Any]) -> str | None:
-    """Which kind of timed event ``event`` is, or None when it is never timed."""
-    if event.get("ph") != "X" or not isinstance(event.get("dur"), (int, float)):
+    """Which kind of timed event ``event`` is, or None when it is never timed. Cheap tests
+    first: this runs on every event of the trace."""
+    if event.get("ph") != "X":
         return None
     name = event["name"]
-    args = event.get("args")
-    key = args.get("provenance_key") if isinstance(args, dict) else None
-    if (isinstance(key, str) and KEY_RE.fullmatch(key)) or key_of_event(name) or event.get("cat") == "kernel":
-        return DEVICE
-    if name.endswith(" Cmpt Exec"):
+    category = event.get("cat")
+    if category == "kernel" or name.startswith(kernel_keys.EVENT_PREFIX[:14]):
+        if category == "kernel" or key_of_event(name):
+            return DEVICE
+    elif name.endswith(" Cmpt Exec"):
         return TIMELINE
-    if name.startswith(names.CPU_SPANS) or names.DEVICE_TIMELINE.fullmatch(name):
-        return None
-    if event.get("cat") == "cpu_op" and (names.has_profiler_prefix(name) or name.startswith(("sdsc_", "cpp_fused"))):
+    elif category == "cpu_op" and (names.has_profiler_prefix(name) or name.startswith(("sdsc_", "cpp_fused"))):
         return CPU
+    else:
+        args = event.get("args")
+        key = args.get("provenance_key") if isinstance(args, dict) else None
+        if isinstance(key, str) and KEY_RE.fullmatch(key):  # a device event a tool renamed
+            return DEVICE
     return None
 
 
@@ -119,9 +124,10 @@ def summarize(
     for kind, _, event in trace_stream.read_trace(trace):
         if kind != "event":
             continue
-        regions.add(event)
         timed = _kind(event)
-        if timed is not None:
+        if timed is None:
+            regions.add(event)
+        elif isinstance(event.get("dur"), (int, float)):
             args = event.get("args")
             args = args if isinstance(args, dict) else {}
             kept[timed].append(
