@@ -396,7 +396,8 @@ def _tracked(
             before = _State(model, calls) if after_run is not None else None
             got = _on_cpu(_run(compiled, model, calls, train))
             if after_run is not None and before is not None:
-                after_run(lambda: _rerun(compiled, model, before, train))
+                again = before.restore(model)  # before the profiler starts: no copies in its trace
+                after_run(lambda: _rerun(compiled, model, again, train))
     except Exception as exc:
         compiling = isinstance(exc, (TorchDynamoException, NotCompilable))
         if not keep_run_failure or session is None or not session.results or compiling:
@@ -434,13 +435,13 @@ class _State:
         return [_copies(call) for call in self.calls]
 
 
-def _rerun(compiled: Any, model: Any, before: _State, train: bool) -> list[Any]:
+def _rerun(compiled: Any, model: Any, calls: list[tuple[Any, ...]], train: bool) -> list[Any]:
     """The compiled model once more on the compile's own inputs (``compile --profile``),
-    from the state its first run started from; a run that would need another compile fails
-    (torch's ``fail_on_recompile`` stance) instead of profiling graphs the compile never had."""
+    restored by ``_State.restore`` to the state its first run started from; a run that would
+    need another compile fails (torch's ``fail_on_recompile`` stance) instead of profiling
+    graphs the compile never had."""
     import torch
 
-    calls = before.restore(model)
     with torch.compiler.set_stance("fail_on_recompile"):
         return _run(compiled, model, calls, train)
 
