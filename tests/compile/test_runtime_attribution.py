@@ -162,3 +162,33 @@ def test_profile_runs_the_compile_on_its_own_inputs_recompiling_nothing(run_cli,
     graphs = {e["args"]["spyre_provenance_graph"] for e in events if "spyre_provenance_graph" in e.get("args", {})}
     assert graphs and all(g.split(" ")[1] == "0/0" for g in graphs)
     assert len(list(out.glob("graph_*"))) == 1
+
+
+LABELED = """
+import os, sys, torch
+import spyre_provenance
+from spyre_provenance.examples import load_model
+
+model, inputs = load_model("mlp")
+with spyre_provenance.tracking(backend="reference", label="my-mlp"):
+    with torch.no_grad():
+        torch.compile(model)(*inputs)
+"""
+
+
+@pytest.mark.compile
+def test_the_model_is_named_by_its_label_not_the_log_file(run_cli, tmp_path):
+    """With ``tracking(label=...)`` and TORCH_TRACE a folder, torch names the log at random;
+    lookup and annotate name the model by the label."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TORCH_TRACE": str(tmp_path / "logs"), "INDUCTOR_PROVENANCE": "1"}
+    done = subprocess.run([sys.executable, "-c", LABELED], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (log,) = (tmp_path / "logs").glob("*.log")
+    assert "my-mlp" not in log.name
+    code, out, err = run_cli("lookup", "sdsc_fused_addmm_relu_t_0", "--in", tmp_path / "logs", "--format", "json")
+    assert code == 0, (out, err)
+    assert {m["model"] for a in json.loads(out)["answers"] for m in a["matches"]} == {"my-mlp"}

@@ -32,7 +32,7 @@ from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture import emit
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning
-from spyre_provenance.model.names import DIAGNOSTICS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.names import DIAGNOSTICS, MODEL_LABEL, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import BundleHandlesV4, Fault, GraphDiagnostics, GraphResult, KernelRecord, RandomOp
 from spyre_provenance.patches import Patches
 from spyre_provenance.validate import schemas
@@ -375,6 +375,8 @@ class Session:
                 self.inductor.replace_kernel_stack_traces(result.stack_traces)
                 if result.opspec_handles is not None:
                     self.inductor.log_artifact(OPSPEC_DEBUG_HANDLES, result.opspec_handles)
+                if self.label:  # the model's name for lookup and annotate, whatever the log's file name
+                    self.inductor.log_artifact(MODEL_LABEL, {"label": self.label})
             with self._stage("file write", graph_key):
                 emit.write_files(emit.artifact_files(result), self._folders(result))
         linked: list[str] = []

@@ -50,6 +50,10 @@ INFERRED_SOURCE_REASONS = ("inlined", "consumer", "write-back", "inputs")
 #: the values it is computed from.
 INFERRED_PRE_GRAD_REASONS = ("seq_nr", "write-back", "consumer", "inputs")
 
+#: A TORCH_TRACE record of the hook's (``{"label": ...}``), one per graph when a session has
+#: a label: ``lookup`` and ``annotate`` name the model by it, not by the log's file name
+#: (torch names a TORCH_TRACE log at random). Not a provenance artifact: no schema, no file.
+MODEL_LABEL = "spyre_provenance_model_label"
 #: What ``lookup --format json`` prints: a document with a schema, never a file of a compile.
 LOOKUP = "provenance_lookup"
 #: What ``annotate --summary --format json`` prints: kernel time per source line and module.

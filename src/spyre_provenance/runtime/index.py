@@ -27,6 +27,7 @@ from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_STACK_TRACES,
+    MODEL_LABEL,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
     artifact_file,
@@ -141,7 +142,7 @@ def _trace_logs(folder: Path) -> Iterator[Path]:
 
 def _log_graphs(log: Path) -> list[IndexedGraph]:
     """The graphs of one log; an --out's ``trace/<model>.log`` names its model and bundles."""
-    model = log.stem
+    model = _logged_label(log) or log.stem
     bundles = None
     if log.parent.name == folders.TRACE_FOLDER:
         bundles = log.parent.parent / folders.SDSC_FOLDER / model
@@ -164,6 +165,16 @@ def _log_graphs(log: Path) -> list[IndexedGraph]:
             )
         )
     return found
+
+
+def _logged_label(log: Path) -> str | None:
+    """The label the hook logged (``MODEL_LABEL``), when the log's graphs share one."""
+    labels = set()
+    for _, _, payload in tracelog.artifact_payloads(log, {MODEL_LABEL}):
+        doc = jsonio.load_json(payload, location=f"{log} {MODEL_LABEL}")
+        if isinstance(doc, dict) and isinstance(doc.get("label"), str):
+            labels.add(doc["label"])
+    return labels.pop() if len(labels) == 1 else None
 
 
 def graph_kind(diagnostics: dict[str, Any] | None, output_code: str | None) -> str:
