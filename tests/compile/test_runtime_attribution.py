@@ -192,3 +192,16 @@ def test_the_model_is_named_by_its_label_not_the_log_file(run_cli, tmp_path):
     code, out, err = run_cli("lookup", "sdsc_fused_addmm_relu_t_0", "--in", tmp_path / "logs", "--format", "json")
     assert code == 0, (out, err)
     assert {m["model"] for a in json.loads(out)["answers"] for m in a["matches"]} == {"my-mlp"}
+
+
+def test_summary_of_unusable_input_is_one_line_exit_2(run_cli, tmp_path, data_dir):
+    trace = tmp_path / "t.json"
+    trace.write_text('{"traceEvents": [{"ph": "X", "name": "a", "ts": 1')  # truncated
+    code, out, err = run_cli("annotate", trace, "--from", data_dir / "logs" / "seed_mlp.log", "--summary")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and str(trace) in err
+    trace.write_text(json.dumps({"traceEvents": []}))
+    missing = tmp_path / "nothing_summary.csv"
+    code, out, err = run_cli(
+        "annotate", trace, "--from", data_dir / "logs" / "seed_mlp.log", "--summary", "--acelyzer", missing
+    )
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and str(missing) in err
