@@ -18,7 +18,7 @@ import pytest
 from spyre_provenance.model import kernel_keys
 from spyre_provenance.model.frames import frames
 from spyre_provenance.runtime import index as kernel_index
-from spyre_provenance.runtime import time_summary
+from spyre_provenance.runtime import names, time_summary
 from spyre_provenance.runtime.annotate import PREFIX, annotate
 from spyre_provenance.runtime.lookup import is_library, lookup
 from where import ZOO  # tests/ is on sys.path
@@ -149,6 +149,7 @@ def test_every_name_form_resolves_to_the_mapping_line(compiled):
             one_kernel = [
                 f"{event}#3",
                 event,
+                names.renamed(f"{event}#3"),  # as acelyzer 1.3 renames it
                 bundle["provenance_key"],
                 folder,
                 folder.split("_", 1)[1],  # as a device error prints it: <kernel>_<mkdtemp 8>
@@ -278,6 +279,12 @@ def test_acelyzer_keeps_every_provenance_field(compiled, tmp_path):
         for field, value in event["args"].items():
             if field.startswith(PREFIX) or field in ("stack", "provenance_key", "debug_handles"):
                 assert out.get(field) == value, (event["name"], field)
+    # the names acelyzer gave them resolve too, each to its own call site
+    renamed = [by_place[("kernel", float(e["ts"]))]["name"] for e in annotated]
+    document = lookup(renamed, kernel_index.build([case.out]))
+    for event, answer in zip(annotated, document.answers, strict=True):
+        sites = [s.key for m in answer.matches for s in m.call_sites]
+        assert event["args"][f"{PREFIX}call_site"] in sites, answer.query
     # and what acelyzer wrote is still a trace the summary places, by torch-spyre's own field
     timed = time_summary.summarize(tmp_path / "processed.json", kernel_index.build([case.out]))
     assert timed.time_from == time_summary.DEVICE

@@ -37,6 +37,19 @@ def test_forms(text, form, name, key):
     assert query.form in QUERY_FORMS
 
 
+def test_an_event_acelyzer_renamed():
+    """acelyzer 1.3 drops each run of digits and a ``_`` right before it."""
+    assert names.renamed("spyre_kernel_v1_fused_add_linear_silu_2gmrvchacwi4ab5c#1") == (
+        "spyre_kernel_v_fused_add_linear_silugmrvchacwiabc#"
+    )
+    query = names.parse("spyre_kernel_v_fused_linear_relu_rboeoodiniuupxu#")
+    assert (query.form, query.provenance_key, query.renamed_event) == (
+        "event",
+        None,
+        "spyre_kernel_v_fused_linear_relu_rboeoodiniuupxu",
+    )
+
+
 def test_bundle_folder_without_its_uuid():
     assert names.without_uuid("1a2b3c4d_sdsc_fused_add_0_k3j_9x2q") == "sdsc_fused_add_0_k3j_9x2q"
     assert names.without_uuid("sdsc_fused_add_0") is None

@@ -128,6 +128,11 @@ class Attributor:
             return self._place(sites, event, args, f"provenance key {key}")
         prefix = _PREFIX.match(name)
         query = names.parse(name[prefix.end() :] if prefix else name)
+        if query.renamed_event is not None:  # renamed by acelyzer, and no provenance_key left
+            sites = self.index.sites_of_renamed_event(query.renamed_event)
+            if not sites:
+                return Verdict("unknown", why="no recorded provenance key ends it, as acelyzer renames")
+            return self._place(sites, event, args, "provenance key, as acelyzer renamed it")
         if query.form not in ("kernel", "cpu_span", "device_timeline"):
             return NOT_KERNEL
         sites = self._sites(query.name)

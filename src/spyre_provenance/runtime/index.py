@@ -79,6 +79,8 @@ class KernelIndex:
     by_name: dict[str, list[Site]] = dataclasses.field(default_factory=dict)
     # torch-spyre's kernel provenance key -> its call sites
     by_provenance_key: dict[str, list[Site]] = dataclasses.field(default_factory=dict)
+    # how a device event's name ends once acelyzer renamed it ("_" + key, renamed) -> call sites
+    by_renamed_key: dict[str, list[Site]] = dataclasses.field(default_factory=dict)
     # bundle folder name, and that name without its <uuid8>_ prefix -> its call sites
     by_folder: dict[str, list[Site]] = dataclasses.field(default_factory=dict)
 
@@ -93,11 +95,17 @@ class KernelIndex:
                     continue
                 if isinstance(bundle.get("provenance_key"), str):
                     self.by_provenance_key.setdefault(bundle["provenance_key"], []).append((position, key))
+                    tail = names.renamed("_" + bundle["provenance_key"])
+                    self.by_renamed_key.setdefault(tail, []).append((position, key))
                 folder = bundle.get("folder")
                 if isinstance(folder, str):
                     for form in dict.fromkeys((folder, names.without_uuid(folder))):
                         if form:
                             self.by_folder.setdefault(form, []).append((position, key))
+
+    def sites_of_renamed_event(self, name: str) -> list[Site]:
+        """The call sites whose key ends ``name`` once acelyzer renamed it (``names.renamed``)."""
+        return [s for tail, sites in self.by_renamed_key.items() if name.endswith(tail) for s in sites]
 
 
 def build(paths: Iterable[str | os.PathLike[str]] = ()) -> KernelIndex:

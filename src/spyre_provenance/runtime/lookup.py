@@ -48,6 +48,8 @@ def answer(text: str, index: KernelIndex) -> Answer:
         sites = _sites_of_handle(text, index)
     elif query.provenance_key is not None:  # a device event, or its bare key
         sites = list(index.by_provenance_key.get(query.provenance_key, ()))
+    elif query.renamed_event is not None:  # a device event acelyzer renamed
+        sites = index.sites_of_renamed_event(query.renamed_event)
     elif query.form == "key":
         # the name part in any form (graph_<i>_ prefix, suffix), the handle as written
         sites = [

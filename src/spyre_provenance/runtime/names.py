@@ -15,7 +15,8 @@ Forms (REFERENCE.md section 6):
 - ``launch_jobplan:<kernel>``, ``prepare_kernel:<kernel>``, ``dxp_standalone:<kernel>``:
   torch-spyre's CPU spans around a kernel;
 - ``<bundle folder> Cmpt Exec`` (``Cmpt Prep``, ``DmaI``, ``DmaO``): the device timeline as
-  IBM's trace analyzer (``acelyzer``) names it, by the kernel's bundle folder.
+  IBM's trace analyzer (``acelyzer``) names it, by the kernel's bundle folder; and a device
+  event as acelyzer renames it, digits dropped (``spyre_kernel_v_fused_add_vsancadvtjfcqcv#``).
 
 A name with a suffix is matched against the names the index knows: exact first, else the
 longest known name followed by ``_`` (``addmm_1`` never takes ``addmm_10``'s suffix).
@@ -38,6 +39,23 @@ _BUNDLE_PREFIX = re.compile(r"[0-9a-f]{8}_(?=.)")
 _SPYRE_EVENT_STEP = re.compile(r"#[0-9]+$")  # torch-spyre profiler events end in "#<step>"
 
 
+#: torch-spyre's device event as IBM's trace analyzer (acelyzer 1.3) renames it (``renamed``):
+#: ``spyre_kernel_v_fused_linear_relu_rboeoodiniuupxu#``
+_RENAMED_EVENT = re.compile(r"spyre_kernel_v_[A-Za-z_]+#?")
+_DIGIT_RUN = re.compile(r"(\D+)(\d+)")
+
+
+def renamed(name: str) -> str:
+    """``name`` as acelyzer 1.3 renames trace events (``RefinementContext._update_event_names``
+    without ``--keep_names``): each run of digits dropped, and a ``_`` right before it,
+    unless the text before the run ends in ``V``."""
+    out, last = [], 0
+    for match in _DIGIT_RUN.finditer(name):
+        out.append(match[1].removesuffix("_") + (match[2] if match[1].endswith("V") else ""))
+        last = match.end()
+    return "".join(out) + name[last:]
+
+
 #: torch-spyre's CPU spans (``record_function``) around a kernel's launch, plan and device compile
 CPU_SPANS = ("launch_jobplan:", "prepare_kernel:", "dxp_standalone:")
 #: the device-timeline event kinds of IBM's trace analyzer, after the bundle folder's name
@@ -50,6 +68,7 @@ class Query(msgspec.Struct, frozen=True):
     name: str  # the kernel name or bundle folder part ("" for a handle id or a provenance key)
     handle: int | None = None
     provenance_key: str | None = None  # torch-spyre's key, for an event or a bare key
+    renamed_event: str | None = None  # a device event as acelyzer renamed it (``renamed``)
 
 
 def parse(text: str) -> Query:
@@ -60,6 +79,8 @@ def parse(text: str) -> Query:
     event_key = kernel_keys.key_of_event(text)
     if event_key is not None:
         return Query(text, "event", "", provenance_key=event_key)
+    if _RENAMED_EVENT.fullmatch(text):  # as acelyzer renames it: the key's digits dropped too
+        return Query(text, "event", "", renamed_event=text.removesuffix("#"))
     if kernel_keys.KEY_RE.fullmatch(text):
         return Query(text, "provenance_key", "", provenance_key=text)
     for span in CPU_SPANS:
