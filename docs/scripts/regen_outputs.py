@@ -73,10 +73,20 @@ COMMANDS: list[Command] = [
     Command("lookup", "spyre-provenance lookup sdsc_fused_addmm_relu_t_0_il7ixi06 --in out/demo"),
     Command("lookup-key", "spyre-provenance lookup sdsc_fused_mm_t_5:6 --in out/train"),
     Command("lookup-unknown", "spyre-provenance lookup sdsc_fused_addmm_gelu_0 --in out/demo"),
+    # torch-spyre's device event for a kernel: its name holds the kernel's provenance key,
+    # which hashes the checkout's paths, so the line is filled in from the artifact ({event:...})
+    Command(
+        "lookup-event",
+        "spyre-provenance lookup {event:out/demo/graph_mlp_00_0-0_inference:sdsc_fused_addmm_relu_t_0:1}#3 --in out/demo",
+    ),
     Command("compile-profile", "spyre-provenance compile mlp --train --profile --out out/profiled", compiles=True),
     Command(
         "annotate",
         "spyre-provenance annotate out/profiled/profile/mlp.trace.json --from out/profiled -o annotated.json",
+    ),
+    Command(
+        "annotate-summary",
+        "spyre-provenance annotate out/profiled/profile/mlp.trace.json --from out/profiled --summary",
     ),
     Command("help-lookup", "spyre-provenance lookup --help"),
     Command("help-annotate", "spyre-provenance annotate --help"),
@@ -100,7 +110,39 @@ def normalize(text: str) -> str:
     text = text.replace(str(ROOT), "<checkout>").replace(DISPLAY_ROOT, "<checkout>")
     # the viewer's page holds the source files' paths, so its size moves with the checkout's
     text = re.sub(r"\([0-9.]+ MB\)", "(<SIZE> MB)", text)
-    return re.sub(r"handle \d+", "handle <ID>", text)
+    text = re.sub(r"handle \d+", "handle <ID>", text)
+    # torch-spyre's provenance key hashes those handle ids
+    text = re.sub(r"(spyre_kernel_v1_\w+_|provenance key: )[a-z2-7]{16}", r"\1<KEY>", text)
+    if "--summary" in text.split("\n", 1)[0]:  # timings: the figures and the order of equal rows vary
+        text = re.sub(r"[0-9]+\.[0-9]+(?: us| ms|%)", "<T>", text)
+        text = "\n".join(sorted(text.splitlines()))
+    return text
+
+
+_PLACEHOLDER = re.compile(r"\{event:(?P<graph>[^:{}]+):(?P<site>[^{}]+:[0-9]+)\}")
+
+
+def expand(line: str, work: Path) -> str:
+    """``{event:GRAPH_FOLDER:CALL_SITE}``: the device event name torch-spyre gives that call
+    site's kernel (``model.kernel_keys.event_name``), from the OpSpec artifact there."""
+    import json
+
+    from spyre_provenance.model.kernel_keys import event_name
+
+    def fill(match: re.Match[str]) -> str:
+        doc = json.loads((work / match["graph"] / "spyre_opspec_debug_handles.json").read_text())
+        site = match["site"]
+        todo = [s["debug_handle"] for s in doc["kernels"][site] if s["debug_handle"]]
+        seen: set[str] = set()
+        while todo:
+            handle = todo.pop()
+            if handle not in seen:
+                seen.add(handle)
+                todo += doc["handles"][handle]["fused_from"]
+        ops = [doc["handles"][h]["aten_op"] for h in seen if doc["handles"][h]["aten_op"]]
+        return event_name(ops, doc["bundles"][site]["provenance_key"])
+
+    return _PLACEHOLDER.sub(fill, line)
 
 
 def workdir() -> Path:
@@ -126,14 +168,15 @@ def transcript(line: str, output: str, returncode: int) -> str:
 def run_command(command: Command, work: Path) -> str:
     """Run one command in ``work`` (a ``workdir()``) with this interpreter's
     ``spyre-provenance``; returns its transcript."""
-    argv = shlex.split(command.line)
+    line = expand(command.line, work)
+    argv = shlex.split(line)
     argv[0] = str(Path(sys.executable).parent / "spyre-provenance")
     env = {**os.environ, "PYTHONHASHSEED": "0", "COLUMNS": "100"}
     env.pop("TORCH_TRACE", None)
     done = subprocess.run(
         argv, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False
     )
-    return transcript(command.line, done.stdout, done.returncode)
+    return transcript(line, done.stdout, done.returncode)
 
 
 def run(into: Path, only: list[str] | None = None) -> dict[str, str]:

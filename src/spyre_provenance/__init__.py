@@ -23,6 +23,7 @@ __all__ = [
     "CompileOutcome",
     "lookup",
     "annotate",
+    "time_summary",
 ]
 
 
@@ -36,7 +37,7 @@ def __getattr__(name: str):
         from spyre_provenance.capture import compile_job
 
         return getattr(compile_job, name)
-    if name in ("lookup", "annotate"):
+    if name in ("lookup", "annotate", "time_summary"):
         return globals()[f"_{name}"]
     raise AttributeError(name)
 
@@ -58,3 +59,12 @@ def _annotate(trace, from_=(), output=None):
 
     paths = [from_] if isinstance(from_, (str, bytes)) or hasattr(from_, "__fspath__") else from_
     return annotate.annotate(trace, index.build(paths), output if output is not None else trace)
+
+
+def _time_summary(trace, from_=(), acelyzer_csv=None):
+    """``spyre-provenance annotate TRACE --summary``: where ``trace``'s kernel time went, per
+    source line and per module (a ``runtime.time_summary.TimeSummary``), read from ``from_``."""
+    from spyre_provenance.runtime import index, time_summary
+
+    paths = [from_] if isinstance(from_, (str, bytes)) or hasattr(from_, "__fspath__") else from_
+    return time_summary.summarize(trace, index.build(paths), acelyzer_csv)

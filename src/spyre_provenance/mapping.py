@@ -37,7 +37,7 @@ from spyre_provenance.model.records import (
 from spyre_provenance.support import gc_paused
 
 MAPPING_VERSION = 2.0
-OPSPEC_ARTIFACT_VERSION = 1
+OPSPEC_ARTIFACT_VERSION = 2
 
 
 def _append_unique(target: dict[str, list[str]], key: str, value: str) -> None:
@@ -190,7 +190,8 @@ def build_stack_traces(
 
 
 def build_opspec_artifact(records: Sequence[KernelRecord]) -> dict[str, Any] | None:
-    """``spyre_opspec_debug_handles`` v1: per call site its OpSpecs, handles by id.
+    """``spyre_opspec_debug_handles`` v2: per call site its OpSpecs, handles by id, and
+    the bundle it runs (provenance key, folder name).
 
     Handles are flattened into one ``handles`` table so a fused handle refers to its
     constituents by id instead of repeating them. None when no record has OpSpecs.
@@ -202,7 +203,8 @@ def build_opspec_artifact(records: Sequence[KernelRecord]) -> dict[str, Any] | N
     handles: dict[str, dict[str, Any]] = {}
     for record in with_specs:
         kernels[record.key] = [_opspec_entry(spec, handles) for spec in record.opspecs or ()]
-    return {"version": OPSPEC_ARTIFACT_VERSION, "kernels": kernels, "handles": handles}
+    bundles = {r.key: {"provenance_key": r.provenance_key, "folder": r.bundle_folder} for r in with_specs}
+    return {"version": OPSPEC_ARTIFACT_VERSION, "kernels": kernels, "handles": handles, "bundles": bundles}
 
 
 def _opspec_entry(spec: OpSpecRecord, handles: dict[str, dict[str, Any]]) -> dict[str, Any]:

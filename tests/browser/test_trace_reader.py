@@ -100,9 +100,9 @@ def test_speedscope_reads_the_annotated_trace_and_its_provenance(browser, speeds
     (mapping,) = [
         json.loads(text) for _, _, text in tracelog.artifact_payloads(RELEASE / "timeline.log", {NODE_MAPPINGS})
     ]
-    key = args["provenance_key"]
+    key = args["spyre_provenance_call_site"]
     assert key.rsplit(":", 1)[0] == KERNEL.removeprefix("graph_0_")
-    assert args["provenance_post_grad_nodes"] == mapping["cppCodeToPost"][key]
+    assert args["spyre_provenance_post_grad_nodes"] == mapping["cppCodeToPost"][key]
     pre_grad = {pre for post in mapping["cppCodeToPost"][key] for pre in mapping["postToPre"].get(post, [])}
-    assert set(args["provenance_pre_grad_nodes"]) == pre_grad
+    assert set(args["spyre_provenance_pre_grad_nodes"]) == pre_grad
     assert "stack" in args and args["External id"] is not None  # upstream's field, and the profiler's kept

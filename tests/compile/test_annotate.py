@@ -77,21 +77,21 @@ def test_every_kernel_event_of_a_profiled_run_is_annotated(compile_case, case):
         if "inductor" not in case:
             assert kernel.startswith("sdsc_")  # the reference backend's kernels, by their Spyre names
         args = event["args"]
-        key = args["provenance_key"]
+        key = args["spyre_provenance_call_site"]
         assert key.rpartition(":")[0] == kernel
-        _, compile_id, kind = args["provenance_graph"].split(" ")
+        _, compile_id, kind = args["spyre_provenance_graph"].split(" ")
         assert compile_id == "0/0"
         ((mapping, traces),) = [(m, t) for m, t in graphs[kind] if key in m["cppCodeToPost"]]
         post = mapping["cppCodeToPost"][key]
-        assert args["provenance_post_grad_nodes"] == post
-        assert args["provenance_pre_grad_nodes"] == list(
+        assert args["spyre_provenance_post_grad_nodes"] == post
+        assert args["spyre_provenance_pre_grad_nodes"] == list(
             dict.fromkeys(p for n in post for p in mapping["postToPre"].get(n, []))
         )
         assert args["stack"] == traces.get(key, [])  # upstream's field: the kernel's stack traces
         frames = {f"{f}:{n}" for t in args["stack"] for f, n in re.findall(r'File "([^"]+)", line ([0-9]+)', t)}
-        assert set(args["provenance_source"]) == frames
+        assert set(args["spyre_provenance_source"]) == frames
     if "--train" in case:
-        kinds = [e["args"]["provenance_graph"].split(" ")[2] for e in kernel_events]
+        kinds = [e["args"]["spyre_provenance_graph"].split(" ")[2] for e in kernel_events]
         assert kinds == sorted(kinds, key=["forward", "backward"].index)  # forward's kernels run first
 
 

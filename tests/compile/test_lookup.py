@@ -16,7 +16,7 @@ import jsonschema
 import msgspec
 import pytest
 
-from spyre_provenance.model.lookup import LookupDocument
+from spyre_provenance.model.lookup import LOOKUP_VERSION, LookupDocument
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_STACK_TRACES,
@@ -151,7 +151,7 @@ def test_json_answer_agrees_with_its_schema(compile_case, run_cli):
     names = [k for g in _graphs(done.out) for k in g[1]["cppCodeToPost"]][:3] + ["no_such_kernel"]
     code, doc = _lookup(run_cli, *names, "--in", done.out)
     assert code == 1
-    jsonschema.Draft202012Validator(schemas.load_schema(LOOKUP, 1)).validate(doc)
+    jsonschema.Draft202012Validator(schemas.load_schema(LOOKUP, LOOKUP_VERSION)).validate(doc)
     typed = msgspec.json.decode(json.dumps(doc), type=LookupDocument, strict=True)
     assert msgspec.to_builtins(typed) == doc
 

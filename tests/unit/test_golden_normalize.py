@@ -187,3 +187,25 @@ def test_normalize_does_not_touch_other_artifacts_in_place():
     before = copy.deepcopy(doc)
     out = golden.normalize("kernel_information", doc, ROOTS)
     assert doc == before and out["k:1"]["stack_traces"][0].startswith('  File "src/')
+
+
+def test_bundle_keys_and_random_folder_parts_are_not_golden():
+    """A v2 OpSpec artifact's provenance key hashes handle ids (absolute paths) and torch-
+    spyre's folder names carry a uuid and a mkdtemp suffix: a golden holds neither."""
+    doc = {
+        "version": 2,
+        "kernels": {"sdsc_fused_add_0:1": [], "sdsc_fused_mul_1:2": []},
+        "handles": {},
+        "bundles": {
+            "sdsc_fused_add_0:1": {
+                "provenance_key": "vsancadvtjfcq6cv",
+                "folder": "1a2b3c4d_sdsc_fused_add_0_k3j_9x2q",
+            },
+            "sdsc_fused_mul_1:2": {"provenance_key": None, "folder": "sdsc_fused_mul_1"},
+        },
+    }
+    out = golden.normalize(OPSPEC_DEBUG_HANDLES, doc, ROOTS)
+    assert out["bundles"] == {
+        "sdsc_fused_add_0:1": {"provenance_key": None, "folder": "sdsc_fused_add_0"},
+        "sdsc_fused_mul_1:2": {"provenance_key": None, "folder": "sdsc_fused_mul_1"},
+    }

@@ -100,8 +100,18 @@ def test_handleless_opspec_falls_back_to_origins(fused_record):
 
 
 def test_opspec_artifact_flattens_fused_handles_into_id_references(fused_record):
+    fused_record.provenance_key, fused_record.bundle_folder = (
+        "vsancadvtjfcq6cv",
+        "1a2b3c4d_sdsc_fused_addmm_relu_0_k3j_9x2q",
+    )
     doc = mapping.build_opspec_artifact([fused_record])
-    assert doc["version"] == 1
+    assert doc["version"] == 2
+    assert doc["bundles"] == {
+        "sdsc_fused_addmm_relu_0:1": {
+            "provenance_key": "vsancadvtjfcq6cv",
+            "folder": "1a2b3c4d_sdsc_fused_addmm_relu_0_k3j_9x2q",
+        }
+    }
     entries = doc["kernels"]["sdsc_fused_addmm_relu_0:1"]
     assert [e["debug_handle"] for e in entries] == ["1", "2", "3"]
     assert doc["handles"]["3"]["fused_from"] == ["4", "5"]

@@ -104,7 +104,7 @@ def test_versions_on_disk() -> None:
     assert schemas.available_versions(NODE_MAPPINGS) == [1, 2]
     assert schemas.available_versions(KERNEL_STACK_TRACES) == [1, 2]
     assert schemas.available_versions(KERNEL_INFORMATION) == [1, 2]
-    assert schemas.available_versions(OPSPEC_DEBUG_HANDLES) == [1]
+    assert schemas.available_versions(OPSPEC_DEBUG_HANDLES) == [1, 2]
     assert schemas.available_versions(DIAGNOSTICS) == [1, 2, 3, 4]
 
 
@@ -149,6 +149,14 @@ def _edit(doc: Any, change: Callable[[Any], None]) -> str:
     doc = copy.deepcopy(doc)
     change(doc)
     return json.dumps(doc)
+
+
+def _both(*changes: Callable[[Any], None]) -> Callable[[Any], None]:
+    def change(doc: Any) -> None:
+        for one in changes:
+            one(doc)
+
+    return change
 
 
 def _set(path: list[Any], value: Any) -> Callable[[Any], None]:
@@ -508,7 +516,32 @@ BROKEN: dict[str, tuple[str, str, set[str], str | None]] = {
         "1",
     ),
     "opspec-extra-top-level-key": (OPSPEC_DEBUG_HANDLES, _edit(OPSPEC, _set(["extra"], {})), {"$"}, "1"),
-    "opspec-version-2": (OPSPEC_DEBUG_HANDLES, _edit(OPSPEC, _set(["version"], 2)), {"$.version"}, None),
+    "opspec-version-2-without-bundles": (OPSPEC_DEBUG_HANDLES, _edit(OPSPEC, _set(["version"], 2)), {"$"}, "2"),
+    "opspec-version-3": (OPSPEC_DEBUG_HANDLES, _edit(OPSPEC, _set(["version"], 3)), {"$.version"}, None),
+    "opspec-bundle-of-no-call-site": (
+        OPSPEC_DEBUG_HANDLES,
+        _edit(
+            OPSPEC,
+            _both(
+                _set(["version"], 2),
+                _set(["bundles"], {"sdsc_nowhere_9:9": {"provenance_key": "vsancadvtjfcq6cv", "folder": None}}),
+            ),
+        ),
+        {'$.bundles["sdsc_nowhere_9:9"]'},
+        "2",
+    ),
+    "opspec-bundle-key-not-base32": (
+        OPSPEC_DEBUG_HANDLES,
+        _edit(
+            OPSPEC,
+            _both(
+                _set(["version"], 2),
+                _set(["bundles"], {"sdsc_fused_addmm_1:2": {"provenance_key": "VSANCADVTJFCQ6C1", "folder": "f"}}),
+            ),
+        ),
+        {'$.bundles["sdsc_fused_addmm_1:2"].provenance_key'},
+        "2",
+    ),
 }
 
 

@@ -82,6 +82,11 @@ class Backend:
         the backend has no bundles to check."""
         return None
 
+    def kernel_bundle(self, kernel_name: str) -> tuple[str | None, str | None] | None:
+        """(torch-spyre's kernel provenance key, the bundle folder's name) of the kernel of
+        this name in the graph being compiled; None when the backend has no bundles."""
+        return None
+
     def take_faults(self) -> list[Fault]:
         """Failures of the backend's own work (files it writes) since the last call; the
         hook reports them like its own, on the graph being compiled."""

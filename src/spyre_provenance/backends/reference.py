@@ -56,6 +56,7 @@ from spyre_provenance.backends.reference_lowering import DEVICE, SplitAddmmPass,
 from spyre_provenance.backends.reference_opspecs import (
     build_opspec,
     bundle_document,
+    bundle_identity,
     failed_opspec,
     flat_nodes,
     kernel_descriptor,
@@ -187,6 +188,8 @@ class ReferenceBackend(Backend):
         self.kernel_cache = kernel_cache
         #: kernel name -> each served bundle's ``debug_handle_`` (``bundle_handles``)
         self._served: dict[str, list[dict[str, Any] | None]] = {}
+        #: kernel name -> (provenance key, bundle folder name) (``kernel_bundle``)
+        self._bundles: dict[str, tuple[str | None, str | None]] = {}
         #: Every kernel call site since ``install()``, in emission order: (name, OpSpecs).
         self.call_sites: list[tuple[str, list[OpSpec]]] = []
         #: Every bundle file written since ``install()``.
@@ -231,6 +234,7 @@ class ReferenceBackend(Backend):
         self.call_sites.clear()
         self.bundles_written.clear()
         self._served.clear()
+        self._bundles.clear()
         self.faults.clear()
 
     def uninstall(self) -> None:
@@ -302,7 +306,12 @@ class ReferenceBackend(Backend):
     def bundle_handles(self, kernel_name: str) -> list[dict[str, Any] | None] | None:
         return self._served.get(kernel_name)
 
+    def kernel_bundle(self, kernel_name: str) -> tuple[str | None, str | None] | None:
+        return self._bundles.get(kernel_name)
+
     def _write_bundles(self, kernel_name: str, specs: Sequence[OpSpec]) -> None:
+        folder_of = None if self.bundle_dir is None or self.kernel_cache else self.bundle_dir / kernel_name
+        self._bundles[kernel_name] = bundle_identity(specs, folder_of)
         if self.bundle_dir is None and not self.kernel_cache:
             return
         documents = [bundle_document(i, spec) for i, spec in enumerate(specs)]
@@ -314,6 +323,7 @@ class ReferenceBackend(Backend):
         if self.kernel_cache:
             folder = _spyre_cache_root() / bundle_cache_key(documents)
             cached = _read_bundles(folder, len(documents))
+            self._bundles[kernel_name] = bundle_identity(specs, folder)
             if cached is not None:  # a hit: what torch-spyre serves, handles and all
                 self._served[kernel_name] = [bundles.handle_of(d) for d in cached]
                 return

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -19,6 +20,7 @@ from torch._inductor.virtualized import V
 
 from spyre_provenance.backends import opspec as opspec_mod
 from spyre_provenance.backends.opspec import OpSpec, TensorArg
+from spyre_provenance.model import kernel_keys
 
 aten = torch.ops.aten
 
@@ -226,3 +228,14 @@ def bundle_document(index: int, spec: OpSpec) -> dict[str, Any]:
         "coreIdToDsc_": {"0": 0},
     }
     return {f"{index}_{spec.op}": body}
+
+
+def bundle_identity(specs: Sequence[OpSpec], folder: Path | None) -> tuple[str | None, str | None]:
+    """(provenance key, bundle folder name) of a kernel: the key by torch-spyre's published
+    rule over these OpSpecs (``model.kernel_keys``; None when a value has no canonical
+    form), the folder None when no bundle is written."""
+    try:
+        key: str | None = kernel_keys.bundle_key(specs)
+    except (TypeError, ValueError):
+        key = None
+    return key, None if folder is None else folder.name

@@ -93,7 +93,8 @@ What the adapter does with that
     them in ``cache_dir()/inductor-spyre-cache/<key>/`` (on; the key ignores
     ``debug_handle_``, so a hit serves an earlier compile's handles), and every path ends in
     ``SpyreSDSCKernelRunner(kernel_name, code_dir, ...)`` (``execution/kernel_runner.py``).
-    ``install`` wraps that ``__init__`` to note ``code_dir`` per kernel on the graph;
+    ``install`` wraps that ``__init__`` to note ``code_dir`` per kernel on the graph, and
+    the key of the runner's ``kernel_provenance`` descriptor (``kernel_bundle``);
     ``bundle_handles`` reads the ``sdsc_<i>.json`` there when the graph is complete (the
     hook asks at the dump, after the module loaded). A folder that cannot be read is a
     fault; a generation without ``execution/kernel_runner.py``, or a KTIR kernel (no
@@ -133,6 +134,7 @@ RUNNER_CLASSES = ("SpyreSDSCKernelRunner", "SpyreFrontendOnlyRunner")  # the sec
 #: Per-graph side tables on the GraphLowering: they die with the graph, so no stale entries.
 _GRAPH_OPSPECS = "_spyre_provenance_opspecs"
 _GRAPH_BUNDLE_DIRS = "_spyre_provenance_bundle_dirs"
+_GRAPH_KEYS = "_spyre_provenance_kernel_keys"
 
 
 class DeviceUnavailable(RuntimeError):
@@ -404,6 +406,11 @@ class TorchSpyreBackend(Backend):
                 if not isinstance(V.graph, NullHandler):  # a runner built outside a compile
                     folders = V.graph.__dict__.setdefault(_GRAPH_BUNDLE_DIRS, {})
                     folders[str(runner.kernel_name)] = str(runner.code_dir)
+                    # the key its compile used (torch-spyre #3975: one recomputed from the
+                    # wrapper text may differ); None on generations without descriptors
+                    descriptor = getattr(runner, "kernel_provenance", None)
+                    keys = V.graph.__dict__.setdefault(_GRAPH_KEYS, {})
+                    keys[str(runner.kernel_name)] = getattr(descriptor, "key", None)
             except Exception as exc:  # noqa: BLE001 - provenance never breaks a compile
                 self._warn_once("finding a kernel's bundles", exc)
 
@@ -423,6 +430,17 @@ class TorchSpyreBackend(Backend):
         except (OSError, ValueError) as exc:
             self._faults.append(Fault("OpSpec handle reading", f"{kernel_name}: bundles not checked: {exc}"))
             return None
+
+    def kernel_bundle(self, kernel_name: str) -> tuple[str | None, str | None] | None:
+        """The provenance key torch-spyre's runner holds for the kernel (its
+        ``KernelProvenanceDescriptor``) and its bundle folder's name; None when no runner
+        was built for it in this graph."""
+        from torch._inductor.virtualized import V
+
+        folder = V.graph.__dict__.get(_GRAPH_BUNDLE_DIRS, {}).get(kernel_name)
+        if folder is None:
+            return None
+        return V.graph.__dict__.get(_GRAPH_KEYS, {}).get(kernel_name), Path(folder).name
 
     def take_faults(self) -> list[Fault]:
         faults, self._faults = self._faults, []

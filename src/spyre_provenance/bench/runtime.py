@@ -8,6 +8,9 @@
   ``python``, in alternating pairs (AB, BA, ...); wall time measured by the parent, peak
   memory as the child's own ``getrusage(RUSAGE_SELF).ru_maxrss`` (interpreter and imports
   included in both). Targets: A/B time <= 1.5, A/B peak memory <= 1.
+* annotate --summary (issue 38): the per-line summary of the same trace
+  (``runtime.time_summary``, one streaming pass), arm S, against the same arm B, with the
+  same targets: S/B time <= 1.5, S/B peak memory <= 1.
 * lookup: ``python -m spyre_provenance lookup NAME --in OUT`` on an ``--out`` whose
   TORCH_TRACE log records ``kernels`` kernel call sites (one graph), from interpreter start
   to exit; beside it ``python -m spyre_provenance --version``, the command line's floor.
@@ -48,6 +51,14 @@ summary = annotate.annotate(sys.argv[1], index.build([sys.argv[2]]), sys.argv[3]
 assert summary.annotated == summary.kernel_events > 0, summary
 print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
+_SUMMARY = """
+import resource, sys, time
+from spyre_provenance.runtime import index, time_summary
+start = time.perf_counter()
+summary = time_summary.summarize(sys.argv[1], index.build([sys.argv[2]]))
+assert summary.attributed == summary.timed_events > 0 and summary.lines, summary.timed_events
+print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
 _PLAIN = """
 import json, resource, sys, time
 start = time.perf_counter()
@@ -73,12 +84,14 @@ class RuntimeResults(msgspec.Struct):
     plain: list[ArmRun]
     lookup: list[float]
     floor: list[float]
+    summary: list[ArmRun] = msgspec.field(default_factory=list)  # annotate --summary (issue 38)
 
-    def time_ratio(self) -> float:
-        return statistics.median(a.wall for a in self.annotate) / statistics.median(b.wall for b in self.plain)
+    def time_ratio(self, arm: str = "annotate") -> float:
+        runs = getattr(self, arm)
+        return statistics.median(a.wall for a in runs) / statistics.median(b.wall for b in self.plain)
 
-    def memory_ratio(self) -> float:
-        return max(a.peak_kib for a in self.annotate) / max(b.peak_kib for b in self.plain)
+    def memory_ratio(self, arm: str = "annotate") -> float:
+        return max(a.peak_kib for a in getattr(self, arm)) / max(b.peak_kib for b in self.plain)
 
 
 def write_out(folder: Path, kernels: int) -> list[str]:
@@ -170,12 +183,14 @@ def run(sizes: dict[str, int], progress: Callable[[str], None]) -> RuntimeResult
         trace = root / "trace.json"
         size = write_trace(trace, sizes["events"], names)
         progress(f"runtime: trace of {sizes['events']:,} events ({size / 2**20:.0f} MiB) written")
-        annotated, plain = [], []
+        annotated, plain, summary = [], [], []
         for pair in range(sizes["pairs"]):
-            order = ("A", "B") if pair % 2 == 0 else ("B", "A")
+            order = ("A", "S", "B") if pair % 2 == 0 else ("B", "S", "A")
             for arm in order:
                 if arm == "A":
                     annotated.append(_child(_ANNOTATE, str(trace), str(out), str(root / "a.json")))
+                elif arm == "S":
+                    summary.append(_child(_SUMMARY, str(trace), str(out)))
                 else:
                     plain.append(_child(_PLAIN, str(trace), str(out), str(root / "b.json")))
             progress(f"runtime: annotate pair {pair + 1}/{sizes['pairs']}")
@@ -186,7 +201,7 @@ def run(sizes: dict[str, int], progress: Callable[[str], None]) -> RuntimeResult
             lookups.append(_whole(["lookup", f"graph_0_{names[len(names) // 2]}", "--in", str(big)]))
             floors.append(_whole(["--version"]))
         progress(f"runtime: lookup on {sizes['kernels']:,} kernels")
-    return RuntimeResults(sizes["events"], size, sizes["kernels"], annotated, plain, lookups, floors)
+    return RuntimeResults(sizes["events"], size, sizes["kernels"], annotated, plain, lookups, floors, summary)
 
 
 def render_section(lines: list[str], result: RuntimeResults) -> str:
@@ -203,12 +218,19 @@ def render_section(lines: list[str], result: RuntimeResults) -> str:
     add("")
     add("| arm | runs | wall (s) | work (s) | peak RSS (MiB) |")
     add("|---|---:|---:|---:|---:|")
-    for label, runs in (("A annotate", result.annotate), ("B json.load + json.dump", result.plain)):
+    arms = [
+        ("A annotate", result.annotate),
+        ("S annotate --summary", result.summary),
+        ("B json.load + json.dump", result.plain),
+    ]
+    for label, runs in [(label, runs) for label, runs in arms if runs]:
         add(
             f"| {label} | {len(runs)} | {statistics.median(r.wall for r in runs):.2f} | "
             f"{statistics.median(r.work for r in runs):.2f} | {max(r.peak_kib for r in runs) / 1024:.0f} |"
         )
     add(f"| A/B | | {result.time_ratio():.3f} | | {result.memory_ratio():.3f} |")
+    if result.summary:
+        add(f"| S/B | | {result.time_ratio('summary'):.3f} | | {result.memory_ratio('summary'):.3f} |")
     add("")
     add("| command | kernels | runs | median wall (s) |")
     add("|---|---:|---:|---:|")
@@ -217,12 +239,17 @@ def render_section(lines: list[str], result: RuntimeResults) -> str:
     )
     add(f"| `spyre-provenance --version` (floor) | | {len(result.floor)} | {statistics.median(result.floor):.2f} |")
     add("")
-    time_ok = result.time_ratio() <= TIME_TARGET
-    memory_ok = result.memory_ratio() <= MEMORY_TARGET
+    measured = ["annotate", "summary"] if result.summary else ["annotate"]
+    time_ok = all(result.time_ratio(arm) <= TIME_TARGET for arm in measured)
+    memory_ok = all(result.memory_ratio(arm) <= MEMORY_TARGET for arm in measured)
     detail = (
-        f"annotate / (json.load + json.dump) on {result.events:,} events: time {result.time_ratio():.3f} (target <= {TIME_TARGET}),"
-        f" peak memory {result.memory_ratio():.3f} (target <= {MEMORY_TARGET}); lookup on {result.kernels:,} kernels"
-        f" {statistics.median(result.lookup):.2f} s whole process"
+        "; ".join(
+            f"{'annotate --summary' if arm == 'summary' else 'annotate'} / (json.load + json.dump) on {result.events:,} events:"
+            f" time {result.time_ratio(arm):.3f} (target <= {TIME_TARGET}), peak memory {result.memory_ratio(arm):.3f}"
+            f" (target <= {MEMORY_TARGET})"
+            for arm in measured
+        )
+        + f"; lookup on {result.kernels:,} kernels {statistics.median(result.lookup):.2f} s whole process"
     )
     verdict = "met" if time_ok and memory_ok else "not met"
     return f"**{verdict}** ({detail})"

@@ -403,9 +403,11 @@ def _tracked(
     try:
         with tracking(backend, out_dir=out_dir, label=label, redact_paths=redact_paths, audit=audit) as session:
             compiled = torch.compile(model, backend=backend.compiler())
+            before = _State(model, calls) if after_run is not None else None
             got = _on_cpu(_run(compiled, model, calls, train))
-            if after_run is not None:
-                after_run(lambda: _run(compiled, model, calls, train))
+            if after_run is not None and before is not None:
+                again = before.restore(model)  # before the profiler starts: no copies in its trace
+                after_run(lambda: _rerun(compiled, model, again, train))
     except Exception as exc:
         compiling = isinstance(exc, (TorchDynamoException, NotCompilable))
         if not keep_run_failure or session is None or not session.results or compiling:
@@ -414,6 +416,44 @@ def _tracked(
     finally:
         torch._dynamo.reset()
     return session, got
+
+
+class _State:
+    """The model and its calls as the compile's first run found them: each call's inputs,
+    every parameter and buffer (a KV cache), and the plain attributes of every submodule
+    (a step counter), so a second run sees what the first did and recompiles nothing."""
+
+    def __init__(self, model: Any, calls: list[tuple[Any, ...]]) -> None:
+        self.calls = [_copies(call) for call in calls]
+        self.tensors = {name: t.detach().clone() for name, t in [*model.named_parameters(), *model.named_buffers()]}
+        self.attributes = [
+            (module, {k: v for k, v in vars(module).items() if isinstance(v, (bool, int, float, str, type(None)))})
+            for module in model.modules()
+        ]
+
+    def restore(self, model: Any) -> list[tuple[Any, ...]]:
+        """Put the model back as it was; fresh copies of the calls' inputs."""
+        import torch
+
+        live = dict([*model.named_parameters(), *model.named_buffers()])
+        with torch.no_grad():
+            for name, saved in self.tensors.items():
+                live[name].copy_(saved)
+        for module, attributes in self.attributes:
+            for key, value in attributes.items():
+                setattr(module, key, value)
+        return [_copies(call) for call in self.calls]
+
+
+def _rerun(compiled: Any, model: Any, calls: list[tuple[Any, ...]], train: bool) -> list[Any]:
+    """The compiled model once more on the compile's own inputs (``compile --profile``),
+    restored by ``_State.restore`` to the state its first run started from; a run that would
+    need another compile fails (torch's ``fail_on_recompile`` stance) instead of profiling
+    graphs the compile never had."""
+    import torch
+
+    with torch.compiler.set_stance("fail_on_recompile"):
+        return _run(compiled, model, calls, train)
 
 
 def _placed(backend: Backend, model: Any, calls: list[tuple[Any, ...]]) -> tuple[Any, list[tuple[Any, ...]]]:

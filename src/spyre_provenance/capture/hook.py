@@ -32,7 +32,7 @@ from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture import emit
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning
-from spyre_provenance.model.names import DIAGNOSTICS, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.names import DIAGNOSTICS, MODEL_LABEL, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import BundleHandlesV4, Fault, GraphDiagnostics, GraphResult, KernelRecord, RandomOp
 from spyre_provenance.patches import Patches
 from spyre_provenance.validate import schemas
@@ -402,6 +402,8 @@ class Session:
                 self.inductor.replace_kernel_stack_traces(result.stack_traces)
                 if result.opspec_handles is not None:
                     self.inductor.log_artifact(OPSPEC_DEBUG_HANDLES, result.opspec_handles)
+                if self.label:  # the model's name for lookup and annotate, whatever the log's file name
+                    self.inductor.log_artifact(MODEL_LABEL, {"label": self.label})
             with self._stage("file write", graph_key):
                 emit.write_files(emit.artifact_files(result), self._folders(result))
         linked: list[str] = []
@@ -425,6 +427,7 @@ class Session:
         for record in records:
             if record.is_extern or record.opspecs is None:
                 continue
+            record.provenance_key, record.bundle_folder = self.backend.kernel_bundle(record.name) or (None, None)
             served = self.backend.bundle_handles(record.name)
             if self.probe is not None:
                 self.probe.bundles(graph_key, record.name, served)

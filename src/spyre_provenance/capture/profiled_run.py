@@ -10,8 +10,11 @@ so its kernels carry the same record, under their ``sdsc_`` names:
 
 The run reuses the compiled code: the tracked compile hands ``Profiler.after_run`` a rerun
 of the same compiled function (``compile_run.compile_model``'s ``after_run``), which runs
-once more under the profiler (inference, or forward + backward with ``--train``). No second compile, no record added to
-the TORCH_TRACE log. The trace is annotated from this model's log after ``compile`` has
+once more under the profiler (inference, or forward + backward with ``--train``), on the
+compile's own inputs, from the model state its first run started from (a KV cache or a
+step counter the first run changed is put back). No second compile, no record added to the
+TORCH_TRACE log: a rerun that would recompile fails, and the profile says so, rather than
+profile graphs the compile never had. The trace is annotated from this model's log after ``compile`` has
 claimed it.
 """
 

@@ -1,15 +1,23 @@
 """``spyre-provenance annotate TRACE.json --from PATH [-o OUT.json]``: a torch.profiler
 Chrome trace (plain or gzipped) with each known kernel event's provenance in its ``args``
 (``runtime.annotate`` lists the fields). Prints ``annotated K of N kernel events``; exit 0
-when every kernel event was annotated, 1 when some are unknown, 2 for unusable input."""
+when every kernel event was annotated, 1 when some are unknown, ambiguous or from another
+build, 2 for unusable input.
+
+``--summary`` writes no trace: it prints where the kernel time went, per source line and
+per module (``runtime.time_summary``), as text, ``--format json`` (schema
+``provenance_time_summary``) or ``csv``, joined with an ``acelyzer`` summary CSV by kernel
+when ``--acelyzer`` names one; exit 1 when some timed events could not be placed."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK
+from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
 from spyre_provenance.runtime import index as kernel_index
+from spyre_provenance.runtime import time_summary
 from spyre_provenance.runtime.annotate import annotate
 
 
@@ -32,6 +40,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="where to write the annotated trace (default: TRACE with .annotated before .json)",
     )
+    add_summary_arguments(parser)
+
+
+def add_summary_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--summary", action="store_true", help="print kernel time per source line and per module instead"
+    )
+    parser.add_argument("--format", choices=("text", "json", "csv"), default="text", help="of --summary")
+    parser.add_argument(
+        "--acelyzer", type=Path, default=None, metavar="CSV", help="an acelyzer summary CSV to join by kernel"
+    )
 
 
 def default_output(trace: Path) -> Path:
@@ -44,6 +63,13 @@ def default_output(trace: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     index = kernel_index.build(args.paths or [])
+    if args.summary:
+        timed = time_summary.summarize(args.trace, index, args.acelyzer)
+        render = {"text": time_summary.render_text, "json": time_summary.render_json, "csv": time_summary.render_csv}
+        sys.stdout.write(render[args.format](timed))
+        return EXIT_OK if timed.attributed == timed.timed_events else EXIT_FOUND_WANTING
+    if args.format != "text" or args.acelyzer is not None:
+        raise UnusableInput("annotate", "--format and --acelyzer are options of --summary")
     summary = annotate(args.trace, index, args.output or default_output(args.trace))
     print(summary.line())
     return EXIT_OK if summary.annotated == summary.kernel_events else EXIT_FOUND_WANTING

@@ -31,7 +31,8 @@ from spyre_provenance.model import wire
 
 def resolved_opspecs(doc: Any, side: str) -> dict[str, list[dict[str, Any]]]:
     try:
-        typed = msgspec.convert(doc, wire.OpSpecDebugHandles)
+        version = doc.get("version") if isinstance(doc, dict) else None
+        typed = msgspec.convert(doc, wire.OPSPEC_DOCS.get(version, wire.OpSpecDebugHandles))  # type: ignore[arg-type]
     except msgspec.ValidationError as exc:
         raise Malformed(side, f"OpSpec handles are not well-formed ({exc})") from None
     handles = {k: msgspec.to_builtins(v) for k, v in typed.handles.items()}

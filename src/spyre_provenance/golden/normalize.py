@@ -27,6 +27,7 @@ from typing import Any
 
 from spyre_provenance.golden.cases import source_checkout
 from spyre_provenance.model import handles
+from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.names import (
     AUDIT,
     KERNEL_INFORMATION,
@@ -184,7 +185,22 @@ def _normalize_opspecs(doc: dict[str, Any], roots: Roots) -> dict[str, Any]:
         for spec in specs if isinstance(specs, list) else ():
             if isinstance(spec, dict) and isinstance(spec.get("debug_handle"), str):
                 spec["debug_handle"] = new_ids.get(spec["debug_handle"], spec["debug_handle"])
+    for key, bundle in (doc.get("bundles") or {}).items():  # version 2
+        if isinstance(bundle, dict):
+            # the key hashes the handle ids, which hash absolute paths: no golden can hold
+            # it; a bundle folder's <uuid8>_ and _<mkdtemp 8> differ run to run
+            bundle["provenance_key"] = None
+            if isinstance(bundle.get("folder"), str):
+                bundle["folder"] = bundle_folder_kernel(bundle["folder"], split_key(key)[0])
     return doc
+
+
+def bundle_folder_kernel(folder: str, kernel: str | None) -> str:
+    """A bundle folder's name as a golden holds it: ``<uuid8>_<kernel>_<mkdtemp 8>`` (torch-
+    spyre's, random) becomes ``<kernel>``; any other name stays as it is."""
+    if kernel and re.fullmatch(rf"[0-9a-f]{{8}}_{re.escape(kernel)}_[a-z0-9_]{{8}}", folder):
+        return kernel
+    return folder
 
 
 def _normalize_handle_fields(entry: dict[str, Any], roots: Roots) -> None:

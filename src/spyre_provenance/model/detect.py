@@ -128,7 +128,7 @@ def detect(artifact: str | None, doc: Mapping[str, Any]) -> Detected:
         return Detected(artifact, "2", 2) if _has_v2_entries(doc) else Detected(artifact, "1", 1)
     if artifact == OPSPEC_DEBUG_HANDLES:
         if "version" in doc:
-            return _explicit_version(artifact, doc["version"], {1: ("1", 1)})
+            return _explicit_version(artifact, doc["version"], {1: ("1", 1), 2: ("2", 2)})
         return Detected(artifact, "1", 1)  # validation reports the missing key
     if artifact == DIAGNOSTICS:
         if "version" in doc:

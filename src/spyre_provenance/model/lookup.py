@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import msgspec
 
-LOOKUP_VERSION = 1
-#: How a name was read: a mapping key, an OpSpec debug-handle id, or a kernel name (as the
-#: wrapper calls it, or with a profiler prefix, a runtime suffix, a bundle folder's parts).
-QUERY_FORMS = ("key", "handle", "kernel")
+LOOKUP_VERSION = 2
+#: How a name was read: a mapping key, an OpSpec debug-handle id, a kernel name (as the
+#: wrapper calls it, or with a profiler prefix, a runtime suffix, as a bundle folder),
+#: torch-spyre's device event or its bare provenance key, one of its CPU spans, or the
+#: device-timeline name of IBM's trace analyzer (``runtime.names``).
+QUERY_FORMS = ("key", "handle", "kernel", "event", "provenance_key", "cpu_span", "device_timeline")
 
 
 class SourceLine(msgspec.Struct, frozen=True):
@@ -46,6 +48,8 @@ class CallSite(msgspec.Struct, frozen=True):
     aten_from: str | None  # "wrapper comment" | "OpSpec handles" | "post-grad nodes"; None: none known
     opspecs: list[OpSpecEntry]
     bundle_files: list[str]
+    provenance_key: str | None = None  # torch-spyre's key of the bundle it runs (version 2)
+    bundle_folder: str | None = None  # that bundle's folder name (version 2)
 
 
 class Match(msgspec.Struct, frozen=True):

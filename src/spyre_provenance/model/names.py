@@ -50,10 +50,16 @@ INFERRED_SOURCE_REASONS = ("inlined", "consumer", "write-back", "inputs")
 #: the values it is computed from.
 INFERRED_PRE_GRAD_REASONS = ("seq_nr", "write-back", "consumer", "inputs")
 
+#: A TORCH_TRACE record of the hook's (``{"label": ...}``), one per graph when a session has
+#: a label: ``lookup`` and ``annotate`` name the model by it, not by the log's file name
+#: (torch names a TORCH_TRACE log at random). Not a provenance artifact: no schema, no file.
+MODEL_LABEL = "spyre_provenance_model_label"
 #: What ``lookup --format json`` prints: a document with a schema, never a file of a compile.
 LOOKUP = "provenance_lookup"
+#: What ``annotate --summary --format json`` prints: kernel time per source line and module.
+TIME_SUMMARY = "provenance_time_summary"
 #: Documents the command line prints (schemas/<name>/, no file name, no detection).
-PRINTED_DOCUMENTS = (LOOKUP,)
+PRINTED_DOCUMENTS = (LOOKUP, TIME_SUMMARY)
 
 #: The model's source lines that made a graph's kernels, with context, read at compile time
 #: (the file may have changed, or be absent, where the viewer's page is opened). A companion

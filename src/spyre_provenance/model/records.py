@@ -108,6 +108,10 @@ class KernelRecord(msgspec.Struct):
     opspecs: list[OpSpecRecord] | None = None
     #: post-grad nodes outside this call site that read what it writes (scheduler users)
     consumers: list[str] = msgspec.field(default_factory=list)
+    #: the bundle it runs: torch-spyre's kernel provenance key and the folder's name
+    #: (``Backend.kernel_bundle``); both None where unknown
+    provenance_key: str | None = None
+    bundle_folder: str | None = None
 
     @property
     def key(self) -> str:

@@ -170,7 +170,34 @@ class OpSpecDebugHandles(msgspec.Struct, forbid_unknown_fields=True):
     handles: dict[str, HandleEntry]
 
 
-OPSPEC_ARTIFACT_FIELDS = OpSpecDebugHandles.__struct_fields__
+class BundleEntry(msgspec.Struct, forbid_unknown_fields=True):
+    """The bundle a call site runs: torch-spyre's kernel provenance key and the folder name."""
+
+    provenance_key: str | None
+    folder: str | None
+
+
+class OpSpecDebugHandlesV2(msgspec.Struct, forbid_unknown_fields=True):
+    """Version 2: version 1 plus ``bundles`` (call site -> its bundle's key and folder)."""
+
+    version: int | float
+    kernels: dict[str, list[OpSpecEntry]]
+    handles: dict[str, HandleEntry]
+    bundles: dict[str, BundleEntry]
+
+
+#: The wire form of each OpSpec artifact version, by the N of its schema file.
+OPSPEC_DOCS: dict[int, type[OpSpecDebugHandles] | type[OpSpecDebugHandlesV2]] = {
+    1: OpSpecDebugHandles,
+    2: OpSpecDebugHandlesV2,
+}
+OPSPEC_ARTIFACT_FIELDS = OpSpecDebugHandles.__struct_fields__  # version 1's; opspec_fields(N) for any
+
+
+def opspec_fields(schema: int) -> tuple[str, ...]:
+    return tuple(OPSPEC_DOCS[schema].__struct_fields__)
+
+
 KERNEL_INFO_FIELDS = KernelInfoEntry.__struct_fields__  # the lists each entry of every version has
 
 

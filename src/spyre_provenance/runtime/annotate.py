@@ -4,23 +4,24 @@
 Field names: ``stack`` is upstream's. torch 2.14's ``torch/_inductor/profiler.py``
 (``_InductorTraceProcessor.add_to_chrome_trace``) sets ``event["args"]["stack"]`` to the
 kernel's ``stack_traces`` (a list of stack-trace strings, as in ``kernel_information``), so
-a tool reading upstream's annotated traces reads ours. What upstream does not write goes
-under one prefix, ``provenance_``; ``provenance_key`` is also torch-spyre's event field:
+a tool reading upstream's annotated traces reads ours; an event that has one keeps it.
+torch-spyre's own fields (``provenance_key``, its kernel provenance key, and
+``debug_handles``, its handle ids: REFERENCE.md section 6) are never touched. The
+project's fields go under one prefix no one else writes, ``spyre_provenance_``:
 
-``provenance_key``              the mapping key ``name:N`` of the call site
-``provenance_post_grad_nodes``  its post-grad nodes (``cppCodeToPost``)
-``provenance_pre_grad_nodes``   their pre-grad nodes (``postToPre``)
-``provenance_aten_ops``         Original ATen ops (see ``lookup``)
-``provenance_source``           ``file:line`` of each frame, the user's first
-``provenance_graph``            ``<model> <compile id> <graph kind>``
+``spyre_provenance_call_site``        the mapping key ``name:N`` of the call site
+``spyre_provenance_post_grad_nodes``  its post-grad nodes (``cppCodeToPost``)
+``spyre_provenance_pre_grad_nodes``   their pre-grad nodes (``postToPre``)
+``spyre_provenance_aten_ops``         Original ATen ops (see ``lookup``)
+``spyre_provenance_source``           ``file:line`` of each frame, the user's first
+``spyre_provenance_graph``            ``<model> <compile id> <graph kind>``
+``spyre_provenance_bundle``           the bundle's provenance key and folder, when recorded
+``spyre_provenance_evidence``         what placed the event in that graph (``runtime.attribution``)
 
-A kernel event is a complete event (``ph`` ``X``) of a GPU kernel (``cat`` ``kernel``),
-one named by Inductor's C++ kernel profiling (``graph_<i>_<kernel>``), or one whose name
-resolves to a kernel the provenance knows (``runtime.names.resolve``), ``sdsc_*`` included.
-Events of a kernel that has several call sites (or one name in forward and backward) take
-them in turn, in call order: the n-th event of a name gets its n-th call site, cyclically,
-which is how one profiled step runs them. Kernel events the provenance does not know are
-counted and listed, and passed through unchanged; no event is ever dropped.
+Which events are kernel events, and which call site each one ran, is
+``runtime.attribution``'s: an event it cannot place in exactly one graph is left as it
+is and reported (unknown, ambiguous, or from another build), never annotated with a
+guess. No event is ever dropped.
 
 Pure: no torch.
 """
@@ -35,13 +36,12 @@ from typing import Any
 import msgspec
 
 from spyre_provenance.errors import UnusableInput
-from spyre_provenance.runtime import names, trace_stream
-from spyre_provenance.runtime.index import KernelIndex
+from spyre_provenance.runtime import attribution, trace_stream
+from spyre_provenance.runtime.index import KernelIndex, Site
 from spyre_provenance.runtime.lookup import GraphView
 
-PREFIX = "provenance_"
-LISTED = 20  # unknown kernel names the summary line lists by name
-_KERNEL_PREFIXES = ("sdsc_", "triton_", "cpp_fused", "ktir_", "spyre_kernel_")
+PREFIX = "spyre_provenance_"
+LISTED = 20  # event names each report line lists
 
 
 class Summary(msgspec.Struct):
@@ -50,77 +50,83 @@ class Summary(msgspec.Struct):
     kernel_events: int
     annotated: int
     unknown: dict[str, int]  # kernel event name -> how many events, for names not known
+    ambiguous: dict[str, int] = msgspec.field(default_factory=dict)  # "name: why" -> events
+    mismatched: dict[str, int] = msgspec.field(default_factory=dict)  # "name: why" -> events
 
     def line(self) -> str:
         text = f"annotated {self.annotated} of {self.kernel_events} kernel events ({self.events} events in all): {self.output}"
-        if self.unknown:
-            names = sorted(self.unknown.items())
-            listed = ", ".join(f"{n} x{c}" for n, c in names[:LISTED])
-            more = f", and {len(names) - LISTED} more names" if len(names) > LISTED else ""
-            text += f"\n  unknown kernel events ({sum(self.unknown.values())}): {listed}{more}"
+        for title, counts in (
+            ("unknown kernel events", self.unknown),
+            ("NOT ANNOTATED, more than one graph could have run them", self.ambiguous),
+            ("NOT ANNOTATED, from another build of the model than these artifacts", self.mismatched),
+        ):
+            if counts:
+                listed = sorted(counts.items())
+                shown = ", ".join(f"{n} x{c}" for n, c in listed[:LISTED])
+                more = f", and {len(listed) - LISTED} more" if len(listed) > LISTED else ""
+                text += f"\n  {title} ({sum(counts.values())}): {shown}{more}"
         return text
 
 
+def provenance_fields(index: KernelIndex, site: Site) -> dict[str, Any]:
+    """The fields ``annotate`` adds for one call site (``stack`` upstream's, the rest ours)."""
+    graph = index.graphs[site[0]]
+    call = GraphView.of(graph).call_site(site[1])
+    fields: dict[str, Any] = {
+        "stack": [s for s in graph.stack_traces.get(site[1]) or [] if isinstance(s, str)],
+        f"{PREFIX}call_site": call.key,
+        f"{PREFIX}post_grad_nodes": call.post_grad_nodes,
+        f"{PREFIX}pre_grad_nodes": call.pre_grad_nodes,
+        f"{PREFIX}aten_ops": call.aten_ops,
+        f"{PREFIX}source": [f"{s.file}:{s.line}" for s in call.source],
+        f"{PREFIX}graph": f"{graph.model} {graph.compile_id} {graph.graph}",
+    }
+    if call.provenance_key or call.bundle_folder:
+        fields[f"{PREFIX}bundle"] = {"provenance_key": call.provenance_key, "folder": call.bundle_folder}
+    return fields
+
+
 class _Annotator:
-    def __init__(self, index: KernelIndex) -> None:
+    def __init__(self, index: KernelIndex, regions: attribution.Regions) -> None:
         self.index = index
-        self.sites: dict[str, list[tuple[int, str]]] = {}  # event name -> call sites
-        self.fields: dict[tuple[int, str], dict[str, Any]] = {}
-        self.seen: Counter[str] = Counter()
+        self.attributor = attribution.Attributor(index, regions)
+        self.fields: dict[Site, dict[str, Any]] = {}
 
-    def call_sites(self, name: str) -> list[tuple[int, str]]:
-        sites = self.sites.get(name)
-        if sites is None:
-            resolved = names.resolve(names.parse(name).name, self.index.by_name)
-            sites = self.sites[name] = [s for k in resolved for s in self.index.by_name[k]]
-        return sites
-
-    def fields_of(self, site: tuple[int, str]) -> dict[str, Any]:
-        found = self.fields.get(site)
-        if found is None:
-            graph = self.index.graphs[site[0]]
-            call = GraphView.of(graph).call_site(site[1])
-            found = self.fields[site] = {
-                "stack": [s for s in graph.stack_traces.get(site[1]) or [] if isinstance(s, str)],
-                f"{PREFIX}key": call.key,
-                f"{PREFIX}post_grad_nodes": call.post_grad_nodes,
-                f"{PREFIX}pre_grad_nodes": call.pre_grad_nodes,
-                f"{PREFIX}aten_ops": call.aten_ops,
-                f"{PREFIX}source": [f"{s.file}:{s.line}" for s in call.source],
-                f"{PREFIX}graph": f"{graph.model} {graph.compile_id} {graph.graph}",
-            }
-        return found
-
-    def event(self, event: dict[str, Any]) -> str | None:
-        """Annotate ``event`` when it is a known kernel's: "annotated", "unknown" (a kernel
-        event the provenance does not know) or None (no kernel event)."""
-        if event.get("ph") != "X":
-            return None
-        name = event["name"]
-        sites = self.call_sites(name)
-        if not sites:
-            is_kernel = (
-                event.get("cat") == "kernel" or names.has_profiler_prefix(name) or name.startswith(_KERNEL_PREFIXES)
-            )
-            return "unknown" if is_kernel else None
-        site = sites[self.seen[name] % len(sites)]
-        self.seen[name] += 1
+    def event(self, event: dict[str, Any]) -> attribution.Verdict:
+        """Annotate ``event`` when it is a kernel event placed in one call site."""
+        verdict = self.attributor.verdict(event)
+        if verdict.status != "annotated" or verdict.site is None:
+            return verdict
+        fields = self.fields.get(verdict.site)
+        if fields is None:
+            fields = self.fields[verdict.site] = provenance_fields(self.index, verdict.site)
         args = event.get("args")
         if not isinstance(args, dict):
             args = event["args"] = {}
-        args.update(self.fields_of(site))
-        return "annotated"
+        for name, value in fields.items():
+            if name not in args:  # upstream's stack, where it wrote one, stays as it is
+                args[name] = value
+        args[f"{PREFIX}evidence"] = verdict.evidence
+        return verdict
 
 
 def annotate(trace: str | os.PathLike[str], index: KernelIndex, output: str | os.PathLike[str]) -> Summary:
     """Write ``trace`` with provenance to ``output`` (atomically; may be ``trace`` itself).
-    Raises UnusableInput, and leaves no output file, for a trace that is not one."""
+    Raises UnusableInput, and leaves no output file, for a trace that is not one. Reads the
+    trace twice when the index holds several graphs: the compiled-graph regions first, then
+    each event."""
     trace, output = Path(trace), Path(output)
     if not trace.is_file():
         raise UnusableInput(str(trace), "no such file")
-    annotator = _Annotator(index)
+    # the regions only tell graphs apart: with one graph there is nothing to tell, and no
+    # second reading of the trace
+    first = (v for kind, _, v in trace_stream.read_trace(trace) if kind == "event") if len(index.graphs) > 1 else ()
+    regions = attribution.read_regions(first)
+    annotator = _Annotator(index, regions)
     counts: Counter[str | None] = Counter()
     unknown: Counter[str] = Counter()
+    ambiguous: Counter[str] = Counter()
+    mismatched: Counter[str] = Counter()
     writer = trace_stream.TraceWriter(output)
     events = 0
     try:
@@ -129,13 +135,20 @@ def annotate(trace: str | os.PathLike[str], index: KernelIndex, output: str | os
                 writer.member(key, value)
                 continue
             verdict = annotator.event(value)
-            counts[verdict] += 1
-            if verdict == "unknown":
+            counts[verdict.status] += 1
+            if verdict.status == "unknown":
                 unknown[value["name"]] += 1
+            elif verdict.status == "ambiguous":
+                ambiguous[f"{value['name']}: {verdict.why}"] += 1
+            elif verdict.status == "mismatch":
+                mismatched[f"{value['name']}: {verdict.why}"] += 1
             writer.event(value)
             events += 1
         writer.commit()
     except BaseException:
         writer.discard()
         raise
-    return Summary(str(output), events, counts["annotated"] + counts["unknown"], counts["annotated"], dict(unknown))
+    kernel_events = events - counts[None]
+    return Summary(
+        str(output), events, kernel_events, counts["annotated"], dict(unknown), dict(ambiguous), dict(mismatched)
+    )

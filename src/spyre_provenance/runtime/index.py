@@ -27,10 +27,12 @@ from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_STACK_TRACES,
+    MODEL_LABEL,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
     artifact_file,
 )
+from spyre_provenance.runtime import names
 
 DEFAULT_PATH = Path("out")
 _AOT_ID = re.compile(r"^# AOT ID: \['[^']*_(?P<kind>inference|forward|backward)'\]", re.MULTILINE)
@@ -60,18 +62,50 @@ class IndexedGraph:
         sites = self.mapping.get("cppCodeToPost")
         return list(sites) if isinstance(sites, dict) else []
 
+    @property
+    def bundles(self) -> dict[str, dict[str, Any]]:
+        """Call site -> its bundle's ``provenance_key`` and ``folder`` (OpSpec artifact v2)."""
+        found = (self.opspecs or {}).get("bundles")
+        return found if isinstance(found, dict) else {}
+
+
+Site = tuple[int, str]  # (graph position in the index, mapping key name:N)
+
 
 @dataclasses.dataclass
 class KernelIndex:
     graphs: list[IndexedGraph]
     # kernel name -> (graph position, key) for every call site, in compile and call order
-    by_name: dict[str, list[tuple[int, str]]] = dataclasses.field(default_factory=dict)
+    by_name: dict[str, list[Site]] = dataclasses.field(default_factory=dict)
+    # torch-spyre's kernel provenance key -> its call sites
+    by_provenance_key: dict[str, list[Site]] = dataclasses.field(default_factory=dict)
+    # how a device event's name ends once acelyzer renamed it ("_" + key, renamed) -> call sites
+    by_renamed_key: dict[str, list[Site]] = dataclasses.field(default_factory=dict)
+    # bundle folder name, and that name without its <uuid8>_ prefix -> its call sites
+    by_folder: dict[str, list[Site]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for position, graph in enumerate(self.graphs):
+            bundles = graph.bundles
             for key in graph.keys:
                 name, _ = split_key(key)
                 self.by_name.setdefault(name or key, []).append((position, key))
+                bundle = bundles.get(key)
+                if not isinstance(bundle, dict):
+                    continue
+                if isinstance(bundle.get("provenance_key"), str):
+                    self.by_provenance_key.setdefault(bundle["provenance_key"], []).append((position, key))
+                    tail = names.renamed("_" + bundle["provenance_key"])
+                    self.by_renamed_key.setdefault(tail, []).append((position, key))
+                folder = bundle.get("folder")
+                if isinstance(folder, str):
+                    for form in dict.fromkeys((folder, names.without_uuid(folder))):
+                        if form:
+                            self.by_folder.setdefault(form, []).append((position, key))
+
+    def sites_of_renamed_event(self, name: str) -> list[Site]:
+        """The call sites whose key ends ``name`` once acelyzer renamed it (``names.renamed``)."""
+        return [s for tail, sites in self.by_renamed_key.items() if name.endswith(tail) for s in sites]
 
 
 def build(paths: Iterable[str | os.PathLike[str]] = ()) -> KernelIndex:
@@ -116,7 +150,7 @@ def _trace_logs(folder: Path) -> Iterator[Path]:
 
 def _log_graphs(log: Path) -> list[IndexedGraph]:
     """The graphs of one log; an --out's ``trace/<model>.log`` names its model and bundles."""
-    model = log.stem
+    model = _logged_label(log) or log.stem
     bundles = None
     if log.parent.name == folders.TRACE_FOLDER:
         bundles = log.parent.parent / folders.SDSC_FOLDER / model
@@ -139,6 +173,16 @@ def _log_graphs(log: Path) -> list[IndexedGraph]:
             )
         )
     return found
+
+
+def _logged_label(log: Path) -> str | None:
+    """The label the hook logged (``MODEL_LABEL``), when the log's graphs share one."""
+    labels = set()
+    for _, _, payload in tracelog.artifact_payloads(log, {MODEL_LABEL}):
+        doc = jsonio.load_json(payload, location=f"{log} {MODEL_LABEL}")
+        if isinstance(doc, dict) and isinstance(doc.get("label"), str):
+            labels.add(doc["label"])
+    return labels.pop() if len(labels) == 1 else None
 
 
 def graph_kind(diagnostics: dict[str, Any] | None, output_code: str | None) -> str:

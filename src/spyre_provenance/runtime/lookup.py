@@ -30,7 +30,7 @@ from spyre_provenance.model.lookup import (
     SourceLine,
 )
 from spyre_provenance.runtime import names
-from spyre_provenance.runtime.index import IndexedGraph, KernelIndex
+from spyre_provenance.runtime.index import IndexedGraph, KernelIndex, Site
 
 _ORIGINAL_ATEN = re.compile(r"Original ATen: \[(?P<aten>[^\]]*)\]")
 # a frame in torch, another installed package or the standard library is not the user's
@@ -46,6 +46,10 @@ def answer(text: str, index: KernelIndex) -> Answer:
     query = names.parse(text)
     if query.form == "handle":
         sites = _sites_of_handle(text, index)
+    elif query.provenance_key is not None:  # a device event, or its bare key
+        sites = list(index.by_provenance_key.get(query.provenance_key, ()))
+    elif query.renamed_event is not None:  # a device event acelyzer renamed
+        sites = index.sites_of_renamed_event(query.renamed_event)
     elif query.form == "key":
         # the name part in any form (graph_<i>_ prefix, suffix), the handle as written
         sites = [
@@ -54,13 +58,21 @@ def answer(text: str, index: KernelIndex) -> Answer:
             for s in index.by_name[name]
             if s[1] == f"{name}:{query.handle}"
         ]
-    else:
-        sites = [s for name in names.resolve(query.name, index.by_name) for s in index.by_name[name]]
+    else:  # a kernel name, a CPU span's or a bundle folder (as recorded, else by its parts)
+        sites = sites_of_name(query.name, index)
     matches = _matches(sites, index)
     closest = (
         [] if matches else difflib.get_close_matches(query.name or text, list(index.by_name), n=CLOSEST, cutoff=0.5)
     )
     return Answer(text, query.form, matches, closest)
+
+
+def sites_of_name(name: str, index: KernelIndex) -> list[Site]:
+    """The call sites a kernel name or bundle folder stands for: a recorded bundle folder
+    (with or without its ``<uuid8>_``) names its one kernel; else ``names.resolve``."""
+    if name in index.by_folder:
+        return list(index.by_folder[name])
+    return [s for kernel in names.resolve(name, index.by_name) for s in index.by_name[kernel]]
 
 
 def _matches(sites: list[tuple[int, str]], index: KernelIndex) -> list[Match]:
@@ -111,6 +123,7 @@ class GraphView:
         pre = list(dict.fromkeys(p for n in post for p in self.post_to_pre.get(n, []) if isinstance(p, str)))
         aten, aten_from = self._aten(key, post)
         kernel, handle = split_key(key)
+        bundle = self.graph.bundles.get(key) or {}
         return CallSite(
             key=key,
             handle=int(handle),
@@ -121,6 +134,8 @@ class GraphView:
             aten_from=aten_from,
             opspecs=[self._opspec(o) for o in self.kernel_opspecs.get(key, []) if isinstance(o, dict)],
             bundle_files=_bundle_files(self.graph, kernel),
+            provenance_key=bundle.get("provenance_key"),
+            bundle_folder=bundle.get("folder"),
         )
 
     def _opspec(self, opspec: dict[str, Any]) -> OpSpecEntry:
@@ -182,6 +197,11 @@ def _wrapper_aten(code: str | None) -> dict[str, list[str]]:
     return found
 
 
+def is_library(file: str) -> bool:
+    """A frame in torch, another installed package or the standard library: not the user's."""
+    return _LIBRARY.search(file) is not None
+
+
 def source_lines(stack_traces: list[Any]) -> list[SourceLine]:
     """The frames of a call site's stack traces, innermost first, the user's frames before
     torch's and the standard library's; each ``file:line`` once."""
@@ -194,7 +214,7 @@ def source_lines(stack_traces: list[Any]) -> list[SourceLine]:
             where = (frame.file, frame.line)
             if where not in seen:
                 seen.add(where)
-                found.append(SourceLine(frame.file, frame.line, frame.code.strip(), not _LIBRARY.search(frame.file)))
+                found.append(SourceLine(frame.file, frame.line, frame.code.strip(), not is_library(frame.file)))
     return [f for f in found if f.user] + [f for f in found if not f.user]
 
 

@@ -8,11 +8,19 @@ Forms (REFERENCE.md section 6):
   (``graph_<i>_``, ``i`` the graph's index in the process);
 - ``1a2b3c4d_sdsc_fused_addmm_1_k3j_9x2q``: a bundle folder ``<uuid8>_<name>_<mkdtemp 8>``;
 - ``sdsc_fused_addmm_1:2``: a mapping key ``name:N``;
-- ``5042312524869293591``: an OpSpec debug-handle id.
+- ``5042312524869293591``: an OpSpec debug-handle id;
+- ``spyre_kernel_v1_fused_linear_relu_74ncpmgiwkyzoc6d#3``: torch-spyre's device kernel
+  event (with or without the runtime's ``#<step>``), and its bare key ``74ncpmgiwkyzoc6d``
+  (``model.kernel_keys``);
+- ``launch_jobplan:<kernel>``, ``prepare_kernel:<kernel>``, ``dxp_standalone:<kernel>``:
+  torch-spyre's CPU spans around a kernel;
+- ``<bundle folder> Cmpt Exec`` (``Cmpt Prep``, ``DmaI``, ``DmaO``): the device timeline as
+  IBM's trace analyzer (``acelyzer``) names it, by the kernel's bundle folder; and a device
+  event as acelyzer renames it, digits dropped (``spyre_kernel_v_fused_add_vsancadvtjfcqcv#``).
 
 A name with a suffix is matched against the names the index knows: exact first, else the
 longest known name followed by ``_`` (``addmm_1`` never takes ``addmm_10``'s suffix).
-Pure: ``re`` only.
+Pure: no torch.
 """
 
 from __future__ import annotations
@@ -22,6 +30,8 @@ from collections.abc import Collection
 
 import msgspec
 
+from spyre_provenance.model import kernel_keys
+
 _KEY = re.compile(r"(?P<name>.+):(?P<handle>[1-9][0-9]*)")
 _HANDLE_ID = re.compile(r"[0-9]{6,20}")  # 63-bit content hashes, as strings
 _PROFILER_PREFIX = re.compile(r"graph_[0-9]+_(?=.)")
@@ -29,22 +39,66 @@ _BUNDLE_PREFIX = re.compile(r"[0-9a-f]{8}_(?=.)")
 _SPYRE_EVENT_STEP = re.compile(r"#[0-9]+$")  # torch-spyre profiler events end in "#<step>"
 
 
+#: torch-spyre's device event as IBM's trace analyzer (acelyzer 1.3) renames it (``renamed``):
+#: ``spyre_kernel_v_fused_linear_relu_rboeoodiniuupxu#``
+_RENAMED_EVENT = re.compile(r"spyre_kernel_v_[A-Za-z_]+#?")
+_DIGIT_RUN = re.compile(r"(\D+)(\d+)")
+
+
+def renamed(name: str) -> str:
+    """``name`` as acelyzer 1.3 renames trace events (``RefinementContext._update_event_names``
+    without ``--keep_names``): each run of digits dropped, and a ``_`` right before it,
+    unless the text before the run ends in ``V``."""
+    out, last = [], 0
+    for match in _DIGIT_RUN.finditer(name):
+        out.append(match[1].removesuffix("_") + (match[2] if match[1].endswith("V") else ""))
+        last = match.end()
+    return "".join(out) + name[last:]
+
+
+#: torch-spyre's CPU spans (``record_function``) around a kernel's launch, plan and device compile
+CPU_SPANS = ("launch_jobplan:", "prepare_kernel:", "dxp_standalone:")
+#: the device-timeline event kinds of IBM's trace analyzer, after the bundle folder's name
+DEVICE_TIMELINE = re.compile(r"(?P<folder>\S.*) (?:Cmpt Exec|Cmpt Prep|DmaI|DmaO)")
+
+
 class Query(msgspec.Struct, frozen=True):
     text: str
-    form: str  # "key" | "handle" | "kernel"
-    name: str  # the kernel name part ("" for a handle id)
+    form: str  # one of model.lookup.QUERY_FORMS
+    name: str  # the kernel name or bundle folder part ("" for a handle id or a provenance key)
     handle: int | None = None
+    provenance_key: str | None = None  # torch-spyre's key, for an event or a bare key
+    renamed_event: str | None = None  # a device event as acelyzer renamed it (``renamed``)
 
 
 def parse(text: str) -> Query:
     """What kind of name ``text`` is (the candidate kernel names come from ``candidates``)."""
     text = text.strip()
+    if _HANDLE_ID.fullmatch(text):  # before keys: a key is never all digits, an id always is
+        return Query(text, "handle", "")
+    event_key = kernel_keys.key_of_event(text)
+    if event_key is not None:
+        return Query(text, "event", "", provenance_key=event_key)
+    if _RENAMED_EVENT.fullmatch(text):  # as acelyzer renames it: the key's digits dropped too
+        return Query(text, "event", "", renamed_event=text.removesuffix("#"))
+    if kernel_keys.KEY_RE.fullmatch(text):
+        return Query(text, "provenance_key", "", provenance_key=text)
+    for span in CPU_SPANS:
+        if text.startswith(span) and len(text) > len(span):
+            return Query(text, "cpu_span", text[len(span) :])
+    timeline = DEVICE_TIMELINE.fullmatch(text)
+    if timeline:
+        return Query(text, "device_timeline", timeline["folder"])
     key = _KEY.fullmatch(text)
     if key:
         return Query(text, "key", key["name"], int(key["handle"]))
-    if _HANDLE_ID.fullmatch(text):
-        return Query(text, "handle", "")
     return Query(text, "kernel", _SPYRE_EVENT_STEP.sub("", text))
+
+
+def without_uuid(folder: str) -> str | None:
+    """A bundle folder's name without its ``<uuid8>_`` prefix: ``<kernel>_<mkdtemp 8>``, the
+    name device errors print (torch-spyre #1234); None when it has no such prefix."""
+    return folder[9:] if _BUNDLE_PREFIX.match(folder) else None
 
 
 def has_profiler_prefix(name: str) -> bool:

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from spyre_provenance.model.lookup import Answer, CallSite, LookupDocument
 
-_FORMS = {"key": "mapping key", "handle": "OpSpec debug handle", "kernel": "kernel name"}
+_FORMS = {
+    "key": "mapping key",
+    "handle": "OpSpec debug handle",
+    "kernel": "kernel name",
+    "event": "torch-spyre device kernel event",
+    "provenance_key": "torch-spyre kernel provenance key",
+    "cpu_span": "torch-spyre CPU span",
+    "device_timeline": "device-timeline event (IBM trace analyzer)",
+}
 
 
 def render(document: LookupDocument) -> str:
@@ -55,6 +63,9 @@ def _call_site(site: CallSite) -> list[str]:
             f"      OpSpec {opspec.op} -> {opspec.buffer or '?'}: handle {opspec.debug_handle or '(none)'}"
             + (f"  ({'; '.join(extra)})" if extra else "")
         )
+    if site.provenance_key or site.bundle_folder:
+        key, folder = site.provenance_key or "(not recorded)", site.bundle_folder or "(none)"
+        lines.append(f"      provenance key: {key}, bundle folder: {folder}")
     for path in site.bundle_files:
         lines.append(f"      bundle: {path}")
     return lines

@@ -199,23 +199,27 @@ class _Run:
         det, version = self.versioned(OPSPEC_DEBUG_HANDLES, top)
         if det.schema is None:
             return det, None
-        for key in wire.OPSPEC_ARTIFACT_FIELDS:
+        fields = wire.opspec_fields(det.schema)
+        for key in fields:
             if key not in top:
                 self.problems.append(Problem("$", f"missing required key {quote(key)}"))
-        self.problems.extend(
-            Problem("$", f"unexpected key {quote(k)}") for k in top if k not in wire.OPSPEC_ARTIFACT_FIELDS
-        )
+        self.problems.extend(Problem("$", f"unexpected key {quote(k)}") for k in top if k not in fields)
         kernels = self.decode_map(top["kernels"], list[wire.OpSpecEntry], "$.kernels") if "kernels" in top else None
         handles = self.decode_map(top["handles"], wire.HandleEntry, "$.handles") if "handles" in top else None
+        bundles = self.decode_map(top["bundles"], wire.BundleEntry, "$.bundles") if "bundles" in top else None
         if self.problems:
             return det, None
         assert kernels is not None and handles is not None  # a missing key is a problem above
-        doc = wire.OpSpecDebugHandles(version, kernels, handles)
+        doc: wire.OpSpecDebugHandles | wire.OpSpecDebugHandlesV2 = (
+            wire.OpSpecDebugHandles(version, kernels, handles)
+            if bundles is None  # a version 2 document without it has a problem above
+            else wire.OpSpecDebugHandlesV2(version, kernels, handles, bundles)
+        )
         self.problems.extend(rules.check_types(doc))
         if self.problems:
             return det, None
         self.problems.extend(rules.check(OPSPEC_DEBUG_HANDLES, det.schema, doc))
-        return det, _add(_tally_keys(top), _tally(kernels), _tally(handles))
+        return det, _add(_tally_keys(top), _tally(kernels), _tally(handles), _tally(bundles or {}))
 
     def diagnostics(self, top: dict[str, msgspec.Raw]) -> tuple[Detected, Any]:
         det, version = self.versioned(DIAGNOSTICS, top)

@@ -32,6 +32,7 @@ from spyre_provenance.model.detect import (
     split_key,
 )
 from spyre_provenance.model.handles import HANDLE_ID_LIMIT
+from spyre_provenance.model.kernel_keys import KEY_RE
 from spyre_provenance.model.names import (
     AUDIT,
     COVERAGE_RULES,
@@ -59,6 +60,7 @@ from spyre_provenance.model.wire import (
     HandleEntry,
     KernelInfoEntryV2,
     OpSpecDebugHandles,
+    OpSpecDebugHandlesV2,
 )
 from spyre_provenance.validate.audit_rules import check_audit, check_audit_types  # noqa: F401 - re-exported
 
@@ -155,7 +157,7 @@ def _not_one_of(options: Iterable[str], value: Any) -> str:
     return f"expected one of {', '.join(map(quote, options))}, got {quote(value)}"
 
 
-def check_types(doc: OpSpecDebugHandles) -> list[Problem]:
+def check_types(doc: OpSpecDebugHandles | OpSpecDebugHandlesV2) -> list[Problem]:
     """What the opspec schema says about integers and enums that the wire types leave open."""
     problems: list[Problem] = []
     for key, specs in doc.kernels.items():
@@ -483,7 +485,10 @@ def _pair_fingerprint(mapping: NodeMap, *, flip: bool) -> tuple[int, int]:
     return sum(map(len, mapping.values())), sum(map(hash, pairs)) & (2**64 - 1)
 
 
-def _check_opspec(doc: OpSpecDebugHandles, problems: list[Problem]) -> None:
+MSG_PROVENANCE_KEY = "expected 16 characters of lowercase base32 (a-z, 2-7)"
+
+
+def _check_opspec(doc: OpSpecDebugHandles | OpSpecDebugHandlesV2, problems: list[Problem]) -> None:
     handles = doc.handles
     _check_kernel_keys(doc.kernels, "$.kernels", True, problems)
     for hid in handles:
@@ -510,6 +515,16 @@ def _check_opspec(doc: OpSpecDebugHandles, problems: list[Problem]) -> None:
         for j, ref in enumerate(handle.fused_from):
             check_ref(ref, f"{base}[{j}]")
     problems.extend(_fused_from_cycles(handles))
+    for key, bundle in getattr(doc, "bundles", {}).items():  # version 2
+        path = key_path("$.bundles", key)
+        if key not in doc.kernels:
+            problems.append(Problem(path, f"call site {quote(key)} is not in $.kernels"))
+        if bundle.provenance_key is not None and not KEY_RE.fullmatch(bundle.provenance_key):
+            problems.append(
+                Problem(f"{path}.provenance_key", f"{MSG_PROVENANCE_KEY}, got {quote(bundle.provenance_key)}")
+            )
+        if bundle.folder == "":
+            problems.append(Problem(f"{path}.folder", "should be non-empty"))
 
 
 def _id_problem(hid: str) -> str | None:

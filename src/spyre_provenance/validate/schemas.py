@@ -85,7 +85,7 @@ CURRENT_VERSIONS = {
     NODE_MAPPINGS: "2.0",
     KERNEL_STACK_TRACES: "2",
     KERNEL_INFORMATION: "1",
-    OPSPEC_DEBUG_HANDLES: "1",
+    OPSPEC_DEBUG_HANDLES: "2",
     DIAGNOSTICS: "4",
     AUDIT: "1",
 }
@@ -263,7 +263,7 @@ def _typed(artifact: str, schema: int, doc: Mapping[str, Any]) -> Any:
         return msgspec.convert(dict(doc), wire.DIAGNOSTICS_DOCS[schema])
     if artifact == AUDIT:
         return msgspec.convert(dict(doc), wire.AUDIT_DOCS[schema])
-    return msgspec.convert(dict(doc), wire.OpSpecDebugHandles)
+    return msgspec.convert(dict(doc), wire.OPSPEC_DOCS[schema])
 
 
 def _from_jsonschema(error: Any, schema: dict[str, Any]) -> Iterator[Problem]:

@@ -1,0 +1,71 @@
+"""How a run-time name is read (``runtime.names.parse``): every form torch-spyre, its
+profiler and IBM's trace analyzer produce, told apart from the project's own forms."""
+
+from __future__ import annotations
+
+import pytest
+
+from spyre_provenance.model.lookup import QUERY_FORMS
+from spyre_provenance.runtime import names
+
+KEY = "74ncpmgiwkyzoc6d"
+
+
+@pytest.mark.parametrize(
+    ("text", "form", "name", "key"),
+    [
+        (f"spyre_kernel_v1_fused_linear_relu_{KEY}#3", "event", "", KEY),
+        (f"spyre_kernel_v1_fused_linear_relu_{KEY}", "event", "", KEY),
+        (KEY, "provenance_key", "", KEY),
+        ("launch_jobplan:sdsc_fused_linear_relu_0", "cpu_span", "sdsc_fused_linear_relu_0", None),
+        ("prepare_kernel:sdsc_fused_linear_relu_0", "cpu_span", "sdsc_fused_linear_relu_0", None),
+        ("dxp_standalone:sdsc_fused_linear_relu_0", "cpu_span", "sdsc_fused_linear_relu_0", None),
+        ("1a2b3c4d_sdsc_fused_add_0_k3j_9x2q Cmpt Exec", "device_timeline", "1a2b3c4d_sdsc_fused_add_0_k3j_9x2q", None),
+        ("1a2b3c4d_sdsc_fused_add_0_k3j_9x2q DmaI", "device_timeline", "1a2b3c4d_sdsc_fused_add_0_k3j_9x2q", None),
+        ("sdsc_fused_add_0:2", "key", "sdsc_fused_add_0", None),
+        ("5042312524869293591", "handle", "", None),
+        ("2345672345672345", "handle", "", None),  # all digits: an id, even in the key alphabet
+        ("graph_0_sdsc_fused_add_0", "kernel", "graph_0_sdsc_fused_add_0", None),
+        ("sdsc_fused_neg_0_il7ixi06", "kernel", "sdsc_fused_neg_0_il7ixi06", None),
+        # a version torch-spyre does not write, or a key of the wrong width: no event
+        (f"spyre_kernel_v2_fused_add_{KEY}", "kernel", f"spyre_kernel_v2_fused_add_{KEY}", None),
+    ],
+)
+def test_forms(text, form, name, key):
+    query = names.parse(text)
+    assert (query.form, query.name, query.provenance_key) == (form, name, key)
+    assert query.form in QUERY_FORMS
+
+
+def test_an_event_acelyzer_renamed():
+    """acelyzer 1.3 drops each run of digits and a ``_`` right before it."""
+    assert names.renamed("spyre_kernel_v1_fused_add_linear_silu_2gmrvchacwi4ab5c#1") == (
+        "spyre_kernel_v_fused_add_linear_silugmrvchacwiabc#"
+    )
+    query = names.parse("spyre_kernel_v_fused_linear_relu_rboeoodiniuupxu#")
+    assert (query.form, query.provenance_key, query.renamed_event) == (
+        "event",
+        None,
+        "spyre_kernel_v_fused_linear_relu_rboeoodiniuupxu",
+    )
+
+
+def test_bundle_folder_without_its_uuid():
+    assert names.without_uuid("1a2b3c4d_sdsc_fused_add_0_k3j_9x2q") == "sdsc_fused_add_0_k3j_9x2q"
+    assert names.without_uuid("sdsc_fused_add_0") is None
+
+
+def test_an_acelyzer_summary_csv_is_read_by_kernel(tmp_path):
+    """acelyzer 1.3's ``<name>_summary.csv``: tab-separated, padded, the kernel in ``Name``
+    (its header as ``pipeline/stats.py`` writes it)."""
+    from spyre_provenance.runtime.time_summary import read_acelyzer_csv
+
+    path = tmp_path / "x_summary.csv"
+    path.write_text(
+        "Time  \t Total Time\t Calls\t    Mean  \t  Median  \t    Min    \t   Max   \t   StDev  \t  pid\t Name \n"
+        "12.5\t 40.0\t 4\t 10.0\t 10.0\t 9.0\t 11.0\t 0.8\t 0\t 1a2b3c4d_sdsc_fused_add_0_k3j_9x2q Cmpt Exec\n"
+        "1.0\t 3.0\t 1\t 3.0\t 3.0\t 3.0\t 3.0\t 0.0\t 0\t sdsc_fused_mul_1\n"
+    )
+    rows = read_acelyzer_csv(path)
+    assert set(rows) == {"1a2b3c4d_sdsc_fused_add_0_k3j_9x2q", "sdsc_fused_mul_1"}
+    assert rows["sdsc_fused_mul_1"]["Total Time"] == "3.0" and rows["sdsc_fused_mul_1"]["Calls"] == "1"
