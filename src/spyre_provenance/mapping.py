@@ -19,11 +19,11 @@ from typing import Any
 import msgspec
 
 from spyre_provenance.model.handles import named_nodes
-from spyre_provenance.model.names import MAP_FIELDS
 from spyre_provenance.model.records import (
+    SHOWN_UPSTREAM_DIFFERENCES,
     BundleHandlesV4,
     DebugHandle,
-    DiagnosticsV4,
+    DiagnosticsV5,
     GraphDiagnostics,
     GraphResult,
     Inferred,
@@ -33,6 +33,8 @@ from spyre_provenance.model.records import (
     NodeMappingsV2,
     OpSpecRecord,
     PostGradGraph,
+    UpstreamComparison,
+    UpstreamLink,
 )
 from spyre_provenance.support import gc_paused
 
@@ -397,20 +399,44 @@ def cross_check(records: list[KernelRecord], diag: GraphDiagnostics) -> None:
             diag.disagreements.append(record.key)
 
 
-def matches_upstream(ours: NodeMappingsV2, upstream: dict[str, Any]) -> bool | None:
-    """True when upstream linked the same kernels the same way (its own cross-check)."""
-    theirs = {k: v for k, v in (upstream or {}).items() if k != "version"}
+#: The maps two mappings are compared on: the other two are their inverses (the validator
+#: holds every mapping to that), so comparing them again would count each link twice.
+COMPARED_MAPS = ("preToPost", "cppCodeToPost")
+
+
+def matches_upstream(ours: NodeMappingsV2, upstream: dict[str, Any]) -> UpstreamComparison | None:
+    """How our mapping relates to Inductor's own for the graph, link by link: ``equal``,
+    ``extends`` it (every link of Inductor's, and more: the links the hook adds), or
+    ``differs`` (some link of Inductor's is not ours). None when Inductor had nothing
+    comparable (no ``cppCodeToPost``). The order inside one list is no difference."""
+    theirs = upstream or {}
     if not theirs.get("cppCodeToPost"):
         return None
     mine = msgspec.to_builtins(ours)
-    return all({k: list(v) for k, v in theirs.get(key, {}).items()} == mine[key] for key in MAP_FIELDS)
+    added, missing = 0, []
+    for field in COMPARED_MAPS:
+        our_links = _links(mine.get(field))
+        their_links = _links(theirs.get(field))
+        added += len(our_links - their_links)
+        missing += [UpstreamLink(field, key, value) for key, value in sorted(their_links - our_links)]
+    relation = "differs" if missing else "extends" if added else "equal"
+    return UpstreamComparison(
+        relation=relation, added=added, missing=len(missing), differences=missing[:SHOWN_UPSTREAM_DIFFERENCES]
+    )
+
+
+def _links(table: Any) -> set[tuple[str, str]]:
+    """A map's ``(key, value)`` pairs; what is not a map of lists has none."""
+    if not isinstance(table, dict):
+        return set()
+    return {(str(k), str(v)) for k, values in table.items() if isinstance(values, list) for v in values}
 
 
 def diagnostics_document(result: GraphResult) -> dict[str, Any]:
     """The ``spyre_provenance_diagnostics`` document of a graph, as it is logged and written."""
     diag = result.diagnostics
     return msgspec.to_builtins(
-        DiagnosticsV4(
+        DiagnosticsV5(
             compile_id=result.compile_id,
             graph=result.kind,
             backend=result.backend,

@@ -131,10 +131,12 @@ def test_hovering_each_kernel_lights_up_exactly_its_mapped_nodes(browser, demo, 
     html = _open(run_cli, demo.log, out / "tlparse")
     mapping = _mapping_of(demo.log)
     assert mapping["cppCodeToPost"] and mapping["postToPre"]
-    # the matmuls' HBM pool lines name their kernels right before the calls: the page
-    # must light up the calls, not the allocations
+    # as torch-spyre main: the handle comment, then ``<kernel>.run(...)``; the page must
+    # light up that call
     (graph,) = read_log_graphs(demo.log)
-    assert any(wrapper_code.is_pool_allocation(line) for line in graph.output_code.splitlines())
+    sites = wrapper_code.call_sites(graph.output_code)
+    lines = graph.output_code.splitlines()
+    assert sites and all(lines[s.line - 1].lstrip().startswith(f"{s.name}.run(") for s in sites)
     screenshot = out / "provenance_page_mlp.png"
     assert check_in_browser(browser, html, mapping, screenshot) == []
     assert screenshot.stat().st_size > 10_000

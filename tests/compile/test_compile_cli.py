@@ -10,6 +10,7 @@ import pytest
 
 import tlparse_page
 from fresh_process import FRESH  # tests/ is on sys.path
+from spyre_provenance import examples
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.logs.tracelog import artifact_payloads
@@ -177,12 +178,16 @@ def test_reference_backend_maps_every_call_site(case, compile_case):
         assert all(graph.node_mappings["cppCodeToPost"][k] for k in keys)
 
 
-def test_fp16_bias_adds_trace_to_addmm_without_a_stack_trace(compile_case):
+def test_fp16_bias_adds_are_the_linear_s_with_its_line(compile_case):
+    """As on torch-spyre main, which decomposes ``linear`` while tracing: a bias add's
+    handle says ``aten.linear.default`` and points at the model line of its Linear."""
     compiled = compile_case(*REFERENCE_CASES["mlp-fp16"])
     (folder,) = compiled.graph_dirs()
     handles = json.loads((folder / "spyre_opspec_debug_handles.json").read_text())["handles"]
-    bias_adds = [h for h in handles.values() if h["ir_chain"][:1] == ["add"] or h["ir_chain"][:1] == ["add_1"]]
-    assert bias_adds
-    for handle in bias_adds:
-        assert handle["aten_op"] == "aten.addmm.default"
-        assert handle["source"] is None  # the decomposition's add has no stack trace
+    bias_adds = {h["ir_chain"][0]: h for h in handles.values() if h["ir_chain"][:1] in (["add"], ["add_1"])}
+    assert sorted(bias_adds) == ["add", "add_1"]
+    lines = {"add": "self.fc1(x)", "add_1": "self.fc2(h)"}
+    source = Path(examples.__file__).read_text().splitlines()
+    for node, handle in bias_adds.items():
+        assert handle["aten_op"] == "aten.linear.default"
+        assert lines[node] in source[handle["source"]["start_line"] - 1], handle

@@ -19,6 +19,7 @@ import torch
 from torch._inductor import compile_fx, ir
 from torch._inductor import config as inductor_config
 from torch._inductor import lowering as inductor_lowering
+from torch._inductor.async_compile import AsyncCompile
 from torch._inductor.codegen import common as codegen_common
 from torch._inductor.codegen import cpp as cpp_codegen
 from torch._inductor.utils import run_and_get_code
@@ -27,13 +28,13 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from spyre_provenance import examples
 from spyre_provenance.backends import get_backend
 from spyre_provenance.backends.reference import ReferenceBackend, ReferenceScheduling
-from spyre_provenance.backends.reference_lowering import SPLIT_ADDMM_PASS, SplitAddmmPass, split_addmm
+from spyre_provenance.backends.reference_lowering import SPLIT_ADDMM_PASS, SplitAddmmPass, label_linear, split_addmm
 from spyre_provenance.examples import EXAMPLES, ModelLoadError, load_model
 from spyre_provenance.model.records import OpSpecRecord
 
 aten = torch.ops.aten
 HANDLE_COMMENT = re.compile(r"^\s*# \[Provenance debug handles\] (\S+):(\d+)$")
-KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.", re.M)
+KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.sdsc_reference\(", re.M)
 KERNEL_NAME = re.compile(r"^sdsc_fused_\w+_\d+$")
 POST_GRAD_NODE = re.compile(r"^\s+(\w+)(?:: \"[^\"]*\")? = torch\.ops\.", re.M)
 
@@ -49,6 +50,7 @@ def _globals_snapshot() -> tuple[Any, ...]:
         codegen_common.custom_backend_codegen_configs.get("cpu", "absent"),
         inductor_lowering.lowerings.get(aten.mm.default),
         ir.Loops.__dict__.get("has_large_inner_fn"),
+        AsyncCompile.__dict__.get("sdsc_reference", "absent"),
     )
 
 
@@ -67,6 +69,7 @@ def test_install_registers_and_uninstall_restores_exactly() -> None:
         assert isinstance(codegen_common.custom_backend_passes["cpu"], SplitAddmmPass)
         assert inductor_lowering.lowerings[aten.mm.default] is not before[3]
         assert ir.Loops.__dict__["has_large_inner_fn"] is not before[4]
+        assert before[5] == "absent" and callable(AsyncCompile.__dict__["sdsc_reference"])
         # The stock wrapper classes stay: only scheduling, pass and lowerings change.
         assert codegen_common.get_wrapper_codegen_for_device("cpu") is before[0].wrapper_codegen
     finally:
@@ -133,9 +136,29 @@ def test_split_addmm_is_exact_and_keeps_provenance(beta: float, alpha: float) ->
         assert node.meta["original_aten"] is aten.addmm.default
         assert isinstance(node.meta["val"], torch.Tensor)  # lowering reads the fake value
         assert node.meta["from_node"][0].name == addmm.name  # still reaches the pre-grad node
-    if beta != 0:
-        add = next(n for n in created if n.target is aten.add.Tensor)
-        assert "stack_trace" not in add.meta  # like Spyre's synthesized bias adds
+        # torch-spyre main decomposes while tracing: every node of the split has the line
+        assert node.meta["stack_trace"] == addmm.meta["stack_trace"]
+
+
+def test_label_linear_names_only_what_a_linear_became() -> None:
+    def f(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.relu(torch.addmm(b, x, w.t()))
+
+    gm = make_fx(f, tracing_mode="fake")(torch.randn(4, 5), torch.randn(6, 5), torch.randn(6))
+    nodes = {n.name: n for n in gm.graph.nodes if n.op == "call_function"}
+    for node in nodes.values():
+        node.meta["original_aten"] = node.target
+    # as Dynamo records it: the nodes traced from the Linear module, and one that was not
+    for name in ("t", "addmm"):
+        nodes[name].meta["source_fn_stack"] = [("fc1", torch.nn.Linear)]
+    nodes["relu"].meta["source_fn_stack"] = [("relu", torch.relu)]
+
+    assert label_linear(gm.graph) == 2
+    assert {n: node.meta["original_aten"] for n, node in nodes.items()} == {
+        "t": aten.linear.default,
+        "addmm": aten.linear.default,
+        "relu": aten.relu.default,
+    }
 
 
 # --- examples (no compile) ---------------------------------------------------------------------
@@ -323,7 +346,7 @@ def test_wrapper_calls_only_sdsc_kernels(compiled: Any, case: str) -> None:
     assert "cpp_fused" not in c.code
     defined = KERNEL_DEF.findall(c.code)
     assert defined and all(KERNEL_NAME.match(k) for k in defined), defined
-    called = re.findall(r"^\s+(\w+)\(", _call_body(c.code), re.M)
+    called = re.findall(r"^\s+(\w+)\.run\(", _call_body(c.code), re.M)  # as main calls its kernels
     kernels_called = [k for k in called if k in defined]
     assert set(kernels_called) == set(defined)
 
@@ -341,7 +364,7 @@ def test_handle_comments_name_defined_kernels(compiled: Any, case: str) -> None:
             continue
         name, n = m.group(1), int(m.group(2))
         assert name in defined
-        assert lines[i + 1].strip().startswith(f"{name}("), lines[i : i + 2]
+        assert lines[i + 1].strip().startswith(f"{name}.run("), lines[i : i + 2]
         keys.append(f"{name}:{n}")
     # One comment per call site, handles 1..k in order, and each one recorded by the tracer.
     assert [int(k.rsplit(":", 1)[1]) for k in keys] == list(range(1, len(keys) + 1))
@@ -392,22 +415,38 @@ def test_addmm_split_provenance(compiled: Any, case: str) -> None:
         if any(t.kind == "decomposition" and t.pass_name == SPLIT_ADDMM_PASS for t in s.debug_handle.transform_history)
     ]
     adds = [s for s in split if s.op == "add"]
-    matmuls = [s for s in split if s.op == "matmul"]
+    matmuls = [s for s in split if s.op == "batchmatmul"]
     assert len(adds) == len(matmuls) == 2  # one of each per Linear
-    for add in adds:
-        # The bias add has no stack trace, yet says which aten op it came from.
-        assert add.debug_handle.aten_op == "aten.addmm.default"
-        assert add.debug_handle.source is None
-        assert add.debug_handle.ir_chain[0] in c.post_grad_nodes
-    lines = {
+    lines = [
         _lines_of(examples.MLP.forward, "self.fc1(x)"),
         _lines_of(examples.MLP.forward, "self.fc2(h)"),
-    }
-    for mm in matmuls:
+    ]
+    for add, line in zip(adds, lines, strict=True):
+        # as on torch-spyre main: the bias add is the linear's, with the linear's line
+        assert add.debug_handle.aten_op == "aten.linear.default"
+        assert (add.debug_handle.source.file, add.debug_handle.source.start_line) == (examples.__file__, line)
+        assert add.debug_handle.ir_chain[0] in c.post_grad_nodes
+    for mm, line in zip(matmuls, lines, strict=True):
+        # the weight's permute is read by the matmul: both linear's, so the handle says so
+        assert mm.debug_handle.aten_op == "aten.linear.default"
         (mm_child,) = [ch for ch in mm.debug_handle.fused_from if ch.ir_chain[0].startswith("mm")]
-        assert mm_child.aten_op == "aten.addmm.default"
-        assert mm_child.source.file == examples.__file__
-        assert mm_child.source.start_line in lines
+        assert mm_child.aten_op == "aten.linear.default"
+        assert (mm_child.source.file, mm_child.source.start_line) == (examples.__file__, line)
+
+
+@pytest.mark.compile
+@MLP
+def test_the_mlp_is_one_kernel_as_on_torch_spyre_main(compiled: Any, case: str) -> None:
+    """torch-spyre main (9a6b71e) compiles the seed MLP into one SuperDSC bundle,
+    ``sdsc_fused_linear_relu_0``: ReStickifyOpHBM, batchmatmul, add, relufwd,
+    ReStickifyOpHBM, batchmatmul, add (REFERENCE.md 4.1). The reference makes the same
+    kernel with the same compute ops; the restickifies move weights between a card's stick
+    layouts, which the CPU does not have."""
+    c = compiled(case)
+    assert list(c.handles) == ["sdsc_fused_linear_relu_0:1"]
+    ops = [s.op for s in c.handles["sdsc_fused_linear_relu_0:1"]]
+    main = ["ReStickifyOpHBM", "batchmatmul", "add", "relufwd", "ReStickifyOpHBM", "batchmatmul", "add"]
+    assert ops == [op for op in main if op != "ReStickifyOpHBM"]
 
 
 @pytest.mark.compile

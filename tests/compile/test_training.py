@@ -9,6 +9,7 @@ tests/compile/test_open.py through the session ``open_case`` fixture.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,7 @@ import tlparse_page
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
+from where import REPO  # tests/ is on sys.path
 
 pytestmark = [
     pytest.mark.compile,
@@ -24,6 +26,7 @@ pytestmark = [
 
 CASES = [("mlp", "--train"), ("mlp", "--train", "--backend", "inductor")]
 IDS = ["reference", "inductor"]
+ZOO = REPO / "tests" / "zoo"
 _NODE = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::\s*\"[^\"]*\")?\s*=")
 
 
@@ -100,3 +103,56 @@ def test_handles_count_from_1_in_each_graph_whatever_the_process_compiled_before
     for graph in read_log_graphs(opened.case.log):
         numbers = sorted(int(key.rsplit(":", 1)[1]) for key in graph.node_mappings["cppCodeToPost"])
         assert numbers == list(range(1, len(numbers) + 1)), (graph.compile_id, numbers)
+
+
+# A tracked training compile whose backward the backend refuses after the forward compiled
+# (tests/zoo/refused.py:backward_refused), in a process of its own: the refusal is a lowering
+# registered for the whole process.
+FAILED_BACKWARD = """
+import sys, torch, spyre_provenance
+sys.path.insert(0, {zoo!r})
+import refused
+
+refused.refuse_half_square_backward()
+model, (x,) = refused.backward_refused()
+with spyre_provenance.tracking(backend="reference"):
+    out = torch.compile(model)(x)
+    try:
+        out.sum().backward()
+    except Exception as exc:
+        print(type(exc).__name__, "half_square_backward" in str(exc))
+"""
+
+
+def test_a_failed_backward_leaves_the_forward_page_right(fresh_process, tmp_path):
+    """tlparse renders a compile folder against its last post-grad graph: here the
+    backward's, logged before its lowering failed. The forward gets a page of its own, built
+    against its own post-grad graph, every call site linked to the nodes its kernel computes."""
+    trace = tmp_path / "trace"
+    ran = fresh_process.run(
+        driver=FAILED_BACKWARD.format(zoo=str(ZOO)), env={"TORCH_TRACE": str(trace), "INDUCTOR_PROVENANCE": "1"}
+    )
+    assert ran.stdout.split() == ["InductorError", "True"], ran.stdout + ran.stderr[-3000:]
+    (log,) = trace.iterdir()
+    graphs = read_log_graphs(log)
+    assert [(bool(g.output_code), bool(g.post_grad_graph)) for g in graphs] == [(True, True), (False, True)]
+    forward = graphs[0]
+
+    opened = fresh_process.run("open", trace, "--out", tmp_path / "pages", "--no-browser")
+    assert opened.returncode == 0, opened.stderr
+    (line,) = opened.stdout.splitlines()
+    assert line.startswith("[0/0] forward ")
+    page = tlparse_page.parse_page(Path(line.split()[-1]).read_text())
+    # the forward's graph, not the backward's (the page ends its panel with an empty line)
+    assert [line for line in page.post_grad if line.strip()] == _panel(forward.post_grad_graph)
+    linked = {k.key: k.post_grad_nodes for k in tlparse_page.kernel_lines(page)}
+    mapping = forward.node_mappings["cppCodeToPost"]
+    assert len(linked) == len(mapping) == 3
+    for key, nodes in mapping.items():
+        assert sorted(linked[key]) == sorted(nodes), key
+    assert not any("tangents" in line for line in page.post_grad)
+
+
+def _panel(graph: str) -> list[str]:
+    """A post-grad graph's lines as the page's panel shows them, blank ones aside."""
+    return [line for line in graph.splitlines() if line.strip()]

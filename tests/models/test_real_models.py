@@ -77,4 +77,4 @@ def test_stock_inductor_forward_mapping_is_torchs_own(case):
         pytest.skip("the reference backend completes the mapping beyond torch's own")
     for graph in check.compiled_graphs(case):
         if graph.diagnostics["graph"] != "backward":  # torch logs no backward mapping of its own
-            assert graph.diagnostics["matches_upstream"] is True, graph.compile_id
+            assert graph.diagnostics["matches_upstream"]["relation"] == "equal", graph.compile_id

@@ -149,7 +149,7 @@ def diff_lines(a: Path, b: Path) -> list[str]:
 def test_stack_trace_moved(case):
     edit(case, ST, lambda d: d.update({k: [t.replace("line 39", "line 41") for t in v] for k, v in d.items()}))
     assert diff_lines(GOLDEN / "mlp", case) == [
-        "stack traces of sdsc_fused_addmm_t_1:2: lost examples.py:39 `return self.fc2(h)`;"
+        "stack traces of sdsc_fused_linear_relu_0:1: lost examples.py:39 `return self.fc2(h)`;"
         " gained examples.py:41 `return self.fc2(h)`"
     ]
 
@@ -161,14 +161,14 @@ def _spec(doc: dict, kernel: int, index: int) -> dict:
 def test_opspec_handle_changes(case):
     def change(doc):
         _spec(doc, 0, 2)["debug_handle"] = None
-        doc["handles"][_spec(doc, 1, 1)["debug_handle"]]["aten_op"] = "aten.add.Tensor"
-        _spec(doc, 1, 0)["op"] = "bmm"
+        doc["handles"][_spec(doc, 0, 4)["debug_handle"]]["aten_op"] = "aten.add.Tensor"
+        _spec(doc, 0, 3)["op"] = "bmm"
 
     edit(case, OP, change)
     assert diff_lines(GOLDEN / "mlp", case) == [
-        "OpSpec sdsc_fused_addmm_relu_t_0:1 buf2 (relufwd): lost its debug handle",
-        'OpSpec sdsc_fused_addmm_t_1:2 buf3 (bmm): op "matmul" -> "bmm"',
-        "OpSpec sdsc_fused_addmm_t_1:2 buf4 (add): handle aten_op aten.addmm.default -> aten.add.Tensor",
+        "OpSpec sdsc_fused_linear_relu_0:1 buf2 (relufwd): lost its debug handle",
+        'OpSpec sdsc_fused_linear_relu_0:1 buf3 (bmm): op "batchmatmul" -> "bmm"',
+        "OpSpec sdsc_fused_linear_relu_0:1 buf4 (add): handle aten_op aten.linear.default -> aten.add.Tensor",
     ]
 
 
@@ -178,16 +178,16 @@ def test_fused_constituent_dropped(case):
 
     edit(case, OP, change)
     assert diff_lines(GOLDEN / "mlp", case) == [
-        "OpSpec sdsc_fused_addmm_relu_t_0:1 buf0 (matmul): handle fused_from [mm, permute] -> [mm]"
+        "OpSpec sdsc_fused_linear_relu_0:1 buf0 (batchmatmul): handle fused_from [mm, permute] -> [mm]"
     ]
 
 
 def test_a_kernel_renamed_in_every_artifact_is_one_line(case):
     for rel in (NM, ST, OP):
         path = case / rel
-        path.write_text(path.read_text().replace("sdsc_fused_addmm_t_1", "sdsc_fused_mm_add_1"))
+        path.write_text(path.read_text().replace("sdsc_fused_linear_relu_0", "sdsc_fused_addmm_relu_0"))
     assert diff_lines(GOLDEN / "mlp", case) == [
-        "kernel renamed: sdsc_fused_addmm_t_1:2 -> sdsc_fused_mm_add_1:2 (same post-grad nodes)"
+        "kernel renamed: sdsc_fused_linear_relu_0:1 -> sdsc_fused_addmm_relu_0:1 (same post-grad nodes)"
     ]
 
 
@@ -203,7 +203,7 @@ def test_graphs_added_and_removed_and_artifacts_missing(case):
 def test_different_cases_explain_backend_changes():
     lines = diff_lines(GOLDEN / "mlp", GOLDEN / "mlp_inductor")
     assert "kernel added: extern_kernels.addmm:1 -> [addmm]" in lines
-    assert "kernel removed: sdsc_fused_addmm_t_1:2 (was [mm_1, permute_1, add_1])" in lines
+    assert "kernel removed: sdsc_fused_linear_relu_0:1 (was [mm, permute, add, relu, mm_1, permute_1, add_1])" in lines
     assert "pre-grad node linear: linked post-grad nodes lost: mm, add; gained: addmm" in lines
 
 
@@ -225,15 +225,15 @@ def test_diff_equal_is_exit_0(run_cli):
 
 
 def test_diff_of_a_compile_out_a_log_and_files(run_cli, case):
-    edit(case, NM, lambda d: d["cppCodeToPost"]["sdsc_fused_addmm_relu_t_0:1"].__setitem__(3, "relux"))
+    edit(case, NM, lambda d: d["cppCodeToPost"]["sdsc_fused_linear_relu_0:1"].__setitem__(3, "relux"))
     code, out, err = run_cli("diff", case, GOLDEN / "mlp")
     assert code == 1, err
     assert out.splitlines() == [
         f"1 change(s) from {case} to {GOLDEN / 'mlp'}:",
-        f"  {GRAPH}: kernel sdsc_fused_addmm_relu_t_0:1: post-grad node relux -> relu",
+        f"  {GRAPH}: kernel sdsc_fused_linear_relu_0:1: post-grad node relux -> relu",
     ]
     code, out, _ = run_cli("diff", case / NM, GOLDEN / "mlp" / NM)
-    assert code == 1 and out.splitlines()[1] == "  kernel sdsc_fused_addmm_relu_t_0:1: post-grad node relux -> relu"
+    assert code == 1 and out.splitlines()[1] == "  kernel sdsc_fused_linear_relu_0:1: post-grad node relux -> relu"
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from spyre_provenance import mapping
-from spyre_provenance.model.records import DebugHandle, KernelRecord, OpSpecRecord
+from spyre_provenance.model.records import (
+    SHOWN_UPSTREAM_DIFFERENCES,
+    DebugHandle,
+    KernelRecord,
+    NodeMappingsV2,
+    OpSpecRecord,
+    UpstreamComparison,
+    UpstreamLink,
+)
 
 
 def source(name, graph_id, *parents):
@@ -200,3 +209,57 @@ def _spec(handle_id: int | None) -> OpSpecRecord:
 def test_bundle_handles_are_checked_by_id_and_nothing_is_skipped(mine, served, expected):
     counts = mapping.check_bundle_handles([_spec(i) for i in mine], served)
     assert (counts.checked, counts.stale, counts.missing) == expected
+
+
+# --- the mapping beside Inductor's own ---------------------------------------------------------
+
+TORCH_OWN = {
+    "preToPost": {"linear": ["mm", "add"], "relu": ["relu"]},
+    "postToPre": {"mm": ["linear"], "add": ["linear"], "relu": ["relu"]},
+    "cppCodeToPost": {"sdsc_fused_linear_relu_0:1": ["mm", "add", "relu"]},
+    "postToCppCode": {"mm": ["sdsc_fused_linear_relu_0:1"], "add": ["sdsc_fused_linear_relu_0:1"]},
+    "version": 2.0,
+}
+
+
+def _ours(**changes: dict[str, list[str]]) -> NodeMappingsV2:
+    return msgspec.convert({**TORCH_OWN, **changes}, NodeMappingsV2)
+
+
+def test_the_same_links_in_another_order_are_equal() -> None:
+    reordered = _ours(cppCodeToPost={"sdsc_fused_linear_relu_0:1": ["relu", "add", "mm"]})
+    compared = mapping.matches_upstream(reordered, TORCH_OWN)
+    assert compared == UpstreamComparison(relation="equal", added=0, missing=0, differences=[])
+
+
+def test_links_beyond_torch_s_extend_it() -> None:
+    # the hook lists a graph-input copy's node under a kernel that reads it (an inferred link)
+    more = _ours(cppCodeToPost={"sdsc_fused_linear_relu_0:1": ["mm", "add", "relu", "permute"]})
+    assert mapping.matches_upstream(more, TORCH_OWN) == UpstreamComparison(relation="extends", added=1)
+
+
+def test_a_link_of_torch_s_not_ours_is_a_difference() -> None:
+    fewer = _ours(
+        preToPost={"linear": ["mm"], "relu": ["relu"]}, cppCodeToPost={"sdsc_fused_linear_relu_0:2": ["mm", "relu"]}
+    )
+    compared = mapping.matches_upstream(fewer, TORCH_OWN)
+    assert compared is not None
+    assert (compared.relation, compared.added, compared.missing) == ("differs", 2, 4)
+    assert compared.differences == [
+        UpstreamLink("preToPost", "linear", "add"),
+        UpstreamLink("cppCodeToPost", "sdsc_fused_linear_relu_0:1", "add"),
+        UpstreamLink("cppCodeToPost", "sdsc_fused_linear_relu_0:1", "mm"),
+        UpstreamLink("cppCodeToPost", "sdsc_fused_linear_relu_0:1", "relu"),
+    ]
+
+
+def test_differences_listed_are_bounded_and_the_rest_counted() -> None:
+    many = {f"k_{i}:{i + 1}": ["mm"] for i in range(SHOWN_UPSTREAM_DIFFERENCES + 5)}
+    compared = mapping.matches_upstream(_ours(cppCodeToPost={}), {**TORCH_OWN, "cppCodeToPost": many})
+    assert compared is not None and compared.relation == "differs"
+    assert (compared.missing, len(compared.differences)) == (SHOWN_UPSTREAM_DIFFERENCES + 5, SHOWN_UPSTREAM_DIFFERENCES)
+
+
+@pytest.mark.parametrize("upstream", [{}, {"version": 2.0}, {"cppCodeToPost": {}, "version": 2.0}])
+def test_nothing_to_compare_with(upstream: dict) -> None:
+    assert mapping.matches_upstream(_ours(), upstream) is None

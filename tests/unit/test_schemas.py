@@ -22,6 +22,7 @@ import pytest
 
 from spyre_provenance import jsonio
 from spyre_provenance.errors import UnusableInput
+from spyre_provenance.mapping import COMPARED_MAPS
 from spyre_provenance.model import wire
 from spyre_provenance.model.names import (
     COVERAGE_RULES,
@@ -37,19 +38,23 @@ from spyre_provenance.model.names import (
     OPSPEC_DEBUG_HANDLES,
 )
 from spyre_provenance.model.records import (
+    SHOWN_UPSTREAM_DIFFERENCES,
+    UPSTREAM_RELATIONS,
     BundleHandlesV4,
     CoverageCounts,
     CoverageCountsV4,
     DiagnosticsV1,
     DiagnosticsV2,
-    DiagnosticsV3,
     DiagnosticsV4,
+    DiagnosticsV5,
     ExemptNodes,
     Fault,
     Inferred,
     InferredPreGrad,
     InferredSource,
     KernelGap,
+    UpstreamComparison,
+    UpstreamLink,
 )
 from spyre_provenance.validate import rules, schemas
 from where import DATA, GOLDEN, SCHEMAS  # tests/ is on sys.path
@@ -105,7 +110,7 @@ def test_versions_on_disk() -> None:
     assert schemas.available_versions(KERNEL_STACK_TRACES) == [1, 2]
     assert schemas.available_versions(KERNEL_INFORMATION) == [1, 2]
     assert schemas.available_versions(OPSPEC_DEBUG_HANDLES) == [1, 2]
-    assert schemas.available_versions(DIAGNOSTICS) == [1, 2, 3, 4]
+    assert schemas.available_versions(DIAGNOSTICS) == [1, 2, 3, 4, 5]
 
 
 def test_load_schema_returns_a_copy() -> None:
@@ -652,6 +657,19 @@ DIAG_V4 = msgspec.to_builtins(
         ],
     )
 )
+DIAG_V5 = {
+    **DIAG_V4,
+    "version": 5,
+    "matches_upstream": {
+        "relation": "differs",
+        "added": 3,
+        "missing": 2,
+        "differences": [
+            {"map": "cppCodeToPost", "key": "sdsc_a_0:1", "value": "mm"},
+            {"map": "preToPost", "key": "linear", "value": "mm"},
+        ],
+    },
+}
 VIOLATION = {
     "rule": "node-reach",
     "where": "0/0: add",
@@ -699,8 +717,23 @@ def test_diagnostics_v4_schema_states_the_records() -> None:
     assert all(name in note for name in [*added, "kernels_with_source", "kernels_with_pre_grad", "shared"])
 
 
+def test_diagnostics_v5_schema_states_the_records() -> None:
+    schema = schemas.load_schema(DIAGNOSTICS, 5)
+    assert schema["required"] == list(DIAG_V5) == list(wire.diagnostics_fields(5))
+    comparison = schema["properties"]["matches_upstream"]
+    assert comparison["required"] == list(UpstreamComparison.__struct_fields__)
+    assert comparison["properties"]["relation"]["enum"] == list(UPSTREAM_RELATIONS)
+    assert comparison["properties"]["differences"]["maxItems"] == SHOWN_UPSTREAM_DIFFERENCES
+    assert comparison["properties"]["differences"]["items"]["required"] == list(UpstreamLink.__struct_fields__)
+    assert comparison["properties"]["differences"]["items"]["properties"]["map"]["enum"] == list(COMPARED_MAPS)
+    note = schema["$comment"].partition("Migration from version 4")[2].partition("Migration from version 3")[0]
+    assert all(name in note for name in ["matches_upstream", *UPSTREAM_RELATIONS, "added", "missing", "differences"])
+
+
 @pytest.mark.parametrize(
-    "doc, version", [(DIAG_V1, "1"), (DIAG_V2, "2"), (DIAG_V3, "3"), (DIAG_V4, "4")], ids=["v1", "v2", "v3", "v4"]
+    "doc, version",
+    [(DIAG_V1, "1"), (DIAG_V2, "2"), (DIAG_V3, "3"), (DIAG_V4, "4"), (DIAG_V5, "5")],
+    ids=["v1", "v2", "v3", "v4", "v5"],
 )
 @pytest.mark.parametrize("given", [True, False], ids=["named", "by-shape"])
 def test_diagnostics_versions_validate(doc: dict[str, Any], version: str, given: bool) -> None:
@@ -752,6 +785,12 @@ DIAG_VALID_EDGES = {
         ],
     ),
     "v4-nothing-inferred": _diag(DIAG_V4, inferred_sources=[], inferred_pre_grad=[], without_pre_grad=[]),
+    "v5-nothing-to-compare": _diag(DIAG_V5, matches_upstream=None),
+    "v5-equal": _diag(DIAG_V5, matches_upstream={"relation": "equal", "added": 0, "missing": 0, "differences": []}),
+    "v5-extends": _diag(DIAG_V5, matches_upstream={"relation": "extends", "added": 4, "missing": 0, "differences": []}),
+    "v5-differs-more-than-shown": _diag(
+        DIAG_V5, matches_upstream={**DIAG_V5["matches_upstream"], "missing": 40, "added": 0}
+    ),
 }
 
 
@@ -1068,9 +1107,46 @@ BROKEN_DIAGNOSTICS: dict[str, tuple[str, dict[str, str], str | None]] = {
         {"$.complete": "is false, but partial is false, coverage is not null and violations is empty"},
         "4",
     ),
-    "version-5": (
-        _diag(DIAG_V4, version=5),
-        {"$.version": "unsupported version 5 (this validator knows 1, 2, 3, 4)"},
+    "v4-a-comparison-object": (
+        _diag(DIAG_V4, matches_upstream=DIAG_V5["matches_upstream"]),
+        {"$.matches_upstream": ""},
+        "4",
+    ),
+    "v5-a-boolean": (_diag(DIAG_V5, matches_upstream=True), {"$.matches_upstream": ""}, "5"),
+    "v5-unknown-relation": (
+        _diag(DIAG_V5, matches_upstream={**DIAG_V5["matches_upstream"], "relation": "subset"}),
+        {"$.matches_upstream.relation": 'got "subset"'},
+        "5",
+    ),
+    "v5-relation-not-the-counts": (
+        _diag(DIAG_V5, matches_upstream={"relation": "equal", "added": 2, "missing": 0, "differences": []}),
+        {"$.matches_upstream.relation": 'is "equal", but 2 added and 0 missing links make it "extends"'},
+        "5",
+    ),
+    "v5-more-listed-than-missing": (
+        _diag(DIAG_V5, matches_upstream={**DIAG_V5["matches_upstream"], "missing": 1}),
+        {"$.matches_upstream.differences": "lists 2 links, more than the 1 missing"},
+        "5",
+    ),
+    "v5-link-twice": (
+        _diag(
+            DIAG_V5,
+            matches_upstream={
+                **DIAG_V5["matches_upstream"],
+                "differences": [DIAG_V5["matches_upstream"]["differences"][0]] * 2,
+            },
+        ),
+        {"$.matches_upstream.differences": "duplicate link"},
+        "5",
+    ),
+    "v5-negative-count": (
+        _diag(DIAG_V5, matches_upstream={"relation": "extends", "added": -1, "missing": 0, "differences": []}),
+        {"$.matches_upstream.added": "must be >= 0, got -1"},
+        "5",
+    ),
+    "version-6": (
+        _diag(DIAG_V5, version=6),
+        {"$.version": "unsupported version 6 (this validator knows 1, 2, 3, 4, 5)"},
         None,
     ),
 }
@@ -1087,11 +1163,11 @@ def test_each_broken_diagnostics_document_reports_exactly_its_paths(case: str) -
             assert any(str(p).startswith(f"{path}: ") and part in p.message for p in report.problems), report
 
 
-def test_diagnostics_gate_wants_version_4() -> None:
-    built = msgspec.convert(DIAG_V4, DiagnosticsV4)
+def test_diagnostics_gate_wants_version_5() -> None:
+    built = msgspec.convert(DIAG_V5, DiagnosticsV5)
     assert schemas.check_built_artifacts(None, diagnostics=built) == []
-    assert schemas.check_built_artifacts(None, diagnostics=msgspec.convert(DIAG_V3, DiagnosticsV3)) == [
-        f"{DIAGNOSTICS}: built as version 3, expected 4"
+    assert schemas.check_built_artifacts(None, diagnostics=msgspec.convert(DIAG_V4, DiagnosticsV4)) == [
+        f"{DIAGNOSTICS}: built as version 4, expected 5"
     ]
     built.complete = False
     assert schemas.check_built_artifacts(None, diagnostics=built) == [
@@ -1156,7 +1232,8 @@ def test_guess_artifact(doc: dict, strict: bool, artifact: str | None) -> None:
         (DIAGNOSTICS, {}, "1", 1),  # the key is missing; validation reports it
         (DIAGNOSTICS, {"version": 3}, "3", 3),
         (DIAGNOSTICS, {"version": 4}, "4", 4),
-        (DIAGNOSTICS, {"version": 5}, None, None),
+        (DIAGNOSTICS, {"version": 5}, "5", 5),
+        (DIAGNOSTICS, {"version": 6}, None, None),
         (DIAGNOSTICS, {"version": "2"}, None, None),
     ],
 )

@@ -231,6 +231,41 @@ def test_log_damage_outside_artifacts_is_its_own_result(run_cli: RunCli, data_di
     assert "  line 13: torch_version record: payload MD5" in out
 
 
+# A tracked compile the backend refuses (as torch-spyre refuses a layout): torch logs the
+# failure (compilation_metrics' fail_type, the traceback in a dynamo_error record), no artifact.
+FAILING_COMPILE = """
+import sys, torch, spyre_provenance
+
+def refusing(gm, example_inputs):
+    raise RuntimeError("this backend refuses the graph")
+
+with spyre_provenance.tracking(backend="reference"):
+    try:
+        torch.compile(torch.nn.Linear(4, 4), backend=refusing)(torch.randn(2, 4))
+    except Exception as exc:
+        print(type(exc).__name__)
+"""
+
+
+def test_a_failed_compile_s_folder_says_the_compile_failed(run_cli: RunCli, tmp_path: Path) -> None:
+    trace = tmp_path / "trace"
+    ran = FRESH.run(driver=FAILING_COMPILE, env={"TORCH_TRACE": str(trace), "INDUCTOR_PROVENANCE": "1"})
+    assert ran.stdout.strip() == "BackendCompilerFailed", ran.stderr
+    (log,) = trace.iterdir()
+    traceback_line = next(
+        n for n, line in enumerate(log.read_text().splitlines(), 1) if '{"artifact": {"name": "dynamo_error"' in line
+    )
+    said = (
+        "the compile [0/0] failed (BackendCompilerFailed: backend='refusing' raised: RuntimeError: this backend"
+        f" refuses the graph); its traceback is at line {traceback_line} of this log"
+    )
+    for path in (trace, log):  # the folder, and the log named on its own
+        code, out, err = run_cli("validate", path)
+        assert code == 2, (out, err)
+        assert said in out + err
+        assert "INDUCTOR_PROVENANCE" not in out + err and "no provenance artifacts" not in out + err
+
+
 def test_log_without_provenance(run_cli: RunCli, data_dir: Path, tmp_path: Path) -> None:
     lines = (data_dir / "logs" / "seed_mlp.log").read_text().splitlines(keepends=True)
     log = write(tmp_path / "trace.log", "".join(lines[:20]))

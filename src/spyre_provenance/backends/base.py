@@ -9,12 +9,10 @@ which modules hold their own reference to Inductor's
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from spyre_provenance.logs.wrapper_code import HANDLE_COMMENT, is_pool_allocation
 from spyre_provenance.model.records import Fault, OpSpecRecord
 
 if TYPE_CHECKING:
@@ -111,35 +109,3 @@ class StockInductor(Backend):
         self.extends_upstream = beyond_upstream
         if beyond_upstream:
             self.name = self.BEYOND_UPSTREAM_NAME
-
-
-def move_comment_to_call(lines: list[Any], kernel_name: str, since: int) -> bool:
-    """Put ``kernel_name``'s handle comment on the line right before its call.
-
-    ``lines`` is a wrapper's line list (strings and Inductor's line objects); ``since`` the
-    index where the call's emission started, after the comment. torch-spyre writes a
-    kernel's HBM pool allocation (``_pool_<kernel> = ...``) between the two, and tlparse
-    highlights the first line after the comment that names the kernel: the allocation. Only
-    plain lines move; returns whether the comment moved.
-    """
-    comment_at = next(
-        (
-            i
-            for i in range(since - 1, -1, -1)
-            if isinstance(lines[i], str) and (m := HANDLE_COMMENT.match(lines[i])) and m["name"] == kernel_name
-        ),
-        None,
-    )
-    if comment_at is None:
-        return False
-    call = re.compile(r"(?<![\w.])" + re.escape(kernel_name) + r"(?:\.run)?\(")
-    for i in range(comment_at + 1, len(lines)):
-        line = lines[i]
-        if isinstance(line, str) and is_pool_allocation(line, kernel_name):
-            continue
-        is_call = getattr(line, "kernel_name", None) == kernel_name or (isinstance(line, str) and call.search(line))
-        if not is_call or i == comment_at + 1:
-            return False
-        lines.insert(i - 1, lines.pop(comment_at))
-        return True
-    return False

@@ -14,9 +14,7 @@ Where this model deliberately differs from torch-spyre (documented so nobody "fi
 - torch-spyre prefers ``buffer.origin_node`` for ``source``/``aten_op`` when Inductor set it;
   that attribute is run-dependent (REFERENCE.md section 5), so here provenance rides ``origins``
   only.
-- ids hash *all* of a handle's content (see ``stable_id``); torch-spyre hashes source, aten op
-  and IR chain with SHA-256. Either way an id is a pure function of content, never of memory
-  addresses, hash seeds or counters.
+- none about ids: ``stable_id`` is torch-spyre's version-2 rule (``model.handles.handle_id``).
 """
 
 from __future__ import annotations
@@ -203,17 +201,10 @@ def stable_id(
     aten_op: str | None,
     ir_chain: Sequence[str],
     fused_from: Sequence[DebugHandle] = (),
-    transform_history: Sequence[ProvenanceTransform] = (),
 ) -> int:
-    """A handle's id from its content (``model.handles.handle_id``, the one rule), children
-    by their own ids."""
-    return handle_id(
-        source.to_dict() if source else None,
-        aten_op,
-        ir_chain,
-        [h.id for h in fused_from],
-        [t.to_dict() for t in transform_history],
-    )
+    """A handle's id from its content (``model.handles.handle_id``, torch-spyre's rule),
+    children by their own ids; the transform history is not part of an op's identity."""
+    return handle_id(source.to_dict() if source else None, aten_op, ir_chain, [h.id for h in fused_from])
 
 
 def make_handle(
@@ -225,7 +216,7 @@ def make_handle(
 ) -> DebugHandle:
     """A DebugHandle whose id is computed from the other fields."""
     return DebugHandle(
-        id=stable_id(source, aten_op, ir_chain, fused_from, transform_history),
+        id=stable_id(source, aten_op, ir_chain, fused_from),
         source=source,
         aten_op=aten_op,
         ir_chain=tuple(ir_chain),

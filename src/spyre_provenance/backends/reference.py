@@ -1,25 +1,28 @@
 """The Spyre-modelled reference backend: real Inductor, Spyre's shape of output, on CPU.
 
-torch-spyre cannot be installed here, so this backend walks the same path on the CPU and
-produces what a Spyre compile produces, where provenance is concerned:
+torch-spyre cannot be installed everywhere, so this backend walks the same path on the CPU
+and produces what torch-spyre main (9a6b71e, REFERENCE.md section 4.1) generates, where
+provenance is concerned:
 
-- ``addmm`` is split into ``mm`` + bias ``add`` (torch-spyre decomposes addmm the same way), as
-  a post-grad graph pass so the bias add is its own post-grad node. Like the bias adds of a
-  real Spyre compile (REFERENCE.md section 5) it carries ``original_aten`` but no
-  ``stack_trace``.
-- ``mm`` is lowered to the backend's own reduction, ``sum_k a[i,k] * b[k,j]`` (torch-spyre
-  lowers mm to its own matmul reduction), so the wrapper calls generated kernels only, never
-  ``extern_kernels.mm``/``addmm``.
+- a ``linear`` is permute + ``mm`` + bias ``add``, its nodes named ``aten.linear.default``
+  and all with its stack trace (``reference_lowering.label_linear``, ``split_addmm``).
+- ``mm`` is lowered to the backend's own reduction, ``sum_k a[i,k] * b[k,j]`` (an OpSpec
+  ``batchmatmul``, as main's after its mm-to-bmm pass), so the wrapper calls generated
+  kernels only, never ``extern_kernels.mm``/``addmm``.
 - Every pointwise op is realized as its own buffer (torch-spyre forces the same through
   ``Loops.has_large_inner_fn``), so one buffer is one op, and one OpSpec.
-- Kernels are named ``sdsc_<fused original-aten names>_<n>``, one per scheduler node.
-- Each kernel gets one OpSpec per buffer with a DebugHandle (``opspec.build_debug_handle``) and,
-  when ``bundle_dir`` is set, one SuperDSC-like JSON bundle per OpSpec.
+- One kernel per consecutive run of nodes, as main's ``spyre_fuse_nodes`` makes one SuperDSC
+  bundle per run (Inductor's C++ kernel group, flushed only by an extern call), named
+  ``sdsc_<fused original-aten names>_<n>``: the seed MLP is ``sdsc_fused_linear_relu_0``.
+- Each kernel gets one OpSpec per buffer with a DebugHandle (``opspec.build_debug_handle``,
+  ids by torch-spyre's version-2 rule) and, when ``bundle_dir`` is set, one SuperDSC-like
+  JSON bundle per OpSpec.
 - The handle comment ``# [Provenance debug handles] sdsc_x:N`` comes from the inherited
-  ``CppScheduling.codegen_comment``, the "newest torch-spyre" behaviour.
-- A kernel with a reduction or a matmul gets an HBM pool line between its comment and its
-  call (``_pool_<kernel> = ...``), as torch-spyre's ``SpyreKernel.call_kernel`` writes it;
-  the comment is then moved to the line before the call (``base.move_comment_to_call``).
+  ``CppScheduling.codegen_comment``, as on main; the next line is the call
+  ``sdsc_x.run(...)`` (``sdsc_kernel``: the C++ function behind a ``run``). No HBM pool
+  line: main has written none since #3707.
+- Not modelled: restickify. Main adds ``ReStickifyOpHBM`` OpSpecs where a card's stick
+  layouts differ; the CPU has none.
 
 The graph-level half (the split, the mm lowering, realizing every op) is in
 ``reference_lowering``, the OpSpecs and the formats made from them in ``reference_opspecs``;
@@ -43,14 +46,15 @@ import msgspec
 import torch
 from torch._inductor import ir
 from torch._inductor import lowering as inductor_lowering
+from torch._inductor.async_compile import AsyncCompile
 from torch._inductor.codegen import common as codegen_common
 from torch._inductor.codegen import cpp as cpp_codegen
 from torch._inductor.utils import IndentedBuffer, Placeholder
 from torch._inductor.virtualized import V
 
-from spyre_provenance.backends import bundles
+from spyre_provenance.backends import bundles, sdsc_kernel
 from spyre_provenance.backends import opspec as opspec_mod
-from spyre_provenance.backends.base import Backend, move_comment_to_call
+from spyre_provenance.backends.base import Backend
 from spyre_provenance.backends.opspec import OpSpec
 from spyre_provenance.backends.reference_lowering import DEVICE, SplitAddmmPass, make_mm_lowering, realize_every_op
 from spyre_provenance.backends.reference_opspecs import (
@@ -60,10 +64,8 @@ from spyre_provenance.backends.reference_opspecs import (
     failed_opspec,
     flat_nodes,
     kernel_descriptor,
-    pool_bytes,
     redact_handle,
 )
-from spyre_provenance.logs.wrapper_code import POOL_PREFIX
 from spyre_provenance.model.folders import BUNDLE_FILE
 from spyre_provenance.model.records import Fault, OpSpecRecord
 from spyre_provenance.patches import Patches
@@ -83,11 +85,6 @@ class ReferenceScheduling(cpp_codegen.CppScheduling):
     def __init__(self, scheduler: Any, backend: ReferenceBackend | None = None) -> None:
         super().__init__(scheduler)
         self.backend = backend
-
-    def codegen_node(self, node: Any) -> None:
-        # Spyre emits one kernel per scheduler node; stock CPU batches nodes into one group.
-        super().codegen_node(node)
-        self._set_flush_status(True)
 
     # With every op realized (as torch-spyre configures Inductor), Inductor 2.13 fuses a
     # reader of a mutated buffer (``scatter``'s result, say) into a kernel that runs before
@@ -123,25 +120,19 @@ class ReferenceScheduling(cpp_codegen.CppScheduling):
             specs = self.backend._record_kernel(kernel_name, nodes, args)
             if is_new:
                 self.backend._write_bundles(kernel_name, specs)
-            size = pool_bytes(specs)
-            if size:
-                self._call_with_pool(size)
+        self._call_with_run(kernel_name)
         return kernel_name
 
-    def _call_with_pool(self, size: int) -> None:
-        """The kernel about to be called gets an HBM pool line, as torch-spyre writes it:
-        handle comment, ``_pool_<kernel> = ...``, the call. The comment then moves to the
-        line before the call, which is what tlparse must highlight (``move_comment_to_call``).
-        Only this kernel group's call is changed (the group is replaced after the flush)."""
+    def _call_with_run(self, kernel_name: str) -> None:
+        """The call is ``<kernel>.run(...)``, as torch-spyre's ``SpyreKernel.call_kernel``
+        writes it, on the line right after the handle comment. Only this kernel group's call
+        is changed (the group is replaced after the flush)."""
         group = self.kernel_group
         original = group.call_kernel
 
-        def call_kernel(wrapper: Any, kernel_name: str) -> None:
-            since = len(wrapper.lines)
-            # a CPU stand-in for spyre_empty_with_layout; the C++ kernel itself takes no pool
-            wrapper.writeline(f"{POOL_PREFIX}{kernel_name} = empty_strided_cpu(({size},), (1,), torch.uint8)")
-            original(wrapper, kernel_name)
-            move_comment_to_call(wrapper.lines, kernel_name, since)
+        def call_kernel(wrapper: Any, name: str) -> None:
+            # the wrapper writes ``<name>(args)`` when it generates its code, later
+            original(wrapper, f"{name}.run")
 
         group.call_kernel = call_kernel
 
@@ -160,7 +151,9 @@ class ReferenceScheduling(cpp_codegen.CppScheduling):
         compile_wrapper = IndentedBuffer()
         _, _, arg_types = args.cpp_argdefs()
         if not V.graph.cpp_wrapper:
-            compile_wrapper.writeline(f"async_compile.cpp_pybinding({arg_types!r}, r'''")
+            # the compiled C++ function behind a ``.run`` (``sdsc_kernel``), defined as
+            # torch-spyre main defines its kernels: ``name = async_compile.<method>(...)``
+            compile_wrapper.writeline(f"async_compile.{sdsc_kernel.ASYNC_COMPILE_METHOD}({arg_types!r}, r'''")
         compile_wrapper.splice(src_code, strip=True)
         if not V.graph.cpp_wrapper:
             compile_wrapper.writeline("''')")
@@ -228,6 +221,9 @@ class ReferenceBackend(Backend):
             inductor_lowering.register_lowering(mm, type_promotion_kind=None)(make_mm_lowering(stock_lowering))
             # As torch-spyre does: every op realized, so one buffer is one op (and one OpSpec).
             patches.setattr(ir.Loops, "has_large_inner_fn", realize_every_op)
+            # What the wrapper's kernel definitions call (``sdsc_kernel``), as torch-spyre
+            # adds ``AsyncCompile.sdsc``.
+            patches.setattr(AsyncCompile, sdsc_kernel.ASYNC_COMPILE_METHOD, sdsc_kernel.compile_kernel)
         except BaseException:
             self.uninstall()
             raise

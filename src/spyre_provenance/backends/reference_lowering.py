@@ -1,8 +1,9 @@
 """The reference backend's graph-level half: what it changes before kernels are made.
 
-- ``split_addmm`` (a post-grad device pass, ``SplitAddmmPass``): ``addmm`` becomes ``mm`` + a
-  bias ``add``, as torch-spyre decomposes it; the add carries ``original_aten`` but no
-  ``stack_trace``, like the bias adds of a real Spyre compile (REFERENCE.md section 5).
+- ``label_linear`` and ``split_addmm`` (a post-grad device pass, ``SplitAddmmPass``): the
+  nodes of a ``linear`` say so (``original_aten``), and ``addmm`` becomes ``mm`` + a bias
+  ``add``, both with the linear's stack trace: Linear = permute + mm + add, as torch-spyre
+  main decomposes it (REFERENCE.md section 4.1).
 - ``make_mm_lowering``: ``mm`` lowered to the backend's own reduction, so the wrapper never
   calls ``extern_kernels.mm``.
 - ``realize_every_op``: every pointwise op its own buffer (one buffer, one op, one OpSpec).
@@ -63,9 +64,10 @@ def _fake_value(target: Any, args: tuple[Any, ...]) -> Any:
         return target(*vals)
 
 
-# What the matmul half of the split inherits from the addmm node; the bias add gets only
-# original_aten, like the bias adds torch-spyre's decomposition synthesizes.
-_MM_META_KEYS = ("stack_trace", "nn_module_stack", "source_fn_stack", "original_aten", "seq_nr")
+# What every node of the split inherits from the addmm node. torch-spyre main decomposes
+# ``linear`` while AOTAutograd traces (``decompositions.py``), so each of its nodes (permute,
+# mm, bias add) carries the traced op's stack trace: the bias add included.
+_SPLIT_META_KEYS = ("stack_trace", "nn_module_stack", "source_fn_stack", "original_aten", "seq_nr")
 
 
 _SPLIT_TRANSFORM = (("decomposition", SPLIT_ADDMM_PASS, "addmm -> mm + bias add"),)
@@ -78,18 +80,41 @@ def _emit_split_node(
     name: str,
     target: Any,
     args: tuple[Any, ...],
-    inherit: Sequence[str] = (),
 ) -> torch.fx.Node:
     """One node of ``addmm``'s split, inserted where the graph's insertion point is and
-    appended to ``created``: ``inherit``ed metadata of ``addmm``, its original aten op, a fake
-    value, and the split in its transform history."""
+    appended to ``created``: ``addmm``'s stack trace and original aten op, a fake value, and
+    the split in its transform history."""
     new = graph.create_node("call_function", target, args, name=name)
-    new.meta.update({k: addmm.meta[k] for k in inherit if k in addmm.meta})
+    new.meta.update({k: addmm.meta[k] for k in _SPLIT_META_KEYS if k in addmm.meta})
     new.meta["original_aten"] = addmm.meta.get("original_aten", aten.addmm.default)
     new.meta["val"] = _fake_value(target, args)
     new.meta[opspec_mod.TRANSFORMS_META_KEY] = _SPLIT_TRANSFORM
     created.append(new)
     return new
+
+
+def _from_linear(node: torch.fx.Node) -> bool:
+    """Whether Dynamo traced the node from ``nn.Linear`` or ``F.linear`` (its source_fn)."""
+    stack: list[Any] = node.meta.get("source_fn_stack") or []
+    return bool(stack) and stack[-1][1] in (torch.nn.Linear, torch.nn.functional.linear)
+
+
+def label_linear(graph: torch.fx.Graph) -> int:
+    """Name the nodes a ``linear`` became (``t``/``permute``, ``addmm`` or ``mm``) by it:
+    ``original_aten = aten.linear.default``, as on torch-spyre main.
+
+    torch-spyre routes ``linear`` past autograd's decomposition (an ``AutogradPrivateUse1``
+    fallthrough) into its own, so its post-grad nodes, handles and kernel names say
+    ``linear``. On the CPU the dispatcher has decomposed ``linear`` into ``t`` + ``addmm``
+    before any decomposition table is asked; the nodes' ``source_fn_stack`` still says what
+    they were traced from. Returns how many nodes were relabelled.
+    """
+    count = 0
+    for node in graph.nodes:
+        if node.op == "call_function" and "original_aten" in node.meta and _from_linear(node):
+            node.meta["original_aten"] = aten.linear.default
+            count += 1
+    return count
 
 
 def split_addmm(gm: torch.fx.GraphModule) -> int:
@@ -116,7 +141,7 @@ def split_addmm(gm: torch.fx.GraphModule) -> int:
         created: list[torch.fx.Node] = []
         emit = functools.partial(_emit_split_node, graph, node, created)
         with graph.inserting_before(node):
-            result = emit("mm", aten.mm.default, (mat1, mat2), _MM_META_KEYS)
+            result = emit("mm", aten.mm.default, (mat1, mat2))
             if alpha != 1:
                 result = emit("mul", aten.mul.Tensor, (result, alpha))
             if beta != 0:
@@ -146,6 +171,7 @@ class SplitAddmmPass(CustomGraphModulePass):
         observer = getattr(self.backend, "pass_observer", None)
         if observer is not None:
             observer(gm.graph, "in")
+        label_linear(gm.graph)
         split_addmm(gm)
         if observer is not None:
             observer(gm.graph, "out")

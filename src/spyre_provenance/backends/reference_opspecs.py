@@ -1,5 +1,5 @@
 """The reference backend's OpSpecs: one per buffer of a kernel, with its DebugHandle, and the
-formats made from them (the kernel's HBM pool size, one SuperDSC-like bundle per OpSpec).
+format made from them (one SuperDSC-like bundle per OpSpec).
 
 Shaped as torch-spyre builds its OpSpecs (REFERENCE.md section 4.1); ``opspec`` holds the
 torch-spyre look-alike classes themselves.
@@ -7,7 +7,6 @@ torch-spyre look-alike classes themselves.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -59,7 +58,7 @@ def _op_name(buffer: Any) -> tuple[str, bool, dict[str, Any]]:
     if isinstance(data, ir.Reduction):
         rtype = str(data.reduction_type)
         if rtype == "sum" and "mm" in targets:
-            return "matmul", True, {"reduction_type": rtype}
+            return "batchmatmul", True, {"reduction_type": rtype}  # main's mm_to_bmm_pass: a bmm
         return rtype, True, {"reduction_type": rtype}
     compute = [t for t in targets if t not in _VIEW_OPS]
     names = [_SPYRE_OPS.get(t, t) for t in dict.fromkeys(compute)]
@@ -171,29 +170,6 @@ def redact_handle(handle: dict[str, Any], redactor: Any) -> None:
         if current.get("source"):
             current["source"]["file"] = redactor.redact_path(current["source"]["file"])
         pending.extend(current.get("fused_from", ()))
-
-
-#: Bytes of HBM scratch per element of a reduction's or matmul's iteration space, and the
-#: pool of a kernel whose space is symbolic (its size is only known at run time).
-#: Bytes of HBM scratch per element of a reduction's or matmul's iteration space, and the
-#: pool of a kernel whose space is symbolic (its size is only known at run time).
-POOL_BYTES_PER_ELEMENT = 4
-SYMBOLIC_POOL_BYTES = 65536
-
-
-def pool_bytes(specs: Sequence[OpSpec]) -> int:
-    """The HBM pool a kernel needs: scratch for its reductions and matmuls (0: no pool)."""
-    sizes = []
-    for spec in specs:
-        if not (spec.is_reduction or spec.op == "matmul"):
-            continue
-        extents = [extent for extent, _ in spec.iteration_space.values()]
-        static = [e for e in extents if isinstance(e, int)]
-        if len(static) != len(extents):
-            sizes.append(SYMBOLIC_POOL_BYTES)
-            continue
-        sizes.append(POOL_BYTES_PER_ELEMENT * math.prod(static))
-    return max(sizes, default=0)
 
 
 def bundle_document(index: int, spec: OpSpec) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from spyre_provenance import coverage
 from spyre_provenance.capture.compile_job import NO_TORCH_SPYRE_KERNEL
 from spyre_provenance.capture.output_check import OutputCheck, pair_graphs
-from spyre_provenance.model.records import BundleHandlesV4
+from spyre_provenance.model.records import BundleHandlesV4, UpstreamComparison
 
 if TYPE_CHECKING:
     from spyre_provenance.capture.compile_run import CompileReport
@@ -89,6 +89,7 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
                 f"handle/origin disagreements: {len(d.disagreements)}"
                 + (f" ({', '.join(d.disagreements)})" if d.disagreements else "")
             )
+        lines += _upstream_lines(d.matches_upstream)
         lines += _bundle_lines(d.bundle_handles)
         if d.faults:
             lines.append("    PARTIAL: " + "; ".join(d.faults))
@@ -107,6 +108,22 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
     if viewer is not None:
         lines.append(f"  {viewer}")
     return "\n".join(lines)
+
+
+def _upstream_lines(compared: UpstreamComparison | None) -> list[str]:
+    """How the mapping relates to the one Inductor builds for the graph (none: nothing to compare)."""
+    if compared is None:
+        return []
+    if compared.relation == "equal":
+        return ["    beside Inductor's own mapping: equal"]
+    if compared.relation == "extends":
+        return [f"    beside Inductor's own mapping: extends it, {compared.added} link(s) more"]
+    shown = ", ".join(f"{d.map} {d.key} -> {d.value}" for d in compared.differences[:3])
+    more = f" and {compared.missing - 3} more" if compared.missing > 3 else ""
+    return [
+        f"    beside Inductor's own mapping: DIFFERS, {compared.missing} of its link(s) not in this one"
+        f" ({shown}{more}), {compared.added} link(s) it lacks"
+    ]
 
 
 def _bundle_lines(bundles: BundleHandlesV4 | None) -> list[str]:

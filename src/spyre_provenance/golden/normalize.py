@@ -259,7 +259,6 @@ def handle_id(entry: Mapping[str, Any]) -> str:
             entry.get("aten_op"),
             entry.get("ir_chain") or [],
             entry.get("fused_from") or [],
-            entry.get("transform_history") or [],
         )
     )
 

@@ -337,3 +337,63 @@ def record_name(envelope: dict) -> str | None:
     if isinstance(artifact, dict) and isinstance(artifact.get("name"), str):
         return artifact["name"]
     return next((k for k in envelope if k not in _METADATA_KEYS), None)
+
+
+# --- a compile that failed ----------------------------------------------------------------
+
+#: The record torch writes (``convert_frame._compile``) with the traceback of a failed compile.
+DYNAMO_ERROR = "dynamo_error"
+COMPILATION_METRICS = "compilation_metrics"
+
+
+class CompileFailure(msgspec.Struct, frozen=True):
+    """A compile the log records as failed: torch's ``compilation_metrics`` with a
+    ``fail_type``, and where the traceback is (its ``dynamo_error`` record)."""
+
+    compile_id: str | None  # as tlparse shows it: "[0/0]"
+    error: str  # "<fail_type>: <what fail_reason says>", one line
+    line: int  # the ``dynamo_error`` record's line, else the metrics record's
+
+    def __str__(self) -> str:
+        where = f"its traceback is at line {self.line} of this log"
+        return f"the compile {self.compile_id or '[-/-]'} failed ({self.error}); {where}"
+
+
+def compile_failures(source: str | os.PathLike[str]) -> list[CompileFailure]:
+    """The failed compiles of a log, in log order (damage is ``read_trace``'s to report).
+
+    Only envelopes are read: a metrics record carries its data in the envelope itself.
+    """
+    tracebacks: dict[str | None, int] = {}
+    failures: list[CompileFailure] = []
+    with open(source, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            if raw.startswith(b"\t") or (DYNAMO_ERROR.encode() not in raw and COMPILATION_METRICS.encode() not in raw):
+                continue
+            prefix = GLOG_PREFIX.match(raw)
+            try:
+                envelope = json.loads(raw[prefix.end() :]) if prefix else None
+            except (ValueError, UnicodeDecodeError):
+                continue
+            if not isinstance(envelope, dict):
+                continue
+            name = record_name(envelope)
+            if name == DYNAMO_ERROR:
+                tracebacks[compile_id(envelope)] = number
+            elif name == COMPILATION_METRICS:
+                failure = _failure(envelope.get(COMPILATION_METRICS), number, tracebacks)
+                if failure is not None:
+                    failures.append(failure)
+    return failures
+
+
+def _failure(metrics: object, line: int, tracebacks: dict[str | None, int]) -> CompileFailure | None:
+    if not isinstance(metrics, dict) or not metrics.get("fail_type"):
+        return None
+    raw_id = metrics.get("compile_id")
+    cid = f"[{raw_id}]" if isinstance(raw_id, str) and raw_id else None
+    reason = [part.strip() for part in str(metrics.get("fail_reason") or "").splitlines() if part.strip()]
+    # "backend='x' raised:" says who; the next line says what
+    what = " ".join(reason[:2]) if reason and reason[0].endswith(":") else (reason[0] if reason else "")
+    error = f"{metrics['fail_type']}: {what}" if what else str(metrics["fail_type"])
+    return CompileFailure(cid, error, tracebacks.get(cid, line))

@@ -132,7 +132,7 @@ def detect(artifact: str | None, doc: Mapping[str, Any]) -> Detected:
         return Detected(artifact, "1", 1)  # validation reports the missing key
     if artifact == DIAGNOSTICS:
         if "version" in doc:
-            return _explicit_version(artifact, doc["version"], {1: ("1", 1), 2: ("2", 2), 3: ("3", 3), 4: ("4", 4)})
+            return _explicit_version(artifact, doc["version"], {n: (str(n), n) for n in range(1, 6)})
         return Detected(artifact, "1", 1)
     if artifact == AUDIT:
         if "version" in doc:

@@ -19,35 +19,38 @@ HANDLE_ID_LIMIT = 2**63
 H = TypeVar("H")
 
 
+#: torch-spyre main's handle id rule (``_inductor/provenance.py``, ``_DEBUG_HANDLE_ID_VERSION``).
+HANDLE_ID_VERSION = 2
+
+
 def handle_id(
     source: Mapping[str, Any] | None,
     aten_op: str | None,
     ir_chain: Iterable[str],
     fused_from: Iterable[Any],
-    transform_history: Iterable[Mapping[str, Any]],
 ) -> int:
-    """A handle's id: BLAKE2b-64 of its content as the artifact writes it (sorted-key
-    JSON, children by their ids as text), masked to 63 bits.
+    """A handle's id by torch-spyre main's version-2 rule: SHA-256 of the canonical JSON
+    (sorted keys, compact separators, ASCII) of ``{"version": 2, "source", "aten_op",
+    "ir_chain", "fused_from": children's ids as text}``, its first 8 bytes big-endian,
+    shifted right by one (63 bits). The transform history is not hashed: it says how an op
+    was produced, not which op it is.
 
-    A pure function of content: the same across runs, processes and ``PYTHONHASHSEED``
-    values, never of memory addresses or counters. It changes when a source path does,
-    which is why the golden normalizer recomputes ids after rewriting paths. A transform's
-    ``reason`` is text in the artifact (torch-spyre's ``None`` is written ``""``), so it
-    is hashed that way.
+    So the reference backend's ids are the ids torch-spyre computes for the same content
+    (tests/compile/test_reference_backend.py checks them against torch-spyre's own
+    function). A pure function of content: the same across runs, processes and
+    ``PYTHONHASHSEED`` values. It changes when a source path does, which is why the golden
+    normalizer recomputes ids after rewriting paths.
     """
     content = {
+        "version": HANDLE_ID_VERSION,
         "source": dict(source) if source is not None else None,
         "aten_op": aten_op,
         "ir_chain": list(ir_chain),
         "fused_from": [str(child) for child in fused_from],
-        "transform_history": [
-            {**step, "reason": step.get("reason") or ""} if isinstance(step, Mapping) else step
-            for step in transform_history
-        ],
     }
-    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    digest = hashlib.blake2b(canonical.encode("ascii"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") & (HANDLE_ID_LIMIT - 1)
+    canonical = json.dumps(content, ensure_ascii=True, allow_nan=False, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(canonical.encode("ascii")).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
 
 
 def named_nodes(

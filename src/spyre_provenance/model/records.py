@@ -312,6 +312,44 @@ class DiagnosticsV4(DiagnosticsV3, kw_only=True):
     without_pre_grad: list[KernelGap] = msgspec.field(default_factory=list)
 
 
+#: How a graph's mapping relates to the one Inductor builds for it (``UpstreamComparison``).
+UPSTREAM_RELATIONS = ("equal", "extends", "differs")
+#: Differences listed in an ``UpstreamComparison``; the rest are only counted.
+SHOWN_UPSTREAM_DIFFERENCES = 20
+
+
+class UpstreamLink(msgspec.Struct, frozen=True):
+    """One link of a mapping: ``value`` listed under ``key`` in the map ``map``
+    (``preToPost``: a post-grad node under a pre-grad one; ``cppCodeToPost``: under a kernel)."""
+
+    map: str
+    key: str
+    value: str
+
+
+class UpstreamComparison(msgspec.Struct, kw_only=True):
+    """The graph's mapping beside Inductor's own for the same graph, link by link
+    (``preToPost`` and ``cppCodeToPost``; the two other maps are their inverses). The order
+    inside one list is no difference. ``equal``: the same links; ``extends``: every link of
+    Inductor's and ``added`` more (the links the hook adds on purpose); ``differs``:
+    ``missing`` links of Inductor's are not in it, the first of them in ``differences``."""
+
+    relation: str  # one of UPSTREAM_RELATIONS
+    added: int = 0
+    missing: int = 0
+    differences: list[UpstreamLink] = msgspec.field(default_factory=list)
+
+
+class DiagnosticsV5(DiagnosticsV4, kw_only=True):
+    """``spyre_provenance_diagnostics`` version 5: version 4, with ``matches_upstream`` an
+    ``UpstreamComparison`` (how the mapping relates to Inductor's own) instead of a boolean
+    that was false whenever the hook had added a link; null as before when Inductor had
+    nothing comparable. Fields keep version 4's order."""
+
+    version: int = 5
+    matches_upstream: UpstreamComparison | None = None  # type: ignore[assignment]
+
+
 # --- what the hook produced per graph ---------------------------------------------------
 
 
@@ -340,7 +378,7 @@ class GraphDiagnostics(msgspec.Struct):
     handleless_opspecs: int = 0
     opspecs: int = 0
     disagreements: list[str] = []  # kernel keys whose handles and origins disagree
-    matches_upstream: bool | None = None  # None: upstream had nothing comparable
+    matches_upstream: UpstreamComparison | None = None  # None: upstream had nothing comparable
     coverage: CoverageCountsV4 | None = None  # None: not judged (no wrapper code at hand)
     inferred: list[Inferred] = []  # nodes listed beyond the kernels' origins, and why
     violations: list[Violation] = []  # coverage rules the graph breaks

@@ -162,6 +162,11 @@ def _check_log(path: Path, options: Options, *, explicit: bool) -> list[Result]:
     if damage:
         shown = damage[: schemas.MAX_PROBLEMS]
         results.append(Result(str(path), "invalid", LOG_ARTIFACT, problems=shown, omitted=len(damage) - len(shown)))
+    if not results:
+        # a compile that failed before any artifact was logged: say so, and where its error is
+        failures = tracelog.compile_failures(path)
+        if failures:
+            raise UnusableInput(str(path), "; ".join(map(str, failures)))
     if not results and explicit:
         which = options.artifact or "provenance artifacts"
         raise UnusableInput(str(path), f"no {which} in this TORCH_TRACE log (was INDUCTOR_PROVENANCE=1 set?)")

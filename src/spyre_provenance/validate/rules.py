@@ -50,13 +50,14 @@ from spyre_provenance.model.names import (
     OPSPEC_DEBUG_HANDLES,
     TRANSFORM_KINDS,
 )
-from spyre_provenance.model.records import ExemptNodes, NodeMap
+from spyre_provenance.model.records import UPSTREAM_RELATIONS, ExemptNodes, NodeMap
 from spyre_provenance.model.wire import (
     KERNEL_INFO_FIELDS,
     DiagnosticsDocV1,
     DiagnosticsDocV2,
     DiagnosticsDocV3,
     DiagnosticsDocV4,
+    DiagnosticsDocV5,
     HandleEntry,
     KernelInfoEntryV2,
     OpSpecDebugHandles,
@@ -96,7 +97,7 @@ MSG_MAPS_TOGETHER = "(version 2.0 has all four maps or none)"
 DIAGNOSTICS_COUNTS = ("kernels", "opspecs", "handleless_opspecs")
 EXEMPT_COUNTS = ExemptNodes.__struct_fields__
 
-DiagnosticsDoc = DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4
+DiagnosticsDoc = DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5
 
 
 def _counts_of(struct: Any, *, skip: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -129,11 +130,11 @@ def check_diagnostics_types(doc: DiagnosticsDoc) -> list[Problem]:
         for i, violation in enumerate(doc.violations):
             if violation.rule not in COVERAGE_RULES:
                 problems.append(Problem(f"$.violations[{i}].rule", _not_one_of(COVERAGE_RULES, violation.rule)))
-    if isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4)) and doc.bundle_handles is not None:
+    if isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4, DiagnosticsDocV5)) and doc.bundle_handles is not None:
         counts += [
             (f"$.bundle_handles.{name}", getattr(doc.bundle_handles, name)) for name in _counts_of(doc.bundle_handles)
         ]
-    if isinstance(doc, DiagnosticsDocV4):
+    if isinstance(doc, (DiagnosticsDocV4, DiagnosticsDocV5)):
         for field, reasons in (
             ("inferred_sources", INFERRED_SOURCE_REASONS),
             ("inferred_pre_grad", INFERRED_PRE_GRAD_REASONS),
@@ -145,6 +146,11 @@ def check_diagnostics_types(doc: DiagnosticsDoc) -> list[Problem]:
             problems.extend(
                 Problem(f"$.{field}[{i}].why", MSG_EMPTY) for i, gap in enumerate(getattr(doc, field)) if gap.why == ""
             )
+    if isinstance(doc, DiagnosticsDocV5) and doc.matches_upstream is not None:
+        compared = doc.matches_upstream
+        if compared.relation not in UPSTREAM_RELATIONS:
+            problems.append(Problem("$.matches_upstream.relation", _not_one_of(UPSTREAM_RELATIONS, compared.relation)))
+        counts += [(f"$.matches_upstream.{name}", getattr(compared, name)) for name in ("added", "missing")]
     for path, value in counts:
         if isinstance(value, float) and not value.is_integer():
             problems.append(Problem(path, "expected integer, got number"))
@@ -288,21 +294,42 @@ def _check_diagnostics(doc: DiagnosticsDoc, problems: list[Problem]) -> None:
         problems.append(Problem("$.disagreements", f"duplicate entry {quote(dup)}"))
     if not isinstance(doc, DiagnosticsDocV1):  # later versions keep version 2's rules
         _check_diagnostics_v2(doc, problems)
-    if isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4)) and doc.bundle_handles is not None:
+    if isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4, DiagnosticsDocV5)) and doc.bundle_handles is not None:
         bundles = doc.bundle_handles
         shared = getattr(bundles, "shared", 0)
         if bundles.stale + bundles.missing + shared > bundles.checked:
             message = (
                 f"{quote(bundles.stale)} stale plus {quote(bundles.missing)} missing"
-                + (f" plus {quote(shared)} shared" if isinstance(doc, DiagnosticsDocV4) else "")
+                + (f" plus {quote(shared)} shared" if isinstance(doc, (DiagnosticsDocV4, DiagnosticsDocV5)) else "")
                 + f" is more than the {quote(bundles.checked)} bundles checked"
             )
             problems.append(Problem("$.bundle_handles", message))
-    if isinstance(doc, DiagnosticsDocV4):
+    if isinstance(doc, (DiagnosticsDocV4, DiagnosticsDocV5)):
         _check_diagnostics_v4(doc, problems)
+    if isinstance(doc, DiagnosticsDocV5) and doc.matches_upstream is not None:
+        _check_upstream_comparison(doc.matches_upstream, problems)
 
 
-def _check_diagnostics_v4(doc: DiagnosticsDocV4, problems: list[Problem]) -> None:
+def _check_upstream_comparison(compared: Any, problems: list[Problem]) -> None:
+    """The relation follows from the counts, and what is listed is what is counted."""
+    if compared.relation not in UPSTREAM_RELATIONS:
+        return  # reported by the type check
+    relation = "differs" if compared.missing else "extends" if compared.added else "equal"
+    if compared.relation != relation:
+        message = (
+            f"is {quote(compared.relation)}, but {quote(compared.added)} added and"
+            f" {quote(compared.missing)} missing links make it {quote(relation)}"
+        )
+        problems.append(Problem("$.matches_upstream.relation", message))
+    if len(compared.differences) > compared.missing:
+        message = f"lists {len(compared.differences)} links, more than the {quote(compared.missing)} missing"
+        problems.append(Problem("$.matches_upstream.differences", message))
+    dup = first_duplicate([[d.map, d.key, d.value] for d in compared.differences])
+    if dup is not NO_DUPLICATE:
+        problems.append(Problem("$.matches_upstream.differences", f"duplicate link {quote(dup)}"))
+
+
+def _check_diagnostics_v4(doc: DiagnosticsDocV4 | DiagnosticsDocV5, problems: list[Problem]) -> None:
     cov = doc.coverage
     if cov is not None:
         for name in ("kernels_with_source", "kernels_with_pre_grad"):
@@ -332,7 +359,9 @@ def _check_diagnostics_v4(doc: DiagnosticsDocV4, problems: list[Problem]) -> Non
             problems.append(Problem(f"$.{field}", f"duplicate kernel {quote(dup)}"))
 
 
-def _check_diagnostics_v2(doc: DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4, problems: list[Problem]) -> None:
+def _check_diagnostics_v2(
+    doc: DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5, problems: list[Problem]
+) -> None:
     # complete == not partial and coverage judged and no violation; say which condition fails
     lacking = [
         why
