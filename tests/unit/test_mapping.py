@@ -190,3 +190,21 @@ def _spec(handle_id: int | None) -> OpSpecRecord:
 def test_bundle_handles_are_checked_by_id_and_nothing_is_skipped(mine, served, expected):
     counts = mapping.check_bundle_handles([_spec(i) for i in mine], served)
     assert (counts.checked, counts.stale, counts.missing) == expected
+
+
+def test_subgraph_relation_links_nodes_traced_from_a_subgraph_to_the_op_holding_it():
+    """A checkpointed block's post-grad nodes reach only its subgraph's nodes (another
+    graph id than the pre-grad graph's): they link to the top-level op holding it, nested
+    subgraphs included; a subgraph held twice (invoke_subgraph) links neither: which call
+    a node came from is not in its chain."""
+    provenance = {
+        "mm": [{"name": "linear", "graph_id": 7, "from_node": []}],
+        "add": [{"name": "x", "graph_id": 1, "from_node": [{"name": "add", "graph_id": 8, "from_node": []}]}],
+        "head": [{"name": "linear", "graph_id": 1, "from_node": []}],
+        "sub": [{"name": "sub", "graph_id": 9, "from_node": []}],
+    }
+    holders = {7: ["tag_activation_checkpoint"], 8: ["cond"], 9: ["invoke_subgraph", "invoke_subgraph_1"]}
+    assert mapping.subgraph_relation(provenance, holders) == {
+        "mm": ["tag_activation_checkpoint"],
+        "add": ["cond"],
+    }

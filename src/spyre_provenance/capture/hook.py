@@ -33,7 +33,15 @@ from spyre_provenance.capture import emit
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning
 from spyre_provenance.model.names import DIAGNOSTICS, OPSPEC_DEBUG_HANDLES
-from spyre_provenance.model.records import BundleHandlesV4, Fault, GraphDiagnostics, GraphResult, KernelRecord, RandomOp
+from spyre_provenance.model.records import (
+    BundleHandlesV4,
+    Fault,
+    GraphDiagnostics,
+    GraphResult,
+    KernelRecord,
+    PreGradSubgraphs,
+    RandomOp,
+)
 from spyre_provenance.patches import Patches
 from spyre_provenance.validate import schemas
 
@@ -42,6 +50,9 @@ if TYPE_CHECKING:
 
 TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
 DUMP_FUNCTION = "dump_inductor_provenance_info"
+#: compile_fx's function that logs the pre-grad graph (``before_pre_grad_graph``) and runs
+#: the pre-grad passes: where the pre-grad graph's subgraphs can be read
+PRE_GRAD_FUNCTION = "run_pre_grad_passes"
 #: Inductor IR classes whose call is written without a handle comment (torch 2.13): the
 #: scatter and index_put fallbacks, ``bernoulli_`` (dropout's fallback) and the kernels that
 #: mutate their first argument in place (``resize_storage_bytes_``).
@@ -90,6 +101,8 @@ class Session:
         #: and its postToPre (the backward's inputs are the forward's saved values, by name)
         self._forward_links: dict[str, tuple[dict[int, list[str]], dict[str, list[str]]]] = {}
         self._current: tuple[int, GraphResult] | None = None  # the graph _finish_graph is on
+        #: pre-grad graph id -> its higher-order ops' subgraphs (or why they could not be read)
+        self._subgraphs: dict[int, PreGradSubgraphs | str] = {}
         #: counts the provenance fields of every stage (``audit=True``); None: no audit, no cost
         self.probe = None
         if audit:  # imported only then: a compile without the audit pays nothing for it
@@ -101,6 +114,7 @@ class Session:
 
     def install(self) -> None:
         import torch._inductor.codegen.cpp as cpp_codegen
+        import torch._inductor.compile_fx as compile_fx
         import torch._inductor.debug as inductor_debug
         from torch._inductor import config
 
@@ -109,6 +123,7 @@ class Session:
         modules = [inductor_debug, cpp_codegen, *self.backend.tracing_modules()]
         self._patches.wrap_everywhere(modules, TRACING_FUNCTION, self._wrap_tracing)
         self._patches.wrap(inductor_debug, DUMP_FUNCTION, self._wrap_dump)
+        self._patches.wrap(compile_fx, PRE_GRAD_FUNCTION, self._wrap_pre_grad)
         self._announce_fallbacks()  # on stock Inductor too: torch's own mapping then lists them
         if config.trace.provenance_tracking_level == 0:
             self._patches.setattr(config.trace, "provenance_tracking_level", 1)
@@ -279,6 +294,24 @@ class Session:
         dump_inductor_provenance_info.__wrapped__ = original
         return dump_inductor_provenance_info
 
+    def _wrap_pre_grad(self, original):
+        def run_pre_grad_passes(model_, example_inputs_):
+            try:  # the graph as compile_fx logs it, before any pass: the ids from_node names
+                self._subgraphs[id(model_.graph)] = self.inductor.pre_grad_subgraphs(model_)
+            except Exception as exc:  # noqa: BLE001 - noted on the graphs it would have served
+                self._subgraphs[id(model_.graph)] = f"{type(exc).__name__}: {exc}"
+            return original(model_, example_inputs_)
+
+        run_pre_grad_passes.__wrapped__ = original
+        return run_pre_grad_passes
+
+    def _pre_grad_subgraphs(self, pre_grad_id: int | None, graph_key: int) -> PreGradSubgraphs:
+        read = self._subgraphs.get(pre_grad_id, PreGradSubgraphs()) if pre_grad_id is not None else PreGradSubgraphs()
+        if isinstance(read, str):
+            self._note("build", graph_key, f"the pre-grad graph's subgraphs could not be read: {read}")
+            return PreGradSubgraphs()
+        return read
+
     def _finish_graph(self, upstream: dict[str, Any]) -> dict[str, Any] | None:
         """Build, validate, emit; returns the mapping compile_fx should log, or None.
 
@@ -316,6 +349,7 @@ class Session:
         built = validated = False
         graph_model = None
         not_taken: tuple[list, list] = ([], [])  # inferences stock Inductor's mapping leaves out
+        hidden: dict[str, list[str]] = {}  # links taken out: the page would light another node
         with self._stage("build", graph_key):
             result.random_ops = _random_ops(self.inductor.random_ops(graph))
             graph_model = self.inductor.post_grad_graph(graph)
@@ -331,13 +365,19 @@ class Session:
                 forward, saved = (
                     self._forward_links.get(result.compile_id, ({}, {})) if result.kind == "backward" else (None, None)
                 )
+                subgraphs = self._pre_grad_subgraphs(pre_grad_id, graph_key)
+                held = self.inductor.subgraph_relation(graph, subgraphs)
                 maps = (pre_to_post, post_to_pre) if beyond else (_copy_map(pre_to_post), _copy_map(post_to_pre))
-                found_pre_grad = inference.infer_pre_grad(graph_model, *maps, forward, saved)
+                found_pre_grad = inference.infer_pre_grad(graph_model, *maps, forward, saved, held, subgraphs.lines)
             if result.kind == "forward":
                 self._forward_links[result.compile_id] = (
                     inference.forward_links(graph_model, post_to_pre),
                     _copy_map(post_to_pre),
                 )
+            if beyond and pre_grad_id is not None:  # stock Inductor's own mapping is kept as torch wrote it
+                # after the forward's links are kept: a gradient of a hidden node says why it has none
+                hidden = inference.hide_repeated(post_to_pre, pre_to_post, subgraphs.repeated)
+                found_pre_grad = inference.drop_repeated(found_pre_grad, subgraphs.repeated)
             result.node_mappings = mapping.build_node_mappings(records, pre_to_post, post_to_pre, diag.inferred)
             listed_because = {(link.node, link.kernel): link.why for link in diag.inferred}
             found_sources = inference.infer_sources(
@@ -379,7 +419,7 @@ class Session:
                 emit.write_files(emit.artifact_files(result), self._folders(result))
         linked: list[str] = []
         with self._stage("build", graph_key):
-            linked = self._judge(result, graph, graph_model, upstream, not_taken)
+            linked = self._judge(result, graph, graph_model, upstream, not_taken, hidden)
         if self.probe is not None:
             logged = msgspec.to_builtins(result.node_mappings) if result.node_mappings is not None else upstream
             self.probe.finish(graph_key, graph, result, logged, linked)
@@ -410,7 +450,13 @@ class Session:
         return emit.graph_folders(result, self.inductor.debug_dir(), self.out_dir)
 
     def _judge(
-        self, result: GraphResult, graph: Any, graph_model: Any, upstream: dict[str, Any], not_taken: tuple[list, list]
+        self,
+        result: GraphResult,
+        graph: Any,
+        graph_model: Any,
+        upstream: dict[str, Any],
+        not_taken: tuple[list, list],
+        hidden: dict[str, list[str]],
     ) -> list[str]:
         """Coverage of what the log will hold for this graph, judged as ``compile`` and
         ``golden`` judge it from the log: the same function on the same code and nodes.
@@ -441,6 +487,7 @@ class Session:
             backward=result.kind == "backward",
             beyond=self.backend.extends_upstream,
             not_taken=pre_grad_not_taken,
+            hidden=hidden,
         )
         return verdict.linked
 

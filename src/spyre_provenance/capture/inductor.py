@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from spyre_provenance import mapping
-from spyre_provenance.model.records import NO_FACTS, GraphNode, NodeFacts, NodeMap, PostGradGraph
+from spyre_provenance import inference, mapping
+from spyre_provenance.model.records import NO_FACTS, GraphNode, NodeFacts, NodeMap, PostGradGraph, PreGradSubgraphs
 
 _METADATA = re.compile(r"Source Nodes: \[(?P<src>[^\]]*)\], Original ATen: \[(?P<aten>[^\]]*)\]")
 
@@ -123,6 +123,42 @@ class Inductor:
         graph_id = getattr(inductor_debug, "_pre_grad_graph_id", None)
         return graph_id if isinstance(graph_id, int) and graph_id > 0 else None
 
+    def pre_grad_subgraphs(self, module: Any) -> PreGradSubgraphs:
+        """What a pre-grad GraphModule holds beyond its top level: each subgraph of a
+        higher-order op (checkpoint's ``wrap_body_<i>``, ``cond``'s branches, a
+        ``while_loop``'s body, ``flex_attention``'s score functions, ``invoke_subgraph``),
+        by the id ``from_node`` gives its graph, with the top-level nodes holding it, and
+        every node name printed anywhere in the module (tlparse lights a name's last line,
+        so a name printed twice may light another node). Read before the pre-grad passes
+        run, as compile_fx logs the graph."""
+        import torch
+
+        holders: dict[int, list[str]] = {}
+        printed: dict[str, int] = {}
+
+        def walk(gm: Any, top: str | None) -> None:
+            for node in gm.graph.nodes:
+                if node.op != "output":
+                    printed[node.name] = printed.get(node.name, 0) + 1
+                if node.op != "call_function" or not isinstance(node.target, torch._ops.HigherOrderOperator):
+                    continue
+                for arg in node.all_input_nodes:
+                    sub = getattr(gm, str(arg.target), None) if arg.op == "get_attr" else None
+                    if isinstance(sub, torch.fx.GraphModule):
+                        held = holders.setdefault(id(sub.graph), [])
+                        holder = top if top is not None else node.name
+                        if holder not in held:
+                            held.append(holder)
+                        walk(sub, holder)
+
+        walk(module, None)
+        lines = {}
+        for node in module.graph.nodes:
+            line = inference.source_line(node.stack_trace if isinstance(node.stack_trace, str) else None)
+            if line is not None:
+                lines[node.name] = line
+        return PreGradSubgraphs(holders, [name for name, count in printed.items() if count > 1], lines)
+
     def pre_post_relation(self, graph: Any, pre_grad_graph_id: int | None) -> tuple[NodeMap, NodeMap]:
         """The pre-grad <-> post-grad relation of the graph being lowered.
 
@@ -136,6 +172,15 @@ class Inductor:
             return {}, {}
         provenance = get_graph_provenance_json(graph.module.graph)
         return mapping.pre_post_relation(provenance, pre_grad_graph_id)
+
+    def subgraph_relation(self, graph: Any, subgraphs: PreGradSubgraphs) -> NodeMap:
+        """Post-grad node -> the top-level pre-grad nodes holding the subgraph its
+        ``from_node`` chain reaches (``mapping.subgraph_relation``)."""
+        from torch.fx.traceback import get_graph_provenance_json
+
+        if not subgraphs.holders:
+            return {}
+        return mapping.subgraph_relation(get_graph_provenance_json(graph.module.graph), subgraphs.holders)
 
     def post_grad_graph(self, graph: Any) -> PostGradGraph:
         """The post-grad graph being lowered, node by node as it is printed for tlparse

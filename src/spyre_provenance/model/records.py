@@ -482,6 +482,19 @@ class NodeFacts(msgspec.Struct, frozen=True):
 NO_FACTS = NodeFacts()
 
 
+class PreGradSubgraphs(msgspec.Struct, frozen=True):
+    """The subgraphs of higher-order ops in a pre-grad graph (``Inductor.pre_grad_subgraphs``)."""
+
+    #: a subgraph's graph id (as ``from_node`` names it) -> the top-level pre-grad nodes
+    #: holding it (more than one: a subgraph called twice, ``invoke_subgraph``)
+    holders: dict[int, list[str]] = {}
+    #: node names printed on more than one line of the pre-grad graph (top level and
+    #: subgraphs): tlparse lights a name's last line, so a link to one may light another
+    repeated: list[str] = []
+    #: top-level node -> ``PATH:LINE`` of its stack trace's innermost frame
+    lines: dict[str, str] = {}
+
+
 class PostGradGraph:
     """The nodes of a post-grad graph in graph order, and what the graph returns; users
     and lookups by name are derived once. ``facts``: node name -> ``NodeFacts``, where
