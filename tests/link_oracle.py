@@ -4,9 +4,9 @@ A link from a kernel to a pre-grad node is true when that node's source line is 
 source lines of the kernel's own post-grad nodes. Both sides are read from the TORCH_TRACE
 log as torch printed them, never from what the hook inferred:
 
-- a kernel's post-grad nodes are the mapping's ``cppCodeToPost`` (what the page lights);
-  each node's line is the ``# File: PATH:LINE`` comment torch prints above it in the
-  logged post-grad graph (AOTAutograd copies a forward op's stack trace onto its gradient
+- a kernel's post-grad nodes are the mapping's ``cppCodeToPost``, nodes of the graph's top
+  level; each node's line is the ``# File: PATH:LINE`` comment torch prints above it in
+  the logged post-grad graph (AOTAutograd copies a forward op's stack trace onto its gradient
   nodes, so backward nodes carry the line they differentiate);
 - a claimed pre-grad node is read as the page reads it: tlparse lights the last line of
   the logged pre-grad graph (``before_pre_grad_graph``) naming it, and that line's
@@ -33,14 +33,19 @@ _ASSIGN = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*(?::\s*\"[^\"]*\")?\s*=\s*(?
 _CLASS = re.compile(r"^(?P<indent>\s*)class (?P<name>\w+)\(torch\.nn\.Module\):")
 _HOP = re.compile(r"^torch\.ops\.higher_order\.\w+\((?P<args>.*)$")
 _WORD = re.compile(r"[A-Za-z_]\w*")
+#: print_readable's indent of a graph's own nodes (its subgraphs' classes go deeper)
+TOP_INDENT = 8
 
 
-def node_lines(text: str) -> dict[str, str]:
+def node_lines(text: str, top_only: bool = False) -> dict[str, str]:
     """Node name -> the source line of the last printed line naming it (tlparse's rule
-    for the page: the last line wins), from a ``print_readable`` graph."""
+    for the page: the last line wins), from a ``print_readable`` graph; ``top_only``: the
+    graph's own nodes, not its subgraphs' (printed deeper, as nested classes)."""
     lines: dict[str, str] = {}
     where: str | None = None
     for line in text.splitlines():
+        if top_only and line.strip() and len(line) - len(line.lstrip()) != TOP_INDENT:
+            continue
         comment = _FILE.match(line)
         if comment:
             where = comment["where"]
@@ -48,13 +53,20 @@ def node_lines(text: str) -> dict[str, str]:
         if not line.strip():
             where = None  # print_readable separates the nodes of one trace with a blank line
             continue
-        assigned = _ASSIGN.match(line)
-        if assigned is None:
-            continue
-        lines.pop(assigned["name"], None)
-        if where is not None:
-            lines[assigned["name"]] = where
+        for assigned in _assignments(line):
+            lines.pop(assigned["name"], None)
+            if where is not None:
+                lines[assigned["name"]] = where
     return lines
+
+
+def _assignments(line: str) -> list[re.Match[str]]:
+    """The assignments of one printed line: an in-place op prints two statements
+    (``w /= sum_1;  w_1: "f32[...]" = w``), the second naming the node."""
+    parts = line.split(";  ")
+    found = [m for m in [_ASSIGN.match(parts[0])] if m is not None]
+    # later statements: the annotated one an in-place op adds, not the ``a = b = None`` cleanup
+    return found + [m for part in parts[1:] if (m := _ASSIGN.match(part)) is not None and ":" in part.split("=")[0]]
 
 
 @dataclass
@@ -94,7 +106,7 @@ def read_pre_grad(text: str) -> PreGrad:
             continue
         if not line.strip():
             where = None
-        assigned = _ASSIGN.match(line)
+        assigned = _ASSIGN.match(line.split(";  ")[0])
         if assigned is None:
             continue
         for _, name in stack[1:]:  # the outermost class is the graph itself
@@ -142,7 +154,9 @@ def judge(graphs: list[LoggedGraph], pre_grad: dict[str, str], verdict: Verdict 
     for graph in graphs:
         if graph.output_code is None or graph.node_mappings is None or graph.post_grad_graph is None:
             continue
-        post_lines = node_lines(graph.post_grad_graph)
+        # the mapping's post-grad nodes are the graph's own: a cond branch's nodes repeat
+        # their names (the page's view of those is ``compiled_checks``' concern)
+        post_lines = node_lines(graph.post_grad_graph, top_only=True)
         pre = read_pre_grad(pre_grad.get(graph.compile_id, ""))
         post_to_pre = graph.node_mappings.get("postToPre", {})
         for key, nodes in graph.node_mappings["cppCodeToPost"].items():

@@ -132,10 +132,14 @@ class KernelNodes(msgspec.Struct, frozen=True):
 def kernel_nodes(record: KernelRecord) -> KernelNodes:
     """Nodes for one call site: from OpSpec handles where the backend has them.
 
-    Backends without OpSpecs (stock Inductor) use the kernel's origins, as upstream does.
+    A call site of a higher-order op's subgraph lists the top-level nodes holding it
+    (``held_by``). Backends without OpSpecs (stock Inductor) use the kernel's origins, as
+    upstream does.
     With OpSpecs the handles drive; an OpSpec without a handle cannot say what it computes,
     so the origins fill in for it rather than leaving the kernel short.
     """
+    if record.held_by:  # a subgraph's call site: its own nodes are not the graph's
+        return KernelNodes(nodes=list(record.held_by))
     if record.opspecs is None:
         return KernelNodes(nodes=list(record.post_grad_nodes))
     buffers = [spec.buffer for spec in record.opspecs if spec.buffer]

@@ -239,7 +239,8 @@ class Session:
                 is_extern=is_extern,
                 stack_traces=self.inductor.stack_traces(node_schedule, is_extern),
             )
-            if not is_extern:
+            record.held_by = self.inductor.holders()
+            if not is_extern and not record.held_by:
                 record.consumers = self.inductor.consumers(node_schedule, record.post_grad_nodes)
         if self.probe is not None:
             self.probe.call_site(graph_key, node_schedule, is_extern)

@@ -98,9 +98,34 @@ class Inductor:
     # -- the graph being lowered -------------------------------------------------------------
 
     def graph(self) -> Any:
+        """The graph being compiled: for a higher-order op's subgraph lowered apart (a
+        ``cond`` branch), the top-level graph it belongs to, whose wrapper holds its calls."""
         from torch._inductor.virtualized import V
 
-        return V.graph
+        graph = V.graph
+        while getattr(graph, "parent", None) is not None:
+            graph = graph.parent
+        return graph
+
+    def holders(self) -> list[str]:
+        """For a call site of a subgraph lowered apart (``SubgraphLowering``): the top-level
+        post-grad nodes holding that subgraph, nested ones through their parents; [] at
+        the top level. A node holds a subgraph when an input of it is the subgraph module."""
+        from torch._inductor.virtualized import V
+
+        graph, held = V.graph, []
+        while (parent := getattr(graph, "parent", None)) is not None:
+            held = [
+                node.name
+                for node in parent.module.graph.nodes
+                if node.op == "call_function"
+                and any(
+                    arg.op == "get_attr" and getattr(parent.module, str(arg.target), None) is graph.module
+                    for arg in node.all_input_nodes
+                )
+            ]
+            graph = parent
+        return held
 
     def graph_kind(self, graph: Any) -> str:
         if getattr(graph, "is_backward", False):

@@ -108,6 +108,10 @@ class KernelRecord(msgspec.Struct):
     opspecs: list[OpSpecRecord] | None = None
     #: post-grad nodes outside this call site that read what it writes (scheduler users)
     consumers: list[str] = msgspec.field(default_factory=list)
+    #: a call site of a higher-order op's subgraph (a ``cond`` branch, a ``while_loop`` body),
+    #: lowered apart: the top-level post-grad nodes holding it, which the mapping lists
+    #: instead of the subgraph's own nodes (their names repeat the top level's)
+    held_by: list[str] = msgspec.field(default_factory=list)
 
     @property
     def key(self) -> str:
