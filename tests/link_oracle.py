@@ -69,6 +69,20 @@ def _assignments(line: str) -> list[re.Match[str]]:
     return found + [m for part in parts[1:] if (m := _ASSIGN.match(part)) is not None and ":" in part.split("=")[0]]
 
 
+_COPY = re.compile(r"torch\.ops\.aten\.copy_\.default\((?P<args>[^)]*)\)")
+
+
+def copies(text: str) -> dict[str, list[str]]:
+    """A post-grad graph's ``copy_`` nodes -> the values they copy (their later arguments)."""
+    found: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        assigned = _ASSIGN.match(line.split(";  ")[0])
+        call = _COPY.search(assigned["rhs"]) if assigned else None
+        if assigned and call:
+            found[assigned["name"]] = _WORD.findall(call["args"])[1:]
+    return found
+
+
 @dataclass
 class PreGrad:
     """A logged pre-grad graph, read for the oracle."""
@@ -158,6 +172,7 @@ def judge(graphs: list[LoggedGraph], pre_grad: dict[str, str], verdict: Verdict 
         # their names (the page's view of those is ``compiled_checks``' concern)
         post_lines = node_lines(graph.post_grad_graph, top_only=True)
         pre = read_pre_grad(pre_grad.get(graph.compile_id, ""))
+        copied = copies(graph.post_grad_graph)
         post_to_pre = graph.node_mappings.get("postToPre", {})
         for key, nodes in graph.node_mappings["cppCodeToPost"].items():
             verdict.kernels += 1
@@ -165,7 +180,11 @@ def judge(graphs: list[LoggedGraph], pre_grad: dict[str, str], verdict: Verdict 
             if not claimed:
                 continue
             verdict.linked_kernels += 1
-            own = {post_lines[n] for n in nodes if n in post_lines}
+            # a write-back (functionalization's copy_, no trace of its own) is checked by the
+            # value it copies: BatchNorm's running statistics are the norm's
+            own = {post_lines[n] for n in nodes if n in post_lines} or {
+                post_lines[v] for n in nodes for v in copied.get(n, ()) if v in post_lines
+            }
             for name in claimed:
                 if not own:
                     verdict.unjudged += 1

@@ -310,10 +310,12 @@ def pre_grad_gaps(
         if not pre_grad_known:
             why = "no pre-grad graph was logged for this compile"
         elif names:
+            which = (
+                f"node {names[0]} shares its name" if len(names) == 1 else f"nodes {', '.join(names)} share their names"
+            )
             why = (
-                f"its pre-grad node{'s' if len(names) > 1 else ''} {', '.join(names)} share a name with another node"
-                " of the pre-grad graph (a higher-order op's subgraph prints it too): the page would light the"
-                " other, so the link is left out"
+                f"its pre-grad {which} with another node of the pre-grad graph (a higher-order op's subgraph prints"
+                " it too): the page would light the other, so the link is left out"
             )
         elif would is not None:
             how = {

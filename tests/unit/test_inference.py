@@ -131,7 +131,7 @@ def test_a_name_printed_twice_in_the_pre_grad_graph_is_no_link():
     (gap,) = inference.pre_grad_gaps(
         ["k:1"], {"k:1": ["mm"]}, graph, pre_grad_known=True, backward=False, hidden=hidden
     )
-    assert gap.why.startswith("its pre-grad node linear share a name with another node")
+    assert gap.why.startswith("its pre-grad node linear shares its name with another node")
 
 
 def test_source_line_is_the_innermost_frame():

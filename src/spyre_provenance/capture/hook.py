@@ -32,6 +32,7 @@ from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture import emit
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning
+from spyre_provenance.model import folders
 from spyre_provenance.model.names import DIAGNOSTICS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import (
     BundleHandlesV4,
@@ -103,6 +104,7 @@ class Session:
         self._current: tuple[int, GraphResult] | None = None  # the graph _finish_graph is on
         #: pre-grad graph id -> its higher-order ops' subgraphs (or why they could not be read)
         self._subgraphs: dict[int, PreGradSubgraphs | str] = {}
+        self._first: int | None = None  # the order of this session's first graph folder
         #: counts the provenance fields of every stage (``audit=True``); None: no audit, no cost
         self.probe = None
         if audit:  # imported only then: a compile without the audit pays nothing for it
@@ -448,7 +450,17 @@ class Session:
         return total
 
     def _folders(self, result: GraphResult) -> list[Path]:
-        return emit.graph_folders(result, self.inductor.debug_dir(), self.out_dir)
+        return emit.graph_folders(result, self.inductor.debug_dir(), self.out_dir, self._first_order())
+
+    def _first_order(self) -> int:
+        """Where this session's graph folders start numbering: 0 with a label (the command
+        removes a label's old folders first), else after the unlabeled folders ``out_dir``
+        already holds, read once, at the session's first graph."""
+        if self._first is None:
+            out = Path(self.out_dir) if self.out_dir is not None and self.label is None else None
+            names = [p.name for p in out.iterdir()] if out is not None and out.is_dir() else []
+            self._first = folders.next_unlabeled_order(names)
+        return self._first
 
     def _judge(
         self,
