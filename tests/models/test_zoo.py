@@ -22,10 +22,12 @@ import compiled_checks as check
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.logs.graphs import read_log_graphs
 from where import ZOO as ZOO_DIR  # tests/ is on sys.path
-from zoo.models import ZOO
+from zoo.models import INFERENCE_ONLY, ZOO
 
 MODELS = ZOO_DIR / "models.py"
-CASES = [(name, mode) for name in ZOO for mode in ("inference", "train")]
+CASES = [
+    (name, mode) for name in ZOO for mode in ("inference", "train") if mode == "inference" or name not in INFERENCE_ONLY
+]
 
 pytestmark = [
     pytest.mark.compile,
