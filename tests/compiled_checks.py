@@ -109,7 +109,14 @@ def coverage_as_the_hook_judged(case, *, upstream: bool = False) -> None:
 #: Why a kernel of a complete compile may reach no pre-grad node (issue 37): where the only
 #: evidence was a reader, or the page would light another node of the same name, a missing
 #: link with its reason beats a link that might be false.
-NO_EVIDENCE = ("not evidence of what it computes", "shares its name with another node", "share their names")
+NO_EVIDENCE = (
+    "not evidence of what it computes",
+    "shares its name with another node",
+    "share their names",
+    "a gradient accumulation: it differentiates no forward op of its own",
+    # the gradient of a forward op that is itself left unlinked for one of the reasons above
+    "the forward op of its autograd sequence number",
+)
 
 
 def sources_and_pre_grad(case, *, complete: bool) -> None:

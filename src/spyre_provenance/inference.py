@@ -214,12 +214,12 @@ def infer_pre_grad(
                 posts.append(name)
         found.append(InferredPreGrad(name, pre, why))
 
+    for node in graph.nodes:  # views too: the forward op of a gradient's seq_nr may be one
+        if node.kind == "call" and not post_to_pre.get(node.name) and held.get(node.name):
+            link(node.name, held[node.name], "subgraph")
     computing = [n for n in graph.nodes if n.computes]
     for node in computing:
         if post_to_pre.get(node.name):
-            continue
-        if held.get(node.name):
-            link(node.name, held[node.name], "subgraph")
             continue
         copied = written_back(graph, node.name)
         if copied is not None and post_to_pre.get(copied):
@@ -243,6 +243,31 @@ def infer_pre_grad(
             link(node.name, same_line, "inputs")
     found.sort(key=lambda link: graph.index(link.node))
     return found
+
+
+def prefer_own_line(
+    graph: PostGradGraph, post_to_pre: NodeMap, pre_to_post: NodeMap, pre_lines: Mapping[str, str]
+) -> dict[str, list[str]]:
+    """Where a node's ``from_node`` chain reaches pre-grad nodes on its own source line and
+    others too, keep the ones on its line, in place: a value an op passes through unchanged
+    (``dropout`` in eval mode returns its input) has the op in its chain, though the node
+    computes what the line before wrote. A node with no pre-grad node on its line keeps
+    all. Returns node -> the names taken out."""
+    taken: dict[str, list[str]] = {}
+    for post, pres in post_to_pre.items():
+        own = source_line(graph.stack_trace(post))
+        if own is None:
+            continue
+        kept = [p for p in pres if pre_lines.get(p) == own]
+        if kept and len(kept) != len(pres):
+            taken[post] = [p for p in pres if p not in kept]
+            for p in taken[post]:
+                if post in pre_to_post.get(p, ()):
+                    pre_to_post[p].remove(post)
+                    if not pre_to_post[p]:
+                        del pre_to_post[p]
+            pres[:] = kept
+    return taken
 
 
 def drop_repeated(found: Sequence[InferredPreGrad], repeated: Collection[str]) -> list[InferredPreGrad]:

@@ -271,3 +271,22 @@ def test_a_kernel_with_no_source_anywhere_says_so(dropout_forward):
     assert inference.infer_sources({"k:1": ["seeds"]}, {}, bare) == []
     (gap,) = inference.source_gaps(["k:1"], {"k:1": ["seeds"]}, bare)
     assert gap.why.startswith("its nodes (seeds) carry no stack trace")
+
+
+def test_a_chain_reaching_the_nodes_own_line_keeps_only_those():
+    """Eval-mode dropout returns its input: the mean before it has the dropout in its
+    from_node chain, though it computes the line before; a node whose chain reaches no
+    pre-grad node on its own line keeps them all."""
+    graph = PostGradGraph(
+        [call("mean", "aten.mean"), call("mm", "aten.mm", "mean")],
+        facts={
+            "mean": NodeFacts(stack_trace=TRACE.format(3, "h = x.mean()")),
+            "mm": NodeFacts(stack_trace=TRACE.format(9, "y")),
+        },
+    )
+    post_to_pre = {"mean": ["mean", "dropout"], "mm": ["linear"]}
+    pre_to_post = {"mean": ["mean"], "dropout": ["mean"], "linear": ["mm"]}
+    lines = {"mean": "model.py:3", "dropout": "model.py:4", "linear": "model.py:5"}
+    assert inference.prefer_own_line(graph, post_to_pre, pre_to_post, lines) == {"mean": ["dropout"]}
+    assert post_to_pre == {"mean": ["mean"], "mm": ["linear"]}
+    assert pre_to_post == {"mean": ["mean"], "linear": ["mm"]}

@@ -107,12 +107,12 @@ def gpt2():
 
 
 def gpt2_checkpointed():
-    """GPT-2 with transformers' gradient checkpointing: in training each block runs under
+    """GPT-2 with transformers' activation (gradient) checkpointing: in training each block runs under
     ``torch.utils.checkpoint``, which Dynamo traces into a subgraph (``wrap_body_<i>``) a
     ``tag_activation_checkpoint`` node holds; the blocks' node names repeat between them and
     the final LayerNorm's (issue 37)."""
     model, inputs = gpt2()
-    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     return model, inputs
 
 

@@ -371,6 +371,7 @@ class Session:
                 subgraphs = self._pre_grad_subgraphs(pre_grad_id, graph_key)
                 held = self.inductor.subgraph_relation(graph, subgraphs)
                 maps = (pre_to_post, post_to_pre) if beyond else (_copy_map(pre_to_post), _copy_map(post_to_pre))
+                inference.prefer_own_line(graph_model, maps[1], maps[0], subgraphs.lines)
                 found_pre_grad = inference.infer_pre_grad(graph_model, *maps, forward, saved, held, subgraphs.lines)
             if result.kind == "forward":
                 self._forward_links[result.compile_id] = (
