@@ -453,6 +453,24 @@ class Session:
     def _folders(self, result: GraphResult) -> list[Path]:
         return emit.graph_folders(result, self.inductor.debug_dir(), self.out_dir, self._first_order())
 
+    def _repeated_post_grad_names(self, graph: Any, logged: Any) -> list[str]:
+        """Kernels mapped to a post-grad node whose name a higher-order op's subgraph prints
+        too (a ``cond`` branch's ``addmm``): tlparse lights the subgraph's line, so say so."""
+        try:
+            printed = self.inductor.subgraph_node_names(graph)
+        except Exception:  # noqa: BLE001 - a hint less, never a broken compile
+            return []
+        hints = []
+        for key, nodes in ((logged or {}).get("cppCodeToPost") or {}).items():
+            repeated = [n for n in nodes if n in printed]
+            if repeated:
+                where = ", ".join(f"{n} ({printed[n]})" for n in repeated)
+                hints.append(
+                    f"{key}: its post-grad node(s) {where} share a name with a node of a higher-order op's subgraph:"
+                    " the page lights the subgraph's line for them [kernel-link]"
+                )
+        return hints
+
     def _first_order(self) -> int:
         """Where this session's graph folders start numbering: 0 with a label (the command
         removes a label's old folders first), else after the unlabeled folders ``out_dir``
@@ -490,6 +508,7 @@ class Session:
         )
         diag = result.diagnostics
         diag.coverage, diag.violations, diag.hints = verdict.counts, verdict.violations, verdict.hints
+        diag.hints = diag.hints + self._repeated_post_grad_names(graph, logged)
         kernels = (logged or {}).get("cppCodeToPost") or {}
         pre_grad_not_taken, sources_not_taken = not_taken
         diag.without_source = inference.source_gaps(verdict.without_source, kernels, graph_model, sources_not_taken)

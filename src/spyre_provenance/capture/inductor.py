@@ -229,6 +229,26 @@ class Inductor:
                     facts[node.name] = fact
         return PostGradGraph(nodes, outputs, facts)
 
+    def subgraph_node_names(self, graph: Any) -> dict[str, str]:
+        """Node name -> the subgraph printing it, for every higher-order op subgraph of the
+        post-grad graph (a ``cond``'s ``true_graph_0``), nested ones included: the page
+        lights a name's last printed line, which for these is the subgraph's."""
+        import torch
+
+        names: dict[str, str] = {}
+
+        def walk(module: Any) -> None:
+            for node in module.graph.nodes:
+                sub = getattr(module, str(node.target), None) if node.op == "get_attr" else None
+                if isinstance(sub, torch.fx.GraphModule):
+                    for inner in sub.graph.nodes:
+                        if inner.op not in ("placeholder", "output"):
+                            names[inner.name] = str(node.target)  # the last printed wins, as on the page
+                    walk(sub)
+
+        walk(graph.module)
+        return names
+
     def random_ops(self, graph: Any) -> list[tuple[str, str | None]]:
         """(op, stack trace) of each node of the graph being lowered that draws random
         numbers: ops tagged ``nondeterministic_seeded`` (``bernoulli_``, ``rand``, a
