@@ -176,3 +176,23 @@ def test_a_call_in_a_subgraph_function_is_a_call_site():
         ("k_relu_1", "k_relu_1:2", "true_graph_0"),
         ("k_add_0", "k_add_0:1", None),
     ]
+
+
+def test_a_branch_call_tlparse_does_not_search_is_a_hint_not_a_violation():
+    """tlparse searches a key from ``def call(args)`` on: with the branch function written
+    before a module-level ``call``, it never lights the branch's call. The mapping has the
+    key; the page cannot show it: counted unlinked, said in a hint, no violation."""
+    code = COND_WRAPPER.replace("class Runner:\n    def call(self, args):\n", "def call(args):\n").replace(
+        "\n        ", "\n    "
+    )
+    graph = parse_post_grad_graph(
+        'class GraphModule(torch.nn.Module):\n    def forward(self, arg0_1: "f32[4]"):\n'
+        '        add: "f32[4]" = torch.ops.aten.add.Tensor(arg0_1, 1)\n'
+        "        cond = torch.ops.higher_order.cond(add, true_graph_0, false_graph_0, (add,))\n"
+        "        return (cond,)\n"
+    )
+    mapping = {"cppCodeToPost": {"k_add_0:1": ["add"], "k_relu_1:2": ["cond"]}}
+    cov = coverage.judge(code, graph, mapping)
+    assert (cov.counts.call_sites, cov.counts.linked_call_sites) == (2, 1)
+    assert [v for v in cov.violations if v.rule == "call-sites"] == []
+    assert any("k_relu_1:2: called in true_graph_0" in hint for hint in cov.hints)
