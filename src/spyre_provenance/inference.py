@@ -22,8 +22,9 @@ the FX graph.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
+from spyre_provenance.model.frames import frames
 from spyre_provenance.model.records import (
     InferredPreGrad,
     InferredSource,
@@ -189,16 +190,24 @@ def infer_pre_grad(
     post_to_pre: NodeMap,
     forward: Mapping[int, Sequence[str]] | None = None,
     saved: Mapping[str, Sequence[str]] | None = None,
+    held: Mapping[str, Sequence[str]] | None = None,
+    pre_lines: Mapping[str, str] | None = None,
 ) -> list[InferredPreGrad]:
-    """Link post-grad compute nodes that no ``from_node`` chain links, in place: a
-    write-back to the pre-grad nodes of the value it copies, a gradient (``forward``: the
-    forward graph's ``forward_links``, for a backward graph) to those of the forward op
-    with its ``seq_nr``, then a node still unlinked to those of the nodes reading it, and
-    last to those of the values it is computed from (a gradient accumulation; an op a
-    post-grad pattern fused, which loses its ``seq_nr``). A backward graph's inputs are
-    the forward's saved values under their forward names: ``saved`` is the forward's
-    ``postToPre``. Graph order; each node once."""
+    """Link post-grad compute nodes that no ``from_node`` chain links to the pre-grad
+    top level, in place, only where something says it is the node they compute: a node
+    traced from a higher-order op's subgraph (``held``: ``mapping.subgraph_relation``) to
+    the op holding it; a write-back to the pre-grad nodes of the value it copies; a
+    gradient (``forward``: the forward graph's ``forward_links``, for a backward graph) to
+    those of the forward op with its ``seq_nr``; last, a node computed from linked values
+    (a gradient accumulation; a weight gradient a post-grad pattern fused, which lost its
+    ``seq_nr``) to those of their pre-grad nodes that stand on its own source line
+    (``pre_lines``: pre-grad node -> ``source_line``; ``saved``: the forward's
+    ``postToPre``, for a backward graph's inputs, the forward's saved values under their
+    forward names). The nodes reading a value are never evidence of what computes it
+    (issue 37: a checkpointed block's kernels all lit the head), nor is an operand of
+    another line. Graph order; each node once."""
     found: list[InferredPreGrad] = []
+    held = held or {}
 
     def link(name: str, pre: Sequence[str], why: str) -> None:
         pre = list(dict.fromkeys(pre))
@@ -209,6 +218,9 @@ def infer_pre_grad(
                 posts.append(name)
         found.append(InferredPreGrad(name, pre, why))
 
+    for node in graph.nodes:  # views too: the forward op of a gradient's seq_nr may be one
+        if node.kind == "call" and not post_to_pre.get(node.name) and held.get(node.name):
+            link(node.name, held[node.name], "subgraph")
     # a node the backend inserted after the graph was logged links only by its own metadata
     computing = [n for n in graph.nodes if n.computes and n.name not in graph.inserted]
     for node in computing:
@@ -221,25 +233,78 @@ def infer_pre_grad(
         facts = graph.fact(node.name)
         if forward is not None and facts.seq_nr is not None and not facts.gradient_acc and forward.get(facts.seq_nr):
             link(node.name, forward[facts.seq_nr], "seq_nr")
-    for node in reversed(computing):  # readers first, so a chain of helpers links through
-        if post_to_pre.get(node.name):
-            continue
-        pre = [p for r in _readers(graph, node.name) for p in post_to_pre.get(r, ())]
-        if pre:
-            link(node.name, pre, "consumer")
-    saved = saved or {}
+    saved, pre_lines = saved or {}, pre_lines or {}
     for node in computing:  # operands first, so a chain of accumulations links through
-        if post_to_pre.get(node.name):
+        own = source_line(graph.stack_trace(node.name))
+        if post_to_pre.get(node.name) or own is None:
             continue
-        pre = [
+        operands = [
             p
             for o in _operands(graph, node.name)
             for p in (post_to_pre.get(o) or (saved.get(o, ()) if _is_input(graph, o) else ()))
         ]
-        if pre:
-            link(node.name, pre, "inputs")
+        same_line = [p for p in operands if pre_lines.get(p) == own]
+        if same_line:
+            link(node.name, same_line, "inputs")
     found.sort(key=lambda link: graph.index(link.node))
     return found
+
+
+def prefer_own_line(
+    graph: PostGradGraph, post_to_pre: NodeMap, pre_to_post: NodeMap, pre_lines: Mapping[str, str]
+) -> dict[str, list[str]]:
+    """Where a node's ``from_node`` chain reaches pre-grad nodes on its own source line and
+    others too, keep the ones on its line, in place: a value an op passes through unchanged
+    (``dropout`` in eval mode returns its input) has the op in its chain, though the node
+    computes what the line before wrote. A node with no pre-grad node on its line keeps
+    all. Returns node -> the names taken out."""
+    taken: dict[str, list[str]] = {}
+    for post, pres in post_to_pre.items():
+        own = source_line(graph.stack_trace(post))
+        if own is None:
+            continue
+        kept = [p for p in pres if pre_lines.get(p) == own]
+        if kept and len(kept) != len(pres):
+            taken[post] = [p for p in pres if p not in kept]
+            for p in taken[post]:
+                if post in pre_to_post.get(p, ()):
+                    pre_to_post[p].remove(post)
+                    if not pre_to_post[p]:
+                        del pre_to_post[p]
+            pres[:] = kept
+    return taken
+
+
+def drop_repeated(found: Sequence[InferredPreGrad], repeated: Collection[str]) -> list[InferredPreGrad]:
+    """``found`` without the links ``hide_repeated`` takes out."""
+    kept = [InferredPreGrad(link.node, [p for p in link.pre_grad if p not in repeated], link.why) for link in found]
+    return [link for link in kept if link.pre_grad]
+
+
+def hide_repeated(post_to_pre: NodeMap, pre_to_post: NodeMap, repeated: Collection[str]) -> dict[str, list[str]]:
+    """Take out, in place, the links to pre-grad nodes whose name the pre-grad graph prints
+    on more than one line (a top-level ``linear`` and a checkpointed block's, ``cond``'s
+    branches): tlparse lights a name's last line, which may be another node's. Returns
+    post-grad node -> the names taken out, for the reasons of the kernels left without."""
+    hidden: dict[str, list[str]] = {}
+    if not repeated:
+        return hidden
+    for post, pres in post_to_pre.items():
+        kept = [p for p in pres if p not in repeated]
+        if len(kept) != len(pres):
+            hidden[post] = [p for p in pres if p in repeated]
+            pres[:] = kept
+    for pre in [p for p in pre_to_post if p in repeated]:
+        del pre_to_post[pre]
+    for post in [p for p, pres in post_to_pre.items() if not pres]:
+        del post_to_pre[post]
+    return hidden
+
+
+def source_line(trace: str | None) -> str | None:
+    """``PATH:LINE`` of a stack trace's innermost frame (the line the code was written on)."""
+    found = frames(trace) if trace else []
+    return f"{found[-1].file}:{found[-1].line}" if found else None
 
 
 def _is_input(graph: PostGradGraph, name: str) -> bool:
@@ -256,26 +321,39 @@ def pre_grad_gaps(
     backward: bool,
     beyond: bool = True,
     not_taken: Sequence[InferredPreGrad] = (),
+    hidden: Mapping[str, Sequence[str]] | None = None,
 ) -> list[KernelGap]:
     """Why each kernel in ``missing`` (keys reaching no pre-grad node) reaches none.
 
     ``pre_grad_known``: the compile's pre-grad graph id was at hand; ``beyond``: the hook
     completes the mapping (False: stock Inductor's own mapping is kept); ``not_taken``: what
-    ``infer_pre_grad`` found but the hook did not apply."""
+    ``infer_pre_grad`` found but the hook did not apply; ``hidden``: what ``hide_repeated``
+    took out."""
     offered = {link.node: link for link in not_taken}
+    hidden = hidden or {}
     gaps = []
     for key in missing:
         nodes = [n for n in kernels.get(key, ()) if graph.get(n) is not None]
         facts = [graph.fact(n) for n in nodes]
         would = next((offered[n] for n in nodes if n in offered), None)
+        names = list(dict.fromkeys(p for n in nodes for p in hidden.get(n, ())))
         if not pre_grad_known:
             why = "no pre-grad graph was logged for this compile"
         elif graph.all_inserted(nodes):
             why = (
                 f"its nodes ({', '.join(nodes)}) were inserted by the backend's own passes: no pre-grad node made them"
             )
+        elif names:
+            which = (
+                f"node {names[0]} shares its name" if len(names) == 1 else f"nodes {', '.join(names)} share their names"
+            )
+            why = (
+                f"its pre-grad {which} with another node of the pre-grad graph (a higher-order op's subgraph prints"
+                " it too): the page would light the other, so the link is left out"
+            )
         elif would is not None:
             how = {
+                "subgraph": "as the higher-order op holding the subgraph it was traced from",
                 "seq_nr": "through the forward op it differentiates (seq_nr)",
                 "write-back": "as the value it writes back",
                 "consumer": "through the nodes reading it",
@@ -295,14 +373,17 @@ def pre_grad_gaps(
         elif backward and facts and all(f.gradient_acc for f in facts):
             why = "a gradient accumulation: it differentiates no forward op of its own"
         elif backward and facts and all(f.seq_nr is None for f in facts):
-            why = "its nodes have no autograd sequence number and no from_node chain into the pre-grad graph"
+            why = (
+                "its nodes have no autograd sequence number and no from_node chain into the pre-grad graph (the"
+                " nodes reading what it computes are not evidence of what it computes)"
+            )
         elif backward:
             seqs = sorted({f.seq_nr for f in facts if f.seq_nr is not None})
             why = f"the forward op of its autograd sequence number ({', '.join(map(str, seqs))}) links no pre-grad node"
         else:
             why = (
-                "its nodes have no from_node chain into the pre-grad graph, nor do the nodes reading them or the"
-                " values they are computed from"
+                "its nodes have no from_node chain into the pre-grad graph (the nodes reading what it computes"
+                " are not evidence of what it computes)"
             )
         gaps.append(KernelGap(key, why))
     return gaps

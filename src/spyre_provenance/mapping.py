@@ -80,6 +80,30 @@ def pre_post_relation(
     return pre_to_post, post_to_pre
 
 
+def subgraph_relation(
+    provenance: Mapping[str, Sequence[Mapping[str, Any]]], holders: Mapping[int, Sequence[str]]
+) -> NodeMap:
+    """Post-grad node -> the top-level pre-grad nodes holding the higher-order op subgraph
+    its ``from_node`` chain reaches (``holders``: a subgraph's graph id -> those nodes).
+
+    A checkpointed block, a ``cond`` branch or a score function is traced from its own
+    subgraph: the chains of the nodes it becomes end at that subgraph's nodes, never at the
+    pre-grad graph's top level; the op holding the subgraph is the pre-grad node they
+    compute. A subgraph held by two ops (``invoke_subgraph`` called twice) links neither:
+    the chain does not say which call a node came from. Walked as ``pre_post_relation``
+    walks."""
+    post_to_holders: NodeMap = {}
+    for post_node, sources in provenance.items():
+        pending = list(reversed(sources))
+        while pending:
+            source = pending.pop()
+            held_by = holders.get(source.get("graph_id"), ())
+            if len(held_by) == 1:  # a subgraph two ops call (invoke_subgraph) cannot tell which
+                _append_unique(post_to_holders, post_node, held_by[0])
+            pending.extend(reversed(source.get("from_node", ())))
+    return post_to_holders
+
+
 def _link(pre_to_post: NodeMap, post_to_pre: NodeMap, pre: str, post: str) -> None:
     _append_unique(pre_to_post, pre, post)
     _append_unique(post_to_pre, post, pre)
@@ -110,10 +134,14 @@ class KernelNodes(msgspec.Struct, frozen=True):
 def kernel_nodes(record: KernelRecord) -> KernelNodes:
     """Nodes for one call site: from OpSpec handles where the backend has them.
 
-    Backends without OpSpecs (stock Inductor) use the kernel's origins, as upstream does.
+    A call site of a higher-order op's subgraph lists the top-level nodes holding it
+    (``held_by``). Backends without OpSpecs (stock Inductor) use the kernel's origins, as
+    upstream does.
     With OpSpecs the handles drive; an OpSpec without a handle cannot say what it computes,
     so the origins fill in for it rather than leaving the kernel short.
     """
+    if record.held_by:  # a subgraph's call site: its own nodes are not the graph's
+        return KernelNodes(nodes=list(record.held_by))
     if record.opspecs is None:
         return KernelNodes(nodes=list(record.post_grad_nodes))
     buffers = [spec.buffer for spec in record.opspecs if spec.buffer]

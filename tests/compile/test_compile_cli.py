@@ -191,3 +191,40 @@ def test_fp16_bias_adds_are_the_linear_s_with_its_line(compile_case):
     for node, handle in bias_adds.items():
         assert handle["aten_op"] == "aten.linear.default"
         assert lines[node] in source[handle["source"]["start_line"] - 1], handle
+
+
+MODEL_FILE = """\
+import torch
+from torch import nn
+
+
+def build():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 8), nn.{act}()), (torch.randn(2, 8),)
+"""
+
+
+def test_two_models_one_label_are_refused_in_one_line(tmp_path):
+    """Issue 37: ``a/model.py:build`` and ``b/model.py:build`` share the label
+    ``model-build``; the second compile into the same ``--out`` would replace the first's
+    folders, so it is refused (exit 2, one line) and the first's output stays. The same
+    model again replaces its own output; a non-ASCII file name is transliterated the same
+    way for the label and the default ``--out`` folder."""
+    for folder, act in (("a", "ReLU"), ("b", "Tanh")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "model.py").write_text(MODEL_FILE.format(act=act))
+    out = tmp_path / "out"
+    first = run_compile(out, f"{tmp_path / 'a' / 'model.py'}:build", "--no-tlparse")
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = sorted(p.name for p in out.iterdir() if p.name.startswith("graph_"))
+    assert before == ["graph_model-build_00_0-0_inference"]
+    mapping = (out / before[0] / "inductor_provenance_tracking_node_mappings.json").read_bytes()
+    second = run_compile(out, f"{tmp_path / 'b' / 'model.py'}:build", "--no-tlparse")
+    assert second.returncode == 2 and "compiled" not in second.stdout, second.stderr
+    assert len(second.stderr.strip().splitlines()) == 1 and "use another --out" in second.stderr
+    assert "Traceback" not in second.stderr
+    assert (out / before[0] / "inductor_provenance_tracking_node_mappings.json").read_bytes() == mapping
+    from spyre_provenance.capture.compile_job import run_label
+    from spyre_provenance.cli.compile import _model_label
+
+    assert run_label("modèle.py:build") == "modele-build" and _model_label("modèle.py:build") == "modele"

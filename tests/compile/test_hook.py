@@ -54,3 +54,18 @@ def test_tracking_level_is_restored():
     with spyre_provenance.tracking():
         assert config.trace.provenance_tracking_level >= 1
     assert config.trace.provenance_tracking_level == before
+
+
+def test_a_second_unlabeled_session_keeps_the_first_ones_folders(tmp_path):
+    """Issue 37: through the Python API without a label, a second session after
+    ``torch._dynamo.reset()`` (compile id 0/0 again) writes beside the first's graph
+    folders, never over them."""
+    written = []
+    for fn in (sort_then_scale, torch.tanh):
+        torch._dynamo.reset()
+        with torch.no_grad(), spyre_provenance.tracking("inductor", out_dir=tmp_path):
+            torch.compile(fn)(torch.randn(4, 8))
+        written.append(sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("graph_")))
+    assert written == [["graph_00_0-0_inference"], ["graph_00_0-0_inference", "graph_01_0-0_inference"]]
+    first = (tmp_path / "graph_00_0-0_inference" / "inductor_provenance_tracking_node_mappings.json").read_text()
+    assert "sort" in first

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -233,3 +234,24 @@ def test_render_pages_gives_forward_and_backward_their_own_page(training_log, tm
         assert kernel.key == f"k_{tag}:1" and kernel.post_grad_nodes == [f"n_{tag}"]
     # a compile folder with one graph keeps tlparse's own page of the whole log
     assert pages[2].page.parent == tmp_path / "out"
+
+
+@pytest.mark.compile
+@needs_tlparse
+def test_open_after_compile_keeps_the_pages_compile_printed(compile_case, run_cli, tmp_path):
+    """Issue 37: ``open OUT`` on a ``compile --out OUT`` folder renders each log's pages
+    where compile wrote and printed them (OUT/tlparse/<label>/), replacing nothing else."""
+    case = compile_case("mlp")
+    copy = tmp_path / "run"
+    shutil.copytree(case.out, copy)
+    printed = [
+        Path(line.split("provenance page: ", 1)[1]).relative_to(case.out)
+        for line in case.stdout.splitlines()
+        if "provenance page: " in line
+    ]
+    assert printed
+    code, out, err = run_cli("open", copy, "--no-browser")
+    assert code == 0, err
+    opened = [Path(line.split("  ", 1)[1].strip()).relative_to(copy) for line in out.splitlines()]
+    assert opened == printed
+    assert all((copy / page).is_file() for page in printed)

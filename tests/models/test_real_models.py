@@ -72,6 +72,15 @@ def test_every_kernel_leads_to_a_source_line_and_a_pre_grad_node(case):
     check.sources_and_pre_grad(case, complete=case.backend == "reference")
 
 
+def test_no_pre_grad_link_is_false(case):
+    """Issue 37: on real architectures too, every pre-grad node the hook links stands on a
+    line of the kernel's own nodes. Stock Inductor's mapping is torch's own, kept as torch
+    wrote it (a checkpointed model's top-level names repeat in its subgraphs there)."""
+    if case.backend != "reference":
+        pytest.skip("stock Inductor's mapping is torch's own")
+    check.true_links(case)
+
+
 def test_stock_inductor_forward_mapping_is_torchs_own(case):
     if case.backend != "inductor":
         pytest.skip("the reference backend completes the mapping beyond torch's own")

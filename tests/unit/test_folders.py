@@ -45,3 +45,18 @@ def test_a_graph_folder_name_reads_back_its_label_and_compile_id(args, read):
 def test_other_names_are_no_graph_folders():
     assert folders.label_and_compile_id("graph_") is None
     assert folders.label_and_compile_id("trace") is None
+
+
+def test_non_ascii_is_transliterated_one_way_everywhere():
+    assert folders.transliterate("modèle_ß") == "modele_ss"
+    assert folders.model_label("modèle.py") == "modele.py"
+    assert folders.model_label("模型") == "model"  # no ASCII form: the fallback
+
+
+def test_an_unlabeled_session_numbers_after_the_folders_already_there():
+    """A second session without a label (after torch._dynamo.reset(), compile ids from 0/0
+    again) starts after the unlabeled folders of the first, never over them."""
+    names = ["graph_00_0-0_forward", "graph_01_0-0_backward", "graph_mlp_07_0-0_inference", "trace"]
+    assert folders.next_unlabeled_order(names) == 2
+    assert folders.next_unlabeled_order(["graph_mlp_00_0-0_inference"]) == 0
+    assert folders.graph_folder(2, "0/0", "forward") == "graph_02_0-0_forward"

@@ -80,7 +80,9 @@ def dropout_forward() -> PostGradGraph:
     return PostGradGraph(nodes, outputs=("gt",), facts=facts)
 
 
-def test_a_helper_kernel_takes_the_source_and_pre_grad_nodes_of_its_readers(dropout_forward):
+def test_a_helper_kernel_takes_the_source_of_its_readers_but_not_their_pre_grad_nodes(dropout_forward):
+    """A reader says what a helper serves (its source line, recorded as such), never which
+    pre-grad node it computes (issue 37: a checkpointed block's kernels all lit the head)."""
     kernels = {"aten.randint.low_out:1": ["seeds"], "sdsc_dropout_0:2": ["lookup", "random", "gt"]}
     own = {"sdsc_dropout_0:2": [TRACE.format(9, "self.drop(h)")]}
     assert inference.infer_sources(kernels, own, dropout_forward) == [
@@ -88,9 +90,54 @@ def test_a_helper_kernel_takes_the_source_and_pre_grad_nodes_of_its_readers(drop
     ]
     post_to_pre = {n: ["dropout"] for n in ("lookup", "random", "gt")}
     pre_to_post = {"dropout": ["lookup", "random", "gt"]}
-    assert inference.infer_pre_grad(dropout_forward, pre_to_post, post_to_pre) == [
-        InferredPreGrad("seeds", ["dropout"], "consumer")
+    assert inference.infer_pre_grad(dropout_forward, pre_to_post, post_to_pre) == []
+    assert "seeds" not in post_to_pre
+    (gap,) = inference.pre_grad_gaps(
+        ["aten.randint.low_out:1"],
+        {"aten.randint.low_out:1": ["seeds"]},
+        dropout_forward,
+        pre_grad_known=True,
+        backward=False,
+    )
+    assert "not evidence" in gap.why
+
+
+def test_a_node_traced_from_a_subgraph_links_to_the_higher_order_op_holding_it(dropout_forward):
+    """A checkpointed block's nodes reach only their subgraph's nodes by from_node: they
+    link to the top-level op holding the subgraph (``held``), before any other rule."""
+    post_to_pre: dict[str, list[str]] = {}
+    pre_to_post: dict[str, list[str]] = {}
+    held = {"lookup": ["tag_activation_checkpoint"], "gt": ["tag_activation_checkpoint"]}
+    found = inference.infer_pre_grad(dropout_forward, pre_to_post, post_to_pre, held=held)
+    assert found == [
+        InferredPreGrad("lookup", ["tag_activation_checkpoint"], "subgraph"),
+        InferredPreGrad("gt", ["tag_activation_checkpoint"], "subgraph"),
     ]
+    assert pre_to_post == {"tag_activation_checkpoint": ["lookup", "gt"]}
+
+
+def test_a_name_printed_twice_in_the_pre_grad_graph_is_no_link():
+    """tlparse lights a name's last line: a top-level ``linear`` that a subgraph prints too
+    would light the subgraph's, so the link is taken out and the kernel says why."""
+    post_to_pre = {"mm": ["linear"], "add": ["linear", "add"], "relu": ["relu"]}
+    pre_to_post = {"linear": ["mm", "add"], "add": ["add"], "relu": ["relu"]}
+    hidden = inference.hide_repeated(post_to_pre, pre_to_post, {"linear"})
+    assert hidden == {"mm": ["linear"], "add": ["linear"]}
+    assert post_to_pre == {"add": ["add"], "relu": ["relu"]}
+    assert pre_to_post == {"add": ["add"], "relu": ["relu"]}
+    found = [InferredPreGrad("mm", ["linear"], "seq_nr"), InferredPreGrad("add", ["linear", "add"], "seq_nr")]
+    assert inference.drop_repeated(found, {"linear"}) == [InferredPreGrad("add", ["add"], "seq_nr")]
+    graph = PostGradGraph([call("mm", "aten.mm")])
+    (gap,) = inference.pre_grad_gaps(
+        ["k:1"], {"k:1": ["mm"]}, graph, pre_grad_known=True, backward=False, hidden=hidden
+    )
+    assert gap.why.startswith("its pre-grad node linear shares its name with another node")
+
+
+def test_source_line_is_the_innermost_frame():
+    trace = TRACE.format(3, "y = self.block(x)") + TRACE.format(9, "h = self.fc(x)")
+    assert inference.source_line(trace) == "model.py:9"
+    assert inference.source_line(None) is None and inference.source_line("no frame") is None
 
 
 def test_a_listed_node_with_a_trace_is_preferred_and_keeps_the_reason_it_is_listed(dropout_forward):
@@ -150,16 +197,17 @@ def test_gradients_reach_the_pre_grad_nodes_of_the_forward_op_they_differentiate
         InferredPreGrad("mm_1", ["linear"], "seq_nr"),
         InferredPreGrad("sum_1", ["linear"], "seq_nr"),
         InferredPreGrad("conv_bwd", ["conv2d"], "seq_nr"),
-        # differentiates nothing of its own: it sums the gradients of the two ops it reads
-        InferredPreGrad("acc", ["conv2d", "linear"], "inputs"),
     ]
-    assert pre_to_post == {"linear": ["mm_1", "sum_1", "acc"], "conv2d": ["conv_bwd", "acc"]}
+    # a gradient accumulation differentiates nothing of its own: without a source line of its
+    # own, the gradients it sums (other lines) are no evidence of what it computes
+    assert pre_to_post == {"linear": ["mm_1", "sum_1"], "conv2d": ["conv_bwd"]}
     # computed from the incoming gradient alone, which no forward node saved
     assert "fresh" not in post_to_pre
     kernels = {"k_mm:1": ["mm_1"], "k_acc:2": ["acc"], "k_fresh:3": ["fresh"], "k_in:4": ["tangents_1"]}
     gaps = inference.pre_grad_gaps(["k_fresh:3", "k_in:4"], kernels, backward, pre_grad_known=True, backward=True)
     assert [g.why for g in gaps] == [
-        "its nodes have no autograd sequence number and no from_node chain into the pre-grad graph",
+        "its nodes have no autograd sequence number and no from_node chain into the pre-grad graph (the nodes"
+        " reading what it computes are not evidence of what it computes)",
         "copies graph input tangents_1, which no linked node reads",
     ]
     acc_only = PostGradGraph(
@@ -171,14 +219,20 @@ def test_gradients_reach_the_pre_grad_nodes_of_the_forward_op_they_differentiate
 
 def test_a_backward_input_is_the_forward_value_saved_under_its_name(backward):
     """A weight gradient a post-grad pattern fused loses its seq_nr; it is computed from a
-    value the forward saved (a placeholder named as the forward node), linked as there."""
+    value the forward saved (a placeholder named as the forward node), linked as there when
+    that node stands on the gradient's own source line, never otherwise."""
     graph = PostGradGraph(
-        [placeholder("view"), placeholder("tangents_1"), call("mm", "aten.mm", "tangents_1", "view")], outputs=("mm",)
+        [placeholder("view"), placeholder("tangents_1"), call("mm", "aten.mm", "tangents_1", "view")],
+        outputs=("mm",),
+        facts={"mm": NodeFacts(stack_trace=TRACE.format(7, "self.fc(x)"))},
     )
     post_to_pre: dict[str, list[str]] = {}
-    found = inference.infer_pre_grad(graph, {}, post_to_pre, {}, saved={"view": ["linear"]})
+    lines = {"linear": "model.py:7", "relu": "model.py:8"}
+    found = inference.infer_pre_grad(graph, {}, post_to_pre, {}, saved={"view": ["linear", "relu"]}, pre_lines=lines)
     assert found == [InferredPreGrad("mm", ["linear"], "inputs")]
     assert inference.infer_pre_grad(graph, {}, {}, {}, saved={}) == []
+    # another line's value is no evidence
+    assert inference.infer_pre_grad(graph, {}, {}, {}, saved={"view": ["relu"]}, pre_lines=lines) == []
 
 
 def test_a_from_node_link_is_never_replaced(backward):
@@ -217,3 +271,22 @@ def test_a_kernel_with_no_source_anywhere_says_so(dropout_forward):
     assert inference.infer_sources({"k:1": ["seeds"]}, {}, bare) == []
     (gap,) = inference.source_gaps(["k:1"], {"k:1": ["seeds"]}, bare)
     assert gap.why.startswith("its nodes (seeds) carry no stack trace")
+
+
+def test_a_chain_reaching_the_nodes_own_line_keeps_only_those():
+    """Eval-mode dropout returns its input: the mean before it has the dropout in its
+    from_node chain, though it computes the line before; a node whose chain reaches no
+    pre-grad node on its own line keeps them all."""
+    graph = PostGradGraph(
+        [call("mean", "aten.mean"), call("mm", "aten.mm", "mean")],
+        facts={
+            "mean": NodeFacts(stack_trace=TRACE.format(3, "h = x.mean()")),
+            "mm": NodeFacts(stack_trace=TRACE.format(9, "y")),
+        },
+    )
+    post_to_pre = {"mean": ["mean", "dropout"], "mm": ["linear"]}
+    pre_to_post = {"mean": ["mean"], "dropout": ["mean"], "linear": ["mm"]}
+    lines = {"mean": "model.py:3", "dropout": "model.py:4", "linear": "model.py:5"}
+    assert inference.prefer_own_line(graph, post_to_pre, pre_to_post, lines) == {"mean": ["dropout"]}
+    assert post_to_pre == {"mean": ["mean"], "mm": ["linear"]}
+    assert pre_to_post == {"mean": ["mean"], "linear": ["mm"]}

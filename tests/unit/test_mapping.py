@@ -263,3 +263,21 @@ def test_differences_listed_are_bounded_and_the_rest_counted() -> None:
 @pytest.mark.parametrize("upstream", [{}, {"version": 2.0}, {"cppCodeToPost": {}, "version": 2.0}])
 def test_nothing_to_compare_with(upstream: dict) -> None:
     assert mapping.matches_upstream(_ours(), upstream) is None
+
+
+def test_subgraph_relation_links_nodes_traced_from_a_subgraph_to_the_op_holding_it():
+    """A checkpointed block's post-grad nodes reach only its subgraph's nodes (another
+    graph id than the pre-grad graph's): they link to the top-level op holding it, nested
+    subgraphs included; a subgraph held twice (invoke_subgraph) links neither: which call
+    a node came from is not in its chain."""
+    provenance = {
+        "mm": [{"name": "linear", "graph_id": 7, "from_node": []}],
+        "add": [{"name": "x", "graph_id": 1, "from_node": [{"name": "add", "graph_id": 8, "from_node": []}]}],
+        "head": [{"name": "linear", "graph_id": 1, "from_node": []}],
+        "sub": [{"name": "sub", "graph_id": 9, "from_node": []}],
+    }
+    holders = {7: ["tag_activation_checkpoint"], 8: ["cond"], 9: ["invoke_subgraph", "invoke_subgraph_1"]}
+    assert mapping.subgraph_relation(provenance, holders) == {
+        "mm": ["tag_activation_checkpoint"],
+        "add": ["cond"],
+    }

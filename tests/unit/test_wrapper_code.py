@@ -134,3 +134,65 @@ _BREAKS = ["\n", "\r\n", "\r", "\x0b", "\x1c", "\u2028"]
 def test_tlparse_lines_agree_with_tlparse_rule(rows, key):
     code = "".join("".join(pieces) + brk for pieces, brk in rows)
     assert wrapper_code.TlparseLines(code).line(key) == _tlparse_rule(code, key)
+
+
+COND_WRAPPER = """\
+k_add_0 = async_compile.cpp_pybinding(['float*'], '''
+extern "C" void kernel(float* out) {}
+''')
+k_relu_1 = async_compile.cpp_pybinding(['float*'], '''
+extern "C" void kernel(float* out) {}
+''')
+
+
+def true_graph_0(args):
+    true_graph_0_arg0_1, = args
+    true_graph_0_buf0 = empty_strided_cpu((4, ), (1, ), torch.float32)
+    # [Provenance debug handles] k_relu_1:2
+    k_relu_1(true_graph_0_buf0)
+    return (true_graph_0_buf0, )
+
+
+k_sig_2 = async_compile.cpp_pybinding(['float*'], '''
+extern "C" void kernel(float* out) { k_relu_1(out); }
+''')
+
+
+class Runner:
+    def call(self, args):
+        buf0 = empty_strided_cpu((4, ), (1, ), torch.float32)
+        # [Provenance debug handles] k_add_0:1
+        k_add_0(buf0)
+        if buf0.item():
+            buf1 = true_graph_0([buf0])
+"""
+
+
+def test_a_call_in_a_subgraph_function_is_a_call_site():
+    """A cond branch is lifted into a module-level function before ``call`` (issue 37):
+    its calls are call sites, with their comments; the kernel sources after it are not."""
+    sites = wrapper_code.call_sites(COND_WRAPPER)
+    assert [(s.name, s.key, s.subgraph) for s in sites] == [
+        ("k_relu_1", "k_relu_1:2", "true_graph_0"),
+        ("k_add_0", "k_add_0:1", None),
+    ]
+
+
+def test_a_branch_call_tlparse_does_not_search_is_a_hint_not_a_violation():
+    """tlparse searches a key from ``def call(args)`` on: with the branch function written
+    before a module-level ``call``, it never lights the branch's call. The mapping has the
+    key; the page cannot show it: counted unlinked, said in a hint, no violation."""
+    code = COND_WRAPPER.replace("class Runner:\n    def call(self, args):\n", "def call(args):\n").replace(
+        "\n        ", "\n    "
+    )
+    graph = parse_post_grad_graph(
+        'class GraphModule(torch.nn.Module):\n    def forward(self, arg0_1: "f32[4]"):\n'
+        '        add: "f32[4]" = torch.ops.aten.add.Tensor(arg0_1, 1)\n'
+        "        cond = torch.ops.higher_order.cond(add, true_graph_0, false_graph_0, (add,))\n"
+        "        return (cond,)\n"
+    )
+    mapping = {"cppCodeToPost": {"k_add_0:1": ["add"], "k_relu_1:2": ["cond"]}}
+    cov = coverage.judge(code, graph, mapping)
+    assert (cov.counts.call_sites, cov.counts.linked_call_sites) == (2, 1)
+    assert [v for v in cov.violations if v.rule == "call-sites"] == []
+    assert any("k_relu_1:2: called in true_graph_0" in hint for hint in cov.hints)

@@ -106,6 +106,16 @@ def gpt2():
     return transformers.GPT2LMHeadModel(config).eval(), (_ids(),)
 
 
+def gpt2_checkpointed():
+    """GPT-2 with transformers' activation (gradient) checkpointing: in training each block runs under
+    ``torch.utils.checkpoint``, which Dynamo traces into a subgraph (``wrap_body_<i>``) a
+    ``tag_activation_checkpoint`` node holds; the blocks' node names repeat between them and
+    the final LayerNorm's (issue 37)."""
+    model, inputs = gpt2()
+    model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    return model, inputs
+
+
 class _Seq2Seq(nn.Module):
     """T5 taking ``(input_ids, decoder_input_ids)`` by position, as ``compile`` calls it."""
 
@@ -201,6 +211,7 @@ HF_MODELS = {
     "granite": "decoder LLM, two layers sharing kernels; Granite's multipliers",
     "bert": "encoder with dropout and a padding mask",
     "gpt2": "decoder with dropout, two identical layers, a tied head",
+    "gpt2_checkpointed": "GPT-2 with gradient checkpointing: blocks traced into checkpoint subgraphs in training",
     "t5": "encoder-decoder: relative position bias, dropout",
     "vit": "vision transformer: patch convolution, CLS token",
     "resnet": "CNN with BatchNorm (running statistics written back in training)",

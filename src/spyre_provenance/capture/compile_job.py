@@ -43,7 +43,7 @@ from spyre_provenance.backends import DEFAULT_BACKEND
 from spyre_provenance.errors import UnsupportedTorch, UnusableInput, Verdict
 from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
 from spyre_provenance.model import folders
-from spyre_provenance.support import remove_stale_temporaries
+from spyre_provenance.support import atomic_write_text, remove_stale_temporaries
 
 if TYPE_CHECKING:
     from spyre_provenance.capture.profiled_run import Profiler
@@ -257,7 +257,7 @@ def _tracked_compile(
         raise UnusableInput(request.model, str(exc)) from None
     created = [p for p in (out, trace_dir) if p is not None and not p.exists()]
     if out is not None and trace_dir is not None:
-        _prepare(out, trace_dir, label)
+        _prepare(out, trace_dir, label, model_origin(request))
     try:
         report = compile_run.compile_model(
             loaded,
@@ -395,10 +395,34 @@ def own_folders(out: Path, label: str) -> list[Path]:
     return [*_graph_folders(out, label), out / "sdsc" / label, out / "tlparse" / label]
 
 
-def _prepare(out: Path, trace_dir: Path, label: str) -> None:
+def model_origin(request: CompileRequest) -> str:
+    """What a label stands for: a file model's resolved path and factory, or the name."""
+    if ":" in request.model and request.instance is None:
+        path, _, factory = request.model.partition(":")
+        return f"{Path(path).resolve()}:{factory}"
+    return request.model
+
+
+#: Beside a model's log, ``<label>.model`` names the model its folders are of: two models
+#: whose labels agree (``a/model.py:build`` and ``b/model.py:build``) never share them.
+ORIGIN_SUFFIX = ".model"
+
+
+def _prepare(out: Path, trace_dir: Path, label: str, origin: str) -> None:
     """Remove this model's output of an earlier run, and nothing else: another model's
-    folders and logs (maybe being written right now by another run) stay untouched.
+    folders and logs (maybe being written right now by another run) stay untouched. A label
+    ``out`` already holds for another model is refused (exit 2) before anything is removed.
     ``compile_request`` has refused an ``out`` that is not a folder."""
+    marker = trace_dir / f"{label}{ORIGIN_SUFFIX}"
+    try:
+        held = marker.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        held = None
+    if held and held != origin:
+        raise UnusableInput(
+            str(out),
+            f"holds the output of {held} under the label {label!r}; {origin} would replace it: use another --out",
+        )
     if out.is_dir():
         remove_stale_temporaries(out)  # a killed writer's leftovers; live writers' stay
         for folder in own_folders(out, label):
@@ -406,6 +430,7 @@ def _prepare(out: Path, trace_dir: Path, label: str) -> None:
                 shutil.rmtree(folder)
         (trace_dir / f"{label}.log").unlink(missing_ok=True)
     trace_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(marker, origin + "\n")
 
 
 _LINE = 400  # characters of a refusal's reason
@@ -443,6 +468,7 @@ def _discard(out: Path | None, trace_dir: Path | None, label: str, created: list
     log = _claim_trace_log(trace_dir / f"{label}.log")
     if log is not None:
         log.unlink(missing_ok=True)
+    (trace_dir / f"{label}{ORIGIN_SUFFIX}").unlink(missing_ok=True)
     for folder in [out / "sdsc", out / "tlparse", *sorted(created, key=lambda p: -len(p.parts))]:
         with contextlib.suppress(OSError):
             folder.rmdir()  # only when empty

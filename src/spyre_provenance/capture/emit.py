@@ -45,18 +45,20 @@ def diagnostics_file(document: Any) -> dict[str, bytes]:
     return {artifact_file(DIAGNOSTICS): mapping.to_json_bytes(document)}
 
 
-def graph_folder_name(result: GraphResult, label: str | None = None) -> str:
+def graph_folder_name(result: GraphResult, label: str | None = None, first: int = 0) -> str:
     """The graph's folder (``folders.graph_folder``), named with ``label`` or else the
-    result's own model label, so compiles of different models share one ``--out``."""
-    return graph_folder(result.index, result.compile_id, result.kind, label if label is not None else result.label)
+    result's own model label, so compiles of different models share one ``--out``;
+    ``first``: the order the session's first graph takes (``folders.next_unlabeled_order``)."""
+    chosen = label if label is not None else result.label
+    return graph_folder(first + result.index, result.compile_id, result.kind, chosen)
 
 
-def graph_folders(result: GraphResult, debug_dir: Path | None, out_dir: Path | None) -> list[Path]:
+def graph_folders(result: GraphResult, debug_dir: Path | None, out_dir: Path | None, first: int = 0) -> list[Path]:
     """Where the graph's files go: Inductor's debug folder (when tracing) and ``--out``'s
     graph folder."""
     folders = [debug_dir] if debug_dir is not None else []
     if out_dir is not None:
-        folders.append(Path(out_dir) / graph_folder_name(result))
+        folders.append(Path(out_dir) / graph_folder_name(result, first=first))
     return folders
 
 

@@ -32,8 +32,17 @@ from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture import emit
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning
+from spyre_provenance.model import folders
 from spyre_provenance.model.names import DIAGNOSTICS, MODEL_LABEL, OPSPEC_DEBUG_HANDLES
-from spyre_provenance.model.records import BundleHandlesV4, Fault, GraphDiagnostics, GraphResult, KernelRecord, RandomOp
+from spyre_provenance.model.records import (
+    BundleHandlesV4,
+    Fault,
+    GraphDiagnostics,
+    GraphResult,
+    KernelRecord,
+    PreGradSubgraphs,
+    RandomOp,
+)
 from spyre_provenance.patches import Patches
 from spyre_provenance.validate import schemas
 
@@ -42,6 +51,9 @@ if TYPE_CHECKING:
 
 TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
 DUMP_FUNCTION = "dump_inductor_provenance_info"
+#: compile_fx's function that logs the pre-grad graph (``before_pre_grad_graph``) and runs
+#: the pre-grad passes: where the pre-grad graph's subgraphs can be read
+PRE_GRAD_FUNCTION = "run_pre_grad_passes"
 #: Inductor IR classes whose call is written without a handle comment (torch 2.13): the
 #: scatter and index_put fallbacks, ``bernoulli_`` (dropout's fallback) and the kernels that
 #: mutate their first argument in place (``resize_storage_bytes_``).
@@ -90,6 +102,9 @@ class Session:
         #: and its postToPre (the backward's inputs are the forward's saved values, by name)
         self._forward_links: dict[str, tuple[dict[int, list[str]], dict[str, list[str]]]] = {}
         self._current: tuple[int, GraphResult] | None = None  # the graph _finish_graph is on
+        #: pre-grad graph id -> its higher-order ops' subgraphs (or why they could not be read)
+        self._subgraphs: dict[int, PreGradSubgraphs | str] = {}
+        self._first: int | None = None  # the order of this session's first graph folder
         #: counts the provenance fields of every stage (``audit=True``); None: no audit, no cost
         self.probe = None
         if audit:  # imported only then: a compile without the audit pays nothing for it
@@ -101,6 +116,7 @@ class Session:
 
     def install(self) -> None:
         import torch._inductor.codegen.cpp as cpp_codegen
+        import torch._inductor.compile_fx as compile_fx
         import torch._inductor.debug as inductor_debug
         from torch._inductor import config
         from torch._inductor.graph import GraphLowering
@@ -111,6 +127,7 @@ class Session:
         self._patches.wrap_everywhere(modules, TRACING_FUNCTION, self._wrap_tracing)
         self._patches.wrap(inductor_debug, DUMP_FUNCTION, self._wrap_dump)
         self._patches.wrap(GraphLowering, "__init__", self._wrap_graph_init)
+        self._patches.wrap(compile_fx, PRE_GRAD_FUNCTION, self._wrap_pre_grad)
         self._announce_fallbacks()  # on stock Inductor too: torch's own mapping then lists them
         if config.trace.provenance_tracking_level == 0:
             self._patches.setattr(config.trace, "provenance_tracking_level", 1)
@@ -251,7 +268,8 @@ class Session:
                 is_extern=is_extern,
                 stack_traces=self.inductor.stack_traces(node_schedule, is_extern),
             )
-            if not is_extern:
+            record.held_by = self.inductor.holders()
+            if not is_extern and not record.held_by:
                 record.consumers = self.inductor.consumers(node_schedule, record.post_grad_nodes)
         if self.probe is not None:
             self.probe.call_site(graph_key, node_schedule, is_extern)
@@ -306,6 +324,24 @@ class Session:
         dump_inductor_provenance_info.__wrapped__ = original
         return dump_inductor_provenance_info
 
+    def _wrap_pre_grad(self, original):
+        def run_pre_grad_passes(model_, example_inputs_):
+            try:  # the graph as compile_fx logs it, before any pass: the ids from_node names
+                self._subgraphs[id(model_.graph)] = self.inductor.pre_grad_subgraphs(model_)
+            except Exception as exc:  # noqa: BLE001 - noted on the graphs it would have served
+                self._subgraphs[id(model_.graph)] = f"{type(exc).__name__}: {exc}"
+            return original(model_, example_inputs_)
+
+        run_pre_grad_passes.__wrapped__ = original
+        return run_pre_grad_passes
+
+    def _pre_grad_subgraphs(self, pre_grad_id: int | None, graph_key: int) -> PreGradSubgraphs:
+        read = self._subgraphs.get(pre_grad_id, PreGradSubgraphs()) if pre_grad_id is not None else PreGradSubgraphs()
+        if isinstance(read, str):
+            self._note("build", graph_key, f"the pre-grad graph's subgraphs could not be read: {read}")
+            return PreGradSubgraphs()
+        return read
+
     def _finish_graph(self, upstream: dict[str, Any]) -> dict[str, Any] | None:
         """Build, validate, emit; returns the mapping compile_fx should log, or None.
 
@@ -343,6 +379,7 @@ class Session:
         built = validated = False
         graph_model = None
         not_taken: tuple[list, list] = ([], [])  # inferences stock Inductor's mapping leaves out
+        hidden: dict[str, list[str]] = {}  # links taken out: the page would light another node
         with self._stage("build", graph_key):
             result.random_ops = _random_ops(self.inductor.random_ops(graph))
             graph_model = self.inductor.post_grad_graph(graph)
@@ -358,13 +395,20 @@ class Session:
                 forward, saved = (
                     self._forward_links.get(result.compile_id, ({}, {})) if result.kind == "backward" else (None, None)
                 )
+                subgraphs = self._pre_grad_subgraphs(pre_grad_id, graph_key)
+                held = self.inductor.subgraph_relation(graph, subgraphs)
                 maps = (pre_to_post, post_to_pre) if beyond else (_copy_map(pre_to_post), _copy_map(post_to_pre))
-                found_pre_grad = inference.infer_pre_grad(graph_model, *maps, forward, saved)
+                inference.prefer_own_line(graph_model, maps[1], maps[0], subgraphs.lines)
+                found_pre_grad = inference.infer_pre_grad(graph_model, *maps, forward, saved, held, subgraphs.lines)
             if result.kind == "forward":
                 self._forward_links[result.compile_id] = (
                     inference.forward_links(graph_model, post_to_pre),
                     _copy_map(post_to_pre),
                 )
+            if beyond and pre_grad_id is not None:  # stock Inductor's own mapping is kept as torch wrote it
+                # after the forward's links are kept: a gradient of a hidden node says why it has none
+                hidden = inference.hide_repeated(post_to_pre, pre_to_post, subgraphs.repeated)
+                found_pre_grad = inference.drop_repeated(found_pre_grad, subgraphs.repeated)
             result.node_mappings = mapping.build_node_mappings(records, pre_to_post, post_to_pre, diag.inferred)
             listed_because = {(link.node, link.kernel): link.why for link in diag.inferred}
             found_sources = inference.infer_sources(
@@ -408,7 +452,7 @@ class Session:
                 emit.write_files(emit.artifact_files(result), self._folders(result))
         linked: list[str] = []
         with self._stage("build", graph_key):
-            linked = self._judge(result, graph, graph_model, upstream, not_taken)
+            linked = self._judge(result, graph, graph_model, upstream, not_taken, hidden)
         if self.probe is not None:
             logged = msgspec.to_builtins(result.node_mappings) if result.node_mappings is not None else upstream
             self.probe.finish(graph_key, graph, result, logged, linked)
@@ -437,10 +481,44 @@ class Session:
         return total
 
     def _folders(self, result: GraphResult) -> list[Path]:
-        return emit.graph_folders(result, self.inductor.debug_dir(), self.out_dir)
+        return emit.graph_folders(result, self.inductor.debug_dir(), self.out_dir, self._first_order())
+
+    def _repeated_post_grad_names(self, graph: Any, logged: Any) -> list[str]:
+        """Kernels mapped to a post-grad node whose name a higher-order op's subgraph prints
+        too (a ``cond`` branch's ``addmm``): tlparse lights the subgraph's line, so say so."""
+        try:
+            printed = self.inductor.subgraph_node_names(graph)
+        except Exception:  # noqa: BLE001 - a hint less, never a broken compile
+            return []
+        hints = []
+        for key, nodes in ((logged or {}).get("cppCodeToPost") or {}).items():
+            repeated = [n for n in nodes if n in printed]
+            if repeated:
+                where = ", ".join(f"{n} ({printed[n]})" for n in repeated)
+                hints.append(
+                    f"{key}: its post-grad node(s) {where} share a name with a node of a higher-order op's subgraph:"
+                    " the page lights the subgraph's line for them [kernel-link]"
+                )
+        return hints
+
+    def _first_order(self) -> int:
+        """Where this session's graph folders start numbering: 0 with a label (the command
+        removes a label's old folders first), else after the unlabeled folders ``out_dir``
+        already holds, read once, at the session's first graph."""
+        if self._first is None:
+            out = Path(self.out_dir) if self.out_dir is not None and self.label is None else None
+            names = [p.name for p in out.iterdir()] if out is not None and out.is_dir() else []
+            self._first = folders.next_unlabeled_order(names)
+        return self._first
 
     def _judge(
-        self, result: GraphResult, graph: Any, graph_model: Any, upstream: dict[str, Any], not_taken: tuple[list, list]
+        self,
+        result: GraphResult,
+        graph: Any,
+        graph_model: Any,
+        upstream: dict[str, Any],
+        not_taken: tuple[list, list],
+        hidden: dict[str, list[str]],
     ) -> list[str]:
         """Coverage of what the log will hold for this graph, judged as ``compile`` and
         ``golden`` judge it from the log: the same function on the same code and nodes.
@@ -460,6 +538,7 @@ class Session:
         )
         diag = result.diagnostics
         diag.coverage, diag.violations, diag.hints = verdict.counts, verdict.violations, verdict.hints
+        diag.hints = diag.hints + self._repeated_post_grad_names(graph, logged)
         kernels = (logged or {}).get("cppCodeToPost") or {}
         pre_grad_not_taken, sources_not_taken = not_taken
         diag.without_source = inference.source_gaps(verdict.without_source, kernels, graph_model, sources_not_taken)
@@ -471,6 +550,7 @@ class Session:
             backward=result.kind == "backward",
             beyond=self.backend.extends_upstream,
             not_taken=pre_grad_not_taken,
+            hidden=hidden,
         )
         return verdict.linked
 

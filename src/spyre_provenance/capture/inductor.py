@@ -14,9 +14,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from spyre_provenance import mapping
+from spyre_provenance import inference, mapping
 from spyre_provenance.model.names import POST_GRAD_GRAPHS
-from spyre_provenance.model.records import NO_FACTS, GraphNode, NodeFacts, NodeMap, PostGradGraph
+from spyre_provenance.model.records import NO_FACTS, GraphNode, NodeFacts, NodeMap, PostGradGraph, PreGradSubgraphs
 
 #: On a GraphLowering: its post-grad graph's node names as last logged, and as compile_fx
 #: logged them (before a backend's own passes).
@@ -103,9 +103,34 @@ class Inductor:
     # -- the graph being lowered -------------------------------------------------------------
 
     def graph(self) -> Any:
+        """The graph being compiled: for a higher-order op's subgraph lowered apart (a
+        ``cond`` branch), the top-level graph it belongs to, whose wrapper holds its calls."""
         from torch._inductor.virtualized import V
 
-        return V.graph
+        graph = V.graph
+        while getattr(graph, "parent", None) is not None:
+            graph = graph.parent
+        return graph
+
+    def holders(self) -> list[str]:
+        """For a call site of a subgraph lowered apart (``SubgraphLowering``): the top-level
+        post-grad nodes holding that subgraph, nested ones through their parents; [] at
+        the top level. A node holds a subgraph when an input of it is the subgraph module."""
+        from torch._inductor.virtualized import V
+
+        graph, held = V.graph, []
+        while (parent := getattr(graph, "parent", None)) is not None:
+            held = [
+                node.name
+                for node in parent.module.graph.nodes
+                if node.op == "call_function"
+                and any(
+                    arg.op == "get_attr" and getattr(parent.module, str(arg.target), None) is graph.module
+                    for arg in node.all_input_nodes
+                )
+            ]
+            graph = parent
+        return held
 
     def graph_kind(self, graph: Any) -> str:
         if getattr(graph, "is_backward", False):
@@ -128,6 +153,42 @@ class Inductor:
         graph_id = getattr(inductor_debug, "_pre_grad_graph_id", None)
         return graph_id if isinstance(graph_id, int) and graph_id > 0 else None
 
+    def pre_grad_subgraphs(self, module: Any) -> PreGradSubgraphs:
+        """What a pre-grad GraphModule holds beyond its top level: each subgraph of a
+        higher-order op (checkpoint's ``wrap_body_<i>``, ``cond``'s branches, a
+        ``while_loop``'s body, ``flex_attention``'s score functions, ``invoke_subgraph``),
+        by the id ``from_node`` gives its graph, with the top-level nodes holding it, and
+        every node name printed anywhere in the module (tlparse lights a name's last line,
+        so a name printed twice may light another node). Read before the pre-grad passes
+        run, as compile_fx logs the graph."""
+        import torch
+
+        holders: dict[int, list[str]] = {}
+        printed: dict[str, int] = {}
+
+        def walk(gm: Any, top: str | None) -> None:
+            for node in gm.graph.nodes:
+                if node.op != "output":
+                    printed[node.name] = printed.get(node.name, 0) + 1
+                if node.op != "call_function" or not isinstance(node.target, torch._ops.HigherOrderOperator):
+                    continue
+                for arg in node.all_input_nodes:
+                    sub = getattr(gm, str(arg.target), None) if arg.op == "get_attr" else None
+                    if isinstance(sub, torch.fx.GraphModule):
+                        held = holders.setdefault(id(sub.graph), [])
+                        holder = top if top is not None else node.name
+                        if holder not in held:
+                            held.append(holder)
+                        walk(sub, holder)
+
+        walk(module, None)
+        lines = {}
+        for node in module.graph.nodes:
+            line = inference.source_line(node.stack_trace if isinstance(node.stack_trace, str) else None)
+            if line is not None:
+                lines[node.name] = line
+        return PreGradSubgraphs(holders, [name for name, count in printed.items() if count > 1], lines)
+
     def pre_post_relation(self, graph: Any, pre_grad_graph_id: int | None) -> tuple[NodeMap, NodeMap]:
         """The pre-grad <-> post-grad relation of the graph being lowered.
 
@@ -141,6 +202,15 @@ class Inductor:
             return {}, {}
         provenance = get_graph_provenance_json(graph.module.graph)
         return mapping.pre_post_relation(provenance, pre_grad_graph_id)
+
+    def subgraph_relation(self, graph: Any, subgraphs: PreGradSubgraphs) -> NodeMap:
+        """Post-grad node -> the top-level pre-grad nodes holding the subgraph its
+        ``from_node`` chain reaches (``mapping.subgraph_relation``)."""
+        from torch.fx.traceback import get_graph_provenance_json
+
+        if not subgraphs.holders:
+            return {}
+        return mapping.subgraph_relation(get_graph_provenance_json(graph.module.graph), subgraphs.holders)
 
     def post_grad_graph(self, graph: Any) -> PostGradGraph:
         """The post-grad graph being lowered, node by node as it is printed for tlparse
@@ -163,6 +233,26 @@ class Inductor:
                 if fact != NO_FACTS:
                     facts[node.name] = fact
         return PostGradGraph(nodes, outputs, facts, self.inserted_nodes(graph))
+
+    def subgraph_node_names(self, graph: Any) -> dict[str, str]:
+        """Node name -> the subgraph printing it, for every higher-order op subgraph of the
+        post-grad graph (a ``cond``'s ``true_graph_0``), nested ones included: the page
+        lights a name's last printed line, which for these is the subgraph's."""
+        import torch
+
+        names: dict[str, str] = {}
+
+        def walk(module: Any) -> None:
+            for node in module.graph.nodes:
+                sub = getattr(module, str(node.target), None) if node.op == "get_attr" else None
+                if isinstance(sub, torch.fx.GraphModule):
+                    for inner in sub.graph.nodes:
+                        if inner.op not in ("placeholder", "output"):
+                            names[inner.name] = str(node.target)  # the last printed wins, as on the page
+                    walk(sub)
+
+        walk(graph.module)
+        return names
 
     def random_ops(self, graph: Any) -> list[tuple[str, str | None]]:
         """(op, stack trace) of each node of the graph being lowered that draws random

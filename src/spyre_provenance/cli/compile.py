@@ -14,6 +14,7 @@ from pathlib import Path
 
 from spyre_provenance.backends import BACKEND_NAMES, DEFAULT_BACKEND
 from spyre_provenance.capture import compile_job
+from spyre_provenance.model import folders
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -134,4 +135,8 @@ def default_out(args: argparse.Namespace) -> Path:
 
 
 def _model_label(spec: str) -> str:
-    return Path(spec.split(":", 1)[0]).stem if ":" in spec else spec
+    """The default ``--out`` folder's name: the model file's stem (transliterated as labels
+    are) or the built-in model's name."""
+    if ":" not in spec:
+        return spec
+    return folders.transliterate(Path(spec.split(":", 1)[0]).stem) or "model"

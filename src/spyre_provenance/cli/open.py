@@ -46,9 +46,12 @@ def run(args: argparse.Namespace) -> int:
 
     out = args.out if args.out is not None else _default_out(target, logs[0])
     _check_out(out, target, logs)
+    # a compile --out folder's default: each log's pages where compile wrote and printed
+    # them (OUT/tlparse/<label>/), never replacing the folder that holds them all
+    per_log = len(logs) > 1 or (args.out is None and logs[0].parent.name == "trace")
     pages: list[tlparse_run.GraphPage] = []
     for log in logs:
-        log_out = out if len(logs) == 1 else out / log.stem
+        log_out = out / log.stem if per_log else out
         try:
             pages += tlparse_run.render_pages(tlparse, log, log_out)
         except tlparse_run.TlparseError as exc:

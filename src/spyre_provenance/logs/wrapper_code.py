@@ -27,6 +27,9 @@ import msgspec
 HANDLE_COMMENT = re.compile(r"^\s*(?:#|//) \[Provenance debug handles\] (?P<key>(?P<name>\S+):(?P<handle>\d+))\s*$")
 _KERNEL_DEFINITION = re.compile(r"^(?P<name>[A-Za-z_]\w*) = async_compile\.\w+\(", re.M)
 _CALL_START = re.compile(r"^\s*(?:async\s+)?def call\(")
+#: A higher-order op's subgraph lifted into a module-level function (``cond``'s branches,
+#: a ``while_loop``'s body): ``def true_graph_0(args):``, called from ``call``.
+_SUBGRAPH_START = re.compile(r"^def (?P<name>[A-Za-z_]\w*)\(args\):\s*$")
 _EXTERN_CALL = re.compile(r"\b(extern_kernels\.\w+)\(")
 #: A fallback op called by name: ``aten.scatter_reduce_.two(...)``, ``torch.ops.aten.x.default(...)``.
 _FALLBACK_CALL = re.compile(r"(?<![\w.])((?:torch\.ops\.\w+|aten|prims)\.\w+(?:\.\w+)?)\(")
@@ -51,6 +54,8 @@ class CallSite(msgspec.Struct, frozen=True):
     line: int  # 1-based line of the call
     key: str | None = None
     handle_line: int | None = None
+    #: the subgraph function the call is in (``true_graph_0``); None: in ``call``
+    subgraph: str | None = None
 
 
 def is_pool_allocation(line: str, name: str | None = None) -> bool:
@@ -72,7 +77,8 @@ def profile_wrappers(code: str) -> dict[str, str]:
 
 
 def call_sites(code: str) -> list[CallSite]:
-    """Every kernel call site after ``def call(``, with the handle comment announcing it.
+    """Every kernel call site after ``def call(`` and in the subgraph functions before it
+    (``def true_graph_0(args):``, a ``cond`` branch), with the handle comment announcing it.
 
     A call site is a call of a defined kernel, of ``extern_kernels.*`` or of a fallback op
     by name (``aten.*``, ``torch.ops.*``), or whatever line a handle comment announces.
@@ -85,12 +91,23 @@ def call_sites(code: str) -> list[CallSite]:
     kernel_call = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, kernels)) + r")(?:\.run)?\(") if kernels else None
     sites: list[CallSite] = []
     in_call = False
+    subgraph: str | None = None  # the subgraph function being read, before ``call``
     pending: re.Match[str] | None = None
     pending_line = 0
     for number, line in enumerate(code.splitlines(), start=1):
         if not in_call:
-            in_call = bool(_CALL_START.match(line))
-            continue
+            if _CALL_START.match(line):
+                in_call, subgraph, pending = True, None, None
+                continue
+            opened = _SUBGRAPH_START.match(line)
+            if opened:
+                subgraph, pending = opened["name"], None
+                continue
+            if subgraph is None:
+                continue
+            if line.strip() and not line[0].isspace():  # back at module level: the function ended
+                subgraph = pending = None
+                continue
         comment = HANDLE_COMMENT.match(line)
         if comment:
             pending, pending_line = comment, number
@@ -98,7 +115,7 @@ def call_sites(code: str) -> list[CallSite]:
         if is_pool_allocation(line):  # names a kernel, but allocates its pool
             continue
         if pending is not None and pending["name"] in line:
-            sites.append(CallSite(pending["name"], number, pending["key"], pending_line))
+            sites.append(CallSite(pending["name"], number, pending["key"], pending_line, subgraph))
             pending = None
             continue
         if line.lstrip().startswith(("#", "//")):
@@ -108,10 +125,10 @@ def call_sites(code: str) -> list[CallSite]:
         if through:
             kernel = wrapped[through.group(1)]
             if pending is not None and pending["name"] == kernel:
-                sites.append(CallSite(kernel, number, pending["key"], pending_line))
+                sites.append(CallSite(kernel, number, pending["key"], pending_line, subgraph))
                 pending = None
             else:
-                sites.append(CallSite(kernel, number))
+                sites.append(CallSite(kernel, number, subgraph=subgraph))
             continue
         called = (
             (kernel_call.search(bare) if kernel_call else None)
@@ -119,7 +136,7 @@ def call_sites(code: str) -> list[CallSite]:
             or _FALLBACK_CALL.search(bare)
         )
         if called:
-            sites.append(CallSite(called.group(1), number))
+            sites.append(CallSite(called.group(1), number, subgraph=subgraph))
     return sites
 
 

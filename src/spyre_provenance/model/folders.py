@@ -7,6 +7,7 @@ Pure: imports nothing of ours.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 GRAPH_PREFIX = "graph_"
 # What ``compile --out`` holds besides the graph folders (each per model inside, but the log)
@@ -24,10 +25,19 @@ _RANK_FOLDER = re.compile(r"rank(?P<rank>0|[1-9][0-9]*)")
 _GRAPH_FOLDER = re.compile(r"graph_(?:(?P<label>[0-9A-Za-z.-]*[A-Za-z.-][0-9A-Za-z.-]*)_)?(?P<rest>[0-9]+_.*)")
 
 
+def transliterate(text: str) -> str:
+    """``text`` in ASCII, one rule for every name the tool derives from a model's: accents
+    dropped (``modèle`` -> ``modele``, ``ß`` -> ``ss``), anything else without an ASCII form
+    left out (two such names may then agree: ``compile`` refuses a label ``--out`` holds
+    for another model)."""
+    return unicodedata.normalize("NFKD", text.replace("ß", "ss")).encode("ascii", "ignore").decode("ascii")
+
+
 def model_label(text: str) -> str:
     """``text`` as a graph-folder label: letters, digits, ``.`` and ``-`` only (an ``_``
-    becomes ``-``), so the label never runs into the folder name's ``_``-separated parts."""
-    label = re.sub(r"[^0-9A-Za-z.-]+", "-", text).strip("-.") or "model"
+    becomes ``-``, non-ASCII is ``transliterate``d), so the label never runs into the folder
+    name's ``_``-separated parts."""
+    label = re.sub(r"[^0-9A-Za-z.-]+", "-", transliterate(text)).strip("-.") or "model"
     return label if not label.isdigit() else f"model-{label}"
 
 
@@ -60,6 +70,19 @@ def label_and_compile_id(name: str) -> tuple[str | None, str] | None:
     if match is None or rest is None:
         return None
     return match["label"], rest["cid"].replace("-", "/")
+
+
+def next_unlabeled_order(names: list[str]) -> int:
+    """The first compile order after every unlabeled graph folder among ``names``: where a
+    session without a label starts numbering, so a second session (after
+    ``torch._dynamo.reset()``, its compile ids start at 0/0 again) never overwrites the
+    first's folders."""
+    orders = [
+        int(match["rest"].split("_", 1)[0])
+        for name in names
+        if (match := _GRAPH_FOLDER.fullmatch(name)) is not None and match["label"] is None
+    ]
+    return max(orders) + 1 if orders else 0
 
 
 def without_label(name: str) -> str:

@@ -46,9 +46,10 @@ INFERRED_REASONS = ("inlined", "consumer")
 #: the values it is computed from (a gradient accumulation).
 INFERRED_SOURCE_REASONS = ("inlined", "consumer", "write-back", "inputs")
 #: Why a post-grad node is linked to pre-grad nodes beyond its from_node chain: the forward
-#: op it differentiates (autograd's seq_nr), the value it writes back, the nodes reading it,
-#: the values it is computed from.
-INFERRED_PRE_GRAD_REASONS = ("seq_nr", "write-back", "consumer", "inputs")
+#: op it differentiates (autograd's seq_nr), the value it writes back, the nodes reading it
+#: (older writers only: a reader is no evidence), the gradients it sums, the higher-order op
+#: holding the subgraph it was traced from.
+INFERRED_PRE_GRAD_REASONS = ("seq_nr", "write-back", "consumer", "inputs", "subgraph")
 
 #: A TORCH_TRACE record of the hook's (``{"label": ...}``), one per graph when a session has
 #: a label: ``lookup`` and ``annotate`` name the model by it, not by the log's file name

@@ -112,6 +112,10 @@ class KernelRecord(msgspec.Struct):
     #: (``Backend.kernel_bundle``); both None where unknown
     provenance_key: str | None = None
     bundle_folder: str | None = None
+    #: a call site of a higher-order op's subgraph (a ``cond`` branch, a ``while_loop`` body),
+    #: lowered apart: the top-level post-grad nodes holding it, which the mapping lists
+    #: instead of the subgraph's own nodes (their names repeat the top level's)
+    held_by: list[str] = msgspec.field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -522,6 +526,19 @@ class NodeFacts(msgspec.Struct, frozen=True):
 
 
 NO_FACTS = NodeFacts()
+
+
+class PreGradSubgraphs(msgspec.Struct, frozen=True):
+    """The subgraphs of higher-order ops in a pre-grad graph (``Inductor.pre_grad_subgraphs``)."""
+
+    #: a subgraph's graph id (as ``from_node`` names it) -> the top-level pre-grad nodes
+    #: holding it (more than one: a subgraph called twice, ``invoke_subgraph``)
+    holders: dict[int, list[str]] = {}
+    #: node names printed on more than one line of the pre-grad graph (top level and
+    #: subgraphs): tlparse lights a name's last line, so a link to one may light another
+    repeated: list[str] = []
+    #: top-level node -> ``PATH:LINE`` of its stack trace's innermost frame
+    lines: dict[str, str] = {}
 
 
 class PostGradGraph:
