@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 OUT    ?= out/demo
 
-.PHONY: venv demo test lint test-models test-torch-next bench golden docs docs-outputs clean
+.PHONY: venv demo test lint test-models test-spyre-main test-torch-next bench bench-spyre-main golden golden-spyre-main docs docs-outputs clean
 
 venv: $(STAMP)
 
@@ -28,10 +28,17 @@ PYTEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
 # `make test` leaves out the real-architecture zoo (marker `models`: 32 compiles of
-# transformers models, ~9 minutes on two workers here); `make test-models` runs it, and
-# .ci/run runs both.
+# transformers models, ~9 minutes on two workers here) and torch-spyre main's own compiler
+# (marker `spyre_main`); `make test-models` and `make test-spyre-main` run them, and
+# .ci/run runs all three.
 test: $(STAMP)
-	$(PY) -m pytest $(XDIST) -m "not models" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not models and not spyre_main" $(PYTEST_ARGS)
+
+# torch-spyre main's real Inductor backend on the stand-in for its native extension
+# (tests/spyre_main; docs/torch-spyre-main.md): its source from ../shared/torch-spyre or
+# $$SPYRE_PROVENANCE_TORCH_SPYRE (skipped, failing with CI=true, without either)
+test-spyre-main: $(STAMP)
+	$(PY) -m pytest $(XDIST) -m spyre_main $(PYTEST_ARGS)
 
 # ruff (lint, then format: the check changes nothing) and mypy, as configured in pyproject.toml
 lint: $(STAMP)
@@ -62,16 +69,26 @@ NEXT_STAMPS := $(foreach v,$(TORCH_NEXT),.venv-torch-$(v)/.installed)
 # every release runs even when an earlier one fails; the target fails if any did
 test-torch-next: $(NEXT_STAMPS)
 	@status=0; for v in $(TORCH_NEXT); do \
-	    echo "== torch $$v: pytest -m 'compile and not models'"; start=$$(date +%s); \
-	    .venv-torch-$$v/bin/python -m pytest -m "compile and not models" $(XDIST) $(PYTEST_ARGS) || status=1; \
+	    echo "== torch $$v: pytest -m 'compile and not models and not spyre_main'"; start=$$(date +%s); \
+	    .venv-torch-$$v/bin/python -m pytest -m "compile and not models and not spyre_main" $(XDIST) $(PYTEST_ARGS) || status=1; \
 	    echo "== torch $$v: tests took $$(( $$(date +%s) - start )) s"; \
 	done; exit $$status
 
 golden: $(STAMP)
 	$(VENV)/bin/spyre-provenance golden update
 
+# the golden cases made on torch-spyre main (spyre_main_<commit>_*), with torch-spyre booted
+# on the stand-in in every process golden update starts (tests/spyre_main/run_booted.py)
+golden-spyre-main: $(STAMP)
+	$(PY) tests/spyre_main/run_booted.py golden update $$($(PY) -c "from spyre_provenance import golden; print(' '.join(n for n, c in golden.CASES.items() if c.needs_torch_spyre))")
+
 bench: $(STAMP)
 	$(PY) -m spyre_provenance.bench
+
+# what tracking costs torch-spyre's own compile, whole process (src/spyre_provenance/bench/
+# torch_spyre_overhead.py), with torch-spyre main booted on the tests' stand-in
+bench-spyre-main: $(STAMP)
+	$(PY) tests/spyre_main/run_booted.py -m spyre_provenance.bench.torch_spyre_overhead
 
 # The documentation site (docs/, mkdocs.yml): the [docs] extra into .venv, then a strict
 # build into site/ (a broken link, a missing page or a bad reference fails it). No torch is

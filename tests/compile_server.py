@@ -10,7 +10,8 @@ captured exactly as a subprocess's would be, compiler output included. Warnings 
 once per run, as in a fresh process.
 
 Protocol (``conftest.CompileServer``): one JSON request per line on stdin,
-``{"args": [...], "stdout": PATH, "stderr": PATH}``; one JSON reply per line on the
+``{"args": [...], "stdout": PATH, "stderr": PATH}`` (and ``"env": {NAME: VALUE}``, set for
+that run only); one JSON reply per line on the
 descriptor passed as ``argv[1]``: ``{"returncode": N}``.
 """
 
@@ -30,6 +31,20 @@ def _fresh_warnings() -> None:
 
 
 def run_one(request: dict) -> int:
+    env = dict(request.get("env") or {})
+    before = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        return _run_with_output(request)
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _run_with_output(request: dict) -> int:
     from spyre_provenance import cli
 
     saved = os.dup(1), os.dup(2)

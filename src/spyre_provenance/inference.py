@@ -88,6 +88,8 @@ def infer_sources(
     for key, nodes in kernels.items():
         if any(t.strip() for t in own_traces.get(key, ())):
             continue
+        if graph.all_inserted(nodes):  # a backend's own nodes: no source line they do not carry
+            continue
         borrowed = [
             InferredSource(key, n, listed_because.get((n, key), "inlined")) for n in nodes if graph.stack_trace(n)
         ]
@@ -142,7 +144,9 @@ def source_gaps(
     for key in missing:
         nodes = list(kernels.get(key, ()))
         inputs = [n for n in nodes if (node := graph.get(n)) is not None and node.kind == "placeholder"]
-        if key in offered:
+        if graph.all_inserted(nodes):
+            why = f"its nodes ({', '.join(nodes)}) were inserted by the backend's own passes and carry no stack trace"
+        elif key in offered:
             link = offered[key]
             how = {
                 "write-back": "the value it writes back",
@@ -205,7 +209,8 @@ def infer_pre_grad(
                 posts.append(name)
         found.append(InferredPreGrad(name, pre, why))
 
-    computing = [n for n in graph.nodes if n.computes]
+    # a node the backend inserted after the graph was logged links only by its own metadata
+    computing = [n for n in graph.nodes if n.computes and n.name not in graph.inserted]
     for node in computing:
         if post_to_pre.get(node.name):
             continue
@@ -265,6 +270,10 @@ def pre_grad_gaps(
         would = next((offered[n] for n in nodes if n in offered), None)
         if not pre_grad_known:
             why = "no pre-grad graph was logged for this compile"
+        elif graph.all_inserted(nodes):
+            why = (
+                f"its nodes ({', '.join(nodes)}) were inserted by the backend's own passes: no pre-grad node made them"
+            )
         elif would is not None:
             how = {
                 "seq_nr": "through the forward op it differentiates (seq_nr)",

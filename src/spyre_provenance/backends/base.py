@@ -56,6 +56,16 @@ class Backend:
     def uninstall(self) -> None:
         """Restore what install replaced."""
 
+    def compiler(self) -> Any:
+        """What ``torch.compile`` is handed as its ``backend``: Inductor, which a device's
+        own ``compile_fx`` wrapper (torch-spyre's) extends from inside."""
+        return "inductor"
+
+    def place(self, model: Any, calls: list[tuple[Any, ...]]) -> tuple[Any, list[tuple[Any, ...]]]:
+        """The model and its calls on the device this backend compiles for; the CPU
+        backends compile them as built."""
+        return model, calls
+
     def tracing_modules(self) -> Sequence[ModuleType]:
         """Modules, besides Inductor's own, that imported the tracing function by name."""
         return ()

@@ -129,6 +129,10 @@ _GRAPH_OPSPECS = "_spyre_provenance_opspecs"
 _GRAPH_BUNDLE_DIRS = "_spyre_provenance_bundle_dirs"
 
 
+class DeviceUnavailable(RuntimeError):
+    """The model or its inputs cannot be placed on the Spyre device; ``str(exc)`` is one line."""
+
+
 def available() -> bool:
     """True only when the adapter can install: ``probe()`` says so, and why not."""
     return probe()[0]
@@ -250,6 +254,24 @@ class TorchSpyreBackend(Backend):
         self._warned = False
         self._recorder: CallSiteRecorder | None = None
         self._faults: list[Fault] = []
+
+    # -- where the model compiles -------------------------------------------------------------
+
+    def place(self, model: Any, calls: list[tuple[Any, ...]]) -> tuple[Any, list[tuple[Any, ...]]]:
+        """The model and every tensor of its calls on ``spyre``: torch-spyre's ``compile_fx``
+        wrapper engages only for a graph with a tensor there (``_inductor/__init__.py``
+        ``_uses_spyre``); left on the CPU, Inductor's stock CPU kernels compile it. Raises
+        DeviceUnavailable (one line) when torch-spyre cannot hold them."""
+        import torch
+
+        def moved(value: Any) -> Any:
+            return value.to(self.device) if isinstance(value, torch.Tensor) else value
+
+        try:
+            placed = model.to(self.device)
+            return placed, [tuple(moved(x) for x in call) for call in calls]
+        except Exception as exc:  # noqa: BLE001 - whatever the device raises: one line
+            raise DeviceUnavailable(f"torch-spyre cannot put the model on {self.device!r}: {_one_line(exc)}") from None
 
     # -- install / uninstall -------------------------------------------------------------
 

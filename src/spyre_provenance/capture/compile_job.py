@@ -152,6 +152,13 @@ def compile_request(request: CompileRequest, *, announce: Callable[[str], None] 
         process_group.leave()
 
 
+#: A ``spyre`` compile whose kernels are all Inductor's own: never reported as torch-spyre's.
+NO_TORCH_SPYRE_KERNEL = (
+    "no kernel was compiled by torch-spyre: Inductor compiled the model with its own CPU kernels"
+    " (torch-spyre's compile_fx wrapper engages only for tensors on device spyre)"
+)
+
+
 def judge(report: Any, checked: Any = None, audit: AuditFiles | None = None) -> Verdict:
     """The one verdict on a compile (``report``, a ``CompileReport``), on what it wrote
     (``checked``; None: nothing was written, the hook's records are judged alone) and on its
@@ -165,6 +172,8 @@ def judge(report: Any, checked: Any = None, audit: AuditFiles | None = None) -> 
     # model that compiled no code): never a silent success
     if not report.graphs:
         wanting.append("no graph recorded: the hook saw no kernel code generation")
+    if report.graphs and report.torch_spyre_kernels == 0:
+        wanting.append(NO_TORCH_SPYRE_KERNEL)
     if report.run_error is None and not report.matches_eager:
         wanting.append(f"the compiled output does not match eager (max abs error {report.max_abs_error:.3g})")
     for graph in report.graphs:
@@ -267,10 +276,13 @@ def _tracked_compile(
     except UnsupportedTorch:  # enable() refused this torch before compiling: its own line
         _discard(out, trace_dir, label, created)
         raise
+    except compile_run.NotCompilable as exc:  # the device cannot hold the model: its own line
+        _discard(out, trace_dir, label, created)
+        raise UnusableInput(request.model, str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - see below
         # the model ran eagerly, so torch.compile refused it: the input, in one line
         _discard(out, trace_dir, label, created)
-        raise UnusableInput(request.model, f"torch.compile failed: {type(exc).__name__}: {_first_line(exc)}") from None
+        raise UnusableInput(request.model, f"torch.compile failed: {_cause_line(exc)}") from None
     except BaseException:
         _discard(out, trace_dir, label, created)  # a failed run leaves no half-named log, no stale folder
         raise
@@ -394,6 +406,25 @@ def _prepare(out: Path, trace_dir: Path, label: str) -> None:
                 shutil.rmtree(folder)
         (trace_dir / f"{label}.log").unlink(missing_ok=True)
     trace_dir.mkdir(parents=True, exist_ok=True)
+
+
+_LINE = 400  # characters of a refusal's reason
+
+
+def _cause_line(exc: BaseException) -> str:
+    """What refused the compile, in one line: the innermost exception of the chain Dynamo
+    and Inductor wrap it in (``BackendCompilerFailed``'s own first line says only which
+    backend raised; the backend's error, torch-spyre's ``Unsupported: ...``, is inside)."""
+    seen = {id(exc)}
+    while True:
+        inner = exc.__cause__ or getattr(exc, "inner_exception", None)  # Dynamo's and Inductor's wrappers
+        if not isinstance(inner, BaseException) or id(inner) in seen:
+            # one line, whitespace collapsed: torch-spyre's messages may hold an IR repr
+            # over several lines (``TensorBox(StorageBox(`` ... ``does not have ...``)
+            text = " ".join(str(exc).split()) or "(no message)"
+            return f"{type(exc).__name__}: {text if len(text) <= _LINE else text[: _LINE - 3] + '...'}"
+        seen.add(id(inner))
+        exc = inner
 
 
 def _first_line(exc: BaseException) -> str:

@@ -82,6 +82,16 @@ class CompileReport(msgspec.Struct):
     output_scale: float = 0.0  # the largest magnitude of eager's outputs and gradients
 
     @property
+    def torch_spyre_kernels(self) -> int | None:
+        """On the ``spyre`` backend, how many call sites are kernels torch-spyre's own
+        scheduling defined (the adapter kept their OpSpecs); None on other backends. Zero
+        means Inductor compiled the model with its own kernels: torch-spyre's compile_fx
+        wrapper engages only for tensors on device ``spyre``."""
+        if self.backend != "spyre":
+            return None
+        return sum(1 for g in self.graphs for r in g.records if not r.is_extern and r.opspecs is not None)
+
+    @property
     def random_ops(self) -> list[Any]:
         """The ops of the compiled graphs that draw random numbers, once each."""
         return list(dict.fromkeys(op for g in self.graphs for op in g.random_ops))
@@ -310,7 +320,8 @@ def _fallback_random_run(model: Any, calls: list[tuple[Any, ...]], chosen: Backe
     chosen.install(None)
     try:
         with config.patch(fallback_random=True), _structured_trace_off():
-            return _run(torch.compile(model), model, calls, train)
+            model, calls = _placed(chosen, model, calls)
+            return _on_cpu(_run(torch.compile(model, backend=chosen.compiler()), model, calls, train))
     finally:
         chosen.uninstall()
         torch._dynamo.reset()
@@ -387,11 +398,12 @@ def _tracked(
     from torch._dynamo.exc import TorchDynamoException
 
     torch._dynamo.reset()  # a cached compile of the same code would generate no kernels
+    model, calls = _placed(backend, model, calls)
     session = None
     try:
         with tracking(backend, out_dir=out_dir, label=label, redact_paths=redact_paths, audit=audit) as session:
-            compiled = torch.compile(model)
-            got = _run(compiled, model, calls, train)
+            compiled = torch.compile(model, backend=backend.compiler())
+            got = _on_cpu(_run(compiled, model, calls, train))
             if after_run is not None:
                 after_run(lambda: _run(compiled, model, calls, train))
     except Exception as exc:
@@ -402,6 +414,22 @@ def _tracked(
     finally:
         torch._dynamo.reset()
     return session, got
+
+
+def _placed(backend: Backend, model: Any, calls: list[tuple[Any, ...]]) -> tuple[Any, list[tuple[Any, ...]]]:
+    """``backend.place``: the model and its calls on the backend's device (torch-spyre:
+    ``spyre``); NotCompilable, one line, when the device cannot hold them."""
+    from spyre_provenance.backends.torch_spyre import DeviceUnavailable
+
+    try:
+        return backend.place(model, calls)
+    except DeviceUnavailable as exc:
+        raise NotCompilable(str(exc)) from None
+
+
+def _on_cpu(tensors: list[Any]) -> list[Any]:
+    """Outputs and gradients where eager's are, to compare them."""
+    return [t.cpu() for t in tensors]
 
 
 def _copies(inputs: tuple[Any, ...]) -> tuple[Any, ...]:

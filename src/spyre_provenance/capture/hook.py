@@ -103,12 +103,14 @@ class Session:
         import torch._inductor.codegen.cpp as cpp_codegen
         import torch._inductor.debug as inductor_debug
         from torch._inductor import config
+        from torch._inductor.graph import GraphLowering
 
         self.backend.install(self)
         # the tracing function is held by name in each module that calls it
         modules = [inductor_debug, cpp_codegen, *self.backend.tracing_modules()]
         self._patches.wrap_everywhere(modules, TRACING_FUNCTION, self._wrap_tracing)
         self._patches.wrap(inductor_debug, DUMP_FUNCTION, self._wrap_dump)
+        self._patches.wrap(GraphLowering, "__init__", self._wrap_graph_init)
         self._announce_fallbacks()  # on stock Inductor too: torch's own mapping then lists them
         if config.trace.provenance_tracking_level == 0:
             self._patches.setattr(config.trace, "provenance_tracking_level", 1)
@@ -213,8 +215,33 @@ class Session:
         set_kernel_post_grad_provenance_tracing.__wrapped__ = original
         return set_kernel_post_grad_provenance_tracing
 
+    def _wrap_graph_init(self, original):
+        def __init__(graph: Any, *args: Any, **kwargs: Any) -> None:
+            original(graph, *args, **kwargs)
+            try:
+                self.inductor.note_logged_post_grad_graph(graph)
+            except Exception as exc:  # noqa: BLE001 - never break a compile
+                self._fault("record collection", None, exc)
+
+        __init__.__wrapped__ = original
+        return __init__
+
+    def _log_moved_post_grad_graph(self, graph: Any, graph_key: int) -> None:
+        """Log the post-grad graph again when the backend's own passes changed it after
+        compile_fx logged it (torch-spyre inserts ``restickify_default*``, ``clone``s and
+        ``constant_default*`` in its pre-scheduling passes): the kernels and handles name
+        those nodes, so the graph the page shows and the log's coverage check read must
+        hold them. Runs at a graph's first call site: every pass has run by then, and the
+        wrapper code, which ends a graph in the log, is not logged yet."""
+        with self._stage("emit", graph_key):
+            if self.inductor.post_grad_graph_moved(graph):
+                self.inductor.log_post_grad_graph(graph)
+
     def _record(self, node_schedule: Any, kernel_name: str, handle: int, is_extern: bool) -> None:
-        graph_key = id(self.inductor.graph())
+        graph = self.inductor.graph()
+        graph_key = id(graph)
+        if graph_key not in self._pending:
+            self._log_moved_post_grad_graph(graph, graph_key)
         record = None
         with self._stage("record collection", graph_key):
             record = KernelRecord(

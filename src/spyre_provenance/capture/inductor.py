@@ -15,8 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from spyre_provenance import mapping
+from spyre_provenance.model.names import POST_GRAD_GRAPHS
 from spyre_provenance.model.records import NO_FACTS, GraphNode, NodeFacts, NodeMap, PostGradGraph
 
+#: On a GraphLowering: its post-grad graph's node names as last logged, and as compile_fx
+#: logged them (before a backend's own passes).
+_LOGGED_POST_GRAD = "_spyre_provenance_logged_post_grad"
+_COMPILE_FX_POST_GRAD = "_spyre_provenance_compile_fx_post_grad"
 _METADATA = re.compile(r"Source Nodes: \[(?P<src>[^\]]*)\], Original ATen: \[(?P<aten>[^\]]*)\]")
 
 
@@ -157,7 +162,7 @@ class Inductor:
                 fact = _facts(node.meta)
                 if fact != NO_FACTS:
                     facts[node.name] = fact
-        return PostGradGraph(nodes, outputs, facts)
+        return PostGradGraph(nodes, outputs, facts, self.inserted_nodes(graph))
 
     def random_ops(self, graph: Any) -> list[tuple[str, str | None]]:
         """(op, stack trace) of each node of the graph being lowered that draws random
@@ -208,6 +213,58 @@ class Inductor:
 
     # -- handing back ------------------------------------------------------------------------
 
+    def note_logged_post_grad_graph(self, graph: Any) -> None:
+        """Remember the post-grad graph's nodes as last logged; the first time (a
+        GraphLowering is built right after compile_fx logs ``inductor_post_grad_graph``,
+        from that graph), also as compile_fx made it."""
+        names = _node_names(graph.module.graph)
+        graph.__dict__[_LOGGED_POST_GRAD] = names
+        graph.__dict__.setdefault(_COMPILE_FX_POST_GRAD, names)
+
+    def inserted_nodes(self, graph: Any) -> list[str]:
+        """The post-grad nodes a backend's own passes added after compile_fx logged the
+        graph (torch-spyre's ``restickify_default*``, ``clone``s, ``constant_default*``)."""
+        made = graph.__dict__.get(_COMPILE_FX_POST_GRAD)
+        if made is None:
+            return []
+        made = set(made)
+        return [name for name in _node_names(graph.module.graph) if name not in made]
+
+    def post_grad_graph_moved(self, graph: Any) -> list[str]:
+        """The nodes a backend's own passes added to the post-grad graph since it was logged
+        (torch-spyre: ``restickify_default*``, ``clone``s, ``constant_default*``), or, when
+        they only removed or reordered nodes, the whole graph's; empty when it is as logged
+        or was never noted."""
+        logged = graph.__dict__.get(_LOGGED_POST_GRAD)
+        now = _node_names(graph.module.graph)
+        if logged is None or now == logged:
+            return []
+        added = [name for name in now if name not in set(logged)]
+        return added or list(now)
+
+    def log_post_grad_graph(self, graph: Any) -> None:
+        """Log the post-grad graph again, as it is now, under the current compile id and
+        printed as compile_fx prints it; noted, so a later check compares with this one.
+
+        The log's readers (tlparse, ``logs.graphs``) take a graph's last
+        ``inductor_post_grad_graph``; logged before the wrapper code, it stays with its graph
+        (``tracelog.GraphSplitter``)."""
+        import inspect
+
+        from torch._logging import trace_structured
+
+        module = graph.module
+        options = {"print_output": False, "include_stride": True, "include_device": True}
+        if "fast_sympy_print" in inspect.signature(module.print_readable).parameters:
+            options["fast_sympy_print"] = True
+        text = module.print_readable(**options)
+        trace_structured(
+            "artifact",
+            metadata_fn=lambda: {"name": POST_GRAD_GRAPHS[0], "encoding": "string"},
+            payload_fn=lambda: text,
+        )
+        self.note_logged_post_grad_graph(graph)
+
     def log_artifact(self, name: str, document: Any) -> None:
         """One structured-log artifact (encoding json) under the current compile id."""
         from torch._logging import trace_structured
@@ -235,6 +292,10 @@ class Inductor:
 #: The argument that says how many numbers a seeded op draws: attention's dropout, a
 #: dropout's or bernoulli's probability. At 0 (a constant) the op draws none.
 _PROBABILITY_ARGUMENTS = ("dropout_p", "p")
+
+
+def _node_names(fx_graph: Any) -> tuple[str, ...]:
+    return tuple(node.name for node in fx_graph.nodes)
 
 
 def _draws_nothing(node: Any, target: Any) -> bool:

@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    cases = golden.select_cases(args.cases)
+    cases = _runnable(golden.select_cases(args.cases))
     golden_dir = args.golden_dir or default_golden_dir()
     if args.action == "check" and not golden_dir.is_dir():
         raise UnusableInput(str(golden_dir), "no such folder (run: spyre-provenance golden update)")
@@ -59,6 +59,22 @@ def run(args: argparse.Namespace) -> int:
             print("\n".join(lines), flush=True)
             failed += [] if passed else [case.name]
     return Verdict.judge(wanting=failed).exit_code
+
+
+def _runnable(cases: list[golden.Case]) -> list[golden.Case]:
+    """The cases this process can compile: a torch-spyre case is skipped, with a line saying
+    why, where torch-spyre does not import (a skip, not a failure)."""
+    if not any(case.needs_torch_spyre for case in cases):
+        return cases
+    from spyre_provenance.backends import torch_spyre
+
+    usable, why = torch_spyre.probe()
+    if usable:
+        return cases
+    for case in cases:
+        if case.needs_torch_spyre:
+            print(f"golden/{case.name}: skipped: a torch-spyre case, and {why}", flush=True)
+    return [case for case in cases if not case.needs_torch_spyre]
 
 
 def default_golden_dir() -> Path:

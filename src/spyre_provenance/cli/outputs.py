@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spyre_provenance import coverage
+from spyre_provenance.capture.compile_job import NO_TORCH_SPYRE_KERNEL
 from spyre_provenance.capture.output_check import OutputCheck, pair_graphs
 from spyre_provenance.model.records import BundleHandlesV4, UpstreamComparison
 
@@ -24,9 +25,14 @@ SHOWN_VIOLATIONS = 10
 
 def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: Path) -> str:
     calls = f", {report.calls} calls" if report.calls > 1 else ""
+    where = f"on the {report.backend} backend"
+    if report.graphs and report.torch_spyre_kernels == 0:  # asked for spyre, compiled by Inductor alone
+        where = (
+            "by Inductor's own CPU kernels, NOT by torch-spyre (backend spyre asked for; no kernel is torch-spyre's)"
+        )
     lines = [
         f"compiled {report.model} ({report.dtype}{', train' if report.train else ''}{calls}) "
-        f"on the {report.backend} backend: {len(report.graphs)} graph(s)",
+        f"{where}: {len(report.graphs)} graph(s)",
         f"  output vs eager: {'match' if report.matches_eager else 'MISMATCH'} "
         f"(max abs error {report.max_abs_error:.3g})"
         if report.run_error is None
@@ -65,6 +71,8 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
         )
     if not report.graphs:
         lines.append("  NO GRAPH RECORDED: the hook saw no kernel code generation")
+    elif report.torch_spyre_kernels == 0:
+        lines.append(f"  NOT TORCH-SPYRE: {NO_TORCH_SPYRE_KERNEL}")
     for graph, logged in zip(report.graphs, pair_graphs(report.graphs, checked.graphs), strict=True):
         d = graph.diagnostics
         lines.append(f"  graph {graph.compile_id} {graph.kind}: {len(graph.records)} kernel call site(s)")

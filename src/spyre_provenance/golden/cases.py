@@ -19,6 +19,8 @@ from typing import Any
 from spyre_provenance.errors import UnusableInput
 
 MANIFEST = "manifest.json"
+#: The torch-spyre main commit the ``spyre_main_*`` cases were made on.
+TORCH_SPYRE_MAIN = "9a6b71e"
 MANIFEST_FORMAT = 1
 
 
@@ -35,6 +37,11 @@ class Case:
     ranks: int = 1  # more: compile --ranks N, the golden holds rank<r>/ folders
     #: an audit case keeps the compile's provenance audit (``compile --audit``), nothing else
     audit: bool = False
+
+    @property
+    def needs_torch_spyre(self) -> bool:
+        """A case compiled by torch-spyre itself: checked only where it imports."""
+        return self.backend == "spyre"
 
     def compile_args(self) -> list[str]:
         """``spyre-provenance compile`` arguments (defaults left out), without ``--out``."""
@@ -84,6 +91,22 @@ CASES: dict[str, Case] = {
             "float16",
             audit=True,
             about="the seed MLP's fp16 provenance audit (audit mlp --backend reference --dtype float16)",
+        ),
+        # made on torch-spyre main itself (its commit in the name); skipped where torch-spyre
+        # does not import (docs/torch-spyre-main.md: how to make and check them here)
+        Case(
+            f"spyre_main_{TORCH_SPYRE_MAIN}_mlp",
+            "mlp",
+            "spyre",
+            "float16",
+            about=f"the seed MLP on torch-spyre main {TORCH_SPYRE_MAIN}: one fused kernel, restickifies",
+        ),
+        Case(
+            f"spyre_main_{TORCH_SPYRE_MAIN}_residual",
+            "residual",
+            "spyre",
+            "float16",
+            about=f"LayerNorm + residual + softmax on torch-spyre main {TORCH_SPYRE_MAIN}",
         ),
     )
 }

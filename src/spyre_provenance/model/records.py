@@ -8,7 +8,7 @@ engine agree on a corpus of valid and invalid documents also holds these to the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -526,11 +526,19 @@ class PostGradGraph:
     the FX graph was at hand."""
 
     def __init__(
-        self, nodes: Sequence[GraphNode], outputs: Sequence[str] = (), facts: Mapping[str, NodeFacts] | None = None
+        self,
+        nodes: Sequence[GraphNode],
+        outputs: Sequence[str] = (),
+        facts: Mapping[str, NodeFacts] | None = None,
+        inserted: Iterable[str] = (),
     ) -> None:
         self.nodes = list(nodes)
         self.outputs = tuple(outputs)
         self.facts = dict(facts or {})
+        #: nodes a backend's own passes added after compile_fx logged the graph (torch-spyre:
+        #: ``restickify_default*``, ``clone``s, ``constant_default*``): they come from no
+        #: pre-grad node and no source line but what their own metadata says
+        self.inserted = frozenset(inserted)
         self._by_name = {n.name: n for n in self.nodes}
         self._index = {n.name: i for i, n in enumerate(self.nodes)}
         users: dict[str, list[str]] = {n.name: [] for n in self.nodes}
@@ -542,6 +550,11 @@ class PostGradGraph:
 
     def get(self, name: str) -> GraphNode | None:
         return self._by_name.get(name)
+
+    def all_inserted(self, names: Iterable[str]) -> bool:
+        """Whether ``names`` are some nodes, every one of them inserted by the backend."""
+        names = list(names)
+        return bool(names) and all(n in self.inserted for n in names)
 
     def users(self, name: str) -> list[str]:
         return self._users.get(name, [])
