@@ -137,10 +137,10 @@ class LogGraph(msgspec.Struct):
     has_mapping: bool = False
 
 
-def graphs_of(records: list[RawRecord], *, with_code_only: bool = True) -> list[LogGraph]:
-    """The graphs of each compile id that have output code (``with_code_only``; else every
-    graph begun, a backward whose compile failed after its post-grad graph included), in
-    log order.
+def graphs_of(records: list[RawRecord], *, with_code: bool = True) -> list[LogGraph]:
+    """The graphs of each compile id that have output code (``with_code`` False: also those
+    that have none, a backward whose compile failed after its post-grad graph was logged),
+    in log order.
 
     Split by ``tracelog.GraphSplitter``, the rule ``logs.graphs.read_log_graphs`` uses.
     """
@@ -167,7 +167,7 @@ def graphs_of(records: list[RawRecord], *, with_code_only: bool = True) -> list[
             graph.has_mapping = True
     for graph in current.values():  # metrics, guards after the last graph stay with it
         graph.last = tail[graph.compile_id]
-    return [g for g in graphs if g.has_code or not with_code_only]
+    return [g for g in graphs if g.has_code or not with_code]
 
 
 def graph_log(records: list[RawRecord], graphs: list[LogGraph], graph: LogGraph) -> bytes:
@@ -253,16 +253,17 @@ def _graph_pages(tlparse: str, log: Path, out: Path) -> list[GraphPage]:
     with several graphs get one log and tlparse run per graph (``out/graphs/``)."""
     folders = _compile_folders(out)
     records = read_records(log)
-    # A graph without code shares the folder too: a training compile whose backward failed
-    # after its post-grad graph was logged. tlparse builds the folder's page against that
-    # last post-grad graph, so the forward needs a page of its own even then.
-    begun = graphs_of(records, with_code_only=False)
+    graphs = graphs_of(records)
+    # a graph without code still has its post-grad graph in the folder (a backward that
+    # failed after its forward compiled): tlparse's page of the folder would read that
+    # one, so the forward gets a log and a page of its own
+    every = graphs_of(records, with_code=False)
     pages: list[GraphPage] = []
-    for graph in (g for g in begun if g.has_code):
+    for graph in graphs:
         folder = folders.get(graph.compile_id)
         if folder is None:
             continue
-        siblings = [g for g in begun if g.compile_id == graph.compile_id]
+        siblings = [g for g in every if g.compile_id == graph.compile_id]
         if len(siblings) == 1:
             page = out / f"provenance_tracking_{folder}.html"
         else:
@@ -271,7 +272,7 @@ def _graph_pages(tlparse: str, log: Path, out: Path) -> list[GraphPage]:
                 name += f"_{graph.position}"
             split_log = out / "graphs" / f"{name}.log"
             split_log.parent.mkdir(parents=True, exist_ok=True)
-            split_log.write_bytes(graph_log(records, begun, graph))
+            split_log.write_bytes(graph_log(records, graphs, graph))
             run_tlparse_raw(tlparse, split_log, out / "graphs" / name)
             page = out / "graphs" / name / f"provenance_tracking_{folder}.html"
         if page.exists():
