@@ -365,7 +365,7 @@ def pre_grad_gaps(
             )
         elif nodes and all(_is_input(graph, n) for n in nodes):
             why = f"copies graph input {', '.join(nodes)}" + (
-                ", which no linked node reads"
+                " (the nodes reading the copy are not evidence of what it computes)"
                 if beyond
                 else f": stock Inductor's mapping lists only the input, which has no pre-grad node ({BEYOND_UPSTREAM}"
                 " lists the nodes reading the copy)"

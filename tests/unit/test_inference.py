@@ -208,7 +208,7 @@ def test_gradients_reach_the_pre_grad_nodes_of_the_forward_op_they_differentiate
     assert [g.why for g in gaps] == [
         "its nodes have no autograd sequence number and no from_node chain into the pre-grad graph (the nodes"
         " reading what it computes are not evidence of what it computes)",
-        "copies graph input tangents_1, which no linked node reads",
+        "copies graph input tangents_1 (the nodes reading the copy are not evidence of what it computes)",
     ]
     acc_only = PostGradGraph(
         [placeholder("g"), call("acc", "aten.add", "g")], facts={"acc": NodeFacts(gradient_acc=True)}
