@@ -706,7 +706,11 @@ def test_diagnostics_v4_schema_states_the_records() -> None:
     assert schema["properties"]["coverage"]["required"] == list(CoverageCountsV4.__struct_fields__)
     assert schema["properties"]["bundle_handles"]["required"] == list(BundleHandlesV4.__struct_fields__)
     assert schema["$defs"]["inferredSource"]["properties"]["why"]["enum"] == list(INFERRED_SOURCE_REASONS)
-    assert schema["$defs"]["inferredPreGrad"]["properties"]["why"]["enum"] == list(INFERRED_PRE_GRAD_REASONS)
+    # 'subgraph' (a higher-order op holding the node's subgraph) came with version 5
+    v4_reasons = [why for why in INFERRED_PRE_GRAD_REASONS if why != "subgraph"]
+    assert schema["$defs"]["inferredPreGrad"]["properties"]["why"]["enum"] == v4_reasons
+    v5 = schemas.load_schema(DIAGNOSTICS, 5)
+    assert v5["$defs"]["inferredPreGrad"]["properties"]["why"]["enum"] == list(INFERRED_PRE_GRAD_REASONS)
     assert schema["$defs"]["inferredSource"]["required"] == list(InferredSource.__struct_fields__)
     assert schema["$defs"]["inferredPreGrad"]["required"] == list(InferredPreGrad.__struct_fields__)
     assert schema["$defs"]["kernelGap"]["required"] == list(KernelGap.__struct_fields__)
