@@ -114,7 +114,8 @@ def normalize(text: str) -> str:
     # torch-spyre's provenance key hashes those handle ids
     text = re.sub(r"(spyre_kernel_v1_\w+_|provenance key: )[a-z2-7]{16}", r"\1<KEY>", text)
     if "--summary" in text.split("\n", 1)[0]:  # timings: the figures and the order of equal rows vary
-        text = re.sub(r"[0-9]+\.[0-9]+(?: us| ms|%)", "<T>", text)
+        # (the columns are right-aligned, so the padding before a figure moves with it)
+        text = re.sub(r" *[0-9]+\.[0-9]+(?: us| ms|%)", " <T>", text)
         text = "\n".join(sorted(text.splitlines()))
     return text
 

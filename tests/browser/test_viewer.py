@@ -340,8 +340,8 @@ def test_a_profiled_run_times_each_call_site_and_shades_its_lines(browser, viewe
     expected: dict[tuple[str, str], int] = {}
     for e in events:
         args = e.get("args") or {}
-        if e.get("ph") == "X" and "provenance_key" in args:
-            site = (args["provenance_graph"], args["provenance_key"])
+        if e.get("ph") == "X" and "spyre_provenance_call_site" in args:
+            site = (args["spyre_provenance_graph"], args["spyre_provenance_call_site"])
             expected[site] = expected.get(site, 0) + 1
     assert expected
     page = Page(browser, html)

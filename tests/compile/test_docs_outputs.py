@@ -127,7 +127,8 @@ def test_output_on_the_training_compile(name, work, compile_case):
 def test_open_output_is_the_session_open(open_case):
     opened = open_case("mlp", "--train")
     assert COMMANDS["open"].line == "spyre-provenance open out/train --no-browser"
-    printed = (opened.stdout + opened.stderr).replace(str(opened.out), "out/train/tlparse")
+    # without --out, open writes a log's pages where compile did: OUT/tlparse/<label>/
+    printed = (opened.stdout + opened.stderr).replace(str(opened.out), "out/train/tlparse/mlp")
     printed = printed.replace(str(opened.case.out), "out/train")  # the viewer's page is in the --out folder
     assert_same("open", regen.transcript(COMMANDS["open"].line, printed, opened.returncode))
 

@@ -244,10 +244,10 @@ def test_open_after_compile_keeps_the_pages_compile_printed(compile_case, run_cl
     case = compile_case("mlp")
     copy = tmp_path / "run"
     shutil.copytree(case.out, copy)
-    printed = [
-        Path(line.split("provenance page: ", 1)[1]).relative_to(case.out)
+    printed = [  # tlparse's pages, then the viewer's
+        Path(line.split(" page: ", 1)[1]).relative_to(case.out)
         for line in case.stdout.splitlines()
-        if "provenance page: " in line
+        if "provenance page: " in line or "viewer page: " in line
     ]
     assert printed
     code, out, err = run_cli("open", copy, "--no-browser")

@@ -15,10 +15,11 @@ import re
 import jsonschema
 import pytest
 
+from fresh_process import FRESH  # tests/ is on sys.path
 from spyre_provenance.model.names import TIME_SUMMARY
 from spyre_provenance.runtime import time_summary
 from spyre_provenance.validate import schemas
-from where import ZOO  # tests/ is on sys.path
+from where import ZOO
 
 RECOMPILES = (f"{ZOO / 'models.py'}:recompiles", "--profile")
 TRAIN = ("mlp", "--train", "--profile")
@@ -49,7 +50,7 @@ def test_each_event_is_the_compile_that_ran_it(compile_case):
     assert done.returncode == 0, done.stderr[-2000:]
     events = _events(done)
     kernel_events = [e for e in events if e.get("ph") == "X" and _PROFILED.fullmatch(e["name"])]
-    assert len(kernel_events) >= 9  # three calls, three kernels each
+    assert len(kernel_events) >= 3  # three calls, each running its compile's kernels
     ran = set()
     for event in kernel_events:
         _, compile_id, _ = event["args"]["spyre_provenance_graph"].split(" ")
@@ -74,10 +75,12 @@ def test_an_event_nothing_places_is_reported_not_guessed(compile_case, run_cli, 
         bare.append(event)
     trace = tmp_path / "bare.json"
     trace.write_text(json.dumps({"traceEvents": bare}))
+    profiled = sum(1 for e in _events(done) if e.get("ph") == "X" and _PROFILED.fullmatch(e["name"]))
+    assert profiled >= 3
     code, out, _ = run_cli("annotate", trace, "--from", done.out, "-o", tmp_path / "o.json")
     assert code == 1, out
-    assert "annotated 0 of 9 kernel events" in out
-    assert "NOT ANNOTATED, more than one graph could have run them (9)" in out
+    assert f"annotated 0 of {profiled} kernel events" in out
+    assert f"NOT ANNOTATED, more than one graph could have run them ({profiled})" in out
     assert "3 graphs could have run it (0/0 inference, 0/1 inference, 0/2 inference)" in out
     assert json.loads((tmp_path / "o.json").read_text())["traceEvents"] == bare
 
@@ -149,12 +152,14 @@ def build():
 
 
 @pytest.mark.compile
-def test_profile_runs_the_compile_on_its_own_inputs_recompiling_nothing(run_cli, tmp_path):
+def test_profile_runs_the_compile_on_its_own_inputs_recompiling_nothing(tmp_path):
     model = tmp_path / "decode.py"
     model.write_text(DECODE)
     out = tmp_path / "out"
-    code, printed, err = run_cli("compile", f"{model}:build", "--profile", "--out", out)
-    assert code == 0, (printed, err)
+    # a process of its own: compile sets TORCH_TRACE before torch is imported
+    done = FRESH.run("compile", f"{model}:build", "--profile", "--out", out)
+    printed = done.stdout
+    assert done.returncode == 0, (printed, done.stderr[-3000:])
     assert "profile: annotated" in printed and "PROFILE" not in printed, printed
     events = json.loads(next((out / "profile").glob("*.trace.json")).read_text())["traceEvents"]
     regions = {e["name"] for e in events if e.get("ph") == "X" and e["name"].startswith("Torch-Compiled Region")}
@@ -189,7 +194,7 @@ def test_the_model_is_named_by_its_label_not_the_log_file(run_cli, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     (log,) = (tmp_path / "logs").glob("*.log")
     assert "my-mlp" not in log.name
-    code, out, err = run_cli("lookup", "sdsc_fused_addmm_relu_t_0", "--in", tmp_path / "logs", "--format", "json")
+    code, out, err = run_cli("lookup", "sdsc_fused_linear_relu_0", "--in", tmp_path / "logs", "--format", "json")
     assert code == 0, (out, err)
     assert {m["model"] for a in json.loads(out)["answers"] for m in a["matches"]} == {"my-mlp"}
 

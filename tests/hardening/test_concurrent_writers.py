@@ -57,7 +57,9 @@ def graph_folders(out: Path, model: str) -> list[Path]:
 
 
 def test_layout_has_each_models_output_once(shared_out: Path) -> None:
-    assert sorted(p.name for p in (shared_out / "trace").iterdir()) == [f"{m}.log" for m in MODELS]
+    # each model's log and the marker naming the model its label stands for
+    expected = sorted(f"{m}{suffix}" for m in MODELS for suffix in (".log", ".model"))
+    assert sorted(p.name for p in (shared_out / "trace").iterdir()) == expected
     for model in MODELS:
         assert graph_folders(shared_out, model), model
         assert any((shared_out / "sdsc" / model).rglob("sdsc_*.json")), model

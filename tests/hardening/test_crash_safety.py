@@ -177,10 +177,15 @@ def test_compile_prepare_removes_only_this_models_output(tmp_path: Path) -> None
     stale.write_bytes(b"x")
     live.write_bytes(b"x")
 
-    compile_job._prepare(out, out / "trace", "mlp")
+    compile_job._prepare(out, out / "trace", "mlp", "mlp")
     assert not any(folder.exists() for folder in mine)
     assert all((folder / "a.json").is_file() for folder in theirs)
-    assert sorted(p.name for p in (out / "trace").iterdir()) == ["dedicated_log_torch_trace_abc.log", "residual.log"]
+    # mlp's log is gone; the marker naming the model its label stands for is written anew
+    assert sorted(p.name for p in (out / "trace").iterdir()) == [
+        "dedicated_log_torch_trace_abc.log",
+        "mlp.model",
+        "residual.log",
+    ]
     assert not stale.exists() and live.exists()
 
 

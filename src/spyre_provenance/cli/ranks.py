@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spyre_provenance.capture import ranks as process_group
+from spyre_provenance.capture.compile_job import ORIGIN_SUFFIX
 from spyre_provenance.errors import EXIT_FOUND_WANTING, UnusableInput
 from spyre_provenance.logs.tlparse_run import TlparseError, render_all_ranks, tlparse_binary
 from spyre_provenance.model import folders
@@ -104,7 +105,7 @@ def run(args: argparse.Namespace, out: Path, label: str, own_folders) -> int:
     for r in ranks:
         code = r.process.returncode
         if r.stopped or (code is not None and code < 0):
-            _discard_torn_log(out / folders.rank_folder(r.rank), r.process.pid)
+            _discard_torn_log(out / folders.rank_folder(r.rank), r.process.pid, label)
 
     logs = {
         r.rank: log for r in ranks if (log := out / folders.rank_folder(r.rank) / "trace" / f"{label}.log").is_file()
@@ -167,15 +168,18 @@ def _forget_extra_ranks(out: Path, label: str, ranks: int, own_folders) -> None:
         for own in own_folders(folder, label):
             shutil.rmtree(own, ignore_errors=True)
         (folder / "trace" / f"{label}.log").unlink(missing_ok=True)
+        (folder / "trace" / f"{label}{ORIGIN_SUFFIX}").unlink(missing_ok=True)
         for empty in (folder / "trace", folder / "sdsc", folder / "tlparse", folder):
             with contextlib.suppress(OSError):
                 empty.rmdir()
 
 
-def _discard_torn_log(folder: Path, pid: int) -> None:
+def _discard_torn_log(folder: Path, pid: int, label: str) -> None:
     """A rank killed mid-compile leaves torch's log under its temporary name, unclaimed.
     It is this rank's when its records carry the rank's pid (every glog line does): other
-    runs' logs in the same folder stay. The folders it leaves empty go too."""
+    runs' logs in the same folder stay. Without a log of the label, the marker naming the
+    model the label stands for marks nothing and goes too, and so do the folders it leaves
+    empty."""
     import re
 
     prefix = re.compile(rb"(?:\[rank\d+\]:)?[VIWEC]\d{4} [0-9:.]+ (?P<pid>\d+) ")
@@ -184,6 +188,8 @@ def _discard_torn_log(folder: Path, pid: int) -> None:
             match = prefix.match(fh.readline())
             if match and int(match["pid"]) == pid:
                 log.unlink()
+    if not (folder / "trace" / f"{label}.log").exists():
+        (folder / "trace" / f"{label}{ORIGIN_SUFFIX}").unlink(missing_ok=True)
     for empty in (folder / "trace", folder):
         with contextlib.suppress(OSError):
             empty.rmdir()

@@ -2,8 +2,11 @@
 
 Three kinds of kernel event are read (complete events, ``ph`` ``X``, with a ``dur``):
 
-- one ``annotate`` (and so ``compile --profile``) gave its provenance: ``args.provenance_key``
-  and ``args.provenance_graph`` (``<model> <compile id> <graph kind>``) name the call site;
+- one ``annotate`` (and so ``compile --profile``) gave its provenance:
+  ``args.spyre_provenance_call_site`` and ``args.spyre_provenance_graph`` (``<model> <compile
+  id> <graph kind>``) name the call site (annotate of 0.1.0 wrote them as
+  ``provenance_key`` and ``provenance_graph``; torch-spyre's own ``provenance_key``, its
+  kernel key, holds no ``:``);
 - torch-spyre's device event ``spyre_kernel_v1_<summary>_<key>#<step>``: its
   ``args.debug_handles`` (OpSpec handle ids) name the call sites whose OpSpecs carry them,
   so it is read without the kernel provenance key in any artifact;
@@ -101,7 +104,9 @@ class Timing:
         by_handle: dict[str, list[tuple[int, str]]],
         resolved: dict[str, list[tuple[int, str]]],
     ) -> list[tuple[int, str]]:
-        key, graph = args.get("provenance_key"), args.get("provenance_graph")
+        key, graph = args.get("spyre_provenance_call_site"), args.get("spyre_provenance_graph")
+        if key is None and ":" in str(args.get("provenance_key", "")):  # as annotate of 0.1.0 wrote them
+            key, graph = args.get("provenance_key"), args.get("provenance_graph")
         if isinstance(key, str) and isinstance(graph, str) and graph in by_label:
             gi = graphs.index(by_label[graph])
             return [(gi, key)] if any(c["k"] == key for c in by_label[graph]["calls"]) else []
