@@ -23,7 +23,6 @@ with the node mapping and the stack traces as glog-prefixed records with their M
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import statistics
@@ -35,6 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
+
+from spyre_provenance.bench.section import section_main
 
 SECTION = 7
 TIME_TARGET = 1.5
@@ -256,20 +257,15 @@ def render_section(lines: list[str], result: RuntimeResults) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m spyre_provenance.bench.runtime", description=__doc__.splitlines()[0]
+    return section_main(
+        argv,
+        prog="python -m spyre_provenance.bench.runtime",
+        description=__doc__.splitlines()[0],
+        run=run,
+        render_section=render_section,
+        quick=QUICK,
+        full=FULL,
     )
-    parser.add_argument("--quick", action="store_true", help="a tiny run (seconds), for the smoke test")
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
-    result = run(
-        QUICK if args.quick else FULL,
-        lambda m: print(f"[bench {time.perf_counter() - start:6.0f}s] {m}", file=sys.stderr, flush=True),
-    )
-    lines: list[str] = []
-    verdict = render_section(lines, result)
-    sys.stdout.write("\n".join([*lines, f"- {verdict}"]) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

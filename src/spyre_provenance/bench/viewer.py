@@ -16,7 +16,6 @@ click <= 1 s. Without chromium the browser rows say so; nothing is asserted in t
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import subprocess
@@ -27,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
+
+from spyre_provenance.bench.section import section_main
 
 SECTION = 8
 OPEN_TARGET = 1.0
@@ -205,20 +206,15 @@ def render_section(lines: list[str], result: ViewerResults) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m spyre_provenance.bench.viewer", description=__doc__.splitlines()[0]
+    return section_main(
+        argv,
+        prog="python -m spyre_provenance.bench.viewer",
+        description=__doc__.splitlines()[0],
+        run=run,
+        render_section=render_section,
+        quick=QUICK,
+        full=FULL,
     )
-    parser.add_argument("--quick", action="store_true", help="a tiny run (seconds), for the smoke test")
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
-    result = run(
-        QUICK if args.quick else FULL,
-        lambda m: print(f"[bench {time.perf_counter() - start:6.0f}s] {m}", file=sys.stderr, flush=True),
-    )
-    lines: list[str] = []
-    verdict = render_section(lines, result)
-    sys.stdout.write("\n".join([*lines, f"- {verdict}"]) + "\n")
-    return 0
 
 
 if __name__ == "__main__":
