@@ -157,3 +157,21 @@ def test_every_rank_and_graph_of_a_multi_rank_run_is_on_the_page(run_cli, tmp_pa
     assert run_cli("view", run, "-o", tmp_path / "p.html")[0] == 0
     labels = [g["label"] for g in _embedded(tmp_path / "p.html")["graphs"]]
     assert labels == [f"tp rank{r} 0/0 {kind}" for r in (0, 1) for kind in ("forward", "backward")]
+
+
+def test_a_snapshot_the_schema_refuses_is_never_written(tmp_path, monkeypatch):
+    """The compile checks the source-lines snapshot by its schema before it writes it, as it
+    does every artifact: one it could not check is left out, the others are written."""
+    from types import SimpleNamespace
+
+    from spyre_provenance.capture import emit
+
+    model = tmp_path / "model.py"
+    model.write_text("\n".join(f"line {i}" for i in range(1, 21)) + "\n")
+    traces = {"k_0:1": [f'  File "{model}", line 10, in forward\n    line 10\n']}
+    result = SimpleNamespace(node_mappings=None, stack_traces=traces, opspec_handles=None)  # what emit reads
+    assert sources.problem(sources.snapshot(sources.made_lines(traces, None))) is None
+    assert "spyre_source_lines.json" in emit.artifact_files(result)
+    monkeypatch.setattr(sources, "snapshot", lambda made: {"version": 1, "context": -1, "files": {}})
+    assert sources.problem(sources.snapshot({})) is not None
+    assert "spyre_source_lines.json" not in emit.artifact_files(result)

@@ -37,7 +37,9 @@ def artifact_files(result: GraphResult) -> dict[str, bytes]:
         files[artifact_file(OPSPEC_DEBUG_HANDLES)] = mapping.to_json_bytes(result.opspec_handles)
     made = sources.made_lines(result.stack_traces, result.opspec_handles)
     if made:  # read now: where the viewer's page is opened, the file may have changed or be gone
-        files[artifact_file(SOURCE_LINES)] = mapping.to_json_bytes(sources.snapshot(made))
+        snapshot = sources.snapshot(made)
+        if sources.problem(snapshot) is None:  # never emit what was not checked
+            files[artifact_file(SOURCE_LINES)] = mapping.to_json_bytes(snapshot)
     return files
 
 

@@ -39,7 +39,7 @@ from spyre_provenance.model.names import (
     artifact_file,
 )
 from spyre_provenance.validate import schemas
-from spyre_provenance.viewer.sources import handle_lines, kernel_lines
+from spyre_provenance.viewer.sources import handle_lines, kernel_lines, problem
 
 DOCUMENT_VERSION = 1
 #: A bundle's JSON is shown up to this many characters, and all of a page's bundles up to
@@ -138,17 +138,9 @@ def _source_lines(folder: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     doc = jsonio.load_json(jsonio.read_file(path), location=str(path))
-    import jsonschema  # the schema is the source of truth; the document is small
-
-    version = doc.get("version") if isinstance(doc, dict) else None
-    if version not in schemas.available_versions(SOURCE_LINES):
-        raise UnusableInput(str(path), f"$.version: {version!r} is no version of {SOURCE_LINES} this release reads")
-    error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(schemas.load_schema(SOURCE_LINES, version)).iter_errors(doc)
-    )
-    if error is not None:
-        where = "$" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-        raise UnusableInput(str(path), f"{where}: {error.message}")
+    wrong = problem(doc)
+    if wrong is not None:
+        raise UnusableInput(str(path), wrong)
     return doc
 
 

@@ -15,9 +15,28 @@ from pathlib import Path
 from typing import Any
 
 from spyre_provenance.model.frames import frames
-from spyre_provenance.model.names import SOURCE_CONTEXT
+from spyre_provenance.model.names import SOURCE_CONTEXT, SOURCE_LINES
+from spyre_provenance.validate import schemas
 
 SOURCE_LINES_VERSION = 1
+
+
+def problem(doc: Any) -> str | None:
+    """What makes ``doc`` no ``spyre_source_lines`` document of a version this release
+    reads (``$.path: what is wrong``), or None. Checked by the schema, the source of truth
+    (the document is small), before it is written and when it is read."""
+    import jsonschema
+
+    version = doc.get("version") if isinstance(doc, dict) else None
+    if version not in schemas.available_versions(SOURCE_LINES):
+        return f"$.version: {version!r} is no version of {SOURCE_LINES} this release reads"
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schemas.load_schema(SOURCE_LINES, version)).iter_errors(doc)
+    )
+    if error is None:
+        return None
+    where = "$" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return f"{where}: {error.message}"
 
 
 def handle_lines(handle: Mapping[str, Any] | None, handles: Mapping[str, Any]) -> Iterator[tuple[str, int]]:
