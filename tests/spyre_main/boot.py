@@ -49,6 +49,16 @@ def environment(source: Path, tools: Path) -> dict[str, str]:
     }
 
 
+def inherited() -> dict[str, str]:
+    """This process's environment for a booted one, less ``CI``: with ``CI`` set, Inductor's
+    ``make_fallback`` raises for an op that has a core decomposition ("a decomposition exists,
+    we should switch to it"), a check meant for PyTorch's own CI. torch-spyre main falls back
+    on such ops (``sin``, ``cos``, ``cumsum``) without registering them ahead, so under
+    ``CI=true`` (which ``.ci/run`` sets for the skip-or-fail rule) every model using one would
+    stop there, as it never does for a user."""
+    return {name: value for name, value in os.environ.items() if name != "CI"}
+
+
 def boot_from_env() -> None:
     """``boot`` in a process started with ``conftest.torch_spyre_env`` (the source in
     ``$SPYRE_PROVENANCE_TORCH_SPYRE_SOURCE``): the first line of a script that imports

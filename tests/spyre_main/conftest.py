@@ -57,9 +57,11 @@ def torch_spyre() -> locate.TorchSpyre:
 
 @pytest.fixture(scope="session")
 def torch_spyre_env(torch_spyre: locate.TorchSpyre) -> dict[str, str]:
-    """The environment a process needs to boot it (``boot.environment``), the current one included."""
+    """The environment a process needs to boot it (``boot.environment``), the current one
+    included but for ``CI`` (``boot.inherited``)."""
     boot.install_dxp(torch_spyre.tools)
-    return {**os.environ, **boot.environment(torch_spyre.source, torch_spyre.tools), "PYTHONPATH": _pythonpath()}
+    current = boot.inherited()
+    return {**current, **boot.environment(torch_spyre.source, torch_spyre.tools), "PYTHONPATH": _pythonpath()}
 
 
 def _pythonpath() -> str:

@@ -28,7 +28,7 @@ def main() -> int:
     if mismatch is not None:
         print(f"run_booted: {mismatch}", file=sys.stderr)
         return 2
-    env = {**os.environ, **boot.environment(found.source, found.tools)}
+    env = {**boot.inherited(), **boot.environment(found.source, found.tools)}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE / "site"), str(HERE.parent), env.get("PYTHONPATH")) if p)
     boot.install_dxp(found.tools)
     args = sys.argv[1:]
