@@ -167,3 +167,21 @@ def test_a_name_repeated_in_a_cond_branch_never_lights_the_branch(compile_case):
     (gap,) = [g for g in graph.diagnostics["without_pre_grad"] if g["kernel"] == left_out[0]]
     assert "shares its name with a node of a higher-order op's subgraph" in gap["why"]
     assert f"hint: {left_out[0]}: mapped to no node" in case.stdout
+
+
+def test_cond_in_training_on_stock_inductor_counts_one_way(compile_case):
+    """Issue 37: ``torch.cond`` in training on stock Inductor. The backward's mapping
+    (torch's own) names graph inputs that a branch prints as nodes too; the hook counted
+    them unlinked, the log's judge linked (9 against 11 of 13), and ``compile`` ended
+    INCONSISTENT, exit 1. Now both read the name as the branch's: one count, exit 0."""
+    case = compile_case(f"{MODELS}:branches", "--backend", "inductor", "--train")
+    assert case.returncode == 0, case.stdout + case.stderr[-3000:]
+    assert "INCONSISTENT" not in case.stdout
+    graphs = check.compiled_graphs(case)
+    assert len(graphs) == 2
+    summary = re.findall(r"call sites linked on the page: (\d+)/(\d+)", case.stdout)
+    for graph, (linked, sites) in zip(graphs, summary, strict=True):
+        verdict = check.judge_logged(graph)
+        assert graph.diagnostics["coverage"] == check.msgspec.to_builtins(verdict.counts)
+        assert (int(linked), int(sites)) == (verdict.counts.linked_call_sites, verdict.counts.call_sites)
+        assert len(verdict.linked) == verdict.counts.linked_call_sites
