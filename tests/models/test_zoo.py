@@ -185,3 +185,17 @@ def test_cond_in_training_on_stock_inductor_counts_one_way(compile_case):
         assert graph.diagnostics["coverage"] == check.msgspec.to_builtins(verdict.counts)
         assert (int(linked), int(sites)) == (verdict.counts.linked_call_sites, verdict.counts.call_sites)
         assert len(verdict.linked) == verdict.counts.linked_call_sites
+
+
+def test_flex_attention_score_function_on_stock_inductor(compile_case):
+    """Issue 37: ``flex_attention``'s score function is a subgraph the HOP node holds. On
+    stock Inductor (the reference backend cannot compile the template), every call site
+    has a mapping key, and the link oracle finds no false link."""
+    case = compile_case(f"{MODELS}:flex_attention", "--backend", "inductor")
+    assert case.returncode == 0, case.stdout + case.stderr[-3000:]
+    for graph in check.compiled_graphs(case):
+        verdict = check.judge_logged(graph)
+        assert verdict.violations == [], verdict.violations
+        sites = {s.key for s in check.wrapper_code.call_sites(graph.output_code)}
+        assert None not in sites and sites == set(graph.node_mappings["cppCodeToPost"])
+    check.true_links(case)
