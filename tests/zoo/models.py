@@ -599,7 +599,10 @@ ZOO = {
 #: name -> why the zoo compiles it in inference only
 INFERENCE_ONLY = {
     "branches": "the reference backend's backward of torch.cond does not match eager (max abs error 4.95, where"
-    " stock Inductor matches): a backend defect, outside provenance; the forward branches are covered",
+    " stock Inductor matches): each backward branch reuses its tangent input in place (Inductor's"
+    " 'buf5 = arg5_1  # reuse') and the reference's fused kernel writes it (an in_out_ptr), while the outer"
+    " graph reads tangents_1 again after the cond: a backend defect, outside provenance; the forward branches"
+    " are covered",
     "loop": "torch 2.13's own while_loop backward fails (WhileLoopAutogradOpBackward, then a graph break on"
     " aten._local_scalar_dense), on stock Inductor as well",
 }
