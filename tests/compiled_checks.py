@@ -66,6 +66,16 @@ def _graph_input_copy(graph: LoggedGraph, key: str) -> bool:
     return inputs and any(hint.startswith(f"{key}: maps only to") for hint in graph.diagnostics["hints"])
 
 
+def _left_out(graph: LoggedGraph, key: str) -> bool:
+    """A kernel the hook mapped to no node because every node of its own shares its name
+    with a node a higher-order op's subgraph prints (issue 37: the page would light that
+    one), and the summary's hint says so."""
+    return graph.node_mappings["cppCodeToPost"][key] == [] and any(
+        hint.startswith(f"{key}: mapped to no node: its post-grad nodes' names repeat")
+        for hint in graph.diagnostics["hints"]
+    )
+
+
 def pages_link_every_kernel(case, *, upstream: bool = False) -> None:
     """On the tlparse page of every graph, each handle comment's call line is highlighted
     and links post-grad nodes of its kernel, and no call goes unannounced. ``upstream``
@@ -90,6 +100,8 @@ def pages_link_every_kernel(case, *, upstream: bool = False) -> None:
         for kernel in lines:
             if not kernel.post_grad_lines and upstream and _graph_input_copy(graph, kernel.key):
                 continue
+            if not kernel.post_grad_lines and _left_out(graph, kernel.key):
+                continue
             assert kernel.post_grad_lines, f"{path}: {kernel.key} (code line {kernel.line}) links nothing"
             assert set(kernel.post_grad_nodes) <= set(graph.node_mappings["cppCodeToPost"][kernel.key])
 
@@ -107,7 +119,7 @@ def coverage_as_the_hook_judged(case, *, upstream: bool = False) -> None:
         assert verdict.counts.call_sites == verdict.kernels
         unlinked = [key for key in graph.node_mappings["cppCodeToPost"] if key not in verdict.linked]
         assert len(unlinked) == verdict.counts.call_sites - verdict.counts.linked_call_sites
-        assert all(upstream and _graph_input_copy(graph, key) for key in unlinked), unlinked
+        assert all(upstream and _graph_input_copy(graph, key) or _left_out(graph, key) for key in unlinked), unlinked
 
 
 #: Why a kernel of a complete compile may reach no pre-grad node (issue 37): where the only
@@ -117,6 +129,7 @@ NO_EVIDENCE = (
     "not evidence of what it computes",
     "shares its name with another node",
     "share their names",
+    "with a node of a higher-order op's subgraph: the page would light that node",  # post-grad names
     "a gradient accumulation: it differentiates no forward op of its own",
     # the gradient of a forward op that is itself left unlinked for one of the reasons above
     "the forward op of its autograd sequence number",

@@ -33,7 +33,7 @@ Pure module: no torch import.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -114,7 +114,8 @@ def judge(
     if opspec_handles is not None:
         names = {n.name for n in graph.nodes} if graph is not None else None
         holders = {n.name for n in graph.nodes if n.op.startswith(HIGHER_ORDER)} if graph is not None else set()
-        _opspecs(opspec_handles, cpp_to_post, names, found, holders)
+        shadowed = graph.shadowed if graph is not None else frozenset()
+        _opspecs(opspec_handles, cpp_to_post, names, found, holders, shadowed)
     traces = stack_traces or {}
     post_to_pre = _map((node_mappings or {}).get("postToPre"))
     without_source = [k for k in cpp_to_post if not any(t.strip() for t in traces.get(k, ()))]
@@ -182,6 +183,13 @@ def _call_sites(
         if site.key is None:
             found.gap("call-sites", f"wrapper line {site.line}", f"call of {site.name} has no handle comment")
             continue
+        if not cpp_to_post.get(site.key) and site.key in cpp_to_post and graph is not None and graph.shadowed:
+            # the hook left its links out (mapping.leave_out_shadowed): a key, no false link
+            found.hints.append(
+                f"{found._place(site.key)}: mapped to no node: its post-grad nodes' names repeat in a higher-order"
+                " op's subgraph, whose line the page would light instead, so the link is left out [kernel-link]"
+            )
+            continue
         if not cpp_to_post.get(site.key):
             found.bad(
                 "call-sites",
@@ -211,7 +219,7 @@ def _call_sites(
             else:
                 found.bad("call-sites", site.key, message)
             continue
-        if graph is None or any(graph.has_line(n) for n in cpp_to_post[site.key]):
+        if graph is None or any(graph.has_line(n) and n not in graph.shadowed for n in cpp_to_post[site.key]):
             linked += 1
             linked_keys.append(site.key)
     seen: set[str] = set()
@@ -236,7 +244,13 @@ def _kernel_links(graph: PostGradGraph, cpp_to_post: Mapping[str, list[str]], fo
             # on stock Inductor a gap of torch's own mapping (a hint): it lists a cond
             # branch's kernels with the branch's own nodes, which the graph does not hold
             found.gap("kernel-link", key, f"maps to {name}, which is not a node of the post-grad graph")
-        if names and not missing and not any(graph.has_line(n) for n in names):
+        if names and not missing and all(n in graph.shadowed for n in names):
+            # stock Inductor's own mapping, kept as torch wrote it (the hook leaves these out)
+            found.hints.append(
+                f"{found._place(key)}: maps only to {', '.join(names)}, whose name(s) a higher-order op's subgraph"
+                " prints too: the page lights the subgraph's line, not this kernel's node [kernel-link]"
+            )
+        elif names and not missing and not any(graph.has_line(n) for n in names):
             found.gap(
                 "kernel-link",
                 key,
@@ -263,6 +277,13 @@ def _node_reach(
             continue
         if not graph.users(node.name) and node.name not in outputs:
             exempt.dead += 1
+            continue
+        if node.name in graph.shadowed:
+            # its links are left out (mapping.leave_out_shadowed): not reached, not a violation
+            found.hints.append(
+                f"{found._place(node.name)}: post-grad compute node ({node.op}) listed by no kernel: its name repeats"
+                " in a higher-order op's subgraph, whose line the page would light instead [node-reach]"
+            )
             continue
         inside = kernels_of_users(graph, node.name, kernels_of)
         if inside:
@@ -294,6 +315,7 @@ def _opspecs(
     graph_nodes: set[str] | None,
     found: _Findings,
     holders: set[str] = frozenset(),  # type: ignore[assignment]
+    shadowed: Collection[str] = frozenset(),
 ) -> None:
     """Every OpSpec has a handle naming nodes of its kernel's mapping. A kernel of a
     higher-order op's subgraph (mapped to the op holding it, a ``cond``) has handles naming
@@ -323,7 +345,7 @@ def _opspecs(
             for name in named:
                 if graph_nodes is not None and name not in graph_nodes:
                     found.bad("opspec-handle", place, f"debug handle names {name}, which is not a post-grad node")
-                elif name not in mapped:
+                elif name not in mapped and name not in shadowed:  # a shadowed node's link is left out
                     found.bad("opspec-handle", place, f"debug handle names {name}, which the kernel's mapping lacks")
             _fused(hid, handles, buffers, place, found, set())
 

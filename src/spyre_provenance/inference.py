@@ -322,13 +322,14 @@ def pre_grad_gaps(
     beyond: bool = True,
     not_taken: Sequence[InferredPreGrad] = (),
     hidden: Mapping[str, Sequence[str]] | None = None,
+    left_out: Mapping[str, Sequence[str]] | None = None,
 ) -> list[KernelGap]:
     """Why each kernel in ``missing`` (keys reaching no pre-grad node) reaches none.
 
     ``pre_grad_known``: the compile's pre-grad graph id was at hand; ``beyond``: the hook
     completes the mapping (False: stock Inductor's own mapping is kept); ``not_taken``: what
     ``infer_pre_grad`` found but the hook did not apply; ``hidden``: what ``hide_repeated``
-    took out."""
+    took out; ``left_out``: kernel -> its post-grad nodes ``mapping.leave_out_shadowed`` took out."""
     offered = {link.node: link for link in not_taken}
     hidden = hidden or {}
     gaps = []
@@ -337,8 +338,19 @@ def pre_grad_gaps(
         facts = [graph.fact(n) for n in nodes]
         would = next((offered[n] for n in nodes if n in offered), None)
         names = list(dict.fromkeys(p for n in nodes for p in hidden.get(n, ())))
+        shadowed = (left_out or {}).get(key, ())
         if not pre_grad_known:
             why = "no pre-grad graph was logged for this compile"
+        elif shadowed and not nodes:
+            which = (
+                f"node {shadowed[0]} shares its name"
+                if len(shadowed) == 1
+                else f"nodes {', '.join(shadowed)} share their names"
+            )
+            why = (
+                f"its post-grad {which} with a node of a higher-order op's subgraph: the page would light that"
+                " node, so the link is left out"
+            )
         elif graph.all_inserted(nodes):
             why = (
                 f"its nodes ({', '.join(nodes)}) were inserted by the backend's own passes: no pre-grad node made them"

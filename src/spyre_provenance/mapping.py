@@ -166,6 +166,30 @@ def kernel_nodes(record: KernelRecord) -> KernelNodes:
     )
 
 
+def leave_out_shadowed(mappings: NodeMappingsV2, shadowed: Collection[str]) -> dict[str, list[str]]:
+    """Take out, in place, every link of a post-grad node whose name a higher-order op's
+    subgraph prints again (``PostGradGraph.shadowed``): tlparse lights a name's last printed
+    line, the subgraph's, so the link would light another node. A kernel keeps its key,
+    with fewer nodes or none. Returns kernel key -> the names taken out of its list."""
+    left_out: dict[str, list[str]] = {}
+    if not shadowed:
+        return left_out
+    for key, nodes in mappings.cppCodeToPost.items():
+        gone = [n for n in nodes if n in shadowed]
+        if gone:
+            left_out[key] = gone
+            nodes[:] = [n for n in nodes if n not in shadowed]
+    for name in [n for n in mappings.postToCppCode if n in shadowed]:
+        del mappings.postToCppCode[name]
+    for name in [n for n in mappings.postToPre if n in shadowed]:
+        del mappings.postToPre[name]
+    for pre, posts in list(mappings.preToPost.items()):
+        posts[:] = [n for n in posts if n not in shadowed]
+        if not posts:
+            del mappings.preToPost[pre]
+    return left_out
+
+
 def build_node_mappings(
     records: Sequence[KernelRecord],
     pre_to_post: NodeMap,

@@ -131,3 +131,71 @@ def test_every_kernel_name_says_what_it_computes(zoo_case):
             name = key.rsplit(":", 1)[0]
             if name.startswith("sdsc_"):
                 assert re.fullmatch(r"sdsc_fused_\w*[a-z]\w*_\d+", name), key
+
+
+def _subgraph_lines(lines: list[str]) -> set[int]:
+    """1-based lines of the post-grad panel inside a higher-order op's subgraph class
+    (``print_readable`` writes each after the top-level forward)."""
+    start = next((i for i, text in enumerate(lines) if re.match(r"^ {4}class \w+\(torch\.nn\.Module\):", text)), None)
+    return set() if start is None else set(range(start + 1, len(lines) + 1))
+
+
+def test_a_name_repeated_in_a_cond_branch_never_lights_the_branch(compile_case):
+    """Issue 37, point 1: the top-level ``add`` (and ``mm``) of ``branches`` share their
+    names with nodes of ``cond``'s ``false_graph_0``, which tlparse lights instead. On the
+    real page no kernel line lights a line inside a branch, the kernel computing the
+    top-level ``add`` lights nothing, and the summary, the diagnostics and the log's judge
+    count it the same way: not linked, not a violation, with its reason."""
+    case = compile_case(f"{MODELS}:branches", "--backend", "reference")
+    assert case.returncode == 0, case.stdout + case.stderr[-3000:]
+    (graph,) = check.compiled_graphs(case)
+    page_path = Path(case.stdout.split("provenance page: ", 1)[1].splitlines()[0])
+    page = check.tlparse_page.parse_page(page_path.read_text())
+    inside = _subgraph_lines(page.post_grad)
+    assert inside, "the page shows no cond branch"
+    lines = check.tlparse_page.kernel_lines(page)
+    assert [k for k in lines if set(k.post_grad_lines) & inside] == []
+    left_out = [k.key for k in lines if not k.post_grad_lines]
+    assert len(left_out) == 1 and left_out[0].startswith("sdsc_fused_add_"), lines
+    assert graph.node_mappings["cppCodeToPost"][left_out[0]] == []
+    verdict = check.judge_logged(graph)
+    assert verdict.violations == [] and graph.diagnostics["complete"] is True
+    assert left_out[0] not in verdict.linked
+    counts = graph.diagnostics["coverage"]
+    assert (counts["call_sites"], counts["linked_call_sites"]) == (4, 3)
+    assert f"call sites linked on the page: {counts['linked_call_sites']}/{counts['call_sites']}" in case.stdout
+    (gap,) = [g for g in graph.diagnostics["without_pre_grad"] if g["kernel"] == left_out[0]]
+    assert "shares its name with a node of a higher-order op's subgraph" in gap["why"]
+    assert f"hint: {left_out[0]}: mapped to no node" in case.stdout
+
+
+def test_cond_in_training_on_stock_inductor_counts_one_way(compile_case):
+    """Issue 37: ``torch.cond`` in training on stock Inductor. The backward's mapping
+    (torch's own) names graph inputs that a branch prints as nodes too; the hook counted
+    them unlinked, the log's judge linked (9 against 11 of 13), and ``compile`` ended
+    INCONSISTENT, exit 1. Now both read the name as the branch's: one count, exit 0."""
+    case = compile_case(f"{MODELS}:branches", "--backend", "inductor", "--train")
+    assert case.returncode == 0, case.stdout + case.stderr[-3000:]
+    assert "INCONSISTENT" not in case.stdout
+    graphs = check.compiled_graphs(case)
+    assert len(graphs) == 2
+    summary = re.findall(r"call sites linked on the page: (\d+)/(\d+)", case.stdout)
+    for graph, (linked, sites) in zip(graphs, summary, strict=True):
+        verdict = check.judge_logged(graph)
+        assert graph.diagnostics["coverage"] == check.msgspec.to_builtins(verdict.counts)
+        assert (int(linked), int(sites)) == (verdict.counts.linked_call_sites, verdict.counts.call_sites)
+        assert len(verdict.linked) == verdict.counts.linked_call_sites
+
+
+def test_flex_attention_score_function_on_stock_inductor(compile_case):
+    """Issue 37: ``flex_attention``'s score function is a subgraph the HOP node holds. On
+    stock Inductor (the reference backend cannot compile the template), every call site
+    has a mapping key, and the link oracle finds no false link."""
+    case = compile_case(f"{MODELS}:flex_attention", "--backend", "inductor")
+    assert case.returncode == 0, case.stdout + case.stderr[-3000:]
+    for graph in check.compiled_graphs(case):
+        verdict = check.judge_logged(graph)
+        assert verdict.violations == [], verdict.violations
+        sites = {s.key for s in check.wrapper_code.call_sites(graph.output_code)}
+        assert None not in sites and sites == set(graph.node_mappings["cppCodeToPost"])
+    check.true_links(case)

@@ -378,6 +378,86 @@ def branches():
     return Branches(), (torch.randn(4, 16),)
 
 
+class Loop(nn.Module):
+    """``while_loop``: a body subgraph (``while_loop_body_graph_0``) run three times, whose
+    node names (``add``, ``mm``) repeat the top level's; the loop and its body's kernels are
+    called through functions the wrapper writes before ``call``."""
+
+    def __init__(self, dim: int = 16) -> None:
+        super().__init__()
+        self.inp = nn.Linear(dim, dim)
+        self.w = nn.Parameter(torch.randn(dim, dim) * 0.1)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.inp(x)
+
+        def cond_fn(i: Tensor, v: Tensor) -> Tensor:
+            return i < 3
+
+        def body_fn(i: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+            return i + 1, torch.tanh(v @ self.w) + v
+
+        _, out = torch._higher_order_ops.while_loop(cond_fn, body_fn, (torch.tensor(0), h))
+        return out + h
+
+
+def loop():
+    torch.manual_seed(SEED)
+    return Loop(), (torch.randn(4, 16),)
+
+
+@torch.compiler.nested_compile_region
+def _region(v: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    return torch.relu(F.linear(v, weight, bias))
+
+
+class NestedRegion(nn.Module):
+    """``torch.compiler.nested_compile_region``: one region called twice, traced once into
+    a subgraph two ``invoke_subgraph`` nodes hold."""
+
+    def __init__(self, dim: int = 16) -> None:
+        super().__init__()
+        self.a = nn.Linear(dim, dim)
+        self.b = nn.Linear(dim, dim)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = _region(x, self.a.weight, self.a.bias)
+        return _region(h, self.b.weight, self.b.bias) + x
+
+
+def nested_region():
+    torch.manual_seed(SEED)
+    return NestedRegion(), (torch.randn(4, 16),)
+
+
+class FlexAttention(nn.Module):
+    """``flex_attention`` with a score function (a causal relative bias): Dynamo traces the
+    score function into a subgraph (``sdpa_score0``) the ``flex_attention`` node holds. Not
+    in ``ZOO``: the reference backend cannot compile it (its template kernel is not callable
+    as a SpyreKernel); stock Inductor can."""
+
+    def __init__(self, dim: int = 16, heads: int = 2) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.heads = heads
+
+    def forward(self, x: Tensor) -> Tensor:
+        from torch.nn.attention.flex_attention import flex_attention
+
+        b, s, d = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+
+        def score_mod(score: Tensor, batch: Tensor, head: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+            return torch.where(q_idx >= kv_idx, score + (q_idx - kv_idx) * 0.1, -float("inf"))
+
+        return flex_attention(q, k, v, score_mod=score_mod).transpose(1, 2).reshape(b, s, d)
+
+
+def flex_attention():
+    torch.manual_seed(SEED)
+    return FlexAttention(), (torch.randn(1, 16, 16),)
+
+
 class Router(nn.Module):
     """A Mixture-of-Experts router: softmax, top-k, then an in-place renormalizing divide
     (its backward nodes are gradients of three lines in a row)."""
@@ -512,10 +592,17 @@ ZOO = {
     "moe_decoder": "a small Mixture-of-Experts decoder: attention, RMSNorm, top-2 of 4 experts",
     "kv_decode": "a decode step writing a KV cache in place (index_copy_ on buffers)",
     "lora": "LoRA: frozen base layers with trainable low-rank updates",
+    "loop": "torch while_loop: a body subgraph run three times, node names repeating the top level's",
+    "nested_region": "torch.compiler.nested_compile_region: one subgraph two invoke_subgraph nodes hold",
 }
 
 #: name -> why the zoo compiles it in inference only
 INFERENCE_ONLY = {
     "branches": "the reference backend's backward of torch.cond does not match eager (max abs error 4.95, where"
-    " stock Inductor matches): a backend defect, outside provenance; the forward branches are covered",
+    " stock Inductor matches): each backward branch reuses its tangent input in place (Inductor's"
+    " 'buf5 = arg5_1  # reuse') and the reference's fused kernel writes it (an in_out_ptr), while the outer"
+    " graph reads tangents_1 again after the cond: a backend defect, outside provenance; the forward branches"
+    " are covered",
+    "loop": "torch 2.13's own while_loop backward fails (WhileLoopAutogradOpBackward, then a graph break on"
+    " aten._local_scalar_dense), on stock Inductor as well",
 }

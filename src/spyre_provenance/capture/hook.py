@@ -380,6 +380,7 @@ class Session:
         graph_model = None
         not_taken: tuple[list, list] = ([], [])  # inferences stock Inductor's mapping leaves out
         hidden: dict[str, list[str]] = {}  # links taken out: the page would light another node
+        left_out: dict[str, list[str]] = {}  # kernel -> post-grad names taken out, for the same reason
         with self._stage("build", graph_key):
             result.random_ops = _random_ops(self.inductor.random_ops(graph))
             graph_model = self.inductor.post_grad_graph(graph)
@@ -410,6 +411,8 @@ class Session:
                 hidden = inference.hide_repeated(post_to_pre, pre_to_post, subgraphs.repeated)
                 found_pre_grad = inference.drop_repeated(found_pre_grad, subgraphs.repeated)
             result.node_mappings = mapping.build_node_mappings(records, pre_to_post, post_to_pre, diag.inferred)
+            if beyond:  # stock Inductor's own mapping is kept as torch wrote it; the judge names its gaps
+                left_out = mapping.leave_out_shadowed(result.node_mappings, graph_model.shadowed)
             listed_because = {(link.node, link.kernel): link.why for link in diag.inferred}
             found_sources = inference.infer_sources(
                 result.node_mappings.cppCodeToPost,
@@ -452,7 +455,7 @@ class Session:
                 emit.write_files(emit.artifact_files(result), self._folders(result))
         linked: list[str] = []
         with self._stage("build", graph_key):
-            linked = self._judge(result, graph, graph_model, upstream, not_taken, hidden)
+            linked = self._judge(result, graph, graph_model, upstream, not_taken, hidden, left_out)
         if self.probe is not None:
             logged = msgspec.to_builtins(result.node_mappings) if result.node_mappings is not None else upstream
             self.probe.finish(graph_key, graph, result, logged, linked)
@@ -483,24 +486,6 @@ class Session:
     def _folders(self, result: GraphResult) -> list[Path]:
         return emit.graph_folders(result, self.inductor.debug_dir(), self.out_dir, self._first_order())
 
-    def _repeated_post_grad_names(self, graph: Any, logged: Any) -> list[str]:
-        """Kernels mapped to a post-grad node whose name a higher-order op's subgraph prints
-        too (a ``cond`` branch's ``addmm``): tlparse lights the subgraph's line, so say so."""
-        try:
-            printed = self.inductor.subgraph_node_names(graph)
-        except Exception:  # noqa: BLE001 - a hint less, never a broken compile
-            return []
-        hints = []
-        for key, nodes in ((logged or {}).get("cppCodeToPost") or {}).items():
-            repeated = [n for n in nodes if n in printed]
-            if repeated:
-                where = ", ".join(f"{n} ({printed[n]})" for n in repeated)
-                hints.append(
-                    f"{key}: its post-grad node(s) {where} share a name with a node of a higher-order op's subgraph:"
-                    " the page lights the subgraph's line for them [kernel-link]"
-                )
-        return hints
-
     def _first_order(self) -> int:
         """Where this session's graph folders start numbering: 0 with a label (the command
         removes a label's old folders first), else after the unlabeled folders ``out_dir``
@@ -519,6 +504,7 @@ class Session:
         upstream: dict[str, Any],
         not_taken: tuple[list, list],
         hidden: dict[str, list[str]],
+        left_out: dict[str, list[str]],
     ) -> list[str]:
         """Coverage of what the log will hold for this graph, judged as ``compile`` and
         ``golden`` judge it from the log: the same function on the same code and nodes.
@@ -538,7 +524,6 @@ class Session:
         )
         diag = result.diagnostics
         diag.coverage, diag.violations, diag.hints = verdict.counts, verdict.violations, verdict.hints
-        diag.hints = diag.hints + self._repeated_post_grad_names(graph, logged)
         kernels = (logged or {}).get("cppCodeToPost") or {}
         pre_grad_not_taken, sources_not_taken = not_taken
         diag.without_source = inference.source_gaps(verdict.without_source, kernels, graph_model, sources_not_taken)
@@ -551,6 +536,7 @@ class Session:
             beyond=self.backend.extends_upstream,
             not_taken=pre_grad_not_taken,
             hidden=hidden,
+            left_out=left_out,
         )
         return verdict.linked
 

@@ -232,7 +232,8 @@ class Inductor:
                 fact = _facts(node.meta)
                 if fact != NO_FACTS:
                     facts[node.name] = fact
-        return PostGradGraph(nodes, outputs, facts, self.inserted_nodes(graph))
+        shadowed = {n.name for n in nodes} & set(self.subgraph_node_names(graph))
+        return PostGradGraph(nodes, outputs, facts, self.inserted_nodes(graph), shadowed)
 
     def subgraph_node_names(self, graph: Any) -> dict[str, str]:
         """Node name -> the subgraph printing it, for every higher-order op subgraph of the

@@ -15,6 +15,8 @@ from spyre_provenance.model.records import GraphNode, PostGradGraph
 
 # ``name: "f32[8, 256]..." = rhs`` at the top level of the printed forward (8 spaces deep)
 _ASSIGNMENT = re.compile(r"^ {8}(?P<name>[A-Za-z_]\w*)(?:\s*:\s*\"[^\"]*\")?\s*=\s*(?P<rhs>.*)$")
+# a higher-order op's subgraph (``class true_graph_0(torch.nn.Module):``), 4 spaces deep
+_SUBGRAPH_CLASS = re.compile(r"^ {4}class \w+\(torch\.nn\.Module\):\s*$")
 _FORWARD = re.compile(r"^ {4}def forward\(self(?P<params>.*)\):\s*$")
 _PARAM = re.compile(r"(?:^|,)\s*(?P<name>[A-Za-z_]\w*)\s*(?::|,|$)")
 _TORCH_OP = re.compile(r"^torch\.ops\.(?P<ns>\w+)\.(?P<op>\w+)(?:\.\w+)?\((?P<args>.*)$")
@@ -36,7 +38,16 @@ def parse_post_grad_graph(text: str) -> PostGradGraph:
     nodes: list[GraphNode] = []
     known: set[str] = set()
     outputs: tuple[str, ...] = ()
+    in_subgraph = False  # print_readable writes each subgraph's class after the forward
+    printed_later: set[str] = set()
     for line in lines:
+        if nodes and _SUBGRAPH_CLASS.match(line):
+            in_subgraph = True
+        if in_subgraph:
+            name = _line_name(line)
+            if name is not None:
+                printed_later.add(name)
+            continue
         forward = _FORWARD.match(line) if not nodes else None
         if forward:
             for match in _PARAM.finditer(_STRING.sub('""', forward["params"])):
@@ -54,7 +65,7 @@ def parse_post_grad_graph(text: str) -> PostGradGraph:
         kind, op, args = _classify(rhs)
         nodes.append(GraphNode(name, kind, op, tuple(_names_in(args, known)), name in highlightable))
         known.add(name)
-    return PostGradGraph(nodes, outputs)
+    return PostGradGraph(nodes, outputs, shadowed=known & printed_later)
 
 
 def _line_name(line: str) -> str | None:

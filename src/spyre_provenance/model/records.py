@@ -552,6 +552,7 @@ class PostGradGraph:
         outputs: Sequence[str] = (),
         facts: Mapping[str, NodeFacts] | None = None,
         inserted: Iterable[str] = (),
+        shadowed: Iterable[str] = (),
     ) -> None:
         self.nodes = list(nodes)
         self.outputs = tuple(outputs)
@@ -560,6 +561,10 @@ class PostGradGraph:
         #: ``restickify_default*``, ``clone``s, ``constant_default*``): they come from no
         #: pre-grad node and no source line but what their own metadata says
         self.inserted = frozenset(inserted)
+        #: top-level nodes whose name a higher-order op's subgraph prints again (a ``cond``
+        #: branch's ``add``): tlparse lights a name's last printed line, the subgraph's, so
+        #: the page cannot light these; the hook leaves their links out (``mapping.leave_out_shadowed``)
+        self.shadowed = frozenset(shadowed)
         self._by_name = {n.name: n for n in self.nodes}
         self._index = {n.name: i for i, n in enumerate(self.nodes)}
         users: dict[str, list[str]] = {n.name: [] for n in self.nodes}
