@@ -195,6 +195,25 @@ def _spread(items: list[str], n: int) -> list[str]:
     return items if len(items) <= n else [items[i * len(items) // n] for i in range(n)]
 
 
+def lit_mismatches(page: Page, relation: Relation) -> list[str]:
+    """Show ``relation``'s graph, check each panel lists exactly its elements, click up to
+    ``CLICKS_PER_KIND`` of each kind and say where the page lit other than the relation."""
+    page.show(relation.label)
+    problems = []
+    for kind in ("line", "pre", "post", "call", "spec", "bundle"):
+        shown = page.keys(kind)
+        # the page lists exactly the graph's elements of this kind
+        assert sorted(shown) == relation.elements(kind), f"{relation.label}: the {kind} panel"
+        for key in _spread(shown, CLICKS_PER_KIND):
+            page.click(kind, key)
+            want, got = relation.lit((kind, key)), page.lit()
+            if got != want:
+                problems.append(
+                    f"{relation.label} {kind} {key}: lit {sorted(got - want)} too many, {sorted(want - got)} missing"
+                )
+    return problems
+
+
 @pytest.fixture(scope="module", params=list(CASES), ids=list(CASES))
 def viewed(request, compile_case, tmp_path_factory):
     """(the compile's --out, the page ``view`` wrote, its Relations), once per case."""
@@ -213,20 +232,7 @@ def test_every_kind_of_element_lights_exactly_its_relatives(browser, viewed):
     out, html, graphs, _ = viewed
     page = Page(browser, html)
     try:
-        problems = []
-        for relation in graphs:
-            page.show(relation.label)
-            for kind in ("line", "pre", "post", "call", "spec", "bundle"):
-                shown = page.keys(kind)
-                # the page lists exactly the graph's elements of this kind
-                assert sorted(shown) == relation.elements(kind), f"{relation.label}: the {kind} panel"
-                for key in _spread(shown, CLICKS_PER_KIND):
-                    page.click(kind, key)
-                    want, got = relation.lit((kind, key)), page.lit()
-                    if got != want:
-                        problems.append(
-                            f"{relation.label} {kind} {key}: lit {sorted(got - want)} too many, {sorted(want - got)} missing"
-                        )
+        problems = [problem for relation in graphs for problem in lit_mismatches(page, relation)]
         assert not problems, "\n".join(problems[:10])
         assert any(r.elements("bundle") for r in graphs), "no bundle in the out folder: nothing tested of bundles"
         assert page.errors == []

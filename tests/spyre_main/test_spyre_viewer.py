@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
 from chromium import CHROMIUM, launched, skip_or_fail  # tests/browser/chromium.py
-from test_viewer import CLICKS_PER_KIND, Page, Relation, _spread  # tests/browser/test_viewer.py
+from test_viewer import Page, Relation, lit_mismatches  # tests/browser/test_viewer.py
 
 pytestmark = [pytest.mark.compile, pytest.mark.browser]
 
@@ -55,17 +55,7 @@ def test_a_torch_spyre_compile_lights_its_relatives_bundles_included(args, spyre
     try:
         problems = []
         for relation in (Relation(f, served) for f in folders):
-            page.show(relation.label)
-            for kind in ("line", "pre", "post", "call", "spec", "bundle"):
-                shown = page.keys(kind)
-                assert sorted(shown) == relation.elements(kind), f"{relation.label}: the {kind} panel"
-                for key in _spread(shown, CLICKS_PER_KIND):
-                    page.click(kind, key)
-                    want, got = relation.lit((kind, key)), page.lit()
-                    if got != want:
-                        problems.append(
-                            f"{relation.label} {kind} {key}: {sorted(got - want)} too many, {sorted(want - got)} missing"
-                        )
+            problems += lit_mismatches(page, relation)
             assert relation.elements("bundle") and relation.elements("spec")
         assert not problems, "\n".join(problems[:10])
         assert page.errors == [] and [u for u in page.requests if u != page.url] == []
