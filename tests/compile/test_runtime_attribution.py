@@ -61,6 +61,38 @@ def test_each_event_is_the_compile_that_ran_it(compile_case):
 
 
 @pytest.mark.compile
+def test_the_viewer_times_each_event_in_the_compile_that_ran_it(compile_case):
+    """``view --trace`` on the raw trace (annotate's fields taken out) places events by the
+    rule annotate follows: each call site's calls come from its own compile's region, and no
+    event is handed to another compile's call site of the same kernel name."""
+    from spyre_provenance.viewer import data, timing
+
+    done = compile_case(*RECOMPILES)
+    events = _events(done)
+    expected: dict[str, int] = {}
+    raw = []
+    for event in events:
+        args = {k: v for k, v in (event.get("args") or {}).items() if not k.startswith("spyre_provenance_")}
+        raw.append({**event, "args": args})
+        if event.get("ph") == "X" and _PROFILED.fullmatch(event["name"]):
+            compile_id = _region(events, event)
+            expected[compile_id] = expected.get(compile_id, 0) + 1
+    trace = done.out / "raw.trace.json"
+    trace.write_text(json.dumps({"traceEvents": raw}))
+    try:
+        doc = data.build(done.out, timing.read(trace))
+    finally:
+        trace.unlink()
+    timed: dict[str, int] = {}
+    for graph in doc["graphs"]:
+        for call in graph["calls"]:
+            if "n" in call:
+                timed[graph["compile_id"]] = timed.get(graph["compile_id"], 0) + call["n"]
+    assert timed == expected
+    assert doc["trace"]["matched"] == sum(expected.values()) and doc["trace"]["unmatched"] == 0
+
+
+@pytest.mark.compile
 def test_an_event_nothing_places_is_reported_not_guessed(compile_case, run_cli, tmp_path):
     """Without the ``graph_<i>_`` prefix and the compiled regions, a kernel name that each
     of three compiles has is not placed: the events are reported and left as they are."""

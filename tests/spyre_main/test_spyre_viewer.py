@@ -63,21 +63,22 @@ def test_a_torch_spyre_compile_lights_its_relatives_bundles_included(args, spyre
         page.close()
 
 
-def test_a_torch_spyre_trace_times_the_call_sites_by_their_handles(spyre_main_case, browser, tmp_path):
+def test_a_torch_spyre_trace_times_the_call_sites_by_their_keys(spyre_main_case, browser, tmp_path):
     """torch-spyre's device events as its runtime names them (REFERENCE §6), made here from the
-    compile's own OpSpec handles (no Spyre card runs them): each call site gets its events'
-    time and count on the page, read by ``args.debug_handles`` alone."""
+    compile's own kernel keys and OpSpec handles (no Spyre card runs them): each call site
+    gets its events' time and count on the page."""
     case = spyre_main_case("mlp")
     events, expected = [], {}
     for folder in case.graph_dirs():
         relation = Relation(folder)
         opspecs = json.loads((folder / "spyre_opspec_debug_handles.json").read_text())
         for n, (key, specs) in enumerate(opspecs["kernels"].items()):
-            ids = [s["debug_handle"] for s in specs if s.get("debug_handle")]
+            ids = list(dict.fromkeys(s["debug_handle"] for s in specs if s.get("debug_handle")))
+            pkey = opspecs["bundles"][key]["provenance_key"]  # the runner's descriptor key
             for step in range(n + 1):  # a different count per call site
                 events.append(
-                    {"ph": "X", "name": f"spyre_kernel_v1_fused_x_abcdefghijklmnop#{step}", "ts": step, "dur": 10.0,
-                     "pid": 0, "tid": 0, "args": {"provenance_key": "abcdefghijklmnop", "debug_handles": ids}}
+                    {"ph": "X", "name": f"spyre_kernel_v1_fused_x_{pkey}#{step}", "ts": step, "dur": 10.0,
+                     "pid": 0, "tid": 0, "args": {"provenance_key": pkey, "debug_handles": ids}}
                 )  # fmt: skip
             expected[(relation.label, key)] = n + 1
     trace = tmp_path / "trace.json"

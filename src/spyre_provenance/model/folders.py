@@ -72,6 +72,14 @@ def label_and_compile_id(name: str) -> tuple[str | None, str] | None:
     return match["label"], rest["cid"].replace("-", "/")
 
 
+def kind_of_folder(name: str) -> str:
+    """The graph kind a graph folder's name ends with (``inference``, ``forward``,
+    ``backward``), else ``unknown``: what a folder says when no diagnostics do."""
+    match = _GRAPH_FOLDER.fullmatch(name)
+    rest = _GRAPH_FOLDER_REST.fullmatch(match["rest"]) if match else None
+    return rest["kind"] if rest is not None and rest["kind"] else "unknown"
+
+
 def next_unlabeled_order(names: list[str]) -> int:
     """The first compile order after every unlabeled graph folder among ``names``: where a
     session without a label starts numbering, so a second session (after

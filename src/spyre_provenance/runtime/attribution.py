@@ -8,6 +8,9 @@ model that recompiles has the same kernel names in every compile. What an event 
 - ``graph_<i>_``, the prefix Inductor's C++ kernel profiling gives an event: ``i`` is the
   graph's id in the compiling process, which the graph's own code holds
   (``RAIIAtenRecordFunctionHandle ...("graph_<i>_<kernel>", ...)``);
+- ``args.debug_handles`` (torch-spyre's OpSpec handle ids of the kernel): where the
+  artifacts record no kernel key (OpSpec artifact v1), the call sites whose OpSpecs carry
+  exactly those ids;
 - the region around it on its thread: torch.profiler's ``Torch-Compiled Region: <compile
   id>`` (a forward or inference graph of that compile) or ``CompiledFunctionBackward`` (a
   backward graph).
@@ -112,6 +115,7 @@ class Attributor:
         self._by_name: dict[str, list[Site]] = {}
         self._graph_ids = [_graph_ids(g.output_code) for g in index.graphs]  # kernel -> ids, per graph
         self._handles: dict[Site, list[str] | None] = {}
+        self._by_handles: dict[tuple[str, ...], list[Site]] | None = None  # made on first use
 
     def verdict(self, event: dict[str, Any]) -> Verdict:
         if event.get("ph") != "X":
@@ -123,9 +127,14 @@ class Attributor:
         key = key if isinstance(key, str) and KEY_RE.fullmatch(key) else key_of_event(name)
         if key is not None:
             sites = self.index.by_provenance_key.get(key, [])
-            if not sites:
+            if sites:
+                return self._place(sites, event, args, f"provenance key {key}")
+            if self.index.by_provenance_key or not self._handle_sites(args):
                 return self._foreign(key, args)
-            return self._place(sites, event, args, f"provenance key {key}")
+        # artifacts that record no kernel key (OpSpec artifact v1): the handles are the evidence
+        sites = self._handle_sites(args)
+        if sites:
+            return self._place(sites, event, args, "debug handles")
         prefix = _PREFIX.match(name)
         query = names.parse(name[prefix.end() :] if prefix else name)
         if query.renamed_event is not None:  # renamed by acelyzer, and no provenance_key left
@@ -154,6 +163,21 @@ class Attributor:
                     return Verdict("unknown", why=f"no graph of the artifacts is graph_{graph_id}")
                 evidence.append(f"graph_{graph_id}_ prefix")
         return self._place(sites, event, args, ", ".join(evidence) or "kernel name")
+
+    def _handle_sites(self, args: dict[str, Any]) -> list[Site]:
+        """The call sites whose OpSpecs' handle ids are exactly the event's ``debug_handles``
+        (torch-spyre's list for a kernel: its OpSpecs' direct ids, in order, each once)."""
+        given = args.get("debug_handles")
+        if not isinstance(given, list) or not given:
+            return []
+        if self._by_handles is None:
+            self._by_handles = {}
+            for position, graph in enumerate(self.index.graphs):
+                for key in graph.keys:
+                    ids = self._handle_ids((position, key))
+                    if ids:
+                        self._by_handles.setdefault(tuple(ids), []).append((position, key))
+        return list(self._by_handles.get(tuple(str(h) for h in given), ()))
 
     def _sites(self, name: str) -> list[Site]:
         found = self._by_name.get(name)

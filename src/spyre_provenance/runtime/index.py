@@ -185,12 +185,15 @@ def _logged_label(log: Path) -> str | None:
     return labels.pop() if len(labels) == 1 else None
 
 
-def graph_kind(diagnostics: dict[str, Any] | None, output_code: str | None) -> str:
-    """The hook's diagnostics say; else the wrapper's first line (``# AOT ID: ['0_forward']``)."""
+def graph_kind(diagnostics: dict[str, Any] | None, output_code: str | None, folder: str | None = None) -> str:
+    """The hook's diagnostics say; else the wrapper's first line (``# AOT ID: ['0_forward']``);
+    else the graph folder's name."""
     if isinstance(diagnostics, dict) and isinstance(diagnostics.get("graph"), str):
         return diagnostics["graph"]
     match = _AOT_ID.search(output_code or "")
-    return match["kind"] if match else "unknown"
+    if match:
+        return match["kind"]
+    return folders.kind_of_folder(folder) if folder is not None else "unknown"
 
 
 def _graph_folder_graphs(folder: Path) -> list[IndexedGraph]:
@@ -215,7 +218,7 @@ def _graph_folder_graphs(folder: Path) -> list[IndexedGraph]:
             IndexedGraph(
                 model=model,
                 compile_id=str(compile_id),
-                graph=graph_kind(diagnostics, None),
+                graph=graph_kind(diagnostics, None, sub.name),
                 origin=str(sub),
                 mapping=docs[NODE_MAPPINGS] or {},
                 stack_traces=docs[KERNEL_STACK_TRACES] or {},

@@ -48,7 +48,6 @@ BUNDLE_TEXT_LIMIT = 8_000
 BUNDLE_TEXT_FLOOR = 1_000
 BUNDLE_BUDGET = 16_000_000
 _SKIPPED = {folders.TLPARSE_FOLDER, folders.SDSC_FOLDER, folders.TRACE_FOLDER}
-_KIND_SUFFIXES = ("inference", "forward", "backward")
 
 
 class GraphFolder:
@@ -70,7 +69,7 @@ class GraphFolder:
         self.model = label or parent.name
         self.compile_id = str((self.diagnostics or {}).get("compile_id") or folder_cid)
         kind = (self.diagnostics or {}).get("graph")
-        self.kind = kind if isinstance(kind, str) else _kind_of_name(folder.name)
+        self.kind = kind if isinstance(kind, str) else folders.kind_of_folder(folder.name)
         self.rank = next(
             (r for p in folder.relative_to(root).parts if (r := folders.rank_of_folder(p)) is not None), None
         )
@@ -112,10 +111,6 @@ def _graph_paths(out: Path) -> Iterator[Path]:
             path = Path(root) / name
             if name.startswith(folders.GRAPH_PREFIX) and (path / artifact_file(NODE_MAPPINGS)).is_file():
                 yield path
-
-
-def _kind_of_name(name: str) -> str:
-    return next((kind for kind in _KIND_SUFFIXES if name.endswith("_" + kind)), "unknown")
 
 
 def _artifact(folder: Path, artifact: str) -> dict[str, Any] | None:
@@ -368,7 +363,7 @@ def build(out: Path, timing: Any = None, bundles: list[Path] | None = None) -> d
     limit = max(BUNDLE_TEXT_FLOOR, min(BUNDLE_TEXT_LIMIT, BUNDLE_BUDGET // max(1, opspecs)))
     graphs = [_graph(g, lines, served, limit) for g in found]
     if timing is not None:
-        timing.apply(graphs)
+        timing.apply(graphs, out)
     return {
         "version": DOCUMENT_VERSION,
         "out": str(out),

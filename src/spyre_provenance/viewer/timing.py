@@ -1,21 +1,21 @@
 """A profiled run's Chrome trace as each call site's time and calls, for the viewer.
 
-Three kinds of kernel event are read (complete events, ``ph`` ``X``, with a ``dur``):
+Kernel events are complete events (``ph`` ``X``) with a ``dur``. Each is placed in one call
+site by evidence, never by guess:
 
-- one ``annotate`` (and so ``compile --profile``) gave its provenance:
-  ``args.spyre_provenance_call_site`` and ``args.spyre_provenance_graph`` (``<model> <compile
-  id> <graph kind>``) name the call site (annotate of 0.1.0 wrote them as
-  ``provenance_key`` and ``provenance_graph``; torch-spyre's own ``provenance_key``, its
-  kernel key, holds no ``:``);
-- torch-spyre's device event ``spyre_kernel_v1_<summary>_<key>#<step>``: its
-  ``args.debug_handles`` (OpSpec handle ids) name the call sites whose OpSpecs carry them,
-  so it is read without the kernel provenance key in any artifact;
-- any other event whose name resolves to a kernel name of the folder (``runtime.names``:
-  ``graph_0_cpp_fused_x_0``, ``sdsc_fused_x_0_ab12cd34``, ``launch_jobplan:<kernel>``).
+- an event ``annotate`` (and so ``compile --profile``) placed names its call site itself:
+  ``args.spyre_provenance_call_site`` and ``args.spyre_provenance_graph`` (``<model>
+  <compile id> <graph kind>``; annotate of 0.1.0 wrote them as ``provenance_key`` and
+  ``provenance_graph``, while torch-spyre's own ``provenance_key``, its kernel key, holds no
+  ``:``);
+- any other event is placed by ``runtime.attribution``, the rule ``annotate`` and
+  ``annotate --summary`` follow: torch-spyre's kernel key (in ``args.provenance_key`` or the
+  device event's name), its ``args.debug_handles``, the kernel name with its ``graph_<i>_``
+  prefix, and the compiled-graph region around the event. An event it cannot place in one
+  graph (ambiguous, another build, no such kernel) is counted, never attributed.
 
-An event matching several call sites (one kernel called from several, or the same name in
-forward and backward) takes them in turn, in call order, as ``annotate`` does. Events that
-match no call site are counted, never attributed.
+A device event times the kernel itself; where a trace has them, the CPU launch spans beside
+them (``launch_jobplan:`` and the like) are not counted again.
 
 Pure: no torch.
 """
@@ -23,16 +23,24 @@ Pure: no torch.
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from spyre_provenance.errors import UnusableInput
-from spyre_provenance.model.detect import split_key
-from spyre_provenance.runtime import names, trace_stream
+from spyre_provenance.model import folders
+from spyre_provenance.model.kernel_keys import key_of_event
+from spyre_provenance.runtime import attribution, trace_stream
+from spyre_provenance.runtime import index as kernel_index
 
-SPYRE_EVENT = re.compile(r"\Aspyre_kernel_v(?P<version>[0-9]+)_[A-Za-z0-9_]+?_(?P<key>[a-z2-7]+)(?:#[0-9]+)?\Z")
 _CPU_SPANS = ("launch_jobplan:", "prepare_kernel:", "dxp_standalone:")
+_KEPT_ARGS = (
+    "spyre_provenance_call_site",
+    "spyre_provenance_graph",
+    "provenance_key",
+    "provenance_graph",
+    "debug_handles",
+)
 
 
 class Timing:
@@ -40,91 +48,56 @@ class Timing:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = str(path)
-        self.events: list[tuple[str, dict[str, Any], float]] = []
+        self.events: list[dict[str, Any]] = []
+        self.regions = attribution.Regions()
         for kind, _, event in trace_stream.read_trace(path):
             if kind != "event" or not isinstance(event, dict) or event.get("ph") != "X":
                 continue
-            dur = event.get("dur")
-            name = event.get("name")
+            self.regions.add(event)
+            dur, name = event.get("dur"), event.get("name")
             if isinstance(name, str) and isinstance(dur, (int, float)) and not isinstance(dur, bool):
                 args = event.get("args")
-                self.events.append((name, args if isinstance(args, dict) else {}, float(dur)))
+                args = args if isinstance(args, dict) else {}
+                kept = {k: args[k] for k in _KEPT_ARGS if k in args}
+                self.events.append(
+                    {**{k: event.get(k) for k in ("ph", "name", "cat", "pid", "tid", "ts")}, "dur": dur, "args": kept}
+                )
+        self.regions.done()
         self.matched = 0
         self.unmatched: Counter[str] = Counter()
+        self.reasons: Counter[str] = Counter()  # unplaced kernel events per verdict
         self.total = 0.0
 
-    def apply(self, graphs: list[dict[str, Any]]) -> None:
-        """Add ``t`` (total duration) and ``n`` (calls) to each call site of ``graphs`` that an
-        event names."""
+    def apply(self, graphs: list[dict[str, Any]], out: Path) -> None:
+        """Add ``t`` (total duration) and ``n`` (calls) to each call site of ``graphs`` (the
+        viewer's, read from ``out``) that an event is placed in."""
         by_label = {
             g["label"].replace(f"rank{g['rank']} ", "") if g["rank"] is not None else g["label"]: g for g in graphs
         }
-        by_key: dict[tuple[int, str], dict[str, Any]] = {}
-        by_name: dict[str, list[tuple[int, str]]] = {}
-        by_handle: dict[str, list[tuple[int, str]]] = {}
-        for gi, g in enumerate(graphs):
-            for call in g["calls"]:
-                by_key[(gi, call["k"])] = call
-                name, _ = split_key(call["k"])
-                by_name.setdefault(name or call["k"], []).append((gi, call["k"]))
-                for s in call["s"]:
-                    hid = g["specs"][s]["h"]
-                    if isinstance(hid, str):
-                        by_handle.setdefault(hid, []).append((gi, call["k"]))
-        turns: Counter[str] = Counter()
-        resolved: dict[str, list[tuple[int, str]]] = {}
-        # a device event times the kernel itself; its CPU launch span beside it is not counted again
-        device = any(SPYRE_EVENT.match(name) for name, _, _ in self.events)
-        for name, args, dur in self.events:
+        calls = {(gi, call["k"]): call for gi, g in enumerate(graphs) for call in g["calls"]}
+        attributor, position = _attributor(out, graphs, self.regions)
+        device = any(key_of_event(e["name"]) for e in self.events)
+        for event in self.events:
+            name = event["name"]
             if device and name.startswith(_CPU_SPANS):
                 continue
-            sites = self._sites(name, args, graphs, by_label, by_name, by_handle, resolved)
-            if not sites:
-                if name.startswith(("spyre_kernel_", "sdsc_", "cpp_fused", "triton_", "graph_")) or name.startswith(
-                    _CPU_SPANS
-                ):
+            site = _annotated_site(event["args"], graphs, by_label)
+            status = "annotated" if site is not None else None
+            if site is None and attributor is not None:
+                verdict = attributor.verdict(event)
+                status = verdict.status
+                if verdict.site is not None and verdict.site[0] in position:
+                    site = (position[verdict.site[0]], verdict.site[1])
+            call = calls.get(site) if site is not None else None
+            if call is None:
+                if status is not None:  # a kernel event: counted, never attributed
                     self.unmatched[name.split("#", 1)[0]] += 1
+                    self.reasons[status] += 1
                 continue
-            turn_key = name.split("#", 1)[0]
-            site = sites[turns[turn_key] % len(sites)]
-            turns[turn_key] += 1
-            call = by_key[site]
-            call["t"] = call.get("t", 0.0) + dur
+            call["t"] = call.get("t", 0.0) + event["dur"]
             call["n"] = call.get("n", 0) + 1
             self.matched += 1
-            self.total += dur
-
-    def _sites(
-        self,
-        name: str,
-        args: dict[str, Any],
-        graphs: list[dict[str, Any]],
-        by_label: dict[str, dict[str, Any]],
-        by_name: dict[str, list[tuple[int, str]]],
-        by_handle: dict[str, list[tuple[int, str]]],
-        resolved: dict[str, list[tuple[int, str]]],
-    ) -> list[tuple[int, str]]:
-        key, graph = args.get("spyre_provenance_call_site"), args.get("spyre_provenance_graph")
-        if key is None and ":" in str(args.get("provenance_key", "")):  # as annotate of 0.1.0 wrote them
-            key, graph = args.get("provenance_key"), args.get("provenance_graph")
-        if isinstance(key, str) and isinstance(graph, str) and graph in by_label:
-            gi = graphs.index(by_label[graph])
-            return [(gi, key)] if any(c["k"] == key for c in by_label[graph]["calls"]) else []
-        handles = args.get("debug_handles")
-        if SPYRE_EVENT.match(name) and isinstance(handles, list) and handles:
-            # the call sites whose OpSpecs carry every handle of the event
-            found = None
-            for hid in handles:
-                sites = set(by_handle.get(str(hid), ()))
-                found = sites if found is None else found & sites
-            return sorted(found or ())
-        for span in _CPU_SPANS:
-            if name.startswith(span):
-                name = name[len(span) :]
-        if name not in resolved:
-            kernels = names.resolve(names.parse(name).name, by_name)
-            resolved[name] = [s for k in kernels for s in by_name[k]]
-        return resolved[name]
+            self.total += event["dur"]
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -133,7 +106,40 @@ class Timing:
             "total": self.total,
             "unmatched": sum(self.unmatched.values()),
             "unmatched_names": sorted(self.unmatched)[:20],
+            "unmatched_reasons": dict(sorted(self.reasons.items())),
         }
+
+
+def _annotated_site(
+    args: dict[str, Any], graphs: list[dict[str, Any]], by_label: dict[str, dict[str, Any]]
+) -> tuple[int, str] | None:
+    """The call site ``annotate`` wrote into the event, when it names one of ``graphs``."""
+    key, graph = args.get("spyre_provenance_call_site"), args.get("spyre_provenance_graph")
+    if key is None and ":" in str(args.get("provenance_key", "")):  # as annotate of 0.1.0 wrote them
+        key, graph = args.get("provenance_key"), args.get("provenance_graph")
+    if isinstance(key, str) and isinstance(graph, str) and graph in by_label:
+        return graphs.index(by_label[graph]), key
+    return None
+
+
+def _attributor(
+    out: Path, graphs: list[dict[str, Any]], regions: attribution.Regions
+) -> tuple[attribution.Attributor | None, dict[int, int]]:
+    """``runtime.attribution``'s placer over ``out``'s index, and each index graph's position
+    among the viewer's ``graphs`` (the same graph: model, rank, compile id and kind)."""
+    try:
+        index = kernel_index.build([out])
+    except UnusableInput:  # graph folders without one call site: nothing to place events in
+        return None, {}
+    viewer = {(g["model"], g["rank"], g["compile_id"], g["kind"]): gi for gi, g in enumerate(graphs)}
+    position = {}
+    for p, graph in enumerate(index.graphs):
+        origin = Path(graph.origin)
+        parts = origin.relative_to(out).parts if origin.is_relative_to(out) else origin.parts
+        found = viewer.get((graph.model, folders.rank_of_path(parts), graph.compile_id, graph.graph))
+        if found is not None:
+            position[p] = found
+    return attribution.Attributor(index, regions), position
 
 
 def read(path: str | os.PathLike[str]) -> Timing:
