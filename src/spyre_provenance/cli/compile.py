@@ -111,7 +111,7 @@ def request(args: argparse.Namespace) -> compile_job.CompileRequest:
 def report(outcome: compile_job.CompileOutcome) -> int:
     """Print the summary (and what became of the audit files and the profile); the exit status."""
     from spyre_provenance.cli import outputs as summary
-    from spyre_provenance.cli import view
+    from spyre_provenance.viewer import page as view
 
     for problem in outcome.page_problems:
         print(problem, file=sys.stderr)

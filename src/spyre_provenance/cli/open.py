@@ -107,8 +107,8 @@ def _open_ranks(args: argparse.Namespace, target: Path) -> int:
 def _print_viewer(target: Path, width: int) -> None:
     """Beside tlparse's pages, the viewer's page (``view``) of a compile --out folder, written
     now; a log alone has no graph folders to make it of."""
-    from spyre_provenance.cli import view
     from spyre_provenance.viewer import data
+    from spyre_provenance.viewer import page as view
 
     out = target
     if target.is_file() and target.parent.name == "trace":  # a compile --out folder's log

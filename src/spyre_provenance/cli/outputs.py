@@ -24,7 +24,7 @@ SHOWN_VIOLATIONS = 10
 
 
 def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: Path, viewer: str | None = None) -> str:
-    """The summary; ``viewer`` is the viewer page's line (``cli.view.beside``), printed after
+    """The summary; ``viewer`` is the viewer page's line (``viewer.page.beside``), printed after
     tlparse's pages."""
     calls = f", {report.calls} calls" if report.calls > 1 else ""
     where = f"on the {report.backend} backend"

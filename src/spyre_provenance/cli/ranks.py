@@ -123,7 +123,7 @@ def run(args: argparse.Namespace, out: Path, label: str, own_folders) -> int:
                 print(f"  {page.label.ljust(width)}  {page.page}")
 
     if logs:  # one page for every rank's graphs
-        from spyre_provenance.cli import view
+        from spyre_provenance.viewer import page as view
 
         print(view.beside(out))
 
