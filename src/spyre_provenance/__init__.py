@@ -34,7 +34,7 @@ def __getattr__(name: str):
         return getattr(tracking, name)
     if name in ("compile_request", "CompileRequest", "CompileOutcome"):
         # the compile the command line runs, with its verdict (``outcome.verdict``)
-        from spyre_provenance.capture import compile_job
+        from spyre_provenance.compile import job as compile_job
 
         return getattr(compile_job, name)
     if name in ("lookup", "annotate", "time_summary"):

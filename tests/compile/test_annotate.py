@@ -201,7 +201,7 @@ def test_a_gigabyte_on_one_line_is_refused_without_reading_it_all(run_cli, tmp_p
 
 
 def test_a_profiled_run_that_fails_is_one_line_and_leaves_no_trace(tmp_path):
-    from spyre_provenance.capture import profiled_run
+    from spyre_provenance.compile import profile as profiled_run
 
     profiler = profiled_run.Profiler(tmp_path, "mlp")
 

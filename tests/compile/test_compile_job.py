@@ -1,4 +1,4 @@
-"""``capture.compile_job``: the one compile path with its verdict, and the one default
+"""``compile.job``: the one compile path with its verdict, and the one default
 backend. The command-line side of it is tests/compile/test_compile_cli.py and
 tests/hardening/test_compile_refusals.py (what ``compile`` prints and exits with)."""
 
@@ -10,14 +10,15 @@ import pytest
 
 import spyre_provenance
 from spyre_provenance.backends import DEFAULT_BACKEND
-from spyre_provenance.capture import compile_job
-from spyre_provenance.capture.compile_run import CompileReport
+from spyre_provenance.compile import job as compile_job
+from spyre_provenance.compile.run import CompileReport
 from spyre_provenance.errors import FOUND_WANTING, OK, UNUSABLE, UnusableInput
 
 
 def test_every_entry_point_defaults_to_the_same_backend() -> None:
-    from spyre_provenance.capture import compile_run, tracking
+    from spyre_provenance.capture import tracking
     from spyre_provenance.cli import build_parser
+    from spyre_provenance.compile import run as compile_run
     from spyre_provenance.pytest_plugin import ProvenanceRegression
 
     defaults = {

@@ -224,7 +224,8 @@ def test_rank_folders_are_read_from_paths():
 
 
 def test_every_rank_gets_the_flags_of_the_run():
-    from spyre_provenance.cli import build_parser, ranks
+    from spyre_provenance.cli import build_parser
+    from spyre_provenance.compile import ranks
 
     args = build_parser().parse_args(
         ["compile", "tensor_parallel", "--ranks", "2", "--train", "--audit", "--redact-paths", "--dtype", "float16"]

@@ -154,7 +154,7 @@ def test_emit_clears_dead_writers_temporaries_before_writing(tmp_path: Path) -> 
 
 
 def test_compile_prepare_removes_only_this_models_output(tmp_path: Path) -> None:
-    from spyre_provenance.capture import compile_job
+    from spyre_provenance.compile import job as compile_job
 
     out = tmp_path / "out"
     mine = [out / "graph_mlp_00_0-0_inference", out / "sdsc" / "mlp", out / "tlparse" / "mlp"]

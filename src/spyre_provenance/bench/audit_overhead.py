@@ -85,7 +85,7 @@ def compile_once(
     from spyre_provenance.backends import get_backend
     from spyre_provenance.bench.models import MODELS
     from spyre_provenance.capture.audit_probe import toolchain
-    from spyre_provenance.capture.compile_run import tracked_compile
+    from spyre_provenance.compile.run import tracked_compile
 
     model, inputs = MODELS[model_name]()
     gc.collect()

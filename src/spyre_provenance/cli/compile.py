@@ -1,9 +1,9 @@
 """``spyre-provenance compile MODEL``: one tracked compile, its artifacts, a summary.
 
-The arguments become a ``CompileRequest``; ``capture.compile_job.compile_request`` compiles,
+The arguments become a ``CompileRequest``; ``compile.job.compile_request`` compiles,
 writes into ``--out DIR`` (default ``out/<model>``; what goes there: ``compile_job``) and
-judges; this command prints the summary (``cli.outputs``) and exits with the verdict's
-status. ``--ranks N`` starts one such process per rank (``cli.ranks``).
+judges; this command prints the summary (``compile.summary``) and exits with the verdict's
+status. ``--ranks N`` starts one such process per rank (``compile.ranks``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from spyre_provenance.backends import BACKEND_NAMES, DEFAULT_BACKEND
-from spyre_provenance.capture import compile_job
+from spyre_provenance.compile import job as compile_job
 from spyre_provenance.model import folders
 
 
@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run N processes, one rank each, in a torch.distributed gloo group; rank r compiles "
         "into OUT/rank<r>/ and OUT/tlparse/<model>/ gets tlparse's multi-rank report",
     )
-    # the rank this process is, when the parent of a --ranks run started it (cli.ranks)
+    # the rank this process is, when the parent of a --ranks run started it (compile.ranks)
     parser.add_argument("--rank", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument(
         "--redact-paths",
@@ -82,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.ranks is not None and args.rank is None:  # the parent of a multi-rank run
-        from spyre_provenance.cli import ranks
+        from spyre_provenance.compile import ranks
 
         return ranks.run(args, default_out(args), compile_job.run_label(args.model), compile_job.own_folders)
     outcome = compile_job.compile_request(request(args), announce=lambda line: print(line, flush=True))
@@ -110,7 +110,7 @@ def request(args: argparse.Namespace) -> compile_job.CompileRequest:
 
 def report(outcome: compile_job.CompileOutcome) -> int:
     """Print the summary (and what became of the audit files and the profile); the exit status."""
-    from spyre_provenance.cli import outputs as summary
+    from spyre_provenance.compile import summary
     from spyre_provenance.viewer import page as view
 
     for problem in outcome.page_problems:

@@ -46,7 +46,7 @@ from spyre_provenance.model import folders
 from spyre_provenance.support import atomic_write_text, remove_stale_temporaries
 
 if TYPE_CHECKING:
-    from spyre_provenance.capture.profiled_run import Profiler
+    from spyre_provenance.compile.profile import Profiler
 
 
 class CompileRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -135,7 +135,7 @@ def compile_request(request: CompileRequest, *, announce: Callable[[str], None] 
     out = out / folders.rank_folder(request.rank)
     if out.exists() and not out.is_dir():
         raise UnusableInput(str(out), "exists and is not a folder")
-    from spyre_provenance.capture import ranks as process_group
+    from spyre_provenance.compile import process_group
 
     _point_trace_at(out / "trace")  # before torch is imported, and so before the group exists
     try:
@@ -164,7 +164,7 @@ def judge(report: Any, checked: Any = None, audit: AuditFiles | None = None) -> 
     (``checked``; None: nothing was written, the hook's records are judged alone) and on its
     audit files. A compiled run that failed is unusable input, its artifacts kept; anything
     lost or missing is found wanting."""
-    from spyre_provenance.capture.output_check import pair_graphs
+    from spyre_provenance.compile.output_check import pair_graphs
 
     unusable = [] if report.run_error is None else [f"the compiled code failed as it ran ({report.run_error})"]
     wanting = []
@@ -205,7 +205,7 @@ def _compile(
     """``_tracked_compile``, with ``request.profile`` under the profiler."""
     if not request.profile or out is None or ranked:
         return _tracked_compile(request, out, announce, ranked=ranked)
-    from spyre_provenance.capture import profiled_run
+    from spyre_provenance.compile import profile as profiled_run
 
     with profiled_run.profiling(out, request.label) as profiler:
         return _tracked_compile(request, out, announce, ranked=ranked, profiler=profiler)
@@ -239,8 +239,8 @@ def _tracked_compile(
             "--kernel-cache", f"models torch-spyre's kernel cache on the reference backend, not {backend}"
         )
 
-    from spyre_provenance.capture import compile_run
-    from spyre_provenance.capture.output_check import check_outputs
+    from spyre_provenance.compile import run as compile_run
+    from spyre_provenance.compile.output_check import check_outputs
     from spyre_provenance.examples import ModelLoadError
 
     # everything that can refuse the model happens before ``out`` is touched
@@ -314,7 +314,7 @@ def _tracked_compile(
 
 def _write_audit(report: Any, out: Path, previous: Any, against: Path | None) -> AuditFiles:
     from spyre_provenance import audit_report as provenance_audit
-    from spyre_provenance.capture.audit_files import build, write
+    from spyre_provenance.compile.audit_files import build, write
 
     document = build(report)
     changes = provenance_audit.compare(previous, document) if previous is not None else None

@@ -3,7 +3,7 @@
 The parent hosts the rendezvous store (a ``TCPStore`` on a port the system picks, so no
 port can be taken in between) and starts ``spyre-provenance compile MODEL ... --rank r``
 N times with torch's usual variables. Each rank joins the group
-(``capture.ranks``), does its own tracked compile and writes ``OUT/rank<r>/`` exactly as a
+(``compile.process_group``), does its own tracked compile and writes ``OUT/rank<r>/`` exactly as a
 single ``compile --out OUT/rank<r>`` would (graph folders, ``trace/<model>.log``, bundles).
 When they are done the parent prints each rank's summary under a ``[rank r]`` prefix and
 renders tlparse's multi-rank report of all of them into ``OUT/tlparse/<model>/``.
@@ -13,7 +13,7 @@ A rank failing must not take the others' artifacts with it nor hang the run:
 - the artifacts are written during the compile (atomically), before the compiled code
   runs its collectives; a rank whose collective then fails (its peer is gone: gloo sees
   the closed connection at once) keeps them, says ``NOT CHECKED`` and exits 2;
-- a hung peer is bounded by the group's timeout (``capture.ranks``); the parent gives the
+- a hung peer is bounded by the group's timeout (``compile.process_group``); the parent gives the
   other ranks that long (plus a margin) after the first one failed, then stops them;
 - the parent prints exactly one line on stderr, naming the rank that failed first: the
   one killed by a signal, or exiting 2 or 3, or that had to be stopped because it hung.
@@ -36,8 +36,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from spyre_provenance.capture import ranks as process_group
-from spyre_provenance.capture.compile_job import ORIGIN_SUFFIX
+from spyre_provenance.compile import process_group
+from spyre_provenance.compile.job import ORIGIN_SUFFIX
 from spyre_provenance.errors import EXIT_FOUND_WANTING, UnusableInput
 from spyre_provenance.logs.tlparse_run import TlparseError, render_all_ranks, tlparse_binary
 from spyre_provenance.model import folders

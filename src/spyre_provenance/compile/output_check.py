@@ -2,7 +2,7 @@
 each graph judged on the TORCH_TRACE log.
 
 Everything here reads files (the log, the ``--out`` artifacts), not the hook's memory: the
-verdict (``compile_job``) and the summary (``cli.outputs``) are on what tlparse and a CI job
+verdict (``compile_job``) and the summary (``compile.summary``) are on what tlparse and a CI job
 will actually see. Coverage comes from ``coverage.judge`` on the log, the function the hook
 judged the same graph with for its diagnostics artifact; where the two disagree, that is
 said and the compile is found wanting. No torch import.

@@ -1,5 +1,5 @@
 """After a compile: its summary, from what was written, re-read and checked
-(``capture.output_check``), so it describes what tlparse and a CI job will actually see."""
+(``compile.output_check``), so it describes what tlparse and a CI job will actually see."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spyre_provenance import coverage
-from spyre_provenance.capture.compile_job import NO_TORCH_SPYRE_KERNEL
-from spyre_provenance.capture.output_check import OutputCheck, pair_graphs
+from spyre_provenance.compile.job import NO_TORCH_SPYRE_KERNEL
+from spyre_provenance.compile.output_check import OutputCheck, pair_graphs
 from spyre_provenance.model.records import BundleHandlesV4, UpstreamComparison
 
 if TYPE_CHECKING:
-    from spyre_provenance.capture.compile_run import CompileReport
+    from spyre_provenance.compile.run import CompileReport
 
-# what CompileReport.compared says when the graphs draw random numbers (capture.compile_run;
+# what CompileReport.compared says when the graphs draw random numbers (compile.run;
 # a literal here: the command line's summary must not import torch's side to read it)
 COMPARED_FALLBACK_RANDOM = "fallback_random"
 #: Below this, every output of a model is so small that any output would match eager.
