@@ -216,6 +216,7 @@ def _compile(model: Any, inputs: tuple[Any, ...], backend: str, train: bool) -> 
             outcome = compile_job.compile_request(request)
     except UnusableInput as exc:
         pytest.fail(f"provenance_regression: {exc.what}", pytrace=False)
+    assert isinstance(outcome, compile_job.CompileOutcome)  # one process: no ranks asked for
     if not outcome.verdict.ok:
         pytest.fail("provenance_regression: " + "; ".join(outcome.verdict.reasons), pytrace=False)
     found: list[tuple[str, dict[str, Any]]] = []

@@ -18,19 +18,21 @@ from spyre_provenance.errors import FOUND_WANTING, OK, UNUSABLE, UnusableInput
 def test_every_entry_point_defaults_to_the_same_backend() -> None:
     from spyre_provenance.capture import tracking
     from spyre_provenance.cli import build_parser
-    from spyre_provenance.compile import run as compile_run
     from spyre_provenance.pytest_plugin import ProvenanceRegression
 
     defaults = {
         "enable": inspect.signature(tracking.enable).parameters["backend"].default,
         "tracking": inspect.signature(tracking.tracking).parameters["backend"].default,
-        "compile_model": inspect.signature(compile_run.compile_model).parameters["backend"].default,
         "CompileRequest": compile_job.CompileRequest(model="mlp").backend,
         "provenance_regression.check": inspect.signature(ProvenanceRegression.check).parameters["backend"].default,
         "compile": build_parser().parse_args(["compile", "mlp"]).backend,
         "audit": build_parser().parse_args(["audit", "mlp"]).backend,
     }
     assert defaults == dict.fromkeys(defaults, DEFAULT_BACKEND)
+    # below the request, the backend is the compile's one instance, built from the request
+    from spyre_provenance.compile import run as compile_run
+
+    assert inspect.signature(compile_run.compile_model).parameters["backend"].default is inspect.Parameter.empty
 
 
 def _report(**fields) -> CompileReport:
@@ -59,7 +61,7 @@ def test_a_compiled_run_that_failed_is_unusable_whatever_else_was_found() -> Non
 
 
 def test_a_multi_rank_run_is_the_command_lines_and_a_model_handed_in_is_not_cast() -> None:
-    with pytest.raises(UnusableInput, match="one process per rank"):
+    with pytest.raises(UnusableInput, match="by its name into an out folder"):
         compile_job.compile_request(compile_job.CompileRequest(model="tensor_parallel", ranks=2))
     with pytest.raises(UnusableInput, match="compiled as built"):
         compile_job.compile_request(compile_job.CompileRequest(model="m", instance=(object(), ()), dtype="float16"))
@@ -74,3 +76,23 @@ def test_the_python_api_compiles_as_the_command_line_judges(tmp_path) -> None:
     assert outcome.report.graphs and outcome.report.matches_eager
     assert outcome.checked is None and outcome.pages == [] and outcome.out is None
     assert outcome.backend_choice == "backend reference (asked for)"
+
+
+@pytest.mark.compile
+def test_the_python_api_traces_a_distributed_model_on_several_ranks(tmp_path) -> None:
+    """``compile_request`` with ``ranks``: one process per rank in a gloo group, each rank's
+    graph folders and log in ``out/rank<r>/``, the parent's outcome their verdict."""
+    from spyre_provenance.compile.ranks import RanksOutcome
+    from spyre_provenance.model.layout import Layout
+
+    request = compile_job.CompileRequest(
+        model="tensor_parallel", backend="reference", out=tmp_path / "tp", ranks=2, tlparse=False
+    )
+    outcome = compile_job.compile_request(request)
+    assert isinstance(outcome, RanksOutcome)
+    assert outcome.exit_code == 0 and outcome.verdict.state == OK, outcome.problems
+    layout = Layout(tmp_path / "tp", request.label)
+    assert [rank for rank, _ in layout.ranks()] == [0, 1]
+    for _, ranked in layout.ranks():
+        assert ranked.trace_log.is_file() and ranked.graph_folders()
+    assert any(line.startswith("[rank 1] compiled tensor_parallel") for line in "\n".join(outcome.lines).splitlines())

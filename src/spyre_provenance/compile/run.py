@@ -18,9 +18,9 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance.backends import DEFAULT_BACKEND, get_backend
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture.tracking import tracking
+from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.records import GraphResult
 
 # Compiled code may reorder floating-point sums; these bound what "matches eager" means.
@@ -144,28 +144,26 @@ def compile_model(
     loaded: LoadedModel,
     reference: list[Any] | None = None,
     *,
-    backend: str = DEFAULT_BACKEND,
-    out_dir: Path | None = None,
+    backend: Backend,
+    layout: Layout | None = None,
     train: bool = False,
-    label: str | None = None,
     redact_paths: bool = False,
-    kernel_cache: bool = False,
     keep_run_failure: bool = False,
     audit: bool = False,
-    beyond_upstream: bool = False,
     after_run: Callable[[Callable[[], object]], None] | None = None,
 ) -> CompileReport:
     """Compile ``loaded`` once with tracking on and compare with the eager ``reference``
     (``run_eager``'s result for the same ``train``; run here when None).
 
-    ``label`` (the model's name in ``out_dir``): graph folders are ``graph_<label>_...`` and
-    bundles go to ``sdsc/<label>/``, so runs of several models can share ``out_dir``.
-    ``redact_paths``: see ``tracking.enable``. ``kernel_cache``: the reference backend keeps its
-    bundles as torch-spyre's kernel cache does (``ReferenceBackend.kernel_cache``).
+    ``backend``: the compile's one instance, built with its own options (its bundle folder,
+    ``layout.bundle_root``; the reference backend's kernel cache); the eager comparison of a
+    graph that draws random numbers compiles on it again, writing nothing.
+    ``layout``: where the graph folders go (``graph_<label>_...``), so runs of several models
+    can share one ``--out``; None: nothing written.
+    ``redact_paths``: see ``tracking.enable``.
     ``keep_run_failure`` (a rank of ``compile --ranks``): when the compile finished but its
     run failed, report that (``run_error``) instead of raising, so its artifacts are kept.
     ``audit``: each graph also gets its provenance audit (``GraphResult.audit``).
-    ``beyond_upstream``: on stock Inductor, complete the mapping as on the Spyre backends.
     ``after_run``: called once after the tracked run, still tracking, with a function that
     runs the same compiled model on the same calls again (``compile --profile`` profiles it).
     """
@@ -173,8 +171,7 @@ def compile_model(
     if reference is None:
         reference = run_eager(loaded, train=train)
     loaded.model.train(train)
-    bundle_dir = None if out_dir is None else out_dir / "sdsc" / label if label else out_dir / "sdsc"
-    chosen = get_backend(backend, bundle_dir=bundle_dir, kernel_cache=kernel_cache, beyond_upstream=beyond_upstream)
+    chosen = backend
     # as the eager run found them: the tracked run updates buffers (BatchNorm's statistics)
     pristine = copy.deepcopy(loaded.model)
 
@@ -187,8 +184,7 @@ def compile_model(
             loaded.calls,
             chosen,
             train=train,
-            out_dir=out_dir,
-            label=label,
+            layout=layout,
             redact_paths=redact,
             keep_run_failure=keep_run_failure,
             audit=audit,
@@ -210,9 +206,7 @@ def compile_model(
     compared = COMPARED_TRACKED
     if any(g.random_ops for g in graphs):
         calls = [_copies(call) for call in loaded.calls]
-        got = _fallback_random_run(
-            copy.deepcopy(pristine), calls, get_backend(backend, beyond_upstream=beyond_upstream), train
-        )
+        got = _fallback_random_run(copy.deepcopy(pristine), calls, chosen, train)
         compared = COMPARED_FALLBACK_RANDOM
 
     error = max(
@@ -315,11 +309,11 @@ def _fallback_random_run(model: Any, calls: list[tuple[Any, ...]], chosen: Backe
     import torch
     from torch._inductor import config
 
-    model.train(train)  # ``chosen`` has no bundle folder: this compile writes nothing
+    model.train(train)
     torch._dynamo.reset()
     chosen.install(None)
-    try:
-        with config.patch(fallback_random=True), _structured_trace_off():
+    try:  # the tracked compile's own backend, writing no bundle and no cache entry
+        with chosen.writing_nothing(), config.patch(fallback_random=True), _structured_trace_off():
             model, calls = _placed(chosen, model, calls)
             return _on_cpu(_run(torch.compile(model, backend=chosen.compiler()), model, calls, train))
     finally:
@@ -371,8 +365,7 @@ def tracked_compile(
         calls,
         backend,
         train=train,
-        out_dir=out_dir,
-        label=label,
+        layout=Layout(Path(out_dir), label) if out_dir is not None else None,
         redact_paths=redact_paths,
         keep_run_failure=keep_run_failure,
         audit=audit,
@@ -386,8 +379,7 @@ def _tracked(
     backend: Backend,
     *,
     train: bool,
-    out_dir: Path | None,
-    label: str | None,
+    layout: Layout | None,
     redact_paths: bool | Path,
     keep_run_failure: bool,
     audit: bool,
@@ -401,6 +393,7 @@ def _tracked(
     model, calls = _placed(backend, model, calls)
     session = None
     try:
+        out_dir, label = (layout.out, layout.label) if layout is not None else (None, None)
         with tracking(backend, out_dir=out_dir, label=label, redact_paths=redact_paths, audit=audit) as session:
             compiled = torch.compile(model, backend=backend.compiler())
             before = _State(model, calls) if after_run is not None else None

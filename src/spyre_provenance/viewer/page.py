@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from spyre_provenance.errors import UnusableInput
+from spyre_provenance.model.layout import VIEWER_PAGE, Layout
 from spyre_provenance.support import atomic_write_bytes
 
 #: The page's name in an ``--out`` folder, where ``compile`` and ``open`` write it.
-PAGE = "view.html"
+PAGE = VIEWER_PAGE
 
 
 def _asset(name: str) -> str:
@@ -53,7 +54,7 @@ def write_page(
     UnusableInput before anything is written."""
     from spyre_provenance.viewer import data, timing
 
-    target = target if target is not None else out / PAGE
+    target = target if target is not None else Layout(out).viewer_page
     if target.is_dir():
         raise UnusableInput(str(target), "is a folder; name the page's file")
     timed = timing.read(trace) if trace is not None else None
