@@ -21,6 +21,7 @@ __all__ = [
     "compile_request",
     "CompileRequest",
     "CompileOutcome",
+    "RanksOutcome",
     "lookup",
     "annotate",
     "time_summary",
@@ -37,6 +38,10 @@ def __getattr__(name: str):
         from spyre_provenance.compile import job as compile_job
 
         return getattr(compile_job, name)
+    if name == "RanksOutcome":  # what compile_request returns for CompileRequest(ranks=N)
+        from spyre_provenance.compile.ranks import RanksOutcome
+
+        return RanksOutcome
     if name in ("lookup", "annotate", "time_summary"):
         return globals()[f"_{name}"]
     raise AttributeError(name)

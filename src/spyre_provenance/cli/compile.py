@@ -116,15 +116,9 @@ def report(outcome: compile_job.CompileOutcome) -> int:
     """Print the summary (and what became of the audit files and the profile); the exit status."""
     for problem in outcome.page_problems:
         print(problem, file=sys.stderr)
-    assert outcome.out is not None  # the command always compiles into an --out folder
-    print(summary.render(outcome.report, outcome.checked, outcome.pages, outcome.out, outcome.viewer))
-    if outcome.audit is not None:
-        if outcome.audit.refused is not None:
-            raise outcome.audit.refused
-        for line in outcome.audit.problems:
-            print(f"  AUDIT NOT WRITTEN: {line}")
-        if outcome.audit.written:
-            print(f"  audit: {', '.join(map(str, outcome.audit.written))}")
-    if outcome.profile is not None:  # --profile: the annotated trace, last
-        print(outcome.profile)
+    print(summary.render(outcome))
+    if outcome.audit is not None and outcome.audit.refused is not None:
+        raise outcome.audit.refused  # no graph was audited: one line, exit 2
+    for line in summary.tail(outcome):
+        print(line)
     return outcome.exit_code

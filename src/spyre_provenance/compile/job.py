@@ -1,26 +1,22 @@
 """One compile and its verdict: a ``CompileRequest`` in, a ``CompileOutcome`` out.
 
-``compile_request`` is the one compile path: the ``compile`` command (and each rank of
-``compile --ranks``, and so each case of ``golden``, which runs ``compile`` in its own
-process), the ``audit`` command, the pytest fixture and the Python API all call it. The
-outcome's ``verdict`` (``errors.Verdict``) is the one judgement of a compile; its
-``exit_code`` is what ``compile`` exits with.
+``compile_request`` is the one compile path: the ``compile`` command (``--ranks N`` too: its
+parent, ``compile.ranks``, starts each rank as a ``compile`` of its own, and so each case of
+``golden``, which runs ``compile`` in its own process), the ``audit`` command, the pytest
+fixture and the Python API all call it. The outcome's ``verdict`` (``errors.Verdict``) is
+the one judgement of a compile; its ``exit_code`` is what ``compile`` exits with.
 
 With ``out``, the compile writes into that folder, everything named after the model
-(``mlp``, or ``file-factory`` for ``PATH.py:FACTORY``; see ``run_label``):
+(``mlp``, or ``file-factory`` for ``PATH.py:FACTORY``; see ``run_label``): its log, graph
+folders, bundles, pages, and with ``audit`` the audit files; where each goes is
+``model.layout.Layout``, built once here and handed down. A run replaces only its own
+model's earlier output, so compiles of different models can share one ``out`` (and so one
+TORCH_TRACE folder), also at the same time. Without ``out`` nothing is written and the
+verdict is on the hook's records alone (the pytest fixture).
 
-- ``trace/<model>.log``: this run's TORCH_TRACE log (torch writes it under its own random
-  name while compiling; the run finds it through torch's trace handler, not by globbing,
-  and renames it when the compile is done);
-- ``graph_<model>_NN_<compile id>_<kind>/``: one folder per compiled graph, its artifacts;
-- ``sdsc/<model>/``: the reference backend's SuperDSC-like bundles;
-- ``tlparse/<model>/``: the provenance pages, when tlparse is installed and asked for;
-- ``provenance_audit.json`` and ``.md`` with ``audit``: one per ``out``, the last audited
-  run's.
-
-A run replaces only its own model's earlier output, so compiles of different models can
-share one ``out`` (and so one TORCH_TRACE folder), also at the same time. Without ``out``
-nothing is written and the verdict is on the hook's records alone (the pytest fixture).
+The backend is built once here too (``_backend``), with the options that are its own, and
+that instance compiles, and compiles again for the eager comparison of a model that draws
+random numbers.
 
 Input that cannot be compiled (the model does not load or fails eagerly, torch.compile
 refuses it, ``out`` is a file) raises ``UnusableInput`` before anything is written; a
@@ -48,8 +44,10 @@ from spyre_provenance.support import atomic_write_text, remove_stale_temporaries
 
 if TYPE_CHECKING:
     from spyre_provenance.backends.base import Backend
+    from spyre_provenance.compile.output_check import OutputCheck
     from spyre_provenance.compile.profile import Profiler
     from spyre_provenance.compile.ranks import RanksOutcome
+    from spyre_provenance.compile.run import CompileReport
 
 
 class CompileRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -103,8 +101,8 @@ class CompileOutcome(msgspec.Struct):
     request: CompileRequest
     out: Path | None  # where it wrote (a rank's folder for a rank)
     backend_choice: str  # which backend, and why: ``backend reference (auto: ...)``
-    report: Any  # compile_run.CompileReport
-    checked: Any  # output_check.OutputCheck, None when nothing was written
+    report: CompileReport  # what the hook recorded, and the comparison with eager
+    checked: OutputCheck | None  # None when nothing was written
     pages: list[Path]
     page_problems: list[str]  # tlparse could not render the pages: why
     audit: AuditFiles | None
@@ -173,13 +171,11 @@ NO_TORCH_SPYRE_KERNEL = (
 )
 
 
-def judge(report: Any, checked: Any = None, audit: AuditFiles | None = None) -> Verdict:
+def judge(report: CompileReport, checked: OutputCheck | None = None, audit: AuditFiles | None = None) -> Verdict:
     """The one verdict on a compile (``report``, a ``CompileReport``), on what it wrote
     (``checked``; None: nothing was written, the hook's records are judged alone) and on its
     audit files. A compiled run that failed is unusable input, its artifacts kept; anything
     lost or missing is found wanting."""
-    from spyre_provenance.compile.output_check import pair_graphs
-
     unusable = [] if report.run_error is None else [f"the compiled code failed as it ran ({report.run_error})"]
     wanting = []
     # no graph recorded means the hook saw nothing (a cache hit it could not bypass, or a
@@ -201,7 +197,7 @@ def judge(report: Any, checked: Any = None, audit: AuditFiles | None = None) -> 
             wanting.append(f"graph {graph.compile_id} {graph.kind}: {why}")
     if checked is not None:
         wanting += [f"invalid artifact: {problem}" for problem in checked.invalid]
-        for graph, logged in zip(report.graphs, pair_graphs(report.graphs, checked.graphs), strict=True):
+        for graph, logged in zip(report.graphs, checked.paired, strict=True):
             if logged is None:
                 wanting.append(f"graph {graph.compile_id} {graph.kind}: the log holds no code for it")
         wanting += [
@@ -298,7 +294,7 @@ def _tracked_compile(
     page_problems: list[str] = []
     if layout is not None:
         log = _claim_trace_log(layout.trace_log)
-        checked = check_outputs(layout.graph_folders(), log)
+        checked = check_outputs(layout.graph_folders(), log, report.graphs)
         tlparse = tlparse_binary()
         if log is not None and request.tlparse and tlparse:
             pages, page_problems = _graph_pages(tlparse, log, layout.pages)
