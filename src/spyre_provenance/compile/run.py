@@ -1,11 +1,11 @@
 """One tracked ``torch.compile`` of a model, checked against eager.
 
 ``tracked_compile`` is the one way this project compiles with tracking on; every entry
-point reaches it through ``compile_job.compile_request`` and ``compile_model`` (the bench
-calls it directly). ``compile_model`` runs the
-eager reference first, on copies of the model and its inputs: a model that fails in eager
-mode, or a training run with nothing to differentiate, is refused before anything is
-compiled or written.
+point reaches it through ``compile.job.compile_request`` and ``compile_model`` (the bench
+calls it directly). ``compile_model`` runs the eager reference first, on copies of the
+model and its inputs: a model that fails in eager mode, or a training run with nothing to
+differentiate, is refused before anything is compiled or written. Whether the compiled
+output matches eager is ``compile.numerics``'s to say.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ import msgspec
 
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture.tracking import tracking
+from spyre_provenance.compile import numerics
+from spyre_provenance.compile.numerics import PrecisionCheck
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.records import GraphResult
 
-# Compiled code may reorder floating-point sums; these bound what "matches eager" means.
-TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}
 AS_BUILT = "as built"  # the dtype label of a file model compiled without --dtype
 #: The random seed set before every run that is compared (eager, compiled, the check
 #: compile), so runs that draw random numbers the same way draw the same ones.
@@ -209,60 +209,28 @@ def compile_model(
         got = _fallback_random_run(copy.deepcopy(pristine), calls, chosen, train)
         compared = COMPARED_FALLBACK_RANDOM
 
-    error = max(
-        (_max_abs_diff(a, b) for a, b in zip(got, reference, strict=False)), default=0.0
-    )  # uneven: `matches` below judges the lengths
-    tolerance = max((TOLERANCE.get(str(t.dtype).replace("torch.", ""), 0.0) for t in reference), default=0.0)
-    matches = len(got) == len(reference) and error <= max(tolerance, TOLERANCE["float32"]) * max(1.0, _scale(reference))
-    precision = None
-    if not matches and len(got) == len(reference):
-        # past the tolerance: a bug, or a model that amplifies rounding (train-mode BatchNorm
-        # over two values); a float64 run of eager tells them apart
-        precision = _float64_check(pristine, [_copies(call) for call in loaded.calls], train, got, reference)
-        matches = precision is not None and precision.within
+    compared_with = numerics.compare(
+        got, reference, lambda: _float64_run(pristine, [_copies(call) for call in loaded.calls], train)
+    )
     return CompileReport(
         model=loaded.spec,
         backend=chosen.name,
         dtype=loaded.dtype,
         train=train,
         graphs=graphs,
-        matches_eager=matches,
-        max_abs_error=error,
+        matches_eager=compared_with.matches,
+        max_abs_error=compared_with.max_abs_error,
         tracking_level=session.probe.tracking_level if session.probe is not None else 0,
         compared=compared,
         calls=len(loaded.calls),
-        precision=precision,
-        output_scale=_scale(reference) if reference else 0.0,
+        precision=compared_with.precision,
+        output_scale=compared_with.output_scale,
     )
 
 
-class PrecisionCheck(msgspec.Struct, frozen=True):
-    """The compiled output against a float64 run of eager, where it missed the tolerance,
-    by Dynamo's own accuracy rule (``torch._dynamo.utils.same`` with an fp64 reference),
-    per tensor: the compiled RMSE from float64 at most ``multiplier`` times eager's own
-    (2; 3 for half precision, fewer than 1000 elements or a 1x1 feature map, where noise
-    dominates), plus a tenth of the tolerance. The figures are the tensor where the
-    compiled output is furthest from float64 relative to eager."""
-
-    within: bool
-    compiled_rmse: float  # of the worst tensor, against float64
-    eager_rmse: float  # eager's own at that tensor, against float64
-    multiplier: float  # the rule's multiplier at that tensor
-    eager_max_error: float  # the largest difference between eager and float64 over all tensors
-
-
-def _multiplier(tensor: Any) -> float:
-    """Dynamo's ``same``: noise dominates small tensors, 1x1 maps and half precision."""
-    import torch
-
-    small = tensor.numel() < 1000 or (tensor.ndim == 4 and tensor.shape[-1] == tensor.shape[-2] == 1)
-    return 3.0 if small or tensor.dtype in (torch.float16, torch.bfloat16) else 2.0
-
-
-def _float64_check(
-    model: Any, calls: list[tuple[Any, ...]], train: bool, got: list[Any], reference: list[Any]
-) -> PrecisionCheck | None:
-    """None when the model cannot run in float64 (then the tolerance's verdict stands)."""
+def _float64_run(model: Any, calls: list[tuple[Any, ...]], train: bool) -> list[Any] | None:
+    """Eager in float64, the judge past the tolerance (``numerics.compare``); None when the
+    model cannot run in float64 (then the tolerance's verdict stands)."""
     import torch
 
     wide = copy.deepcopy(model).double()
@@ -276,29 +244,9 @@ def _float64_check(
         for call in calls
     ]
     try:
-        truth = _run(wide, wide, widened, train)
+        return _run(wide, wide, widened, train)
     except Exception:  # noqa: BLE001 - an op without float64 support: no verdict from here
         return None
-    if len(truth) != len(got):
-        return None
-    worst, within, eager_max = (0.0, 0.0, 2.0), True, 0.0
-    for mine, eager, exact in zip(got, reference, truth, strict=True):
-        if not (mine.is_floating_point() and exact.is_floating_point()) or mine.shape != exact.shape:
-            if not torch.equal(mine, eager):
-                return None
-            continue
-        compiled_rmse, eager_rmse, multiplier = _rmse(mine, exact), _rmse(eager, exact), _multiplier(eager)
-        eager_max = max(eager_max, _max_abs_diff(eager, exact))
-        slack = TOLERANCE.get(str(eager.dtype).replace("torch.", ""), TOLERANCE["float32"]) / 10
-        if compiled_rmse > multiplier * eager_rmse + slack:
-            within = False
-        if compiled_rmse / (multiplier * eager_rmse + slack) >= worst[0] / (worst[2] * worst[1] + slack):
-            worst = (compiled_rmse, eager_rmse, multiplier)
-    return PrecisionCheck(within, worst[0], worst[1], worst[2], eager_max)
-
-
-def _rmse(a: Any, b: Any) -> float:
-    return float((a.double() - b.double()).pow(2).mean().sqrt()) if a.numel() else 0.0
 
 
 def _fallback_random_run(model: Any, calls: list[tuple[Any, ...]], chosen: Backend, train: bool) -> list[Any]:
@@ -510,13 +458,3 @@ def _flatten(value: Any, detach: bool = True) -> list[Any]:
     if isinstance(value, dict):
         return [t for key in sorted(value) for t in _flatten(value[key], detach)]
     return []
-
-
-def _max_abs_diff(a: Any, b: Any) -> float:
-    if a.shape != b.shape:
-        return float("inf")
-    return float((a.float() - b.float()).abs().max()) if a.numel() else 0.0
-
-
-def _scale(tensors: list[Any]) -> float:
-    return max((float(t.float().abs().max()) for t in tensors if t.numel()), default=1.0)
