@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 
 import pytest
+import torch
 
 import spyre_provenance
 from spyre_provenance.backends import DEFAULT_BACKEND
@@ -96,3 +97,46 @@ def test_the_python_api_traces_a_distributed_model_on_several_ranks(tmp_path) ->
     for _, ranked in layout.ranks():
         assert ranked.trace_log.is_file() and ranked.graph_folders()
     assert any(line.startswith("[rank 1] compiled tensor_parallel") for line in "\n".join(outcome.lines).splitlines())
+
+
+class _Noisy(torch.nn.Module):
+    """A linear layer, then dropout that draws in eval mode too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.nn.functional.dropout(self.linear(x), 0.5, training=True).relu()
+
+
+@pytest.mark.compile
+def test_one_compile_builds_one_backend_and_compares_on_it_writing_nothing_more(tmp_path, monkeypatch) -> None:
+    """A model that draws random numbers is compared with eager on a second, untracked
+    compile: on the compile's own backend instance (built once, with its bundle folder), and
+    that compile writes no bundle (every bundle folder is a kernel of the tracked compile)."""
+    from spyre_provenance import backends
+    from spyre_provenance.compile.run import COMPARED_FALLBACK_RANDOM
+    from spyre_provenance.model.layout import Layout
+
+    built = []
+    make = backends._make
+
+    def counted(*args, **kwargs):
+        built.append(make(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(backends, "_make", counted)
+    torch.manual_seed(0)
+    model = _Noisy()
+    request = compile_job.CompileRequest(
+        model="drop", instance=(model, (torch.randn(4, 8),)), backend="reference", out=tmp_path, tlparse=False
+    )
+    outcome = compile_job.compile_request(request)
+    assert isinstance(outcome, compile_job.CompileOutcome)
+    assert outcome.verdict.state == OK, outcome.verdict.reasons
+    assert outcome.report.compared == COMPARED_FALLBACK_RANDOM
+    assert len(built) == 1 and built[0].bundle_dir == Layout(tmp_path, "drop").bundle_root
+    # the untracked compile's kernels are others (its dropout is ATen's): none left a bundle
+    folders = {p.name for p in Layout(tmp_path, "drop").bundle_root.iterdir()}
+    assert folders and folders <= {r.name for g in outcome.report.graphs for r in g.records}
