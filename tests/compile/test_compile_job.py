@@ -5,9 +5,12 @@ tests/hardening/test_compile_refusals.py (what ``compile`` prints and exits with
 from __future__ import annotations
 
 import inspect
+import json
+import os
+import subprocess
+import sys
 
 import pytest
-import torch
 
 import spyre_provenance
 from spyre_provenance.backends import DEFAULT_BACKEND
@@ -99,44 +102,76 @@ def test_the_python_api_traces_a_distributed_model_on_several_ranks(tmp_path) ->
     assert any(line.startswith("[rank 1] compiled tensor_parallel") for line in "\n".join(outcome.lines).splitlines())
 
 
-class _Noisy(torch.nn.Module):
-    """A linear layer, then dropout that draws in eval mode too."""
+#: Run in a fresh process: a compile into an out folder points TORCH_TRACE before torch loads.
+_ONE_BACKEND = """
+import json, sys
+from pathlib import Path
+from spyre_provenance import backends
+from spyre_provenance.compile import job
+from spyre_provenance.model.layout import Layout
 
-    def __init__(self) -> None:
+built = []
+make = backends._make
+def counted(*args, **kwargs):
+    built.append(make(*args, **kwargs))
+    return built[-1]
+backends._make = counted
+
+import torch
+from torch._inductor import config
+from spyre_provenance.backends import reference
+
+writes = []  # each bundle write: (in the untracked fallback_random compile, with a bundle folder)
+write = reference.ReferenceBackend._write_bundles
+def spied(self, kernel_name, specs):
+    writes.append((config.fallback_random, self.bundle_dir is not None or self.kernel_cache))
+    return write(self, kernel_name, specs)
+reference.ReferenceBackend._write_bundles = spied
+
+class Noisy(torch.nn.Module):  # a linear layer, then dropout that draws in eval mode too
+    def __init__(self):
         super().__init__()
         self.linear = torch.nn.Linear(8, 8)
-
     def forward(self, x):
         return torch.nn.functional.dropout(self.linear(x), 0.5, training=True).relu()
 
+torch.manual_seed(0)
+out = Path(sys.argv[1])
+request = job.CompileRequest(
+    model="drop", instance=(Noisy(), (torch.randn(4, 8),)), backend="reference", out=out, tlparse=False
+)
+outcome = job.compile_request(request)
+print(json.dumps({
+    "reasons": list(outcome.verdict.reasons),
+    "compared": outcome.report.compared,
+    "built": [str(b.bundle_dir) for b in built],
+    "bundles": sorted(p.name for p in Layout(out, "drop").bundle_root.iterdir()),
+    "writes": writes,
+}))
+"""
+
 
 @pytest.mark.compile
-def test_one_compile_builds_one_backend_and_compares_on_it_writing_nothing_more(tmp_path, monkeypatch) -> None:
+def test_one_compile_builds_one_backend_and_compares_on_it_writing_nothing_more(tmp_path) -> None:
     """A model that draws random numbers is compared with eager on a second, untracked
     compile: on the compile's own backend instance (built once, with its bundle folder), and
-    that compile writes no bundle (every bundle folder is a kernel of the tracked compile)."""
-    from spyre_provenance import backends
+    that compile writes no bundle."""
     from spyre_provenance.compile.run import COMPARED_FALLBACK_RANDOM
     from spyre_provenance.model.layout import Layout
 
-    built = []
-    make = backends._make
-
-    def counted(*args, **kwargs):
-        built.append(make(*args, **kwargs))
-        return built[-1]
-
-    monkeypatch.setattr(backends, "_make", counted)
-    torch.manual_seed(0)
-    model = _Noisy()
-    request = compile_job.CompileRequest(
-        model="drop", instance=(model, (torch.randn(4, 8),)), backend="reference", out=tmp_path, tlparse=False
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path / "cache")  # no cached graph: both compiles generate code
+    done = subprocess.run(
+        [sys.executable, "-c", _ONE_BACKEND, str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
-    outcome = compile_job.compile_request(request)
-    assert isinstance(outcome, compile_job.CompileOutcome)
-    assert outcome.verdict.state == OK, outcome.verdict.reasons
-    assert outcome.report.compared == COMPARED_FALLBACK_RANDOM
-    assert len(built) == 1 and built[0].bundle_dir == Layout(tmp_path, "drop").bundle_root
-    # the untracked compile's kernels are others (its dropout is ATen's): none left a bundle
-    folders = {p.name for p in Layout(tmp_path, "drop").bundle_root.iterdir()}
-    assert folders and folders <= {r.name for g in outcome.report.graphs for r in g.records}
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["reasons"] == [] and found["compared"] == COMPARED_FALLBACK_RANDOM
+    assert found["built"] == [str(Layout(tmp_path / "out", "drop").bundle_root)]
+    # both compiles made bundles on it; the untracked one's went nowhere
+    assert found["bundles"] and [True, False] in found["writes"] and [False, True] in found["writes"]
+    assert [True, True] not in found["writes"]
