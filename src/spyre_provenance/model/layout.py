@@ -99,7 +99,8 @@ class Layout(msgspec.Struct, frozen=True):
 
     @property
     def bundle_root(self) -> Path:
-        """Where a Spyre backend writes this model's SuperDSC bundles, one folder per kernel."""
+        """Where a Spyre backend writes this model's SuperDSC bundles, one folder per kernel
+        (unlabeled: every model's bundles). The one line that decides it."""
         return self.out / SDSC_FOLDER / self.label if self.label else self.out / SDSC_FOLDER
 
     @property
@@ -142,7 +143,7 @@ class Layout(msgspec.Struct, frozen=True):
 
     def shared_folders(self) -> list[Path]:
         """The folders several models' runs write into: removed by a discarded run only when empty."""
-        return [self.out / SDSC_FOLDER, self.pages_root]
+        return [Layout(self.out).bundle_root, self.pages_root]
 
     # --- ranks -------------------------------------------------------------------------------
 
