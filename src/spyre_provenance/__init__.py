@@ -21,6 +21,7 @@ __all__ = [
     "compile_request",
     "CompileRequest",
     "CompileOutcome",
+    "RanksOutcome",
     "lookup",
     "annotate",
     "time_summary",
@@ -34,9 +35,13 @@ def __getattr__(name: str):
         return getattr(tracking, name)
     if name in ("compile_request", "CompileRequest", "CompileOutcome"):
         # the compile the command line runs, with its verdict (``outcome.verdict``)
-        from spyre_provenance.capture import compile_job
+        from spyre_provenance.compile import job as compile_job
 
         return getattr(compile_job, name)
+    if name == "RanksOutcome":  # what compile_request returns for CompileRequest(ranks=N)
+        from spyre_provenance.compile.ranks import RanksOutcome
+
+        return RanksOutcome
     if name in ("lookup", "annotate", "time_summary"):
         return globals()[f"_{name}"]
     raise AttributeError(name)

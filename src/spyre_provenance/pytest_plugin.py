@@ -7,7 +7,7 @@ For a project's own test suite (torch-spyre's, a model zoo's)::
         provenance_regression.check(model, inputs, backend="spyre")
 
 compiles the model with provenance tracking as ``spyre-provenance compile`` does
-(``capture.compile_job``: checked against eager, judged by the same verdict), normalizes the artifacts
+(``compile.job``: checked against eager, judged by the same verdict), normalizes the artifacts
 (``golden.normalize``) and compares them with the golden beside the test file,
 ``<test dir>/<test module>/<test name>/`` (a golden case folder: ``manifest.json`` and one
 ``graph_*`` folder per compiled graph), the way pytest-regressions does it, through its
@@ -204,7 +204,8 @@ def _compile(model: Any, inputs: tuple[Any, ...], backend: str, train: bool) -> 
     """One tracked compile, the ``compile`` command's (``compile_job``) with nothing written
     and the same verdict; graph folder name -> {artifact: document}, and the backend used."""
     __tracebackhide__ = True
-    from spyre_provenance.capture import compile_job, emit
+    from spyre_provenance.capture import emit
+    from spyre_provenance.compile import job as compile_job
     from spyre_provenance.errors import UnusableInput
 
     request = compile_job.CompileRequest(
@@ -215,6 +216,7 @@ def _compile(model: Any, inputs: tuple[Any, ...], backend: str, train: bool) -> 
             outcome = compile_job.compile_request(request)
     except UnusableInput as exc:
         pytest.fail(f"provenance_regression: {exc.what}", pytrace=False)
+    assert isinstance(outcome, compile_job.CompileOutcome)  # one process: no ranks asked for
     if not outcome.verdict.ok:
         pytest.fail("provenance_regression: " + "; ".join(outcome.verdict.reasons), pytrace=False)
     found: list[tuple[str, dict[str, Any]]] = []

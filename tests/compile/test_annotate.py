@@ -201,13 +201,14 @@ def test_a_gigabyte_on_one_line_is_refused_without_reading_it_all(run_cli, tmp_p
 
 
 def test_a_profiled_run_that_fails_is_one_line_and_leaves_no_trace(tmp_path):
-    from spyre_provenance.capture import profiled_run
+    from spyre_provenance.compile import profile as profiled_run
+    from spyre_provenance.model.layout import Layout
 
-    profiler = profiled_run.Profiler(tmp_path, "mlp")
+    profiler = profiled_run.Profiler(Layout(tmp_path, "mlp"))
 
     def rerun():
         raise RuntimeError("device lost\nmore detail")
 
     profiler.after_run(rerun)  # the compile goes on: nothing raised
     assert profiler.finish() == "  PROFILE NOT WRITTEN: the profiled run failed: RuntimeError: device lost"
-    assert not profiler.raw.exists() and not profiled_run.trace_path(tmp_path, "mlp").exists()
+    assert not profiler.raw.exists() and not Layout(tmp_path, "mlp").profile_trace.exists()

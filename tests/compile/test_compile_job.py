@@ -1,35 +1,42 @@
-"""``capture.compile_job``: the one compile path with its verdict, and the one default
+"""``compile.job``: the one compile path with its verdict, and the one default
 backend. The command-line side of it is tests/compile/test_compile_cli.py and
 tests/hardening/test_compile_refusals.py (what ``compile`` prints and exits with)."""
 
 from __future__ import annotations
 
 import inspect
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 import spyre_provenance
 from spyre_provenance.backends import DEFAULT_BACKEND
-from spyre_provenance.capture import compile_job
-from spyre_provenance.capture.compile_run import CompileReport
+from spyre_provenance.compile import job as compile_job
+from spyre_provenance.compile.run import CompileReport
 from spyre_provenance.errors import FOUND_WANTING, OK, UNUSABLE, UnusableInput
 
 
 def test_every_entry_point_defaults_to_the_same_backend() -> None:
-    from spyre_provenance.capture import compile_run, tracking
+    from spyre_provenance.capture import tracking
     from spyre_provenance.cli import build_parser
     from spyre_provenance.pytest_plugin import ProvenanceRegression
 
     defaults = {
         "enable": inspect.signature(tracking.enable).parameters["backend"].default,
         "tracking": inspect.signature(tracking.tracking).parameters["backend"].default,
-        "compile_model": inspect.signature(compile_run.compile_model).parameters["backend"].default,
         "CompileRequest": compile_job.CompileRequest(model="mlp").backend,
         "provenance_regression.check": inspect.signature(ProvenanceRegression.check).parameters["backend"].default,
         "compile": build_parser().parse_args(["compile", "mlp"]).backend,
         "audit": build_parser().parse_args(["audit", "mlp"]).backend,
     }
     assert defaults == dict.fromkeys(defaults, DEFAULT_BACKEND)
+    # below the request, the backend is the compile's one instance, built from the request
+    from spyre_provenance.compile import run as compile_run
+
+    assert inspect.signature(compile_run.compile_model).parameters["backend"].default is inspect.Parameter.empty
 
 
 def _report(**fields) -> CompileReport:
@@ -58,7 +65,7 @@ def test_a_compiled_run_that_failed_is_unusable_whatever_else_was_found() -> Non
 
 
 def test_a_multi_rank_run_is_the_command_lines_and_a_model_handed_in_is_not_cast() -> None:
-    with pytest.raises(UnusableInput, match="one process per rank"):
+    with pytest.raises(UnusableInput, match="by its name into an out folder"):
         compile_job.compile_request(compile_job.CompileRequest(model="tensor_parallel", ranks=2))
     with pytest.raises(UnusableInput, match="compiled as built"):
         compile_job.compile_request(compile_job.CompileRequest(model="m", instance=(object(), ()), dtype="float16"))
@@ -73,3 +80,98 @@ def test_the_python_api_compiles_as_the_command_line_judges(tmp_path) -> None:
     assert outcome.report.graphs and outcome.report.matches_eager
     assert outcome.checked is None and outcome.pages == [] and outcome.out is None
     assert outcome.backend_choice == "backend reference (asked for)"
+
+
+@pytest.mark.compile
+def test_the_python_api_traces_a_distributed_model_on_several_ranks(tmp_path) -> None:
+    """``compile_request`` with ``ranks``: one process per rank in a gloo group, each rank's
+    graph folders and log in ``out/rank<r>/``, the parent's outcome their verdict."""
+    from spyre_provenance.compile.ranks import RanksOutcome
+    from spyre_provenance.model.layout import Layout
+
+    request = compile_job.CompileRequest(
+        model="tensor_parallel", backend="reference", out=tmp_path / "tp", ranks=2, tlparse=False
+    )
+    outcome = compile_job.compile_request(request)
+    assert isinstance(outcome, RanksOutcome)
+    assert outcome.exit_code == 0 and outcome.verdict.state == OK, outcome.problems
+    layout = Layout(tmp_path / "tp", request.label)
+    assert [rank for rank, _ in layout.ranks()] == [0, 1]
+    for _, ranked in layout.ranks():
+        assert ranked.trace_log.is_file() and ranked.graph_folders()
+    assert any(line.startswith("[rank 1] compiled tensor_parallel") for line in "\n".join(outcome.lines).splitlines())
+
+
+#: Run in a fresh process: a compile into an out folder points TORCH_TRACE before torch loads.
+_ONE_BACKEND = """
+import json, sys
+from pathlib import Path
+from spyre_provenance import backends
+from spyre_provenance.compile import job
+from spyre_provenance.model.layout import Layout
+
+built = []
+make = backends._make
+def counted(*args, **kwargs):
+    built.append(make(*args, **kwargs))
+    return built[-1]
+backends._make = counted
+
+import torch
+from torch._inductor import config
+from spyre_provenance.backends import reference
+
+writes = []  # each bundle write: (in the untracked fallback_random compile, with a bundle folder)
+write = reference.ReferenceBackend._write_bundles
+def spied(self, kernel_name, specs):
+    writes.append((config.fallback_random, self.bundle_dir is not None or self.kernel_cache))
+    return write(self, kernel_name, specs)
+reference.ReferenceBackend._write_bundles = spied
+
+class Noisy(torch.nn.Module):  # a linear layer, then dropout that draws in eval mode too
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+    def forward(self, x):
+        return torch.nn.functional.dropout(self.linear(x), 0.5, training=True).relu()
+
+torch.manual_seed(0)
+out = Path(sys.argv[1])
+request = job.CompileRequest(
+    model="drop", instance=(Noisy(), (torch.randn(4, 8),)), backend="reference", out=out, tlparse=False
+)
+outcome = job.compile_request(request)
+print(json.dumps({
+    "reasons": list(outcome.verdict.reasons),
+    "compared": outcome.report.compared,
+    "built": [str(b.bundle_dir) for b in built],
+    "bundles": sorted(p.name for p in Layout(out, "drop").bundle_root.iterdir()),
+    "writes": writes,
+}))
+"""
+
+
+@pytest.mark.compile
+def test_one_compile_builds_one_backend_and_compares_on_it_writing_nothing_more(tmp_path) -> None:
+    """A model that draws random numbers is compared with eager on a second, untracked
+    compile: on the compile's own backend instance (built once, with its bundle folder), and
+    that compile writes no bundle."""
+    from spyre_provenance.compile.run import COMPARED_FALLBACK_RANDOM
+    from spyre_provenance.model.layout import Layout
+
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path / "cache")  # no cached graph: both compiles generate code
+    done = subprocess.run(
+        [sys.executable, "-c", _ONE_BACKEND, str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["reasons"] == [] and found["compared"] == COMPARED_FALLBACK_RANDOM
+    assert found["built"] == [str(Layout(tmp_path / "out", "drop").bundle_root)]
+    # both compiles made bundles on it; the untracked one's went nowhere
+    assert found["bundles"] and [True, False] in found["writes"] and [False, True] in found["writes"]
+    assert [True, True] not in found["writes"]

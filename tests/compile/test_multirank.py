@@ -224,12 +224,14 @@ def test_rank_folders_are_read_from_paths():
 
 
 def test_every_rank_gets_the_flags_of_the_run():
-    from spyre_provenance.cli import build_parser, ranks
+    from spyre_provenance.cli import build_parser
+    from spyre_provenance.cli import compile as compile_command
+    from spyre_provenance.compile import ranks
 
     args = build_parser().parse_args(
         ["compile", "tensor_parallel", "--ranks", "2", "--train", "--audit", "--redact-paths", "--dtype", "float16"]
     )
-    command = ranks._rank_args(args, Path("out/rank1"), 1)
+    command = ranks._rank_args(compile_command.request(args), Path("out/rank1"), 1)
     assert command[:1] == ["tensor_parallel"] and command[command.index("--rank") + 1] == "1"
     assert {"--train", "--audit", "--redact-paths", "--no-tlparse"} <= set(command)
     assert command[command.index("--dtype") + 1] == "float16"

@@ -34,6 +34,6 @@ def main(argv: list[str]) -> int:
 
 def refusal(exc: BaseException) -> str:
     """An error's innermost cause, one line, as ``compile`` prints a refusal."""
-    from spyre_provenance.capture.compile_job import _cause_line
+    from spyre_provenance.compile.job import _cause_line
 
     return _cause_line(exc)

@@ -28,6 +28,7 @@ LAYERS = (
     ("golden", "audit_report"),  # cases, normalize, store, diff, the regression check; the provenance audit
     ("runtime",),  # run-time names -> provenance: lookup, profiler-trace annotation, the profiled run
     ("capture", "backends", "examples", "viewer"),  # the only code that touches torch._inductor; the viewer's page
+    ("compile",),  # one compile: request, run against eager, checks, profile, ranks, summary
     ("cli", "pytest_plugin", "bench"),  # entry points: imported by nothing
 )
 #: The only modules that may load torch when imported; every other one must not.

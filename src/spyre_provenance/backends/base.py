@@ -9,7 +9,8 @@ which modules hold their own reference to Inductor's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -46,6 +47,19 @@ class Backend:
     #: pre-scheduling passes calls it with the FX graph right before (``"in"``) and after
     #: (``"out"``) them, so the audit counts what the passes keep
     pass_observer: Callable[[Any, str], None] | None = None
+
+    @contextlib.contextmanager
+    def writing_nothing(self) -> Iterator[Backend]:
+        """This instance, for a compile whose files nobody reads (the untracked
+        ``fallback_random`` comparison): no bundle folder, no kernel cache, while inside."""
+        saved = {name: vars(self)[name] for name in ("bundle_dir", "kernel_cache") if name in vars(self)}
+        for name in saved:
+            setattr(self, name, None if name == "bundle_dir" else False)
+        try:
+            yield self
+        finally:
+            for name, value in saved.items():
+                setattr(self, name, value)
 
     def install(self, recorder: CallSiteRecorder | None = None) -> None:
         """Make this backend the one Inductor uses for ``device`` (undone by uninstall).

@@ -85,14 +85,15 @@ def compile_once(
     from spyre_provenance.backends import get_backend
     from spyre_provenance.bench.models import MODELS
     from spyre_provenance.capture.audit_probe import toolchain
-    from spyre_provenance.capture.compile_run import tracked_compile
+    from spyre_provenance.compile.run import tracked_compile
+    from spyre_provenance.model.layout import Layout
 
     model, inputs = MODELS[model_name]()
     gc.collect()
     own = [0.0]
     with fresh_cache(), _timing_probe(own):
         start, start_cpu = time.perf_counter(), _cpu_seconds()
-        backend = get_backend(backend_name, bundle_dir=scratch / "sdsc")
+        backend = get_backend(backend_name, bundle_dir=Layout(scratch, "bench").bundle_root)
         graphs, _ = tracked_compile(model, inputs, backend, out_dir=scratch, label="bench", audit=with_audit)
         stages = 0
         if with_audit:

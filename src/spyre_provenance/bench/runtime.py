@@ -36,6 +36,7 @@ from pathlib import Path
 import msgspec
 
 from spyre_provenance.bench.section import section_main
+from spyre_provenance.model.layout import Layout
 
 SECTION = 7
 TIME_TARGET = 1.5
@@ -111,7 +112,7 @@ def write_out(folder: Path, kernels: int) -> list[str]:
         k: [f'  File "/home/me/model.py", line {10 + i}, in forward\n    x = self.layer{i}(x)\n']
         for i, k in enumerate(keys)
     }
-    log = folder / "trace" / f"{MODEL}.log"
+    log = Layout(folder, MODEL).trace_log
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as fh:
         for name, doc in (

@@ -28,6 +28,7 @@ from pathlib import Path
 import msgspec
 
 from spyre_provenance.bench.section import section_main
+from spyre_provenance.model.layout import Layout
 
 SECTION = 8
 OPEN_TARGET = 1.0
@@ -88,7 +89,7 @@ def write_out(folder: Path, kernels: int) -> None:
                     "debug_handle": hid,
                 }
             )
-            bundle = folder / "sdsc" / MODEL / k.split(":")[0] / f"sdsc_{s}.json"
+            bundle = Layout(folder, MODEL).bundle_root / k.split(":")[0] / f"sdsc_{s}.json"
             bundle.parent.mkdir(parents=True, exist_ok=True)
             body = {
                 "computeOp_": {"op_": "matmul"},
@@ -140,7 +141,7 @@ def run(sizes: dict[str, int], progress: Callable[[str], None]) -> ViewerResults
         out = Path(work) / "out"
         write_out(out, sizes["kernels"])
         progress(f"viewer: wrote an --out of {sizes['kernels']:,} kernels")
-        html = Path(work) / "view.html"
+        html = Layout(Path(work)).viewer_page
         walls = []
         for _ in range(sizes["runs"]):
             start = time.perf_counter()

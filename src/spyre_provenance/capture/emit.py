@@ -13,6 +13,7 @@ from typing import Any
 
 from spyre_provenance import mapping
 from spyre_provenance.model.folders import graph_folder
+from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_STACK_TRACES,
@@ -60,7 +61,9 @@ def graph_folders(result: GraphResult, debug_dir: Path | None, out_dir: Path | N
     graph folder."""
     folders = [debug_dir] if debug_dir is not None else []
     if out_dir is not None:
-        folders.append(Path(out_dir) / graph_folder_name(result, first=first))
+        folders.append(
+            Layout(Path(out_dir), result.label).graph_folder(first + result.index, result.compile_id, result.kind)
+        )
     return folders
 
 

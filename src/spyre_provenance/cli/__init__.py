@@ -2,7 +2,7 @@
 
 Each subcommand lives in ``spyre_provenance.cli.<name>`` and exposes
 ``add_arguments(parser)`` and ``run(args) -> int``; this module only wires them up and
-turns failures into one line on stderr. ``cli.outputs`` checks and summarizes what
+turns failures into one line on stderr. ``compile.summary`` checks and summarizes what
 ``compile`` wrote. Nothing imports the command line (it is an entry point).
 
 torch is an optional extra (``spyre-provenance[compile]``): ``validate``, ``diff`` and

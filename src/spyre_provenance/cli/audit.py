@@ -1,6 +1,6 @@
 """``spyre-provenance audit MODEL``: the seed's provenance audit, regenerated on every run.
 
-The same tracked compile as ``compile`` (``capture.compile_job``), with the audit probe on:
+The same tracked compile as ``compile`` (``compile.job``), with the audit probe on:
 writes the compile's artifacts into ``--out`` as ``compile`` does (no tlparse pages), then
 ``provenance_audit.json`` (schema ``provenance_audit`` v1, validated before it is written)
 and ``provenance_audit.md`` (the tables), and prints the short form. With ``--against
@@ -48,13 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from spyre_provenance import audit_report
-    from spyre_provenance.capture import compile_job
-    from spyre_provenance.cli.compile import default_out
+    from spyre_provenance.compile import job as compile_job
 
     request = compile_job.CompileRequest(
         model=args.model,
         backend=args.backend,
-        out=default_out(args),
+        out=args.out or compile_job.default_out(args.model),
         dtype=args.dtype,
         train=args.train,
         tlparse=False,
@@ -62,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
         audit_against=args.against,
     )
     outcome = compile_job.compile_request(request, announce=lambda line: print(line, flush=True))
+    assert isinstance(outcome, compile_job.CompileOutcome)  # one process: no ranks asked for
     files = outcome.audit
     assert files is not None  # asked for with audit=True
     if files.refused is not None:

@@ -1,9 +1,9 @@
 """``spyre-provenance compile MODEL``: one tracked compile, its artifacts, a summary.
 
-The arguments become a ``CompileRequest``; ``capture.compile_job.compile_request`` compiles,
+The arguments become a ``CompileRequest``; ``compile.job.compile_request`` compiles,
 writes into ``--out DIR`` (default ``out/<model>``; what goes there: ``compile_job``) and
-judges; this command prints the summary (``cli.outputs``) and exits with the verdict's
-status. ``--ranks N`` starts one such process per rank (``cli.ranks``).
+judges; this command prints the summary (``compile.summary``) and exits with the verdict's
+status. ``--ranks N`` starts one such process per rank (``compile.ranks``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 from spyre_provenance.backends import BACKEND_NAMES, DEFAULT_BACKEND
-from spyre_provenance.capture import compile_job
-from spyre_provenance.model import folders
+from spyre_provenance.compile import job as compile_job
+from spyre_provenance.compile import summary
+from spyre_provenance.compile.ranks import RanksOutcome
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run N processes, one rank each, in a torch.distributed gloo group; rank r compiles "
         "into OUT/rank<r>/ and OUT/tlparse/<model>/ gets tlparse's multi-rank report",
     )
-    # the rank this process is, when the parent of a --ranks run started it (cli.ranks)
+    # the rank this process is, when the parent of a --ranks run started it (compile.ranks)
     parser.add_argument("--rank", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument(
         "--redact-paths",
@@ -81,11 +82,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.ranks is not None and args.rank is None:  # the parent of a multi-rank run
-        from spyre_provenance.cli import ranks
-
-        return ranks.run(args, default_out(args), compile_job.run_label(args.model), compile_job.own_folders)
     outcome = compile_job.compile_request(request(args), announce=lambda line: print(line, flush=True))
+    if isinstance(outcome, RanksOutcome):  # the parent of a multi-rank run: each rank's output, prefixed
+        for line in outcome.lines:
+            print(line, flush=True)
+        for problem in outcome.problems:
+            print(problem, file=sys.stderr)
+        return outcome.exit_code
     return report(outcome)
 
 
@@ -94,7 +97,7 @@ def request(args: argparse.Namespace) -> compile_job.CompileRequest:
     return compile_job.CompileRequest(
         model=args.model,
         backend=args.backend,
-        out=default_out(args),
+        out=args.out or compile_job.default_out(args.model),
         dtype=args.dtype,
         train=args.train,
         tlparse=not args.no_tlparse,
@@ -105,38 +108,17 @@ def request(args: argparse.Namespace) -> compile_job.CompileRequest:
         rank=args.rank,
         ranks=args.ranks,
         profile=args.profile,
+        viewer=True,
     )
 
 
 def report(outcome: compile_job.CompileOutcome) -> int:
     """Print the summary (and what became of the audit files and the profile); the exit status."""
-    from spyre_provenance.cli import outputs as summary
-    from spyre_provenance.cli import view
-
     for problem in outcome.page_problems:
         print(problem, file=sys.stderr)
-    assert outcome.out is not None  # the command always compiles into an --out folder
-    viewer = view.beside(outcome.out) if outcome.report.graphs else None
-    print(summary.render(outcome.report, outcome.checked, outcome.pages, outcome.out, viewer))
-    if outcome.audit is not None:
-        if outcome.audit.refused is not None:
-            raise outcome.audit.refused
-        for line in outcome.audit.problems:
-            print(f"  AUDIT NOT WRITTEN: {line}")
-        if outcome.audit.written:
-            print(f"  audit: {', '.join(map(str, outcome.audit.written))}")
-    if outcome.profile is not None:  # --profile: the annotated trace, last
-        print(outcome.profile)
+    print(summary.render(outcome))
+    if outcome.audit is not None and outcome.audit.refused is not None:
+        raise outcome.audit.refused  # no graph was audited: one line, exit 2
+    for line in summary.tail(outcome):
+        print(line)
     return outcome.exit_code
-
-
-def default_out(args: argparse.Namespace) -> Path:
-    return args.out or Path("out") / _model_label(args.model)
-
-
-def _model_label(spec: str) -> str:
-    """The default ``--out`` folder's name: the model file's stem (transliterated as labels
-    are) or the built-in model's name."""
-    if ":" not in spec:
-        return spec
-    return folders.transliterate(Path(spec.split(":", 1)[0]).stem) or "model"

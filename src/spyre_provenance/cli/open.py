@@ -16,6 +16,7 @@ from pathlib import Path
 
 from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
 from spyre_provenance.logs import tlparse_run
+from spyre_provenance.model.layout import Layout
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     _check_out(out, target, logs)
     # a compile --out folder's default: each log's pages where compile wrote and printed
     # them (OUT/tlparse/<label>/), never replacing the folder that holds them all
-    per_log = len(logs) > 1 or (args.out is None and logs[0].parent.name == "trace")
+    per_log = len(logs) > 1 or (args.out is None and Layout.of_log(logs[0]) is not None)
     pages: list[tlparse_run.GraphPage] = []
     for log in logs:
         log_out = out / log.stem if per_log else out
@@ -78,7 +79,7 @@ def _open_ranks(args: argparse.Namespace, target: Path) -> int:
     tlparse = tlparse_run.tlparse_binary()
     if tlparse is None:
         raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_run.INSTALL_HINT}")
-    out = args.out if args.out is not None else target / "tlparse"
+    out = args.out if args.out is not None else Layout(target).pages_root
     _check_out(out, target, [log for logs in models.values() for log in logs.values()])
     landings: list[Path] = []
     pages: list[tlparse_run.GraphPage] = []
@@ -107,14 +108,11 @@ def _open_ranks(args: argparse.Namespace, target: Path) -> int:
 def _print_viewer(target: Path, width: int) -> None:
     """Beside tlparse's pages, the viewer's page (``view``) of a compile --out folder, written
     now; a log alone has no graph folders to make it of."""
-    from spyre_provenance.cli import view
     from spyre_provenance.viewer import data
+    from spyre_provenance.viewer import page as view
 
-    out = target
-    if target.is_file() and target.parent.name == "trace":  # a compile --out folder's log
-        out = target.parent.parent
-    elif target.name == "trace":
-        out = target.parent
+    owner = Layout.of_log(target) if target.is_file() else Layout.of_trace_dir(target)
+    out = owner.out if owner is not None else target  # a compile --out folder's log or trace folder
     if out.is_dir() and data.has_graph_folders(out):
         line = view.beside(out)
         print(f"{'viewer'.ljust(width)}  {line.removeprefix('viewer page: ')}")
@@ -122,9 +120,10 @@ def _print_viewer(target: Path, width: int) -> None:
 
 def _default_out(target: Path, log: Path) -> Path:
     if target.is_dir():
-        return (target.parent if target.name == "trace" else target) / "tlparse"
-    if log.parent.name == "trace":  # a log inside a compile --out folder
-        return log.parent.parent / "tlparse"
+        return (Layout.of_trace_dir(target) or Layout(target)).pages_root
+    owner = Layout.of_log(log)
+    if owner is not None:  # a log inside a compile --out folder
+        return owner.pages_root
     return log.with_name(f"{log.stem}_tlparse")
 
 

@@ -12,11 +12,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from spyre_provenance.errors import EXIT_OK, UnusableInput
-from spyre_provenance.viewer import data, page, timing
-
-#: The page's name in an ``--out`` folder, where ``compile`` and ``open`` write it.
-PAGE = "view.html"
+from spyre_provenance.errors import EXIT_OK
+from spyre_provenance.viewer.page import PAGE, write_page
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,29 +39,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a folder of torch-spyre's SuperDSC bundle folders (its cache's inductor-spyre/), repeatable;"
         " OUT's own sdsc/ is always read",
     )
-
-
-def write_page(
-    out: Path, target: Path | None = None, trace: Path | None = None, bundles: list[Path] | None = None
-) -> tuple[Path, int]:
-    """Build and write the page of ``out``: (its path, its size in bytes). Raises
-    UnusableInput before anything is written."""
-    target = target if target is not None else out / PAGE
-    if target.is_dir():
-        raise UnusableInput(str(target), "is a folder; name the page's file")
-    timed = timing.read(trace) if trace is not None else None
-    document = data.build(out, timed, bundles)
-    return target, page.write(document, target)
-
-
-def beside(out: Path) -> str:
-    """``compile``'s and ``open``'s line for the page of ``out``, written now; a folder the
-    page cannot be made of is said, never a failure of the command that printed it."""
-    try:
-        target, _ = write_page(out)
-    except UnusableInput as exc:
-        return f"viewer page: NOT WRITTEN: {exc}"
-    return f"viewer page: {target}"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ from spyre_provenance.golden.store import (
     stale_files,
     write_case,
 )
-from spyre_provenance.model.folders import rank_of_folder
+from spyre_provenance.model.layout import Layout
 
 
 @dataclasses.dataclass
@@ -52,23 +52,22 @@ class CaseCompile:
         return " | ".join([line.strip() for line in self.output.strip().splitlines() if line.strip()][-3:])
 
     def log(self) -> Path | None:
-        logs = sorted((self.out / "trace").glob("*.log"))
+        logs = Layout(self.out).trace_logs()
         return logs[0] if logs else None
 
     def rank_logs(self) -> dict[str, Path | None]:
         """A ``--ranks`` compile's log per rank folder (``rank0``: its log or None)."""
-        ranked = [(rank, p) for p in self.out.glob("rank*") if (rank := rank_of_folder(p.name)) is not None]
-        folders = [p for _, p in sorted(ranked, key=lambda pair: pair[0])]
-        return {p.name: next(iter(sorted((p / "trace").glob("*.log"))), None) for p in folders}
+        return {ranked.out.name: next(iter(ranked.trace_logs()), None) for _, ranked in Layout(self.out).ranks()}
 
 
 def coverage_violations(compiled: CaseCompile, fresh: Provenance) -> list[coverage.Violation]:
     ranks = compiled.rank_logs()
     if not ranks:
-        return _log_violations(compiled.log(), list(fresh.graphs), "trace")
+        return _log_violations(compiled.log(), list(fresh.graphs), Layout(Path()).trace_dir.name)
     found = []
     for name, log in ranks.items():  # each rank's log judged with its own graphs' names
-        found += _log_violations(log, [g for g in fresh.graphs if g.startswith(name + "/")], f"{name}/trace")
+        where = Layout(Path(name)).trace_dir.as_posix()
+        found += _log_violations(log, [g for g in fresh.graphs if g.startswith(name + "/")], where)
     return found
 
 

@@ -36,11 +36,10 @@ from spyre_provenance.model.folders import (
     BUNDLE_FILE,
     BUNDLE_FILE_RE,
     GRAPH_PREFIX,
-    SDSC_FOLDER,
     graph_folder,
-    rank_of_folder,
     without_label,
 )
+from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.names import (
     AUDIT,
     KERNEL_INFORMATION,
@@ -180,11 +179,12 @@ def _load_folder(folder: Path) -> Provenance:
     ranks = _rank_folders(folder)
     if ranks:
         return _load_ranks(folder, ranks, manifest, bundles)
-    if audit is not None and not any(folder.glob("trace/*")) and not any(folder.glob("*.log")):
+    trace_dir = Layout(folder).trace_dir
+    if audit is not None and not any(trace_dir.glob("*")) and not any(folder.glob("*.log")):
         return Provenance(str(folder), {}, manifest, bundles, audit=audit)  # an audit case
     logs = [
         p
-        for p in sorted(folder.glob("*.log")) + sorted(folder.glob("trace/*"))
+        for p in sorted(folder.glob("*.log")) + sorted(trace_dir.glob("*"))
         if p.is_file() and tracelog.is_trace_log(p)
     ]
     if len(logs) > 1:
@@ -203,8 +203,7 @@ def _load_folder(folder: Path) -> Provenance:
 
 def _rank_folders(folder: Path) -> list[Path]:
     """The ``rank<r>/`` folders of a ``compile --ranks N`` run or its golden, in rank order."""
-    found = [(rank, p) for p in folder.iterdir() if p.is_dir() and (rank := rank_of_folder(p.name)) is not None]
-    return [p for _, p in sorted(found)]
+    return [ranked.out for _, ranked in Layout(folder).ranks()]
 
 
 def _load_ranks(
@@ -249,11 +248,12 @@ def read_bundles(folder: Path) -> dict[str, Any] | None:
     (``sdsc/``), by bundle path; None when the folder holds no bundles."""
     if (folder / BUNDLE_HANDLES_FILE).is_file():
         return _read_bundle_file(folder / BUNDLE_HANDLES_FILE)
-    files = sorted((folder / SDSC_FOLDER).rglob(BUNDLE_FILE.format("*")), key=_bundle_order)
+    root = Layout(folder).bundle_root  # every model's: sdsc/<label>/...
+    files = sorted(root.rglob(BUNDLE_FILE.format("*")), key=_bundle_order)
     files = [f for f in files if BUNDLE_FILE_RE.fullmatch(f.name) and f.is_file()]
     if not files:
         return None
-    rels = [f.relative_to(folder / SDSC_FOLDER).parts for f in files]
+    rels = [f.relative_to(root).parts for f in files]
     labels = {parts[0] for parts in rels if len(parts) == 3}
     # one model's bundles: named without its label, as graph folders are (graph_names)
     keys = ["/".join(parts[1:] if len(parts) == 3 and len(labels) == 1 else parts) for parts in rels]
@@ -344,9 +344,9 @@ def write_case(folder: str | os.PathLike[str], files: Mapping[str, bytes]) -> li
             support.atomic_write_bytes(target, data)  # looked up per call: crash tests interpose it
     for stale in stale_files(folder, files):
         (folder / stale).unlink()
-    for sub in sorted(
-        [*folder.glob(GRAPH_PREFIX + "*"), *folder.glob(f"rank*/{GRAPH_PREFIX}*"), *folder.glob("rank*")], reverse=True
-    ):
+    ranks = [ranked.out for _, ranked in Layout(folder).ranks()]
+    rank_graphs = [sub for ranked in ranks for sub in ranked.glob(GRAPH_PREFIX + "*")]
+    for sub in sorted([*folder.glob(GRAPH_PREFIX + "*"), *rank_graphs, *ranks], reverse=True):
         if sub.is_dir() and not any(sub.iterdir()):
             sub.rmdir()
     return []

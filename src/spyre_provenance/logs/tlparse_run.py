@@ -26,6 +26,7 @@ from pathlib import Path
 import msgspec
 
 from spyre_provenance.logs.tracelog import GLOG_PREFIX, GraphSplitter, compile_id, record_name
+from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.names import (
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
@@ -46,10 +47,13 @@ class TlparseError(Exception):
     """tlparse could not be run or failed; ``str(exc)`` is one line."""
 
 
+_BINARY = "tlparse"
+
+
 def tlparse_binary() -> str | None:
     """tlparse from the PyPI extra: beside this Python first (an unactivated venv), else PATH."""
-    beside = Path(sys.executable).parent / "tlparse"
-    return str(beside) if beside.exists() else shutil.which("tlparse")
+    beside = Path(sys.executable).parent / _BINARY
+    return str(beside) if beside.exists() else shutil.which(_BINARY)
 
 
 def run_tlparse_raw(tlparse: str, log: Path, out: Path) -> None:
@@ -300,28 +304,18 @@ def find_logs(target: Path) -> list[Path]:
     """The TORCH_TRACE logs of a compile output folder, a trace folder, or a log file."""
     if target.is_file():
         return [target]
-    for folder in (target / "trace", target):
-        logs = sorted(p for p in folder.glob("*.log") if p.is_file()) if folder.is_dir() else []
-        if logs:
-            return logs
-    return []
+    if not target.is_dir():
+        return []
+    return Layout(target).trace_logs() or sorted(p for p in target.glob("*.log") if p.is_file())
 
 
 def find_rank_logs(target: Path) -> dict[str, dict[int, Path]]:
     """The logs of a ``compile --ranks N`` run folder (``rank<r>/trace/*.log``), by model
     (the log's name) and rank; {} for any other target."""
-    from spyre_provenance.model.folders import rank_of_folder
-
     found: dict[str, dict[int, Path]] = {}
-    if not target.is_dir():
-        return found
-    for folder in sorted(target.iterdir()):
-        rank = rank_of_folder(folder.name)
-        if rank is None or not (folder / "trace").is_dir():
-            continue
-        for log in sorted((folder / "trace").glob("*.log")):
-            if log.is_file():
-                found.setdefault(log.stem, {})[rank] = log
+    for rank, ranked in Layout(target).ranks():
+        for log in ranked.trace_logs():
+            found.setdefault(log.stem, {})[rank] = log
     return {stem: dict(sorted(logs.items())) for stem, logs in sorted(found.items())}
 
 

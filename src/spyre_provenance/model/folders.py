@@ -1,5 +1,6 @@
-"""Graph-folder names: ``graph_<model>_<order>_<compile id>_<kind>``, written by ``emit``
-and ``compile``, read by ``golden``. One place for the rule both sides depend on.
+"""Graph-folder and rank-folder names: ``graph_<model>_<order>_<compile id>_<kind>``,
+``rank<r>``; one place for the rule writers and readers depend on. Where they go in an
+``--out`` folder: ``model.layout``.
 
 Pure: imports nothing of ours.
 """
@@ -10,10 +11,7 @@ import re
 import unicodedata
 
 GRAPH_PREFIX = "graph_"
-# What ``compile --out`` holds besides the graph folders (each per model inside, but the log)
-TRACE_FOLDER = "trace"  # TORCH_TRACE logs: <model>.log
-SDSC_FOLDER = "sdsc"  # SuperDSC bundles: <model>/<kernel>/sdsc_<i>.json
-TLPARSE_FOLDER = "tlparse"  # tlparse's pages: <model>/...
+# What ``compile --out`` holds besides the graph folders: ``model.layout``
 #: A SuperDSC bundle's file in its kernel's folder, one per OpSpec in emission order
 #: (torch-spyre's ``generate_bundle``); ``BUNDLE_FILE_RE`` reads the index back.
 BUNDLE_FILE = "sdsc_{}.json"

@@ -7,5 +7,5 @@ bundle folders) back to the source, using the artifacts a tracked compile wrote.
 ``render``        that answer as text
 ``trace_stream``  Chrome trace JSON read and written event by event (bounded memory)
 ``annotate``      a torch.profiler trace with each kernel event's provenance in ``args``
-(``capture.profiled_run``, above this layer, reruns a tracked compile under the profiler: ``compile --profile``)
+(``compile.profile``, above this layer, reruns a tracked compile under the profiler: ``compile --profile``)
 """

@@ -24,6 +24,7 @@ from spyre_provenance.logs import tracelog
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model import folders
 from spyre_provenance.model.detect import split_key
+from spyre_provenance.model.layout import NO_LOG_FOLDERS, Layout
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_STACK_TRACES,
@@ -37,7 +38,7 @@ from spyre_provenance.runtime import names
 DEFAULT_PATH = Path("out")
 _AOT_ID = re.compile(r"^# AOT ID: \['[^']*_(?P<kind>inference|forward|backward)'\]", re.MULTILINE)
 # folders an --out holds that are no source of call sites (tlparse copies the log as raw.log)
-_SKIPPED_FOLDERS = {folders.TLPARSE_FOLDER, folders.SDSC_FOLDER}
+_SKIPPED_FOLDERS = NO_LOG_FOLDERS
 _MAX_DEPTH = 4  # ./out/<model>/rank0/trace/<model>.log
 
 
@@ -151,9 +152,8 @@ def _trace_logs(folder: Path) -> Iterator[Path]:
 def _log_graphs(log: Path) -> list[IndexedGraph]:
     """The graphs of one log; an --out's ``trace/<model>.log`` names its model and bundles."""
     model = _logged_label(log) or log.stem
-    bundles = None
-    if log.parent.name == folders.TRACE_FOLDER:
-        bundles = log.parent.parent / folders.SDSC_FOLDER / model
+    owner = Layout.of_log(log, model)
+    bundles = owner.bundle_root if owner is not None else None
     found = []
     for logged in read_log_graphs(log):
         if not isinstance(logged.node_mappings, dict):
@@ -213,7 +213,7 @@ def _graph_folder_graphs(folder: Path) -> list[IndexedGraph]:
         label, folder_cid = folders.label_and_compile_id(sub.name) or (None, "")
         compile_id = (diagnostics or {}).get("compile_id") or folder_cid
         model = label or sub.parent.name
-        bundles = sub.parent / folders.SDSC_FOLDER / model
+        bundles = Layout(sub.parent, model).bundle_root
         found.append(
             IndexedGraph(
                 model=model,

@@ -30,6 +30,7 @@ from spyre_provenance.backends.bundles import handle_of
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.model import folders
 from spyre_provenance.model.detect import split_key
+from spyre_provenance.model.layout import NO_GRAPH_FOLDERS, Layout
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_STACK_TRACES,
@@ -47,7 +48,7 @@ DOCUMENT_VERSION = 1
 BUNDLE_TEXT_LIMIT = 8_000
 BUNDLE_TEXT_FLOOR = 1_000
 BUNDLE_BUDGET = 16_000_000
-_SKIPPED = {folders.TLPARSE_FOLDER, folders.SDSC_FOLDER, folders.TRACE_FOLDER}
+_SKIPPED = NO_GRAPH_FOLDERS
 
 
 class GraphFolder:
@@ -73,7 +74,7 @@ class GraphFolder:
         self.rank = next(
             (r for p in folder.relative_to(root).parts if (r := folders.rank_of_folder(p)) is not None), None
         )
-        bundles = folder.parent / folders.SDSC_FOLDER / self.model
+        bundles = Layout(folder.parent, self.model).bundle_root
         self.bundle_root = bundles if bundles.is_dir() else None
 
     @property

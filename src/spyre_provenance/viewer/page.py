@@ -13,7 +13,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from spyre_provenance.errors import UnusableInput
+from spyre_provenance.model.layout import VIEWER_PAGE, Layout
 from spyre_provenance.support import atomic_write_bytes
+
+#: The page's name in an ``--out`` folder, where ``compile`` and ``open`` write it.
+PAGE = VIEWER_PAGE
 
 
 def _asset(name: str) -> str:
@@ -40,3 +45,28 @@ def write(document: dict[str, Any], target: Path) -> int:
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(target, data)
     return len(data)
+
+
+def write_page(
+    out: Path, target: Path | None = None, trace: Path | None = None, bundles: list[Path] | None = None
+) -> tuple[Path, int]:
+    """Build and write the page of ``out``: (its path, its size in bytes). Raises
+    UnusableInput before anything is written."""
+    from spyre_provenance.viewer import data, timing
+
+    target = target if target is not None else Layout(out).viewer_page
+    if target.is_dir():
+        raise UnusableInput(str(target), "is a folder; name the page's file")
+    timed = timing.read(trace) if trace is not None else None
+    document = data.build(out, timed, bundles)
+    return target, write(document, target)
+
+
+def beside(out: Path) -> str:
+    """``compile``'s and ``open``'s line for the page of ``out``, written now; a folder the
+    page cannot be made of is said, never a failure of the command that printed it."""
+    try:
+        target, _ = write_page(out)
+    except UnusableInput as exc:
+        return f"viewer page: NOT WRITTEN: {exc}"
+    return f"viewer page: {target}"

@@ -1,6 +1,6 @@
 """One rank of ``compile MODEL --ranks N``: joining and leaving the process group.
 
-The parent (``cli.ranks``) hosts the rendezvous store and starts one process per rank with
+The parent (``compile.ranks``) hosts the rendezvous store and starts one process per rank with
 torch's usual variables (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``,
 ``MASTER_PORT``). Each rank joins as a client of that store, not as its host: with
 ``env://`` rank 0 would host it, and rank 0 dying would take the rendezvous with it.

@@ -1,20 +1,15 @@
 """After a compile: its summary, from what was written, re-read and checked
-(``capture.output_check``), so it describes what tlparse and a CI job will actually see."""
+(``compile.output_check``), so it describes what tlparse and a CI job will actually see."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spyre_provenance import coverage
-from spyre_provenance.capture.compile_job import NO_TORCH_SPYRE_KERNEL
-from spyre_provenance.capture.output_check import OutputCheck, pair_graphs
+from spyre_provenance.compile.job import NO_TORCH_SPYRE_KERNEL, CompileOutcome
 from spyre_provenance.model.records import BundleHandlesV4, UpstreamComparison
 
-if TYPE_CHECKING:
-    from spyre_provenance.capture.compile_run import CompileReport
-
-# what CompileReport.compared says when the graphs draw random numbers (capture.compile_run;
+# what CompileReport.compared says when the graphs draw random numbers (compile.run;
 # a literal here: the command line's summary must not import torch's side to read it)
 COMPARED_FALLBACK_RANDOM = "fallback_random"
 #: Below this, every output of a model is so small that any output would match eager.
@@ -23,9 +18,11 @@ TINY_OUTPUTS = 1e-6
 SHOWN_VIOLATIONS = 10
 
 
-def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: Path, viewer: str | None = None) -> str:
-    """The summary; ``viewer`` is the viewer page's line (``cli.view.beside``), printed after
-    tlparse's pages."""
+def render(outcome: CompileOutcome) -> str:
+    """The summary of a compile into an ``--out`` folder (the command line's); the viewer
+    page's line (``viewer.page.beside``) comes after tlparse's pages."""
+    report, checked, pages, out, viewer = outcome.report, outcome.checked, outcome.pages, outcome.out, outcome.viewer
+    assert checked is not None and out is not None  # the command always compiles into an --out folder
     calls = f", {report.calls} calls" if report.calls > 1 else ""
     where = f"on the {report.backend} backend"
     if report.graphs and report.torch_spyre_kernels == 0:  # asked for spyre, compiled by Inductor alone
@@ -75,7 +72,7 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
         lines.append("  NO GRAPH RECORDED: the hook saw no kernel code generation")
     elif report.torch_spyre_kernels == 0:
         lines.append(f"  NOT TORCH-SPYRE: {NO_TORCH_SPYRE_KERNEL}")
-    for graph, logged in zip(report.graphs, pair_graphs(report.graphs, checked.graphs), strict=True):
+    for graph, logged in zip(report.graphs, checked.paired, strict=True):
         d = graph.diagnostics
         lines.append(f"  graph {graph.compile_id} {graph.kind}: {len(graph.records)} kernel call site(s)")
         cov = logged.coverage if logged is not None else None
@@ -108,6 +105,18 @@ def render(report: CompileReport, checked: OutputCheck, pages: list[Path], out: 
     if viewer is not None:
         lines.append(f"  {viewer}")
     return "\n".join(lines)
+
+
+def tail(outcome: CompileOutcome) -> list[str]:
+    """After the summary: what became of the audit files, then the profile's line."""
+    lines = []
+    if outcome.audit is not None:
+        lines += [f"  AUDIT NOT WRITTEN: {line}" for line in outcome.audit.problems]
+        if outcome.audit.written:
+            lines.append(f"  audit: {', '.join(map(str, outcome.audit.written))}")
+    if outcome.profile is not None:  # --profile: the annotated trace, last
+        lines.append(outcome.profile)
+    return lines
 
 
 def _upstream_lines(compared: UpstreamComparison | None) -> list[str]:

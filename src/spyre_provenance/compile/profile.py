@@ -26,15 +26,10 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from spyre_provenance.model import folders
+from spyre_provenance.model.layout import Layout
 from spyre_provenance.patches import Patches
 
-PROFILE_FOLDER = "profile"
 _ENV = "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"
-
-
-def trace_path(out: Path, label: str) -> Path:
-    return out / PROFILE_FOLDER / f"{label}.trace.json"
 
 
 class Profiler:
@@ -42,9 +37,9 @@ class Profiler:
     once more under torch.profiler and exports its trace; ``finish`` annotates that trace
     from the compile's log (claimed by then) and says how it went, in one line."""
 
-    def __init__(self, out: Path, label: str) -> None:
-        self.out, self.label = out, label
-        self.raw = out / PROFILE_FOLDER / f".{label}.raw.trace.json"
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self.raw = layout.profile_raw
         self.failed: str | None = None
 
     def after_run(self, rerun: Callable[[], object]) -> None:
@@ -64,17 +59,17 @@ class Profiler:
         """The summary line of the profile (None when the run never came to profiling)."""
         if self.failed is not None:
             return f"  PROFILE NOT WRITTEN: the profiled run failed: {self.failed}"
-        return _annotate(self.raw, self.out, self.label) if self.raw.is_file() else None
+        return _annotate(self.raw, self.layout) if self.raw.is_file() else None
 
 
 @contextlib.contextmanager
-def profiling(out: Path, label: str) -> Iterator[Profiler]:
+def profiling(layout: Layout) -> Iterator[Profiler]:
     """Around a compile: Inductor's C++ kernel profiling on (so kernels are profiler events),
     and the profiler its run hands the compiled model to. A compile that fails leaves no
     raw trace behind."""
     with Patches() as patches:
         _kernel_profile_on(patches)
-        profiler = Profiler(out, label)
+        profiler = Profiler(layout)
         try:
             yield profiler
         except BaseException:
@@ -93,14 +88,13 @@ def _kernel_profile_on(patches: Patches) -> None:
         patches.setitem(os.environ, _ENV, "1")
 
 
-def _annotate(raw: Path, out: Path, label: str) -> str:
+def _annotate(raw: Path, layout: Layout) -> str:
     from spyre_provenance.errors import UnusableInput
     from spyre_provenance.runtime import index
     from spyre_provenance.runtime.annotate import annotate
 
-    target = trace_path(out, label)
     try:
-        summary = annotate(raw, index.build([out / folders.TRACE_FOLDER / f"{label}.log"]), target)
+        summary = annotate(raw, index.build([layout.trace_log]), layout.profile_trace)
     except UnusableInput as exc:
         return f"  PROFILE NOT WRITTEN: {exc}"
     finally:

@@ -1,11 +1,11 @@
 """One tracked ``torch.compile`` of a model, checked against eager.
 
 ``tracked_compile`` is the one way this project compiles with tracking on; every entry
-point reaches it through ``compile_job.compile_request`` and ``compile_model`` (the bench
-calls it directly). ``compile_model`` runs the
-eager reference first, on copies of the model and its inputs: a model that fails in eager
-mode, or a training run with nothing to differentiate, is refused before anything is
-compiled or written.
+point reaches it through ``compile.job.compile_request`` and ``compile_model`` (the bench
+calls it directly). ``compile_model`` runs the eager reference first, on copies of the
+model and its inputs: a model that fails in eager mode, or a training run with nothing to
+differentiate, is refused before anything is compiled or written. Whether the compiled
+output matches eager is ``compile.numerics``'s to say.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance.backends import DEFAULT_BACKEND, get_backend
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture.tracking import tracking
+from spyre_provenance.compile import numerics
+from spyre_provenance.compile.numerics import PrecisionCheck
+from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.records import GraphResult
 
-# Compiled code may reorder floating-point sums; these bound what "matches eager" means.
-TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}
 AS_BUILT = "as built"  # the dtype label of a file model compiled without --dtype
 #: The random seed set before every run that is compared (eager, compiled, the check
 #: compile), so runs that draw random numbers the same way draw the same ones.
@@ -144,28 +144,26 @@ def compile_model(
     loaded: LoadedModel,
     reference: list[Any] | None = None,
     *,
-    backend: str = DEFAULT_BACKEND,
-    out_dir: Path | None = None,
+    backend: Backend,
+    layout: Layout | None = None,
     train: bool = False,
-    label: str | None = None,
     redact_paths: bool = False,
-    kernel_cache: bool = False,
     keep_run_failure: bool = False,
     audit: bool = False,
-    beyond_upstream: bool = False,
     after_run: Callable[[Callable[[], object]], None] | None = None,
 ) -> CompileReport:
     """Compile ``loaded`` once with tracking on and compare with the eager ``reference``
     (``run_eager``'s result for the same ``train``; run here when None).
 
-    ``label`` (the model's name in ``out_dir``): graph folders are ``graph_<label>_...`` and
-    bundles go to ``sdsc/<label>/``, so runs of several models can share ``out_dir``.
-    ``redact_paths``: see ``tracking.enable``. ``kernel_cache``: the reference backend keeps its
-    bundles as torch-spyre's kernel cache does (``ReferenceBackend.kernel_cache``).
+    ``backend``: the compile's one instance, built with its own options (its bundle folder,
+    ``layout.bundle_root``; the reference backend's kernel cache); the eager comparison of a
+    graph that draws random numbers compiles on it again, writing nothing.
+    ``layout``: where the graph folders go (``graph_<label>_...``), so runs of several models
+    can share one ``--out``; None: nothing written.
+    ``redact_paths``: see ``tracking.enable``.
     ``keep_run_failure`` (a rank of ``compile --ranks``): when the compile finished but its
     run failed, report that (``run_error``) instead of raising, so its artifacts are kept.
     ``audit``: each graph also gets its provenance audit (``GraphResult.audit``).
-    ``beyond_upstream``: on stock Inductor, complete the mapping as on the Spyre backends.
     ``after_run``: called once after the tracked run, still tracking, with a function that
     runs the same compiled model on the same calls again (``compile --profile`` profiles it).
     """
@@ -173,8 +171,7 @@ def compile_model(
     if reference is None:
         reference = run_eager(loaded, train=train)
     loaded.model.train(train)
-    bundle_dir = None if out_dir is None else out_dir / "sdsc" / label if label else out_dir / "sdsc"
-    chosen = get_backend(backend, bundle_dir=bundle_dir, kernel_cache=kernel_cache, beyond_upstream=beyond_upstream)
+    chosen = backend
     # as the eager run found them: the tracked run updates buffers (BatchNorm's statistics)
     pristine = copy.deepcopy(loaded.model)
 
@@ -187,8 +184,7 @@ def compile_model(
             loaded.calls,
             chosen,
             train=train,
-            out_dir=out_dir,
-            label=label,
+            layout=layout,
             redact_paths=redact,
             keep_run_failure=keep_run_failure,
             audit=audit,
@@ -210,65 +206,31 @@ def compile_model(
     compared = COMPARED_TRACKED
     if any(g.random_ops for g in graphs):
         calls = [_copies(call) for call in loaded.calls]
-        got = _fallback_random_run(
-            copy.deepcopy(pristine), calls, get_backend(backend, beyond_upstream=beyond_upstream), train
-        )
+        got = _fallback_random_run(copy.deepcopy(pristine), calls, chosen, train)
         compared = COMPARED_FALLBACK_RANDOM
 
-    error = max(
-        (_max_abs_diff(a, b) for a, b in zip(got, reference, strict=False)), default=0.0
-    )  # uneven: `matches` below judges the lengths
-    tolerance = max((TOLERANCE.get(str(t.dtype).replace("torch.", ""), 0.0) for t in reference), default=0.0)
-    matches = len(got) == len(reference) and error <= max(tolerance, TOLERANCE["float32"]) * max(1.0, _scale(reference))
-    precision = None
-    if not matches and len(got) == len(reference):
-        # past the tolerance: a bug, or a model that amplifies rounding (train-mode BatchNorm
-        # over two values); a float64 run of eager tells them apart
-        precision = _float64_check(pristine, [_copies(call) for call in loaded.calls], train, got, reference)
-        matches = precision is not None and precision.within
+    compared_with = numerics.compare(
+        got, reference, lambda: _float64_run(pristine, [_copies(call) for call in loaded.calls], train)
+    )
     return CompileReport(
         model=loaded.spec,
         backend=chosen.name,
         dtype=loaded.dtype,
         train=train,
         graphs=graphs,
-        matches_eager=matches,
-        max_abs_error=error,
+        matches_eager=compared_with.matches,
+        max_abs_error=compared_with.max_abs_error,
         tracking_level=session.probe.tracking_level if session.probe is not None else 0,
         compared=compared,
         calls=len(loaded.calls),
-        precision=precision,
-        output_scale=_scale(reference) if reference else 0.0,
+        precision=compared_with.precision,
+        output_scale=compared_with.output_scale,
     )
 
 
-class PrecisionCheck(msgspec.Struct, frozen=True):
-    """The compiled output against a float64 run of eager, where it missed the tolerance,
-    by Dynamo's own accuracy rule (``torch._dynamo.utils.same`` with an fp64 reference),
-    per tensor: the compiled RMSE from float64 at most ``multiplier`` times eager's own
-    (2; 3 for half precision, fewer than 1000 elements or a 1x1 feature map, where noise
-    dominates), plus a tenth of the tolerance. The figures are the tensor where the
-    compiled output is furthest from float64 relative to eager."""
-
-    within: bool
-    compiled_rmse: float  # of the worst tensor, against float64
-    eager_rmse: float  # eager's own at that tensor, against float64
-    multiplier: float  # the rule's multiplier at that tensor
-    eager_max_error: float  # the largest difference between eager and float64 over all tensors
-
-
-def _multiplier(tensor: Any) -> float:
-    """Dynamo's ``same``: noise dominates small tensors, 1x1 maps and half precision."""
-    import torch
-
-    small = tensor.numel() < 1000 or (tensor.ndim == 4 and tensor.shape[-1] == tensor.shape[-2] == 1)
-    return 3.0 if small or tensor.dtype in (torch.float16, torch.bfloat16) else 2.0
-
-
-def _float64_check(
-    model: Any, calls: list[tuple[Any, ...]], train: bool, got: list[Any], reference: list[Any]
-) -> PrecisionCheck | None:
-    """None when the model cannot run in float64 (then the tolerance's verdict stands)."""
+def _float64_run(model: Any, calls: list[tuple[Any, ...]], train: bool) -> list[Any] | None:
+    """Eager in float64, the judge past the tolerance (``numerics.compare``); None when the
+    model cannot run in float64 (then the tolerance's verdict stands)."""
     import torch
 
     wide = copy.deepcopy(model).double()
@@ -282,29 +244,9 @@ def _float64_check(
         for call in calls
     ]
     try:
-        truth = _run(wide, wide, widened, train)
+        return _run(wide, wide, widened, train)
     except Exception:  # noqa: BLE001 - an op without float64 support: no verdict from here
         return None
-    if len(truth) != len(got):
-        return None
-    worst, within, eager_max = (0.0, 0.0, 2.0), True, 0.0
-    for mine, eager, exact in zip(got, reference, truth, strict=True):
-        if not (mine.is_floating_point() and exact.is_floating_point()) or mine.shape != exact.shape:
-            if not torch.equal(mine, eager):
-                return None
-            continue
-        compiled_rmse, eager_rmse, multiplier = _rmse(mine, exact), _rmse(eager, exact), _multiplier(eager)
-        eager_max = max(eager_max, _max_abs_diff(eager, exact))
-        slack = TOLERANCE.get(str(eager.dtype).replace("torch.", ""), TOLERANCE["float32"]) / 10
-        if compiled_rmse > multiplier * eager_rmse + slack:
-            within = False
-        if compiled_rmse / (multiplier * eager_rmse + slack) >= worst[0] / (worst[2] * worst[1] + slack):
-            worst = (compiled_rmse, eager_rmse, multiplier)
-    return PrecisionCheck(within, worst[0], worst[1], worst[2], eager_max)
-
-
-def _rmse(a: Any, b: Any) -> float:
-    return float((a.double() - b.double()).pow(2).mean().sqrt()) if a.numel() else 0.0
 
 
 def _fallback_random_run(model: Any, calls: list[tuple[Any, ...]], chosen: Backend, train: bool) -> list[Any]:
@@ -315,11 +257,11 @@ def _fallback_random_run(model: Any, calls: list[tuple[Any, ...]], chosen: Backe
     import torch
     from torch._inductor import config
 
-    model.train(train)  # ``chosen`` has no bundle folder: this compile writes nothing
+    model.train(train)
     torch._dynamo.reset()
     chosen.install(None)
-    try:
-        with config.patch(fallback_random=True), _structured_trace_off():
+    try:  # the tracked compile's own backend, writing no bundle and no cache entry
+        with chosen.writing_nothing(), config.patch(fallback_random=True), _structured_trace_off():
             model, calls = _placed(chosen, model, calls)
             return _on_cpu(_run(torch.compile(model, backend=chosen.compiler()), model, calls, train))
     finally:
@@ -371,8 +313,7 @@ def tracked_compile(
         calls,
         backend,
         train=train,
-        out_dir=out_dir,
-        label=label,
+        layout=Layout(Path(out_dir), label) if out_dir is not None else None,
         redact_paths=redact_paths,
         keep_run_failure=keep_run_failure,
         audit=audit,
@@ -386,8 +327,7 @@ def _tracked(
     backend: Backend,
     *,
     train: bool,
-    out_dir: Path | None,
-    label: str | None,
+    layout: Layout | None,
     redact_paths: bool | Path,
     keep_run_failure: bool,
     audit: bool,
@@ -401,6 +341,7 @@ def _tracked(
     model, calls = _placed(backend, model, calls)
     session = None
     try:
+        out_dir, label = (layout.out, layout.label) if layout is not None else (None, None)
         with tracking(backend, out_dir=out_dir, label=label, redact_paths=redact_paths, audit=audit) as session:
             compiled = torch.compile(model, backend=backend.compiler())
             before = _State(model, calls) if after_run is not None else None
@@ -517,13 +458,3 @@ def _flatten(value: Any, detach: bool = True) -> list[Any]:
     if isinstance(value, dict):
         return [t for key in sorted(value) for t in _flatten(value[key], detach)]
     return []
-
-
-def _max_abs_diff(a: Any, b: Any) -> float:
-    if a.shape != b.shape:
-        return float("inf")
-    return float((a.float() - b.float()).abs().max()) if a.numel() else 0.0
-
-
-def _scale(tensors: list[Any]) -> float:
-    return max((float(t.float().abs().max()) for t in tensors if t.numel()), default=1.0)

@@ -3,7 +3,7 @@
 The parent hosts the rendezvous store (a ``TCPStore`` on a port the system picks, so no
 port can be taken in between) and starts ``spyre-provenance compile MODEL ... --rank r``
 N times with torch's usual variables. Each rank joins the group
-(``capture.ranks``), does its own tracked compile and writes ``OUT/rank<r>/`` exactly as a
+(``compile.process_group``), does its own tracked compile and writes ``OUT/rank<r>/`` exactly as a
 single ``compile --out OUT/rank<r>`` would (graph folders, ``trace/<model>.log``, bundles).
 When they are done the parent prints each rank's summary under a ``[rank r]`` prefix and
 renders tlparse's multi-rank report of all of them into ``OUT/tlparse/<model>/``.
@@ -13,7 +13,7 @@ A rank failing must not take the others' artifacts with it nor hang the run:
 - the artifacts are written during the compile (atomically), before the compiled code
   runs its collectives; a rank whose collective then fails (its peer is gone: gloo sees
   the closed connection at once) keeps them, says ``NOT CHECKED`` and exits 2;
-- a hung peer is bounded by the group's timeout (``capture.ranks``); the parent gives the
+- a hung peer is bounded by the group's timeout (``compile.process_group``); the parent gives the
   other ranks that long (plus a margin) after the first one failed, then stops them;
 - the parent prints exactly one line on stderr, naming the rank that failed first: the
   one killed by a signal, or exiting 2 or 3, or that had to be stopped because it hung.
@@ -25,7 +25,6 @@ rank) or 3 (internal error).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import signal
@@ -35,12 +34,18 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from spyre_provenance.capture import ranks as process_group
-from spyre_provenance.capture.compile_job import ORIGIN_SUFFIX
-from spyre_provenance.errors import EXIT_FOUND_WANTING, UnusableInput
+import msgspec
+
+from spyre_provenance.compile import process_group
+from spyre_provenance.errors import EXIT_FOUND_WANTING, UnusableInput, Verdict
 from spyre_provenance.logs.tlparse_run import TlparseError, render_all_ranks, tlparse_binary
-from spyre_provenance.model import folders
+from spyre_provenance.model.layout import Layout
+from spyre_provenance.viewer import page as viewer_page
+
+if TYPE_CHECKING:
+    from spyre_provenance.compile.job import CompileRequest
 
 POLL_S = 0.05
 MARGIN_S = 30.0  # beyond the group's timeout, before the parent stops a rank that hangs
@@ -75,23 +80,40 @@ class Rank:
         return f"exit {code}" + (f": {last}" if last else "")
 
 
-def run(args: argparse.Namespace, out: Path, label: str, own_folders) -> int:
-    """``out`` and ``label`` as ``cli.compile`` names them; ``own_folders(folder, label)``:
-    what a compile of ``label`` writes into ``folder`` besides its log (``compile_job``'s,
-    handed in by ``cli.compile``)."""
-    if args.ranks < 1:
-        raise UnusableInput("--ranks", f"{args.ranks}: needs at least 1 rank")
+class RanksOutcome(msgspec.Struct):
+    """A ``compile --ranks N`` run as its parent saw it: what to print, in order (``lines``
+    on stdout, ``problems`` on stderr), and the exit status."""
+
+    out: Path
+    lines: list[str]
+    problems: list[str]
+    exit_code: int
+
+    @property
+    def verdict(self) -> Verdict:
+        return Verdict.of_exit(self.exit_code, self.problems[-1] if self.problems else "")
+
+
+def run(request: CompileRequest, layout: Layout) -> RanksOutcome:
+    """Start ``request.ranks`` processes, each ``compile`` of one rank into ``layout.rank(r)``,
+    wait for them, and render tlparse's multi-rank report and the viewer's page."""
+    assert request.ranks is not None
+    out = layout.out
+    if request.ranks < 1:
+        raise UnusableInput("--ranks", f"{request.ranks}: needs at least 1 rank")
     if out.exists() and not out.is_dir():
         raise UnusableInput(str(out), "exists and is not a folder")
     out.mkdir(parents=True, exist_ok=True)
-    _forget_extra_ranks(out, label, args.ranks, own_folders)
+    _forget_extra_ranks(layout, request.ranks)
 
     import torch.distributed as dist
 
+    lines: list[str] = []
+    problems: list[str] = []
     timeout = process_group.timeout_seconds()
-    store = dist.TCPStore("127.0.0.1", 0, args.ranks, is_master=True, wait_for_workers=False)
+    store = dist.TCPStore("127.0.0.1", 0, request.ranks, is_master=True, wait_for_workers=False)
     with tempfile.TemporaryDirectory(prefix="spyre-provenance-ranks-") as work:
-        ranks = _start(args, out, store.port, Path(work))
+        ranks = _start(request, out, store.port, Path(work))
         try:
             _wait(ranks, grace=timeout + MARGIN_S)
         except BaseException:  # interrupted: leave no rank running
@@ -100,81 +122,68 @@ def run(args: argparse.Namespace, out: Path, label: str, own_folders) -> int:
             raise
         for r in ranks:
             r.text = r.output.read_text(errors="replace")
-            print("\n".join(f"[rank {r.rank}] {line}" for line in r.text.rstrip("\n").splitlines()), flush=True)
+            lines.append("\n".join(f"[rank {r.rank}] {line}" for line in r.text.rstrip("\n").splitlines()))
     del store
     for r in ranks:
         code = r.process.returncode
         if r.stopped or (code is not None and code < 0):
-            _discard_torn_log(out / folders.rank_folder(r.rank), r.process.pid, label)
+            _discard_torn_log(layout.rank(r.rank), r.process.pid)
 
-    logs = {
-        r.rank: log for r in ranks if (log := out / folders.rank_folder(r.rank) / "trace" / f"{label}.log").is_file()
-    }
+    logs = {r.rank: log for r in ranks if (log := layout.rank(r.rank).trace_log).is_file()}
     tlparse = tlparse_binary()
-    if logs and not args.no_tlparse and tlparse:
+    if logs and request.tlparse and tlparse:
         try:
-            report = render_all_ranks(tlparse, logs, out / "tlparse" / label)
+            report = render_all_ranks(tlparse, logs, layout.pages)
         except TlparseError as exc:
-            print(str(exc), file=sys.stderr)
+            problems.append(str(exc))
         else:
-            print(f"multi-rank report: {report.landing}")
+            lines.append(f"multi-rank report: {report.landing}")
             width = max((len(page.label) for page in report.pages), default=0)
-            for page in report.pages:
-                print(f"  {page.label.ljust(width)}  {page.page}")
+            lines += [f"  {page.label.ljust(width)}  {page.page}" for page in report.pages]
 
     if logs:  # one page for every rank's graphs
-        from spyre_provenance.cli import view
-
-        print(view.beside(out))
+        lines.append(viewer_page.beside(out))
 
     failed = sorted((r for r in ranks if r.failed), key=lambda r: (not r.stopped, r.ended_at or 0.0, r.rank))
     if not failed:
-        return max(r.process.returncode for r in ranks)
+        return RanksOutcome(out, lines, problems, max(r.process.returncode for r in ranks))
     first = failed[0]
-    kept = [
-        r.rank
-        for r in ranks
-        if r is not first
-        and any(
-            folders.is_graph_folder_of(p.name, label)
-            for p in (out / folders.rank_folder(r.rank)).glob(folders.GRAPH_PREFIX + "*")
-        )
-    ]
+    kept = [r.rank for r in ranks if r is not first and layout.rank(r.rank).graph_folders()]
     others = (
-        f"; artifacts kept: {', '.join(str(out / folders.rank_folder(k)) for k in kept)}"
+        f"; artifacts kept: {', '.join(str(layout.rank(k).out) for k in kept)}"
         if kept
         else "; no other rank wrote artifacts"
-        if args.ranks > 1
+        if request.ranks > 1
         else ""
     )
-    print(
-        f"spyre-provenance compile: error: rank {first.rank} of {args.ranks} failed: {first.why()}{others}",
-        file=sys.stderr,
+    problems.append(
+        f"spyre-provenance compile: error: rank {first.rank} of {request.ranks} failed: {first.why()}{others}"
     )
     code = first.process.returncode
-    return code if code is not None and code >= 2 and not first.stopped else EXIT_FOUND_WANTING
+    return RanksOutcome(
+        out, lines, problems, code if code is not None and code >= 2 and not first.stopped else EXIT_FOUND_WANTING
+    )
 
 
-def _forget_extra_ranks(out: Path, label: str, ranks: int, own_folders) -> None:
+def _forget_extra_ranks(layout: Layout, ranks: int) -> None:
     """This model's output in ``rank<r>/`` folders of an earlier run with more ranks: gone,
     so validate, golden and diff see this run's ranks only. Each rank of this run clears
     its own folder itself, as any compile does."""
     import shutil
 
-    for folder in sorted(out.glob(folders.RANK_PREFIX + "*")):
-        rank = folders.rank_of_folder(folder.name)
-        if rank is None or rank < ranks or not folder.is_dir():
+    for rank, ranked in layout.ranks():
+        if rank < ranks:
             continue
-        for own in own_folders(folder, label):
+        for own in ranked.own_folders():
             shutil.rmtree(own, ignore_errors=True)
-        (folder / "trace" / f"{label}.log").unlink(missing_ok=True)
-        (folder / "trace" / f"{label}{ORIGIN_SUFFIX}").unlink(missing_ok=True)
-        for empty in (folder / "trace", folder / "sdsc", folder / "tlparse", folder):
+        ranked.trace_log.unlink(missing_ok=True)
+        ranked.origin_marker.unlink(missing_ok=True)
+        for empty in (ranked.trace_dir, *ranked.shared_folders(), ranked.out):
             with contextlib.suppress(OSError):
                 empty.rmdir()
 
 
-def _discard_torn_log(folder: Path, pid: int, label: str) -> None:
+def _discard_torn_log(ranked: Layout, pid: int) -> None:
     """A rank killed mid-compile leaves torch's log under its temporary name, unclaimed.
     It is this rank's when its records carry the rank's pid (every glog line does): other
     runs' logs in the same folder stay. Without a log of the label, the marker naming the
@@ -183,58 +192,60 @@ def _discard_torn_log(folder: Path, pid: int, label: str) -> None:
     import re
 
     prefix = re.compile(rb"(?:\[rank\d+\]:)?[VIWEC]\d{4} [0-9:.]+ (?P<pid>\d+) ")
-    for log in sorted((folder / "trace").glob("dedicated_log_torch_trace_*.log")):
+    for log in sorted(ranked.trace_dir.glob("dedicated_log_torch_trace_*.log")):
         with contextlib.suppress(OSError), open(log, "rb") as fh:
             match = prefix.match(fh.readline())
             if match and int(match["pid"]) == pid:
                 log.unlink()
-    if not (folder / "trace" / f"{label}.log").exists():
-        (folder / "trace" / f"{label}{ORIGIN_SUFFIX}").unlink(missing_ok=True)
-    for empty in (folder / "trace", folder):
+    if not ranked.trace_log.exists():
+        ranked.origin_marker.unlink(missing_ok=True)
+    for empty in (ranked.trace_dir, ranked.out):
         with contextlib.suppress(OSError):
             empty.rmdir()
 
 
-def _rank_args(args: argparse.Namespace, out: Path, rank: int) -> list[str]:
+def _rank_args(request: CompileRequest, out: Path, rank: int) -> list[str]:
     """The command line of one rank: this one's, with the rank, and no tlparse (the parent
     renders all ranks at once)."""
+    assert request.ranks is not None
     command = [
-        args.model,
+        request.model,
         "--backend",
-        args.backend,
+        request.backend,
         "--out",
         str(out),
         "--no-tlparse",
         "--ranks",
-        str(args.ranks),
+        str(request.ranks),
         "--rank",
         str(rank),
     ]
-    if args.dtype:
-        command += ["--dtype", args.dtype]
+    if request.dtype:
+        command += ["--dtype", request.dtype]
     for flag in ("train", "redact_paths", "kernel_cache", "audit"):  # each rank audits its own compile
-        if getattr(args, flag):
+        if getattr(request, flag):
             command.append("--" + flag.replace("_", "-"))
     return command
 
 
-def _start(args: argparse.Namespace, out: Path, port: int, work: Path) -> list[Rank]:
+def _start(request: CompileRequest, out: Path, port: int, work: Path) -> list[Rank]:
+    assert request.ranks is not None
     ranks = []
     base = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}  # each rank sets its own
-    for rank in range(args.ranks):
+    for rank in range(request.ranks):
         env = {
             **base,
             "RANK": str(rank),
             "LOCAL_RANK": str(rank),
-            "WORLD_SIZE": str(args.ranks),
-            "LOCAL_WORLD_SIZE": str(args.ranks),
+            "WORLD_SIZE": str(request.ranks),
+            "LOCAL_WORLD_SIZE": str(request.ranks),
             "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": str(port),
         }
         output = work / f"rank{rank}.txt"
         with open(output, "wb") as sink:
             process = subprocess.Popen(
-                [sys.executable, "-m", "spyre_provenance", "compile", *_rank_args(args, out, rank)],
+                [sys.executable, "-m", "spyre_provenance", "compile", *_rank_args(request, out, rank)],
                 stdin=subprocess.DEVNULL,
                 stdout=sink,
                 stderr=subprocess.STDOUT,

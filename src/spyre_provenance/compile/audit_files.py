@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from spyre_provenance.errors import UnusableInput
+from spyre_provenance.model.layout import Layout
 
 
 def build(report: Any) -> Any:
@@ -32,9 +33,9 @@ def build(report: Any) -> Any:
 
 
 def write(
-    report: Any, out: Path, document: Any = None, changes: Any = None, against: str | None = None
+    report: Any, layout: Layout, document: Any = None, changes: Any = None, against: str | None = None
 ) -> tuple[list[Path], list[str]]:
-    """Validate the audit, then write ``provenance_audit.json`` and ``.md`` into ``out``
+    """Validate the audit, then write ``provenance_audit.json`` and ``.md`` into ``layout.out``
     atomically. Returns (files written, problems); an invalid audit is never written."""
     from spyre_provenance import audit_report
     from spyre_provenance.support import atomic_write_bytes
@@ -46,9 +47,9 @@ def write(
     if not any(g.audit is not None for g in report.graphs):
         raise UnusableInput(report.model, "no graph was audited (the compile generated no code)")
     files = [
-        atomic_write_bytes(out / audit_report.JSON_FILE, audit_report.to_json_bytes(document)),
+        atomic_write_bytes(layout.audit_json, audit_report.to_json_bytes(document)),
         atomic_write_bytes(
-            out / audit_report.MARKDOWN_FILE, audit_report.render_markdown(document, changes, against).encode("utf-8")
+            layout.audit_markdown, audit_report.render_markdown(document, changes, against).encode("utf-8")
         ),
     ]
     return files, []

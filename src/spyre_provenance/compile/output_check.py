@@ -2,7 +2,7 @@
 each graph judged on the TORCH_TRACE log.
 
 Everything here reads files (the log, the ``--out`` artifacts), not the hook's memory: the
-verdict (``compile_job``) and the summary (``cli.outputs``) are on what tlparse and a CI job
+verdict (``compile_job``) and the summary (``compile.summary``) are on what tlparse and a CI job
 will actually see. Coverage comes from ``coverage.judge`` on the log, the function the hook
 judged the same graph with for its diagnostics artifact; where the two disagree, that is
 said and the compile is found wanting. No torch import.
@@ -10,11 +10,13 @@ said and the compile is found wanting. No torch import.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 
 from spyre_provenance import coverage, pairing
+from spyre_provenance.model.records import GraphResult
 from spyre_provenance.validate.paths import validate_paths
 
 
@@ -35,6 +37,9 @@ class OutputCheck(msgspec.Struct):
     artifacts: int
     invalid: list[str]  # "location: first problem"
     graphs: list[GraphCheck]
+    #: for each graph the hook recorded, in order, the log's graph of the same compile (None:
+    #: the log holds no code for it); paired once here, read by the verdict and the summary
+    paired: list[GraphCheck | None] = []
 
     @property
     def all_valid(self) -> bool:
@@ -45,9 +50,10 @@ class OutputCheck(msgspec.Struct):
         return all(g.complete for g in self.graphs)
 
 
-def check_outputs(paths: Path | list[Path], log: Path | None) -> OutputCheck:
+def check_outputs(paths: Path | list[Path], log: Path | None, recorded: Sequence[GraphResult] = ()) -> OutputCheck:
     """Validate every artifact in ``paths`` (a folder, or this run's graph folders) and in
-    ``log``, and judge the coverage of each graph the log holds.
+    ``log``, judge the coverage of each graph the log holds, and pair each graph the hook
+    ``recorded`` with the log's.
 
     A compile names only its own folders and log: another run may be writing into the
     same ``--out`` at the same time, and its half-written files are not this run's verdict.
@@ -66,7 +72,7 @@ def check_outputs(paths: Path | list[Path], log: Path | None) -> OutputCheck:
                 continue  # a graph Inductor did not finish: no code, nothing to judge
             judged = judge_logged(graph)
             graphs.append(GraphCheck(graph.compile_id, judged, _disagreements(judged, graph.diagnostics)))
-    return OutputCheck(artifacts=len(results), invalid=invalid, graphs=graphs)
+    return OutputCheck(artifacts=len(results), invalid=invalid, graphs=graphs, paired=pair_graphs(recorded, graphs))
 
 
 def _disagreements(judged: coverage.GraphCoverage, diagnostics: dict | None) -> list[str]:
@@ -87,13 +93,13 @@ def _disagreements(judged: coverage.GraphCoverage, diagnostics: dict | None) -> 
     return found
 
 
-def pair_graphs(graphs: list, logged: list[GraphCheck]) -> list[GraphCheck | None]:
+def pair_graphs(graphs: Sequence[GraphResult], logged: list[GraphCheck]) -> list[GraphCheck | None]:
     """For each graph the hook recorded, the log's graph of the same compile id (the n-th
     of that id for the n-th), or None when the log has no such graph."""
     pairs = pairing.pair_graphs(
-        [(g.compile_id, g) for g in graphs],
-        [(c.compile_id.strip("[]"), c) for c in logged],
+        [(g.compile_id, i) for i, g in enumerate(graphs)],
+        [(c.compile_id.strip("[]"), i) for i, c in enumerate(logged)],
         lambda g: g[0],
         by_position=False,
     )
-    return [theirs[1] if theirs is not None else None for mine, theirs in pairs if mine is not None]
+    return [logged[theirs[1]] if theirs is not None else None for mine, theirs in pairs if mine is not None]

@@ -1,26 +1,22 @@
 """One compile and its verdict: a ``CompileRequest`` in, a ``CompileOutcome`` out.
 
-``compile_request`` is the one compile path: the ``compile`` command (and each rank of
-``compile --ranks``, and so each case of ``golden``, which runs ``compile`` in its own
-process), the ``audit`` command, the pytest fixture and the Python API all call it. The
-outcome's ``verdict`` (``errors.Verdict``) is the one judgement of a compile; its
-``exit_code`` is what ``compile`` exits with.
+``compile_request`` is the one compile path: the ``compile`` command (``--ranks N`` too: its
+parent, ``compile.ranks``, starts each rank as a ``compile`` of its own, and so each case of
+``golden``, which runs ``compile`` in its own process), the ``audit`` command, the pytest
+fixture and the Python API all call it. The outcome's ``verdict`` (``errors.Verdict``) is
+the one judgement of a compile; its ``exit_code`` is what ``compile`` exits with.
 
 With ``out``, the compile writes into that folder, everything named after the model
-(``mlp``, or ``file-factory`` for ``PATH.py:FACTORY``; see ``run_label``):
+(``mlp``, or ``file-factory`` for ``PATH.py:FACTORY``; see ``run_label``): its log, graph
+folders, bundles, pages, and with ``audit`` the audit files; where each goes is
+``model.layout.Layout``, built once here and handed down. A run replaces only its own
+model's earlier output, so compiles of different models can share one ``out`` (and so one
+TORCH_TRACE folder), also at the same time. Without ``out`` nothing is written and the
+verdict is on the hook's records alone (the pytest fixture).
 
-- ``trace/<model>.log``: this run's TORCH_TRACE log (torch writes it under its own random
-  name while compiling; the run finds it through torch's trace handler, not by globbing,
-  and renames it when the compile is done);
-- ``graph_<model>_NN_<compile id>_<kind>/``: one folder per compiled graph, its artifacts;
-- ``sdsc/<model>/``: the reference backend's SuperDSC-like bundles;
-- ``tlparse/<model>/``: the provenance pages, when tlparse is installed and asked for;
-- ``provenance_audit.json`` and ``.md`` with ``audit``: one per ``out``, the last audited
-  run's.
-
-A run replaces only its own model's earlier output, so compiles of different models can
-share one ``out`` (and so one TORCH_TRACE folder), also at the same time. Without ``out``
-nothing is written and the verdict is on the hook's records alone (the pytest fixture).
+The backend is built once here too (``_backend``), with the options that are its own, and
+that instance compiles, and compiles again for the eager comparison of a model that draws
+random numbers.
 
 Input that cannot be compiled (the model does not load or fails eagerly, torch.compile
 refuses it, ``out`` is a file) raises ``UnusableInput`` before anything is written; a
@@ -43,10 +39,15 @@ from spyre_provenance.backends import DEFAULT_BACKEND
 from spyre_provenance.errors import UnsupportedTorch, UnusableInput, Verdict
 from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
 from spyre_provenance.model import folders
+from spyre_provenance.model.layout import Layout
 from spyre_provenance.support import atomic_write_text, remove_stale_temporaries
 
 if TYPE_CHECKING:
-    from spyre_provenance.capture.profiled_run import Profiler
+    from spyre_provenance.backends.base import Backend
+    from spyre_provenance.compile.output_check import OutputCheck
+    from spyre_provenance.compile.profile import Profiler
+    from spyre_provenance.compile.ranks import RanksOutcome
+    from spyre_provenance.compile.run import CompileReport
 
 
 class CompileRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -69,9 +70,13 @@ class CompileRequest(msgspec.Struct, frozen=True, kw_only=True):
     #: run the compiled model once more under torch.profiler; its trace annotated into
     #: ``out/profile/<model>.trace.json`` (a single process with an ``out``: not a rank)
     profile: bool = False
-    #: the rank this process is in a ``compile --ranks`` run (its parent is the command line's)
+    #: run ``ranks`` processes, one rank each, in a gloo group (``compile.ranks``): rank r
+    #: compiles into ``out/rank<r>/``; ``rank``: the rank this process is, when such a parent
+    #: started it
     rank: int | None = None
     ranks: int | None = None
+    #: also write the viewer's page of ``out`` (``view.html``), as the command line does
+    viewer: bool = False
 
     @property
     def label(self) -> str:
@@ -96,13 +101,14 @@ class CompileOutcome(msgspec.Struct):
     request: CompileRequest
     out: Path | None  # where it wrote (a rank's folder for a rank)
     backend_choice: str  # which backend, and why: ``backend reference (auto: ...)``
-    report: Any  # compile_run.CompileReport
-    checked: Any  # output_check.OutputCheck, None when nothing was written
+    report: CompileReport  # what the hook recorded, and the comparison with eager
+    checked: OutputCheck | None  # None when nothing was written
     pages: list[Path]
     page_problems: list[str]  # tlparse could not render the pages: why
     audit: AuditFiles | None
     verdict: Verdict
     profile: str | None = None  # with ``profile``: the profile's summary line
+    viewer: str | None = None  # with ``viewer``: the viewer page's line (``viewer.page.beside``)
 
     @property
     def exit_code(self) -> int:
@@ -115,29 +121,35 @@ class CompileOutcome(msgspec.Struct):
         return [r for r in self.verdict.reasons if r not in audit]
 
 
-def compile_request(request: CompileRequest, *, announce: Callable[[str], None] | None = None) -> CompileOutcome:
+def compile_request(
+    request: CompileRequest, *, announce: Callable[[str], None] | None = None
+) -> CompileOutcome | RanksOutcome:
     """Compile as ``request`` says, check what was written, judge it. ``announce`` is told
     the backend ``auto`` chose, and why, before the compile starts (the command line prints
-    it). Raises UnusableInput for input that cannot be compiled."""
+    it). With ``ranks`` (and no ``rank``), one process per rank compiles (``compile.ranks``)
+    and the outcome is theirs, a ``RanksOutcome``. Raises UnusableInput for input that
+    cannot be compiled."""
     if request.instance is not None and request.dtype is not None:
         raise UnusableInput(request.model, "a model handed in is compiled as built: cast it, not the request")
     if request.ranks is not None and request.rank is None:
-        raise UnusableInput(
-            "--ranks", "a multi-rank run starts one process per rank: spyre-provenance compile --ranks N"
-        )
+        if request.out is None or request.instance is not None:
+            raise UnusableInput("--ranks", "a multi-rank run compiles a model by its name into an out folder")
+        from spyre_provenance.compile import ranks
+
+        return ranks.run(request, Layout(request.out, request.label))
     out = request.out
     if out is not None and out.exists() and not out.is_dir():
         raise UnusableInput(str(out), "exists and is not a folder")
     if request.rank is None:
-        return _compile(request, out, announce)
+        return _compile(request, Layout(out, request.label) if out is not None else None, announce)
     if out is None or request.ranks is None or not 0 <= request.rank < request.ranks:
         raise UnusableInput("--rank", "is how compile --ranks N starts its processes (0 <= rank < N)")
-    out = out / folders.rank_folder(request.rank)
-    if out.exists() and not out.is_dir():
-        raise UnusableInput(str(out), "exists and is not a folder")
-    from spyre_provenance.capture import ranks as process_group
+    layout = Layout(out, request.label).rank(request.rank)
+    if layout.out.exists() and not layout.out.is_dir():
+        raise UnusableInput(str(layout.out), "exists and is not a folder")
+    from spyre_provenance.compile import process_group
 
-    _point_trace_at(out / "trace")  # before torch is imported, and so before the group exists
+    _point_trace_at(layout.trace_dir)  # before torch is imported, and so before the group exists
     try:
         # before the model loads (its factory may read its rank) and before torch logs a
         # record: torch names the log after the rank and stamps the rank on every record
@@ -147,7 +159,7 @@ def compile_request(request: CompileRequest, *, announce: Callable[[str], None] 
             f"rank {request.rank}", f"cannot join the process group: {type(exc).__name__}: {_first_line(exc)}"
         ) from None
     try:
-        return _compile(request, out, announce, ranked=True)
+        return _compile(request, layout, announce, ranked=True)
     finally:
         process_group.leave()
 
@@ -159,13 +171,11 @@ NO_TORCH_SPYRE_KERNEL = (
 )
 
 
-def judge(report: Any, checked: Any = None, audit: AuditFiles | None = None) -> Verdict:
+def judge(report: CompileReport, checked: OutputCheck | None = None, audit: AuditFiles | None = None) -> Verdict:
     """The one verdict on a compile (``report``, a ``CompileReport``), on what it wrote
     (``checked``; None: nothing was written, the hook's records are judged alone) and on its
     audit files. A compiled run that failed is unusable input, its artifacts kept; anything
     lost or missing is found wanting."""
-    from spyre_provenance.capture.output_check import pair_graphs
-
     unusable = [] if report.run_error is None else [f"the compiled code failed as it ran ({report.run_error})"]
     wanting = []
     # no graph recorded means the hook saw nothing (a cache hit it could not bypass, or a
@@ -187,7 +197,7 @@ def judge(report: Any, checked: Any = None, audit: AuditFiles | None = None) -> 
             wanting.append(f"graph {graph.compile_id} {graph.kind}: {why}")
     if checked is not None:
         wanting += [f"invalid artifact: {problem}" for problem in checked.invalid]
-        for graph, logged in zip(report.graphs, pair_graphs(report.graphs, checked.graphs), strict=True):
+        for graph, logged in zip(report.graphs, checked.paired, strict=True):
             if logged is None:
                 wanting.append(f"graph {graph.compile_id} {graph.kind}: the log holds no code for it")
         wanting += [
@@ -200,26 +210,26 @@ def judge(report: Any, checked: Any = None, audit: AuditFiles | None = None) -> 
 
 
 def _compile(
-    request: CompileRequest, out: Path | None, announce: Callable[[str], None] | None, *, ranked: bool = False
+    request: CompileRequest, layout: Layout | None, announce: Callable[[str], None] | None, *, ranked: bool = False
 ) -> CompileOutcome:
     """``_tracked_compile``, with ``request.profile`` under the profiler."""
-    if not request.profile or out is None or ranked:
-        return _tracked_compile(request, out, announce, ranked=ranked)
-    from spyre_provenance.capture import profiled_run
+    if not request.profile or layout is None or ranked:
+        return _tracked_compile(request, layout, announce, ranked=ranked)
+    from spyre_provenance.compile import profile as profiled_run
 
-    with profiled_run.profiling(out, request.label) as profiler:
-        return _tracked_compile(request, out, announce, ranked=ranked, profiler=profiler)
+    with profiled_run.profiling(layout) as profiler:
+        return _tracked_compile(request, layout, announce, ranked=ranked, profiler=profiler)
 
 
 def _tracked_compile(
     request: CompileRequest,
-    out: Path | None,
+    layout: Layout | None,
     announce: Callable[[str], None] | None,
     *,
     ranked: bool = False,
     profiler: Profiler | None = None,
 ) -> CompileOutcome:
-    """The tracked compile of ``request.model`` into ``out`` (None: nothing written), checked.
+    """The tracked compile of ``request.model`` into ``layout`` (None: nothing written), checked.
     ``ranked``: a rank of ``compile --ranks`` (its trace folder is set already, and a
     compiled run that fails, a peer gone, keeps the artifacts its compile wrote)."""
     from spyre_provenance import audit_report as provenance_audit
@@ -227,20 +237,15 @@ def _tracked_compile(
     previous = (
         provenance_audit.read(request.audit_against) if request.audit_against is not None else None
     )  # exit 2 fast
-    label = request.label
-    trace_dir = out / "trace" if out is not None else None
-    if trace_dir is not None and not ranked:  # a rank pointed it before joining its group
-        _point_trace_at(trace_dir)
-    backend, choice = _backend(request.backend)  # may import torch_spyre, and so torch: after the line above
+    out = layout.out if layout is not None else None
+    if layout is not None and not ranked:  # a rank pointed it before joining its group
+        _point_trace_at(layout.trace_dir)
+    backend, choice = _backend(request, layout)  # may import torch_spyre, and so torch: after the line above
     if request.backend == "auto" and announce is not None:
         announce(choice)
-    if request.kernel_cache and backend != "reference":
-        raise UnusableInput(
-            "--kernel-cache", f"models torch-spyre's kernel cache on the reference backend, not {backend}"
-        )
 
-    from spyre_provenance.capture import compile_run
-    from spyre_provenance.capture.output_check import check_outputs
+    from spyre_provenance.compile import run as compile_run
+    from spyre_provenance.compile.output_check import check_outputs
     from spyre_provenance.examples import ModelLoadError
 
     # everything that can refuse the model happens before ``out`` is touched
@@ -255,49 +260,52 @@ def _tracked_compile(
         reference = compile_run.run_eager(loaded, train=request.train)
     except (ModelLoadError, compile_run.NotCompilable) as exc:
         raise UnusableInput(request.model, str(exc)) from None
-    created = [p for p in (out, trace_dir) if p is not None and not p.exists()]
-    if out is not None and trace_dir is not None:
-        _prepare(out, trace_dir, label, model_origin(request))
+    created = [p for p in (out, layout.trace_dir if layout else None) if p is not None and not p.exists()]
+    if layout is not None:
+        _prepare(layout, model_origin(request))
     try:
         report = compile_run.compile_model(
             loaded,
             reference,
             backend=backend,
-            out_dir=out,
+            layout=layout,
             train=request.train,
-            label=label if out is not None else None,
             redact_paths=request.redact_paths,
-            kernel_cache=request.kernel_cache,
             keep_run_failure=ranked,
             audit=request.audit,
-            beyond_upstream=request.beyond_upstream,
             after_run=profiler.after_run if profiler is not None else None,
         )
     except UnsupportedTorch:  # enable() refused this torch before compiling: its own line
-        _discard(out, trace_dir, label, created)
+        _discard(layout, created)
         raise
     except compile_run.NotCompilable as exc:  # the device cannot hold the model: its own line
-        _discard(out, trace_dir, label, created)
+        _discard(layout, created)
         raise UnusableInput(request.model, str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - see below
         # the model ran eagerly, so torch.compile refused it: the input, in one line
-        _discard(out, trace_dir, label, created)
+        _discard(layout, created)
         raise UnusableInput(request.model, f"torch.compile failed: {_cause_line(exc)}") from None
     except BaseException:
-        _discard(out, trace_dir, label, created)  # a failed run leaves no half-named log, no stale folder
+        _discard(layout, created)  # a failed run leaves no half-named log, no stale folder
         raise
 
     checked, audit = None, None
     pages: list[Path] = []
     page_problems: list[str] = []
-    if out is not None and trace_dir is not None:
-        log = _claim_trace_log(trace_dir / f"{label}.log")
-        checked = check_outputs(_graph_folders(out, label), log)
+    if layout is not None:
+        log = _claim_trace_log(layout.trace_log)
+        checked = check_outputs(layout.graph_folders(), log, report.graphs)
         tlparse = tlparse_binary()
         if log is not None and request.tlparse and tlparse:
-            pages, page_problems = _graph_pages(tlparse, log, out / "tlparse" / label)
+            pages, page_problems = _graph_pages(tlparse, log, layout.pages)
         if request.audit:
-            audit = _write_audit(report, out, previous, request.audit_against)
+            audit = _write_audit(report, layout, previous, request.audit_against)
+    profile = profiler.finish() if profiler is not None else None
+    viewer = None
+    if layout is not None and request.viewer and report.graphs:  # last: the page shows every file written
+        from spyre_provenance.viewer.page import beside
+
+        viewer = beside(layout.out)
     return CompileOutcome(
         request,
         out,
@@ -308,34 +316,46 @@ def _tracked_compile(
         page_problems,
         audit,
         judge(report, checked, audit),
-        profile=profiler.finish() if profiler is not None else None,
+        profile=profile,
+        viewer=viewer,
     )
 
 
-def _write_audit(report: Any, out: Path, previous: Any, against: Path | None) -> AuditFiles:
+def _write_audit(report: Any, layout: Layout, previous: Any, against: Path | None) -> AuditFiles:
     from spyre_provenance import audit_report as provenance_audit
-    from spyre_provenance.capture.audit_files import build, write
+    from spyre_provenance.compile.audit_files import build, write
 
     document = build(report)
     changes = provenance_audit.compare(previous, document) if previous is not None else None
     try:
-        written, problems = write(report, out, document, changes, str(against) if against is not None else None)
+        written, problems = write(report, layout, document, changes, str(against) if against is not None else None)
     except UnusableInput as exc:
         return AuditFiles(document, changes, [], [], refused=exc)
     return AuditFiles(document, changes, written, problems)
 
 
-def _backend(requested: str) -> tuple[str, str]:
-    """The backend to compile with, and one line saying which and why; ``spyre`` is refused
-    (one line, exit 2) when the adapter cannot install on torch-spyre."""
+def _backend(request: CompileRequest, layout: Layout | None) -> tuple[Backend, str]:
+    """The compile's one backend instance, built with the options that are its own (its
+    bundle folder; the reference backend's kernel cache; stock Inductor's mapping completed
+    beyond upstream), and one line saying which and why. ``spyre`` is refused (one line,
+    exit 2) when the adapter cannot install on torch-spyre, ``--kernel-cache`` on any
+    backend but the reference."""
     from spyre_provenance.backends import choose_backend, torch_spyre
 
-    if requested == "spyre":
+    if request.backend == "spyre":
         usable, why = torch_spyre.probe()
         if not usable:
             raise UnusableInput("--backend spyre", why)
-    chosen, line = choose_backend(requested)
-    return chosen.name, line
+    chosen, line = choose_backend(
+        request.backend,
+        bundle_dir=layout.bundle_root if layout is not None else None,
+        kernel_cache=request.kernel_cache,
+        beyond_upstream=request.beyond_upstream,
+    )
+    if request.kernel_cache and chosen.name != "reference":
+        name = chosen.name if request.backend == "auto" else request.backend
+        raise UnusableInput("--kernel-cache", f"models torch-spyre's kernel cache on the reference backend, not {name}")
+    return chosen, line
 
 
 def _point_trace_at(trace_dir: Path) -> None:
@@ -374,6 +394,14 @@ def _graph_pages(tlparse: str, log: Path, out: Path) -> tuple[list[Path], list[s
         return [], [str(exc)]
 
 
+def default_out(spec: str) -> Path:
+    """The command line's ``--out`` when none is given: ``out/<model>``, the model file's stem
+    (transliterated as labels are) or the built-in model's name."""
+    if ":" not in spec:
+        return Path("out") / spec
+    return Path("out") / (folders.transliterate(Path(spec.split(":", 1)[0]).stem) or "model")
+
+
 def run_label(spec: str) -> str:
     """What this run's files are named after: the built-in model's name, or for
     ``PATH.py:FACTORY`` the file's stem and the factory (two factories of one file are two
@@ -384,17 +412,6 @@ def run_label(spec: str) -> str:
     return folders.model_label(spec)
 
 
-def _graph_folders(out: Path, label: str) -> list[Path]:
-    """The graph folders of model ``label`` in ``out``, in name order."""
-    return [p for p in sorted(out.glob(f"{folders.GRAPH_PREFIX}*")) if folders.is_graph_folder_of(p.name, label)]
-
-
-def own_folders(out: Path, label: str) -> list[Path]:
-    """Everything a run of model ``label`` writes into ``out`` besides its log: graph
-    folders, bundles, pages. Another model's stay out of it."""
-    return [*_graph_folders(out, label), out / "sdsc" / label, out / "tlparse" / label]
-
-
 def model_origin(request: CompileRequest) -> str:
     """What a label stands for: a file model's resolved path and factory, or the name."""
     if ":" in request.model and request.instance is None:
@@ -403,34 +420,28 @@ def model_origin(request: CompileRequest) -> str:
     return request.model
 
 
-#: Beside a model's log, ``<label>.model`` names the model its folders are of: two models
-#: whose labels agree (``a/model.py:build`` and ``b/model.py:build``) never share them.
-ORIGIN_SUFFIX = ".model"
-
-
-def _prepare(out: Path, trace_dir: Path, label: str, origin: str) -> None:
+def _prepare(layout: Layout, origin: str) -> None:
     """Remove this model's output of an earlier run, and nothing else: another model's
     folders and logs (maybe being written right now by another run) stay untouched. A label
     ``out`` already holds for another model is refused (exit 2) before anything is removed.
     ``compile_request`` has refused an ``out`` that is not a folder."""
-    marker = trace_dir / f"{label}{ORIGIN_SUFFIX}"
     try:
-        held = marker.read_text(encoding="utf-8").strip()
+        held = layout.origin_marker.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         held = None
     if held and held != origin:
         raise UnusableInput(
-            str(out),
-            f"holds the output of {held} under the label {label!r}; {origin} would replace it: use another --out",
+            str(layout.out),
+            f"holds the output of {held} under the label {layout.label!r}; {origin} would replace it: use another --out",
         )
-    if out.is_dir():
-        remove_stale_temporaries(out)  # a killed writer's leftovers; live writers' stay
-        for folder in own_folders(out, label):
+    if layout.out.is_dir():
+        remove_stale_temporaries(layout.out)  # a killed writer's leftovers; live writers' stay
+        for folder in layout.own_folders():
             if folder.is_dir():
                 shutil.rmtree(folder)
-        (trace_dir / f"{label}.log").unlink(missing_ok=True)
-    trace_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(marker, origin + "\n")
+        layout.trace_log.unlink(missing_ok=True)
+    layout.trace_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(layout.origin_marker, origin + "\n")
 
 
 _LINE = 400  # characters of a refusal's reason
@@ -457,19 +468,19 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else "(no message)"
 
 
-def _discard(out: Path | None, trace_dir: Path | None, label: str, created: list[Path]) -> None:
+def _discard(layout: Layout | None, created: list[Path]) -> None:
     """Remove what this run wrote: its graph folders, bundles and pages, torch's log of it
     under its temporary name, and the folders it created when they hold nothing else.
     Another model's output stays. Nothing to do for a run that writes nothing."""
-    if out is None or trace_dir is None:
+    if layout is None:
         return
-    for folder in own_folders(out, label):
+    for folder in layout.own_folders():
         shutil.rmtree(folder, ignore_errors=True)
-    log = _claim_trace_log(trace_dir / f"{label}.log")
+    log = _claim_trace_log(layout.trace_log)
     if log is not None:
         log.unlink(missing_ok=True)
-    (trace_dir / f"{label}{ORIGIN_SUFFIX}").unlink(missing_ok=True)
-    for folder in [out / "sdsc", out / "tlparse", *sorted(created, key=lambda p: -len(p.parts))]:
+    layout.origin_marker.unlink(missing_ok=True)
+    for folder in [*layout.shared_folders(), *sorted(created, key=lambda p: -len(p.parts))]:
         with contextlib.suppress(OSError):
             folder.rmdir()  # only when empty
 
