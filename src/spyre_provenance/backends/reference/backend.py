@@ -52,12 +52,12 @@ from torch._inductor.codegen import cpp as cpp_codegen
 from torch._inductor.utils import IndentedBuffer, Placeholder
 from torch._inductor.virtualized import V
 
-from spyre_provenance.backends import bundles, sdsc_kernel
 from spyre_provenance.backends import opspec as opspec_mod
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.backends.opspec import OpSpec
-from spyre_provenance.backends.reference_lowering import DEVICE, SplitAddmmPass, make_mm_lowering, realize_every_op
-from spyre_provenance.backends.reference_opspecs import (
+from spyre_provenance.backends.reference import sdsc_kernel
+from spyre_provenance.backends.reference.lowering import DEVICE, SplitAddmmPass, make_mm_lowering, realize_every_op
+from spyre_provenance.backends.reference.opspecs import (
     build_opspec,
     bundle_document,
     bundle_identity,
@@ -66,6 +66,7 @@ from spyre_provenance.backends.reference_opspecs import (
     kernel_descriptor,
     redact_handle,
 )
+from spyre_provenance.backends.torch_spyre import bundles
 from spyre_provenance.model.folders import BUNDLE_FILE
 from spyre_provenance.model.records import Fault, OpSpecRecord
 from spyre_provenance.patches import Patches

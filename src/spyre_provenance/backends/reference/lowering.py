@@ -35,8 +35,8 @@ SPLIT_ADDMM_PASS = "spyre_reference.split_addmm"
 CACHE_FORMAT = "spyre-reference-backend/1"
 #: The reference backend's own code: its hash joins Inductor's cache keys (``_cache_uuid``).
 CODE_FILES = tuple(
-    str(Path(__file__).with_name(name))
-    for name in ("reference.py", "reference_lowering.py", "reference_opspecs.py", "opspec.py", "base.py")
+    str(Path(__file__).parent / name)
+    for name in ("backend.py", "lowering.py", "opspecs.py", "../opspec.py", "../base.py")
 )
 
 

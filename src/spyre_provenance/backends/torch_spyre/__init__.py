@@ -115,7 +115,7 @@ from types import CodeType, ModuleType
 from typing import Any
 
 from spyre_provenance.backends.base import Backend, CallSiteRecorder
-from spyre_provenance.backends.bundles import served_handles
+from spyre_provenance.backends.torch_spyre.bundles import served_handles
 from spyre_provenance.errors import ProvenanceWarning
 from spyre_provenance.model.records import Fault, OpSpecRecord
 from spyre_provenance.patches import Patches
