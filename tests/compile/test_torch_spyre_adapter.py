@@ -23,8 +23,9 @@ from torch._inductor.utils import run_and_get_code
 from torch._inductor.virtualized import V
 
 import spyre_provenance
-from spyre_provenance.backends import choose_backend, get_backend, opspec
+from spyre_provenance.backends import choose_backend, get_backend
 from spyre_provenance.backends import torch_spyre as adapter
+from spyre_provenance.backends.reference import lookalike as opspec
 from spyre_provenance.backends.torch_spyre import TorchSpyreBackend, available
 from spyre_provenance.capture import hook
 from spyre_provenance.logs import wrapper_code

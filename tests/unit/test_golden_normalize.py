@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import spyre_provenance
 from spyre_provenance import golden, mapping
-from spyre_provenance.backends import opspec
+from spyre_provenance.backends.reference import lookalike as opspec
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import KernelRecord
 from where import GOLDEN  # tests/ is on sys.path
@@ -50,7 +51,7 @@ def test_default_roots_take_this_checkout_and_the_temp_dir():
     roots = golden.Roots.default()
     checkout = golden.source_checkout()
     assert checkout is not None and str(checkout) + "/" in roots.project
-    examples = Path(opspec.__file__).resolve().parents[1] / "examples.py"
+    examples = Path(spyre_provenance.__file__).resolve().parent / "examples.py"
     assert golden.normalize_path(str(examples), roots) == "src/spyre_provenance/examples.py"
 
 

@@ -15,9 +15,10 @@ from typing import Any
 import msgspec
 import pytest
 
+import spyre_provenance
 from spyre_provenance import mapping
-from spyre_provenance.backends import opspec
-from spyre_provenance.backends.opspec import (
+from spyre_provenance.backends.reference import lookalike as opspec
+from spyre_provenance.backends.reference.lookalike import (
     DebugHandle,
     OpSpec,
     ProvenanceTransform,
@@ -75,7 +76,7 @@ def test_source_skips_torch_frames() -> None:
 
 
 def test_source_skips_this_package_but_not_its_example_models() -> None:
-    package = os.path.dirname(os.path.dirname(opspec.__file__))
+    package = os.path.dirname(spyre_provenance.__file__)
     hook_frame = frame(os.path.join(package, "hook.py"), 3)
     examples_frame = frame(os.path.join(package, "examples.py"), 40)
     assert opspec.is_internal_frame(os.path.join(package, "hook.py"))
@@ -243,7 +244,7 @@ def test_id_changes_with_any_content() -> None:
 #: against torch-spyre's own ``_stable_id``.
 PINNED_ID = 8234212150934510323
 PINNED_PROGRAM = (
-    "from spyre_provenance.backends.opspec import SourceLoc, make_handle\n"
+    "from spyre_provenance.backends.reference.lookalike import SourceLoc, make_handle\n"
     "h = make_handle(SourceLoc('model.py', 5), 'aten.add.Tensor', ('add', 'buf0'))\n"
     "print(h.id)\n"
 )

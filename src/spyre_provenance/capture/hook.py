@@ -635,7 +635,7 @@ def _copy_map(node_map: dict[str, list[str]]) -> dict[str, list[str]]:
 
 def _random_ops(found: list[tuple[str, str | None]]) -> list[RandomOp]:
     """The random ops of a graph with the user's line each came from, once each."""
-    from spyre_provenance.backends.opspec import source_from_stack_trace
+    from spyre_provenance.backends.reference.lookalike import source_from_stack_trace
     from spyre_provenance.redact import shown_path
 
     ops: dict[RandomOp, None] = {}

@@ -52,10 +52,10 @@ from torch._inductor.codegen import cpp as cpp_codegen
 from torch._inductor.utils import IndentedBuffer, Placeholder
 from torch._inductor.virtualized import V
 
-from spyre_provenance.backends import opspec as opspec_mod
 from spyre_provenance.backends.base import Backend
-from spyre_provenance.backends.opspec import OpSpec
+from spyre_provenance.backends.reference import lookalike as opspec_mod
 from spyre_provenance.backends.reference import sdsc_kernel
+from spyre_provenance.backends.reference.lookalike import OpSpec
 from spyre_provenance.backends.reference.lowering import DEVICE, SplitAddmmPass, make_mm_lowering, realize_every_op
 from spyre_provenance.backends.reference.opspecs import (
     build_opspec,

@@ -24,8 +24,8 @@ from torch._inductor import ir
 from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
 from torch._inductor.virtualized import ops
 
-from spyre_provenance.backends import opspec as opspec_mod
 from spyre_provenance.backends.base import Backend
+from spyre_provenance.backends.reference import lookalike as opspec_mod
 
 aten = torch.ops.aten
 
@@ -36,7 +36,7 @@ CACHE_FORMAT = "spyre-reference-backend/1"
 #: The reference backend's own code: its hash joins Inductor's cache keys (``_cache_uuid``).
 CODE_FILES = tuple(
     str(Path(__file__).parent / name)
-    for name in ("backend.py", "lowering.py", "opspecs.py", "../opspec.py", "../base.py")
+    for name in ("backend.py", "lowering.py", "opspecs.py", "lookalike.py", "../base.py")
 )
 
 

@@ -17,8 +17,8 @@ from torch._inductor.dependencies import MemoryDep, StarDep, WeakDep
 from torch._inductor.utils import get_fused_kernel_name
 from torch._inductor.virtualized import V
 
-from spyre_provenance.backends import opspec as opspec_mod
-from spyre_provenance.backends.opspec import OpSpec, TensorArg
+from spyre_provenance.backends.reference import lookalike as opspec_mod
+from spyre_provenance.backends.reference.lookalike import OpSpec, TensorArg
 from spyre_provenance.model import kernel_keys
 
 aten = torch.ops.aten

@@ -452,7 +452,7 @@ class TorchSpyreBackend(Backend):
         """The OpSpecs ``define_kernel`` saw for this name; None for releases without OpSpecs."""
         from torch._inductor.virtualized import V
 
-        from spyre_provenance.backends.opspec import opspec_records
+        from spyre_provenance.backends.reference.lookalike import opspec_records
 
         specs = V.graph.__dict__.get(_GRAPH_OPSPECS, {}).get(kernel_name)
         return None if specs is None else opspec_records(specs)

@@ -136,7 +136,7 @@ LOWERING_FUSION_PASS = "inductor.lowering"
 _FRAME_RE = re.compile(r'File "([^"]+)", line (\d+)')
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
 #: The one file of this package that holds *model* code: its frames are user source.
 _EXAMPLES_FILE = os.path.join(_PACKAGE_DIR, "examples.py")
 
