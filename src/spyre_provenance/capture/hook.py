@@ -635,13 +635,13 @@ def _copy_map(node_map: dict[str, list[str]]) -> dict[str, list[str]]:
 
 def _random_ops(found: list[tuple[str, str | None]]) -> list[RandomOp]:
     """The random ops of a graph with the user's line each came from, once each."""
-    from spyre_provenance.backends.reference.lookalike import source_from_stack_trace
+    from spyre_provenance.model.frames import user_frame
     from spyre_provenance.redact import shown_path
 
     ops: dict[RandomOp, None] = {}
     for op, trace in found:
-        where = source_from_stack_trace(trace)
-        ops[RandomOp(op, None if where is None else f"{shown_path(where.file)}:{where.start_line}")] = None
+        where = user_frame(trace)
+        ops[RandomOp(op, None if where is None else f"{shown_path(where.file)}:{where.line}")] = None
     return list(ops)
 
 

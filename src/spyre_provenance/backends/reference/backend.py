@@ -14,7 +14,7 @@ provenance is concerned:
 - One kernel per consecutive run of nodes, as main's ``spyre_fuse_nodes`` makes one SuperDSC
   bundle per run (Inductor's C++ kernel group, flushed only by an extern call), named
   ``sdsc_<fused original-aten names>_<n>``: the seed MLP is ``sdsc_fused_linear_relu_0``.
-- Each kernel gets one OpSpec per buffer with a DebugHandle (``opspec.build_debug_handle``,
+- Each kernel gets one OpSpec per buffer with a DebugHandle (``handles.build_debug_handle``,
   ids by torch-spyre's version-2 rule) and, when ``bundle_dir`` is set, one SuperDSC-like
   JSON bundle per OpSpec.
 - The handle comment ``# [Provenance debug handles] sdsc_x:N`` comes from the inherited
@@ -53,9 +53,9 @@ from torch._inductor.utils import IndentedBuffer, Placeholder
 from torch._inductor.virtualized import V
 
 from spyre_provenance.backends.base import Backend
-from spyre_provenance.backends.reference import lookalike as opspec_mod
 from spyre_provenance.backends.reference import sdsc_kernel
-from spyre_provenance.backends.reference.lookalike import OpSpec
+from spyre_provenance.backends.reference.handles import build_debug_handle
+from spyre_provenance.backends.reference.lookalike import DebugHandle, OpSpec
 from spyre_provenance.backends.reference.lowering import DEVICE, SplitAddmmPass, make_mm_lowering, realize_every_op
 from spyre_provenance.backends.reference.opspecs import (
     build_opspec,
@@ -67,6 +67,7 @@ from spyre_provenance.backends.reference.opspecs import (
     redact_handle,
 )
 from spyre_provenance.backends.torch_spyre import bundles
+from spyre_provenance.backends.torch_spyre.opspecs import opspec_records
 from spyre_provenance.model.folders import BUNDLE_FILE
 from spyre_provenance.model.records import Fault, OpSpecRecord
 from spyre_provenance.patches import Patches
@@ -266,7 +267,7 @@ class ReferenceBackend(Backend):
             specs, missing = self._build_opspecs(nodes, ())
         return [
             msgspec.structs.replace(record, missing_handle=why) if why else record
-            for record, why in zip(opspec_mod.opspec_records(specs), missing, strict=True)
+            for record, why in zip(opspec_records(specs), missing, strict=True)
         ]
 
     def take_faults(self) -> list[Fault]:
@@ -286,9 +287,9 @@ class ReferenceBackend(Backend):
         self._last_nodes = tuple(map(id, flat))
         return specs
 
-    def debug_handle(self, buffer: Any) -> opspec_mod.DebugHandle | None:
-        """The DebugHandle of one IR buffer (``opspec.build_debug_handle``)."""
-        return opspec_mod.build_debug_handle(buffer)
+    def debug_handle(self, buffer: Any) -> DebugHandle | None:
+        """The DebugHandle of one IR buffer (``handles.build_debug_handle``)."""
+        return build_debug_handle(buffer)
 
     def _build_opspecs(self, nodes: Sequence[Any], call_args: Sequence[str]) -> tuple[list[OpSpec], list[str | None]]:
         """One OpSpec per buffer, whatever happens: a buffer is never dropped."""

@@ -25,7 +25,7 @@ from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_fo
 from torch._inductor.virtualized import ops
 
 from spyre_provenance.backends.base import Backend
-from spyre_provenance.backends.reference import lookalike as opspec_mod
+from spyre_provenance.backends.reference.handles import TRANSFORMS_META_KEY
 
 aten = torch.ops.aten
 
@@ -36,7 +36,16 @@ CACHE_FORMAT = "spyre-reference-backend/1"
 #: The reference backend's own code: its hash joins Inductor's cache keys (``_cache_uuid``).
 CODE_FILES = tuple(
     str(Path(__file__).parent / name)
-    for name in ("backend.py", "lowering.py", "opspecs.py", "lookalike.py", "../base.py")
+    for name in (
+        "backend.py",
+        "lowering.py",
+        "opspecs.py",
+        "handles.py",
+        "lookalike.py",
+        "../torch_spyre/opspecs.py",
+        "../base.py",
+        "../../model/frames.py",
+    )
 )
 
 
@@ -88,7 +97,7 @@ def _emit_split_node(
     new.meta.update({k: addmm.meta[k] for k in _SPLIT_META_KEYS if k in addmm.meta})
     new.meta["original_aten"] = addmm.meta.get("original_aten", aten.addmm.default)
     new.meta["val"] = _fake_value(target, args)
-    new.meta[opspec_mod.TRANSFORMS_META_KEY] = _SPLIT_TRANSFORM
+    new.meta[TRANSFORMS_META_KEY] = _SPLIT_TRANSFORM
     created.append(new)
     return new
 

@@ -82,7 +82,7 @@ What the adapter does with that
     after the original, i.e. on the line before the call. That wrapper also checks
     Inductor's handle counter and stays out of the way when the original did take a handle,
     so a wrong guess never doubles comments.
-  * ``opspecs_for`` turns the kept list into records (``opspec.opspec_records``): LoopSpecs
+  * ``opspecs_for`` turns the kept list into records (``opspecs.opspec_records``): LoopSpecs
     flattened, fields read by name (old and new OpSpecs alike), an ``UnimplementedOp`` kept
     as a handleless record that says why. Nothing here depends on the ``sdsc_`` prefix:
     ``ktir_`` kernels (``config.ktir_emitter``) go the same way.
@@ -452,7 +452,7 @@ class TorchSpyreBackend(Backend):
         """The OpSpecs ``define_kernel`` saw for this name; None for releases without OpSpecs."""
         from torch._inductor.virtualized import V
 
-        from spyre_provenance.backends.reference.lookalike import opspec_records
+        from spyre_provenance.backends.torch_spyre.opspecs import opspec_records
 
         specs = V.graph.__dict__.get(_GRAPH_OPSPECS, {}).get(kernel_name)
         return None if specs is None else opspec_records(specs)
