@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import importlib.util
 import json
 import os
 import random
@@ -29,7 +30,7 @@ from spyre_provenance.backends.torch_spyre import opspecs as readers
 from spyre_provenance.backends.torch_spyre.opspecs import opspec_record, opspec_records
 from spyre_provenance.model import frames, records
 
-TORCH_DIR = frames._internal_roots()[-1]  # the torch package folder (found, not imported)
+TORCH_DIR = importlib.util.find_spec("torch").submodule_search_locations[0]  # found, not imported
 USER_FILE = "/home/user/project/model.py"
 
 
