@@ -46,8 +46,9 @@ from spyre_provenance.model.names import (
 PROVENANCE_ARTIFACTS = frozenset({NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS})
 
 # torch's TorchLogsFormatter prefix: optional "[rankN]:", glog level + MMDD hh:mm:ss.uuuuuu,
-# thread id, path:line, "] ". tlparse's regex is the same, unanchored.
-GLOG_PREFIX = re.compile(rb"(?:\[rank\d+\]:)?[VIWEC]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} \d+ [^:]+:\d+\] ")
+# the writing process's id (``record.process``), path:line, "] ". tlparse's regex is the same,
+# unanchored. The one reading of it: the rank parent (``cli.ranks``) finds a rank's torn log by its pid.
+GLOG_PREFIX = re.compile(rb"(?:\[rank\d+\]:)?[VIWEC]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} (?P<pid>\d+) [^:]+:\d+\] ")
 
 # Envelope keys that are not the record's kind.
 _METADATA_KEYS = {"rank", "frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "has_payload"}
