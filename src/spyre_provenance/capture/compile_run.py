@@ -21,6 +21,7 @@ import msgspec
 from spyre_provenance.backends import DEFAULT_BACKEND, get_backend
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture.tracking import tracking
+from spyre_provenance.model.names import COMPARED_FALLBACK_RANDOM, COMPARED_TRACKED
 from spyre_provenance.model.records import GraphResult
 
 # Compiled code may reorder floating-point sums; these bound what "matches eager" means.
@@ -29,11 +30,6 @@ AS_BUILT = "as built"  # the dtype label of a file model compiled without --dtyp
 #: The random seed set before every run that is compared (eager, compiled, the check
 #: compile), so runs that draw random numbers the same way draw the same ones.
 RNG_SEED = 0
-#: What the eager output was compared with: the tracked compile itself, or (its graphs
-#: draw random numbers, which compiled code draws differently from eager) a second,
-#: untracked compile with ``fallback_random``, which draws them as eager does.
-COMPARED_TRACKED = "tracked"
-COMPARED_FALLBACK_RANDOM = "fallback_random"
 
 
 class NotCompilable(Exception):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from spyre_provenance import coverage, inference, mapping
-from spyre_provenance.backends.base import Backend
+from spyre_provenance.backends.base import TRACING_FUNCTION, Backend
 from spyre_provenance.capture import emit
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning
@@ -49,7 +49,6 @@ from spyre_provenance.validate import schemas
 if TYPE_CHECKING:
     pass
 
-TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
 DUMP_FUNCTION = "dump_inductor_provenance_info"
 #: compile_fx's function that logs the pre-grad graph (``before_pre_grad_graph``) and runs
 #: the pre-grad passes: where the pre-grad graph's subgraphs can be read

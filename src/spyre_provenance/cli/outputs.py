@@ -9,14 +9,12 @@ from typing import TYPE_CHECKING, Any
 from spyre_provenance import coverage
 from spyre_provenance.capture.compile_job import NO_TORCH_SPYRE_KERNEL
 from spyre_provenance.capture.output_check import OutputCheck, pair_graphs
+from spyre_provenance.model.names import COMPARED_FALLBACK_RANDOM
 from spyre_provenance.model.records import BundleHandlesV4, UpstreamComparison
 
 if TYPE_CHECKING:
     from spyre_provenance.capture.compile_run import CompileReport
 
-# what CompileReport.compared says when the graphs draw random numbers (capture.compile_run;
-# a literal here: the command line's summary must not import torch's side to read it)
-COMPARED_FALLBACK_RANDOM = "fallback_random"
 #: Below this, every output of a model is so small that any output would match eager.
 TINY_OUTPUTS = 1e-6
 #: Violations listed per graph; the rest are counted.

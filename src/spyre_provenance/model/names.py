@@ -74,6 +74,13 @@ COMPANION_DOCUMENTS = (SOURCE_LINES,)
 
 #: Every artifact this project reads or writes, in the order reports list them.
 ARTIFACTS = (NODE_MAPPINGS, KERNEL_STACK_TRACES, KERNEL_INFORMATION, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS, AUDIT)
+#: What a compile's eager check compared the eager output with (``CompileReport.compared``):
+#: the tracked compile itself, or (its graphs draw random numbers, which compiled code draws
+#: differently from eager) a second, untracked compile with Inductor's ``fallback_random``,
+#: which draws them as eager does. Here, not beside the compile, so the summary reads it
+#: without importing the compile's side.
+COMPARED_TRACKED = "tracked"
+COMPARED_FALLBACK_RANDOM = "fallback_random"
 #: A debug handle's ``transform_history[].kind`` (torch-spyre's ProvenanceTransform).
 TRANSFORM_KINDS = ("rewrite", "fusion", "decomposition", "clone", "remap")
 #: Whose node mapping the log holds for a graph (diagnostics ``mapping``).

@@ -114,7 +114,7 @@ from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any
 
-from spyre_provenance.backends.base import Backend, CallSiteRecorder
+from spyre_provenance.backends.base import TRACING_FUNCTION, Backend, CallSiteRecorder
 from spyre_provenance.backends.torch_spyre.bundles import served_handles
 from spyre_provenance.errors import ProvenanceWarning
 from spyre_provenance.model.records import Fault, OpSpecRecord
@@ -125,7 +125,6 @@ SCHEDULING_CLASS = "SuperDSCScheduling"
 #: Where torch-spyre keeps its scheduling class (the older dsc.py layout is not supported).
 SCHEDULING_MODULE = "torch_spyre._inductor.scheduler"
 WRAPPER_MODULE, WRAPPER_CLASS = "torch_spyre._inductor.wrapper", "SpyrePythonWrapperCodegen"
-TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
 #: Inductor's per-graph handle counter in ``torch._inductor.debug``.
 HANDLE_COUNTER = "_inductor_kernel_provenance_debug_handle"
 #: Where torch-spyre's kernel runners live; each knows its kernel's bundle folder (``code_dir``).
