@@ -5,6 +5,7 @@ golden compares and what a log is read for are the table's columns."""
 from __future__ import annotations
 
 import fnmatch
+import json
 
 import pytest
 
@@ -40,3 +41,23 @@ def test_the_engines_lists_are_the_tables_columns() -> None:
     assert set(ARTIFACTS) | set(COMPANION_DOCUMENTS) == {k.name for k in ARTIFACT_KINDS}
     # the command line's --artifact offers the provenance artifacts, in the table's order
     assert tuple(k.name for k in ARTIFACT_KINDS if k.provenance) == ARTIFACTS
+
+
+def test_validate_lists_and_checks_the_viewers_source_lines(run_cli, tmp_path) -> None:
+    """The table says validate checks spyre_source_lines: a folder scan lists it (it used
+    to skip it), a bad one is found wanting with the path of each problem."""
+    good, bad = tmp_path / "graph_0", tmp_path / "graph_1"
+    good.mkdir(), bad.mkdir()
+    doc = {"version": 1, "context": 3, "files": {"m.py": {"made": [2], "lines": {"2": "x = 1"}, "error": None}}}
+    (good / "spyre_source_lines.json").write_text(json.dumps(doc))
+    doc["files"]["m.py"]["made"] = [0]
+    (bad / "spyre_source_lines.json").write_text(json.dumps(doc))
+    code, out, err = run_cli("validate", tmp_path)
+    assert (code, err) == (1, "")
+    assert out.splitlines() == [
+        f"OK      v1    spyre_source_lines  {good / 'spyre_source_lines.json'}",
+        f"INVALID v1    spyre_source_lines  {bad / 'spyre_source_lines.json'}",
+        '  $.files["m.py"].made[0]: must be >= 1, got 0',
+    ]
+    code, out, _ = run_cli("validate", "--engine", "fast", good / "spyre_source_lines.json")
+    assert code == 0 and out.startswith("OK      v1    spyre_source_lines")

@@ -120,7 +120,7 @@ ARTIFACT_KINDS = (
     ArtifactKind(DIAGNOSTICS, "spyre_provenance_diagnostics*.json", ("hook",), True, False, True),
     # compared by golden files as the audit case's whole document (golden.store.AUDIT_FILE)
     ArtifactKind(AUDIT, "provenance_audit*.json", ("audit",), False, False, True),
-    ArtifactKind(SOURCE_LINES, "spyre_source_lines*.json", ("viewer",), False, False, False, provenance=False),
+    ArtifactKind(SOURCE_LINES, "spyre_source_lines*.json", ("viewer",), False, False, True, provenance=False),
 )
 KINDS = {kind.name: kind for kind in ARTIFACT_KINDS}
 
