@@ -5,7 +5,7 @@ and produces what torch-spyre main (9a6b71e, REFERENCE.md section 4.1) generates
 provenance is concerned:
 
 - a ``linear`` is permute + ``mm`` + bias ``add``, its nodes named ``aten.linear.default``
-  and all with its stack trace (``reference_lowering.label_linear``, ``split_addmm``).
+  and all with its stack trace (``lowering.label_linear``, ``split_addmm``).
 - ``mm`` is lowered to the backend's own reduction, ``sum_k a[i,k] * b[k,j]`` (an OpSpec
   ``batchmatmul``, as main's after its mm-to-bmm pass), so the wrapper calls generated
   kernels only, never ``extern_kernels.mm``/``addmm``.
@@ -25,7 +25,7 @@ provenance is concerned:
   layouts differ; the CPU has none.
 
 The graph-level half (the split, the mm lowering, realizing every op) is in
-``reference_lowering``, the OpSpecs and the formats made from them in ``reference_opspecs``;
+``lowering``, the OpSpecs and the formats made from them in ``opspecs``;
 this module holds the scheduling and the backend that installs it all.
 
 Code generation and execution stay Inductor's C++ backend, so results are checked against

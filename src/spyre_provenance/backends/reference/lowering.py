@@ -8,7 +8,7 @@
   calls ``extern_kernels.mm``.
 - ``realize_every_op``: every pointwise op its own buffer (one buffer, one op, one OpSpec).
 
-``reference.ReferenceBackend.install`` puts them in place and takes them out again.
+``backend.ReferenceBackend.install`` puts them in place and takes them out again.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def split_addmm(gm: torch.fx.GraphModule) -> int:
 
     New nodes record where they came from twice over: ``from_node`` (so Inductor's pre/post
     graph mapping still reaches the pre-grad ``linear``) and a ``decomposition`` entry under
-    ``opspec.TRANSFORMS_META_KEY`` (so their OpSpecs' transform history shows the split).
+    ``handles.TRANSFORMS_META_KEY`` (so their OpSpecs' transform history shows the split).
     Returns how many nodes were split.
     """
     from torch.fx.traceback import NodeSource, NodeSourceAction
