@@ -88,7 +88,7 @@ def test_each_rank_compiles_into_its_own_folder_with_its_own_log(tp_run):
         assert ranks == {rank}
         summary = [line for line in tp_run.stdout.splitlines() if line.startswith(f"[rank {rank}] ")]
         assert f"[rank {rank}]   output vs eager: match" in "\n".join(summary)
-        assert f"[rank {rank}]   artifacts: 8 validated, all valid" in summary
+        assert f"[rank {rank}]   artifacts: 9 validated, all valid" in summary
     assert not tp_run.stderr.strip()
 
 
@@ -200,7 +200,7 @@ def test_a_killed_rank_leaves_the_other_ranks_artifacts_whole(killed_run, run_cl
     # rank 0 compiled before its all_reduce found the peer gone: its artifacts are all there
     stdout = killed_run.stdout
     assert "[rank 0]   output vs eager: NOT CHECKED: the compiled code failed as it ran" in stdout
-    assert "Connection closed by peer" in stdout and "[rank 0]   artifacts: 8 validated, all valid" in stdout
+    assert "Connection closed by peer" in stdout and "[rank 0]   artifacts: 9 validated, all valid" in stdout
     kept = _graph_dir(out, 0)
     (graph,) = read_log_graphs(next((_rank_dir(out, 0) / "trace").glob("*.log")))
     assert json.loads((kept / MAPPINGS).read_text()) == graph.node_mappings
@@ -208,7 +208,7 @@ def test_a_killed_rank_leaves_the_other_ranks_artifacts_whole(killed_run, run_cl
     assert diagnostics["complete"] and not diagnostics["partial"]
     code, report, _ = run_cli("validate", out)
     assert code == 0, report
-    assert report.splitlines()[-1] == "rank 0: 8 artifact(s), all valid"
+    assert report.splitlines()[-1] == "rank 0: 9 artifact(s), all valid"
     # the killed rank leaves nothing: not even torch's log under its temporary name
     assert not _rank_dir(out, 1).exists()
 

@@ -23,9 +23,10 @@ from torch._inductor.utils import run_and_get_code
 from torch._inductor.virtualized import V
 
 import spyre_provenance
-from spyre_provenance.backends import choose_backend, get_backend, opspec
+from spyre_provenance.backends import choose_backend, get_backend
 from spyre_provenance.backends import torch_spyre as adapter
 from spyre_provenance.backends.torch_spyre import TorchSpyreBackend, available
+from spyre_provenance.backends.torch_spyre import opspecs as readers
 from spyre_provenance.capture import hook
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.model.records import OpSpecRecord
@@ -460,7 +461,7 @@ def test_opspecs_kept_at_define_kernel_and_converted(monkeypatch):
             missing_handle="the backend built no debug handle for it",
         ),
         # an op torch-spyre cannot lower is kept, handleless, and says why: the hook counts it
-        OpSpecRecord(op="topk", is_reduction=False, missing_handle=opspec.UNIMPLEMENTED),
+        OpSpecRecord(op="topk", is_reduction=False, missing_handle=readers.UNIMPLEMENTED),
     ]
     assert got[0].missing_handle is None  # an OpSpec of a generation without handles
     assert "spyre_test" not in codegen_common.device_codegens

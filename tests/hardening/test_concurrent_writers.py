@@ -9,7 +9,6 @@ and each model has its bundles and pages. Two compiles in parallel (~20 s on 2 c
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -30,7 +29,6 @@ from spyre_provenance.validate import schemas
 pytestmark = pytest.mark.compile
 
 MODELS = ("mlp", "residual")
-PROCESS = re.compile(rb"^(?:\[rank\d+\]:)?[VIWEC]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} (\d+) ")
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +75,7 @@ def test_each_log_holds_one_process_and_one_model(shared_out: Path) -> None:
     pids = {}
     for model in MODELS:
         data = (shared_out / "trace" / f"{model}.log").read_bytes()
-        found = {m.group(1) for line in data.splitlines() if (m := PROCESS.match(line))}
+        found = {m["pid"] for line in data.splitlines() if (m := tracelog.GLOG_PREFIX.match(line))}
         assert len(found) == 1, (model, found)  # never interleaved with the other run's records
         pids[model] = found.pop()
         assert [

@@ -30,7 +30,7 @@ import spyre_provenance
 from inductor_doubles import Injected, RecordingInductor, faulty
 from spyre_provenance import mapping
 from spyre_provenance.backends.base import Backend, StockInductor
-from spyre_provenance.backends.reference import ReferenceBackend
+from spyre_provenance.backends.reference.backend import ReferenceBackend
 from spyre_provenance.capture import hook
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning

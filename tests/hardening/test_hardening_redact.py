@@ -124,7 +124,7 @@ def test_compile_in_process_writes_and_logs_no_path(
 
     import spyre_provenance
     from inductor_doubles import RecordingInductor
-    from spyre_provenance.backends.reference import ReferenceBackend
+    from spyre_provenance.backends.reference.backend import ReferenceBackend
 
     monkeypatch.setenv("HOME", str(alices_project.parent))
     monkeypatch.setenv("USER", "alice")

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from spyre_provenance.model import kernel_keys
-from spyre_provenance.model.frames import frames
+from spyre_provenance.model.frames import frames, is_user_frame
 from spyre_provenance.runtime import index as kernel_index
 from spyre_provenance.runtime import names, time_summary
 from spyre_provenance.runtime.annotate import PREFIX, annotate
-from spyre_provenance.runtime.lookup import is_library, lookup
+from spyre_provenance.runtime.lookup import lookup
 from where import ZOO  # tests/ is on sys.path
 
 pytestmark = pytest.mark.compile
@@ -72,7 +72,7 @@ def _handle_ids(opspecs: dict, key: str) -> list[str]:
 
 def _user_line(traces: list[str]) -> str:
     """The innermost user frame of a call site's first stack trace: the line the mapping states."""
-    user = [f for f in frames(traces[0]) if not is_library(f.file)]
+    user = [f for f in frames(traces[0]) if is_user_frame(f.file)]
     return f"{user[-1].file}:{user[-1].line}"
 
 

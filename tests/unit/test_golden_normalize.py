@@ -10,8 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import spyre_provenance
 from spyre_provenance import golden, mapping
-from spyre_provenance.backends import opspec
+from spyre_provenance.backends.reference.handles import make_handle
+from spyre_provenance.backends.reference.lookalike import OpSpec, ProvenanceTransform, SourceLoc
+from spyre_provenance.backends.torch_spyre.opspecs import opspec_record
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import KernelRecord
 from where import GOLDEN  # tests/ is on sys.path
@@ -50,7 +53,7 @@ def test_default_roots_take_this_checkout_and_the_temp_dir():
     roots = golden.Roots.default()
     checkout = golden.source_checkout()
     assert checkout is not None and str(checkout) + "/" in roots.project
-    examples = Path(opspec.__file__).resolve().parents[1] / "examples.py"
+    examples = Path(spyre_provenance.__file__).resolve().parent / "examples.py"
     assert golden.normalize_path(str(examples), roots) == "src/spyre_provenance/examples.py"
 
 
@@ -77,31 +80,31 @@ def test_node_mappings_come_back_unchanged():
 
 def _artifact(source_file: str) -> dict:
     """A two-kernel OpSpec artifact built the way the hook builds it (ids from content)."""
-    src = opspec.SourceLoc(source_file, 38)
-    mm = opspec.make_handle(src, "aten.addmm.default", ("mm",))
-    perm = opspec.make_handle(src, "aten.t.default", ("permute",))
-    fused = opspec.make_handle(
+    src = SourceLoc(source_file, 38)
+    mm = make_handle(src, "aten.addmm.default", ("mm",))
+    perm = make_handle(src, "aten.t.default", ("permute",))
+    fused = make_handle(
         src,
         None,
         ("mm", "permute", "buf0"),
         (mm, perm),
-        (opspec.ProvenanceTransform("fusion", "inductor.lowering", "2 FX nodes"),),
+        (ProvenanceTransform("fusion", "inductor.lowering", "2 FX nodes"),),
     )
-    relu = opspec.make_handle(src, "aten.relu.default", ("relu", "buf1"))
+    relu = make_handle(src, "aten.relu.default", ("relu", "buf1"))
     records = [
         KernelRecord(
             "sdsc_fused_0",
             1,
             ["mm", "permute"],
-            opspecs=[opspec.opspec_record(opspec.OpSpec("matmul", True, {}, [], {}, debug_handle=fused))],
+            opspecs=[opspec_record(OpSpec("matmul", True, {}, [], {}, debug_handle=fused))],
         ),
         KernelRecord(
             "sdsc_relu_1",
             2,
             ["relu"],
             opspecs=[
-                opspec.opspec_record(opspec.OpSpec("relufwd", False, {}, [], {}, debug_handle=relu)),
-                opspec.opspec_record(opspec.OpSpec("copy", False, {}, [], {}, debug_handle=None)),
+                opspec_record(OpSpec("relufwd", False, {}, [], {}, debug_handle=relu)),
+                opspec_record(OpSpec("copy", False, {}, [], {}, debug_handle=None)),
             ],
         ),
     ]

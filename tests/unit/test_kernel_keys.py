@@ -8,7 +8,7 @@ import tarfile
 
 import pytest
 
-from spyre_provenance.backends.opspec import DebugHandle, OpSpec, SourceLoc, TensorArg
+from spyre_provenance.backends.reference.lookalike import DebugHandle, OpSpec, SourceLoc, TensorArg
 from spyre_provenance.model import kernel_keys
 from where import REPO
 

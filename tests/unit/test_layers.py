@@ -33,9 +33,9 @@ LAYERS = (
 )
 #: The only modules that may load torch when imported; every other one must not.
 TORCH_ON_IMPORT = (
-    "backends.reference",
-    "backends.reference_lowering",
-    "backends.reference_opspecs",
+    "backends.reference.backend",
+    "backends.reference.lowering",
+    "backends.reference.opspecs",
     "examples",
     "bench.models",
 )

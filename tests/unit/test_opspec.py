@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import importlib.util
 import json
 import os
 import random
@@ -15,24 +16,21 @@ from typing import Any
 import msgspec
 import pytest
 
+import spyre_provenance
 from spyre_provenance import mapping
-from spyre_provenance.backends import opspec
-from spyre_provenance.backends.opspec import (
-    DebugHandle,
-    OpSpec,
-    ProvenanceTransform,
-    SourceLoc,
-    TensorArg,
+from spyre_provenance.backends.reference import handles
+from spyre_provenance.backends.reference.handles import (
     build_debug_handle,
     make_handle,
-    opspec_record,
-    opspec_records,
     source_from_stack_trace,
     stable_id,
 )
-from spyre_provenance.model import records
+from spyre_provenance.backends.reference.lookalike import DebugHandle, OpSpec, ProvenanceTransform, SourceLoc, TensorArg
+from spyre_provenance.backends.torch_spyre import opspecs as readers
+from spyre_provenance.backends.torch_spyre.opspecs import opspec_record, opspec_records
+from spyre_provenance.model import frames, records
 
-TORCH_DIR = opspec._internal_roots()[-1]  # the torch package folder (found, not imported)
+TORCH_DIR = importlib.util.find_spec("torch").submodule_search_locations[0]  # found, not imported
 USER_FILE = "/home/user/project/model.py"
 
 
@@ -75,11 +73,11 @@ def test_source_skips_torch_frames() -> None:
 
 
 def test_source_skips_this_package_but_not_its_example_models() -> None:
-    package = os.path.dirname(os.path.dirname(opspec.__file__))
+    package = os.path.dirname(spyre_provenance.__file__)
     hook_frame = frame(os.path.join(package, "hook.py"), 3)
     examples_frame = frame(os.path.join(package, "examples.py"), 40)
-    assert opspec.is_internal_frame(os.path.join(package, "hook.py"))
-    assert not opspec.is_internal_frame(os.path.join(package, "examples.py"))
+    assert not frames.is_user_frame(os.path.join(package, "hook.py"))
+    assert frames.is_user_frame(os.path.join(package, "examples.py"))
     assert source_from_stack_trace(trace(examples_frame, hook_frame)).start_line == 40
 
 
@@ -167,15 +165,15 @@ def test_origin_order_does_not_matter() -> None:
 
 def test_transform_history_from_node_meta_and_buffer() -> None:
     split = ("decomposition", "spyre_reference.split_addmm", "addmm -> mm + bias add")
-    mm = Node("mm", **{opspec.TRANSFORMS_META_KEY: (split,)})
-    t = Node("permute", **{opspec.TRANSFORMS_META_KEY: (split,)})  # a repeat, kept once
+    mm = Node("mm", **{handles.TRANSFORMS_META_KEY: (split,)})
+    t = Node("permute", **{handles.TRANSFORMS_META_KEY: (split,)})  # a repeat, kept once
     buf = Buffer([mm, t])
     buf._spyre_prov_history = (ProvenanceTransform("rewrite", "a_pass", None),)
     kinds = [(x.kind, x.pass_name) for x in build_debug_handle(buf).transform_history]
     assert kinds == [
         ("rewrite", "a_pass"),
         ("decomposition", "spyre_reference.split_addmm"),
-        ("fusion", opspec.LOWERING_FUSION_PASS),
+        ("fusion", handles.LOWERING_FUSION_PASS),
     ]
 
 
@@ -200,9 +198,9 @@ def test_the_backend_and_the_golden_normalizer_compute_one_id() -> None:
     artifact entry hash alike, torch-spyre's ``reason=None`` included (written as "")."""
     from spyre_provenance import golden
 
-    step = opspec.ProvenanceTransform("rewrite", "spyre.pass")  # reason None, as torch-spyre's default
-    child = opspec.make_handle(None, "aten.mul.Tensor", ("mul",))
-    handle = opspec.make_handle(opspec.SourceLoc("m.py", 3), None, ("mul", "add", "buf0"), (child,), (step,))
+    step = ProvenanceTransform("rewrite", "spyre.pass")  # reason None, as torch-spyre's default
+    child = make_handle(None, "aten.mul.Tensor", ("mul",))
+    handle = make_handle(SourceLoc("m.py", 3), None, ("mul", "add", "buf0"), (child,), (step,))
     table = mapping.build_opspec_artifact(
         [
             records.KernelRecord(
@@ -210,7 +208,7 @@ def test_the_backend_and_the_golden_normalizer_compute_one_id() -> None:
                 1,
                 ["mul", "add"],
                 opspecs=[
-                    records.OpSpecRecord("add", False, buffer="buf0", debug_handle=opspec.debug_handle_record(handle))
+                    records.OpSpecRecord("add", False, buffer="buf0", debug_handle=readers.debug_handle_record(handle))
                 ],
             )
         ]
@@ -243,7 +241,8 @@ def test_id_changes_with_any_content() -> None:
 #: against torch-spyre's own ``_stable_id``.
 PINNED_ID = 8234212150934510323
 PINNED_PROGRAM = (
-    "from spyre_provenance.backends.opspec import SourceLoc, make_handle\n"
+    "from spyre_provenance.backends.reference.handles import make_handle\n"
+    "from spyre_provenance.backends.reference.lookalike import SourceLoc\n"
     "h = make_handle(SourceLoc('model.py', 5), 'aten.add.Tensor', ('add', 'buf0'))\n"
     "print(h.id)\n"
 )
@@ -351,9 +350,9 @@ def test_unimplemented_ops_are_recorded_and_counted_at_any_depth() -> None:
     ]
     recs = opspec_records(specs)
     assert [(r.op, r.missing_handle) for r in recs] == [
-        ("scatter", opspec.UNIMPLEMENTED),
+        ("scatter", readers.UNIMPLEMENTED),
         ("matmul", None),
-        ("gather", opspec.UNIMPLEMENTED),
+        ("gather", readers.UNIMPLEMENTED),
     ]
     assert [r.debug_handle is None for r in recs] == [True, False, True]
     # what the hook's diagnostics count: both unimplemented ops are handleless OpSpecs

@@ -53,7 +53,7 @@ def _make(name: str, bundle_dir, kernel_cache: bool = False, beyond_upstream: bo
 
         return StockInductor(beyond_upstream=beyond_upstream)
     if name == "reference":
-        from spyre_provenance.backends.reference import ReferenceBackend
+        from spyre_provenance.backends.reference.backend import ReferenceBackend
 
         return ReferenceBackend(bundle_dir=bundle_dir, kernel_cache=kernel_cache)
     from spyre_provenance.backends.torch_spyre import TorchSpyreBackend

@@ -19,6 +19,11 @@ from spyre_provenance.model.records import Fault, OpSpecRecord
 if TYPE_CHECKING:
     from spyre_provenance.redact import Redactor
 
+#: Inductor's function (``torch._inductor.debug``) that gives a kernel call its debug handle
+#: and writes the ``[Provenance debug handles]`` comment: the hook wraps it wherever it was
+#: imported by name, and the torch-spyre adapter looks for it in a scheduling's code.
+TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
+
 
 class CallSiteRecorder(Protocol):
     """What the hook hands a backend at install: the one thing a backend may call back."""

@@ -17,10 +17,10 @@ from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_STACK_TRACES,
+    KINDS,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
     SOURCE_LINES,
-    artifact_file,
 )
 from spyre_provenance.model.records import GraphResult
 from spyre_provenance.support import atomic_write_bytes, remove_stale_temporaries
@@ -28,24 +28,31 @@ from spyre_provenance.viewer import sources
 
 
 def artifact_files(result: GraphResult) -> dict[str, bytes]:
-    """File name -> bytes for one graph's provenance artifacts (those it has)."""
-    files = {}
-    if result.node_mappings is not None:
-        files[artifact_file(NODE_MAPPINGS)] = mapping.to_json_bytes(result.node_mappings)
-    if result.stack_traces is not None:
-        files[artifact_file(KERNEL_STACK_TRACES)] = mapping.to_json_bytes(result.stack_traces)
-    if result.opspec_handles is not None:
-        files[artifact_file(OPSPEC_DEBUG_HANDLES)] = mapping.to_json_bytes(result.opspec_handles)
+    """File name -> bytes for one graph's documents the hook writes (the kinds of
+    ``names.ARTIFACT_KINDS`` written by ``hook`` or ``viewer``; diagnostics apart, in
+    ``diagnostics_file``), those it has."""
+    documents = {
+        NODE_MAPPINGS: result.node_mappings,
+        KERNEL_STACK_TRACES: result.stack_traces,
+        OPSPEC_DEBUG_HANDLES: result.opspec_handles,
+        SOURCE_LINES: _source_lines(result),
+    }
+    return {KINDS[name].file: mapping.to_json_bytes(doc) for name, doc in documents.items() if doc is not None}
+
+
+def _source_lines(result: GraphResult) -> Any:
+    """The source lines that made the graph's kernels, read now: where the viewer's page is
+    opened, the file may have changed or be gone. None when there are none, or when the
+    snapshot does not pass its own check (never emit what was not checked)."""
     made = sources.made_lines(result.stack_traces, result.opspec_handles)
-    if made:  # read now: where the viewer's page is opened, the file may have changed or be gone
-        snapshot = sources.snapshot(made)
-        if sources.problem(snapshot) is None:  # never emit what was not checked
-            files[artifact_file(SOURCE_LINES)] = mapping.to_json_bytes(snapshot)
-    return files
+    if not made:
+        return None
+    snapshot = sources.snapshot(made)
+    return snapshot if sources.problem(snapshot) is None else None
 
 
 def diagnostics_file(document: Any) -> dict[str, bytes]:
-    return {artifact_file(DIAGNOSTICS): mapping.to_json_bytes(document)}
+    return {KINDS[DIAGNOSTICS].file: mapping.to_json_bytes(document)}
 
 
 def graph_folder_name(result: GraphResult, label: str | None = None, first: int = 0) -> str:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from spyre_provenance import coverage, inference, mapping
-from spyre_provenance.backends.base import Backend
+from spyre_provenance.backends.base import TRACING_FUNCTION, Backend
 from spyre_provenance.capture import emit
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import ProvenanceWarning
@@ -49,7 +49,6 @@ from spyre_provenance.validate import schemas
 if TYPE_CHECKING:
     pass
 
-TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
 DUMP_FUNCTION = "dump_inductor_provenance_info"
 #: compile_fx's function that logs the pre-grad graph (``before_pre_grad_graph``) and runs
 #: the pre-grad passes: where the pre-grad graph's subgraphs can be read
@@ -635,13 +634,13 @@ def _copy_map(node_map: dict[str, list[str]]) -> dict[str, list[str]]:
 
 def _random_ops(found: list[tuple[str, str | None]]) -> list[RandomOp]:
     """The random ops of a graph with the user's line each came from, once each."""
-    from spyre_provenance.backends.opspec import source_from_stack_trace
+    from spyre_provenance.model.frames import user_frame
     from spyre_provenance.redact import shown_path
 
     ops: dict[RandomOp, None] = {}
     for op, trace in found:
-        where = source_from_stack_trace(trace)
-        ops[RandomOp(op, None if where is None else f"{shown_path(where.file)}:{where.start_line}")] = None
+        where = user_frame(trace)
+        ops[RandomOp(op, None if where is None else f"{shown_path(where.file)}:{where.line}")] = None
     return list(ops)
 
 

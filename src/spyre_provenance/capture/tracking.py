@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from spyre_provenance.backends import DEFAULT_BACKEND, get_backend
-from spyre_provenance.backends.base import Backend
-from spyre_provenance.capture.hook import DUMP_FUNCTION, TRACING_FUNCTION, Session
+from spyre_provenance.backends.base import TRACING_FUNCTION, Backend
+from spyre_provenance.capture.hook import DUMP_FUNCTION, Session
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.errors import TorchNotInstalled, UnsupportedTorch
 from spyre_provenance.support import torch_missing

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.model.layout import Layout
 
+if TYPE_CHECKING:
+    from spyre_provenance.audit_report import Changes
+    from spyre_provenance.compile.run import CompileReport
+    from spyre_provenance.model.audit_records import AuditV1
 
-def build(report: Any) -> Any:
-    """The audit document of a compile report (``compile_run.CompileReport``)."""
+
+def build(report: CompileReport) -> AuditV1:
+    """The audit document of a compile report."""
     from spyre_provenance import audit_report
     from spyre_provenance.capture.audit_probe import toolchain
 
@@ -33,7 +38,11 @@ def build(report: Any) -> Any:
 
 
 def write(
-    report: Any, layout: Layout, document: Any = None, changes: Any = None, against: str | None = None
+    report: CompileReport,
+    layout: Layout,
+    document: AuditV1 | None = None,
+    changes: Changes | None = None,
+    against: str | None = None,
 ) -> tuple[list[Path], list[str]]:
     """Validate the audit, then write ``provenance_audit.json`` and ``.md`` into ``layout.out``
     atomically. Returns (files written, problems); an invalid audit is never written."""

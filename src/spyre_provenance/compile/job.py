@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from spyre_provenance.compile.profile import Profiler
     from spyre_provenance.compile.ranks import RanksOutcome
     from spyre_provenance.compile.run import CompileReport
+    from spyre_provenance.audit_report import Changes
+    from spyre_provenance.model.audit_records import AuditV1
 
 
 class CompileRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -87,8 +89,8 @@ class AuditFiles(msgspec.Struct):
     """The provenance audit of a compile: the document, what changed since ``audit_against``,
     the files written, and why they were not (an invalid audit is never written)."""
 
-    document: Any  # model.audit_records.AuditV1
-    changes: Any  # audit.Changes, or None without audit_against
+    document: AuditV1
+    changes: Changes | None  # None without audit_against
     written: list[Path]
     problems: list[str]
     refused: UnusableInput | None = None  # no graph was audited: unusable, nothing written
@@ -321,7 +323,7 @@ def _tracked_compile(
     )
 
 
-def _write_audit(report: Any, layout: Layout, previous: Any, against: Path | None) -> AuditFiles:
+def _write_audit(report: CompileReport, layout: Layout, previous: AuditV1 | None, against: Path | None) -> AuditFiles:
     from spyre_provenance import audit_report as provenance_audit
     from spyre_provenance.compile.audit_files import build, write
 

@@ -41,6 +41,7 @@ import msgspec
 from spyre_provenance.compile import process_group
 from spyre_provenance.errors import EXIT_FOUND_WANTING, UnusableInput, Verdict
 from spyre_provenance.logs.tlparse_run import TlparseError, render_all_ranks, tlparse_binary
+from spyre_provenance.logs.tracelog import GLOG_PREFIX
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.viewer import page as viewer_page
 
@@ -189,12 +190,9 @@ def _discard_torn_log(ranked: Layout, pid: int) -> None:
     runs' logs in the same folder stay. Without a log of the label, the marker naming the
     model the label stands for marks nothing and goes too, and so do the folders it leaves
     empty."""
-    import re
-
-    prefix = re.compile(rb"(?:\[rank\d+\]:)?[VIWEC]\d{4} [0-9:.]+ (?P<pid>\d+) ")
     for log in sorted(ranked.trace_dir.glob("dedicated_log_torch_trace_*.log")):
         with contextlib.suppress(OSError), open(log, "rb") as fh:
-            match = prefix.match(fh.readline())
+            match = GLOG_PREFIX.match(fh.readline())
             if match and int(match["pid"]) == pid:
                 log.unlink()
     if not ranked.trace_log.exists():

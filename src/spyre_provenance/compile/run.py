@@ -23,17 +23,13 @@ from spyre_provenance.capture.tracking import tracking
 from spyre_provenance.compile import numerics
 from spyre_provenance.compile.numerics import PrecisionCheck
 from spyre_provenance.model.layout import Layout
+from spyre_provenance.model.names import COMPARED_FALLBACK_RANDOM, COMPARED_TRACKED
 from spyre_provenance.model.records import GraphResult
 
 AS_BUILT = "as built"  # the dtype label of a file model compiled without --dtype
 #: The random seed set before every run that is compared (eager, compiled, the check
 #: compile), so runs that draw random numbers the same way draw the same ones.
 RNG_SEED = 0
-#: What the eager output was compared with: the tracked compile itself, or (its graphs
-#: draw random numbers, which compiled code draws differently from eager) a second,
-#: untracked compile with ``fallback_random``, which draws them as eager does.
-COMPARED_TRACKED = "tracked"
-COMPARED_FALLBACK_RANDOM = "fallback_random"
 
 
 class NotCompilable(Exception):

@@ -7,11 +7,8 @@ from typing import Any
 
 from spyre_provenance import coverage
 from spyre_provenance.compile.job import NO_TORCH_SPYRE_KERNEL, CompileOutcome
+from spyre_provenance.model.names import COMPARED_FALLBACK_RANDOM
 from spyre_provenance.model.records import BundleHandlesV4, UpstreamComparison
-
-# what CompileReport.compared says when the graphs draw random numbers (compile.run;
-# a literal here: the command line's summary must not import torch's side to read it)
-COMPARED_FALLBACK_RANDOM = "fallback_random"
 #: Below this, every output of a model is so small that any output would match eager.
 TINY_OUTPUTS = 1e-6
 #: Violations listed per graph; the rest are counted.

@@ -42,19 +42,18 @@ from spyre_provenance.model.folders import (
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.names import (
     AUDIT,
-    KERNEL_INFORMATION,
+    GOLDEN_ARTIFACTS,
     KERNEL_STACK_TRACES,
+    KINDS,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
     artifact_file,
 )
 from spyre_provenance.validate import schemas
 
-#: File name of each artifact inside a graph folder (what compile --out writes, too).
-ARTIFACT_FILES = {
-    artifact: artifact_file(artifact)
-    for artifact in (NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, KERNEL_INFORMATION)
-}
+#: File name of each artifact golden files compare inside a graph folder (what compile --out
+#: writes, too): the table's golden kinds (``names.ARTIFACT_KINDS``), in its order.
+ARTIFACT_FILES = {artifact: KINDS[artifact].file for artifact in GOLDEN_ARTIFACTS}
 
 #: The golden file of the SuperDSC bundles' handles, at the top of a case: bundles are per
 #: kernel name, not per graph (a later graph's kernel of the same name overwrites an earlier

@@ -33,21 +33,15 @@ import msgspec
 
 from spyre_provenance.model.detect import Problem
 from spyre_provenance.model.names import (
-    DIAGNOSTICS,
-    KERNEL_STACK_TRACES,
-    NODE_MAPPINGS,
-    OPSPEC_DEBUG_HANDLES,
+    LOGGED_ARTIFACTS,
     OUTPUT_CODE,
     POST_GRAD_GRAPHS,
 )
 
-# The provenance artifacts a TORCH_TRACE log may carry (kernel_information.json lives in
-# AOTInductor packages, not in logs).
-PROVENANCE_ARTIFACTS = frozenset({NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS})
-
 # torch's TorchLogsFormatter prefix: optional "[rankN]:", glog level + MMDD hh:mm:ss.uuuuuu,
-# thread id, path:line, "] ". tlparse's regex is the same, unanchored.
-GLOG_PREFIX = re.compile(rb"(?:\[rank\d+\]:)?[VIWEC]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} \d+ [^:]+:\d+\] ")
+# the writing process's id (``record.process``), path:line, "] ". tlparse's regex is the same,
+# unanchored. The one reading of it: the rank parent (``cli.ranks``) finds a rank's torn log by its pid.
+GLOG_PREFIX = re.compile(rb"(?:\[rank\d+\]:)?[VIWEC]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} (?P<pid>\d+) [^:]+:\d+\] ")
 
 # Envelope keys that are not the record's kind.
 _METADATA_KEYS = {"rank", "frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "has_payload"}
@@ -104,7 +98,7 @@ def is_trace_log(path: str | os.PathLike[str]) -> bool:
 def read_trace(
     source: str | os.PathLike[str] | BinaryIO,
     *,
-    names: Container[str] | None = PROVENANCE_ARTIFACTS,
+    names: Container[str] | None = LOGGED_ARTIFACTS,
 ) -> Iterator[TraceEntry | Problem]:
     """Stream the records named in ``names`` (None: every record) and every problem found.
 
@@ -300,7 +294,7 @@ class _Reader:
         artifact = envelope.get("artifact")
         encoding = artifact.get("encoding") if isinstance(artifact, dict) else None
         warnings = []
-        if record_name(envelope) in PROVENANCE_ARTIFACTS:  # torch_version and such belong to no compile
+        if record_name(envelope) in LOGGED_ARTIFACTS:  # torch_version and such belong to no compile
             warning = compile_id_warning(envelope, record.line)
             if warning is not None:
                 warnings.append(Problem(f"line {record.line}", warning))

@@ -29,6 +29,7 @@ from spyre_provenance.model.names import (
     MAP_FIELDS,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
+    SOURCE_LINES,
 )
 from spyre_provenance.model.wire import KERNEL_INFO_V2_MARK
 
@@ -135,6 +136,10 @@ def detect(artifact: str | None, doc: Mapping[str, Any]) -> Detected:
             return _explicit_version(artifact, doc["version"], {n: (str(n), n) for n in range(1, 6)})
         return Detected(artifact, "1", 1)
     if artifact == AUDIT:
+        if "version" in doc:
+            return _explicit_version(artifact, doc["version"], {1: ("1", 1)})
+        return Detected(artifact, "1", 1)  # validation reports the missing key
+    if artifact == SOURCE_LINES:
         if "version" in doc:
             return _explicit_version(artifact, doc["version"], {1: ("1", 1)})
         return Detected(artifact, "1", 1)  # validation reports the missing key

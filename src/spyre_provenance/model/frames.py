@@ -1,7 +1,11 @@
 """The frames of a stack trace as Inductor writes it (``traceback.format_list``): a
-``File "<path>", line <N>, in <function>`` line, then the frame's code line.
+``File "<path>", line <N>, in <function>`` line, then the frame's code line when Python had
+the source; and which frames are the user's.
 
-Read here once for the diff's short form of a trace and lookup's source lines. Pure.
+Read here once: the diff's short form of a trace, lookup's source lines, the time summary's
+lines, the random-op lines and the source a debug handle names. Pure: no torch, and the
+answer is read from the path's text alone, so a trace recorded on another machine, or with
+its paths redacted (``<site-packages>/...``, ``<project>/...``), is judged as where it was made.
 """
 
 from __future__ import annotations
@@ -9,15 +13,45 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)[^\n]*\n(?P<code>[^\n]*)')
+#: a frame line, then its code line unless the next line is another frame's
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)[^\n]*(?:\n(?![ \t]*File ")(?P<code>[^\n]*))?')
+
+# A frame is not the user's when it runs in torch (a ``torch`` folder in its path: torch-spyre's
+# own test, ``"/torch/" not in f``), in the standard library, in this package (installed, or
+# under ``src/`` of a checkout; its example models excepted: they are the user's models) or in
+# code without a file (``<string>``, ``<eval_with_key>.3``; a redacted root such as
+# ``<project>/`` is a file). Another installed package is the user's: a model's own source may
+# live there (``transformers``' modeling files), and torch-spyre's handles name it too.
+_NOT_THE_USERS = re.compile(
+    r"""(?:^|[/\\])torch[/\\]"""
+    r"""|(?:^|[/\\])(?:src|site-packages|dist-packages|<site-packages>)[/\\]spyre_provenance[/\\](?!examples\.py$)"""
+    r"""|^<stdlib>[/\\]|[/\\]lib[/\\]python3[.0-9]*[/\\](?!(?:site|dist)-packages[/\\])"""
+    r"""|^<[^>]*>(?![/\\])"""
+)
 
 
 class Frame(NamedTuple):
     file: str
     line: int
-    code: str  # the code line as written (indented)
+    code: str  # the code line as written (indented); "" when the trace has none
 
 
 def frames(trace: str) -> list[Frame]:
-    """The frames of ``trace`` that carry a code line, outermost first, as written."""
-    return [Frame(m["file"], int(m["line"]), m["code"]) for m in _FRAME.finditer(trace)]
+    """The frames of ``trace``, outermost first, as written."""
+    return [Frame(m["file"], int(m["line"]), m["code"] or "") for m in _FRAME.finditer(trace)]
+
+
+def is_user_frame(file: str) -> bool:
+    """Is a frame in ``file`` the user's (the model's source) rather than the machinery
+    running it: torch, the standard library, this package, code without a file."""
+    return _NOT_THE_USERS.search(file) is None
+
+
+def user_frame(trace: str | None) -> Frame | None:
+    """The innermost user frame of an FX ``stack_trace`` (frames run outer -> inner).
+
+    When no frame is the user's, the innermost frame overall (as torch-spyre does): a line in
+    torch is still a better lead than nothing. None for a trace without frames.
+    """
+    found = frames(trace or "")
+    return ([f for f in found if is_user_frame(f.file)] or found)[-1] if found else None

@@ -9,7 +9,7 @@ debug handle's id; base32, ``=`` stripped, lowercase, first 16 characters. Its d
 event is ``spyre_kernel_v1_<summary>_<key>``, to which the runtime appends ``#<step>``.
 
 The specs are read by field name (torch-spyre's own OpSpecs, or the reference backend's
-look-alikes in ``backends.opspec``). Values are made canonical as torch-spyre does: floats
+look-alikes in ``backends.reference.lookalike``). Values are made canonical as torch-spyre does: floats
 as ``float.hex()``, sympy expressions as ``srepr``, mappings as entries sorted by their
 canonical key, sequences as lists, bytes as hex. Pure: no torch; sympy is used only when
 a value already is a sympy object (so it is imported already).

@@ -3,12 +3,16 @@
 Artifact names are as they appear in a TORCH_TRACE envelope (``"artifact": {"name": ...}``);
 the enums are the value sets the JSON Schemas list (a test checks each against its schema).
 
-Pure: imports only the standard library's ``re``.
+One table, ``ARTIFACT_KINDS``, says of each kind of document where it is written and which
+engine reads it; the lists the engines use are read from it.
+
+Pure: imports only the standard library.
 """
 
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 # Artifact names as they appear in a TORCH_TRACE envelope (``"artifact": {"name": ...}``).
 NODE_MAPPINGS = "inductor_provenance_tracking_node_mappings"
@@ -69,15 +73,6 @@ PRINTED_DOCUMENTS = (LOOKUP, TIME_SUMMARY)
 SOURCE_LINES = "spyre_source_lines"
 #: Lines of context kept on each side of a source line that made a kernel.
 SOURCE_CONTEXT = 3
-#: Documents written beside the artifacts that only this project's own readers use.
-COMPANION_DOCUMENTS = (SOURCE_LINES,)
-
-#: Every artifact this project reads or writes, in the order reports list them.
-ARTIFACTS = (NODE_MAPPINGS, KERNEL_STACK_TRACES, KERNEL_INFORMATION, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS, AUDIT)
-#: A debug handle's ``transform_history[].kind`` (torch-spyre's ProvenanceTransform).
-TRANSFORM_KINDS = ("rewrite", "fusion", "decomposition", "clone", "remap")
-#: Whose node mapping the log holds for a graph (diagnostics ``mapping``).
-MAPPING_SOURCES = ("hook", "upstream")
 
 
 def artifact_file(artifact: str) -> str:
@@ -85,15 +80,71 @@ def artifact_file(artifact: str) -> str:
     return f"{artifact}.json"
 
 
-# File names torch and tlparse give these artifacts (tlparse appends "_<n>" before ".json").
-FILENAME_PATTERNS = {
-    NODE_MAPPINGS: "inductor_provenance_tracking_node_mappings*.json",
-    KERNEL_STACK_TRACES: "*kernel_stack_traces*.json",
-    KERNEL_INFORMATION: "kernel_information.json",
-    OPSPEC_DEBUG_HANDLES: "spyre_opspec_debug_handles*.json",
-    DIAGNOSTICS: "spyre_provenance_diagnostics*.json",
-    AUDIT: "provenance_audit*.json",
-}
+class ArtifactKind(NamedTuple):
+    """One kind of document a compile writes: the one place that says where it goes and
+    which engine reads it (emit writes it, validate checks it, golden compares it)."""
+
+    #: its record name in a TORCH_TRACE envelope, and its schema folder ``schemas/<name>/``
+    name: str
+    #: the names torch, tlparse and this project give its files: how validate tells a file's
+    #: kind by name (tlparse appends ``_<n>`` before ``.json``)
+    file_pattern: str
+    #: who writes it: ``torch`` (upstream Inductor), ``hook`` (beside each graph, ``capture.emit``),
+    #: ``audit`` (``compile --audit``, one per compile), ``viewer`` (the hook, for the viewer)
+    written_by: tuple[str, ...]
+    #: logged into TORCH_TRACE, where validate and tlparse read it
+    logged: bool
+    #: compared by golden files, graph by graph
+    golden: bool
+    #: checked by ``validate`` (and the pre-commit hook): files by name, log records by name
+    validated: bool
+    #: a provenance artifact; False: a companion document only this project's readers use
+    provenance: bool = True
+
+    @property
+    def file(self) -> str:
+        """Its file name in a graph folder, an ``--out`` folder and a golden case."""
+        return artifact_file(self.name)
+
+
+#: Every kind, in the order reports list them.
+ARTIFACT_KINDS = (
+    ArtifactKind(
+        NODE_MAPPINGS, "inductor_provenance_tracking_node_mappings*.json", ("torch", "hook"), True, True, True
+    ),
+    ArtifactKind(KERNEL_STACK_TRACES, "*kernel_stack_traces*.json", ("torch", "hook"), True, True, True),
+    # in AOTInductor packages, not in logs
+    ArtifactKind(KERNEL_INFORMATION, "kernel_information.json", ("torch",), False, True, True),
+    ArtifactKind(OPSPEC_DEBUG_HANDLES, "spyre_opspec_debug_handles*.json", ("hook",), True, True, True),
+    # what went wrong and what was inferred: checked, not compared (paths, timings, faults)
+    ArtifactKind(DIAGNOSTICS, "spyre_provenance_diagnostics*.json", ("hook",), True, False, True),
+    # compared by golden files as the audit case's whole document (golden.store.AUDIT_FILE)
+    ArtifactKind(AUDIT, "provenance_audit*.json", ("audit",), False, False, True),
+    ArtifactKind(SOURCE_LINES, "spyre_source_lines*.json", ("viewer",), False, False, True, provenance=False),
+)
+KINDS = {kind.name: kind for kind in ARTIFACT_KINDS}
+
+#: Every provenance artifact this project reads or writes, in the order reports list them.
+ARTIFACTS = tuple(kind.name for kind in ARTIFACT_KINDS if kind.provenance)
+#: Documents written beside the artifacts that only this project's own readers use.
+COMPANION_DOCUMENTS = tuple(kind.name for kind in ARTIFACT_KINDS if not kind.provenance)
+#: The artifacts a TORCH_TRACE log may carry.
+LOGGED_ARTIFACTS = frozenset(kind.name for kind in ARTIFACT_KINDS if kind.logged)
+#: The artifacts golden files compare graph by graph, in the table's order.
+GOLDEN_ARTIFACTS = tuple(kind.name for kind in ARTIFACT_KINDS if kind.golden)
+#: File names validate tells a kind by (``detect.artifact_for_filename``), of the kinds it checks.
+FILENAME_PATTERNS = {kind.name: kind.file_pattern for kind in ARTIFACT_KINDS if kind.validated}
+#: What a compile's eager check compared the eager output with (``CompileReport.compared``):
+#: the tracked compile itself, or (its graphs draw random numbers, which compiled code draws
+#: differently from eager) a second, untracked compile with Inductor's ``fallback_random``,
+#: which draws them as eager does. Here, not beside the compile, so the summary reads it
+#: without importing the compile's side.
+COMPARED_TRACKED = "tracked"
+COMPARED_FALLBACK_RANDOM = "fallback_random"
+#: A debug handle's ``transform_history[].kind`` (torch-spyre's ProvenanceTransform).
+TRANSFORM_KINDS = ("rewrite", "fusion", "decomposition", "clone", "remap")
+#: Whose node mapping the log holds for a graph (diagnostics ``mapping``).
+MAPPING_SOURCES = ("hook", "upstream")
 
 
 def filename_regex() -> str:

@@ -20,6 +20,7 @@ from spyre_provenance.logs.wrapper_code import HANDLE_COMMENT
 from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.folders import BUNDLE_FILE_RE
 from spyre_provenance.model.frames import frames as stack_frames
+from spyre_provenance.model.frames import is_user_frame
 from spyre_provenance.model.lookup import (
     LOOKUP_VERSION,
     Answer,
@@ -33,8 +34,6 @@ from spyre_provenance.runtime import names
 from spyre_provenance.runtime.index import IndexedGraph, KernelIndex, Site
 
 _ORIGINAL_ATEN = re.compile(r"Original ATen: \[(?P<aten>[^\]]*)\]")
-# a frame in torch, another installed package or the standard library is not the user's
-_LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages)[/\\]|[/\\]lib[/\\]python3[.0-9]*[/\\]|^<")
 CLOSEST = 5
 
 
@@ -197,14 +196,9 @@ def _wrapper_aten(code: str | None) -> dict[str, list[str]]:
     return found
 
 
-def is_library(file: str) -> bool:
-    """A frame in torch, another installed package or the standard library: not the user's."""
-    return _LIBRARY.search(file) is not None
-
-
 def source_lines(stack_traces: list[Any]) -> list[SourceLine]:
-    """The frames of a call site's stack traces, innermost first, the user's frames before
-    torch's and the standard library's; each ``file:line`` once."""
+    """The frames of a call site's stack traces, innermost first, the user's frames
+    (``model.frames.is_user_frame``) before the rest; each ``file:line`` once."""
     found: list[SourceLine] = []
     seen: set[tuple[str, int]] = set()
     for trace in stack_traces:
@@ -214,7 +208,7 @@ def source_lines(stack_traces: list[Any]) -> list[SourceLine]:
             where = (frame.file, frame.line)
             if where not in seen:
                 seen.add(where)
-                found.append(SourceLine(frame.file, frame.line, frame.code.strip(), not is_library(frame.file)))
+                found.append(SourceLine(frame.file, frame.line, frame.code.strip(), is_user_frame(frame.file)))
     return [f for f in found if f.user] + [f for f in found if not f.user]
 
 

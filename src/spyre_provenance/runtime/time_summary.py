@@ -36,10 +36,10 @@ import msgspec
 from spyre_provenance.model import kernel_keys
 from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.frames import frames as stack_frames
+from spyre_provenance.model.frames import is_user_frame
 from spyre_provenance.model.kernel_keys import KEY_RE, key_of_event
 from spyre_provenance.runtime import attribution, names, trace_stream
 from spyre_provenance.runtime.index import KernelIndex, Site
-from spyre_provenance.runtime.lookup import is_library
 
 SUMMARY_VERSION = 1
 #: the kinds of timed event, in the order one is preferred over the next
@@ -193,7 +193,7 @@ def _place(index: KernelIndex, site: Site) -> tuple[str, list[tuple[str, int, st
     for trace in graph.stack_traces.get(site[1]) or []:
         if not isinstance(trace, str):
             continue
-        user = [(f.file, f.line, f.code.strip()) for f in stack_frames(trace) if not is_library(f.file)]
+        user = [(f.file, f.line, f.code.strip()) for f in stack_frames(trace) if is_user_frame(f.file)]
         if user:
             own[user[-1]] = None
             for frame in user[:-1]:

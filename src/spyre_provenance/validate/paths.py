@@ -25,6 +25,7 @@ from spyre_provenance.errors import UnusableInput
 from spyre_provenance.logs import tracelog
 from spyre_provenance.model import folders
 from spyre_provenance.model.detect import Problem
+from spyre_provenance.model.names import LOGGED_ARTIFACTS
 from spyre_provenance.support import TMP_PREFIX
 from spyre_provenance.validate import schemas
 
@@ -135,7 +136,7 @@ def _check_json(path: Path, artifact: str | None, options: Options) -> Result:
 
 def _check_log(path: Path, options: Options, *, explicit: bool) -> list[Result]:
     _check_size(path, options)
-    names = {options.artifact} if options.artifact else tracelog.PROVENANCE_ARTIFACTS
+    names = {options.artifact} if options.artifact else LOGGED_ARTIFACTS
     results: list[Result] = []
     damage: list[Problem] = []
     for item in tracelog.read_trace(path, names=names):

@@ -168,6 +168,9 @@ def validate_bytes(
     """
     if isinstance(data, bytearray):
         data = bytes(data)
+    # a companion document (the viewer's source lines) has no fast engine: it is small, and
+    # jsonschema says all there is to say of it
+    full = full or artifact in COMPANION_DOCUMENTS
     with _depth_guard(location):
         if full:
             doc, dup_paths = parse_json(data, location=location)
@@ -245,7 +248,7 @@ def _validate_full(doc: Any, artifact: str | None, location: str, dup_paths: lis
         # a failed pattern/uniqueness check leaves the types intact: the rules (which check
         # the same, more precisely) can still run; any other failure and they cannot
         well_typed &= error.validator in ("pattern", "uniqueItems", "not")
-    if well_typed:
+    if well_typed and det.artifact not in COMPANION_DOCUMENTS:  # no rule beyond its schema
         problems.extend(rules.check(det.artifact, det.schema, _typed(det.artifact, det.schema, doc)))
     return _report(det, problems, location)
 

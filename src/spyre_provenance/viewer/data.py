@@ -26,7 +26,7 @@ from typing import Any
 import msgspec
 
 from spyre_provenance import jsonio
-from spyre_provenance.backends.bundles import handle_of
+from spyre_provenance.backends.torch_spyre.bundles import handle_of
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.model import folders
 from spyre_provenance.model.detect import split_key

@@ -82,7 +82,7 @@ What the adapter does with that
     after the original, i.e. on the line before the call. That wrapper also checks
     Inductor's handle counter and stays out of the way when the original did take a handle,
     so a wrong guess never doubles comments.
-  * ``opspecs_for`` turns the kept list into records (``opspec.opspec_records``): LoopSpecs
+  * ``opspecs_for`` turns the kept list into records (``opspecs.opspec_records``): LoopSpecs
     flattened, fields read by name (old and new OpSpecs alike), an ``UnimplementedOp`` kept
     as a handleless record that says why. Nothing here depends on the ``sdsc_`` prefix:
     ``ktir_`` kernels (``config.ktir_emitter``) go the same way.
@@ -114,8 +114,8 @@ from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any
 
-from spyre_provenance.backends.base import Backend, CallSiteRecorder
-from spyre_provenance.backends.bundles import served_handles
+from spyre_provenance.backends.base import TRACING_FUNCTION, Backend, CallSiteRecorder
+from spyre_provenance.backends.torch_spyre.bundles import served_handles
 from spyre_provenance.errors import ProvenanceWarning
 from spyre_provenance.model.records import Fault, OpSpecRecord
 from spyre_provenance.patches import Patches
@@ -125,7 +125,6 @@ SCHEDULING_CLASS = "SuperDSCScheduling"
 #: Where torch-spyre keeps its scheduling class (the older dsc.py layout is not supported).
 SCHEDULING_MODULE = "torch_spyre._inductor.scheduler"
 WRAPPER_MODULE, WRAPPER_CLASS = "torch_spyre._inductor.wrapper", "SpyrePythonWrapperCodegen"
-TRACING_FUNCTION = "set_kernel_post_grad_provenance_tracing"
 #: Inductor's per-graph handle counter in ``torch._inductor.debug``.
 HANDLE_COUNTER = "_inductor_kernel_provenance_debug_handle"
 #: Where torch-spyre's kernel runners live; each knows its kernel's bundle folder (``code_dir``).
@@ -452,7 +451,7 @@ class TorchSpyreBackend(Backend):
         """The OpSpecs ``define_kernel`` saw for this name; None for releases without OpSpecs."""
         from torch._inductor.virtualized import V
 
-        from spyre_provenance.backends.opspec import opspec_records
+        from spyre_provenance.backends.torch_spyre.opspecs import opspec_records
 
         specs = V.graph.__dict__.get(_GRAPH_OPSPECS, {}).get(kernel_name)
         return None if specs is None else opspec_records(specs)

@@ -8,7 +8,7 @@
   calls ``extern_kernels.mm``.
 - ``realize_every_op``: every pointwise op its own buffer (one buffer, one op, one OpSpec).
 
-``reference.ReferenceBackend.install`` puts them in place and takes them out again.
+``backend.ReferenceBackend.install`` puts them in place and takes them out again.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from torch._inductor import ir
 from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
 from torch._inductor.virtualized import ops
 
-from spyre_provenance.backends import opspec as opspec_mod
 from spyre_provenance.backends.base import Backend
+from spyre_provenance.backends.reference.handles import TRANSFORMS_META_KEY
 
 aten = torch.ops.aten
 
@@ -35,8 +35,17 @@ SPLIT_ADDMM_PASS = "spyre_reference.split_addmm"
 CACHE_FORMAT = "spyre-reference-backend/1"
 #: The reference backend's own code: its hash joins Inductor's cache keys (``_cache_uuid``).
 CODE_FILES = tuple(
-    str(Path(__file__).with_name(name))
-    for name in ("reference.py", "reference_lowering.py", "reference_opspecs.py", "opspec.py", "base.py")
+    str(Path(__file__).parent / name)
+    for name in (
+        "backend.py",
+        "lowering.py",
+        "opspecs.py",
+        "handles.py",
+        "lookalike.py",
+        "../torch_spyre/opspecs.py",
+        "../base.py",
+        "../../model/frames.py",
+    )
 )
 
 
@@ -88,7 +97,7 @@ def _emit_split_node(
     new.meta.update({k: addmm.meta[k] for k in _SPLIT_META_KEYS if k in addmm.meta})
     new.meta["original_aten"] = addmm.meta.get("original_aten", aten.addmm.default)
     new.meta["val"] = _fake_value(target, args)
-    new.meta[opspec_mod.TRANSFORMS_META_KEY] = _SPLIT_TRANSFORM
+    new.meta[TRANSFORMS_META_KEY] = _SPLIT_TRANSFORM
     created.append(new)
     return new
 
@@ -122,7 +131,7 @@ def split_addmm(gm: torch.fx.GraphModule) -> int:
 
     New nodes record where they came from twice over: ``from_node`` (so Inductor's pre/post
     graph mapping still reaches the pre-grad ``linear``) and a ``decomposition`` entry under
-    ``opspec.TRANSFORMS_META_KEY`` (so their OpSpecs' transform history shows the split).
+    ``handles.TRANSFORMS_META_KEY`` (so their OpSpecs' transform history shows the split).
     Returns how many nodes were split.
     """
     from torch.fx.traceback import NodeSource, NodeSourceAction

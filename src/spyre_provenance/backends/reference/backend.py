@@ -5,7 +5,7 @@ and produces what torch-spyre main (9a6b71e, REFERENCE.md section 4.1) generates
 provenance is concerned:
 
 - a ``linear`` is permute + ``mm`` + bias ``add``, its nodes named ``aten.linear.default``
-  and all with its stack trace (``reference_lowering.label_linear``, ``split_addmm``).
+  and all with its stack trace (``lowering.label_linear``, ``split_addmm``).
 - ``mm`` is lowered to the backend's own reduction, ``sum_k a[i,k] * b[k,j]`` (an OpSpec
   ``batchmatmul``, as main's after its mm-to-bmm pass), so the wrapper calls generated
   kernels only, never ``extern_kernels.mm``/``addmm``.
@@ -14,7 +14,7 @@ provenance is concerned:
 - One kernel per consecutive run of nodes, as main's ``spyre_fuse_nodes`` makes one SuperDSC
   bundle per run (Inductor's C++ kernel group, flushed only by an extern call), named
   ``sdsc_<fused original-aten names>_<n>``: the seed MLP is ``sdsc_fused_linear_relu_0``.
-- Each kernel gets one OpSpec per buffer with a DebugHandle (``opspec.build_debug_handle``,
+- Each kernel gets one OpSpec per buffer with a DebugHandle (``handles.build_debug_handle``,
   ids by torch-spyre's version-2 rule) and, when ``bundle_dir`` is set, one SuperDSC-like
   JSON bundle per OpSpec.
 - The handle comment ``# [Provenance debug handles] sdsc_x:N`` comes from the inherited
@@ -25,7 +25,7 @@ provenance is concerned:
   layouts differ; the CPU has none.
 
 The graph-level half (the split, the mm lowering, realizing every op) is in
-``reference_lowering``, the OpSpecs and the formats made from them in ``reference_opspecs``;
+``lowering``, the OpSpecs and the formats made from them in ``opspecs``;
 this module holds the scheduling and the backend that installs it all.
 
 Code generation and execution stay Inductor's C++ backend, so results are checked against
@@ -52,12 +52,12 @@ from torch._inductor.codegen import cpp as cpp_codegen
 from torch._inductor.utils import IndentedBuffer, Placeholder
 from torch._inductor.virtualized import V
 
-from spyre_provenance.backends import bundles, sdsc_kernel
-from spyre_provenance.backends import opspec as opspec_mod
 from spyre_provenance.backends.base import Backend
-from spyre_provenance.backends.opspec import OpSpec
-from spyre_provenance.backends.reference_lowering import DEVICE, SplitAddmmPass, make_mm_lowering, realize_every_op
-from spyre_provenance.backends.reference_opspecs import (
+from spyre_provenance.backends.reference import sdsc_kernel
+from spyre_provenance.backends.reference.handles import build_debug_handle
+from spyre_provenance.backends.reference.lookalike import DebugHandle, OpSpec
+from spyre_provenance.backends.reference.lowering import DEVICE, SplitAddmmPass, make_mm_lowering, realize_every_op
+from spyre_provenance.backends.reference.opspecs import (
     build_opspec,
     bundle_document,
     bundle_identity,
@@ -66,6 +66,8 @@ from spyre_provenance.backends.reference_opspecs import (
     kernel_descriptor,
     redact_handle,
 )
+from spyre_provenance.backends.torch_spyre import bundles
+from spyre_provenance.backends.torch_spyre.opspecs import opspec_records
 from spyre_provenance.model.folders import BUNDLE_FILE
 from spyre_provenance.model.records import Fault, OpSpecRecord
 from spyre_provenance.patches import Patches
@@ -265,7 +267,7 @@ class ReferenceBackend(Backend):
             specs, missing = self._build_opspecs(nodes, ())
         return [
             msgspec.structs.replace(record, missing_handle=why) if why else record
-            for record, why in zip(opspec_mod.opspec_records(specs), missing, strict=True)
+            for record, why in zip(opspec_records(specs), missing, strict=True)
         ]
 
     def take_faults(self) -> list[Fault]:
@@ -285,9 +287,9 @@ class ReferenceBackend(Backend):
         self._last_nodes = tuple(map(id, flat))
         return specs
 
-    def debug_handle(self, buffer: Any) -> opspec_mod.DebugHandle | None:
-        """The DebugHandle of one IR buffer (``opspec.build_debug_handle``)."""
-        return opspec_mod.build_debug_handle(buffer)
+    def debug_handle(self, buffer: Any) -> DebugHandle | None:
+        """The DebugHandle of one IR buffer (``handles.build_debug_handle``)."""
+        return build_debug_handle(buffer)
 
     def _build_opspecs(self, nodes: Sequence[Any], call_args: Sequence[str]) -> tuple[list[OpSpec], list[str | None]]:
         """One OpSpec per buffer, whatever happens: a buffer is never dropped."""

@@ -1,7 +1,7 @@
 """The reference backend's OpSpecs: one per buffer of a kernel, with its DebugHandle, and the
 format made from them (one SuperDSC-like bundle per OpSpec).
 
-Shaped as torch-spyre builds its OpSpecs (REFERENCE.md section 4.1); ``opspec`` holds the
+Shaped as torch-spyre builds its OpSpecs (REFERENCE.md section 4.1); ``lookalike`` holds the
 torch-spyre look-alike classes themselves.
 """
 
@@ -17,8 +17,9 @@ from torch._inductor.dependencies import MemoryDep, StarDep, WeakDep
 from torch._inductor.utils import get_fused_kernel_name
 from torch._inductor.virtualized import V
 
-from spyre_provenance.backends import opspec as opspec_mod
-from spyre_provenance.backends.opspec import OpSpec, TensorArg
+from spyre_provenance.backends.reference.handles import build_debug_handle
+from spyre_provenance.backends.reference.lookalike import DebugHandle, OpSpec, TensorArg
+from spyre_provenance.backends.torch_spyre import opspecs as readers
 from spyre_provenance.model import kernel_keys
 
 aten = torch.ops.aten
@@ -95,7 +96,7 @@ def kernel_descriptor(nodes: Sequence[Any]) -> str:
 
 def _size(name: str) -> list[int | str]:
     try:
-        return [opspec_mod.extent(s) for s in V.graph.get_buffer(name).get_size()]
+        return [readers.extent(s) for s in V.graph.get_buffer(name).get_size()]
     except Exception:  # noqa: BLE001 - graph inputs that are not buffers, symbolic corner cases
         return []
 
@@ -108,14 +109,14 @@ def _dtype(name: str) -> str:
 
 
 def build_opspec(
-    snode: Any, call_args: Sequence[str], debug_handle: Callable[[Any], opspec_mod.DebugHandle | None] | None = None
+    snode: Any, call_args: Sequence[str], debug_handle: Callable[[Any], DebugHandle | None] | None = None
 ) -> tuple[OpSpec, str | None]:
     """The OpSpec of one scheduler node (one ComputedBuffer), handle included, and why
     it has no handle when it has none (None when it has one)."""
     buffer = snode.node
     op, is_reduction, op_info = _op_name(buffer)
     sizes, rsizes = snode.get_ranges()
-    space = {f"d{i}": (opspec_mod.extent(s), 1) for i, s in enumerate([*sizes, *rsizes])}
+    space = {f"d{i}": (readers.extent(s), 1) for i, s in enumerate([*sizes, *rsizes])}
 
     def arg(dep: Any, is_input: bool) -> TensorArg:
         if isinstance(dep, MemoryDep):
@@ -138,7 +139,7 @@ def build_opspec(
     args += [arg(d, False) for d in snode.read_writes.writes if not isinstance(d, WeakDep)]
     handle, why = None, None
     try:
-        handle = (debug_handle or opspec_mod.build_debug_handle)(buffer)
+        handle = (debug_handle or build_debug_handle)(buffer)
         if handle is None:
             why = "the buffer has no origins to build a debug handle from"
     except Exception as exc:  # noqa: BLE001 - provenance is debug-only: the hook records it as a fault
