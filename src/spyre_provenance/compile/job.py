@@ -43,12 +43,12 @@ from spyre_provenance.model.layout import Layout
 from spyre_provenance.support import atomic_write_text, remove_stale_temporaries
 
 if TYPE_CHECKING:
+    from spyre_provenance.audit_report import Changes
     from spyre_provenance.backends.base import Backend
     from spyre_provenance.compile.output_check import OutputCheck
     from spyre_provenance.compile.profile import Profiler
     from spyre_provenance.compile.ranks import RanksOutcome
     from spyre_provenance.compile.run import CompileReport
-    from spyre_provenance.audit_report import Changes
     from spyre_provenance.model.audit_records import AuditV1
 
 

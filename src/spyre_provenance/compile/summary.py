@@ -9,6 +9,7 @@ from spyre_provenance import coverage
 from spyre_provenance.compile.job import NO_TORCH_SPYRE_KERNEL, CompileOutcome
 from spyre_provenance.model.names import COMPARED_FALLBACK_RANDOM
 from spyre_provenance.model.records import BundleHandlesV4, UpstreamComparison
+
 #: Below this, every output of a model is so small that any output would match eager.
 TINY_OUTPUTS = 1e-6
 #: Violations listed per graph; the rest are counted.
