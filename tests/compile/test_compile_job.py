@@ -119,7 +119,7 @@ backends._make = counted
 
 import torch
 from torch._inductor import config
-from spyre_provenance.backends import reference
+from spyre_provenance.backends.reference import backend as reference
 
 writes = []  # each bundle write: (in the untracked fallback_random compile, with a bundle folder)
 write = reference.ReferenceBackend._write_bundles
