@@ -23,7 +23,7 @@ import contextlib
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -46,9 +46,6 @@ from spyre_provenance.model.records import (
 from spyre_provenance.patches import Patches
 from spyre_provenance.validate import schemas
 
-if TYPE_CHECKING:
-    pass
-
 DUMP_FUNCTION = "dump_inductor_provenance_info"
 #: compile_fx's function that logs the pre-grad graph (``before_pre_grad_graph``) and runs
 #: the pre-grad passes: where the pre-grad graph's subgraphs can be read
@@ -62,6 +59,18 @@ UNANNOUNCED_FALLBACKS = (
     "InplaceBernoulliFallback",
     "MutatingFirstArgExternKernel",
 )
+
+
+class _Built:
+    """What a graph's build stage got to, kept as far as it got: the judge reads the graph
+    model and the links left out even when a later step of the build failed."""
+
+    def __init__(self) -> None:
+        self.graph_model: Any = None
+        self.done = False
+        self.not_taken: tuple[list, list] = ([], [])  # inferences stock Inductor's mapping leaves out
+        self.hidden: dict[str, list[str]] = {}  # links taken out: the page would light another node
+        self.left_out: dict[str, list[str]] = {}  # kernel -> post-grad names taken out, for the same reason
 
 
 class Session:
@@ -350,6 +359,27 @@ class Session:
         self._current = None
         graph = self.inductor.graph()
         graph_key = id(graph)
+        result = self._open_result(graph, graph_key, upstream)
+        built = _Built()
+        with self._stage("build", graph_key):
+            self._build(result, graph, upstream, built)
+        validated = built.done and self._validate(result, graph_key)
+        if validated:
+            self._emit(result, graph_key)
+        else:  # never emit what we could not check
+            result.node_mappings = result.stack_traces = result.opspec_handles = None
+            result.diagnostics.mapping = "upstream"
+        linked: list[str] = []
+        with self._stage("build", graph_key):
+            linked = self._judge(result, graph, upstream, built)
+        if self.probe is not None:
+            logged = msgspec.to_builtins(result.node_mappings) if result.node_mappings is not None else upstream
+            self.probe.finish(graph_key, graph, result, logged, linked)
+        self._emit_diagnostics(result, graph_key)
+        return None if not validated else msgspec.to_builtins(result.node_mappings)
+
+    def _open_result(self, graph: Any, graph_key: int, upstream: dict[str, Any]) -> GraphResult:
+        """The graph's result, counted before anything can fail, with its bundles checked."""
         records = self._pending.pop(graph_key, [])
         compile_id = "unknown"  # a graph whose id cannot be read is still counted, and partial
         with self._stage("build", graph_key):
@@ -369,97 +399,95 @@ class Session:
         )
         self.results.append(result)
         self._current = (graph_key, result)
-        diag = result.diagnostics
         with self._stage("OpSpec handle reading", graph_key):
-            diag.bundle_handles = self._check_bundles(records, graph_key)
+            result.diagnostics.bundle_handles = self._check_bundles(records, graph_key)
         for fault in self.backend.take_faults():
             self._note(fault.stage, graph_key, fault.error)
+        return result
 
-        built = validated = False
-        graph_model = None
-        not_taken: tuple[list, list] = ([], [])  # inferences stock Inductor's mapping leaves out
-        hidden: dict[str, list[str]] = {}  # links taken out: the page would light another node
-        left_out: dict[str, list[str]] = {}  # kernel -> post-grad names taken out, for the same reason
-        with self._stage("build", graph_key):
-            result.random_ops = _random_ops(self.inductor.random_ops(graph))
-            graph_model = self.inductor.post_grad_graph(graph)
-            beyond = self.backend.extends_upstream
-            if beyond:
-                diag.inferred = mapping.infer_links(records, graph_model)
-            pre_grad_id = self._pre_grad_graph_id(result)
-            pre_to_post, post_to_pre = self.inductor.pre_post_relation(graph, pre_grad_id)
-            # inferred on every backend; applied beyond upstream, else only named in the
-            # reasons of the kernels it would have served (stock Inductor keeps torch's own)
-            found_pre_grad = []
-            if pre_grad_id is not None:
-                forward, saved = (
-                    self._forward_links.get(result.compile_id, ({}, {})) if result.kind == "backward" else (None, None)
-                )
-                subgraphs = self._pre_grad_subgraphs(pre_grad_id, graph_key)
-                held = self.inductor.subgraph_relation(graph, subgraphs)
-                maps = (pre_to_post, post_to_pre) if beyond else (_copy_map(pre_to_post), _copy_map(post_to_pre))
-                inference.prefer_own_line(graph_model, maps[1], maps[0], subgraphs.lines)
-                found_pre_grad = inference.infer_pre_grad(graph_model, *maps, forward, saved, held, subgraphs.lines)
-            if result.kind == "forward":
-                self._forward_links[result.compile_id] = (
-                    inference.forward_links(graph_model, post_to_pre),
-                    _copy_map(post_to_pre),
-                )
-            if beyond and pre_grad_id is not None:  # stock Inductor's own mapping is kept as torch wrote it
-                # after the forward's links are kept: a gradient of a hidden node says why it has none
-                hidden = inference.hide_repeated(post_to_pre, pre_to_post, subgraphs.repeated)
-                found_pre_grad = inference.drop_repeated(found_pre_grad, subgraphs.repeated)
-            result.node_mappings = mapping.build_node_mappings(records, pre_to_post, post_to_pre, diag.inferred)
-            if beyond:  # stock Inductor's own mapping is kept as torch wrote it; the judge names its gaps
-                left_out = mapping.leave_out_shadowed(result.node_mappings, graph_model.shadowed)
-            listed_because = {(link.node, link.kernel): link.why for link in diag.inferred}
-            found_sources = inference.infer_sources(
-                result.node_mappings.cppCodeToPost,
-                {r.key: r.stack_traces for r in records},
-                graph_model,
-                listed_because,
-            )
-            if beyond:
-                diag.inferred_pre_grad, diag.inferred_sources = found_pre_grad, found_sources
-            else:
-                not_taken = (found_pre_grad, found_sources)
-            borrowed = inference.borrowed_traces(diag.inferred_sources, graph_model)
-            result.stack_traces = mapping.build_stack_traces(records, borrowed)
-            result.opspec_handles = mapping.build_opspec_artifact(records)
-            if self.redactor is not None:  # before validation: what is checked is what is emitted
-                result.stack_traces = self.redactor.stack_traces(result.stack_traces)
-                result.opspec_handles = self.redactor.opspec_handles(result.opspec_handles)
-            mapping.cross_check(records, diag)
-            diag.matches_upstream = mapping.matches_upstream(result.node_mappings, upstream)
-            built = True
-        if built:
-            with self._stage("validate", graph_key):
-                problems = schemas.check_built_artifacts(
-                    result.node_mappings, result.stack_traces, result.opspec_handles
-                )
-                if problems:
-                    raise ValueError("built artifact is invalid: " + "; ".join(problems[:3]))
-                validated = True
-        if not validated:  # never emit what we could not check
-            result.node_mappings = result.stack_traces = result.opspec_handles = None
-            diag.mapping = "upstream"
+    def _build(self, result: GraphResult, graph: Any, upstream: dict[str, Any], built: _Built) -> None:
+        """The graph's three artifacts and what was inferred for them, into ``result``."""
+        records, diag = result.records, result.diagnostics
+        result.random_ops = _random_ops(self.inductor.random_ops(graph))
+        graph_model = built.graph_model = self.inductor.post_grad_graph(graph)
+        beyond = self.backend.extends_upstream
+        if beyond:
+            diag.inferred = mapping.infer_links(records, graph_model)
+        pre_to_post, post_to_pre, found_pre_grad = self._pre_grad_links(result, graph, graph_model, built)
+        result.node_mappings = mapping.build_node_mappings(records, pre_to_post, post_to_pre, diag.inferred)
+        if beyond:  # stock Inductor's own mapping is kept as torch wrote it; the judge names its gaps
+            built.left_out = mapping.leave_out_shadowed(result.node_mappings, graph_model.shadowed)
+        listed_because = {(link.node, link.kernel): link.why for link in diag.inferred}
+        found_sources = inference.infer_sources(
+            result.node_mappings.cppCodeToPost,
+            {r.key: r.stack_traces for r in records},
+            graph_model,
+            listed_because,
+        )
+        if beyond:
+            diag.inferred_pre_grad, diag.inferred_sources = found_pre_grad, found_sources
         else:
-            with self._stage("emit", graph_key):
-                self.inductor.replace_kernel_stack_traces(result.stack_traces)
-                if result.opspec_handles is not None:
-                    self.inductor.log_artifact(OPSPEC_DEBUG_HANDLES, result.opspec_handles)
-                if self.label:  # the model's name for lookup and annotate, whatever the log's file name
-                    self.inductor.log_artifact(MODEL_LABEL, {"label": self.label})
-            with self._stage("file write", graph_key):
-                emit.write_files(emit.artifact_files(result), self._folders(result))
-        linked: list[str] = []
-        with self._stage("build", graph_key):
-            linked = self._judge(result, graph, graph_model, upstream, not_taken, hidden, left_out)
-        if self.probe is not None:
-            logged = msgspec.to_builtins(result.node_mappings) if result.node_mappings is not None else upstream
-            self.probe.finish(graph_key, graph, result, logged, linked)
-        self._emit_diagnostics(result, graph_key)
-        return None if not validated else msgspec.to_builtins(result.node_mappings)
+            built.not_taken = (found_pre_grad, found_sources)
+        borrowed = inference.borrowed_traces(diag.inferred_sources, graph_model)
+        result.stack_traces = mapping.build_stack_traces(records, borrowed)
+        result.opspec_handles = mapping.build_opspec_artifact(records)
+        if self.redactor is not None:  # before validation: what is checked is what is emitted
+            result.stack_traces = self.redactor.stack_traces(result.stack_traces)
+            result.opspec_handles = self.redactor.opspec_handles(result.opspec_handles)
+        mapping.cross_check(records, diag)
+        diag.matches_upstream = mapping.matches_upstream(result.node_mappings, upstream)
+        built.done = True
+
+    def _pre_grad_links(
+        self, result: GraphResult, graph: Any, graph_model: Any, built: _Built
+    ) -> tuple[dict[str, list[str]], dict[str, list[str]], list]:
+        """preToPost and postToPre as Inductor knows them, plus the pre-grad links inferred.
+
+        Inferred on every backend; applied beyond upstream, else only named in the reasons
+        of the kernels they would have served (stock Inductor keeps torch's own)."""
+        beyond = self.backend.extends_upstream
+        pre_grad_id = self._pre_grad_graph_id(result)
+        pre_to_post, post_to_pre = self.inductor.pre_post_relation(graph, pre_grad_id)
+        found_pre_grad: list = []
+        if pre_grad_id is not None:
+            forward, saved = (
+                self._forward_links.get(result.compile_id, ({}, {})) if result.kind == "backward" else (None, None)
+            )
+            subgraphs = self._pre_grad_subgraphs(pre_grad_id, id(graph))
+            held = self.inductor.subgraph_relation(graph, subgraphs)
+            maps = (pre_to_post, post_to_pre) if beyond else (_copy_map(pre_to_post), _copy_map(post_to_pre))
+            inference.prefer_own_line(graph_model, maps[1], maps[0], subgraphs.lines)
+            found_pre_grad = inference.infer_pre_grad(graph_model, *maps, forward, saved, held, subgraphs.lines)
+        if result.kind == "forward":
+            self._forward_links[result.compile_id] = (
+                inference.forward_links(graph_model, post_to_pre),
+                _copy_map(post_to_pre),
+            )
+        if beyond and pre_grad_id is not None:  # stock Inductor's own mapping is kept as torch wrote it
+            # after the forward's links are kept: a gradient of a hidden node says why it has none
+            built.hidden = inference.hide_repeated(post_to_pre, pre_to_post, subgraphs.repeated)
+            found_pre_grad = inference.drop_repeated(found_pre_grad, subgraphs.repeated)
+        return pre_to_post, post_to_pre, found_pre_grad
+
+    def _validate(self, result: GraphResult, graph_key: int) -> bool:
+        """Are the built artifacts valid by their schemas? Never emit what was not checked."""
+        with self._stage("validate", graph_key):
+            problems = schemas.check_built_artifacts(result.node_mappings, result.stack_traces, result.opspec_handles)
+            if problems:
+                raise ValueError("built artifact is invalid: " + "; ".join(problems[:3]))
+            return True
+        return False
+
+    def _emit(self, result: GraphResult, graph_key: int) -> None:
+        """Into the log (what tlparse and CI read), then into the graph's folders."""
+        with self._stage("emit", graph_key):
+            self.inductor.replace_kernel_stack_traces(result.stack_traces)
+            if result.opspec_handles is not None:
+                self.inductor.log_artifact(OPSPEC_DEBUG_HANDLES, result.opspec_handles)
+            if self.label:  # the model's name for lookup and annotate, whatever the log's file name
+                self.inductor.log_artifact(MODEL_LABEL, {"label": self.label})
+        with self._stage("file write", graph_key):
+            emit.write_files(emit.artifact_files(result), self._folders(result))
 
     def _check_bundles(self, records: list[KernelRecord], graph_key: int) -> BundleHandlesV4 | None:
         """Each kernel's SuperDSC bundles as served against its OpSpecs; None: no backend
@@ -499,16 +527,13 @@ class Session:
         self,
         result: GraphResult,
         graph: Any,
-        graph_model: Any,
         upstream: dict[str, Any],
-        not_taken: tuple[list, list],
-        hidden: dict[str, list[str]],
-        left_out: dict[str, list[str]],
+        built: _Built,
     ) -> list[str]:
         """Coverage of what the log will hold for this graph, judged as ``compile`` and
         ``golden`` judge it from the log: the same function on the same code and nodes.
         Returns the call sites tlparse links (the audit's per-kernel ``linked``)."""
-        code = self.inductor.output_code(graph)
+        code, graph_model = self.inductor.output_code(graph), built.graph_model
         if code is None or graph_model is None:
             result.diagnostics.hints = ["coverage not judged: the graph's wrapper code is not at hand"]
             return []
@@ -524,7 +549,7 @@ class Session:
         diag = result.diagnostics
         diag.coverage, diag.violations, diag.hints = verdict.counts, verdict.violations, verdict.hints
         kernels = (logged or {}).get("cppCodeToPost") or {}
-        pre_grad_not_taken, sources_not_taken = not_taken
+        pre_grad_not_taken, sources_not_taken = built.not_taken
         diag.without_source = inference.source_gaps(verdict.without_source, kernels, graph_model, sources_not_taken)
         diag.without_pre_grad = inference.pre_grad_gaps(
             verdict.without_pre_grad,
@@ -534,8 +559,8 @@ class Session:
             backward=result.kind == "backward",
             beyond=self.backend.extends_upstream,
             not_taken=pre_grad_not_taken,
-            hidden=hidden,
-            left_out=left_out,
+            hidden=built.hidden,
+            left_out=built.left_out,
         )
         return verdict.linked
 
