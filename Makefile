@@ -42,8 +42,8 @@ test-spyre-main: $(STAMP)
 
 # ruff (lint, then format: the check changes nothing) and mypy, as configured in pyproject.toml
 lint: $(STAMP)
-	$(PY) -m ruff check src tests
-	$(PY) -m ruff format --check src tests
+	$(PY) -m ruff check src tests bench
+	$(PY) -m ruff format --check src tests bench
 	$(PY) -m mypy
 
 # one compile per xdist group (tests/models/test_real_models.py), the groups spread over both workers
@@ -83,12 +83,12 @@ golden-spyre-main: $(STAMP)
 	$(PY) tests/spyre_main/run_booted.py golden update $$($(PY) -c "from spyre_provenance import golden; print(' '.join(n for n, c in golden.CASES.items() if c.needs_torch_spyre))")
 
 bench: $(STAMP)
-	$(PY) -m spyre_provenance.bench
+	$(PY) -m bench
 
-# what tracking costs torch-spyre's own compile, whole process (src/spyre_provenance/bench/
+# what tracking costs torch-spyre's own compile, whole process (bench/
 # torch_spyre_overhead.py), with torch-spyre main booted on the tests' stand-in
 bench-spyre-main: $(STAMP)
-	$(PY) tests/spyre_main/run_booted.py -m spyre_provenance.bench.torch_spyre_overhead
+	$(PY) tests/spyre_main/run_booted.py -m bench.torch_spyre_overhead
 
 # The documentation site (docs/, mkdocs.yml): the [docs] extra into .venv, then a strict
 # build into site/ (a broken link, a missing page or a bad reference fails it). No torch is

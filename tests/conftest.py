@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fresh_process import FRESH, FreshProcess  # tests/ is on sys.path
+from helpers.fresh_process import FRESH, FreshProcess  # tests/ is on sys.path
 
 DATA = Path(__file__).parent / "data"
 
@@ -56,13 +56,13 @@ class CompiledCase:
 
 
 class CompileServer:
-    """``tests/compile_server.py`` in a subprocess: compiles run one after another in one
+    """``tests/helpers/compile_server.py`` in a subprocess: compiles run one after another in one
     interpreter (see its docstring for why). Restarted when it dies; a compile taking
     longer than ``timeout`` seconds kills it and fails that compile."""
 
     def __init__(self, timeout: float = 900, script: Path | None = None, env: dict[str, str] | None = None) -> None:
         self.timeout = timeout
-        self.script = script or Path(__file__).parent / "compile_server.py"
+        self.script = script or Path(__file__).parent / "helpers" / "compile_server.py"
         self.env = env  # the worker's environment (None: this process's)
         self.proc = None
         self.replies = None
@@ -109,7 +109,7 @@ class CompileServer:
 
 @pytest.fixture(scope="session")
 def fresh_process() -> FreshProcess:
-    """Our command in a new interpreter (``tests/fresh_process.py``): for a cold process, an
+    """Our command in a new interpreter (``tests/helpers/fresh_process.py``): for a cold process, an
     environment of its own, a signal or two writers at once; everything else shares the
     session's compiles (``compile_case``)."""
     return FRESH

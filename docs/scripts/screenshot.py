@@ -31,7 +31,8 @@ VIEW_TARGET = ROOT / "docs" / "img" / "viewer_mlp_train.png"
 def view_main() -> int:
     sys.path[:0] = [str(ROOT / "tests" / "browser"), str(ROOT / "tests")]
     import test_viewer  # the viewer's browser test: the same page, the same check
-    from chromium import launched
+
+    from helpers.chromium import launched
 
     exe = Path(sys.executable).parent / "spyre-provenance"
     work = Path(tempfile.mkdtemp(prefix="spyre-provenance-shot-"))

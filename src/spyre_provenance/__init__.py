@@ -48,7 +48,7 @@ def __getattr__(name: str):
 
 
 def _lookup(*names: str, from_=()):
-    """``spyre-provenance lookup``: a ``model.lookup.LookupDocument`` for ``names``, read
+    """``spyre-provenance lookup``: a ``model.lookup_records.LookupDocument`` for ``names``, read
     from ``from_`` (``--out`` folders, TORCH_TRACE logs; default ``./out``)."""
     from spyre_provenance.runtime import index, lookup
 

@@ -9,13 +9,15 @@ import re
 import subprocess
 import sys
 
-from spyre_provenance.bench import runtime
+from bench import runtime
+from helpers.where import REPO
 from spyre_provenance.runtime import index, trace_stream
 
 
 def test_quick_run_prints_both_tables_and_a_verdict():
     done = subprocess.run(
-        [sys.executable, "-m", "spyre_provenance.bench.runtime", "--quick"],
+        [sys.executable, "-m", "bench.runtime", "--quick"],
+        cwd=REPO,  # bench/ is importable from the checkout, not installed
         capture_output=True,
         text=True,
         timeout=300,

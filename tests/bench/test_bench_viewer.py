@@ -8,13 +8,15 @@ import re
 import subprocess
 import sys
 
-from spyre_provenance.bench import viewer
+from bench import viewer
+from helpers.where import REPO
 from spyre_provenance.viewer import data
 
 
 def test_quick_run_prints_the_table_and_a_verdict():
     done = subprocess.run(
-        [sys.executable, "-m", "spyre_provenance.bench.viewer", "--quick"],
+        [sys.executable, "-m", "bench.viewer", "--quick"],
+        cwd=REPO,  # bench/ is importable from the checkout, not installed
         capture_output=True,
         text=True,
         timeout=600,

@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 import pytest
-from chromium import CHROMIUM, launched, skip_or_fail  # tests/browser/chromium.py
 
+from helpers.chromium import CHROMIUM, launched, skip_or_fail  # tests/helpers/chromium.py
 from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model.names import NODE_MAPPINGS

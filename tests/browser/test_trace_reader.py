@@ -25,11 +25,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from chromium import CHROMIUM, launched, skip_or_fail  # tests/browser/chromium.py
 
+from helpers.chromium import CHROMIUM, launched, skip_or_fail  # tests/helpers/chromium.py
+from helpers.where import DATA, TESTS
 from spyre_provenance.logs import tracelog
 from spyre_provenance.model.names import NODE_MAPPINGS
-from where import DATA, TESTS
 
 pytestmark = pytest.mark.browser
 

@@ -1,5 +1,5 @@
 """``spyre-provenance view``'s page in a real browser: Debian's chromium, headless, driven by
-Playwright (tests/browser/chromium.py), opened from ``file://`` with the network off.
+Playwright (tests/helpers/chromium.py), opened from ``file://`` with the network off.
 
 For each compiled case (the built-in MLP in training with a profiled run, zoo models in
 inference and training) the test clicks elements of every kind in every graph (source
@@ -24,9 +24,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from chromium import CHROMIUM, launched, skip_or_fail  # tests/browser/chromium.py
 
-from where import ZOO  # tests/ is on sys.path
+from helpers.chromium import CHROMIUM, launched, skip_or_fail  # tests/helpers/chromium.py
+from helpers.where import ZOO  # tests/ is on sys.path
 
 pytestmark = [pytest.mark.browser, pytest.mark.compile]
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.where import ZOO  # tests/ is on sys.path
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
-from where import ZOO  # tests/ is on sys.path
 
 CASES = [
     ("mlp", "--profile"),

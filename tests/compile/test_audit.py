@@ -21,9 +21,11 @@ import warnings
 import msgspec
 import pytest
 
-from spyre_provenance import audit_report, golden
+from helpers.where import GOLDEN, TESTS  # tests/ is on sys.path
+from spyre_provenance import golden
+from spyre_provenance.audit import report
+from spyre_provenance.base.errors import ProvenanceWarning
 from spyre_provenance.capture.audit_probe import AuditProbe
-from spyre_provenance.errors import ProvenanceWarning
 from spyre_provenance.golden.normalize import TOOLCHAIN_TEXT
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
@@ -31,7 +33,6 @@ from spyre_provenance.model.audit_records import FIELDS, STAGE_TITLES
 from spyre_provenance.model.names import DIAGNOSTICS, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import GraphDiagnostics, GraphResult
 from spyre_provenance.validate import schemas
-from where import GOLDEN, TESTS  # tests/ is on sys.path
 
 HOSTILE_AUDIT = TESTS / "hostile" / "invalid" / "audit-present-over-total" / "provenance_audit.json"
 
@@ -44,8 +45,8 @@ def audited(golden_compile):
 
 
 @pytest.fixture(scope="module")
-def doc(audited) -> audit_report.AuditV1:
-    return audit_report.read(audited.out / audit_report.JSON_FILE)  # validated on the way in
+def doc(audited) -> report.AuditV1:
+    return report.read(audited.out / report.JSON_FILE)  # validated on the way in
 
 
 @pytest.fixture(scope="module")
@@ -87,9 +88,7 @@ def audit_run(compile_server, tmp_path_factory):
 
 
 def test_every_stage_of_the_seed_audit_is_counted(doc, audited) -> None:
-    assert (
-        f"audit: {audited.out / audit_report.JSON_FILE}, {audited.out / audit_report.MARKDOWN_FILE}" in audited.stdout
-    )
+    assert f"audit: {audited.out / report.JSON_FILE}, {audited.out / report.MARKDOWN_FILE}" in audited.stdout
     (graph,) = doc.graphs
     assert [s.name for s in graph.stages] == [
         "pre_grad",
@@ -153,27 +152,27 @@ def test_per_kernel_metadata_and_handles(doc) -> None:
 
 
 def test_the_markdown_holds_the_seed_tables(doc, audited) -> None:
-    text = (audited.out / audit_report.MARKDOWN_FILE).read_text(encoding="utf-8")
+    text = (audited.out / report.MARKDOWN_FILE).read_text(encoding="utf-8")
     assert re.search(r"^- Generated: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", text, re.M)
     assert f"torch {doc.toolchain.torch} (git {doc.toolchain.torch_git[:12]})" in text
     assert "- Model: `mlp`, dtype float16" in text and "- Backend: reference" in text
-    assert audit_report.LEGEND_TEXT in text and "origin_node, from_node vary with the pass schedule" in text
+    assert report.LEGEND_TEXT in text and "origin_node, from_node vary with the pass schedule" in text
     (graph,) = doc.graphs
     for field in FIELDS:
         row = next(line for line in text.splitlines() if line.startswith(f"| `{field}` |"))
         assert row.count("|") == len(graph.stages) + 2
     assert graph.drops and not [d for d in graph.drops if d.field == "stack_trace"]
     for drop in graph.drops:
-        assert f"- {audit_report.drop_text(drop, graph.stages)}" in text
+        assert f"- {report.drop_text(drop, graph.stages)}" in text
     for kernel in graph.kernels:
         assert f"| `{kernel.key}` | {kernel.metadata} |" in text
 
 
 def test_a_golden_audit_shows_its_placeholders_whole() -> None:
     # Only a commit id is shortened; the golden file's normalized toolchain reads as written.
-    doc = audit_report.read(GOLDEN / "mlp_fp16_audit" / audit_report.JSON_FILE)
+    doc = report.read(GOLDEN / "mlp_fp16_audit" / report.JSON_FILE)
     assert doc.toolchain.torch_git == TOOLCHAIN_TEXT
-    text = audit_report.render_markdown(doc)
+    text = report.render_markdown(doc)
     assert f"torch {TOOLCHAIN_TEXT} (git {TOOLCHAIN_TEXT})" in text
 
 
@@ -183,22 +182,20 @@ def test_a_golden_audit_shows_its_placeholders_whole() -> None:
 def test_audit_against_its_own_previous_run(audit_run, audited, tmp_path) -> None:
     """Same model, same toolchain: nothing moved (exit 0), and the JSON is byte-identical
     but for the generated time."""
-    previous = audited.out / audit_report.JSON_FILE
+    previous = audited.out / report.JSON_FILE
     code, out, err = audit_run(
         "mlp", "--backend", "reference", "--dtype", "float16", "--out", str(tmp_path), "--against", str(previous)
     )
     assert code == 0, out + err[-3000:]
     assert f"  changes since {previous}: 0\n" in out and "drop: from_node: empty where first counted" in out
-    assert f"written: {tmp_path / audit_report.JSON_FILE}, {tmp_path / audit_report.MARKDOWN_FILE}" in out
+    assert f"written: {tmp_path / report.JSON_FILE}, {tmp_path / report.MARKDOWN_FILE}" in out
     generated = re.compile(rb'"generated": "[^"]*"')
-    assert generated.sub(b"", (tmp_path / audit_report.JSON_FILE).read_bytes()) == generated.sub(
-        b"", previous.read_bytes()
-    )
-    assert "previous run: torch " in (tmp_path / audit_report.MARKDOWN_FILE).read_text(encoding="utf-8")
+    assert generated.sub(b"", (tmp_path / report.JSON_FILE).read_bytes()) == generated.sub(b"", previous.read_bytes())
+    assert "previous run: torch " in (tmp_path / report.MARKDOWN_FILE).read_text(encoding="utf-8")
 
 
 def test_audit_against_a_run_with_more_coverage_exits_1(audit_run, audited, tmp_path) -> None:
-    doc = json.loads((audited.out / audit_report.JSON_FILE).read_text())
+    doc = json.loads((audited.out / report.JSON_FILE).read_text())
     (graph,) = doc["graphs"]
     leaving = next(s for s in graph["stages"] if s["name"] == "passes_out")
     leaving["nodes"] += ["restickify", "restickify_1"]  # an earlier compiler had two more ops
@@ -211,7 +208,7 @@ def test_audit_against_a_run_with_more_coverage_exits_1(audit_run, audited, tmp_
     first = graph["kernels"][0]
     old_key = first["key"].replace("sdsc_", "sdsc_old_", 1)
     first["key"] = old_key
-    previous = tmp_path / "previous" / audit_report.JSON_FILE
+    previous = tmp_path / "previous" / report.JSON_FILE
     previous.parent.mkdir()
     previous.write_text(json.dumps(doc))
     out_dir = tmp_path / "out"
@@ -225,22 +222,22 @@ def test_audit_against_a_run_with_more_coverage_exits_1(audit_run, audited, tmp_
         f"{head}: stage {title}: 9 -> 7 nodes (an op count depends on the schedule and the compiler version: reported, not a regression)",
         f"{head}: traceback at {STAGE_TITLES['scheduler']}: coverage fell {len(missing)}/{len(missing)} ->"
         f" 0/{len(missing)}, lacking on {', '.join(missing)}",
-        f"{head}: kernel renamed: {old_key} -> {audit_report.read(audited.out / audit_report.JSON_FILE).graphs[0].kernels[0].key}",
+        f"{head}: kernel renamed: {old_key} -> {report.read(audited.out / report.JSON_FILE).graphs[0].kernels[0].key}",
     ]
     for line in expected:
         assert f"    {line}\n" in out, out
     assert f"  changes since {previous}: {len(expected)}, 1 of them LOST coverage, a mapping or a link\n" in out
-    text = (out_dir / audit_report.MARKDOWN_FILE).read_text(encoding="utf-8")
+    text = (out_dir / report.MARKDOWN_FILE).read_text(encoding="utf-8")
     assert all(f"- {line}" in text for line in expected) and "Verdict: coverage fell" in text
 
 
 # --- the command on other kinds of compile: training, stock Inductor --------------------------
 
 
-def _audit_of(audit_run, tmp_path, *args: str) -> tuple[audit_report.AuditV1, str]:
+def _audit_of(audit_run, tmp_path, *args: str) -> tuple[report.AuditV1, str]:
     code, out, err = audit_run("mlp", *args, "--out", str(tmp_path))
     assert code == 0, out + err[-3000:]
-    return audit_report.read(tmp_path / audit_report.JSON_FILE), out
+    return report.read(tmp_path / report.JSON_FILE), out
 
 
 def test_a_training_audit_covers_the_backward_graph(audit_run, tmp_path) -> None:
@@ -271,7 +268,7 @@ def test_a_stock_inductor_audit_has_no_opspec_stages(audit_run, tmp_path) -> Non
     assert not {"opspecs", "bundles", "opspec_handles", "passes_in", "passes_out"} & set(names), names
     assert {"pre_grad", "post_grad", "scheduler", "node_mappings", "stack_traces"} <= set(names)
     assert graph.kernels and all(k.opspecs is None and k.mapped and k.linked for k in graph.kernels)
-    text = (tmp_path / audit_report.MARKDOWN_FILE).read_text(encoding="utf-8")
+    text = (tmp_path / report.MARKDOWN_FILE).read_text(encoding="utf-8")
     for k in graph.kernels:
         assert f"| `{k.key}` | {k.metadata} | ➖ | yes | yes |" in text
 
@@ -284,10 +281,10 @@ def test_unusable_against_is_refused_before_compiling(run_cli, tmp_path, against
     assert not (tmp_path / "out").exists()
 
 
-def _golden_audit() -> audit_report.AuditV1:
+def _golden_audit() -> report.AuditV1:
     """The golden MLP audit (one kernel, as on torch-spyre main) and a second kernel, made
     from the first by hand, to remove, add and unlink."""
-    doc = audit_report.read(GOLDEN / "mlp_fp16_audit" / audit_report.JSON_FILE)
+    doc = report.read(GOLDEN / "mlp_fp16_audit" / report.JSON_FILE)
     kernels = doc.graphs[0].kernels
     assert len(kernels) == 1
     kernels.append(msgspec.structs.replace(copy.deepcopy(kernels[0]), key="sdsc_fused_exp_1:2", nodes=["exp"]))
@@ -300,7 +297,7 @@ def test_compare_lost_mapping_added_and_removed_kernels_and_toolchains() -> None
     kernels = new.graphs[0].kernels
     kernels[0].mapped = kernels[0].linked = False
     kernels[1].key, kernels[1].nodes = "sdsc_brand_new_9:9", ["other"]
-    changes = audit_report.compare(old, new)
+    changes = report.compare(old, new)
     head = "graph 0/0 inference"
     assert changes.failures == [
         f"{head}: kernel {kernels[0].key} lost its mapping (was [{', '.join(old.graphs[0].kernels[0].nodes)}])"
@@ -312,24 +309,24 @@ def test_compare_lost_mapping_added_and_removed_kernels_and_toolchains() -> None
     assert f"{head}: kernel added: sdsc_brand_new_9:9 -> [other]" in changes.lines
     assert changes.toolchains[0].startswith("previous run: torch ") and changes.fell
     # coverage that rose is a change, never a failure
-    rose = audit_report.compare(new, old)
+    rose = report.compare(new, old)
     assert rose.failures == [] and f"{head}: kernel {kernels[0].key} is mapped now" in rose.lines
-    assert audit_report.compare(old, old).lines == []
+    assert report.compare(old, old).lines == []
     # mapped still, but no longer linked on the page: a loss as well
     unlinked = copy.deepcopy(old)
     unlinked.graphs[0].kernels[1].linked = False
     key = unlinked.graphs[0].kernels[1].key
-    assert audit_report.compare(old, unlinked).failures == [
+    assert report.compare(old, unlinked).failures == [
         f"{head}: kernel {key} is no longer linked on the provenance page"
     ]
-    assert audit_report.compare(unlinked, old).failures == []
+    assert report.compare(unlinked, old).failures == []
 
 
 def test_drops_are_the_first_fall_only() -> None:
-    count = audit_report.count
+    count = report.count
     stages = [
-        audit_report.Stage("pre_grad", ["a", "b"], {"stack_trace": count(["a", "b"], [True, True])}),
-        audit_report.Stage(
+        report.Stage("pre_grad", ["a", "b"], {"stack_trace": count(["a", "b"], [True, True])}),
+        report.Stage(
             "post_grad",
             ["a", "b", "c"],
             {
@@ -337,13 +334,13 @@ def test_drops_are_the_first_fall_only() -> None:
                 "from_node": count(["a", "b", "c"], [False] * 3),
             },
         ),
-        audit_report.Stage("scheduler", ["x"], {"origins": count(["x"], [True])}),
-        audit_report.Stage("stack_traces", ["k:1", "k:2"], {"stack_trace": count(["k:1", "k:2"], [True, False])}),
+        report.Stage("scheduler", ["x"], {"origins": count(["x"], [True])}),
+        report.Stage("stack_traces", ["k:1", "k:2"], {"stack_trace": count(["k:1", "k:2"], [True, False])}),
     ]
-    drops = audit_report.find_drops(stages)
+    drops = report.find_drops(stages)
     assert drops == [
-        audit_report.Drop("stack_trace", "post_grad", "pre_grad", ["c"]),
-        audit_report.Drop("from_node", "post_grad", None, ["a", "b", "c"]),
+        report.Drop("stack_trace", "post_grad", "pre_grad", ["c"]),
+        report.Drop("from_node", "post_grad", None, ["a", "b", "c"]),
     ]
 
 
@@ -351,13 +348,13 @@ def test_a_drop_line_names_twelve_nodes_and_counts_the_rest() -> None:
     """A real model's backward lacks nn_module_stack on hundreds of nodes: the line stays
     readable, the JSON document keeps every name."""
     names = [f"n{i}" for i in range(21)]
-    stages = [audit_report.Stage("post_grad", names, {"from_node": audit_report.count(names, [True] + [False] * 20)})]
-    (drop,) = audit_report.find_drops(stages)
+    stages = [report.Stage("post_grad", names, {"from_node": report.count(names, [True] + [False] * 20)})]
+    (drop,) = report.find_drops(stages)
     assert drop.nodes == names[1:]
     names = names[1:]
-    text = audit_report.drop_text(drop, stages)
+    text = report.drop_text(drop, stages)
     assert text.endswith(f": {', '.join(names[:12])} and 8 more lack it"), text
-    short = audit_report.drop_text(audit_report.Drop("from_node", "post_grad", None, names[:12]), stages)
+    short = report.drop_text(report.Drop("from_node", "post_grad", None, names[:12]), stages)
     assert short.endswith(f": {', '.join(names[:12])} lack it")
 
 
@@ -378,7 +375,7 @@ def golden_check(audited, run_cli, monkeypatch):
 def test_golden_check_says_which_field_a_compiler_change_dropped(golden_check, tmp_path) -> None:
     assert golden_check(GOLDEN) == (0, "golden mlp_fp16_audit: ok\n", "")
     shutil.copytree(GOLDEN / "mlp_fp16_audit", tmp_path / "mlp_fp16_audit")
-    path = tmp_path / "mlp_fp16_audit" / audit_report.JSON_FILE
+    path = tmp_path / "mlp_fp16_audit" / report.JSON_FILE
     doc = json.loads(path.read_text())
     scheduler = next(s for s in doc["graphs"][0]["stages"] if s["name"] == "scheduler")
     kept = scheduler["fields"]["traceback"]  # the golden had it on every node; this compile has it on none
@@ -392,7 +389,7 @@ def test_golden_check_says_which_field_a_compiler_change_dropped(golden_check, t
 
 
 def test_golden_audit_validates_and_is_normalized() -> None:
-    data = (GOLDEN / "mlp_fp16_audit" / audit_report.JSON_FILE).read_bytes()
+    data = (GOLDEN / "mlp_fp16_audit" / report.JSON_FILE).read_bytes()
     for full in (False, True):
         assert schemas.validate_bytes(data, full=full).ok
     doc = json.loads(data)
@@ -436,4 +433,4 @@ def test_a_failing_probe_warns_once_and_the_graph_says_what_it_lost() -> None:
     probe.finish(1, object(), result, None, [])
     assert [line.split(":")[0] for line in result.audit.lost] == ["pre-grad FX graph", "pre-scheduling pass (in)"]
     assert [s.name for s in result.audit.stages] == ["scheduler", "node_mappings"]
-    assert msgspec.json.decode(msgspec.json.encode(result.audit), type=audit_report.GraphAudit) == result.audit
+    assert msgspec.json.decode(msgspec.json.encode(result.audit), type=report.GraphAudit) == result.audit

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fresh_process import FRESH  # tests/ is on sys.path
+from helpers.fresh_process import FRESH  # tests/ is on sys.path
 from spyre_provenance.model.names import DIAGNOSTICS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.validate import paths as path_validation
 from zoo.user_models import SOURCE

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from test_bundle_cache import compile_with_cache
 
+from helpers.where import GOLDEN  # tests/ is on sys.path
 from spyre_provenance import golden
 from spyre_provenance.model.names import OPSPEC_DEBUG_HANDLES
 from spyre_provenance.validate import paths as path_validation
-from where import GOLDEN  # tests/ is on sys.path
 from zoo.user_models import SOURCE
 
 KERNEL = "sdsc_fused_addmm_0"

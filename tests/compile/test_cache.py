@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-import tlparse_page
-from fresh_process import FRESH  # tests/ is on sys.path
+from helpers import tlparse_page
+from helpers.fresh_process import FRESH  # tests/ is on sys.path
 from spyre_provenance.logs import tlparse_run, tracelog
 from spyre_provenance.model.names import NODE_MAPPINGS
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import tlparse_page
-from fresh_process import FRESH  # tests/ is on sys.path
-from spyre_provenance import examples
+from helpers import tlparse_page
+from helpers.fresh_process import FRESH  # tests/ is on sys.path
+from spyre_provenance.compile import examples
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.logs.tracelog import artifact_payloads

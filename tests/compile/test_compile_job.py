@@ -14,15 +14,15 @@ import pytest
 
 import spyre_provenance
 from spyre_provenance.backends import DEFAULT_BACKEND
+from spyre_provenance.base.errors import FOUND_WANTING, OK, UNUSABLE, UnusableInput
 from spyre_provenance.compile import job as compile_job
 from spyre_provenance.compile.run import CompileReport
-from spyre_provenance.errors import FOUND_WANTING, OK, UNUSABLE, UnusableInput
 
 
 def test_every_entry_point_defaults_to_the_same_backend() -> None:
     from spyre_provenance.capture import tracking
     from spyre_provenance.cli import build_parser
-    from spyre_provenance.pytest_plugin import ProvenanceRegression
+    from spyre_provenance.plugin.pytest_fixture import ProvenanceRegression
 
     defaults = {
         "enable": inspect.signature(tracking.enable).parameters["backend"].default,

@@ -11,8 +11,9 @@ import copy
 import msgspec
 import pytest
 
-from spyre_provenance import coverage, golden
+from spyre_provenance import golden
 from spyre_provenance.logs.graphs import LoggedGraph, read_log_graphs
+from spyre_provenance.validate import coverage
 
 
 @pytest.mark.compile

@@ -22,7 +22,7 @@ import sys
 
 import pytest
 
-from where import REPO
+from helpers.where import REPO
 
 ROOT = REPO
 SCRIPT = ROOT / "docs" / "scripts" / "regen_outputs.py"

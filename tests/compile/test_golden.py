@@ -13,10 +13,10 @@ import re
 
 import pytest
 
+from helpers.torch_changes import expected_changes, unexplained  # tests/ is on sys.path
+from helpers.where import GOLDEN  # tests/ is on sys.path
 from spyre_provenance import golden
-from spyre_provenance.pytest_plugin import ProvenanceToolchainHint
-from torch_changes import expected_changes, unexplained  # tests/ is on sys.path
-from where import GOLDEN  # tests/ is on sys.path
+from spyre_provenance.plugin.pytest_fixture import ProvenanceToolchainHint
 
 
 @pytest.mark.compile

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers.torch_changes import expected_changes, unexplained  # tests/ is on sys.path
+from helpers.where import GOLDEN  # tests/ is on sys.path
 from spyre_provenance import golden
 from spyre_provenance.golden import check as golden_check
-from torch_changes import expected_changes, unexplained  # tests/ is on sys.path
-from where import GOLDEN  # tests/ is on sys.path
 
 GRAPH = "graph_00_0-0_inference"
 MAPPINGS = f"{GRAPH}/inductor_provenance_tracking_node_mappings.json"

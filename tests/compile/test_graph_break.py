@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-import tlparse_page
+from helpers import tlparse_page
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.logs.graphs import read_log_graphs
 

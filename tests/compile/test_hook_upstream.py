@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from where import SCRIPTS  # tests/ is on sys.path
+from helpers.where import SCRIPTS  # tests/ is on sys.path
 
 pytestmark = pytest.mark.compile
 

@@ -16,7 +16,8 @@ import jsonschema
 import msgspec
 import pytest
 
-from spyre_provenance.model.lookup import LOOKUP_VERSION, LookupDocument
+from helpers.where import ZOO  # tests/ is on sys.path
+from spyre_provenance.model.lookup_records import LOOKUP_VERSION, LookupDocument
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_STACK_TRACES,
@@ -25,7 +26,6 @@ from spyre_provenance.model.names import (
     OPSPEC_DEBUG_HANDLES,
 )
 from spyre_provenance.validate import schemas
-from where import ZOO  # tests/ is on sys.path
 
 pytestmark = pytest.mark.compile
 

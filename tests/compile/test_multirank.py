@@ -19,13 +19,14 @@ from pathlib import Path
 
 import pytest
 
-import tlparse_page
-from fresh_process import FRESH  # tests/ is on sys.path
-from spyre_provenance import coverage, golden
+from helpers import tlparse_page
+from helpers.fresh_process import FRESH  # tests/ is on sys.path
+from helpers.where import DATA, GOLDEN  # tests/ is on sys.path
+from spyre_provenance import golden
 from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model import folders
-from where import DATA, GOLDEN  # tests/ is on sys.path
+from spyre_provenance.validate import coverage
 
 COLLECTIVES = ("torch.ops._c10d_functional.all_reduce_.default", "torch.ops._c10d_functional.wait_tensor.default")
 MAPPINGS = "inductor_provenance_tracking_node_mappings.json"

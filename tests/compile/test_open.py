@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import tlparse_page
+from helpers import tlparse_page
 from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model.names import NODE_MAPPINGS

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-from spyre_provenance import coverage
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
+from spyre_provenance.validate import coverage
 
 # torch-spyre main between #3650 and #3707: comment, pool allocation, ``.run(_pool_..., ...)``
 POOLED_WRAPPER = """

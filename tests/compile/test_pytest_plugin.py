@@ -41,14 +41,14 @@ GRAPH = "graph_00_0-0_inference"
 
 def test_entry_point_is_declared():
     points = importlib.metadata.entry_points(group="pytest11")
-    assert any(p.value == "spyre_provenance.pytest_plugin" for p in points)
+    assert any(p.value == "spyre_provenance.plugin.pytest_fixture" for p in points)
 
 
 def test_without_torch_the_fixture_names_the_extra(pytester: pytest.Pytester):
     # torch hidden from the run (a None in sys.modules is what find_spec and import see)
     pytester.makeconftest("import sys\nsys.modules['torch'] = None\n")
     pytester.makepyfile(test_bare="def test_uses_it(provenance_regression):\n    pass\n")
-    run = pytester.runpytest_subprocess("-p", "spyre_provenance.pytest_plugin", "-p", "no:cacheprovider")
+    run = pytester.runpytest_subprocess("-p", "spyre_provenance.plugin.pytest_fixture", "-p", "no:cacheprovider")
     run.assert_outcomes(errors=1)
     # one line, no traceback (fnmatch would read the brackets as a character class)
     assert (
@@ -68,7 +68,9 @@ def test_provenance_regression(pytester: pytest.Pytester):
 
     # -p: also when the entry point is not installed (a no-op when it is: same name)
     def run(*args):
-        return pytester.runpytest_subprocess("-p", "spyre_provenance.pytest_plugin", "-p", "no:cacheprovider", *args)
+        return pytester.runpytest_subprocess(
+            "-p", "spyre_provenance.plugin.pytest_fixture", "-p", "no:cacheprovider", *args
+        )
 
     case = pytester.path / "test_tiny" / "test_tiny"
 
@@ -135,7 +137,7 @@ def test_a_compile_found_wanting_fails_before_any_golden_is_written(pytester: py
     verdict): compiled code that computes something else than eager fails, and no golden is
     made of it."""
     pytester.makepyfile(test_differs=DIFFERS_MODULE)
-    run = pytester.runpytest_subprocess("-p", "spyre_provenance.pytest_plugin", "-p", "no:cacheprovider")
+    run = pytester.runpytest_subprocess("-p", "spyre_provenance.plugin.pytest_fixture", "-p", "no:cacheprovider")
     run.assert_outcomes(failed=1)
     run.stdout.fnmatch_lines(["*provenance_regression: the compiled output does not match eager (max abs error *"])
     assert not (pytester.path / "test_differs").exists()

@@ -25,11 +25,11 @@ from torch._inductor.codegen import cpp as cpp_codegen
 from torch._inductor.utils import run_and_get_code
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from spyre_provenance import examples
 from spyre_provenance.backends import get_backend
 from spyre_provenance.backends.reference.backend import ReferenceBackend, ReferenceScheduling
 from spyre_provenance.backends.reference.lowering import SPLIT_ADDMM_PASS, SplitAddmmPass, label_linear, split_addmm
-from spyre_provenance.examples import EXAMPLES, ModelLoadError, load_model
+from spyre_provenance.compile import examples
+from spyre_provenance.compile.examples import EXAMPLES, ModelLoadError, load_model
 from spyre_provenance.model.records import OpSpecRecord
 
 aten = torch.ops.aten

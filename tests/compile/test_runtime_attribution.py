@@ -15,11 +15,11 @@ import re
 import jsonschema
 import pytest
 
-from fresh_process import FRESH  # tests/ is on sys.path
+from helpers.fresh_process import FRESH  # tests/ is on sys.path
+from helpers.where import ZOO
 from spyre_provenance.model.names import TIME_SUMMARY
 from spyre_provenance.runtime import time_summary
 from spyre_provenance.validate import schemas
-from where import ZOO
 
 RECOMPILES = (f"{ZOO / 'models.py'}:recompiles", "--profile")
 TRAIN = ("mlp", "--train", "--profile")
@@ -204,7 +204,7 @@ def test_profile_runs_the_compile_on_its_own_inputs_recompiling_nothing(tmp_path
 LABELED = """
 import os, sys, torch
 import spyre_provenance
-from spyre_provenance.examples import load_model
+from spyre_provenance.compile.examples import load_model
 
 model, inputs = load_model("mlp")
 with spyre_provenance.tracking(backend="reference", label="my-mlp"):

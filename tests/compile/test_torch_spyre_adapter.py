@@ -23,6 +23,7 @@ from torch._inductor.utils import run_and_get_code
 from torch._inductor.virtualized import V
 
 import spyre_provenance
+from helpers.where import STAND_INS  # tests/ is on sys.path
 from spyre_provenance.backends import choose_backend, get_backend
 from spyre_provenance.backends import torch_spyre as adapter
 from spyre_provenance.backends.torch_spyre import TorchSpyreBackend, available
@@ -30,7 +31,6 @@ from spyre_provenance.backends.torch_spyre import opspecs as readers
 from spyre_provenance.capture import hook
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.model.records import OpSpecRecord
-from where import STAND_INS  # tests/ is on sys.path
 
 SCHEDULER = "torch_spyre._inductor.scheduler"
 

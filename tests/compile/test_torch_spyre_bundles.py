@@ -25,10 +25,10 @@ from torch._inductor import config as inductor_config
 from torch._inductor.codegen import common as codegen_common
 
 import spyre_provenance
+from helpers.where import STAND_INS  # tests/ is on sys.path
 from spyre_provenance.backends.torch_spyre import TorchSpyreBackend
 from spyre_provenance.model.names import OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import BundleHandlesV4
-from where import STAND_INS  # tests/ is on sys.path
 from zoo.user_models import SOURCE
 
 pytestmark = pytest.mark.compile

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import tlparse_page
+from helpers import tlparse_page
+from helpers.where import REPO  # tests/ is on sys.path
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
-from where import REPO  # tests/ is on sys.path
 
 pytestmark = [
     pytest.mark.compile,

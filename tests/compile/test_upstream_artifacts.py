@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers.tlparse_page import parse_page  # tests/ is on sys.path (rootdir-relative "prepend" import mode)
 from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model.names import KERNEL_INFORMATION, KERNEL_STACK_TRACES, NODE_MAPPINGS
 from spyre_provenance.validate import schemas
-from tlparse_page import parse_page  # tests/ is on sys.path (rootdir-relative "prepend" import mode)
 
 pytestmark = pytest.mark.compile
 

@@ -18,7 +18,7 @@ import signal
 import torch
 import torch.distributed as dist
 
-from spyre_provenance.examples import RANKED_EXAMPLES
+from spyre_provenance.compile.examples import RANKED_EXAMPLES
 
 
 def tensor_parallel() -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from where import ZOO  # tests/ is on sys.path
+from helpers.where import ZOO  # tests/ is on sys.path
 
 REFUSED = ZOO / "refused.py"
 

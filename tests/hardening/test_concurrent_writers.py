@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fresh_process import FRESH  # tests/ is on sys.path
+from helpers.fresh_process import FRESH  # tests/ is on sys.path
 from spyre_provenance.logs import tracelog
 from spyre_provenance.model.names import (
     DIAGNOSTICS,

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from spyre_provenance import support
+from helpers.where import REPO  # tests/ is on sys.path
+from spyre_provenance.base import files
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
 from spyre_provenance.validate import schemas
-from where import REPO  # tests/ is on sys.path
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "src")}
 KILLS = 24  # random-moment kills of the artifact writer
@@ -54,7 +54,7 @@ def artifact_versions(version: int, kernels: int = 12_000) -> dict[str, bytes]:
 WRITER = (
     "import json, sys\n"
     "from pathlib import Path\n"
-    "from spyre_provenance import support\n"
+    "from spyre_provenance.base import files as support\n"
     "from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS\n"
     + inspect.getsource(artifact_versions)
     + textwrap.dedent(
@@ -77,7 +77,7 @@ WRITER = (
 
 
 def temporaries(folder: Path) -> list[Path]:
-    return sorted(folder.rglob(f"{support.TMP_PREFIX}*"))
+    return sorted(folder.rglob(f"{files.TMP_PREFIX}*"))
 
 
 def test_sigkill_while_writing_artifacts_never_tears_a_file(tmp_path: Path) -> None:
@@ -112,17 +112,17 @@ def test_sigkill_while_writing_artifacts_never_tears_a_file(tmp_path: Path) -> N
 def test_cleanup_spares_a_live_writers_temporaries(tmp_path: Path) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = tmp_path / f"{support.TMP_PREFIX}{dead.pid}-abc.part"
-    old_style = tmp_path / "sub" / f"{support.TMP_PREFIX}xyz.part"
-    live = tmp_path / f"{support.TMP_PREFIX}{os.getppid()}-def.part"  # pytest's parent: alive
-    mine = tmp_path / "sub" / f"{support.TMP_PREFIX}{os.getpid()}-ghi.part"
+    stale = tmp_path / f"{files.TMP_PREFIX}{dead.pid}-abc.part"
+    old_style = tmp_path / "sub" / f"{files.TMP_PREFIX}xyz.part"
+    live = tmp_path / f"{files.TMP_PREFIX}{os.getppid()}-def.part"  # pytest's parent: alive
+    mine = tmp_path / "sub" / f"{files.TMP_PREFIX}{os.getpid()}-ghi.part"
     other = tmp_path / "keep.json"
     for path in (stale, old_style, live, mine, other):
         path.parent.mkdir(exist_ok=True)
         path.write_bytes(b"x")
-    assert support.remove_stale_temporaries(tmp_path, recursive=False) == 1
+    assert files.remove_stale_temporaries(tmp_path, recursive=False) == 1
     assert not stale.exists() and old_style.exists()
-    assert support.remove_stale_temporaries(tmp_path) == 1
+    assert files.remove_stale_temporaries(tmp_path) == 1
     assert not old_style.exists()
     assert live.exists() and mine.exists() and other.exists()
 
@@ -147,7 +147,7 @@ def test_emit_clears_dead_writers_temporaries_before_writing(tmp_path: Path) -> 
     folder.mkdir()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = folder / f"{support.TMP_PREFIX}{dead.pid}-x.part"
+    stale = folder / f"{files.TMP_PREFIX}{dead.pid}-x.part"
     stale.write_bytes(b"half an artifact")
     emit.write_files(emit.artifact_files(result), emit.graph_folders(result, None, tmp_path))
     assert sorted(p.name for p in folder.iterdir()) == [f"{KERNEL_STACK_TRACES}.json"]
@@ -173,8 +173,8 @@ def test_compile_prepare_removes_only_this_models_output(tmp_path: Path) -> None
         (out / "trace" / log).write_text("V")
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = out / "graph_residual_00_0-0_inference" / f"{support.TMP_PREFIX}{dead.pid}-x.part"
-    live = out / "graph_residual_00_0-0_inference" / f"{support.TMP_PREFIX}{os.getppid()}-x.part"
+    stale = out / "graph_residual_00_0-0_inference" / f"{files.TMP_PREFIX}{dead.pid}-x.part"
+    live = out / "graph_residual_00_0-0_inference" / f"{files.TMP_PREFIX}{os.getppid()}-x.part"
     stale.write_bytes(b"x")
     live.write_bytes(b"x")
 
@@ -196,7 +196,7 @@ GOLDEN_DRIVER = textwrap.dedent(
     """
     import os, signal, sys, tempfile
     from pathlib import Path
-    from spyre_provenance import support, cli
+    from spyre_provenance import cli; from spyre_provenance.base import files as support
     from spyre_provenance.cli import golden as golden_command
 
     out, golden_dir, kill_at, when = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]

@@ -27,13 +27,13 @@ import pytest
 import torch
 
 import spyre_provenance
-from inductor_doubles import Injected, RecordingInductor, faulty
-from spyre_provenance import mapping
+from helpers.inductor_doubles import Injected, RecordingInductor, faulty
 from spyre_provenance.backends.base import Backend, StockInductor
 from spyre_provenance.backends.reference.backend import ReferenceBackend
+from spyre_provenance.base.errors import ProvenanceWarning
 from spyre_provenance.capture import hook
 from spyre_provenance.capture.inductor import Inductor
-from spyre_provenance.errors import ProvenanceWarning
+from spyre_provenance.links import mapping
 from spyre_provenance.model.names import DIAGNOSTICS, FAULT_STAGES, MAP_FIELDS, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.validate import paths as path_validation
 from spyre_provenance.validate import schemas

@@ -1,6 +1,6 @@
 """``--redact-paths``: no absolute path and no user name in the artifacts written and emitted.
 
-The rules (spyre_provenance.redact) on plain strings first, then a real compile of a model
+The rules (spyre_provenance.links.redact) on plain strings first, then a real compile of a model
 that lives in a (fake) home folder, in-process and through ``spyre-provenance compile``.
 """
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers.where import REPO  # tests/ is on sys.path
+from spyre_provenance.links.redact import Redactor, find_project
 from spyre_provenance.logs import tracelog
 from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
-from spyre_provenance.redact import Redactor, find_project
 from spyre_provenance.validate import paths as path_validation
-from where import REPO  # tests/ is on sys.path
 from zoo.user_models import SOURCE
 
 PACKAGE_ROOT = REPO / "src"
@@ -40,7 +40,10 @@ def redactor() -> Redactor:
         ('File "/home/alice/projects/other.py"', 'File "~/projects/other.py"'),  # whole components only
         ("/scratch/alice/run/model.py:12", "/scratch/<user>/run/model.py:12"),
         ("cannot open /home/alice/proj/x.json: denied", "cannot open <project>/x.json: denied"),
-        (f'File "{PACKAGE_ROOT}/spyre_provenance/examples.py"', 'File "<site-packages>/spyre_provenance/examples.py"'),
+        (
+            f'File "{PACKAGE_ROOT}/spyre_provenance/compile/examples.py"',
+            'File "<site-packages>/spyre_provenance/compile/examples.py"',
+        ),
         ("no path here: relu(x) / 2", "no path here: relu(x) / 2"),
         ("/opt/tools/bin/x", "/opt/tools/bin/x"),
     ],
@@ -123,7 +126,7 @@ def test_compile_in_process_writes_and_logs_no_path(
     import torch
 
     import spyre_provenance
-    from inductor_doubles import RecordingInductor
+    from helpers.inductor_doubles import RecordingInductor
     from spyre_provenance.backends.reference.backend import ReferenceBackend
 
     monkeypatch.setenv("HOME", str(alices_project.parent))

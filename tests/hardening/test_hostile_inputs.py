@@ -35,7 +35,9 @@ from hypothesis import strategies as st
 # pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
 from test_schemas import DIAG_V2
 
-from spyre_provenance import cli, jsonio
+from helpers.where import DATA, GOLDEN, REPO, TESTS  # tests/ is on sys.path
+from spyre_provenance import cli
+from spyre_provenance.model import jsonio
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_INFORMATION,
@@ -45,7 +47,6 @@ from spyre_provenance.model.names import (
 )
 from spyre_provenance.validate import paths as path_validation
 from spyre_provenance.validate import schemas
-from where import DATA, GOLDEN, REPO, TESTS  # tests/ is on sys.path
 
 HOSTILE = TESTS / "hostile"
 SEED_LOG = DATA / "logs" / "seed_mlp.log"

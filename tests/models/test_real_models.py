@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import pytest
 
-import compiled_checks as check
+from helpers import compiled_checks as check
+from helpers.where import ZOO  # tests/ is on sys.path
 from spyre_provenance.logs import tlparse_run
-from where import ZOO  # tests/ is on sys.path
 
 transformers = pytest.importorskip("transformers", reason="the real-model zoo needs the [models] extra")
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-import compiled_checks as check
+from helpers import compiled_checks as check
+from helpers.where import ZOO as ZOO_DIR  # tests/ is on sys.path
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.logs.graphs import read_log_graphs
-from where import ZOO as ZOO_DIR  # tests/ is on sys.path
 from zoo.models import INFERENCE_ONLY, ZOO
 
 MODELS = ZOO_DIR / "models.py"

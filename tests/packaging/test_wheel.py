@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from where import REPO  # tests/ is on sys.path
+from helpers.where import REPO  # tests/ is on sys.path
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +52,53 @@ def test_installed_package_validates_with_its_own_schemas(wheel: Path, tmp_path:
         [sys.executable, "-c", script, str(target)], capture_output=True, text=True, cwd=tmp_path, env=env
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_wheel_holds_the_package_and_nothing_else(wheel: Path) -> None:
+    """Every module of src/spyre_provenance and no other code: the bench tooling (bench/ in
+    the checkout) and the tests stay out."""
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"spyre_provenance"}
+    source = REPO / "src"
+    on_disk = {p.relative_to(source).as_posix() for p in (source / "spyre_provenance").rglob("*.py")}
+    assert {n for n in names if n.endswith(".py")} == on_disk
+    assert not [n for n in names if "bench" in n.split("/")[:-1]]
+
+
+def test_every_module_of_the_wheel_imports_from_it(wheel: Path, tmp_path: Path) -> None:
+    """Unpacked alone (no checkout on the path), each module of the wheel imports, and from
+    the wheel; its entry points name modules it holds."""
+    target = tmp_path / "site"
+    archive = zipfile.ZipFile(wheel)
+    archive.extractall(target)
+    modules = sorted(
+        n.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        for n in archive.namelist()
+        if n.endswith(".py") and not n.endswith("__main__.py")
+    )
+    script = (
+        "import importlib, sys\n"
+        "for name in sys.argv[2:]:\n"
+        "    module = importlib.import_module(name)\n"
+        "    assert module.__file__.startswith(sys.argv[1]), (name, module.__file__)\n"
+        "print(len(sys.argv) - 2)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(target), *modules],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout) == len(modules) > 50
+    (entry_points,) = target.glob("*.dist-info/entry_points.txt")
+    named = re.findall(r"= ([\w.]+)(?::\w+)?$", entry_points.read_text(), re.MULTILINE)
+    assert "spyre_provenance.plugin.pytest_fixture" in named and "spyre_provenance.cli" in named
+    assert [n for n in named if n not in modules] == []
 
 
 @pytest.fixture(scope="module")

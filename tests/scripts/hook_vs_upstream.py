@@ -12,7 +12,7 @@ import msgspec
 import torch
 
 import spyre_provenance
-from spyre_provenance.examples import load_model
+from spyre_provenance.compile.examples import load_model
 
 out = {}
 for name in sys.argv[1:]:

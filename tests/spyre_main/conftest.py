@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from conftest import CompiledCase, CompileServer
+from helpers.where import REPO
 from spyre_main import boot, locate
-from where import REPO
 
 SERVER = Path(__file__).resolve().parent / "server.py"
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from where import REPO
+from helpers.where import REPO
 
 ENV = "SPYRE_PROVENANCE_TORCH_SPYRE"
 CACHE = REPO / ".pytest_cache" / "torch-spyre"

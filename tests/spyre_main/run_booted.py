@@ -4,7 +4,7 @@ every process it starts (``site/sitecustomize.py``). How the ``spyre_main_*`` go
 cases are made and checked here (``make golden-spyre-main``):
 
     python tests/spyre_main/run_booted.py golden update spyre_main_9a6b71e_mlp
-    python tests/spyre_main/run_booted.py -m spyre_provenance.bench.torch_spyre_overhead
+    python tests/spyre_main/run_booted.py -m bench.torch_spyre_overhead
 """
 
 from __future__ import annotations

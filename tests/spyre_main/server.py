@@ -1,4 +1,4 @@
-"""The session's compile worker for torch-spyre main: ``tests/compile_server.py`` in a
+"""The session's compile worker for torch-spyre main: ``tests/helpers/compile_server.py`` in a
 process that booted torch-spyre on the stand-in ``_C`` (``boot.py``) and points the
 project's torch-spyre adapter at the route (``route.py``) before the first request.
 
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(TESTS))  # spyre_main, compile_server, where
+sys.path.insert(0, str(TESTS))  # spyre_main, helpers
 
 from spyre_main import boot, route  # noqa: E402
 
@@ -32,6 +32,6 @@ if __name__ == "__main__":
         return untracked.main(argv[2:]) if argv[:2] == ["compile", "untracked"] else tracked(argv)
 
     cli.main = main
-    import compile_server
+    from helpers import compile_server
 
     compile_server.main()

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from helpers.where import GOLDEN  # tests/ is on sys.path
 from spyre_provenance.logs.graphs import read_log_graphs
-from where import GOLDEN  # tests/ is on sys.path
 
 try:  # the models torch-spyre main compiles here (spyre-main's zoo test)
     from spyre_main.test_spyre_zoo import ACCEPTED

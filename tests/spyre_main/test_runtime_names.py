@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from helpers.where import ZOO  # tests/ is on sys.path
 from spyre_provenance.model import kernel_keys
 from spyre_provenance.model.frames import frames, is_user_frame
 from spyre_provenance.runtime import index as kernel_index
-from spyre_provenance.runtime import names, time_summary
+from spyre_provenance.runtime import kernel_names, time_summary
 from spyre_provenance.runtime.annotate import PREFIX, annotate
 from spyre_provenance.runtime.lookup import lookup
-from where import ZOO  # tests/ is on sys.path
 
 pytestmark = pytest.mark.compile
 
@@ -149,7 +149,7 @@ def test_every_name_form_resolves_to_the_mapping_line(compiled):
             one_kernel = [
                 f"{event}#3",
                 event,
-                names.renamed(f"{event}#3"),  # as acelyzer 1.3 renames it
+                kernel_names.renamed(f"{event}#3"),  # as acelyzer 1.3 renames it
                 bundle["provenance_key"],
                 folder,
                 folder.split("_", 1)[1],  # as a device error prints it: <kernel>_<mkdtemp 8>

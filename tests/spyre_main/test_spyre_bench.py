@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-from where import REPO
+from helpers.where import REPO
 
 
 def test_the_torch_spyre_bench_measures_both_arms(torch_spyre):
@@ -16,7 +16,7 @@ def test_the_torch_spyre_bench_measures_both_arms(torch_spyre):
             sys.executable,
             str(REPO / "tests" / "spyre_main" / "run_booted.py"),
             "-m",
-            "spyre_provenance.bench.torch_spyre_overhead",
+            "bench.torch_spyre_overhead",
             "--pairs",
             "1",
             "mlp",
@@ -34,7 +34,7 @@ def test_the_torch_spyre_bench_measures_both_arms(torch_spyre):
 
 def test_without_torch_spyre_it_says_so():
     done = subprocess.run(
-        [sys.executable, "-m", "spyre_provenance.bench.torch_spyre_overhead", "mlp"],
+        [sys.executable, "-m", "bench.torch_spyre_overhead", "mlp"],
         capture_output=True,
         text=True,
         timeout=300,

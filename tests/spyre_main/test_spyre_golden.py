@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
+from helpers.where import GOLDEN, REPO
 from spyre_provenance import golden
 from spyre_provenance.golden.cases import TORCH_SPYRE_MAIN
-from where import GOLDEN, REPO
 
 pytestmark = pytest.mark.compile
 

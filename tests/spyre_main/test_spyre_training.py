@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-import tlparse_page
-from fresh_process import FRESH
+from helpers import tlparse_page
+from helpers.fresh_process import FRESH
+from helpers.where import ZOO
 from spyre_provenance.logs import tlparse_run, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
-from where import ZOO
 
 pytestmark = [
     pytest.mark.compile,
@@ -53,7 +53,7 @@ def test_a_failed_backward_never_spoils_the_forward_page(torch_spyre_python, tmp
         import json, torch
         from spyre_main import route
         from spyre_provenance import tracking
-        from spyre_provenance.examples import load_calls
+        from spyre_provenance.compile.examples import load_calls
         route.install()
         model, calls = load_calls({PARAM_FREE!r}, torch.float16)
         from spyre_provenance.backends.torch_spyre import TorchSpyreBackend

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
-from chromium import CHROMIUM, launched, skip_or_fail  # tests/browser/chromium.py
 from test_viewer import Page, Relation, lit_mismatches  # tests/browser/test_viewer.py
+
+from helpers.chromium import CHROMIUM, launched, skip_or_fail  # tests/helpers/chromium.py
 
 pytestmark = [pytest.mark.compile, pytest.mark.browser]
 

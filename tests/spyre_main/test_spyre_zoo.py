@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-import compiled_checks as check
-import tlparse_page
+from helpers import compiled_checks as check
+from helpers import tlparse_page
+from helpers.where import ZOO
 from spyre_provenance.logs import tlparse_run, tracelog
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
 from spyre_provenance.model.names import POST_GRAD_GRAPHS
-from where import ZOO
 from zoo.spyre_models import SPYRE_ZOO
 
 SPYRE_MODELS = ZOO / "spyre_models.py"

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
+from helpers.where import REPO, ZOO
 from spyre_main.test_spyre_zoo import ACCEPTED, _id
-from where import REPO, ZOO
 
 pytestmark = pytest.mark.compile
 

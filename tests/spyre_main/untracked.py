@@ -14,7 +14,7 @@ def main(argv: list[str]) -> int:
     import torch
 
     from spyre_main import route
-    from spyre_provenance.examples import load_calls
+    from spyre_provenance.compile.examples import load_calls
 
     (spec,) = argv
     model, calls = load_calls(spec, torch.float16)

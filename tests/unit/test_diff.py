@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers.where import GOLDEN  # tests/ is on sys.path
 from spyre_provenance import golden
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
-from where import GOLDEN  # tests/ is on sys.path
 
 GRAPH = "graph_00_0-0_inference"
 NM = f"{GRAPH}/{NODE_MAPPINGS}.json"

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import spyre_provenance
-from where import REPO
+from helpers.where import REPO
 
 ROOT = REPO
 README = ROOT / "README.md"

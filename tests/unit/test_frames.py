@@ -19,8 +19,8 @@ THE_USERS = [
     "/home/user/project/model.py",
     "<project>/model.py",  # redacted (--redact-paths): a file of the user's project
     "~/models/m.py",
-    "src/spyre_provenance/examples.py",  # the built-in example models, from a checkout
-    "<site-packages>/spyre_provenance/examples.py",  # ... installed, or redacted
+    "src/spyre_provenance/compile/examples.py",  # the built-in example models, from a checkout
+    "<site-packages>/spyre_provenance/compile/examples.py",  # ... installed, or redacted
     "/venv/lib/python3.11/site-packages/transformers/models/llama/modeling_llama.py",
     "<site-packages>/transformers/models/llama/modeling_llama.py",
     "/usr/lib/python3/dist-packages/mylib/model.py",
@@ -33,6 +33,7 @@ NOT_THE_USERS = [
     "/usr/lib/python3.12/contextlib.py",
     "<stdlib>/contextlib.py",
     "/work/repo/src/spyre_provenance/capture/hook.py",
+    "<site-packages>/spyre_provenance/compile/job.py",  # the compile room is machinery, its examples not
     "<site-packages>/spyre_provenance/bench/models.py",
     "<string>",
     "<eval_with_key>.3",
@@ -57,7 +58,7 @@ def test_frames_that_are_not_the_users(path: str) -> None:
     "user, machinery",
     [
         ("<project>/model.py", "<stdlib>/contextlib.py"),
-        ("<site-packages>/spyre_provenance/examples.py", "<site-packages>/torch/nn/modules/linear.py"),
+        ("<site-packages>/spyre_provenance/compile/examples.py", "<site-packages>/torch/nn/modules/linear.py"),
         ("/venv/lib/python3.11/site-packages/transformers/modeling_llama.py", "/usr/lib/python3.12/functools.py"),
         ("/home/user/project/model.py", "<string>"),
     ],

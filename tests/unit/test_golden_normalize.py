@@ -11,13 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spyre_provenance
-from spyre_provenance import golden, mapping
+from helpers.where import GOLDEN  # tests/ is on sys.path
+from spyre_provenance import golden
 from spyre_provenance.backends.reference.handles import make_handle
 from spyre_provenance.backends.reference.lookalike import OpSpec, ProvenanceTransform, SourceLoc
 from spyre_provenance.backends.torch_spyre.opspecs import opspec_record
+from spyre_provenance.links import mapping
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import KernelRecord
-from where import GOLDEN  # tests/ is on sys.path
 
 ROOTS = golden.Roots(project=("/home/ci/repo/",), tmp=("/tmp/",), stdlib=("/usr/lib/python3.11/",))
 
@@ -25,7 +26,7 @@ ROOTS = golden.Roots(project=("/home/ci/repo/",), tmp=("/tmp/",), stdlib=("/usr/
 @pytest.mark.parametrize(
     ("path", "expected"),
     [
-        ("/home/ci/repo/src/spyre_provenance/examples.py", "src/spyre_provenance/examples.py"),
+        ("/home/ci/repo/src/spyre_provenance/compile/examples.py", "src/spyre_provenance/compile/examples.py"),
         (
             "/home/ci/repo/.venv/lib/python3.11/site-packages/torch/nn/modules/linear.py",
             "<site-packages>/torch/nn/modules/linear.py",
@@ -53,8 +54,8 @@ def test_default_roots_take_this_checkout_and_the_temp_dir():
     roots = golden.Roots.default()
     checkout = golden.source_checkout()
     assert checkout is not None and str(checkout) + "/" in roots.project
-    examples = Path(spyre_provenance.__file__).resolve().parent / "examples.py"
-    assert golden.normalize_path(str(examples), roots) == "src/spyre_provenance/examples.py"
+    examples = Path(spyre_provenance.__file__).resolve().parent / "compile" / "examples.py"
+    assert golden.normalize_path(str(examples), roots) == "src/spyre_provenance/compile/examples.py"
 
 
 TRACE = (

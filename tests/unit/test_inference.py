@@ -1,4 +1,4 @@
-"""What the hook infers beyond a kernel's own nodes (``spyre_provenance.inference``), on
+"""What the hook infers beyond a kernel's own nodes (``spyre_provenance.links.inference``), on
 small hand-made post-grad graphs shaped like the ones torch writes: BatchNorm's running-stat
 write-backs, dropout's seed kernel, gradients carrying their forward op's ``seq_nr``.
 The same rules on real compiles: tests/compile/test_training.py and tests/models/test_real_models.py."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from spyre_provenance import inference
+from spyre_provenance.links import inference
 from spyre_provenance.model.records import (
     GraphNode,
     InferredPreGrad,

@@ -8,9 +8,9 @@ import tarfile
 
 import pytest
 
+from helpers.where import REPO
 from spyre_provenance.backends.reference.lookalike import DebugHandle, OpSpec, SourceLoc, TensorArg
 from spyre_provenance.model import kernel_keys
-from where import REPO
 
 SNAPSHOT = REPO.parent / "shared" / "torch-spyre" / "torch-spyre-9a6b71e.tar.gz"
 PINNED_TEST = "tests/inductor/test_kernel_provenance.py"

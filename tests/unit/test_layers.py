@@ -14,38 +14,38 @@ from pathlib import Path
 
 import pytest
 
-from where import PACKAGE  # tests/ is on sys.path
+from helpers.where import PACKAGE  # tests/ is on sys.path
 
-#: The layers, lowest first: a module imports only from its own layer or lower ones. A
-#: layer is named by module or package prefix.
+#: The layers, lowest first, as the package's folders: a module imports only from its own
+#: layer or lower ones. Folders on one line are one layer. Every module of the package lives
+#: in one of these folders (but ``__init__``, the public API, and ``__main__``).
 LAYERS = (
-    ("errors", "support", "patches"),  # exceptions and warnings; atomic writes, gc pause; patching torch and undoing it
-    ("model", "jsonio"),  # records, wire form, names, detection, folder names; strict JSON reading
-    ("mapping", "redact", "inference", "pairing"),  # records -> artifacts; paths; links beyond origins; two runs paired
+    ("base",),  # exit codes and errors; atomic files, gc pause; patching torch and undoing it
+    ("model",),  # records, wire form, names, detection, folder names, frames; strict JSON reading
+    ("links",),  # records -> artifacts; links beyond origins; two runs paired; paths redacted
     ("logs",),  # TORCH_TRACE reading, call sites
-    ("validate",),  # the two engines, path walking (reads logs; logs never imports it)
-    ("coverage",),  # one judge, on a compile or on a log
-    ("golden", "audit_report"),  # cases, normalize, store, diff, the regression check; the provenance audit
-    ("runtime",),  # run-time names -> provenance: lookup, profiler-trace annotation, the profiled run
-    ("capture", "backends", "examples", "viewer"),  # the only code that touches torch._inductor; the viewer's page
-    ("compile",),  # one compile: request, run against eager, checks, profile, ranks, summary
-    ("cli", "pytest_plugin", "bench"),  # entry points: imported by nothing
+    ("validate",),  # the two engines, path walking, the one coverage judge (reads logs; logs never imports it)
+    ("golden", "audit"),  # cases, normalize, store, diff, the regression check; the provenance audit
+    ("runtime",),  # run-time names -> provenance: lookup, profiler-trace annotation
+    ("capture", "backends", "viewer"),  # the only code that touches torch._inductor; the viewer's page
+    ("compile",),  # one compile: request, run against eager, checks, profile, ranks, summary; the built-in models
+    ("cli", "plugin"),  # entry points: imported by nothing
 )
 #: The only modules that may load torch when imported; every other one must not.
 TORCH_ON_IMPORT = (
     "backends.reference.backend",
     "backends.reference.lowering",
     "backends.reference.opspecs",
-    "examples",
-    "bench.models",
+    "compile.examples",
 )
 
 
 def layer(module: str) -> int:
-    for rank, prefixes in enumerate(LAYERS):
-        if any(module == p or module.startswith(p + ".") for p in prefixes):
+    folder = module.split(".")[0]
+    for rank, folders in enumerate(LAYERS):
+        if folder in folders:
             return rank
-    raise AssertionError(f"{module} is in no layer: add it to LAYERS")
+    raise AssertionError(f"{module} is in no layer folder: put it in one of LAYERS")
 
 
 def _modules() -> dict[str, Path]:
@@ -131,13 +131,27 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_is_read(graph):
     # a reader that found nothing would pass every rule below
-    assert "model.records" in graph["mapping"] and "logs.wrapper_code" in graph["coverage"]
+    assert "model.records" in graph["links.mapping"] and "logs.wrapper_code" in graph["validate.coverage"]
     assert "validate.paths" in graph["cli.validate"]
 
 
 def test_every_module_has_a_layer(graph):
     for module in graph:
         layer(module)
+
+
+def test_the_top_level_is_the_layer_folders():
+    """Nothing loose at the top: the public API (``__init__``), ``__main__`` and a folder per layer."""
+    top = {p.name for p in PACKAGE.iterdir() if p.name != "__pycache__"}
+    folders = {folder for folders in LAYERS for folder in folders}
+    assert top - {"__init__.py", "__main__.py"} == folders
+    assert all((PACKAGE / folder / "__init__.py").is_file() for folder in folders)
+
+
+def test_a_module_outside_the_layer_folders_is_found():
+    # the rule above reads the folders; a loose module must fail it, not slip past
+    with pytest.raises(AssertionError, match="in no layer folder"):
+        layer("loose")
 
 
 def test_no_import_cycle(graph):

@@ -1,10 +1,10 @@
-"""The oracle the zoo's links are held to (tests/link_oracle.py), on hand-written graphs
+"""The oracle the zoo's links are held to (tests/helpers/link_oracle.py), on hand-written graphs
 as torch prints them: it must find a false link, and accept a higher-order op's link
 only through the lines of the subgraphs it names."""
 
 from __future__ import annotations
 
-import link_oracle
+from helpers import link_oracle
 from spyre_provenance.logs.graphs import LoggedGraph
 
 PRE_GRAD = """class GraphModule(torch.nn.Module):

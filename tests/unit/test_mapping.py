@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from spyre_provenance import mapping
+from spyre_provenance.links import mapping
 from spyre_provenance.model.records import (
     SHOWN_UPSTREAM_DIFFERENCES,
     DebugHandle,

@@ -17,7 +17,6 @@ import msgspec
 import pytest
 
 import spyre_provenance
-from spyre_provenance import mapping
 from spyre_provenance.backends.reference import handles
 from spyre_provenance.backends.reference.handles import (
     build_debug_handle,
@@ -28,6 +27,7 @@ from spyre_provenance.backends.reference.handles import (
 from spyre_provenance.backends.reference.lookalike import DebugHandle, OpSpec, ProvenanceTransform, SourceLoc, TensorArg
 from spyre_provenance.backends.torch_spyre import opspecs as readers
 from spyre_provenance.backends.torch_spyre.opspecs import opspec_record, opspec_records
+from spyre_provenance.links import mapping
 from spyre_provenance.model import frames, records
 
 TORCH_DIR = importlib.util.find_spec("torch").submodule_search_locations[0]  # found, not imported
@@ -75,9 +75,9 @@ def test_source_skips_torch_frames() -> None:
 def test_source_skips_this_package_but_not_its_example_models() -> None:
     package = os.path.dirname(spyre_provenance.__file__)
     hook_frame = frame(os.path.join(package, "hook.py"), 3)
-    examples_frame = frame(os.path.join(package, "examples.py"), 40)
+    examples_frame = frame(os.path.join(package, "compile", "examples.py"), 40)
     assert not frames.is_user_frame(os.path.join(package, "hook.py"))
-    assert frames.is_user_frame(os.path.join(package, "examples.py"))
+    assert frames.is_user_frame(os.path.join(package, "compile", "examples.py"))
     assert source_from_stack_trace(trace(examples_frame, hook_frame)).start_line == 40
 
 

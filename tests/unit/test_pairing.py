@@ -1,9 +1,9 @@
-"""Pairing two runs' graphs and kernels (``spyre_provenance.pairing``): the one rule behind
+"""Pairing two runs' graphs and kernels (``spyre_provenance.links.pairing``): the one rule behind
 ``diff``, ``golden check``, the audit's ``--against`` and the compile summary."""
 
 from __future__ import annotations
 
-from spyre_provenance.pairing import KernelPairs, pair_graphs, pair_kernels
+from spyre_provenance.links.pairing import KernelPairs, pair_graphs, pair_kernels
 
 
 def same(name: str) -> str:

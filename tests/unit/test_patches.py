@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from spyre_provenance.patches import Patches
+from spyre_provenance.base.patches import Patches
 
 
 class Base:

@@ -1,12 +1,12 @@
-"""How a run-time name is read (``runtime.names.parse``): every form torch-spyre, its
+"""How a run-time name is read (``runtime.kernel_names.parse``): every form torch-spyre, its
 profiler and IBM's trace analyzer produce, told apart from the project's own forms."""
 
 from __future__ import annotations
 
 import pytest
 
-from spyre_provenance.model.lookup import QUERY_FORMS
-from spyre_provenance.runtime import names
+from spyre_provenance.model.lookup_records import QUERY_FORMS
+from spyre_provenance.runtime import kernel_names
 
 KEY = "74ncpmgiwkyzoc6d"
 
@@ -32,17 +32,17 @@ KEY = "74ncpmgiwkyzoc6d"
     ],
 )
 def test_forms(text, form, name, key):
-    query = names.parse(text)
+    query = kernel_names.parse(text)
     assert (query.form, query.name, query.provenance_key) == (form, name, key)
     assert query.form in QUERY_FORMS
 
 
 def test_an_event_acelyzer_renamed():
     """acelyzer 1.3 drops each run of digits and a ``_`` right before it."""
-    assert names.renamed("spyre_kernel_v1_fused_add_linear_silu_2gmrvchacwi4ab5c#1") == (
+    assert kernel_names.renamed("spyre_kernel_v1_fused_add_linear_silu_2gmrvchacwi4ab5c#1") == (
         "spyre_kernel_v_fused_add_linear_silugmrvchacwiabc#"
     )
-    query = names.parse("spyre_kernel_v_fused_linear_relu_rboeoodiniuupxu#")
+    query = kernel_names.parse("spyre_kernel_v_fused_linear_relu_rboeoodiniuupxu#")
     assert (query.form, query.provenance_key, query.renamed_event) == (
         "event",
         None,
@@ -51,8 +51,8 @@ def test_an_event_acelyzer_renamed():
 
 
 def test_bundle_folder_without_its_uuid():
-    assert names.without_uuid("1a2b3c4d_sdsc_fused_add_0_k3j_9x2q") == "sdsc_fused_add_0_k3j_9x2q"
-    assert names.without_uuid("sdsc_fused_add_0") is None
+    assert kernel_names.without_uuid("1a2b3c4d_sdsc_fused_add_0_k3j_9x2q") == "sdsc_fused_add_0_k3j_9x2q"
+    assert kernel_names.without_uuid("sdsc_fused_add_0") is None
 
 
 def test_an_acelyzer_summary_csv_is_read_by_kernel(tmp_path):

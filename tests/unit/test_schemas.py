@@ -20,10 +20,10 @@ import jsonschema
 import msgspec
 import pytest
 
-from spyre_provenance import jsonio
-from spyre_provenance.errors import UnusableInput
-from spyre_provenance.mapping import COMPARED_MAPS
-from spyre_provenance.model import wire
+from helpers.where import DATA, GOLDEN, SCHEMAS  # tests/ is on sys.path
+from spyre_provenance.base.errors import UnusableInput
+from spyre_provenance.links.mapping import COMPARED_MAPS
+from spyre_provenance.model import jsonio, wire
 from spyre_provenance.model.names import (
     COVERAGE_RULES,
     DIAGNOSTICS,
@@ -57,7 +57,6 @@ from spyre_provenance.model.records import (
     UpstreamLink,
 )
 from spyre_provenance.validate import rules, schemas
-from where import DATA, GOLDEN, SCHEMAS  # tests/ is on sys.path
 
 ARTIFACTS_DIR = DATA / "artifacts"
 FILES = {

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers.where import DATA  # tests/ is on sys.path
 from spyre_provenance.logs import tracelog, wrapper_code
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
-from where import DATA  # tests/ is on sys.path
 
 RELEASE = DATA / "torch-2.15.0"
 LOGS = sorted(RELEASE.glob("*.log"))

@@ -12,8 +12,8 @@ import torch._inductor.config as inductor_config
 import torch._inductor.debug as inductor_debug
 
 import spyre_provenance
+from spyre_provenance.base.errors import UnsupportedTorch
 from spyre_provenance.capture import hook, tracking
-from spyre_provenance.errors import UnsupportedTorch
 
 
 def test_the_installed_torch_has_every_seam():

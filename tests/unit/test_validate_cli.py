@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 import yaml
 
-from fresh_process import FRESH  # tests/ is on sys.path (rootdir-relative "prepend" import mode)
+from helpers.fresh_process import FRESH  # tests/ is on sys.path (rootdir-relative "prepend" import mode)
+from helpers.tlparse_page import parse_page
+from helpers.where import DATA, REPO  # tests/ is on sys.path
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.model.detect import artifact_for_filename
 from spyre_provenance.model.names import AUDIT, KERNEL_STACK_TRACES, NODE_MAPPINGS, filename_regex
 from spyre_provenance.validate import paths as path_validation
-from tlparse_page import parse_page
-from where import DATA, REPO  # tests/ is on sys.path
 
 RunCli = Callable[..., tuple[int, str, str]]
 MAPPINGS_NAME = "inductor_provenance_tracking_node_mappings.json"

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 # pytest puts tests/ on sys.path (rootdir-relative "prepend" import mode)
 from test_schemas import BROKEN, BROKEN_DIAGNOSTICS, DIAG_V2, DIAG_VALID_EDGES, VALID_EDGES
 
-from spyre_provenance.errors import UnusableInput
+from helpers.where import DATA  # tests/ is on sys.path
+from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.model.names import (
     AUDIT,
     COVERAGE_RULES,
@@ -34,7 +35,6 @@ from spyre_provenance.model.names import (
 )
 from spyre_provenance.model.records import DiagnosticsV2
 from spyre_provenance.validate import schemas
-from where import DATA  # tests/ is on sys.path
 
 ARTIFACTS_DIR = DATA / "artifacts"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spyre_provenance.errors import (
+from spyre_provenance.base.errors import (
     EXIT_FOUND_WANTING,
     EXIT_OK,
     EXIT_UNUSABLE,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spyre_provenance import coverage
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
+from spyre_provenance.validate import coverage
 
 WRAPPER = """
 # AOT ID: ['0_inference']

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from spyre_provenance.model.records import Fault, OpSpecRecord
 
 if TYPE_CHECKING:
-    from spyre_provenance.redact import Redactor
+    from spyre_provenance.links.redact import Redactor
 
 #: Inductor's function (``torch._inductor.debug``) that gives a kernel call its debug handle
 #: and writes the ``[Provenance debug handles]`` comment: the hook wraps it wherever it was
@@ -45,7 +45,7 @@ class Backend:
     #: consumers and inlined nodes to their kernels, announces fallback calls Inductor
     #: leaves unannounced) and judges every gap a violation.
     extends_upstream = False
-    #: set by the hook when paths are redacted (``spyre_provenance.redact.Redactor``): a
+    #: set by the hook when paths are redacted (``spyre_provenance.links.redact.Redactor``): a
     #: backend that writes files of its own applies it to the paths in them
     path_redactor: Redactor | None = None
     #: set by the hook when it audits (``capture.audit_probe``): a backend with

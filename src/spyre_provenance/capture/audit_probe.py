@@ -26,8 +26,8 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from spyre_provenance import audit_report
-from spyre_provenance.errors import ProvenanceWarning
+from spyre_provenance.audit import report
+from spyre_provenance.base.errors import ProvenanceWarning
 from spyre_provenance.model.audit_records import FX_FIELDS, KernelAudit, OpSpecAudit, Stage, Toolchain
 from spyre_provenance.model.records import GraphResult, KernelRecord
 
@@ -50,7 +50,7 @@ def fx_stage(name: str, fx_graph: Any, fields: Sequence[str] = FX_FIELDS) -> Sta
     """An FX graph's op nodes and, per ``meta`` field, on which of them it is set."""
     nodes = [n for n in fx_graph.nodes if n.op in _FX_OPS]
     names = [str(n.name) for n in nodes]
-    return Stage(name, names, {f: audit_report.count(names, (_present(n.meta.get(f)) for n in nodes)) for f in fields})
+    return Stage(name, names, {f: report.count(names, (_present(n.meta.get(f)) for n in nodes)) for f in fields})
 
 
 def _ir_nodes(node_schedule: Any, is_extern: bool) -> list[Any]:
@@ -91,13 +91,13 @@ class _IRNode:
 def _ir_stage(nodes: Sequence[_IRNode]) -> Stage:
     names = [n.name for n in nodes]
     fields = {
-        "origins": audit_report.count(names, (n.origins for n in nodes)),
-        "origin_node": audit_report.count(names, (n.origin_node for n in nodes)),
+        "origins": report.count(names, (n.origins for n in nodes)),
+        "origin_node": report.count(names, (n.origin_node for n in nodes)),
     }
     for field, attr in (("traceback", "traceback"), ("get_stack_traces()", "stack_traces")):
         applies = [n for n in nodes if getattr(n, attr) is not None]
         if applies:
-            fields[field] = audit_report.count([n.name for n in applies], (getattr(n, attr) for n in applies))
+            fields[field] = report.count([n.name for n in applies], (getattr(n, attr) for n in applies))
     return Stage("scheduler", names, fields)
 
 
@@ -108,7 +108,7 @@ def _counts(nodes: Sequence[str], fields: dict[str, list[bool | None]]) -> dict[
     for field, flags in fields.items():
         applies = [(n, f) for n, f in zip(nodes, flags, strict=True) if f is not None]
         if applies:
-            out[field] = audit_report.count([n for n, _ in applies], (bool(f) for _, f in applies))
+            out[field] = report.count([n for n, _ in applies], (bool(f) for _, f in applies))
     return out
 
 
@@ -148,8 +148,8 @@ def artifact_stages(result: GraphResult, logged: dict[str, Any] | None) -> list[
             "node_mappings",
             keys,
             {
-                "post_grad_nodes": audit_report.count(keys, (bool(cpp_to_post.get(k)) for k in keys)),
-                "pre_grad_nodes": audit_report.count(
+                "post_grad_nodes": report.count(keys, (bool(cpp_to_post.get(k)) for k in keys)),
+                "pre_grad_nodes": report.count(
                     keys, (any(post_to_pre.get(n) for n in cpp_to_post.get(k, ())) for k in keys)
                 ),
             },
@@ -162,7 +162,7 @@ def artifact_stages(result: GraphResult, logged: dict[str, Any] | None) -> list[
                 "stack_traces",
                 keys,
                 {
-                    "stack_trace": audit_report.count(keys, (any(t.strip() for t in traces.get(k, ())) for k in keys)),
+                    "stack_trace": report.count(keys, (any(t.strip() for t in traces.get(k, ())) for k in keys)),
                 },
             )
         )
@@ -173,9 +173,7 @@ def artifact_stages(result: GraphResult, logged: dict[str, Any] | None) -> list[
             for i, entry in enumerate(specs)
         ]
         names = _unique([n for n, _ in entries])
-        stages.append(
-            Stage("opspec_handles", names, {"debug_handle": audit_report.count(names, (ok for _, ok in entries))})
-        )
+        stages.append(Stage("opspec_handles", names, {"debug_handle": report.count(names, (ok for _, ok in entries))}))
     return stages
 
 
@@ -285,7 +283,7 @@ class AuditProbe:
         except Exception as exc:  # noqa: BLE001
             found_kernels = []
             lost.append(self._failed("kernels", exc))
-        result.audit = audit_report.make_graph(result.compile_id, result.kind, stages, found_kernels, lost)
+        result.audit = report.make_graph(result.compile_id, result.kind, stages, found_kernels, lost)
 
     def _bundle_stage(self, graph_key: int) -> list[Stage]:
         served = self._bundles.pop(graph_key, None)
@@ -293,7 +291,7 @@ class AuditProbe:
             return []
         names = [f"{kernel}/sdsc_{i}.json" for kernel, flags in served.items() for i in range(len(flags))]
         flags = [flag for values in served.values() for flag in values]
-        return [Stage("bundles", names, {"debug_handle_": audit_report.count(names, flags)})]
+        return [Stage("bundles", names, {"debug_handle_": report.count(names, flags)})]
 
     # -- never break a compile ---------------------------------------------------------------
 

@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from spyre_provenance import mapping
+from spyre_provenance.base.files import atomic_write_bytes, remove_stale_temporaries
+from spyre_provenance.links import mapping
 from spyre_provenance.model.folders import graph_folder
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.names import (
@@ -23,7 +24,6 @@ from spyre_provenance.model.names import (
     SOURCE_LINES,
 )
 from spyre_provenance.model.records import GraphResult
-from spyre_provenance.support import atomic_write_bytes, remove_stale_temporaries
 from spyre_provenance.viewer import sources
 
 

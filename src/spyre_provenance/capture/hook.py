@@ -27,11 +27,12 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance import coverage, inference, mapping
 from spyre_provenance.backends.base import TRACING_FUNCTION, Backend
+from spyre_provenance.base.errors import ProvenanceWarning
+from spyre_provenance.base.patches import Patches
 from spyre_provenance.capture import emit
 from spyre_provenance.capture.inductor import Inductor
-from spyre_provenance.errors import ProvenanceWarning
+from spyre_provenance.links import inference, mapping
 from spyre_provenance.model import folders
 from spyre_provenance.model.names import DIAGNOSTICS, MODEL_LABEL, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import (
@@ -43,8 +44,7 @@ from spyre_provenance.model.records import (
     PreGradSubgraphs,
     RandomOp,
 )
-from spyre_provenance.patches import Patches
-from spyre_provenance.validate import schemas
+from spyre_provenance.validate import coverage, schemas
 
 DUMP_FUNCTION = "dump_inductor_provenance_info"
 #: compile_fx's function that logs the pre-grad graph (``before_pre_grad_graph``) and runs
@@ -659,8 +659,8 @@ def _copy_map(node_map: dict[str, list[str]]) -> dict[str, list[str]]:
 
 def _random_ops(found: list[tuple[str, str | None]]) -> list[RandomOp]:
     """The random ops of a graph with the user's line each came from, once each."""
+    from spyre_provenance.links.redact import shown_path
     from spyre_provenance.model.frames import user_frame
-    from spyre_provenance.redact import shown_path
 
     ops: dict[RandomOp, None] = {}
     for op, trace in found:

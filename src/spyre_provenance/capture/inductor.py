@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from spyre_provenance import inference, mapping
+from spyre_provenance.links import inference, mapping
 from spyre_provenance.model.names import POST_GRAD_GRAPHS
 from spyre_provenance.model.records import NO_FACTS, GraphNode, NodeFacts, NodeMap, PostGradGraph, PreGradSubgraphs
 

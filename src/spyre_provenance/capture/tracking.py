@@ -15,10 +15,10 @@ from typing import Any
 
 from spyre_provenance.backends import DEFAULT_BACKEND, get_backend
 from spyre_provenance.backends.base import TRACING_FUNCTION, Backend
+from spyre_provenance.base.errors import TorchNotInstalled, UnsupportedTorch
+from spyre_provenance.base.files import torch_missing
 from spyre_provenance.capture.hook import DUMP_FUNCTION, Session
 from spyre_provenance.capture.inductor import Inductor
-from spyre_provenance.errors import TorchNotInstalled, UnsupportedTorch
-from spyre_provenance.support import torch_missing
 
 #: The torch releases the test suite runs on (``make test``, ``make test-torch-next``).
 TESTED_TORCH = "2.13.0, 2.14.1 and 2.15.0"
@@ -89,7 +89,7 @@ def enable(
     so runs of different models can share one ``out_dir``; None: ``graph_00_...``.
     ``redact_paths``: absolute paths in the stack traces, handle sources and fault messages
     of the artifacts written and logged become ``<project>/...``, ``<site-packages>/...``,
-    ``~/...`` (``spyre_provenance.redact``); the KernelRecords keep them. True: the project
+    ``~/...`` (``spyre_provenance.links.redact``); the KernelRecords keep them. True: the project
     is found from the current folder; a path: from that folder (the model's file's).
     ``inductor``: what the session reads Inductor through (default ``Inductor()``; a test
     makes one step fail with a subclass). ``audit``: also count which provenance fields
@@ -109,7 +109,7 @@ def enable(
         chosen = get_backend(backend, beyond_upstream=beyond_upstream) if isinstance(backend, str) else backend
         redactor: Redactor | None = None
         if redact_paths:
-            from spyre_provenance.redact import Redactor, find_project
+            from spyre_provenance.links.redact import Redactor, find_project
 
             start = Path.cwd() if redact_paths is True else Path(redact_paths)
             redactor = Redactor.default(find_project(start, Path.home()))

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
+from spyre_provenance.base.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
 from spyre_provenance.runtime import index as kernel_index
 from spyre_provenance.runtime import time_summary
 from spyre_provenance.runtime.annotate import annotate

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from spyre_provenance.errors import Verdict
+from spyre_provenance.base.errors import Verdict
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spyre_provenance import audit_report
+    from spyre_provenance.audit import report
     from spyre_provenance.compile import job as compile_job
 
     request = compile_job.CompileRequest(
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if files.refused is not None:
         raise files.refused
     against = str(args.against) if args.against is not None else None
-    print(audit_report.render_short(files.document, [str(p) for p in files.written], files.changes, against))
+    print(report.render_short(files.document, [str(p) for p in files.written], files.changes, against))
     if outcome.compile_reasons:  # the audit reports what is there; compile's own verdict is compile's to give
         print(
             f"  note: the compile itself was found wanting (run: spyre-provenance compile {args.model} for its summary)"

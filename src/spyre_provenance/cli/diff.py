@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 
 from spyre_provenance import golden
-from spyre_provenance.errors import UnusableInput, Verdict
+from spyre_provenance.base.errors import UnusableInput, Verdict
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

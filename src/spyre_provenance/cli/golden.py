@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from spyre_provenance import golden
-from spyre_provenance.errors import UnusableInput, Verdict
+from spyre_provenance.base.errors import UnusableInput, Verdict
 from spyre_provenance.golden.check import CaseCompile, check_case, update_case
 
 COMPILE_TIMEOUT = 900  # seconds per case; a compile takes 7-20 s

@@ -10,7 +10,7 @@ import sys
 
 import msgspec
 
-from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK
+from spyre_provenance.base.errors import EXIT_FOUND_WANTING, EXIT_OK
 from spyre_provenance.runtime import index as kernel_index
 from spyre_provenance.runtime.lookup import lookup
 from spyre_provenance.runtime.render import render

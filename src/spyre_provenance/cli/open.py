@@ -14,7 +14,7 @@ import sys
 import webbrowser
 from pathlib import Path
 
-from spyre_provenance.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
+from spyre_provenance.base.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.model.layout import Layout
 

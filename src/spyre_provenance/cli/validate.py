@@ -32,8 +32,8 @@ import sys
 
 import msgspec
 
-from spyre_provenance import jsonio
-from spyre_provenance.errors import Verdict
+from spyre_provenance.base.errors import Verdict
+from spyre_provenance.model import jsonio
 from spyre_provenance.model.names import ARTIFACTS
 from spyre_provenance.validate.paths import Options, Result, by_rank, check_paths
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from spyre_provenance.errors import EXIT_OK
+from spyre_provenance.base.errors import EXIT_OK
 from spyre_provenance.viewer.page import PAGE, write_page
 
 

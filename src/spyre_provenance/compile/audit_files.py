@@ -11,18 +11,18 @@ import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spyre_provenance.errors import UnusableInput
+from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.model.layout import Layout
 
 if TYPE_CHECKING:
-    from spyre_provenance.audit_report import Changes
+    from spyre_provenance.audit.report import Changes
     from spyre_provenance.compile.run import CompileReport
     from spyre_provenance.model.audit_records import AuditV1
 
 
 def build(report: CompileReport) -> AuditV1:
     """The audit document of a compile report."""
-    from spyre_provenance import audit_report
+    from spyre_provenance.audit import report as audit_report
     from spyre_provenance.capture.audit_probe import toolchain
 
     return audit_report.make_audit(
@@ -46,8 +46,8 @@ def write(
 ) -> tuple[list[Path], list[str]]:
     """Validate the audit, then write ``provenance_audit.json`` and ``.md`` into ``layout.out``
     atomically. Returns (files written, problems); an invalid audit is never written."""
-    from spyre_provenance import audit_report
-    from spyre_provenance.support import atomic_write_bytes
+    from spyre_provenance.audit import report as audit_report
+    from spyre_provenance.base.files import atomic_write_bytes
 
     document = document if document is not None else build(report)
     problems = audit_report.check(document)

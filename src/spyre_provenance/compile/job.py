@@ -36,14 +36,14 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from spyre_provenance.backends import DEFAULT_BACKEND
-from spyre_provenance.errors import UnsupportedTorch, UnusableInput, Verdict
+from spyre_provenance.base.errors import UnsupportedTorch, UnusableInput, Verdict
+from spyre_provenance.base.files import atomic_write_text, remove_stale_temporaries
 from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
 from spyre_provenance.model import folders
 from spyre_provenance.model.layout import Layout
-from spyre_provenance.support import atomic_write_text, remove_stale_temporaries
 
 if TYPE_CHECKING:
-    from spyre_provenance.audit_report import Changes
+    from spyre_provenance.audit.report import Changes
     from spyre_provenance.backends.base import Backend
     from spyre_provenance.compile.output_check import OutputCheck
     from spyre_provenance.compile.profile import Profiler
@@ -234,7 +234,7 @@ def _tracked_compile(
     """The tracked compile of ``request.model`` into ``layout`` (None: nothing written), checked.
     ``ranked``: a rank of ``compile --ranks`` (its trace folder is set already, and a
     compiled run that fails, a peer gone, keeps the artifacts its compile wrote)."""
-    from spyre_provenance import audit_report as provenance_audit
+    from spyre_provenance.audit import report as provenance_audit
 
     previous = (
         provenance_audit.read(request.audit_against) if request.audit_against is not None else None
@@ -247,8 +247,8 @@ def _tracked_compile(
         announce(choice)
 
     from spyre_provenance.compile import run as compile_run
+    from spyre_provenance.compile.examples import ModelLoadError
     from spyre_provenance.compile.output_check import check_outputs
-    from spyre_provenance.examples import ModelLoadError
 
     # everything that can refuse the model happens before ``out`` is touched
     try:
@@ -324,7 +324,7 @@ def _tracked_compile(
 
 
 def _write_audit(report: CompileReport, layout: Layout, previous: AuditV1 | None, against: Path | None) -> AuditFiles:
-    from spyre_provenance import audit_report as provenance_audit
+    from spyre_provenance.audit import report as provenance_audit
     from spyre_provenance.compile.audit_files import build, write
 
     document = build(report)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import msgspec
 
-from spyre_provenance import coverage, pairing
+from spyre_provenance.links import pairing
 from spyre_provenance.model.records import GraphResult
+from spyre_provenance.validate import coverage
 from spyre_provenance.validate.paths import validate_paths
 
 
@@ -58,8 +59,8 @@ def check_outputs(paths: Path | list[Path], log: Path | None, recorded: Sequence
     A compile names only its own folders and log: another run may be writing into the
     same ``--out`` at the same time, and its half-written files are not this run's verdict.
     """
-    from spyre_provenance.coverage import judge_logged
     from spyre_provenance.logs.graphs import read_log_graphs
+    from spyre_provenance.validate.coverage import judge_logged
 
     targets = [paths] if isinstance(paths, Path) else list(paths)
     targets += [log] if log is not None and log not in targets else []

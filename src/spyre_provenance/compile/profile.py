@@ -6,7 +6,7 @@ Inductor's C++ kernels are profiler events only when generated with
 ``RAIIAtenRecordFunctionHandle`` named ``graph_<graph id>_<kernel name>`` at the top of each
 kernel), so it is on for the whole compile. The reference backend is a ``CppScheduling``,
 so its kernels carry the same record, under their ``sdsc_`` names:
-``graph_0_sdsc_fused_addmm_relu_t_0``. ``runtime.names`` reads the ``graph_<i>_`` off.
+``graph_0_sdsc_fused_addmm_relu_t_0``. ``runtime.kernel_names`` reads the ``graph_<i>_`` off.
 
 The run reuses the compiled code: the tracked compile hands ``Profiler.after_run`` a rerun
 of the same compiled function (``compile_run.compile_model``'s ``after_run``), which runs
@@ -26,8 +26,8 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from spyre_provenance.base.patches import Patches
 from spyre_provenance.model.layout import Layout
-from spyre_provenance.patches import Patches
 
 _ENV = "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"
 
@@ -89,7 +89,7 @@ def _kernel_profile_on(patches: Patches) -> None:
 
 
 def _annotate(raw: Path, layout: Layout) -> str:
-    from spyre_provenance.errors import UnusableInput
+    from spyre_provenance.base.errors import UnusableInput
     from spyre_provenance.runtime import index
     from spyre_provenance.runtime.annotate import annotate
 

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from spyre_provenance.base.errors import EXIT_FOUND_WANTING, UnusableInput, Verdict
 from spyre_provenance.compile import process_group
-from spyre_provenance.errors import EXIT_FOUND_WANTING, UnusableInput, Verdict
 from spyre_provenance.logs.tlparse_run import TlparseError, render_all_ranks, tlparse_binary
 from spyre_provenance.logs.tracelog import GLOG_PREFIX
 from spyre_provenance.model.layout import Layout

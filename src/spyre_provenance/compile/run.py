@@ -98,7 +98,7 @@ def load(spec: str, dtype: str | None = None) -> LoadedModel:
     a file model's own dtypes (float32 for the built-in ones). Raises ModelLoadError."""
     import torch
 
-    from spyre_provenance.examples import EXAMPLES, RANKED_EXAMPLES, load_calls
+    from spyre_provenance.compile.examples import EXAMPLES, RANKED_EXAMPLES, load_calls
 
     if dtype is None and (spec in EXAMPLES or spec in RANKED_EXAMPLES):
         dtype = "float32"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from spyre_provenance import coverage
 from spyre_provenance.compile.job import NO_TORCH_SPYRE_KERNEL, CompileOutcome
 from spyre_provenance.model.names import COMPARED_FALLBACK_RANDOM
 from spyre_provenance.model.records import BundleHandlesV4, UpstreamComparison
+from spyre_provenance.validate import coverage
 
 #: Below this, every output of a model is so small that any output would match eager.
 TINY_OUTPUTS = 1e-6

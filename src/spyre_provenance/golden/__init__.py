@@ -10,7 +10,7 @@ A *golden case* is a folder ``golden/<case>/`` laid out like a compile's ``--out
     superdsc_bundle_handles.json        (backends with bundles) each bundle's debug_handle_
 
 An *audit case* (``Case.audit``) holds ``manifest.json`` and ``provenance_audit.json`` only,
-compared by its counts (``spyre_provenance.audit_report.compare``).
+compared by its counts (``spyre_provenance.audit.report.compare``).
 
 ``cases``      the case list (``CASES``) and manifests
 ``normalize``  what varies between machines rewritten (on ``redact``); the one serializer

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from spyre_provenance.errors import UnusableInput
+from spyre_provenance.base.errors import UnusableInput
 
 MANIFEST = "manifest.json"
 #: The torch-spyre main commit the ``spyre_main_*`` cases were made on.

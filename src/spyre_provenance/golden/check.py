@@ -14,8 +14,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from spyre_provenance import coverage
-from spyre_provenance.errors import UnusableInput, Verdict
+from spyre_provenance.base.errors import UnusableInput, Verdict
 from spyre_provenance.golden.cases import Case
 from spyre_provenance.golden.diff import compare
 from spyre_provenance.golden.store import (
@@ -26,6 +25,7 @@ from spyre_provenance.golden.store import (
     write_case,
 )
 from spyre_provenance.model.layout import Layout
+from spyre_provenance.validate import coverage
 
 
 @dataclasses.dataclass

@@ -18,8 +18,8 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance import audit_report
-from spyre_provenance.errors import UnusableInput
+from spyre_provenance.audit import report
+from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.golden.cases import manifest_hints
 from spyre_provenance.golden.diff_handles import (
     bundle_lines,
@@ -44,6 +44,7 @@ from spyre_provenance.golden.diff_words import (
 )
 from spyre_provenance.golden.normalize import Roots
 from spyre_provenance.golden.store import ARTIFACT_FILES, Provenance
+from spyre_provenance.links.pairing import pair_graphs, pair_kernels
 from spyre_provenance.model.names import (
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
@@ -51,7 +52,6 @@ from spyre_provenance.model.names import (
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
 )
-from spyre_provenance.pairing import pair_graphs, pair_kernels
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +119,7 @@ def audit_changes(a: Any, b: Any) -> list[Change]:
     have one. Coverage that fell is said so in the line."""
     if a is None or b is None:
         return []
-    found = audit_report.compare(audit_report.from_document(a), audit_report.from_document(b))
+    found = report.compare(report.from_document(a), report.from_document(b))
     return [Change("audit", line) for line in found.lines]
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from spyre_provenance.golden.cases import source_checkout
+from spyre_provenance.links.redact import Redactor, path_variants
 from spyre_provenance.model import handles
 from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.names import (
@@ -34,7 +35,6 @@ from spyre_provenance.model.names import (
     KERNEL_STACK_TRACES,
     OPSPEC_DEBUG_HANDLES,
 )
-from spyre_provenance.redact import Redactor, path_variants
 
 ADDRESS = re.compile(r"(?<![0-9A-Za-z])0x[0-9a-fA-F]{8,16}(?![0-9A-Za-z])")
 ADDRESS_TEXT = "0xADDR"

@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from spyre_provenance import audit_report as audit_files
-from spyre_provenance import jsonio, support
-from spyre_provenance.errors import UnusableInput
+from spyre_provenance.audit import report as audit_files
+from spyre_provenance.base import files as support
+from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.golden.cases import MANIFEST, Case, case_manifest
 from spyre_provenance.golden.normalize import (
     BUNDLE_HANDLES,
@@ -31,6 +31,7 @@ from spyre_provenance.golden.normalize import (
 )
 from spyre_provenance.logs import tracelog
 from spyre_provenance.logs.graphs import read_log_graphs
+from spyre_provenance.model import jsonio
 from spyre_provenance.model.detect import guess_artifact, json_type
 from spyre_provenance.model.folders import (
     BUNDLE_FILE,

@@ -14,8 +14,8 @@ import os
 
 import msgspec
 
-from spyre_provenance import jsonio
 from spyre_provenance.logs import tracelog
+from spyre_provenance.model import jsonio
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_STACK_TRACES,

@@ -3,7 +3,7 @@
 The audit regenerates the hand-made seed audit (``shared/seed/provenance_audit_analysis.txt``):
 for each stage a compile passes (pre-grad FX graph ... emitted artifacts), the nodes of
 that stage and, per provenance field, on how many of them it is present and which lack it.
-``spyre_provenance.audit_report`` builds the drops and the comparison from these records and
+``spyre_provenance.audit.report`` builds the drops and the comparison from these records and
 renders them; ``capture.audit_probe`` fills them from the live objects during the compile.
 The JSON file ``provenance_audit.json`` is ``AuditV1`` as it is (``model.wire`` derives its
 wire form, ``schemas/provenance_audit/v1.schema.json`` states it).

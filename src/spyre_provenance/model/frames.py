@@ -18,13 +18,14 @@ _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)[^\n]*(?:\n(?![ 
 
 # A frame is not the user's when it runs in torch (a ``torch`` folder in its path: torch-spyre's
 # own test, ``"/torch/" not in f``), in the standard library, in this package (installed, or
-# under ``src/`` of a checkout; its example models excepted: they are the user's models) or in
-# code without a file (``<string>``, ``<eval_with_key>.3``; a redacted root such as
-# ``<project>/`` is a file). Another installed package is the user's: a model's own source may
-# live there (``transformers``' modeling files), and torch-spyre's handles name it too.
+# under ``src/`` of a checkout; its example models, ``compile/examples.py``, excepted: they are
+# the user's models) or in code without a file (``<string>``, ``<eval_with_key>.3``; a redacted
+# root such as ``<project>/`` is a file). Another installed package is the user's: a model's own
+# source may live there (``transformers``' modeling files), and torch-spyre's handles name it too.
 _NOT_THE_USERS = re.compile(
     r"""(?:^|[/\\])torch[/\\]"""
-    r"""|(?:^|[/\\])(?:src|site-packages|dist-packages|<site-packages>)[/\\]spyre_provenance[/\\](?!examples\.py$)"""
+    r"""|(?:^|[/\\])(?:src|site-packages|dist-packages|<site-packages>)[/\\]spyre_provenance[/\\]"""
+    r"""(?!compile[/\\]examples\.py$)"""
     r"""|^<stdlib>[/\\]|[/\\]lib[/\\]python3[.0-9]*[/\\](?!(?:site|dist)-packages[/\\])"""
     r"""|^<[^>]*>(?![/\\])"""
 )

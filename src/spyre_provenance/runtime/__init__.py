@@ -1,9 +1,9 @@
 """Run time: from the kernel names an engineer meets (device errors, profiler traces,
 bundle folders) back to the source, using the artifacts a tracked compile wrote.
 
-``names``         the name forms and how a copied name resolves to a known kernel
+``kernel_names``  the name forms and how a copied name resolves to a known kernel
 ``index``         every call site of a set of --out folders and TORCH_TRACE logs
-``lookup``        one name -> every matching kernel's provenance (``model.lookup`` records)
+``lookup``        one name -> every matching kernel's provenance (``model.lookup_records`` records)
 ``render``        that answer as text
 ``trace_stream``  Chrome trace JSON read and written event by event (bounded memory)
 ``annotate``      a torch.profiler trace with each kernel event's provenance in ``args``

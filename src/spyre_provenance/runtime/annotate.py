@@ -35,7 +35,7 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance.errors import UnusableInput
+from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.runtime import attribution, trace_stream
 from spyre_provenance.runtime.index import KernelIndex, Site
 from spyre_provenance.runtime.lookup import GraphView

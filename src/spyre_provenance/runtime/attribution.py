@@ -36,7 +36,7 @@ import msgspec
 
 from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.kernel_keys import KEY_RE, key_of_event
-from spyre_provenance.runtime import names
+from spyre_provenance.runtime import kernel_names
 from spyre_provenance.runtime.index import KernelIndex, Site
 from spyre_provenance.runtime.lookup import sites_of_name
 
@@ -138,7 +138,7 @@ class Attributor:
         if key is not None:
             return self._foreign(key, args)
         prefix = _PREFIX.match(name)
-        query = names.parse(name[prefix.end() :] if prefix else name)
+        query = kernel_names.parse(name[prefix.end() :] if prefix else name)
         if query.renamed_event is not None:  # renamed by acelyzer, and no provenance_key left
             sites = self.index.sites_of_renamed_event(query.renamed_event)
             if not sites:

@@ -18,11 +18,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from spyre_provenance import jsonio
-from spyre_provenance.errors import UnusableInput
+from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.logs import tracelog
 from spyre_provenance.logs.graphs import read_log_graphs
-from spyre_provenance.model import folders
+from spyre_provenance.model import folders, jsonio
 from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.layout import NO_LOG_FOLDERS, Layout
 from spyre_provenance.model.names import (
@@ -33,7 +32,7 @@ from spyre_provenance.model.names import (
     OPSPEC_DEBUG_HANDLES,
     artifact_file,
 )
-from spyre_provenance.runtime import names
+from spyre_provenance.runtime import kernel_names
 
 DEFAULT_PATH = Path("out")
 _AOT_ID = re.compile(r"^# AOT ID: \['[^']*_(?P<kind>inference|forward|backward)'\]", re.MULTILINE)
@@ -96,11 +95,11 @@ class KernelIndex:
                     continue
                 if isinstance(bundle.get("provenance_key"), str):
                     self.by_provenance_key.setdefault(bundle["provenance_key"], []).append((position, key))
-                    tail = names.renamed("_" + bundle["provenance_key"])
+                    tail = kernel_names.renamed("_" + bundle["provenance_key"])
                     self.by_renamed_key.setdefault(tail, []).append((position, key))
                 folder = bundle.get("folder")
                 if isinstance(folder, str):
-                    for form in dict.fromkeys((folder, names.without_uuid(folder))):
+                    for form in dict.fromkeys((folder, kernel_names.without_uuid(folder))):
                         if form:
                             self.by_folder.setdefault(form, []).append((position, key))
 

@@ -21,7 +21,7 @@ from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.folders import BUNDLE_FILE_RE
 from spyre_provenance.model.frames import frames as stack_frames
 from spyre_provenance.model.frames import is_user_frame
-from spyre_provenance.model.lookup import (
+from spyre_provenance.model.lookup_records import (
     LOOKUP_VERSION,
     Answer,
     CallSite,
@@ -30,7 +30,7 @@ from spyre_provenance.model.lookup import (
     OpSpecEntry,
     SourceLine,
 )
-from spyre_provenance.runtime import names
+from spyre_provenance.runtime import kernel_names
 from spyre_provenance.runtime.index import IndexedGraph, KernelIndex, Site
 
 _ORIGINAL_ATEN = re.compile(r"Original ATen: \[(?P<aten>[^\]]*)\]")
@@ -42,7 +42,7 @@ def lookup(queries: list[str], index: KernelIndex) -> LookupDocument:
 
 
 def answer(text: str, index: KernelIndex) -> Answer:
-    query = names.parse(text)
+    query = kernel_names.parse(text)
     if query.form == "handle":
         sites = _sites_of_handle(text, index)
     elif query.provenance_key is not None:  # a device event, or its bare key
@@ -53,7 +53,7 @@ def answer(text: str, index: KernelIndex) -> Answer:
         # the name part in any form (graph_<i>_ prefix, suffix), the handle as written
         sites = [
             s
-            for name in names.resolve(query.name, index.by_name)
+            for name in kernel_names.resolve(query.name, index.by_name)
             for s in index.by_name[name]
             if s[1] == f"{name}:{query.handle}"
         ]
@@ -71,7 +71,7 @@ def sites_of_name(name: str, index: KernelIndex) -> list[Site]:
     (with or without its ``<uuid8>_``) names its one kernel; else ``names.resolve``."""
     if name in index.by_folder:
         return list(index.by_folder[name])
-    return [s for kernel in names.resolve(name, index.by_name) for s in index.by_name[kernel]]
+    return [s for kernel in kernel_names.resolve(name, index.by_name) for s in index.by_name[kernel]]
 
 
 def _matches(sites: list[tuple[int, str]], index: KernelIndex) -> list[Match]:

@@ -5,7 +5,7 @@ Pure: no torch.
 
 from __future__ import annotations
 
-from spyre_provenance.model.lookup import Answer, CallSite, LookupDocument
+from spyre_provenance.model.lookup_records import Answer, CallSite, LookupDocument
 
 _FORMS = {
     "key": "mapping key",

@@ -38,7 +38,7 @@ from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.frames import frames as stack_frames
 from spyre_provenance.model.frames import is_user_frame
 from spyre_provenance.model.kernel_keys import KEY_RE, key_of_event
-from spyre_provenance.runtime import attribution, names, trace_stream
+from spyre_provenance.runtime import attribution, kernel_names, trace_stream
 from spyre_provenance.runtime.index import KernelIndex, Site
 
 SUMMARY_VERSION = 1
@@ -104,7 +104,7 @@ def _kind(event: dict[str, Any]) -> str | None:
             return DEVICE
     elif name.endswith(" Cmpt Exec"):
         return TIMELINE
-    elif category == "cpu_op" and (names.has_profiler_prefix(name) or name.startswith(("sdsc_", "cpp_fused"))):
+    elif category == "cpu_op" and (kernel_names.has_profiler_prefix(name) or name.startswith(("sdsc_", "cpp_fused"))):
         return CPU
     else:
         args = event.get("args")
@@ -234,7 +234,7 @@ def read_acelyzer_csv(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]
     1.3 writes it tab-separated with padded cells (``Time \t Total Time\t Calls\t ... \t
     pid\t Name``); the ``Name`` column names the kernel (a device-timeline name is read back
     to its bundle folder). Comma-separated files with a ``Name`` (else first) column read too."""
-    from spyre_provenance.errors import UnusableInput
+    from spyre_provenance.base.errors import UnusableInput
 
     path = Path(path)
     try:
@@ -253,7 +253,7 @@ def read_acelyzer_csv(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]
         name = row.get(fields[column], "")
         if not name:
             continue
-        timeline = names.DEVICE_TIMELINE.fullmatch(name)
+        timeline = kernel_names.DEVICE_TIMELINE.fullmatch(name)
         found.setdefault(timeline["folder"] if timeline else name, row)
     return found
 

@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from spyre_provenance import support
-from spyre_provenance.errors import UnusableInput
+from spyre_provenance.base import files
+from spyre_provenance.base.errors import UnusableInput
 
 EVENTS = "traceEvents"
 CHUNK = 1 << 20
@@ -197,8 +197,8 @@ class TraceWriter:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        support.remove_stale_temporaries(self.path.parent, recursive=False)
-        self.tmp = self.path.parent / f"{support.TMP_PREFIX}{os.getpid()}-{self.path.name}.part"
+        files.remove_stale_temporaries(self.path.parent, recursive=False)
+        self.tmp = self.path.parent / f"{files.TMP_PREFIX}{os.getpid()}-{self.path.name}.part"
         raw = open(self.tmp, "wb")  # noqa: SIM115 - closed in commit/discard
         self._raw = raw
         self._fh: Binary = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if self.path.suffix == ".gz" else raw

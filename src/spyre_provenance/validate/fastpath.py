@@ -20,8 +20,8 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance.errors import UnusableInput
-from spyre_provenance.jsonio import not_utf8
+from spyre_provenance.base.errors import UnusableInput
+from spyre_provenance.base.files import gc_paused
 from spyre_provenance.model import wire
 from spyre_provenance.model.detect import (
     Detected,
@@ -31,6 +31,7 @@ from spyre_provenance.model.detect import (
     key_path,
     quote,
 )
+from spyre_provenance.model.jsonio import not_utf8
 from spyre_provenance.model.names import (
     ARTIFACTS,
     AUDIT,
@@ -42,7 +43,6 @@ from spyre_provenance.model.names import (
     OPSPEC_DEBUG_HANDLES,
 )
 from spyre_provenance.model.records import NodeMap
-from spyre_provenance.support import gc_paused
 from spyre_provenance.validate import rules
 
 _MISSING: Any = object()

@@ -20,13 +20,12 @@ from pathlib import Path
 
 import msgspec
 
-from spyre_provenance import jsonio
-from spyre_provenance.errors import UnusableInput
+from spyre_provenance.base.errors import UnusableInput
+from spyre_provenance.base.files import TMP_PREFIX
 from spyre_provenance.logs import tracelog
-from spyre_provenance.model import folders
+from spyre_provenance.model import folders, jsonio
 from spyre_provenance.model.detect import Problem
 from spyre_provenance.model.names import LOGGED_ARTIFACTS
-from spyre_provenance.support import TMP_PREFIX
 from spyre_provenance.validate import schemas
 
 DEFAULT_MAX_BYTES = jsonio.DEFAULT_MAX_BYTES

@@ -13,7 +13,7 @@ Both report duplicate object keys in the text (``validate(doc)`` cannot: parsing
 them). Results are typed: a ``Report`` with the artifact, its version, and ``Problem``s
 with JSON paths like ``$.cppCodeToPost["k:1"][0]``. Input that cannot be checked at all (not
 UTF-8, not JSON, top level not an object, no known artifact) raises
-``spyre_provenance.errors.UnusableInput``. An unsupported ``version`` is a problem (the
+``spyre_provenance.base.errors.UnusableInput``. An unsupported ``version`` is a problem (the
 document is INVALID), not unusable input.
 
 Pure module: no torch import.
@@ -34,8 +34,7 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance.errors import UnusableInput
-from spyre_provenance.jsonio import parse_json
+from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.model import wire
 from spyre_provenance.model.detect import (  # re-exported: the public API lives here
     HANDLE_ID_PATTERN,
@@ -48,6 +47,7 @@ from spyre_provenance.model.detect import (  # re-exported: the public API lives
     json_type,
     quote,
 )
+from spyre_provenance.model.jsonio import parse_json
 from spyre_provenance.model.names import (
     ARTIFACTS,
     AUDIT,

@@ -25,10 +25,9 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance import jsonio
 from spyre_provenance.backends.torch_spyre.bundles import handle_of
-from spyre_provenance.errors import UnusableInput
-from spyre_provenance.model import folders
+from spyre_provenance.base.errors import UnusableInput
+from spyre_provenance.model import folders, jsonio
 from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.layout import NO_GRAPH_FOLDERS, Layout
 from spyre_provenance.model.names import (

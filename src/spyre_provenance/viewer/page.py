@@ -13,9 +13,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from spyre_provenance.errors import UnusableInput
+from spyre_provenance.base.errors import UnusableInput
+from spyre_provenance.base.files import atomic_write_bytes
 from spyre_provenance.model.layout import VIEWER_PAGE, Layout
-from spyre_provenance.support import atomic_write_bytes
 
 #: The page's name in an ``--out`` folder, where ``compile`` and ``open`` write it.
 PAGE = VIEWER_PAGE

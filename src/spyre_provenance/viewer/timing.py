@@ -27,10 +27,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from spyre_provenance.errors import UnusableInput
+from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.model import folders
 from spyre_provenance.model.kernel_keys import key_of_event
-from spyre_provenance.runtime import attribution, names, trace_stream
+from spyre_provenance.runtime import attribution, kernel_names, trace_stream
 from spyre_provenance.runtime import index as kernel_index
 
 _KEPT_ARGS = (
@@ -78,7 +78,7 @@ class Timing:
         device = any(key_of_event(e["name"]) for e in self.events)
         for event in self.events:
             name = event["name"]
-            if device and name.startswith(names.CPU_SPANS):
+            if device and name.startswith(kernel_names.CPU_SPANS):
                 continue
             site = _annotated_site(event["args"], graphs, by_label)
             status = "annotated" if site is not None else None

@@ -68,10 +68,10 @@ from spyre_provenance.backends.reference.opspecs import (
 )
 from spyre_provenance.backends.torch_spyre import bundles
 from spyre_provenance.backends.torch_spyre.opspecs import opspec_records
+from spyre_provenance.base.files import atomic_write_text
+from spyre_provenance.base.patches import Patches
 from spyre_provenance.model.folders import BUNDLE_FILE
 from spyre_provenance.model.records import Fault, OpSpecRecord
-from spyre_provenance.patches import Patches
-from spyre_provenance.support import atomic_write_text
 
 aten = torch.ops.aten
 

@@ -12,16 +12,16 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spyre_provenance.bench.artifacts import ArtifactResults, SizeResult
-from spyre_provenance.bench.compile_overhead import ARM_NAMES, CompileResults
-from spyre_provenance.bench.whole_process import SECTION as WHOLE_PROCESS_SECTION
-from spyre_provenance.bench.whole_process import WholeProcessResults
-from spyre_provenance.bench.whole_process import render_section as _whole_process_section
+from bench.artifacts import ArtifactResults, SizeResult
+from bench.compile_overhead import ARM_NAMES, CompileResults
+from bench.whole_process import SECTION as WHOLE_PROCESS_SECTION
+from bench.whole_process import WholeProcessResults
+from bench.whole_process import render_section as _whole_process_section
 
 if TYPE_CHECKING:
-    from spyre_provenance.bench.audit_overhead import AuditResults
-    from spyre_provenance.bench.runtime import RuntimeResults
-    from spyre_provenance.bench.viewer import ViewerResults
+    from bench.audit_overhead import AuditResults
+    from bench.runtime import RuntimeResults
+    from bench.viewer import ViewerResults
 
 TARGET_AB = 1.03
 TARGET_FAST = 2.0
@@ -133,17 +133,17 @@ def render(
     verdicts += _throughput_sections(lines, artifacts, top)
     verdicts.append(_scaling_section(lines, artifacts))
     if audit is not None:
-        from spyre_provenance.bench import audit_overhead
+        from bench import audit_overhead
 
         verdicts.append(audit_overhead.render_section(lines, audit))
     if whole_process is not None:
         verdicts.append(_whole_process_section(lines, whole_process, WHOLE_PROCESS_SECTION))
     if runtime is not None:
-        from spyre_provenance.bench import runtime as runtime_bench
+        from bench import runtime as runtime_bench
 
         verdicts.append(runtime_bench.render_section(lines, runtime))
     if viewer is not None:
-        from spyre_provenance.bench import viewer as viewer_bench
+        from bench import viewer as viewer_bench
 
         verdicts.append(viewer_bench.render_section(lines, viewer))
     add("#### Targets")

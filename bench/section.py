@@ -1,4 +1,4 @@
-"""One section of ``make bench`` run alone (``python -m spyre_provenance.bench.<section>``):
+"""One section of ``make bench`` run alone (``python -m bench.<section>``):
 its measurement, full or ``--quick``, printed as the markdown the whole table holds."""
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ DEVICE_TIMELINE = re.compile(r"(?P<folder>\S.*) (?:Cmpt Exec|Cmpt Prep|DmaI|DmaO
 
 class Query(msgspec.Struct, frozen=True):
     text: str
-    form: str  # one of model.lookup.QUERY_FORMS
+    form: str  # one of model.lookup_records.QUERY_FORMS
     name: str  # the kernel name or bundle folder part ("" for a handle id or a provenance key)
     handle: int | None = None
     provenance_key: str | None = None  # torch-spyre's key, for an event or a bare key

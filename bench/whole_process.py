@@ -22,7 +22,7 @@ work without the time lost waiting for a core. The child also reports its own ph
 (imports, entering and leaving tracking, compile and first call), which say where a
 difference goes.
 
-``python -m spyre_provenance.bench.whole_process [--pairs N] [--quick]`` runs this section
+``python -m bench.whole_process [--pairs N] [--quick]`` runs this section
 alone; ``whole_process_child`` is one run (what the parent starts).
 """
 
@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from spyre_provenance.bench.whole_process_child import ROWS
+from bench.whole_process_child import ROWS
 
 ARMS = ("A", "B")
 ARM_NAMES = {"A": 'spyre_provenance.tracking("inductor")', "B": "upstream `provenance_tracking_level = 1` alone"}
@@ -136,7 +136,7 @@ def _child_env(cache_dir: str) -> dict[str, str]:
 def run_once(row_name: str, arm: str) -> tuple[ProcessRun, dict]:
     """One child process; (its times, what it reported)."""
     with tempfile.TemporaryDirectory(prefix="spyre-bench-cache-") as cache_dir:
-        command = [sys.executable, "-m", "spyre_provenance.bench.whole_process_child", arm, row_name]
+        command = [sys.executable, "-m", "bench.whole_process_child", arm, row_name]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, env=_child_env(cache_dir))
@@ -240,9 +240,7 @@ def render_section(lines: list[str], results: WholeProcessResults, number: int) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m spyre_provenance.bench.whole_process", description=__doc__.splitlines()[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m bench.whole_process", description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=None, help=f"pairs per row (default {PAIRS}, or ${PAIRS_ENV})")
     parser.add_argument("--quick", action="store_true", help="the tiny rows, one pair")
     parser.add_argument("--rows", nargs="+", choices=sorted(ROWS), help=f"rows to run (default: {', '.join(FULL)})")

@@ -1,6 +1,6 @@
 """One measurement in a fresh process: wall time and peak memory of one step.
 
-``python -m spyre_provenance.bench.probe '{"op": ..., "refs": ..., "path": ..., "inner": ...}'``
+``python -m bench.probe '{"op": ..., "refs": ..., "path": ..., "inner": ...}'``
 prints one JSON object. A fresh process per measurement keeps one step's garbage and heap
 growth out of the next one's numbers, and makes peak RSS mean something:
 
@@ -72,8 +72,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _build(refs: int, path: Path, inner: int) -> dict[str, Any]:
-    from spyre_provenance import mapping
-    from spyre_provenance.bench import synthetic
+    from bench import synthetic
+    from spyre_provenance.links import mapping
 
     records = synthetic.records(refs)
     pre_to_post, post_to_pre = synthetic.relation(refs)
@@ -104,14 +104,14 @@ def _build(refs: int, path: Path, inner: int) -> dict[str, Any]:
 
 
 def _validate(op: str, path: Path, inner: int) -> dict[str, Any]:
-    from spyre_provenance import support
+    from spyre_provenance.base import files
     from spyre_provenance.validate import schemas
 
     def step(data: bytes) -> Any:
         if op == "loads":
             return json.loads(data)
         if op == "loads_nogc":
-            with support.gc_paused():
+            with files.gc_paused():
                 return json.loads(data)
         report = schemas.validate_bytes(data, full=op == "full")
         if not report.ok:  # the benchmark's input is valid: anything else is a bug

@@ -1,4 +1,4 @@
-"""``python -m spyre_provenance.bench [--quick] [--json PATH]``: run everything, print the table.
+"""``python -m bench [--quick] [--json PATH]``: run everything, print the table.
 
 The table (markdown) goes to stdout, progress to stderr. ``--quick`` (or
 ``SPYRE_BENCH_QUICK=1``) is the smoke version: one tiny model, one round, no warm-up,
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import msgspec
 
-from spyre_provenance.bench import artifacts, report, whole_process
+from bench import artifacts, report, whole_process
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spyre_provenance.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tiny run (seconds), for the smoke test")
     parser.add_argument(
         "--rounds", type=int, default=None, help="compile rounds for every model (default: models.ROUNDS)"
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if quick:  # no pool of compile workers to start and stop for one tiny extern-only graph
         os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
-    from spyre_provenance.bench import compile_overhead, models  # imports torch
+    from bench import compile_overhead, models  # imports torch
 
     started = dt.datetime.now(dt.timezone.utc)
     load_before = report.load_average()
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         rounds = {name: args.rounds or models.ROUNDS[name] for name in chosen}
         warmup = None if quick else "transformer block"
         compile_results = compile_overhead.run(chosen, rounds, warmup, progress)
-        from spyre_provenance.bench import audit_overhead
+        from bench import audit_overhead
 
         audit_model = "tiny" if quick else "24-layer stack"
         audit_results = audit_overhead.run(
@@ -69,12 +69,12 @@ def main(argv: list[str] | None = None) -> int:
         whole_results = whole_process.run(rows, pairs, progress, bytecode=not quick)
     runtime_results = None
     if not quick:  # the smoke test runs it alone (tests/bench/test_bench_runtime.py): the quick table keeps its shape
-        from spyre_provenance.bench import runtime
+        from bench import runtime
 
         runtime_results = runtime.run(runtime.FULL, progress)
     viewer_results = None
     if not quick:  # the smoke test runs it alone (tests/bench/test_bench_viewer.py)
-        from spyre_provenance.bench import viewer
+        from bench import viewer
 
         viewer_results = viewer.run(viewer.FULL, progress)
     artifact_results = artifacts.run(

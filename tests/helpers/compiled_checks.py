@@ -11,12 +11,11 @@ from pathlib import Path
 
 import msgspec
 
-import link_oracle
-import tlparse_page
-from spyre_provenance.coverage import judge_logged
+from helpers import link_oracle, tlparse_page
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.logs.graphs import LoggedGraph, read_log_graphs
 from spyre_provenance.validate import paths as path_validation
+from spyre_provenance.validate.coverage import judge_logged
 
 # torch's own deprecation notices (torch 2.14.1 prints one from torch/jit on a training
 # compile, once per process): torch's, not this tool's

@@ -1,14 +1,14 @@
 """Where the tests' inputs are, from any test folder: the checkout and its parts.
 
 Test modules live in folders by kind (``unit/``, ``compile/``, ...); what they read lives
-beside this file (``data/``, ``zoo/``, ``stand_ins/``, ``scripts/``) or in the checkout.
+beside the test folders (``data/``, ``zoo/``, ``stand_ins/``, ``scripts/``) or in the checkout.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # this file is in tests/helpers/
 REPO = TESTS.parent
 PACKAGE = REPO / "src" / "spyre_provenance"
 GOLDEN = REPO / "golden"

@@ -1,6 +1,6 @@
 """``make bench``: what provenance costs, as ratios against the anchors, in one run.
 
-Seven measurements, printed as one markdown table (``python -m spyre_provenance.bench``):
+Seven measurements, printed as one markdown table (``python -m bench``):
 
 1. Compile overhead (``compile_overhead``): median ``torch.compile`` wall time with
    (A) the hook on, (B) upstream provenance tracking alone, (C) tracking off, interleaved
@@ -16,7 +16,7 @@ Seven measurements, printed as one markdown table (``python -m spyre_provenance.
 7. Run time (``runtime``): ``annotate`` on a 1M-event profiler trace against plain
    ``json.load`` + ``json.dump`` (time and peak memory, fresh processes), and ``lookup``'s
    whole-process time on an ``--out`` of 10k kernels. Not in ``--quick`` runs
-   (``python -m spyre_provenance.bench.runtime --quick`` is its smoke run).
+   (``python -m bench.runtime --quick`` is its smoke run).
 
 ``--quick`` (or ``SPYRE_BENCH_QUICK=1``) runs a tiny version in seconds; the smoke test uses
 it. Timings are never asserted anywhere: they belong to the machine they ran on.

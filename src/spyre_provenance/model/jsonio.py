@@ -16,9 +16,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from spyre_provenance.errors import UnusableInput
+from spyre_provenance.base.errors import UnusableInput
+from spyre_provenance.base.files import gc_paused
 from spyre_provenance.model.detect import key_path
-from spyre_provenance.support import gc_paused
 
 DEFAULT_MAX_BYTES = 2**30  # files larger than this are refused unless the limit is raised
 MAX_BYTES_ENV = "SPYRE_PROVENANCE_MAX_BYTES"  # the limit for every command (validate: --max-bytes)

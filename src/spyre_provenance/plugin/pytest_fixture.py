@@ -204,9 +204,9 @@ def _compile(model: Any, inputs: tuple[Any, ...], backend: str, train: bool) -> 
     """One tracked compile, the ``compile`` command's (``compile_job``) with nothing written
     and the same verdict; graph folder name -> {artifact: document}, and the backend used."""
     __tracebackhide__ = True
+    from spyre_provenance.base.errors import UnusableInput
     from spyre_provenance.capture import emit
     from spyre_provenance.compile import job as compile_job
-    from spyre_provenance.errors import UnusableInput
 
     request = compile_job.CompileRequest(
         model=_model_name(model), instance=(model, inputs), backend=backend, train=train

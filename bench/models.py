@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from spyre_provenance.examples import EXAMPLES, ResidualBlock
+from spyre_provenance.compile.examples import EXAMPLES, ResidualBlock
 
 SEED = 0
 DIM, HEADS, SEQ, BATCH = 64, 4, 32, 2

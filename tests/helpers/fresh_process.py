@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # tests/helpers/ -> the checkout
 #: generous: a cold compile takes 7-20 s here, a --ranks run or a loaded machine far more
 TIMEOUT = 900
 

@@ -63,7 +63,7 @@ class AuditResults(msgspec.Struct):
 
 def _timing_probe(own: list[float]) -> contextlib.AbstractContextManager[None]:
     """Add the time spent in the probe's seams to ``own[0]`` (bench only)."""
-    from spyre_provenance.bench.compile_overhead import timed_methods
+    from bench.compile_overhead import timed_methods
     from spyre_provenance.capture.audit_probe import AuditProbe
 
     return timed_methods(AuditProbe, PROBE_SEAMS, own)
@@ -81,9 +81,9 @@ def compile_once(
     tracked compile (``tracked_compile`` resets Dynamo before and after)."""
     from torch._inductor.utils import fresh_cache
 
-    from spyre_provenance import audit_report
+    from bench.models import MODELS
+    from spyre_provenance.audit import report
     from spyre_provenance.backends import get_backend
-    from spyre_provenance.bench.models import MODELS
     from spyre_provenance.capture.audit_probe import toolchain
     from spyre_provenance.compile.run import tracked_compile
     from spyre_provenance.model.layout import Layout
@@ -98,7 +98,7 @@ def compile_once(
         stages = 0
         if with_audit:
             making = time.perf_counter()
-            doc = audit_report.make_audit(
+            doc = report.make_audit(
                 [g.audit for g in graphs],
                 model=model_name,
                 dtype="float32",
@@ -108,9 +108,9 @@ def compile_once(
                 tracking_level=1,
                 generated="bench",
             )
-            problems = audit_report.check(doc)
-            audit_report.to_json_bytes(doc)
-            audit_report.render_markdown(doc)
+            problems = report.check(doc)
+            report.to_json_bytes(doc)
+            report.render_markdown(doc)
             if problems or not doc.graphs:
                 raise RuntimeError(f"{model_name}: the audit failed: {problems or 'no graph audited'}")
             stages = sum(len(g.stages) for g in doc.graphs)

@@ -18,7 +18,7 @@
 The synthetic ``--out`` holds what a compile writes where lookup reads it: ``trace/<model>.log``
 with the node mapping and the stack traces as glog-prefixed records with their MD5.
 
-``python -m spyre_provenance.bench.runtime [--quick]`` runs this section alone.
+``python -m bench.runtime [--quick]`` runs this section alone.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import msgspec
 
-from spyre_provenance.bench.section import section_main
+from bench.section import section_main
 from spyre_provenance.model.layout import Layout
 
 SECTION = 7
@@ -260,7 +260,7 @@ def render_section(lines: list[str], result: RuntimeResults) -> str:
 def main(argv: list[str] | None = None) -> int:
     return section_main(
         argv,
-        prog="python -m spyre_provenance.bench.runtime",
+        prog="python -m bench.runtime",
         description=__doc__.splitlines()[0],
         run=run,
         render_section=render_section,

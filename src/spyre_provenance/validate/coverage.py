@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from spyre_provenance.links.mapping import kernels_by_node, kernels_of_users
 from spyre_provenance.logs import wrapper_code
-from spyre_provenance.mapping import kernels_by_node, kernels_of_users
 from spyre_provenance.model.handles import named_nodes
 from spyre_provenance.model.records import (
     FACTORY_OPS,

@@ -11,7 +11,7 @@ on a call site in the middle of the graph to its relatives lit (the click handle
 synchronously: measured in the page with ``performance.now()``). Targets: open <= 1 s,
 click <= 1 s. Without chromium the browser rows say so; nothing is asserted in tests.
 
-``python -m spyre_provenance.bench.viewer [--quick]`` runs this section alone.
+``python -m bench.viewer [--quick]`` runs this section alone.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import msgspec
 
-from spyre_provenance.bench.section import section_main
+from bench.section import section_main
 from spyre_provenance.model.layout import Layout
 
 SECTION = 8
@@ -209,7 +209,7 @@ def render_section(lines: list[str], result: ViewerResults) -> str:
 def main(argv: list[str] | None = None) -> int:
     return section_main(
         argv,
-        prog="python -m spyre_provenance.bench.viewer",
+        prog="python -m bench.viewer",
         description=__doc__.splitlines()[0],
         run=run,
         render_section=render_section,

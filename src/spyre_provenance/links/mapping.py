@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from spyre_provenance.base.files import gc_paused
 from spyre_provenance.model.handles import named_nodes
 from spyre_provenance.model.records import (
     SHOWN_UPSTREAM_DIFFERENCES,
@@ -36,7 +37,6 @@ from spyre_provenance.model.records import (
     UpstreamComparison,
     UpstreamLink,
 )
-from spyre_provenance.support import gc_paused
 
 MAPPING_VERSION = 2.0
 OPSPEC_ARTIFACT_VERSION = 2

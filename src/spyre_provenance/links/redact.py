@@ -6,7 +6,7 @@ python3.11/site-packages/torch/nn/modules/linear.py``. ``spyre-provenance compil
 
 ==================================  =====================================
 ``.../site-packages/torch/x.py``    ``<site-packages>/torch/x.py`` (also ``dist-packages``)
-this package, also from a checkout  ``<site-packages>/spyre_provenance/examples.py``
+this package, also from a checkout  ``<site-packages>/spyre_provenance/compile/examples.py``
 the standard library                ``<stdlib>/json/decoder.py``
 the project (see below)             ``<project>/model.py``
 the home folder                     ``~/data/model.py``
@@ -87,7 +87,7 @@ class Redactor:
         rules: list[tuple[str, str]] = []
         if project_dir is not None:
             rules += [(p, project_prefix) for p in path_variants([project_dir])]
-        package_root = Path(__file__).resolve().parents[1]  # the folder holding spyre_provenance/
+        package_root = Path(__file__).resolve().parents[2]  # links/redact.py -> the folder holding spyre_provenance/
         rules += [(p, "<site-packages>/") for p in path_variants([package_root])]
         stdlib = sysconfig.get_paths().get("stdlib")
         rules += [(p, "<stdlib>/") for p in path_variants([stdlib] if stdlib else [])]

@@ -67,7 +67,7 @@ def _inner(step: str, refs: int) -> int:
 def _probe(spec: dict) -> dict:
     env = dict(os.environ, PYTHONHASHSEED="0")
     done = subprocess.run(
-        [sys.executable, "-m", "spyre_provenance.bench.probe", json.dumps(spec)],
+        [sys.executable, "-m", "bench.probe", json.dumps(spec)],
         capture_output=True,
         text=True,
         env=env,
@@ -86,7 +86,7 @@ def run(
     repeat: bool = True,
 ) -> ArtifactResults:
     """``repeat=False``: one timing per process at every size (the quick run)."""
-    from spyre_provenance.bench import synthetic
+    from bench import synthetic
 
     results = []
     with tempfile.TemporaryDirectory(prefix="spyre-bench-") as tmp:

@@ -1,4 +1,4 @@
-"""One run of the whole-process rows: ``python -m spyre_provenance.bench.whole_process_child ARM ROW``.
+"""One run of the whole-process rows: ``python -m bench.whole_process_child ARM ROW``.
 
 Arm A compiles under ``spyre_provenance.tracking("inductor")``, arm B with upstream's
 ``provenance_tracking_level = 1`` alone; prints one JSON line (the phases by this process's
@@ -39,14 +39,14 @@ def _load(model: str):
     """The row's model: a benchmark model by name, or a zoo factory by path (the
     repository's, as ``make bench`` runs from a checkout)."""
     if ":" not in model:
-        from spyre_provenance.bench.models import MODELS
+        from bench.models import MODELS
 
         return MODELS[model]()
     import importlib.util
     from pathlib import Path
 
     path, _, factory = model.partition(":")
-    root = Path(__file__).resolve().parents[3]  # src/spyre_provenance/bench -> the checkout
+    root = Path(__file__).resolve().parents[1]  # bench/ sits in the checkout
     spec = importlib.util.spec_from_file_location("spyre_bench_zoo", root / path)
     if spec is None or spec.loader is None:
         raise ImportError(f"{root / path}: cannot be imported")
@@ -98,7 +98,7 @@ def child(arm: str, row_name: str) -> dict:
         phase("enter tracking")
         timing: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
         if arm == "A":
-            from spyre_provenance.bench.compile_overhead import _timing_hook_seams
+            from bench.compile_overhead import _timing_hook_seams
 
             timing = _timing_hook_seams(in_seams)
         with timing:

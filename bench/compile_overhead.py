@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import msgspec
 
-from spyre_provenance.patches import Patches
+from spyre_provenance.base.patches import Patches
 
 ARMS = ("A", "B", "C")
 ARM_NAMES = {"A": "hook on", "B": "upstream level 1", "C": "tracking off"}
@@ -131,7 +131,7 @@ def compile_once(model_name: str, arm: str) -> tuple[float, float, float, object
     import torch
     from torch._inductor.utils import fresh_cache
 
-    from spyre_provenance.bench.models import MODELS
+    from bench.models import MODELS
 
     model, inputs = MODELS[model_name]()
     torch._dynamo.reset()

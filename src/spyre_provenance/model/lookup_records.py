@@ -13,7 +13,7 @@ LOOKUP_VERSION = 2
 #: How a name was read: a mapping key, an OpSpec debug-handle id, a kernel name (as the
 #: wrapper calls it, or with a profiler prefix, a runtime suffix, as a bundle folder),
 #: torch-spyre's device event or its bare provenance key, one of its CPU spans, or the
-#: device-timeline name of IBM's trace analyzer (``runtime.names``).
+#: device-timeline name of IBM's trace analyzer (``runtime.kernel_names``).
 QUERY_FORMS = ("key", "handle", "kernel", "event", "provenance_key", "cpu_span", "device_timeline")
 
 

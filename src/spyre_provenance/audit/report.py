@@ -21,8 +21,9 @@ from pathlib import Path
 
 import msgspec
 
-from spyre_provenance import jsonio
-from spyre_provenance.errors import UnusableInput
+from spyre_provenance.base.errors import UnusableInput
+from spyre_provenance.links.pairing import pair_graphs, pair_kernels
+from spyre_provenance.model import jsonio
 from spyre_provenance.model.audit_records import (
     FIELDS,
     RUN_DEPENDENT,
@@ -38,7 +39,6 @@ from spyre_provenance.model.audit_records import (
     Toolchain,
 )
 from spyre_provenance.model.names import AUDIT
-from spyre_provenance.pairing import pair_graphs, pair_kernels
 from spyre_provenance.validate import schemas
 
 JSON_FILE = f"{AUDIT}.json"

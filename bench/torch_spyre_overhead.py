@@ -1,6 +1,6 @@
 """What tracking costs torch-spyre's own compile, whole process, side by side.
 
-``python -m spyre_provenance.bench.torch_spyre_overhead [--pairs N]`` (``make
+``python -m bench.torch_spyre_overhead [--pairs N]`` (``make
 bench-spyre-main`` runs it where torch-spyre runs on the tests' stand-in for its native
 extension). Each run is its own ``python`` process, interpreter start to exit, compiling
 one model on torch-spyre (``TorchSpyreBackend``: the model placed on ``spyre``, compiled
@@ -42,7 +42,7 @@ def child(arm: str, model_name: str) -> dict:
 
     import spyre_provenance
     from spyre_provenance.backends.torch_spyre import TorchSpyreBackend
-    from spyre_provenance.examples import load_calls
+    from spyre_provenance.compile.examples import load_calls
 
     model, calls = load_calls(model_name, torch.float16)
     model.train(False)
@@ -64,7 +64,7 @@ def run_once(arm: str, model_name: str) -> dict:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-m", "spyre_provenance.bench.torch_spyre_overhead", "--child", arm, model_name],
+            [sys.executable, "-m", "bench.torch_spyre_overhead", "--child", arm, model_name],
             env=env,
             capture_output=True,
             text=True,
@@ -110,7 +110,7 @@ def render(results: list[dict], pairs: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spyre_provenance.bench.torch_spyre_overhead")
+    parser = argparse.ArgumentParser(prog="python -m bench.torch_spyre_overhead")
     parser.add_argument("--pairs", type=int, default=PAIRS)
     parser.add_argument("--child", nargs=2, metavar=("ARM", "MODEL"), help=argparse.SUPPRESS)
     parser.add_argument("models", nargs="*", default=list(MODELS))

@@ -1,0 +1,1 @@
+"""Pure: the provenance audit (``report``): field coverage per stage, where each field drops, what changed."""

@@ -1,3 +1,0 @@
-from spyre_provenance.bench.run import main
-
-raise SystemExit(main())
