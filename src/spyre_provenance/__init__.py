@@ -1,13 +1,34 @@
-"""spyre-provenance: tlparse-compatible compiler provenance for Spyre compiles.
+"""spyre-provenance's public API: the names in ``__all__``, and only these.
 
 ``enable``/``disable``/``tracking`` track the compiles of a block of code;
 ``compile_request(CompileRequest(model=...))`` is the ``compile`` command's compile, with
-its verdict. Both default to the command line's backend (``backends.DEFAULT_BACKEND``).
-The pure core (records, mapping, schemas, golden) imports no torch; the hook and the
-backends do, lazily, so ``import spyre_provenance`` stays cheap for the validator.
+its verdict (a ``RanksOutcome`` for ``ranks=N``). Both default to the command line's backend
+(``auto``). ``lookup``, ``annotate`` and ``time_summary`` answer as the commands of the same
+names do.
+
+Everything in the package's folders (``base/``, ``model/`` ... ``cli/``, one folder per
+layer) is internal: it may change in any release. The API, the ``spyre-provenance``
+command and the ``provenance_regression`` fixture are what users rely on.
+
+The pure core imports no torch; the names of the compile are imported on first use, so
+``import spyre_provenance`` stays cheap for the validator.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from spyre_provenance.base.errors import ProvenanceWarning, TorchNotInstalled, UnsupportedTorch, UnusableInput
+from spyre_provenance.model.records import GraphDiagnostics, GraphResult, KernelRecord
+
+if TYPE_CHECKING:  # the lazy names below, for type checkers and the API pages (read statically)
+    from spyre_provenance.capture.hook import Session
+    from spyre_provenance.capture.tracking import disable, enable, tracking
+    from spyre_provenance.compile.job import CompileOutcome, CompileRequest, compile_request
+    from spyre_provenance.compile.ranks import RanksOutcome
+    from spyre_provenance.model.lookup_records import LookupDocument
+    from spyre_provenance.plugin.pytest_fixture import ProvenanceRegression, ProvenanceToolchainHint
+    from spyre_provenance.runtime.time_summary import TimeSummary
 
 # the one place the version is written: pyproject reads it ([tool.hatch.version]), and
 # CHANGELOG.md's newest released heading must equal it (tests/unit/test_docs.py)
@@ -15,61 +36,87 @@ __version__ = "0.1.0"
 
 __all__ = [
     "__version__",
+    # tracking the compiles of a block of code
     "enable",
     "disable",
     "tracking",
+    "Session",
+    "GraphResult",
+    "GraphDiagnostics",
+    "KernelRecord",
+    # the command line's compile, and its lookups, from Python
     "compile_request",
     "CompileRequest",
     "CompileOutcome",
     "RanksOutcome",
     "lookup",
+    "LookupDocument",
     "annotate",
     "time_summary",
+    "TimeSummary",
+    # errors and warnings
+    "UnusableInput",
+    "TorchNotInstalled",
+    "UnsupportedTorch",
+    "ProvenanceWarning",
+    # the pytest fixture's types (the fixture itself comes from the plugin, entry point pytest11)
+    "ProvenanceRegression",
+    "ProvenanceToolchainHint",
 ]
+
+#: Where each lazy name lives (the TYPE_CHECKING imports above name the same; a test holds them
+#: equal): imported on first use, so the compile's modules, torch's seams and pytest load only then.
+_LAZY = {
+    "enable": "spyre_provenance.capture.tracking",
+    "disable": "spyre_provenance.capture.tracking",
+    "tracking": "spyre_provenance.capture.tracking",
+    "Session": "spyre_provenance.capture.hook",
+    "compile_request": "spyre_provenance.compile.job",
+    "CompileRequest": "spyre_provenance.compile.job",
+    "CompileOutcome": "spyre_provenance.compile.job",
+    "RanksOutcome": "spyre_provenance.compile.ranks",  # what compile_request returns for ranks=N
+    "LookupDocument": "spyre_provenance.model.lookup_records",
+    "TimeSummary": "spyre_provenance.runtime.time_summary",
+    "ProvenanceRegression": "spyre_provenance.plugin.pytest_fixture",
+    "ProvenanceToolchainHint": "spyre_provenance.plugin.pytest_fixture",
+}
 
 
 def __getattr__(name: str):
-    if name in ("enable", "disable", "tracking"):
-        from spyre_provenance.capture import tracking
+    if name in _LAZY:
+        import importlib
 
-        return getattr(tracking, name)
-    if name in ("compile_request", "CompileRequest", "CompileOutcome"):
-        # the compile the command line runs, with its verdict (``outcome.verdict``)
-        from spyre_provenance.compile import job as compile_job
-
-        return getattr(compile_job, name)
-    if name == "RanksOutcome":  # what compile_request returns for CompileRequest(ranks=N)
-        from spyre_provenance.compile.ranks import RanksOutcome
-
-        return RanksOutcome
-    if name in ("lookup", "annotate", "time_summary"):
-        return globals()[f"_{name}"]
-    raise AttributeError(name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'spyre_provenance' has no attribute {name!r}")
 
 
-def _lookup(*names: str, from_=()):
-    """``spyre-provenance lookup``: a ``model.lookup_records.LookupDocument`` for ``names``, read
-    from ``from_`` (``--out`` folders, TORCH_TRACE logs; default ``./out``)."""
-    from spyre_provenance.runtime import index, lookup
-
-    return lookup.lookup(
-        list(names), index.build([from_] if isinstance(from_, (str, bytes)) or hasattr(from_, "__fspath__") else from_)
-    )
+def _paths(from_) -> list:
+    """``from_`` as a list of paths: one path (str, bytes, PathLike) or several."""
+    return [from_] if isinstance(from_, (str, bytes)) or hasattr(from_, "__fspath__") else list(from_)
 
 
-def _annotate(trace, from_=(), output=None):
+def lookup(*names: str, from_=()) -> LookupDocument:
+    """``spyre-provenance lookup``: a ``LookupDocument`` for ``names``, read from ``from_``
+    (``--out`` folders, TORCH_TRACE logs; default ``./out``)."""
+    from spyre_provenance.runtime import index
+    from spyre_provenance.runtime import lookup as lookup_names
+
+    return lookup_names.lookup(list(names), index.build(_paths(from_)))
+
+
+def annotate(trace, from_=(), output=None):
     """``spyre-provenance annotate``: ``trace`` (a torch.profiler Chrome trace) written to
     ``output`` (default: in place) with each known kernel event's provenance; the summary."""
-    from spyre_provenance.runtime import annotate, index
+    from spyre_provenance.runtime import annotate as annotate_trace
+    from spyre_provenance.runtime import index
 
-    paths = [from_] if isinstance(from_, (str, bytes)) or hasattr(from_, "__fspath__") else from_
-    return annotate.annotate(trace, index.build(paths), output if output is not None else trace)
+    return annotate_trace.annotate(trace, index.build(_paths(from_)), output if output is not None else trace)
 
 
-def _time_summary(trace, from_=(), acelyzer_csv=None):
+def time_summary(trace, from_=(), acelyzer_csv=None) -> TimeSummary:
     """``spyre-provenance annotate TRACE --summary``: where ``trace``'s kernel time went, per
-    source line and per module (a ``runtime.time_summary.TimeSummary``), read from ``from_``."""
-    from spyre_provenance.runtime import index, time_summary
+    source line and per module (a ``TimeSummary``), read from ``from_``."""
+    from spyre_provenance.runtime import index
+    from spyre_provenance.runtime import time_summary as summaries
 
-    paths = [from_] if isinstance(from_, (str, bytes)) or hasattr(from_, "__fspath__") else from_
-    return time_summary.summarize(trace, index.build(paths), acelyzer_csv)
+    return summaries.summarize(trace, index.build(_paths(from_)), acelyzer_csv)
