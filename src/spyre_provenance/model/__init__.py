@@ -6,5 +6,5 @@
 ``detect``   which artifact and version a document is; ``Problem`` and JSON paths
 ``folders``  graph-folder names (written by capture and compile, read by golden)
 
-Pure: no torch, nothing above ``errors`` and ``support``.
+Pure: no torch, nothing above ``base/``.
 """
