@@ -104,14 +104,14 @@ def _build(refs: int, path: Path, inner: int) -> dict[str, Any]:
 
 
 def _validate(op: str, path: Path, inner: int) -> dict[str, Any]:
-    from spyre_provenance.base import files
+    from spyre_provenance.base import process
     from spyre_provenance.validate import schemas
 
     def step(data: bytes) -> Any:
         if op == "loads":
             return json.loads(data)
         if op == "loads_nogc":
-            with files.gc_paused():
+            with process.gc_paused():
                 return json.loads(data)
         report = schemas.validate_bytes(data, full=op == "full")
         if not report.ok:  # the benchmark's input is valid: anything else is a bug

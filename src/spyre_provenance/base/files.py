@@ -1,14 +1,12 @@
-"""Support every layer uses: atomic file writes, and pausing the cyclic GC.
+"""Atomic file writes, the one way every layer writes a file.
 
-Atomic writes: a reader sees the old file or the new one, never a torn one. A write goes to a temporary file in the target's folder (``.spyre-provenance-tmp-<pid>-*.part``),
-is flushed and fsync'ed, then renamed over the target. A writer killed half way (SIGKILL,
-power loss) leaves the target as it was plus, at worst, its temporary. Every writer calls
-``remove_stale_temporaries`` on its folders when it starts; it deletes only temporaries
-whose writing process is gone, so two processes writing into one folder at once never
-delete each other's files in flight.
-
-``gc_paused``: building or decoding millions of fresh containers (a 100 MB mapping) would
-make the cyclic GC rescan them all, for nothing: they hold no cycles.
+Atomic writes: a reader sees the old file or the new one, never a torn one. A write goes to a
+temporary file in the target's folder (``.spyre-provenance-tmp-<pid>-*.part``), is flushed and
+fsync'ed, then renamed over the target. A writer killed half way (SIGKILL, power loss) leaves
+the target as it was plus, at worst, its temporary. Every writer calls
+``remove_stale_temporaries`` on its folders when it starts; it deletes only temporaries whose
+writing process is gone, so two processes writing into one folder at once never delete each
+other's files in flight.
 
 Pure: imports nothing of ours.
 """
@@ -16,12 +14,9 @@ Pure: imports nothing of ours.
 from __future__ import annotations
 
 import contextlib
-import gc
-import importlib.util
 import os
 import re
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 TMP_PREFIX = ".spyre-provenance-tmp-"
@@ -110,22 +105,3 @@ def _fsync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def torch_missing() -> bool:
-    """Whether torch cannot be imported here (found without importing it: that takes seconds)."""
-    try:
-        return importlib.util.find_spec("torch") is None
-    except (ImportError, ValueError):  # a broken torch package, torch in sys.modules as None, no __spec__
-        return True

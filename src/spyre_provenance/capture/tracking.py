@@ -16,7 +16,7 @@ from typing import Any
 from spyre_provenance.backends import DEFAULT_BACKEND, get_backend
 from spyre_provenance.backends.base import TRACING_FUNCTION, Backend
 from spyre_provenance.base.errors import TorchNotInstalled, UnsupportedTorch
-from spyre_provenance.base.files import torch_missing
+from spyre_provenance.base.process import torch_missing
 from spyre_provenance.capture.hook import DUMP_FUNCTION, Session
 from spyre_provenance.capture.inductor import Inductor
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance.base.files import gc_paused
+from spyre_provenance.base.process import gc_paused
 from spyre_provenance.model.handles import named_nodes
 from spyre_provenance.model.records import (
     SHOWN_UPSTREAM_DIFFERENCES,

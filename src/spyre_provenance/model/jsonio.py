@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from spyre_provenance.base.errors import UnusableInput
-from spyre_provenance.base.files import gc_paused
+from spyre_provenance.base.process import gc_paused
 from spyre_provenance.model.detect import key_path
 
 DEFAULT_MAX_BYTES = 2**30  # files larger than this are refused unless the limit is raised

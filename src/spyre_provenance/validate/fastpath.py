@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from spyre_provenance.base.errors import UnusableInput
-from spyre_provenance.base.files import gc_paused
+from spyre_provenance.base.process import gc_paused
 from spyre_provenance.model import wire
 from spyre_provenance.model.detect import (
     Detected,
