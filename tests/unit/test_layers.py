@@ -34,6 +34,7 @@ LAYERS = (
 TORCH_ON_IMPORT = (
     "backends.reference",
     "backends.reference_lowering",
+    "backends.reference_ops",
     "backends.reference_opspecs",
     "examples",
     "bench.models",
