@@ -53,6 +53,7 @@ from torch._inductor.utils import IndentedBuffer, Placeholder
 from torch._inductor.virtualized import V
 
 from spyre_provenance.backends.base import Backend
+from spyre_provenance.backends.reference import ops as reference_ops
 from spyre_provenance.backends.reference import sdsc_kernel
 from spyre_provenance.backends.reference.handles import build_debug_handle
 from spyre_provenance.backends.reference.lookalike import DebugHandle, OpSpec
@@ -88,23 +89,17 @@ class ReferenceScheduling(cpp_codegen.CppScheduling):
         super().__init__(scheduler)
         self.backend = backend
 
-    # With every op realized (as torch-spyre configures Inductor), Inductor 2.13 fuses a
-    # reader of a mutated buffer (``scatter``'s result, say) into a kernel that runs before
-    # the mutation, and computes wrong values (the max-with-indices backward of
-    # tests/zoo/models.py:multi_reduce is off by 1.85). Nodes that touch a mutated buffer
-    # therefore stay unfused: a kernel of their own, in the scheduler's order.
+    # As torch-spyre main's SuperDSCScheduling (scheduler.py:619-635): nodes never fuse;
+    # each keeps its own loop nest, in the scheduler's (the graph's) order, and a run of
+    # them is one kernel (Inductor's C++ kernel group, flushed only by an extern call), as
+    # main's spyre_fuse_nodes makes one bundle of a run. Unfused, a reader of a mutated
+    # buffer never runs before the mutation (Inductor 2.13 fused one so, with every op
+    # realized: wrong gradients for tests/zoo/models.py:multi_reduce --train).
     def can_fuse_vertical(self, node1: Any, node2: Any) -> bool:
-        return not self._touches_mutation(node1, node2) and super().can_fuse_vertical(node1, node2)
+        return False
 
     def can_fuse_horizontal(self, node1: Any, node2: Any) -> bool:
-        return not self._touches_mutation(node1, node2) and super().can_fuse_horizontal(node1, node2)
-
-    def _touches_mutation(self, *nodes: Any) -> bool:
-        renamed = getattr(self.scheduler, "mutation_real_name", None) or {}
-        mutated = set(renamed) | set(renamed.values())
-        return bool(mutated) and any(
-            dep.name in mutated for n in nodes for dep in (*n.read_writes.reads, *n.read_writes.writes)
-        )
+        return False
 
     def define_kernel(self, src_code: str, nodes: Sequence[Any], kernel_args: Any = None) -> str:
         """As ``CppScheduling.define_kernel``, named the Spyre way, plus OpSpecs and bundles."""
@@ -226,6 +221,8 @@ class ReferenceBackend(Backend):
             # What the wrapper's kernel definitions call (``sdsc_kernel``), as torch-spyre
             # adds ``AsyncCompile.sdsc``.
             patches.setattr(AsyncCompile, sdsc_kernel.ASYNC_COMPILE_METHOD, sdsc_kernel.compile_kernel)
+            # layer norm, SiLU, GELU, mean and bmm as main lowers them
+            reference_ops.install(patches)
         except BaseException:
             self.uninstall()
             raise

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import operator
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from torch._inductor.virtualized import ops
 
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.backends.reference.handles import TRANSFORMS_META_KEY
+from spyre_provenance.backends.reference.ops import ATEN_FALLBACKS
 
 aten = torch.ops.aten
 
@@ -39,6 +41,7 @@ CODE_FILES = tuple(
     for name in (
         "backend.py",
         "lowering.py",
+        "ops.py",
         "opspecs.py",
         "handles.py",
         "lookalike.py",
@@ -169,6 +172,81 @@ def split_addmm(gm: torch.fx.GraphModule) -> int:
     return count
 
 
+# --- main's clone of a graph input read more than once ----------------------------------
+
+#: ops that only re-index their input: a read through them is a read of the input
+_VIEWS = frozenset(
+    getattr(aten, name).default
+    for name in ("view", "reshape", "_unsafe_view", "permute", "t", "expand", "unsqueeze", "squeeze", "alias")
+)
+#: ops that read an input indirectly (a gather's table): main's scratchpad never clones those
+#: and an input an extern (ATen fallback) call reads is not cloned either
+_UNCLONED = frozenset(
+    (aten.embedding.default, aten.index.Tensor, aten.gather.default, aten.index_select.default, *ATEN_FALLBACKS)
+)
+
+
+#: views that keep the layout: a read through any other (a transpose, a broadcast) is a
+#: layout change, which on a card is a restickify, and main's scratchpad does not clone
+_SAME_LAYOUT = frozenset(getattr(aten, name).default for name in ("view", "reshape", "_unsafe_view", "alias"))
+
+
+def _readers(node: torch.fx.Node) -> list[torch.fx.Node] | None:
+    """The ops reading ``node`` through views that keep its layout; None when a read
+    changes its layout or broadcasts it (a transpose, an expand, a smaller operand)."""
+    found: list[torch.fx.Node] = []
+    for user in node.users:
+        if user.target in _VIEWS:
+            if user.target not in _SAME_LAYOUT:
+                return None
+            inner = _readers(user)
+            if inner is None:
+                return None
+            found.extend(inner)
+        elif _broadcast(node, user):
+            return None
+        else:
+            found.append(user)
+    return found
+
+
+def _broadcast(node: torch.fx.Node, user: torch.fx.Node) -> bool:
+    """Whether ``user`` reads ``node`` broadcast (its result larger than ``node``)."""
+    mine, out = node.meta.get("val"), user.meta.get("val")
+    return isinstance(mine, torch.Tensor) and isinstance(out, torch.Tensor) and out.numel() > mine.numel()
+
+
+def clone_shared_inputs(gm: torch.fx.GraphModule) -> int:
+    """Clone each CPU graph input that two or more ops read, before anything else runs,
+    and let them read the clone, as torch-spyre main's scratchpad allocator does: it pins
+    such an input in the core's scratchpad (LX) by a ``clone`` (``scratchpad/allocator.py``:
+    an input read more than once, in full, not indirectly, by no extern kernel, behind no
+    restickify). Its further conditions depend on a card's memory and core division,
+    which the CPU has not. Returns how many were cloned."""
+    graph = gm.graph
+    inputs = [n for n in graph.nodes if n.op == "placeholder"]
+    count = 0
+    for node in inputs:
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor) or val.device.type != DEVICE:
+            continue
+        readers = _readers(node)
+        if (
+            readers is None
+            or len(readers) < 2
+            or any(r.op != "call_function" or r.target in _UNCLONED for r in readers)
+        ):
+            continue
+        with graph.inserting_after(inputs[-1]):
+            clone = graph.create_node("call_function", aten.clone.default, (node,), name="clone")
+        clone.meta["val"] = _fake_value(aten.clone.default, (node,))
+        node.replace_all_uses_with(clone, delete_user_cb=functools.partial(operator.is_not, clone))
+        count += 1
+    if count:
+        gm.recompile()
+    return count
+
+
 class SplitAddmmPass(CustomGraphModulePass):
     """The device pass Inductor runs on post-grad graphs that touch the CPU: the backend's
     pre-scheduling pass, as far as the audit is concerned (``Backend.pass_observer``)."""
@@ -182,6 +260,7 @@ class SplitAddmmPass(CustomGraphModulePass):
             observer(gm.graph, "in")
         label_linear(gm.graph)
         split_addmm(gm)
+        clone_shared_inputs(gm)
         if observer is not None:
             observer(gm.graph, "out")
 
