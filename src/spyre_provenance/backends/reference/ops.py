@@ -129,9 +129,23 @@ def select_decomp_table() -> dict[Any, Any]:
     for packet in KEPT_WHOLE:
         for overload in packet.overloads():
             table.pop(getattr(packet, overload), None)
-    table[aten.native_layer_norm.default] = _native_layer_norm
-    table[aten._softmax.default] = _softmax
+    for op, mine in ((aten.native_layer_norm.default, _native_layer_norm), (aten._softmax.default, _softmax)):
+        table[op] = _or_stock(mine, table.get(op))
     return table
+
+
+def _or_stock(mine: Callable[..., Any], stock: Callable[..., Any] | None) -> Callable[..., Any]:
+    """``mine``, and where it declines (``NotImplemented``: a training graph, another
+    device) the decomposition it replaced: an op no table decomposes would reach Inductor
+    whole, which has no lowering for it and refuses a fallback for an op its table lists."""
+
+    def decompose(*args: Any, **kwargs: Any) -> Any:
+        found = mine(*args, **kwargs)
+        if found is NotImplemented and stock is not None:
+            return stock(*args, **kwargs)
+        return found
+
+    return decompose
 
 
 # --- lowerings: one buffer each ----------------------------------------------------------
