@@ -167,7 +167,6 @@ def compile_model(
     if reference is None:
         reference = run_eager(loaded, train=train)
     loaded.model.train(train)
-    chosen = backend
     # as the eager run found them: the tracked run updates buffers (BatchNorm's statistics)
     pristine = copy.deepcopy(loaded.model)
 
@@ -178,7 +177,7 @@ def compile_model(
         session, got = _tracked(
             loaded.model,
             loaded.calls,
-            chosen,
+            backend,
             train=train,
             layout=layout,
             redact_paths=redact,
@@ -189,7 +188,7 @@ def compile_model(
     except RunFailed as exc:
         return CompileReport(
             model=loaded.spec,
-            backend=chosen.name,
+            backend=backend.name,
             dtype=loaded.dtype,
             train=train,
             graphs=exc.graphs,
@@ -202,7 +201,7 @@ def compile_model(
     compared = COMPARED_TRACKED
     if any(g.random_ops for g in graphs):
         calls = [_copies(call) for call in loaded.calls]
-        got = _fallback_random_run(copy.deepcopy(pristine), calls, chosen, train)
+        got = _fallback_random_run(copy.deepcopy(pristine), calls, backend, train)
         compared = COMPARED_FALLBACK_RANDOM
 
     compared_with = numerics.compare(
@@ -210,7 +209,7 @@ def compile_model(
     )
     return CompileReport(
         model=loaded.spec,
-        backend=chosen.name,
+        backend=backend.name,
         dtype=loaded.dtype,
         train=train,
         graphs=graphs,

@@ -129,12 +129,14 @@ class Attributor:
             sites = self.index.by_provenance_key.get(key, [])
             if sites:
                 return self._place(sites, event, args, f"provenance key {key}")
-            if self.index.by_provenance_key or not self._handle_sites(args):
+            if self.index.by_provenance_key:  # the artifacts record keys, and not this one
                 return self._foreign(key, args)
         # artifacts that record no kernel key (OpSpec artifact v1): the handles are the evidence
         sites = self._handle_sites(args)
         if sites:
             return self._place(sites, event, args, "debug handles")
+        if key is not None:
+            return self._foreign(key, args)
         prefix = _PREFIX.match(name)
         query = names.parse(name[prefix.end() :] if prefix else name)
         if query.renamed_event is not None:  # renamed by acelyzer, and no provenance_key left

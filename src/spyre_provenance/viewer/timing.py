@@ -30,10 +30,9 @@ from typing import Any
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.model import folders
 from spyre_provenance.model.kernel_keys import key_of_event
-from spyre_provenance.runtime import attribution, trace_stream
+from spyre_provenance.runtime import attribution, names, trace_stream
 from spyre_provenance.runtime import index as kernel_index
 
-_CPU_SPANS = ("launch_jobplan:", "prepare_kernel:", "dxp_standalone:")
 _KEPT_ARGS = (
     "spyre_provenance_call_site",
     "spyre_provenance_graph",
@@ -79,7 +78,7 @@ class Timing:
         device = any(key_of_event(e["name"]) for e in self.events)
         for event in self.events:
             name = event["name"]
-            if device and name.startswith(_CPU_SPANS):
+            if device and name.startswith(names.CPU_SPANS):
                 continue
             site = _annotated_site(event["args"], graphs, by_label)
             status = "annotated" if site is not None else None
