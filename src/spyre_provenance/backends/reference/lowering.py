@@ -33,6 +33,7 @@ aten = torch.ops.aten
 
 DEVICE = "cpu"
 SPLIT_ADDMM_PASS = "spyre_reference.split_addmm"
+CLONE_INPUTS_PASS = "spyre_reference.clone_shared_inputs"
 #: Bumped when generated code changes in a way the source-file hash would not show.
 CACHE_FORMAT = "spyre-reference-backend/1"
 #: The reference backend's own code: its hash joins Inductor's cache keys (``_cache_uuid``).
@@ -222,7 +223,16 @@ def clone_shared_inputs(gm: torch.fx.GraphModule) -> int:
     such an input in the core's scratchpad (LX) by a ``clone`` (``scratchpad/allocator.py``:
     an input read more than once, in full, not indirectly, by no extern kernel, behind no
     restickify). Its further conditions depend on a card's memory and core division,
-    which the CPU has not. Returns how many were cloned."""
+    which the CPU has not. Returns how many were cloned.
+
+    A clone is the backend's own node: no stack trace, and a ``from_node`` that says only
+    that this pass created it, as main's clone (made at scheduling, outside any graph pass)
+    has none. The input it copies is no origin of it: Inductor's node-replace hook would
+    record the input as the node the clone replaced, and a backward graph's input (a
+    forward activation AOTAutograd saved) carries the forward node's ``from_node``, which
+    would link the clone to a pre-grad op of another source line."""
+    from torch.fx.traceback import NodeSource, NodeSourceAction
+
     graph = gm.graph
     inputs = [n for n in graph.nodes if n.op == "placeholder"]
     count = 0
@@ -241,6 +251,7 @@ def clone_shared_inputs(gm: torch.fx.GraphModule) -> int:
             clone = graph.create_node("call_function", aten.clone.default, (node,), name="clone")
         clone.meta["val"] = _fake_value(aten.clone.default, (node,))
         node.replace_all_uses_with(clone, delete_user_cb=functools.partial(operator.is_not, clone))
+        clone.meta["from_node"] = [NodeSource(None, CLONE_INPUTS_PASS, NodeSourceAction.CREATE)]
         count += 1
     if count:
         gm.recompile()
