@@ -27,7 +27,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from spyre_provenance import examples
 from spyre_provenance.backends import get_backend
-from spyre_provenance.backends.reference.backend import ReferenceBackend, ReferenceScheduling
+from spyre_provenance.backends.reference.backend import ReferenceBackend, ReferenceScheduling, ReferenceWrapperCodegen
 from spyre_provenance.backends.reference.lowering import (
     CLONE_INPUTS_PASS,
     SPLIT_ADDMM_PASS,
@@ -58,6 +58,7 @@ def _globals_snapshot() -> tuple[Any, ...]:
         inductor_lowering.lowerings.get(aten.mm.default),
         ir.Loops.__dict__.get("has_large_inner_fn"),
         AsyncCompile.__dict__.get("sdsc_reference", "absent"),
+        inductor_config.reorder_for_peak_memory,
     )
 
 
@@ -77,8 +78,11 @@ def test_install_registers_and_uninstall_restores_exactly() -> None:
         assert inductor_lowering.lowerings[aten.mm.default] is not before[3]
         assert ir.Loops.__dict__["has_large_inner_fn"] is not before[4]
         assert before[5] == "absent" and callable(AsyncCompile.__dict__["sdsc_reference"])
-        # The stock wrapper classes stay: only scheduling, pass and lowerings change.
-        assert codegen_common.get_wrapper_codegen_for_device("cpu") is before[0].wrapper_codegen
+        # main's Python wrapper leaves loops unmerged; the other wrapper classes stay stock
+        assert codegen_common.get_wrapper_codegen_for_device("cpu") is ReferenceWrapperCodegen
+        assert codegen_common.device_codegens["cpu"].cpp_wrapper_codegen is before[0].cpp_wrapper_codegen
+        # no reorder for peak memory: ops keep the graph's order inside a run, as main's bundles
+        assert before[6] is True and inductor_config.reorder_for_peak_memory is False
     finally:
         backend.uninstall()
     assert not backend.installed

@@ -44,11 +44,13 @@ from typing import Any
 
 import msgspec
 import torch
+from torch._inductor import config as inductor_config
 from torch._inductor import ir
 from torch._inductor import lowering as inductor_lowering
 from torch._inductor.async_compile import AsyncCompile
 from torch._inductor.codegen import common as codegen_common
 from torch._inductor.codegen import cpp as cpp_codegen
+from torch._inductor.codegen.wrapper import PythonWrapperCodegen
 from torch._inductor.utils import IndentedBuffer, Placeholder
 from torch._inductor.virtualized import V
 
@@ -57,7 +59,13 @@ from spyre_provenance.backends.reference import ops as reference_ops
 from spyre_provenance.backends.reference import sdsc_kernel
 from spyre_provenance.backends.reference.handles import build_debug_handle
 from spyre_provenance.backends.reference.lookalike import DebugHandle, OpSpec
-from spyre_provenance.backends.reference.lowering import DEVICE, SplitAddmmPass, make_mm_lowering, realize_every_op
+from spyre_provenance.backends.reference.lowering import (
+    DEVICE,
+    SplitAddmmPass,
+    keep_loop_dimensions,
+    make_mm_lowering,
+    realize_every_op,
+)
 from spyre_provenance.backends.reference.opspecs import (
     build_opspec,
     bundle_document,
@@ -160,6 +168,21 @@ class ReferenceScheduling(cpp_codegen.CppScheduling):
 # --- the backend adapter ---------------------------------------------------------------------
 
 
+class ReferenceWrapperCodegen(PythonWrapperCodegen):
+    """Inductor's Python wrapper, made as torch-spyre main's ``SpyrePythonWrapperCodegen``
+    is in one respect: making it leaves the graph's loops unmerged (``keep_loop_dimensions``)."""
+
+    @staticmethod
+    def create(
+        is_subgraph: bool,
+        subgraph_name: str | None,
+        parent_wrapper: PythonWrapperCodegen | None,
+        partition_signatures: Any = None,
+    ) -> PythonWrapperCodegen:
+        keep_loop_dimensions(V.graph.sizevars)
+        return PythonWrapperCodegen.create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures)
+
+
 class ReferenceBackend(Backend):
     """``--backend reference``: installs ``ReferenceScheduling`` and friends for device cpu."""
 
@@ -208,7 +231,7 @@ class ReferenceBackend(Backend):
             codegen_common.register_backend_for_device(
                 DEVICE,
                 self._make_scheduling,
-                stock.wrapper_codegen,
+                ReferenceWrapperCodegen,
                 stock.cpp_wrapper_codegen,
                 stock.fx_wrapper_codegen,
                 device_custom_pass=SplitAddmmPass(self),
@@ -218,6 +241,12 @@ class ReferenceBackend(Backend):
             inductor_lowering.register_lowering(mm, type_promotion_kind=None)(make_mm_lowering(stock_lowering))
             # As torch-spyre does: every op realized, so one buffer is one op (and one OpSpec).
             patches.setattr(ir.Loops, "has_large_inner_fn", realize_every_op)
+            # Main wraps each run of Spyre nodes into one FusedSchedulerNode (spyre_fuse_nodes,
+            # Inductor's post-fusion pass) before Inductor reorders nodes for peak memory, so
+            # the ops inside a bundle keep the graph's order. Here a run is Inductor's kernel
+            # group, made after that reorder: the reorder is off, or it would move ops inside
+            # a run (reduce2: the amax before the mul of the sum) or across an extern call.
+            patches.setattr(inductor_config, "reorder_for_peak_memory", False)
             # What the wrapper's kernel definitions call (``sdsc_kernel``), as torch-spyre
             # adds ``AsyncCompile.sdsc``.
             patches.setattr(AsyncCompile, sdsc_kernel.ASYNC_COMPILE_METHOD, sdsc_kernel.compile_kernel)

@@ -258,6 +258,27 @@ def clone_shared_inputs(gm: torch.fx.GraphModule) -> int:
     return count
 
 
+# --- loops as the op's own dimensions ---------------------------------------------------
+
+
+def _loops_as_they_are(sizevars: Any, index_vars: Any, sizes: Any, index_formulas: Any) -> Any:
+    return sizes, _same, _same
+
+
+def _same(index: Any) -> Any:
+    return index
+
+
+def keep_loop_dimensions(sizevars: Any) -> None:
+    """Make ``sizevars`` (one graph's) leave loops unmerged, as torch-spyre main's wrapper
+    does (``wrapper.py``: ``noop_simplify_loops_impl``; a card's stick layout is not what
+    Inductor sees, so contiguity tells nothing): a node's iteration space is its output's
+    dimensions, a relu of ``[8, 256]`` is ``[8, 256]``, not Inductor's merged ``[2048]``.
+    Set per graph before its scheduler runs, as main sets it when the graph's wrapper is
+    made; lowering before that simplifies as stock Inductor does, on main too."""
+    sizevars._simplify_loops_impl = functools.partial(_loops_as_they_are, sizevars)
+
+
 class SplitAddmmPass(CustomGraphModulePass):
     """The device pass Inductor runs on post-grad graphs that touch the CPU: the backend's
     pre-scheduling pass, as far as the audit is concerned (``Backend.pass_observer``)."""
