@@ -178,6 +178,22 @@ def test_a_shared_input_clone_has_no_origin_of_the_input() -> None:
     torch.testing.assert_close(gm(*args), f(*args))
 
 
+def test_a_written_input_is_not_cloned() -> None:
+    """An input an op writes (BatchNorm's running statistics, ``copy_`` back into the
+    input) is no clone's: the write would land in the clone and never reach the input
+    (tests/zoo/models.py:convnet --train left the running-stat updates dead)."""
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        doubled, grown = x * 2, torch.exp(x)
+        x.copy_(doubled)
+        return doubled + grown
+
+    gm = make_fx(f, tracing_mode="fake")(torch.randn(4, 5))
+    assert any(n.target is aten.copy_.default for n in gm.graph.nodes)
+    assert clone_shared_inputs(gm) == 0
+    assert not [n for n in gm.graph.nodes if n.target is aten.clone.default]
+
+
 def test_label_linear_names_only_what_a_linear_became() -> None:
     def f(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return torch.relu(torch.addmm(b, x, w.t()))

@@ -194,9 +194,13 @@ _SAME_LAYOUT = frozenset(getattr(aten, name).default for name in ("view", "resha
 
 def _readers(node: torch.fx.Node) -> list[torch.fx.Node] | None:
     """The ops reading ``node`` through views that keep its layout; None when a read
-    changes its layout or broadcasts it (a transpose, an expand, a smaller operand)."""
+    changes its layout or broadcasts it (a transpose, an expand, a smaller operand), or
+    when an op writes it (a BatchNorm running statistic's ``copy_`` write-back): main
+    clones what is read, and a write redirected to the clone would never reach the input."""
     found: list[torch.fx.Node] = []
     for user in node.users:
+        if _writes(user, node):
+            return None
         if user.target in _VIEWS:
             if user.target not in _SAME_LAYOUT:
                 return None
@@ -209,6 +213,18 @@ def _readers(node: torch.fx.Node) -> list[torch.fx.Node] | None:
         else:
             found.append(user)
     return found
+
+
+def _writes(user: torch.fx.Node, node: torch.fx.Node) -> bool:
+    """Whether ``user`` mutates ``node`` (an argument its schema marks written, ``Tensor(a!)``)."""
+    schema = getattr(user.target, "_schema", None)
+    if schema is None:
+        return False
+    for position, argument in enumerate(schema.arguments):
+        value = user.args[position] if position < len(user.args) else user.kwargs.get(argument.name)
+        if value is node and argument.alias_info is not None and argument.alias_info.is_write:
+            return True
+    return False
 
 
 def _broadcast(node: torch.fx.Node, user: torch.fx.Node) -> bool:
