@@ -26,8 +26,15 @@ from torch._inductor.utils import run_and_get_code
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from spyre_provenance.backends import get_backend
-from spyre_provenance.backends.reference.backend import ReferenceBackend, ReferenceScheduling
-from spyre_provenance.backends.reference.lowering import SPLIT_ADDMM_PASS, SplitAddmmPass, label_linear, split_addmm
+from spyre_provenance.backends.reference.backend import ReferenceBackend, ReferenceScheduling, ReferenceWrapperCodegen
+from spyre_provenance.backends.reference.lowering import (
+    CLONE_INPUTS_PASS,
+    SPLIT_ADDMM_PASS,
+    SplitAddmmPass,
+    clone_shared_inputs,
+    label_linear,
+    split_addmm,
+)
 from spyre_provenance.compile import examples
 from spyre_provenance.compile.examples import EXAMPLES, ModelLoadError, load_model
 from spyre_provenance.model.records import OpSpecRecord
@@ -51,6 +58,7 @@ def _globals_snapshot() -> tuple[Any, ...]:
         inductor_lowering.lowerings.get(aten.mm.default),
         ir.Loops.__dict__.get("has_large_inner_fn"),
         AsyncCompile.__dict__.get("sdsc_reference", "absent"),
+        inductor_config.reorder_for_peak_memory,
     )
 
 
@@ -70,8 +78,11 @@ def test_install_registers_and_uninstall_restores_exactly() -> None:
         assert inductor_lowering.lowerings[aten.mm.default] is not before[3]
         assert ir.Loops.__dict__["has_large_inner_fn"] is not before[4]
         assert before[5] == "absent" and callable(AsyncCompile.__dict__["sdsc_reference"])
-        # The stock wrapper classes stay: only scheduling, pass and lowerings change.
-        assert codegen_common.get_wrapper_codegen_for_device("cpu") is before[0].wrapper_codegen
+        # main's Python wrapper leaves loops unmerged; the other wrapper classes stay stock
+        assert codegen_common.get_wrapper_codegen_for_device("cpu") is ReferenceWrapperCodegen
+        assert codegen_common.device_codegens["cpu"].cpp_wrapper_codegen is before[0].cpp_wrapper_codegen
+        # no reorder for peak memory: ops keep the graph's order inside a run, as main's bundles
+        assert before[6] is True and inductor_config.reorder_for_peak_memory is False
     finally:
         backend.uninstall()
     assert not backend.installed
@@ -138,6 +149,49 @@ def test_split_addmm_is_exact_and_keeps_provenance(beta: float, alpha: float) ->
         assert node.meta["from_node"][0].name == addmm.name  # still reaches the pre-grad node
         # torch-spyre main decomposes while tracing: every node of the split has the line
         assert node.meta["stack_trace"] == addmm.meta["stack_trace"]
+
+
+def test_a_shared_input_clone_has_no_origin_of_the_input() -> None:
+    """The clone of an input two ops read is the backend's own node. Inductor runs the pass
+    under a GraphTransformObserver, whose replace hook would record the input as the node
+    the clone replaced; a backward graph's input (a saved forward activation) carries the
+    forward node's ``from_node``, so the clone would reach that pre-grad op and its line
+    (tests/zoo/models.py:conv_groupnorm --train linked the mean backward to the group norm)."""
+    from torch.fx.passes.graph_transform_observer import GraphTransformObserver
+    from torch.fx.traceback import NodeSource, NodeSourceAction
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return torch.exp(x) + x * 2
+
+    args = (torch.randn(4, 5),)
+    gm = make_fx(f, tracing_mode="fake")(*args)
+    (x,) = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    forward_op = next(n for n in gm.graph.nodes if n.target is aten.exp.default)
+    x.meta["from_node"] = [NodeSource(forward_op, "saved_activation", NodeSourceAction.CREATE)]
+
+    with GraphTransformObserver(gm, "post_grad_custom_post_pass"):
+        assert clone_shared_inputs(gm) == 1
+    (clone,) = [n for n in gm.graph.nodes if n.target is aten.clone.default]
+    assert [(s.name, s.pass_name) for s in clone.meta["from_node"]] == [("", CLONE_INPUTS_PASS)]
+    assert "stack_trace" not in clone.meta
+    assert sorted(u.target.__name__ for u in clone.users) == ["exp.default", "mul.Tensor"]
+    torch.testing.assert_close(gm(*args), f(*args))
+
+
+def test_a_written_input_is_not_cloned() -> None:
+    """An input an op writes (BatchNorm's running statistics, ``copy_`` back into the
+    input) is no clone's: the write would land in the clone and never reach the input
+    (tests/zoo/models.py:convnet --train left the running-stat updates dead)."""
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        doubled, grown = x * 2, torch.exp(x)
+        x.copy_(doubled)
+        return doubled + grown
+
+    gm = make_fx(f, tracing_mode="fake")(torch.randn(4, 5))
+    assert any(n.target is aten.copy_.default for n in gm.graph.nodes)
+    assert clone_shared_inputs(gm) == 0
+    assert not [n for n in gm.graph.nodes if n.target is aten.clone.default]
 
 
 def test_label_linear_names_only_what_a_linear_became() -> None:

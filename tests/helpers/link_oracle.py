@@ -181,9 +181,10 @@ def judge(graphs: list[LoggedGraph], pre_grad: dict[str, str], verdict: Verdict 
                 continue
             verdict.linked_kernels += 1
             # a write-back (functionalization's copy_, no trace of its own) is checked by the
-            # value it copies: BatchNorm's running statistics are the norm's
-            own = {post_lines[n] for n in nodes if n in post_lines} or {
-                post_lines[v] for n in nodes for v in copied.get(n, ()) if v in post_lines
+            # value it copies: BatchNorm's running statistics are the norm's, in whichever
+            # kernel the write-back runs (graph order puts write-backs last, beside other lines)
+            own = {post_lines[n] for n in nodes if n in post_lines} | {
+                post_lines[v] for n in nodes if n not in post_lines for v in copied.get(n, ()) if v in post_lines
             }
             for name in claimed:
                 if not own:

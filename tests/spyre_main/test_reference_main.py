@@ -1,10 +1,13 @@
 """The reference backend beside torch-spyre main: the same handle ids for the same content,
-and, for each zoo model torch-spyre compiles here, as many kernels with the same compute ops;
-where the reference does not model main's lowering (layer norm, SiLU, clones, attention),
-the gap is named per model (``KERNEL_COUNT_GAPS``, ``OP_GAPS``: strict expected failures).
+and, for each zoo model torch-spyre compiles here, as many kernels with the same compute ops
+over the same iteration spaces; where the reference does not model main's lowering (a
+batched linear, exx2's packed moments), the gap is named per model (``KERNEL_COUNT_GAPS``,
+``OP_GAPS``, ``SPACE_GAPS``: strict expected failures).
 
-Restickify aside: main inserts ``ReStickifyOpHBM`` OpSpecs where a card's stick layouts
-differ, which the CPU has not (docs/backends.md). These tests run on the spyre-main test
+Restickify aside: main inserts restickify nodes (``restickify_default*``, from its
+``insert_restickify``) where a card's stick layouts differ, which the CPU has not
+(docs/backends.md); their OpSpecs are ``ReStickifyOpHBM``, or an ``identity`` copy when
+main restickifies inside the core (tied_embedding's embedding table). These tests run on the spyre-main test
 harness (this folder's ``conftest.py``: torch-spyre booted on the stand-in ``_C``); without
 it they skip and say so.
 """
@@ -25,6 +28,8 @@ except ImportError:  # pragma: no cover - the harness is not in this checkout
     ACCEPTED = []
 
 RESTICKIFY = "ReStickifyOpHBM"
+#: the post-grad nodes torch-spyre main's insert_restickify adds (REFERENCE.md section 4.1)
+RESTICKIFY_NODE = "restickify_default"
 HARNESS_MISSING = "needs the spyre_main harness (tests/spyre_main/conftest.py: torch-spyre on the stand-in _C)"
 
 
@@ -66,33 +71,51 @@ def test_handle_ids_are_the_ones_torch_spyre_computes(request: pytest.FixtureReq
     assert computed == {key: key for key in table}
 
 
-def _compute_ops(log: Any) -> list[list[list[str]]]:
-    """Per graph, per Spyre kernel in call order, its OpSpecs' ops, restickify aside."""
+def _restickify(spec: dict[str, Any], handles: dict[str, Any]) -> bool:
+    """Whether an OpSpec is a restickify: by its op, or by the node its handle names."""
+    chain = (handles.get(spec.get("debug_handle") or "") or {}).get("ir_chain") or [""]
+    return spec["op"] == RESTICKIFY or chain[0].startswith(RESTICKIFY_NODE)
+
+
+def _compute_specs(log: Any) -> list[list[list[tuple[str, list[Any]]]]]:
+    """Per graph, per Spyre kernel in call order, its OpSpecs' (op, iteration space),
+    restickify aside."""
     graphs = []
     for graph in read_log_graphs(log):
-        kernels = (graph.opspec_handles or {}).get("kernels", {})
+        table = graph.opspec_handles or {}
+        kernels, handles = table.get("kernels", {}), table.get("handles", {})
         ordered = sorted(kernels.items(), key=lambda item: int(item[0].rsplit(":", 1)[1]))
-        graphs.append([[s["op"] for s in specs if s["op"] != RESTICKIFY] for _, specs in ordered if specs])
+        graphs.append(
+            [
+                [(s["op"], s["iteration_space"]) for s in specs if not _restickify(s, handles)]
+                for _, specs in ordered
+                if specs
+            ]
+        )
     return graphs
 
 
-#: What the reference does not model of main's lowering, by model: the kernel counts agree
-#: for every model but softmax_attention; the compute ops only for mlp and shared_block.
-#: Found by this test on main 9a6b71e; strict, so a gap that closes fails until it is removed.
-KERNEL_COUNT_GAPS = {
-    "softmax_attention": "the reference leaves scaled_dot_product_attention to an extern fallback, which ends"
-    " a run (3 kernels); main lowers it into its one bundle",
-}
-OP_GAPS = {
-    "residual": "layer norm: main lowers it to its own exx2, layernormscale, layernormnorm; the reference to"
-    " var_mean and pointwise ops, and makes no clones where main does",
-    "reduce2": "op order inside the kernel, and main's clone (identity) of the input",
-    "param_free": "main folds sin and cos of the input away before its kernel; the reference computes them",
-    "gated_mlp": "SiLU: main's silu op, the reference's neg, exp, add, realdiv; main's clones",
-    "softmax_attention": "see its kernel count",
-    "layernorm_block": "layer norm and GELU: main's exx2, layernormscale, layernormnorm and gelufwd",
-    "residual_stack": "SiLU as in gated_mlp, and main's clones",
-    "tied_embedding": "embedding: main's two clones (identity), the reference's embedding op",
+def _project(graphs: list[list[list[tuple[str, list[Any]]]]], part: int) -> list[list[list[Any]]]:
+    return [[[spec[part] for spec in kernel] for kernel in graph] for graph in graphs]
+
+
+#: What the reference does not model of main's lowering, by model: the kernel counts and
+#: the compute ops agree for every model. Strict, so a gap that closes fails until it is removed.
+KERNEL_COUNT_GAPS: dict[str, str] = {}
+OP_GAPS: dict[str, str] = {}
+
+_BATCHED_LINEAR = (
+    "main's linear on a 3-D input is a bmm over its batch dimension (batchmatmul [B, M, N, K], then the bias add"
+    " [B, M, N]); the reference's is Inductor's addmm on the input viewed as 2-D ([B*M, N, K], [B*M, N])"
+)
+#: Where the iteration spaces differ though the ops agree (found by this test on main 9a6b71e).
+SPACE_GAPS = {
+    "residual": f"{_BATCHED_LINEAR}; and exx2: main's writes [..., 1] (its lowering's ranges: x.size[:-1] + [1]),"
+    " the reference's [..., 2] (E[x] and E[x^2] side by side)",
+    "softmax_attention": _BATCHED_LINEAR,
+    "layernorm_block": "exx2: main's writes [..., 1] (its lowering's ranges: x.size[:-1] + [1]), the reference's"
+    " [..., 2] (E[x] and E[x^2] side by side)",
+    "tied_embedding": _BATCHED_LINEAR,
 }
 
 
@@ -118,7 +141,7 @@ def _both(request: pytest.FixtureRequest, compile_case: Any, spec: str) -> tuple
     assert spyre.returncode == 0, spyre.stdout + spyre.stderr[-3000:]
     reference = compile_case(spec, "--backend", "reference", "--dtype", "float16")
     assert reference.returncode == 0, reference.stdout + reference.stderr[-3000:]
-    return _compute_ops(spyre.log), _compute_ops(reference.log)
+    return _compute_specs(spyre.log), _compute_specs(reference.log)
 
 
 @pytest.mark.parametrize("spec", _cases(KERNEL_COUNT_GAPS))
@@ -129,5 +152,13 @@ def test_both_backends_make_as_many_kernels(request: pytest.FixtureRequest, comp
 
 @pytest.mark.parametrize("spec", _cases(OP_GAPS))
 def test_each_kernel_computes_main_s_ops(request: pytest.FixtureRequest, compile_case: Any, spec: str) -> None:
+    on_main, on_reference = _both(request, compile_case, spec)
+    assert _project(on_reference, 0) == _project(on_main, 0)
+
+
+@pytest.mark.parametrize("spec", _cases(SPACE_GAPS))
+def test_each_op_iterates_as_on_main(request: pytest.FixtureRequest, compile_case: Any, spec: str) -> None:
+    """Each compute op's iteration space is main's: its output's dimensions (main leaves
+    Inductor's loops unmerged), a reduction's reduced dimensions after them."""
     on_main, on_reference = _both(request, compile_case, spec)
     assert on_reference == on_main

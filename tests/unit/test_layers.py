@@ -35,6 +35,7 @@ LAYERS = (
 TORCH_ON_IMPORT = (
     "backends.reference.backend",
     "backends.reference.lowering",
+    "backends.reference.ops",
     "backends.reference.opspecs",
     "compile.examples",
 )

@@ -44,19 +44,28 @@ from typing import Any
 
 import msgspec
 import torch
+from torch._inductor import config as inductor_config
 from torch._inductor import ir
 from torch._inductor import lowering as inductor_lowering
 from torch._inductor.async_compile import AsyncCompile
 from torch._inductor.codegen import common as codegen_common
 from torch._inductor.codegen import cpp as cpp_codegen
+from torch._inductor.codegen.wrapper import PythonWrapperCodegen
 from torch._inductor.utils import IndentedBuffer, Placeholder
 from torch._inductor.virtualized import V
 
 from spyre_provenance.backends.base import Backend
+from spyre_provenance.backends.reference import ops as reference_ops
 from spyre_provenance.backends.reference import sdsc_kernel
 from spyre_provenance.backends.reference.handles import build_debug_handle
 from spyre_provenance.backends.reference.lookalike import DebugHandle, OpSpec
-from spyre_provenance.backends.reference.lowering import DEVICE, SplitAddmmPass, make_mm_lowering, realize_every_op
+from spyre_provenance.backends.reference.lowering import (
+    DEVICE,
+    SplitAddmmPass,
+    keep_loop_dimensions,
+    make_mm_lowering,
+    realize_every_op,
+)
 from spyre_provenance.backends.reference.opspecs import (
     build_opspec,
     bundle_document,
@@ -88,23 +97,17 @@ class ReferenceScheduling(cpp_codegen.CppScheduling):
         super().__init__(scheduler)
         self.backend = backend
 
-    # With every op realized (as torch-spyre configures Inductor), Inductor 2.13 fuses a
-    # reader of a mutated buffer (``scatter``'s result, say) into a kernel that runs before
-    # the mutation, and computes wrong values (the max-with-indices backward of
-    # tests/zoo/models.py:multi_reduce is off by 1.85). Nodes that touch a mutated buffer
-    # therefore stay unfused: a kernel of their own, in the scheduler's order.
+    # As torch-spyre main's SuperDSCScheduling (scheduler.py:619-635): nodes never fuse;
+    # each keeps its own loop nest, in the scheduler's (the graph's) order, and a run of
+    # them is one kernel (Inductor's C++ kernel group, flushed only by an extern call), as
+    # main's spyre_fuse_nodes makes one bundle of a run. Unfused, a reader of a mutated
+    # buffer never runs before the mutation (Inductor 2.13 fused one so, with every op
+    # realized: wrong gradients for tests/zoo/models.py:multi_reduce --train).
     def can_fuse_vertical(self, node1: Any, node2: Any) -> bool:
-        return not self._touches_mutation(node1, node2) and super().can_fuse_vertical(node1, node2)
+        return False
 
     def can_fuse_horizontal(self, node1: Any, node2: Any) -> bool:
-        return not self._touches_mutation(node1, node2) and super().can_fuse_horizontal(node1, node2)
-
-    def _touches_mutation(self, *nodes: Any) -> bool:
-        renamed = getattr(self.scheduler, "mutation_real_name", None) or {}
-        mutated = set(renamed) | set(renamed.values())
-        return bool(mutated) and any(
-            dep.name in mutated for n in nodes for dep in (*n.read_writes.reads, *n.read_writes.writes)
-        )
+        return False
 
     def define_kernel(self, src_code: str, nodes: Sequence[Any], kernel_args: Any = None) -> str:
         """As ``CppScheduling.define_kernel``, named the Spyre way, plus OpSpecs and bundles."""
@@ -165,6 +168,21 @@ class ReferenceScheduling(cpp_codegen.CppScheduling):
 # --- the backend adapter ---------------------------------------------------------------------
 
 
+class ReferenceWrapperCodegen(PythonWrapperCodegen):
+    """Inductor's Python wrapper, made as torch-spyre main's ``SpyrePythonWrapperCodegen``
+    is in one respect: making it leaves the graph's loops unmerged (``keep_loop_dimensions``)."""
+
+    @staticmethod
+    def create(
+        is_subgraph: bool,
+        subgraph_name: str | None,
+        parent_wrapper: PythonWrapperCodegen | None,
+        partition_signatures: Any = None,
+    ) -> PythonWrapperCodegen:
+        keep_loop_dimensions(V.graph.sizevars)
+        return PythonWrapperCodegen.create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures)
+
+
 class ReferenceBackend(Backend):
     """``--backend reference``: installs ``ReferenceScheduling`` and friends for device cpu."""
 
@@ -213,7 +231,7 @@ class ReferenceBackend(Backend):
             codegen_common.register_backend_for_device(
                 DEVICE,
                 self._make_scheduling,
-                stock.wrapper_codegen,
+                ReferenceWrapperCodegen,
                 stock.cpp_wrapper_codegen,
                 stock.fx_wrapper_codegen,
                 device_custom_pass=SplitAddmmPass(self),
@@ -223,9 +241,17 @@ class ReferenceBackend(Backend):
             inductor_lowering.register_lowering(mm, type_promotion_kind=None)(make_mm_lowering(stock_lowering))
             # As torch-spyre does: every op realized, so one buffer is one op (and one OpSpec).
             patches.setattr(ir.Loops, "has_large_inner_fn", realize_every_op)
+            # Main wraps each run of Spyre nodes into one FusedSchedulerNode (spyre_fuse_nodes,
+            # Inductor's post-fusion pass) before Inductor reorders nodes for peak memory, so
+            # the ops inside a bundle keep the graph's order. Here a run is Inductor's kernel
+            # group, made after that reorder: the reorder is off, or it would move ops inside
+            # a run (reduce2: the amax before the mul of the sum) or across an extern call.
+            patches.setattr(inductor_config, "reorder_for_peak_memory", False)
             # What the wrapper's kernel definitions call (``sdsc_kernel``), as torch-spyre
             # adds ``AsyncCompile.sdsc``.
             patches.setattr(AsyncCompile, sdsc_kernel.ASYNC_COMPILE_METHOD, sdsc_kernel.compile_kernel)
+            # layer norm, SiLU, GELU, mean and bmm as main lowers them
+            reference_ops.install(patches)
         except BaseException:
             self.uninstall()
             raise

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import operator
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,11 +27,13 @@ from torch._inductor.virtualized import ops
 
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.backends.reference.handles import TRANSFORMS_META_KEY
+from spyre_provenance.backends.reference.ops import ATEN_FALLBACKS
 
 aten = torch.ops.aten
 
 DEVICE = "cpu"
 SPLIT_ADDMM_PASS = "spyre_reference.split_addmm"
+CLONE_INPUTS_PASS = "spyre_reference.clone_shared_inputs"
 #: Bumped when generated code changes in a way the source-file hash would not show.
 CACHE_FORMAT = "spyre-reference-backend/1"
 #: The reference backend's own code: its hash joins Inductor's cache keys (``_cache_uuid``).
@@ -39,6 +42,7 @@ CODE_FILES = tuple(
     for name in (
         "backend.py",
         "lowering.py",
+        "ops.py",
         "opspecs.py",
         "handles.py",
         "lookalike.py",
@@ -169,6 +173,128 @@ def split_addmm(gm: torch.fx.GraphModule) -> int:
     return count
 
 
+# --- main's clone of a graph input read more than once ----------------------------------
+
+#: ops that only re-index their input: a read through them is a read of the input
+_VIEWS = frozenset(
+    getattr(aten, name).default
+    for name in ("view", "reshape", "_unsafe_view", "permute", "t", "expand", "unsqueeze", "squeeze", "alias")
+)
+#: ops that read an input indirectly (a gather's table): main's scratchpad never clones those
+#: and an input an extern (ATen fallback) call reads is not cloned either
+_UNCLONED = frozenset(
+    (aten.embedding.default, aten.index.Tensor, aten.gather.default, aten.index_select.default, *ATEN_FALLBACKS)
+)
+
+
+#: views that keep the layout: a read through any other (a transpose, a broadcast) is a
+#: layout change, which on a card is a restickify, and main's scratchpad does not clone
+_SAME_LAYOUT = frozenset(getattr(aten, name).default for name in ("view", "reshape", "_unsafe_view", "alias"))
+
+
+def _readers(node: torch.fx.Node) -> list[torch.fx.Node] | None:
+    """The ops reading ``node`` through views that keep its layout; None when a read
+    changes its layout or broadcasts it (a transpose, an expand, a smaller operand), or
+    when an op writes it (a BatchNorm running statistic's ``copy_`` write-back): main
+    clones what is read, and a write redirected to the clone would never reach the input."""
+    found: list[torch.fx.Node] = []
+    for user in node.users:
+        if _writes(user, node):
+            return None
+        if user.target in _VIEWS:
+            if user.target not in _SAME_LAYOUT:
+                return None
+            inner = _readers(user)
+            if inner is None:
+                return None
+            found.extend(inner)
+        elif _broadcast(node, user):
+            return None
+        else:
+            found.append(user)
+    return found
+
+
+def _writes(user: torch.fx.Node, node: torch.fx.Node) -> bool:
+    """Whether ``user`` mutates ``node`` (an argument its schema marks written, ``Tensor(a!)``)."""
+    schema = getattr(user.target, "_schema", None)
+    if schema is None:
+        return False
+    for position, argument in enumerate(schema.arguments):
+        value = user.args[position] if position < len(user.args) else user.kwargs.get(argument.name)
+        if value is node and argument.alias_info is not None and argument.alias_info.is_write:
+            return True
+    return False
+
+
+def _broadcast(node: torch.fx.Node, user: torch.fx.Node) -> bool:
+    """Whether ``user`` reads ``node`` broadcast (its result larger than ``node``)."""
+    mine, out = node.meta.get("val"), user.meta.get("val")
+    return isinstance(mine, torch.Tensor) and isinstance(out, torch.Tensor) and out.numel() > mine.numel()
+
+
+def clone_shared_inputs(gm: torch.fx.GraphModule) -> int:
+    """Clone each CPU graph input that two or more ops read, before anything else runs,
+    and let them read the clone, as torch-spyre main's scratchpad allocator does: it pins
+    such an input in the core's scratchpad (LX) by a ``clone`` (``scratchpad/allocator.py``:
+    an input read more than once, in full, not indirectly, by no extern kernel, behind no
+    restickify). Its further conditions depend on a card's memory and core division,
+    which the CPU has not. Returns how many were cloned.
+
+    A clone is the backend's own node: no stack trace, and a ``from_node`` that says only
+    that this pass created it, as main's clone (made at scheduling, outside any graph pass)
+    has none. The input it copies is no origin of it: Inductor's node-replace hook would
+    record the input as the node the clone replaced, and a backward graph's input (a
+    forward activation AOTAutograd saved) carries the forward node's ``from_node``, which
+    would link the clone to a pre-grad op of another source line."""
+    from torch.fx.traceback import NodeSource, NodeSourceAction
+
+    graph = gm.graph
+    inputs = [n for n in graph.nodes if n.op == "placeholder"]
+    count = 0
+    for node in inputs:
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor) or val.device.type != DEVICE:
+            continue
+        readers = _readers(node)
+        if (
+            readers is None
+            or len(readers) < 2
+            or any(r.op != "call_function" or r.target in _UNCLONED for r in readers)
+        ):
+            continue
+        with graph.inserting_after(inputs[-1]):
+            clone = graph.create_node("call_function", aten.clone.default, (node,), name="clone")
+        clone.meta["val"] = _fake_value(aten.clone.default, (node,))
+        node.replace_all_uses_with(clone, delete_user_cb=functools.partial(operator.is_not, clone))
+        clone.meta["from_node"] = [NodeSource(None, CLONE_INPUTS_PASS, NodeSourceAction.CREATE)]
+        count += 1
+    if count:
+        gm.recompile()
+    return count
+
+
+# --- loops as the op's own dimensions ---------------------------------------------------
+
+
+def _loops_as_they_are(sizevars: Any, index_vars: Any, sizes: Any, index_formulas: Any) -> Any:
+    return sizes, _same, _same
+
+
+def _same(index: Any) -> Any:
+    return index
+
+
+def keep_loop_dimensions(sizevars: Any) -> None:
+    """Make ``sizevars`` (one graph's) leave loops unmerged, as torch-spyre main's wrapper
+    does (``wrapper.py``: ``noop_simplify_loops_impl``; a card's stick layout is not what
+    Inductor sees, so contiguity tells nothing): a node's iteration space is its output's
+    dimensions, a relu of ``[8, 256]`` is ``[8, 256]``, not Inductor's merged ``[2048]``.
+    Set per graph before its scheduler runs, as main sets it when the graph's wrapper is
+    made; lowering before that simplifies as stock Inductor does, on main too."""
+    sizevars._simplify_loops_impl = functools.partial(_loops_as_they_are, sizevars)
+
+
 class SplitAddmmPass(CustomGraphModulePass):
     """The device pass Inductor runs on post-grad graphs that touch the CPU: the backend's
     pre-scheduling pass, as far as the audit is concerned (``Backend.pass_observer``)."""
@@ -182,6 +308,7 @@ class SplitAddmmPass(CustomGraphModulePass):
             observer(gm.graph, "in")
         label_linear(gm.graph)
         split_addmm(gm)
+        clone_shared_inputs(gm)
         if observer is not None:
             observer(gm.graph, "out")
 

@@ -41,9 +41,14 @@ _SPYRE_OPS = {
     "maximum": "maximum",
     "where": "where3",
     "clone": "identity",
+    "embedding": "identity",  # a gather: main's identity with indirect coordinates
     "convert_element_type": "identity",
 }
 
+
+# Reductions (sums here) that main names by their op: mm and bmm are main's batchmatmul
+# (its mm_to_bmm_pass), a mean and layer norm's exx2 its own reductions.
+_SPYRE_REDUCTIONS = {"mm": "batchmatmul", "bmm": "batchmatmul", "mean": "mean", "exx2": "exx2"}
 
 # Ops that only re-index (views) or pick a tuple element: they never name a buffer's op.
 _VIEW_OPS = frozenset(
@@ -58,13 +63,26 @@ def _op_name(buffer: Any) -> tuple[str, bool, dict[str, Any]]:
     targets = _origin_ops(buffer)
     if isinstance(data, ir.Reduction):
         rtype = str(data.reduction_type)
-        if rtype == "sum" and "mm" in targets:
-            return "batchmatmul", True, {"reduction_type": rtype}  # main's mm_to_bmm_pass: a bmm
+        named = [_SPYRE_REDUCTIONS[t] for t in targets if t in _SPYRE_REDUCTIONS]
+        if rtype == "sum" and named:  # a reduction main names by its op: a bmm, a mean, exx2
+            return named[0], True, {"reduction_type": rtype}
         return rtype, True, {"reduction_type": rtype}
     compute = [t for t in targets if t not in _VIEW_OPS]
+    if compute == ["div"] and _by_scalar(buffer) is not None:
+        compute = ["mul"]  # main multiplies by the reciprocal of a scalar divisor
+    elif compute == ["pow"] and _by_scalar(buffer) == 2:
+        compute = ["mul"]  # main squares by a multiplication
     names = [_SPYRE_OPS.get(t, t) for t in dict.fromkeys(compute)]
     # no op of its own: a copy (a weight's layout copy, whose only origin is the input)
     return ("+".join(names) if names else "identity"), False, {}
+
+
+def _by_scalar(buffer: Any) -> int | float | None:
+    """The number (not a tensor) the buffer's one origin takes as its second argument."""
+    origins = [o for o in getattr(buffer, "origins", ()) or () if getattr(o, "op", None) == "call_function"]
+    if len(origins) == 1 and len(origins[0].args) == 2 and isinstance(origins[0].args[1], (int, float)):
+        return origins[0].args[1]
+    return None
 
 
 def _origin_ops(buffer: Any) -> list[str]:
