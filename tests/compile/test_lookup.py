@@ -132,7 +132,10 @@ def test_bundle_files_are_the_kernels_bundles(compile_case, run_cli):
     name = key.rpartition(":")[0]
     _, doc = _lookup(run_cli, key, "--in", done.out)
     (site,) = doc["answers"][0]["matches"][0]["call_sites"]
-    on_disk = sorted((done.out / "sdsc" / "mlp" / name).glob("sdsc_*.json"))
+    # the folder the OpSpec artifact records, laid out as torch-spyre main's
+    folder = done.out / "sdsc" / "mlp" / "inductor-spyre" / site["bundle_folder"]
+    assert site["bundle_folder"].split("_", 1)[1].startswith(f"{name}_")
+    on_disk = sorted(folder.glob("sdsc_*.json"))
     assert on_disk and sorted(map(Path, site["bundle_files"])) == on_disk
 
 
