@@ -270,7 +270,7 @@ def read_bundles(folder: Path, graphs: Mapping[str, Mapping[str, Any]] | None = 
     if not files:
         return None
     # in key order, not the folders' (their names begin with a hash)
-    files.sort(key=lambda found: (found[0], _bundle_order(found[1])[1:]))
+    files.sort(key=lambda found: (found[0], _bundle_index(found[1])))
     return {"/".join((*key, file.name)): _bundle_handle(file) for key, file in files}
 
 
@@ -287,10 +287,10 @@ def _recording_graphs(graphs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]
     return found
 
 
-def _bundle_order(path: Path) -> tuple[Any, ...]:
-    """Folder by folder, then bundle index as a number (``sdsc_2`` before ``sdsc_10``)."""
+def _bundle_index(path: Path) -> int:
+    """A bundle's index as a number, so ``sdsc_2`` sorts before ``sdsc_10``."""
     match = BUNDLE_FILE_RE.fullmatch(path.name)
-    return (path.parent.parts, int(match[1]) if match else -1, path.name)
+    return int(match[1]) if match else -1
 
 
 def _bundle_handle(path: Path) -> Any:
