@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from spyre_provenance.model.folders import bundle_folder_name, kernel_of_bundle_folder
-from spyre_provenance.model.layout import Layout, kernel_bundle_folder
+from spyre_provenance.model.layout import Layout, bundle_files, kernel_bundle_folder
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "spyre_provenance"
 #: the layout itself and the folder-name rules it is made of
@@ -103,3 +103,10 @@ def test_bundle_folders_name_their_model(tmp_path):
         ("mlp", "sdsc_b_0"),
         ("residual", "sdsc_a_0"),
     ]
+
+
+def test_a_folders_bundles_in_index_order(tmp_path):
+    for name in ("sdsc_10.json", "sdsc_2.json", "sdsc_0.json", "bundle.mlir", "sdsc_x.json"):
+        (tmp_path / name).write_text("{}")
+    assert [p.name for p in bundle_files(tmp_path)] == ["sdsc_0.json", "sdsc_2.json", "sdsc_10.json"]
+    assert bundle_files(tmp_path / "absent") == []

@@ -34,12 +34,11 @@ from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model import folders
 from spyre_provenance.model.detect import guess_artifact, json_type
 from spyre_provenance.model.folders import (
-    BUNDLE_FILE_RE,
     GRAPH_PREFIX,
     graph_folder,
     without_label,
 )
-from spyre_provenance.model.layout import Layout
+from spyre_provenance.model.layout import Layout, bundle_files
 from spyre_provenance.model.names import (
     AUDIT,
     GOLDEN_ARTIFACTS,
@@ -266,11 +265,10 @@ def read_bundles(folder: Path, graphs: Mapping[str, Mapping[str, Any]] | None = 
         key = kernel
         if kernels.count(kernel) > 1:  # several folders of one kernel: which graph's is it
             key = (*label, recorded[path.name], kernel[-1]) if path.name in recorded else (*label, path.name)
-        files += [(key, f) for f in path.iterdir() if BUNDLE_FILE_RE.fullmatch(f.name) and f.is_file()]
+        files += [(key, f) for f in bundle_files(path)]
     if not files:
         return None
-    # in key order, not the folders' (their names begin with a hash)
-    files.sort(key=lambda found: (found[0], _bundle_index(found[1])))
+    files.sort(key=lambda found: found[0])  # in key order, not the folders' (their names begin with a hash)
     return {"/".join((*key, file.name)): _bundle_handle(file) for key, file in files}
 
 
@@ -285,12 +283,6 @@ def _recording_graphs(graphs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]
             if isinstance(entry, dict) and isinstance(entry.get("folder"), str):
                 found.setdefault(entry["folder"], name)
     return found
-
-
-def _bundle_index(path: Path) -> int:
-    """A bundle's index as a number, so ``sdsc_2`` sorts before ``sdsc_10``."""
-    match = BUNDLE_FILE_RE.fullmatch(path.name)
-    return int(match[1]) if match else -1
 
 
 def _bundle_handle(path: Path) -> Any:

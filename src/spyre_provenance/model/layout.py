@@ -198,3 +198,14 @@ def kernel_bundle_folder(root: Path, name: str) -> Path:
     of bundles by this one rule, the name being what the OpSpec artifact records
     (``bundles[<call site>].folder``)."""
     return root / SPYRE_BUNDLES_FOLDER / name
+
+
+def bundle_files(folder: Path) -> list[Path]:
+    """The bundles of one kernel's folder, ``sdsc_<i>.json``, by index as a number (``sdsc_2``
+    before ``sdsc_10``); none when ``folder`` is no folder."""
+    if not folder.is_dir():
+        return []
+    found = [
+        (int(m[1]), p) for p in folder.iterdir() if (m := folders.BUNDLE_FILE_RE.fullmatch(p.name)) and p.is_file()
+    ]
+    return [p for _, p in sorted(found)]

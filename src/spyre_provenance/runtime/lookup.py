@@ -18,10 +18,9 @@ from typing import Any
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
 from spyre_provenance.logs.wrapper_code import HANDLE_COMMENT
 from spyre_provenance.model.detect import split_key
-from spyre_provenance.model.folders import BUNDLE_FILE_RE
 from spyre_provenance.model.frames import frames as stack_frames
 from spyre_provenance.model.frames import is_user_frame
-from spyre_provenance.model.layout import kernel_bundle_folder
+from spyre_provenance.model.layout import bundle_files, kernel_bundle_folder
 from spyre_provenance.model.lookup import (
     LOOKUP_VERSION,
     Answer,
@@ -218,8 +217,4 @@ def _bundle_files(graph: IndexedGraph, folder_name: Any) -> list[str]:
     graph's bundle root (``model.layout.kernel_bundle_folder``)."""
     if graph.bundle_root is None or not isinstance(folder_name, str) or not folder_name:
         return []
-    folder = kernel_bundle_folder(graph.bundle_root, folder_name)
-    if not folder.is_dir():
-        return []
-    files = [(int(m[1]), p) for p in folder.iterdir() if (m := BUNDLE_FILE_RE.fullmatch(p.name))]
-    return [str(p) for _, p in sorted(files)]
+    return [str(p) for p in bundle_files(kernel_bundle_folder(graph.bundle_root, folder_name))]

@@ -32,7 +32,7 @@ from spyre_provenance.backends.torch_spyre.bundles import handle_of
 from spyre_provenance.errors import UnusableInput
 from spyre_provenance.model import folders
 from spyre_provenance.model.detect import split_key
-from spyre_provenance.model.layout import NO_GRAPH_FOLDERS, Layout, kernel_bundle_folder
+from spyre_provenance.model.layout import NO_GRAPH_FOLDERS, Layout, bundle_files, kernel_bundle_folder
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_STACK_TRACES,
@@ -353,13 +353,11 @@ def served_bundles(roots: list[Path]) -> dict[str, dict[str, Any]]:
             raise UnusableInput(str(root), "no such folder (--bundles names a folder of SuperDSC bundle folders)")
         for first in sorted(root.rglob(folders.BUNDLE_FILE.format(0))):
             folder = first.parent
-            i = 0
-            while (path := folder / folders.BUNDLE_FILE.format(i)).is_file():
+            for path in bundle_files(folder):
                 bundle = _bundle_file(path, f"{folder.name}/{path.name}")
                 found.setdefault(bundle["path"], bundle)
                 if bundle["id"] is not None:
                     found.setdefault(str(bundle["id"]), bundle)
-                i += 1
     return found
 
 
