@@ -28,6 +28,7 @@ from pathlib import Path
 import msgspec
 
 from bench.section import section_main
+from spyre_provenance.model import folders
 from spyre_provenance.model.layout import Layout
 
 SECTION = 8
@@ -67,6 +68,9 @@ def write_out(folder: Path, kernels: int) -> None:
         k: [f'  File "{model}", line {10 + i}, in forward\n    x = self.layer{i}(x)\n'] for i, k in enumerate(keys)
     }
     handles: dict[str, dict] = {}
+    # each kernel's bundle folder, named as the reference backend names it (from a stand-in
+    # for its bundles' bytes) and recorded in the OpSpec artifact, where the viewer finds it
+    bundle_folders = {k: folders.bundle_folder_name(k.split(":")[0], k.encode()) for k in keys}
     specs: dict[str, list[dict]] = {}
     for i, k in enumerate(keys):
         specs[k] = []
@@ -89,7 +93,7 @@ def write_out(folder: Path, kernels: int) -> None:
                     "debug_handle": hid,
                 }
             )
-            bundle = Layout(folder, MODEL).bundle_root / k.split(":")[0] / f"sdsc_{s}.json"
+            bundle = Layout(folder, MODEL).bundle_folder(bundle_folders[k]) / f"sdsc_{s}.json"
             bundle.parent.mkdir(parents=True, exist_ok=True)
             body = {
                 "computeOp_": {"op_": "matmul"},
@@ -106,7 +110,15 @@ def write_out(folder: Path, kernels: int) -> None:
     for name, doc in (
         ("inductor_provenance_tracking_node_mappings", mapping),
         ("inductor_provenance_tracking_kernel_stack_traces", traces),
-        ("spyre_opspec_debug_handles", {"version": 1, "kernels": specs, "handles": handles}),
+        (
+            "spyre_opspec_debug_handles",
+            {
+                "version": 2,
+                "kernels": specs,
+                "handles": handles,
+                "bundles": {k: {"provenance_key": None, "folder": bundle_folders[k]} for k in keys},
+            },
+        ),
         ("spyre_source_lines", sources),
     ):
         (graph / f"{name}.json").write_text(json.dumps(doc))

@@ -111,6 +111,9 @@ def normalize(text: str) -> str:
     # the viewer's page holds the source files' paths, so its size moves with the checkout's
     text = re.sub(r"\([0-9.]+ MB\)", "(<SIZE> MB)", text)
     text = re.sub(r"handle \d+", "handle <ID>", text)
+    # the reference backend names a kernel's bundle folder <uuid8>_<kernel>_<suffix> from a
+    # hash of its bundles' bytes, which hold those paths and ids too
+    text = re.sub(r"\b[0-9a-f]{8}_(sdsc_[0-9A-Za-z_]+)_[a-z0-9_]{8}(?=[/,\s]|$)", r"<uuid8>_\1_<suffix>", text)
     # torch-spyre's provenance key hashes those handle ids
     text = re.sub(r"(spyre_kernel_v1_\w+_|provenance key: )[a-z2-7]{16}", r"\1<KEY>", text)
     if "--summary" in text.split("\n", 1)[0]:  # timings: the figures and the order of equal rows vary

@@ -1,7 +1,8 @@
 """The provenance page in a real browser: Debian's chromium, headless, driven by Playwright.
 
-Loads the page ``open`` makes from ``compile mlp`` output (its matmul kernels have HBM pool
-lines between handle comment and call), hovers every kernel call line of the generated code, and reads which ``.line`` elements of the post-grad and pre-grad panels
+Loads the page ``open`` makes from ``compile mlp`` output (each handle comment followed by
+the call ``<kernel>.run(...)``, as torch-spyre main writes it), hovers every kernel call line
+of the generated code, and reads which ``.line`` elements of the post-grad and pre-grad panels
 get the ``highlight`` class. Exactly the nodes the mapping names must light up: the mapping
 is the artifact in the log, the node names come from the page's own text. A second test
 removes one kernel key from the mapping (a copy of the log, payload and MD5 rewritten),

@@ -52,8 +52,8 @@ class Relation:
     """One graph folder's elements and edges, read from its files."""
 
     def __init__(self, folder: Path, served: dict[str, str] | None = None) -> None:
-        """``served``: handle id -> bundle (``<folder>/sdsc_<i>.json``) of torch-spyre's own
-        bundle folders, which carry no graph's name, only their handles."""
+        """``served``: the bundles (``<folder>/sdsc_<i>.json``) of torch-spyre's own bundle
+        folders, each by that path and by the id of the handle it carries."""
 
         def load(name: str) -> dict:
             path = folder / f"{name}.json"
@@ -84,16 +84,17 @@ class Relation:
                 for file, line in _FRAME.findall(trace):
                     self._edge(("line", f"{file}:{line}"), ("call", key))
         handles = opspecs.get("handles", {})
-        bundles = folder.parent / "sdsc" / label
+        bundles = folder.parent / "sdsc" / label / "inductor-spyre"
         for key, specs in opspecs.get("kernels", {}).items():
-            kernel = key.rsplit(":", 1)[0]
+            # the bundle folder the OpSpec artifact records for the call site
+            kernel = opspecs.get("bundles", {}).get(key, {}).get("folder") or key.rsplit(":", 1)[0]
             for i, spec in enumerate(specs):
                 element = ("spec", f"{key}#{i}")
                 self._edge(("call", key), element)
                 for line in self._handle_lines(handles.get(spec.get("debug_handle")), handles):
                     self._edge(("line", line), element)
                     self._edge(("line", line), ("call", key))
-                if (bundles / kernel / f"sdsc_{i}.json").is_file():
+                if (bundles / kernel / f"sdsc_{i}.json").is_file() or f"{kernel}/sdsc_{i}.json" in (served or {}):
                     self._edge(element, ("bundle", f"{kernel}/sdsc_{i}.json"))
                 elif spec.get("debug_handle") in (served or {}):
                     self._edge(element, ("bundle", served[spec["debug_handle"]]))

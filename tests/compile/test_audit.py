@@ -30,6 +30,7 @@ from spyre_provenance.golden.normalize import TOOLCHAIN_TEXT
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
 from spyre_provenance.model.audit_records import FIELDS, STAGE_TITLES
+from spyre_provenance.model.folders import kernel_of_bundle_folder
 from spyre_provenance.model.names import DIAGNOSTICS, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import GraphDiagnostics, GraphResult
 from spyre_provenance.validate import schemas
@@ -60,8 +61,9 @@ def wrote(audited) -> dict:
         "opspecs": json.loads((folder / f"{OPSPEC_DEBUG_HANDLES}.json").read_text()),
         "diagnostics": json.loads((folder / f"{DIAGNOSTICS}.json").read_text()),
         "post_grad": parse_post_grad_graph(logged.post_grad_graph),
+        # <kernel>/sdsc_<i>.json, each read from its folder inductor-spyre/<uuid8>_<kernel>_<suffix>/
         "bundles": sorted(
-            p.relative_to(audited.out / "sdsc" / "mlp").as_posix() for p in (audited.out / "sdsc").rglob("sdsc_*.json")
+            f"{kernel_of_bundle_folder(p.parent.name)}/{p.name}" for p in (audited.out / "sdsc").rglob("sdsc_*.json")
         ),
     }
 

@@ -16,6 +16,8 @@ from test_bundle_cache import compile_with_cache
 
 from helpers.where import GOLDEN  # tests/ is on sys.path
 from spyre_provenance import golden
+from spyre_provenance.model.folders import bundle_folder_name
+from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.names import OPSPEC_DEBUG_HANDLES
 from spyre_provenance.validate import paths as path_validation
 from zoo.user_models import SOURCE
@@ -35,11 +37,19 @@ def handle(line: int = 3, file: str = "m.py", hid: str = "1", children: list | N
     }
 
 
+def kernel_folder(root: Path, kernel: str, label: str = "m-make") -> Path:
+    """A kernel's bundle folder in ``root``'s ``sdsc/<label>/``, laid out and named as the
+    reference backend's (``inductor-spyre/<uuid8>_<kernel>_<suffix>/``; named here from the
+    kernel and label alone, so the two sides' names differ, as two machines' would)."""
+    return Layout(root, label).bundle_folder(bundle_folder_name(kernel, label.encode()))
+
+
 def bundle_folder(root: Path, handles: dict[str, dict | None], label: str = "m-make") -> Path:
-    """``root/sdsc/<label>/<kernel>/sdsc_<i>.json`` per ``handles`` key ``<kernel>/sdsc_<i>.json``,
-    each with a device spec around the handle (which the diff must ignore)."""
+    """A bundle per ``handles`` key ``<kernel>/sdsc_<i>.json``, in the kernel's folder
+    (``kernel_folder``), each with a device spec around the handle (which the diff must ignore)."""
     for rel, h in handles.items():
-        path = root / "sdsc" / label / rel
+        kernel, name = rel.split("/")
+        path = kernel_folder(root, kernel, label) / name
         path.parent.mkdir(parents=True, exist_ok=True)
         body = {"debug_handle_": h, "opFunc_": "addmm", "numCoresUsed_": 1}
         path.write_text(json.dumps({f"{path.stem[5:]}_addmm": body}, indent=2, sort_keys=True))
@@ -117,7 +127,7 @@ def test_a_malformed_handle_is_one_line_exit_2(tmp_path, run_cli):
 
 
 def test_a_bundle_that_is_no_bundle_is_exit_2(tmp_path, run_cli):
-    path = tmp_path / "a" / "sdsc" / "m" / KERNEL / "sdsc_0.json"
+    path = kernel_folder(tmp_path / "a", KERNEL, "m") / "sdsc_0.json"
     path.parent.mkdir(parents=True)
     path.write_text('{"debug_handle_": "nope"}')
     code, out, err = run_cli("diff", tmp_path / "a", tmp_path / "a")
@@ -228,3 +238,29 @@ def test_a_compile_and_its_own_log_are_the_same_provenance(compile_case):
         assert [h for h in comparison.hints if "SuperDSC bundles not compared" in h] == [
             f"SuperDSC bundles not compared: {'B' if b is log else 'A'} is a TORCH_TRACE log, which holds none"
         ]
+
+
+def test_two_graphs_kernels_of_one_name_keep_their_own_bundles(tmp_path):
+    """Kernel suffixes restart per graph: a forward and a backward can each have a
+    ``sdsc_fused_add_0``. Each has its own folder (as on torch-spyre main), and a golden names
+    each after the graph whose OpSpec artifact records it, not after its folder's hash."""
+    from spyre_provenance.golden.store import read_bundles
+
+    forward, backward = (
+        Layout(tmp_path, "m").bundle_folder(bundle_folder_name("sdsc_fused_add_0", s)) for s in (b"f", b"b")
+    )
+    for folder, line in ((forward, 3), (backward, 5)):
+        folder.mkdir(parents=True)
+        (folder / "sdsc_0.json").write_text(json.dumps({"0_add": {"debug_handle_": handle(line)}}))
+    graphs = {
+        g: {OPSPEC_DEBUG_HANDLES: {"bundles": {"sdsc_fused_add_0:1": {"provenance_key": None, "folder": f.name}}}}
+        for g, f in (("graph_00_0-0_forward", forward), ("graph_01_0-0_backward", backward))
+    }
+    found = read_bundles(tmp_path, graphs)
+    assert found is not None
+    assert {k: h["source"]["start_line"] for k, h in found.items()} == {
+        "graph_00_0-0_forward/sdsc_fused_add_0/sdsc_0.json": 3,
+        "graph_01_0-0_backward/sdsc_fused_add_0/sdsc_0.json": 5,
+    }
+    # without the graphs that record them, each folder by its whole name: never one lost
+    assert sorted(read_bundles(tmp_path) or {}) == sorted(f"{f.name}/sdsc_0.json" for f in (forward, backward))

@@ -146,6 +146,8 @@ def test_two_runs_give_byte_identical_artifacts(demo, demo_again):
     for name in files:
         assert (first / name).read_bytes() == (demo_again / name).read_bytes(), name
     bundles = sorted(p.relative_to(first) for p in (first / "sdsc").rglob("*.json"))
+    # the bundle folders' names too (inductor-spyre/<uuid8>_<kernel>_<suffix>/, from the bytes)
+    assert bundles == sorted(p.relative_to(demo_again) for p in (demo_again / "sdsc").rglob("*.json"))
     assert bundles and all((first / b).read_bytes() == (demo_again / b).read_bytes() for b in bundles)
 
 

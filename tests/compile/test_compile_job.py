@@ -145,7 +145,7 @@ print(json.dumps({
     "reasons": list(outcome.verdict.reasons),
     "compared": outcome.report.compared,
     "built": [str(b.bundle_dir) for b in built],
-    "bundles": sorted(p.name for p in Layout(out, "drop").bundle_root.iterdir()),
+    "bundles": sorted(p.name for _, p in Layout(out, "drop").bundle_folders()),
     "writes": writes,
 }))
 """

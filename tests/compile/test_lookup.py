@@ -132,8 +132,15 @@ def test_bundle_files_are_the_kernels_bundles(compile_case, run_cli):
     name = key.rpartition(":")[0]
     _, doc = _lookup(run_cli, key, "--in", done.out)
     (site,) = doc["answers"][0]["matches"][0]["call_sites"]
-    on_disk = sorted((done.out / "sdsc" / "mlp" / name).glob("sdsc_*.json"))
+    # the folder the OpSpec artifact records, laid out as torch-spyre main's
+    folder = done.out / "sdsc" / "mlp" / "inductor-spyre" / site["bundle_folder"]
+    assert site["bundle_folder"].split("_", 1)[1].startswith(f"{name}_")
+    on_disk = sorted(folder.glob("sdsc_*.json"))
     assert on_disk and sorted(map(Path, site["bundle_files"])) == on_disk
+    # the folder's name, whole or as device errors print it (without its <uuid8>_), names it
+    for folder_name in (site["bundle_folder"], site["bundle_folder"].split("_", 1)[1]):
+        _, doc = _lookup(run_cli, folder_name, "--in", done.out)
+        assert [s["key"] for m in doc["answers"][0]["matches"] for s in m["call_sites"]] == [key], folder_name
 
 
 def test_text_answer_first_and_unknown_name(compile_case, run_cli):

@@ -37,6 +37,7 @@ from spyre_provenance.backends.reference.lowering import (
 )
 from spyre_provenance.compile import examples
 from spyre_provenance.compile.examples import EXAMPLES, ModelLoadError, load_model
+from spyre_provenance.model.folders import bundle_folder_name
 from spyre_provenance.model.records import OpSpecRecord
 
 aten = torch.ops.aten
@@ -403,6 +404,8 @@ def test_wrapper_calls_only_sdsc_kernels(compiled: Any, case: str) -> None:
     called = re.findall(r"^\s+(\w+)\.run\(", _call_body(c.code), re.M)  # as main calls its kernels
     kernels_called = [k for k in called if k in defined]
     assert set(kernels_called) == set(defined)
+    # no HBM pool line: main has allocated no pool in the wrapper since #3707
+    assert "_pool_" not in c.code and "spyre_empty_with_layout" not in c.code
 
 
 @pytest.mark.compile
@@ -524,9 +527,14 @@ def test_bundles(compiled: Any, case: str) -> None:
         if name in seen_kernels:
             continue  # a reused kernel is defined, and bundled, once
         seen_kernels.add(name)
-        folder = c.bundle_dir / name
+        # laid out as torch-spyre main lays them in its cache_dir(): inductor-spyre/
+        # <uuid8>_<kernel>_<suffix>/, the name the OpSpec artifact records, from the bytes
+        _, folder_name = c.backend.kernel_bundle(name)
+        folder = c.bundle_dir / "inductor-spyre" / folder_name
         files = [folder / f"sdsc_{i}.json" for i in range(len(specs))]
         assert set(folder.glob("sdsc_*.json")) == set(files)
+        assert re.fullmatch(rf"[0-9a-f]{{8}}_{re.escape(name)}_[a-z0-9_]{{8}}", folder_name)
+        assert folder_name == bundle_folder_name(name, b"".join(f.read_bytes() for f in files))
         for i, (path, spec) in enumerate(zip(files, specs, strict=True)):
             text = path.read_text()
             doc = json.loads(text)

@@ -21,6 +21,8 @@ import pytest
 
 from helpers.where import GOLDEN  # tests/ is on sys.path
 from spyre_provenance.logs.graphs import read_log_graphs
+from spyre_provenance.model.folders import kernel_of_bundle_folder, label_and_compile_id
+from spyre_provenance.model.layout import Layout, kernel_bundle_folder
 
 try:  # the models torch-spyre main compiles here (spyre-main's zoo test)
     from spyre_main.test_spyre_zoo import ACCEPTED
@@ -162,3 +164,44 @@ def test_each_op_iterates_as_on_main(request: pytest.FixtureRequest, compile_cas
     Inductor's loops unmerged), a reduction's reduced dimensions after them."""
     on_main, on_reference = _both(request, compile_case, spec)
     assert on_reference == on_main
+
+
+def _bundle_layout(case: Any, root_of: Any) -> list[tuple[str, list[tuple[str, ...]]]]:
+    """Each call site's bundles, found as every reader finds them: the folder its OpSpec
+    artifact records, under its root (``kernel_bundle_folder``); per call site, its kernel
+    and the paths of its bundle files relative to that root."""
+    found = []
+    for graph in case.graph_dirs():
+        doc = json.loads((graph / "spyre_opspec_debug_handles.json").read_text())
+        root = root_of(graph)
+        for key, specs in doc["kernels"].items():
+            kernel = key.rsplit(":", 1)[0]
+            name = doc["bundles"][key]["folder"]
+            assert kernel_of_bundle_folder(name) == kernel, (key, name)
+            files = sorted(kernel_bundle_folder(root, name).glob("sdsc_*.json"))
+            assert len(files) == len(specs), (key, name, files)
+            found.append((kernel, [f.relative_to(root).parts for f in files]))
+    return found
+
+
+def test_both_backends_lay_bundles_out_alike(request: pytest.FixtureRequest, compile_case: Any) -> None:
+    """torch-spyre main writes ``cache_dir()/inductor-spyre/<uuid8>_<kernel>_<suffix>/
+    sdsc_<i>.json``; the reference backend the same shape under the model's bundle root, and
+    one rule finds both from the folder name the OpSpec artifact records."""
+    spyre = _fixture(request, "spyre_main_case")("mlp")
+    assert spyre.returncode == 0, spyre.stdout + spyre.stderr[-3000:]
+    reference = compile_case("mlp", "--backend", "reference", "--dtype", "float16")
+    assert reference.returncode == 0, reference.stdout + reference.stderr[-3000:]
+
+    def model_root(graph: Any) -> Any:
+        label, _ = label_and_compile_id(graph.name) or (None, "")
+        return Layout(graph.parent, label).bundle_root
+
+    on_main = _bundle_layout(spyre, lambda graph: spyre.inductor_cache)
+    on_reference = _bundle_layout(reference, model_root)
+    assert on_main and on_reference
+    for layout in (on_main, on_reference):
+        for _, paths in layout:
+            assert [p[0] for p in paths] == ["inductor-spyre"] * len(paths)
+            assert [p[2] for p in paths] == [f"sdsc_{i}.json" for i in range(len(paths))]
+    assert [k for k, _ in on_reference] == [k for k, _ in on_main]  # the same kernels, named alike

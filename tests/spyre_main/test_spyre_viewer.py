@@ -36,10 +36,12 @@ def test_a_torch_spyre_compile_lights_its_relatives_bundles_included(args, spyre
     case = spyre_main_case(*args)
     folders = case.graph_dirs()
     assert folders, case.stdout + case.stderr[-3000:]
-    # torch-spyre's bundle folders, by the handle each bundle carries (read here from the files)
+    # torch-spyre's bundle folders, by path and by the handle each bundle carries (read here
+    # from the files); a call site's recorded folder picks its own
     served: dict[str, str] = {}
     for folder in case.bundle_dirs():
         for bundle in sorted(folder.glob("sdsc_*.json")):
+            served[f"{folder.name}/{bundle.name}"] = f"{folder.name}/{bundle.name}"
             (body,) = json.loads(bundle.read_text()).values()
             handle = body.get("debug_handle_")
             if handle:

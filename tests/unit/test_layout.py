@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from spyre_provenance.model.layout import Layout
+from spyre_provenance.model.folders import bundle_folder_name, kernel_of_bundle_folder
+from spyre_provenance.model.layout import Layout, bundle_files, kernel_bundle_folder
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "spyre_provenance"
 #: the layout itself and the folder-name rules it is made of
@@ -16,10 +17,11 @@ ALLOWED = {"model/layout.py", "model/folders.py"}
 #: an out folder's part as a path: joined (``/ "trace"``), globbed (``glob("rank*")``),
 #: compared with a folder's name (``.name == "trace"``), or its constant named
 OUT_PATH = re.compile(
-    r'/\s*"(?:trace|sdsc|tlparse|profile|view\.html)"'
+    r'/\s*"(?:trace|sdsc|tlparse|profile|view\.html|inductor-spyre)"'
     r'|glob\("(?:trace|sdsc|tlparse|profile|rank)[/*]'
     r'|\.name\s*==\s*"(?:trace|sdsc|tlparse|profile)"'
-    r"|\b(?:TRACE_FOLDER|SDSC_FOLDER|TLPARSE_FOLDER|PROFILE_FOLDER|RANK_PREFIX|ORIGIN_SUFFIX|rank_folder)\b"
+    r"|\b(?:TRACE_FOLDER|SDSC_FOLDER|SPYRE_BUNDLES_FOLDER|TLPARSE_FOLDER|PROFILE_FOLDER|RANK_PREFIX|ORIGIN_SUFFIX"
+    r"|rank_folder)\b"
 )
 
 
@@ -43,6 +45,7 @@ def test_no_module_but_the_layout_spells_a_path_of_the_out_folder():
         'for p in self.out.glob("rank*"):',
         'if log.parent.name == "trace":',
         "bundles = out / folders.SDSC_FOLDER / model",
+        'folder = bundle_dir / "inductor-spyre" / name',
     ],
 )
 def test_the_check_finds_a_spelled_path(line):
@@ -69,3 +72,41 @@ def test_every_path_of_a_model_is_under_its_out_folder_and_named_after_its_label
 def test_a_reader_without_the_label_cannot_name_a_models_own_path(tmp_path):
     with pytest.raises(ValueError, match="needs its label"):
         _ = Layout(tmp_path).trace_log
+
+
+def test_bundles_are_laid_out_as_torch_spyre_mains(tmp_path):
+    """``<bundle root>/inductor-spyre/<uuid8>_<kernel>_<suffix>/`` (torch-spyre main 9a6b71e,
+    ``execution/async_compile.py`` ``get_output_dir``), for a model's root and torch-spyre's
+    ``cache_dir()`` alike; the reference backend's name comes from the bundles' bytes."""
+    name = bundle_folder_name("sdsc_fused_linear_relu_0", b'{"0_batchmatmul": {}}')
+    assert re.fullmatch(r"[0-9a-f]{8}_sdsc_fused_linear_relu_0_[a-z2-7]{8}", name)
+    assert name == bundle_folder_name("sdsc_fused_linear_relu_0", b'{"0_batchmatmul": {}}')
+    assert name != bundle_folder_name("sdsc_fused_linear_relu_0", b'{"0_add": {}}')
+    layout = Layout(tmp_path, "mlp")
+    assert layout.bundle_folder(name) == tmp_path / "sdsc" / "mlp" / "inductor-spyre" / name
+    assert kernel_bundle_folder(tmp_path / "cache", name) == tmp_path / "cache" / "inductor-spyre" / name
+    # torch-spyre's own names (random uuid8 and mkdtemp suffix) and the reference's read alike
+    assert kernel_of_bundle_folder(name) == "sdsc_fused_linear_relu_0"
+    assert kernel_of_bundle_folder("1a2b3c4d_sdsc_fused_neg_0_il7ixi06") == "sdsc_fused_neg_0"
+    assert kernel_of_bundle_folder("sdsc_fused_neg_0") is None
+
+
+def test_bundle_folders_name_their_model(tmp_path):
+    for label, kernel in (("mlp", "sdsc_a_0"), ("mlp", "sdsc_b_0"), ("residual", "sdsc_a_0")):
+        Layout(tmp_path, label).bundle_folder(bundle_folder_name(kernel, label.encode())).mkdir(parents=True)
+    mine = Layout(tmp_path, "mlp").bundle_folders()
+    assert sorted(kernel_of_bundle_folder(p.name) for _, p in mine) == ["sdsc_a_0", "sdsc_b_0"]
+    assert {label for label, _ in mine} == {None}
+    every = Layout(tmp_path).bundle_folders()
+    assert sorted((label, kernel_of_bundle_folder(p.name)) for label, p in every) == [
+        ("mlp", "sdsc_a_0"),
+        ("mlp", "sdsc_b_0"),
+        ("residual", "sdsc_a_0"),
+    ]
+
+
+def test_a_folders_bundles_in_index_order(tmp_path):
+    for name in ("sdsc_10.json", "sdsc_2.json", "sdsc_0.json", "bundle.mlir", "sdsc_x.json"):
+        (tmp_path / name).write_text("{}")
+    assert [p.name for p in bundle_files(tmp_path)] == ["sdsc_0.json", "sdsc_2.json", "sdsc_10.json"]
+    assert bundle_files(tmp_path / "absent") == []

@@ -27,7 +27,7 @@ from typing import Any
 
 from spyre_provenance.golden.cases import source_checkout
 from spyre_provenance.links.redact import Redactor, path_variants
-from spyre_provenance.model import handles
+from spyre_provenance.model import folders, handles
 from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.names import (
     AUDIT,
@@ -196,11 +196,11 @@ def _normalize_opspecs(doc: dict[str, Any], roots: Roots) -> dict[str, Any]:
 
 
 def bundle_folder_kernel(folder: str, kernel: str | None) -> str:
-    """A bundle folder's name as a golden holds it: ``<uuid8>_<kernel>_<mkdtemp 8>`` (torch-
-    spyre's, random) becomes ``<kernel>``; any other name stays as it is."""
-    if kernel and re.fullmatch(rf"[0-9a-f]{{8}}_{re.escape(kernel)}_[a-z0-9_]{{8}}", folder):
-        return kernel
-    return folder
+    """A bundle folder's name as a golden holds it: ``<uuid8>_<kernel>_<suffix>``
+    (``folders.kernel_of_bundle_folder``: torch-spyre's, random; the reference backend's,
+    from the bundles' bytes, which hold absolute paths) becomes ``<kernel>``; any other name
+    stays as it is."""
+    return kernel if kernel and folders.kernel_of_bundle_folder(folder) == kernel else folder
 
 
 def _normalize_handle_fields(entry: dict[str, Any], roots: Roots) -> None:

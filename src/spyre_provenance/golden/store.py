@@ -31,16 +31,14 @@ from spyre_provenance.golden.normalize import (
 )
 from spyre_provenance.logs import tracelog
 from spyre_provenance.logs.graphs import read_log_graphs
-from spyre_provenance.model import jsonio
+from spyre_provenance.model import folders, jsonio
 from spyre_provenance.model.detect import guess_artifact, json_type
 from spyre_provenance.model.folders import (
-    BUNDLE_FILE,
-    BUNDLE_FILE_RE,
     GRAPH_PREFIX,
     graph_folder,
     without_label,
 )
-from spyre_provenance.model.layout import Layout
+from spyre_provenance.model.layout import Layout, bundle_files
 from spyre_provenance.model.names import (
     AUDIT,
     GOLDEN_ARTIFACTS,
@@ -69,8 +67,8 @@ AUDIT_FILE = audit_files.JSON_FILE
 @dataclasses.dataclass
 class Provenance:
     """Artifacts by graph: ``graphs[graph name][artifact] = document``, in compile order;
-    ``bundles``: each SuperDSC bundle's ``debug_handle_`` (dict or None) by its path under
-    ``sdsc/<label>/`` (``sdsc_fused_addmm_0/sdsc_1.json``), None where there are no bundles.
+    ``bundles``: each SuperDSC bundle's ``debug_handle_`` (dict or None) by its kernel and
+    file (``sdsc_fused_addmm_0/sdsc_1.json``, ``read_bundles``), None where there are no bundles.
     ``holds_bundles``: False for a bare TORCH_TRACE log, which can hold none (so its lack of
     bundles is no difference)."""
 
@@ -171,9 +169,9 @@ def _load_folder(folder: Path) -> Provenance:
     if (folder / MANIFEST).is_file():
         doc, _ = jsonio.parse_json((folder / MANIFEST).read_bytes(), location=str(folder / MANIFEST))
         manifest = doc if isinstance(doc, dict) else None
-    bundles = read_bundles(folder)
-    audit = read_audit(folder / AUDIT_FILE) if (folder / AUDIT_FILE).is_file() else None
     graphs = _folder_graphs(folder)
+    bundles = read_bundles(folder, graphs)
+    audit = read_audit(folder / AUDIT_FILE) if (folder / AUDIT_FILE).is_file() else None
     if graphs is not None:
         return Provenance(str(folder), graphs, manifest, bundles, audit=audit)
     ranks = _rank_folders(folder)
@@ -191,7 +189,8 @@ def _load_folder(folder: Path) -> Provenance:
         raise UnusableInput(str(folder), f"holds {len(logs)} TORCH_TRACE logs; name one")
     if logs:
         logged = _load_log(logs[0], str(folder))
-        logged.bundles, logged.holds_bundles = bundles, True  # the folder could hold them
+        # the folder could hold them; named after the log's graphs where two share a kernel
+        logged.bundles, logged.holds_bundles = read_bundles(folder, logged.graphs), True
         logged.audit = audit
         return logged
     if bundles is not None:  # bundles alone (a copied sdsc/ tree): still comparable
@@ -243,27 +242,47 @@ def _folder_graphs(folder: Path) -> dict[str, dict[str, Any]] | None:
 # --- SuperDSC bundles: only their debug_handle_ -----------------------------------------------
 
 
-def read_bundles(folder: Path) -> dict[str, Any] | None:
+def read_bundles(folder: Path, graphs: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any] | None:
     """The bundle handles of a golden case (its ``BUNDLE_HANDLES_FILE``) or of a ``compile --out``
-    (``sdsc/``), by bundle path; None when the folder holds no bundles."""
+    (``sdsc/<label>/inductor-spyre/<uuid8>_<kernel>_<suffix>/``, ``Layout.bundle_folders``),
+    by bundle path; None when the folder holds no bundles.
+
+    A bundle's path is ``<kernel>/sdsc_<i>.json`` (the model's label first when the folder
+    holds several models' bundles): the folder's ``<uuid8>_`` and ``_<suffix>`` differ from
+    machine to machine (torch-spyre's are random, the reference backend's hash the bundles'
+    bytes, which hold absolute paths). Where two folders hold one kernel (kernel suffixes
+    restart per graph), each is named after the first of ``graphs`` whose OpSpec artifact
+    records it (``<graph>/<kernel>/sdsc_<i>.json``), else by its own whole name."""
     if (folder / BUNDLE_HANDLES_FILE).is_file():
         return _read_bundle_file(folder / BUNDLE_HANDLES_FILE)
-    root = Layout(folder).bundle_root  # every model's: sdsc/<label>/...
-    files = sorted(root.rglob(BUNDLE_FILE.format("*")), key=_bundle_order)
-    files = [f for f in files if BUNDLE_FILE_RE.fullmatch(f.name) and f.is_file()]
+    found = Layout(folder).bundle_folders()  # every model's
+    labels = {label for label, _ in found}
+    named = [((label,) if len(labels) > 1 and label else (), path) for label, path in found]
+    kernels = [(*label, folders.kernel_of_bundle_folder(path.name) or path.name) for label, path in named]
+    recorded = _recording_graphs(graphs or {})
+    files = []
+    for (label, path), kernel in zip(named, kernels, strict=True):
+        key = kernel
+        if kernels.count(kernel) > 1:  # several folders of one kernel: which graph's is it
+            key = (*label, recorded[path.name], kernel[-1]) if path.name in recorded else (*label, path.name)
+        files += [(key, f) for f in bundle_files(path)]
     if not files:
         return None
-    rels = [f.relative_to(root).parts for f in files]
-    labels = {parts[0] for parts in rels if len(parts) == 3}
-    # one model's bundles: named without its label, as graph folders are (graph_names)
-    keys = ["/".join(parts[1:] if len(parts) == 3 and len(labels) == 1 else parts) for parts in rels]
-    return {key: _bundle_handle(file) for key, file in zip(keys, files, strict=True)}
+    files.sort(key=lambda found: found[0])  # in key order, not the folders' (their names begin with a hash)
+    return {"/".join((*key, file.name)): _bundle_handle(file) for key, file in files}
 
 
-def _bundle_order(path: Path) -> tuple[Any, ...]:
-    """Folder by folder, then bundle index as a number (``sdsc_2`` before ``sdsc_10``)."""
-    match = BUNDLE_FILE_RE.fullmatch(path.name)
-    return (path.parent.parts, int(match[1]) if match else -1, path.name)
+def _recording_graphs(graphs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Bundle folder name -> the first graph (in compile order) whose OpSpec artifact records
+    a call site running it (``bundles[<call site>].folder``)."""
+    found: dict[str, str] = {}
+    for name, artifacts in graphs.items():
+        doc = artifacts.get(OPSPEC_DEBUG_HANDLES)
+        entries = doc.get("bundles") if isinstance(doc, dict) else None
+        for entry in entries.values() if isinstance(entries, dict) else ():
+            if isinstance(entry, dict) and isinstance(entry.get("folder"), str):
+                found.setdefault(entry["folder"], name)
+    return found
 
 
 def _bundle_handle(path: Path) -> Any:

@@ -7,6 +7,8 @@ Pure: imports nothing of ours.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 import unicodedata
 
@@ -16,6 +18,10 @@ GRAPH_PREFIX = "graph_"
 #: (torch-spyre's ``generate_bundle``); ``BUNDLE_FILE_RE`` reads the index back.
 BUNDLE_FILE = "sdsc_{}.json"
 BUNDLE_FILE_RE = re.compile(r"sdsc_([0-9]+)\.json")
+#: A kernel's bundle folder as torch-spyre main names it (9a6b71e,
+#: ``execution/async_compile.py`` ``get_output_dir``): ``uuid4().hex[:8]``, the kernel's name,
+#: and ``tempfile.mkdtemp``'s 8 characters (``[a-z0-9_]``): ``1a2b3c4d_sdsc_fused_neg_0_il7ixi06``.
+_BUNDLE_FOLDER = re.compile(r"[0-9a-f]{8}_(?P<kernel>.+)_[a-z0-9_]{8}")
 #: ``compile --ranks N`` writes each rank's output into ``rank<r>/`` of ``--out``.
 RANK_PREFIX = "rank"
 _RANK_FOLDER = re.compile(r"rank(?P<rank>0|[1-9][0-9]*)")
@@ -119,3 +125,22 @@ def rank_of_path(parts: tuple[str, ...]) -> int | None:
         if match:
             return int(match["rank"])
     return None
+
+
+def bundle_folder_name(kernel: str, content: bytes) -> str:
+    """The reference backend's name for the folder of a kernel's bundles, shaped as torch-spyre
+    main's (``<uuid8>_<kernel>_<suffix>``) but derived from the bundles' bytes ``content``
+    instead of drawn at random: the uuid8 is the first 8 hex digits of their SHA-256, the
+    suffix the next 5 bytes of it in lowercase base32 (``a-z2-7``, inside mkdtemp's alphabet).
+    The same bundles give the same folder, byte for byte; two graphs' kernels of one name
+    (suffixes restart per graph) with different bundles get two folders."""
+    digest = hashlib.sha256(content).digest()
+    suffix = base64.b32encode(digest[4:9]).decode("ascii").lower()
+    return f"{digest[:4].hex()}_{kernel}_{suffix}"
+
+
+def kernel_of_bundle_folder(name: str) -> str | None:
+    """The kernel a bundle folder named as torch-spyre main names it is of; None for a name
+    of another shape."""
+    match = _BUNDLE_FOLDER.fullmatch(name)
+    return match["kernel"] if match else None

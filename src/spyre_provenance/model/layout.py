@@ -9,7 +9,10 @@ paths through it, and no other module spells a folder of ``OUT``
       trace/<label>.log                  the run's TORCH_TRACE log (renamed when the compile is done)
       trace/<label>.model                which model the label stands for
       graph_<label>_NN_<compile id>_<kind>/   one folder per compiled graph (model.folders)
-      sdsc/<label>/<kernel>/sdsc_<i>.json     the SuperDSC bundles (bundle_root)
+      sdsc/<label>/inductor-spyre/<uuid8>_<kernel>_<suffix>/sdsc_<i>.json
+                                         the SuperDSC bundles, one folder per kernel, laid
+                                         out as torch-spyre main lays them in its cache_dir()
+                                         (bundle_root, bundle_folder)
       tlparse/<label>/                   tlparse's pages (of every rank, for compile --ranks)
       profile/<label>.trace.json         compile --profile's annotated Chrome trace
       provenance_audit.json, .md         compile --audit's, one per OUT: the last audited run's
@@ -32,7 +35,10 @@ from spyre_provenance.model import folders
 from spyre_provenance.model.names import AUDIT
 
 TRACE_FOLDER = "trace"  # TORCH_TRACE logs: <model>.log
-SDSC_FOLDER = "sdsc"  # SuperDSC bundles: <model>/<kernel>/sdsc_<i>.json
+SDSC_FOLDER = "sdsc"  # SuperDSC bundles: <model>/inductor-spyre/<kernel folder>/sdsc_<i>.json
+#: torch-spyre main's folder of kernel bundle folders in its ``cache_dir()``
+#: (``execution/async_compile.py`` ``get_output_dir``); a model's bundle root holds one too.
+SPYRE_BUNDLES_FOLDER = "inductor-spyre"
 TLPARSE_FOLDER = "tlparse"  # tlparse's pages: <model>/...
 PROFILE_FOLDER = "profile"  # compile --profile's traces: <model>.trace.json
 #: Beside a model's log, ``<label>.model`` names the model its folders are of: two models
@@ -99,9 +105,28 @@ class Layout(msgspec.Struct, frozen=True):
 
     @property
     def bundle_root(self) -> Path:
-        """Where a Spyre backend writes this model's SuperDSC bundles, one folder per kernel
-        (unlabeled: every model's bundles). The one line that decides it."""
+        """Where a Spyre backend writes this model's SuperDSC bundles (unlabeled: every
+        model's bundles): what torch-spyre's ``cache_dir()`` is to its bundles
+        (``bundle_folder``). The one line that decides it."""
         return self.out / SDSC_FOLDER / self.label if self.label else self.out / SDSC_FOLDER
+
+    def bundle_folder(self, name: str) -> Path:
+        """The bundle folder ``name`` of this model (``kernel_bundle_folder``)."""
+        return kernel_bundle_folder(self.bundle_root, name)
+
+    def bundle_folders(self) -> list[tuple[str | None, Path]]:
+        """Every kernel's bundle folder under ``bundle_root``, with the label of the model it
+        is of (None for a labeled layout's own, or an unlabeled compile's), in path order;
+        an unlabeled reader gets every model's."""
+        roots: list[tuple[str | None, Path]] = [(None, self.bundle_root)]
+        if self.label is None and self.bundle_root.is_dir():
+            roots += [(p.name, p) for p in sorted(self.bundle_root.iterdir()) if p.name != SPYRE_BUNDLES_FOLDER]
+        found = []
+        for label, root in roots:
+            spyre = root / SPYRE_BUNDLES_FOLDER
+            if spyre.is_dir():
+                found += [(label, p) for p in sorted(spyre.iterdir()) if p.is_dir()]
+        return found
 
     @property
     def pages(self) -> Path:
@@ -163,3 +188,24 @@ class Layout(msgspec.Struct, frozen=True):
         if self.label is None:
             raise ValueError(f"{self.out}: a model's own path needs its label")
         return self.label
+
+
+def kernel_bundle_folder(root: Path, name: str) -> Path:
+    """The folder of one kernel's bundles under a bundle root, as torch-spyre main lays it
+    out: ``<root>/inductor-spyre/<name>/`` with ``name`` = ``<uuid8>_<kernel>_<suffix>``
+    (``folders.bundle_folder_name``). ``root`` is torch-spyre's ``cache_dir()`` or a model's
+    ``Layout.bundle_root``: the reference backend writes, and every reader finds, both kinds
+    of bundles by this one rule, the name being what the OpSpec artifact records
+    (``bundles[<call site>].folder``)."""
+    return root / SPYRE_BUNDLES_FOLDER / name
+
+
+def bundle_files(folder: Path) -> list[Path]:
+    """The bundles of one kernel's folder, ``sdsc_<i>.json``, by index as a number (``sdsc_2``
+    before ``sdsc_10``); none when ``folder`` is no folder."""
+    if not folder.is_dir():
+        return []
+    found = [
+        (int(m[1]), p) for p in folder.iterdir() if (m := folders.BUNDLE_FILE_RE.fullmatch(p.name)) and p.is_file()
+    ]
+    return [p for _, p in sorted(found)]

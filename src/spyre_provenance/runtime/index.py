@@ -2,7 +2,8 @@
 
 An ``--out`` holds each model's TORCH_TRACE log (``trace/<model>.log``), read with the
 project's one log reader (``logs.graphs.read_log_graphs``: the graph split, MD5 checks,
-strict JSON), and its SuperDSC bundles (``sdsc/<model>/<kernel>/``). A folder with graph
+strict JSON), and its SuperDSC bundles (``sdsc/<model>/inductor-spyre/<folder>/``, the
+folder each call site's OpSpec artifact records). A folder with graph
 folders but no log (a copied ``graph_*`` tree) is read from its artifact files. A plain
 TORCH_TRACE log that torch wrote with provenance tracking on is read the same way.
 
@@ -54,7 +55,7 @@ class IndexedGraph:
     opspecs: dict[str, Any] | None = None
     output_code: str | None = None
     post_grad_graph: str | None = None
-    bundle_root: Path | None = None  # sdsc/<model>/: one folder per kernel name
+    bundle_root: Path | None = None  # sdsc/<model>/ (model.layout.kernel_bundle_folder)
     view: Any = dataclasses.field(default=None, repr=False, compare=False)  # lookup.GraphView, made on first use
 
     @property

@@ -18,9 +18,9 @@ from typing import Any
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
 from spyre_provenance.logs.wrapper_code import HANDLE_COMMENT
 from spyre_provenance.model.detect import split_key
-from spyre_provenance.model.folders import BUNDLE_FILE_RE
 from spyre_provenance.model.frames import frames as stack_frames
 from spyre_provenance.model.frames import is_user_frame
+from spyre_provenance.model.layout import bundle_files, kernel_bundle_folder
 from spyre_provenance.model.lookup_records import (
     LOOKUP_VERSION,
     Answer,
@@ -132,7 +132,7 @@ class GraphView:
             aten_ops=aten,
             aten_from=aten_from,
             opspecs=[self._opspec(o) for o in self.kernel_opspecs.get(key, []) if isinstance(o, dict)],
-            bundle_files=_bundle_files(self.graph, kernel),
+            bundle_files=_bundle_files(self.graph, bundle.get("folder")),
             provenance_key=bundle.get("provenance_key"),
             bundle_folder=bundle.get("folder"),
         )
@@ -212,9 +212,9 @@ def source_lines(stack_traces: list[Any]) -> list[SourceLine]:
     return [f for f in found if f.user] + [f for f in found if not f.user]
 
 
-def _bundle_files(graph: IndexedGraph, kernel: str) -> list[str]:
-    folder = graph.bundle_root / kernel if graph.bundle_root is not None else None
-    if folder is None or not folder.is_dir():
+def _bundle_files(graph: IndexedGraph, folder_name: Any) -> list[str]:
+    """The bundle files of a call site: in the folder its OpSpec artifact records, under the
+    graph's bundle root (``model.layout.kernel_bundle_folder``)."""
+    if graph.bundle_root is None or not isinstance(folder_name, str) or not folder_name:
         return []
-    files = [(int(m[1]), p) for p in folder.iterdir() if (m := BUNDLE_FILE_RE.fullmatch(p.name))]
-    return [str(p) for _, p in sorted(files)]
+    return [str(p) for p in bundle_files(kernel_bundle_folder(graph.bundle_root, folder_name))]

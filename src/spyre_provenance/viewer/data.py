@@ -3,7 +3,9 @@
 Every graph folder under OUT (``graph_*``, any depth, each rank's too; ``tlparse/`` and
 ``sdsc/`` are not searched) is read from its artifact files: the node mapping (required),
 kernel stack traces, OpSpec debug handles, diagnostics and the ``spyre_source_lines``
-document; each kernel's SuperDSC bundles from ``sdsc/<model>/<kernel>/``. Each artifact is
+document; each call site's SuperDSC bundles from the folder its OpSpec artifact records
+(``bundles[<call site>].folder``), under ``sdsc/<model>/`` or a ``--bundles`` folder by one
+rule (``model.layout.kernel_bundle_folder``). Each artifact is
 validated as it is read: a truncated or invalid one makes the input unusable (one line,
 naming the file and the JSON path), never a page that shows half of it.
 
@@ -29,7 +31,7 @@ from spyre_provenance.backends.torch_spyre.bundles import handle_of
 from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.model import folders, jsonio
 from spyre_provenance.model.detect import split_key
-from spyre_provenance.model.layout import NO_GRAPH_FOLDERS, Layout
+from spyre_provenance.model.layout import NO_GRAPH_FOLDERS, Layout, bundle_files, kernel_bundle_folder
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_STACK_TRACES,
@@ -215,6 +217,9 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], lim
     bundle_at: dict[str, int] = {}
     for c, key in enumerate(keys):
         name, _ = split_key(key)
+        recorded = (g.opspecs or {}).get("bundles") or {}
+        folder = (recorded.get(key) or {}).get("folder") if isinstance(recorded, dict) else None
+        folder = folder if isinstance(folder, str) and folder else name or key
         spec_at = []
         for i, spec in enumerate(specs_doc.get(key) or ()):
             hid = spec.get("debug_handle")
@@ -223,14 +228,19 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], lim
                 used_handles[hid] = handle
                 for child in _children(handle, handles):
                     used_handles[child] = handles[child]
-            # one file per kernel and OpSpec index: a kernel called from several call sites
-            # has one set of bundles, made at its first, which each call site's OpSpec points at
-            path = f"{name or key}/{folders.BUNDLE_FILE.format(i)}"
-            if path not in bundle_at and (bundle := _bundle(g, name or key, i)) is not None:
+            # one file per bundle folder and OpSpec index: a kernel called from several call
+            # sites has one set of bundles, made at its first, which each call site's OpSpec
+            # points at; its folder is the one the OpSpec artifact records
+            path = f"{folder}/{folders.BUNDLE_FILE.format(i)}"
+            if path not in bundle_at and (bundle := _bundle(g, folder, i)) is not None:
                 bundle_at[path] = len(bundles)
                 bundles.append(bundle)
+            elif path not in bundle_at and path in served:  # the recorded folder under --bundles
+                bundle_at[path] = len(bundles)
+                bundles.append({**served[path], "s": []})  # a copy: its own list of OpSpecs
             elif path not in bundle_at and isinstance(hid, str) and hid in served:
-                # torch-spyre's own folders (--bundles): found by the handle they carry
+                # no folder recorded (an OpSpec artifact of version 1): found by the handle
+                # the bundle carries
                 path = served[hid]["path"]
                 if path not in bundle_at:
                     bundle_at[path] = len(bundles)
@@ -291,12 +301,13 @@ def _children(handle: dict[str, Any], handles: dict[str, Any]) -> Iterator[str]:
             yield from _children(handles[child], handles)
 
 
-def _bundle(g: GraphFolder, kernel: str, index: int) -> dict[str, Any] | None:
-    """The bundle ``sdsc/<model>/<kernel>/sdsc_<index>.json``; None when absent."""
+def _bundle(g: GraphFolder, folder: str, index: int) -> dict[str, Any] | None:
+    """The bundle ``sdsc_<index>.json`` of the bundle folder ``folder`` of the graph's model
+    (``sdsc/<model>/inductor-spyre/<folder>/``); None when absent."""
     if g.bundle_root is None:
         return None
-    path = g.bundle_root / kernel / folders.BUNDLE_FILE.format(index)
-    return _bundle_file(path, f"{kernel}/{path.name}") if path.is_file() else None
+    path = kernel_bundle_folder(g.bundle_root, folder) / folders.BUNDLE_FILE.format(index)
+    return _bundle_file(path, f"{folder}/{path.name}") if path.is_file() else None
 
 
 def _bundle_file(path: Path, shown: str) -> dict[str, Any]:
@@ -332,21 +343,20 @@ def _bundle_text(bundle: dict[str, Any], specs: list[dict[str, Any]], limit: int
 
 def served_bundles(roots: list[Path]) -> dict[str, dict[str, Any]]:
     """Bundles in folders as torch-spyre writes them (``inductor-spyre/<uuid8>_<kernel>_<8>/``,
-    under a cache folder or named directly), by the id of the ``debug_handle_`` each carries:
-    torch-spyre's folder names do not say which graph's kernel they are (kernel suffixes
-    restart per graph), the handle does."""
+    under a cache folder or named directly), by their path ``<folder>/sdsc_<i>.json`` (a call
+    site's recorded folder finds them, as in ``sdsc/<model>/``), and by the id of the
+    ``debug_handle_`` each carries (for OpSpec artifacts that record no folder)."""
     found: dict[str, dict[str, Any]] = {}
     for root in roots:
         if not root.is_dir():
             raise UnusableInput(str(root), "no such folder (--bundles names a folder of SuperDSC bundle folders)")
         for first in sorted(root.rglob(folders.BUNDLE_FILE.format(0))):
             folder = first.parent
-            i = 0
-            while (path := folder / folders.BUNDLE_FILE.format(i)).is_file():
+            for path in bundle_files(folder):
                 bundle = _bundle_file(path, f"{folder.name}/{path.name}")
+                found.setdefault(bundle["path"], bundle)
                 if bundle["id"] is not None:
                     found.setdefault(str(bundle["id"]), bundle)
-                i += 1
     return found
 
 

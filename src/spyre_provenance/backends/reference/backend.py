@@ -16,7 +16,9 @@ provenance is concerned:
   ``sdsc_<fused original-aten names>_<n>``: the seed MLP is ``sdsc_fused_linear_relu_0``.
 - Each kernel gets one OpSpec per buffer with a DebugHandle (``handles.build_debug_handle``,
   ids by torch-spyre's version-2 rule) and, when ``bundle_dir`` is set, one SuperDSC-like
-  JSON bundle per OpSpec.
+  JSON bundle per OpSpec, in a folder laid out as main's:
+  ``<bundle_dir>/inductor-spyre/<uuid8>_<kernel>_<suffix>/sdsc_<i>.json``, its name derived
+  from the bundles' bytes (``model.folders.bundle_folder_name``) where main's is random.
 - The handle comment ``# [Provenance debug handles] sdsc_x:N`` comes from the inherited
   ``CppScheduling.codegen_comment``, as on main; the next line is the call
   ``sdsc_x.run(...)`` (``sdsc_kernel``: the C++ function behind a ``run``). No HBM pool
@@ -79,7 +81,9 @@ from spyre_provenance.backends.torch_spyre import bundles
 from spyre_provenance.backends.torch_spyre.opspecs import opspec_records
 from spyre_provenance.base.files import atomic_write_text
 from spyre_provenance.base.patches import Patches
+from spyre_provenance.model import folders
 from spyre_provenance.model.folders import BUNDLE_FILE
+from spyre_provenance.model.layout import kernel_bundle_folder
 from spyre_provenance.model.records import Fault, OpSpecRecord
 
 aten = torch.ops.aten
@@ -192,8 +196,8 @@ class ReferenceBackend(Backend):
     extends_upstream = True
 
     def __init__(self, bundle_dir: str | os.PathLike[str] | None = None, *, kernel_cache: bool = False) -> None:
-        #: Where SuperDSC-like bundles go (``<bundle_dir>/<kernel>/sdsc_<i>.json``); None: nowhere.
-        #: A later graph whose kernel has the same name overwrites the earlier one's bundles.
+        #: Where SuperDSC-like bundles go, as torch-spyre's go into its ``cache_dir()``
+        #: (``model.layout.kernel_bundle_folder``); None: nowhere.
         self.bundle_dir = Path(bundle_dir) if bundle_dir is not None else None
         #: torch-spyre's kernel cache on: bundles go to Inductor's ``cache_dir()/
         #: inductor-spyre-cache/<key>/`` instead (``bundle_cache_key``), and a kernel whose
@@ -334,9 +338,10 @@ class ReferenceBackend(Backend):
         return self._bundles.get(kernel_name)
 
     def _write_bundles(self, kernel_name: str, specs: Sequence[OpSpec]) -> None:
-        folder_of = None if self.bundle_dir is None or self.kernel_cache else self.bundle_dir / kernel_name
-        self._bundles[kernel_name] = bundle_identity(specs, folder_of)
+        """The kernel's bundles, one ``sdsc_<i>.json`` per OpSpec: in its folder under
+        ``bundle_dir``, named from their bytes, or in the kernel cache."""
         if self.bundle_dir is None and not self.kernel_cache:
+            self._bundles[kernel_name] = bundle_identity(specs, None)
             return
         documents = [bundle_document(i, spec) for i, spec in enumerate(specs)]
         if self.path_redactor is not None:
@@ -344,6 +349,7 @@ class ReferenceBackend(Backend):
                 for body in document.values():
                     if body["debug_handle_"] is not None:
                         redact_handle(body["debug_handle_"], self.path_redactor)
+        texts = [json.dumps(document, indent=2, sort_keys=True) + "\n" for document in documents]
         if self.kernel_cache:
             folder = _spyre_cache_root() / bundle_cache_key(documents)
             cached = _read_bundles(folder, len(documents))
@@ -353,12 +359,13 @@ class ReferenceBackend(Backend):
                 return
         else:
             assert self.bundle_dir is not None  # no kernel cache: a bundle folder, or returned above
-            folder = self.bundle_dir / kernel_name
+            name = folders.bundle_folder_name(kernel_name, "".join(texts).encode("utf-8"))
+            folder = kernel_bundle_folder(self.bundle_dir, name)
+            self._bundles[kernel_name] = bundle_identity(specs, folder)
         self._served[kernel_name] = [bundles.handle_of(d) for d in documents]
-        for i, document in enumerate(documents):
+        for i, text in enumerate(texts):
             path = folder / BUNDLE_FILE.format(i)
             try:
-                text = json.dumps(document, indent=2, sort_keys=True) + "\n"
                 self.bundles_written.append(atomic_write_text(path, text))
             except Exception as exc:  # noqa: BLE001 - a bundle is a by-product: never fail a compile over it
                 self.faults.append(Fault("file write", f"{type(exc).__name__}: bundle {path}: {exc}"))
