@@ -120,8 +120,13 @@ def bare_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _clean_env() -> dict[str, str]:
     """This environment without what would let the venv see the test run's own packages or
-    this checkout's source."""
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    this checkout's source, nor the test run's own commands (an activated venv puts its
+    ``tlparse`` on PATH, which the bare venv must not find)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    own = Path(sys.executable).parent.resolve()
+    path = [d for d in env.get("PATH", "").split(os.pathsep) if d and Path(d).resolve() != own]
+    env["PATH"] = os.pathsep.join(path)
+    return env
 
 
 def _run(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
