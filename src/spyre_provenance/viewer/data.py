@@ -182,28 +182,14 @@ def _names(*groups: Any) -> list[str]:
 
 def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], limit: int) -> dict[str, Any]:
     m = g.mapping
-    pre_to_post: dict[str, list[str]] = m.get("preToPost") or {}
-    post_to_pre: dict[str, list[str]] = m.get("postToPre") or {}
     code_to_post: dict[str, list[str]] = m.get("cppCodeToPost") or {}
     post_to_code: dict[str, list[str]] = m.get("postToCppCode") or {}
-    pre = _names(pre_to_post, (p for ps in post_to_pre.values() for p in ps))
-    post = _names(
-        post_to_pre,
-        post_to_code,
-        (p for ps in pre_to_post.values() for p in ps),
-        (p for ps in code_to_post.values() for p in ps),
-    )
-    pre_at = {name: i for i, name in enumerate(pre)}
+    pre, post, pre_post = _nodes(m)
     post_at = {name: i for i, name in enumerate(post)}
-    pre_post: list[set[int]] = [set() for _ in pre]
-    for name, posts in pre_to_post.items():
-        pre_post[pre_at[name]].update(post_at[p] for p in posts)
-    for name, pres in post_to_pre.items():
-        for p in pres:
-            pre_post[pre_at[p]].add(post_at[name])
 
     specs_doc = (g.opspecs or {}).get("kernels") or {}
     handles: dict[str, Any] = (g.opspecs or {}).get("handles") or {}
+    recorded = (g.opspecs or {}).get("bundles") or {}
     keys = _names(code_to_post, (k for ks in post_to_code.values() for k in ks), specs_doc)
     call_posts: dict[str, set[str]] = {key: set(code_to_post.get(key) or ()) for key in keys}
     for name, ks in post_to_code.items():
@@ -212,12 +198,10 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], lim
 
     calls: list[dict[str, Any]] = []
     specs: list[dict[str, Any]] = []
-    bundles: list[dict[str, Any]] = []
+    bundles = _Bundles(g, served)
     used_handles: dict[str, Any] = {}
-    bundle_at: dict[str, int] = {}
     for c, key in enumerate(keys):
         name, _ = split_key(key)
-        recorded = (g.opspecs or {}).get("bundles") or {}
         folder = (recorded.get(key) or {}).get("folder") if isinstance(recorded, dict) else None
         folder = folder if isinstance(folder, str) and folder else name or key
         spec_at = []
@@ -228,26 +212,7 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], lim
                 used_handles[hid] = handle
                 for child in _children(handle, handles):
                     used_handles[child] = handles[child]
-            # one file per bundle folder and OpSpec index: a kernel called from several call
-            # sites has one set of bundles, made at its first, which each call site's OpSpec
-            # points at; its folder is the one the OpSpec artifact records
-            path = f"{folder}/{folders.BUNDLE_FILE.format(i)}"
-            if path not in bundle_at and (bundle := _bundle(g, folder, i)) is not None:
-                bundle_at[path] = len(bundles)
-                bundles.append(bundle)
-            elif path not in bundle_at and path in served:  # the recorded folder under --bundles
-                bundle_at[path] = len(bundles)
-                bundles.append({**served[path], "s": []})  # a copy: its own list of OpSpecs
-            elif path not in bundle_at and isinstance(hid, str) and hid in served:
-                # no folder recorded (an OpSpec artifact of version 1): found by the handle
-                # the bundle carries
-                path = served[hid]["path"]
-                if path not in bundle_at:
-                    bundle_at[path] = len(bundles)
-                    bundles.append({**served[hid], "s": []})  # a copy: its own list of OpSpecs
-            b = bundle_at.get(path)
-            if b is not None:
-                bundles[b]["s"].append(len(specs))
+            b = bundles.place(folder, i, hid, len(specs))
             spec_at.append(len(specs))
             specs.append(
                 {
@@ -263,7 +228,7 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], lim
                     "b": b,
                     # whether the bundle's debug_handle_ is this OpSpec's (a kernel-cache hit
                     # serves an earlier compile's bundle): said, not assumed
-                    "ba": b is not None and str(bundles[b]["id"]) == str(hid),
+                    "ba": b is not None and str(bundles.found[b]["id"]) == str(hid),
                 }
             )
         calls.append(
@@ -274,7 +239,7 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], lim
                 "s": spec_at,
             }
         )
-    for bundle in bundles:
+    for bundle in bundles.found:
         _bundle_text(bundle, specs, limit)
     return {
         "label": g.label,
@@ -290,8 +255,64 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], lim
         "calls": calls,
         "specs": specs,
         "handles": used_handles,
-        "bundles": bundles,
+        "bundles": bundles.found,
     }
+
+
+def _nodes(m: dict[str, Any]) -> tuple[list[str], list[str], list[set[int]]]:
+    """The graph's pre-grad and post-grad node names, and each pre-grad node's post-grad
+    nodes (by index), from both directions of the mapping."""
+    pre_to_post: dict[str, list[str]] = m.get("preToPost") or {}
+    post_to_pre: dict[str, list[str]] = m.get("postToPre") or {}
+    pre = _names(pre_to_post, (p for ps in post_to_pre.values() for p in ps))
+    post = _names(
+        post_to_pre,
+        m.get("postToCppCode") or {},
+        (p for ps in pre_to_post.values() for p in ps),
+        (p for ps in (m.get("cppCodeToPost") or {}).values() for p in ps),
+    )
+    pre_at = {name: i for i, name in enumerate(pre)}
+    post_at = {name: i for i, name in enumerate(post)}
+    pre_post: list[set[int]] = [set() for _ in pre]
+    for name, posts in pre_to_post.items():
+        pre_post[pre_at[name]].update(post_at[p] for p in posts)
+    for name, pres in post_to_pre.items():
+        for p in pres:
+            pre_post[pre_at[p]].add(post_at[name])
+    return pre, post, pre_post
+
+
+class _Bundles:
+    """A graph's bundles, each once: one file per bundle folder and OpSpec index. A kernel
+    called from several call sites has one set of bundles, made at its first, which each
+    call site's OpSpec points at; its folder is the one the OpSpec artifact records."""
+
+    def __init__(self, g: GraphFolder, served: dict[str, dict[str, Any]]) -> None:
+        self.g, self.served = g, served
+        self.found: list[dict[str, Any]] = []
+        self._at: dict[str, int] = {}
+
+    def place(self, folder: str, i: int, hid: Any, spec: int) -> int | None:
+        """The index of OpSpec ``spec``'s bundle (the ``i``-th of ``folder``), or None."""
+        path = f"{folder}/{folders.BUNDLE_FILE.format(i)}"
+        if path not in self._at and (bundle := _bundle(self.g, folder, i)) is not None:
+            self._add(path, bundle)
+        elif path not in self._at and path in self.served:  # the recorded folder under --bundles
+            self._add(path, {**self.served[path], "s": []})  # a copy: its own list of OpSpecs
+        elif path not in self._at and isinstance(hid, str) and hid in self.served:
+            # no folder recorded (an OpSpec artifact of version 1): found by the handle the
+            # bundle carries
+            path = self.served[hid]["path"]
+            if path not in self._at:
+                self._add(path, {**self.served[hid], "s": []})
+        b = self._at.get(path)
+        if b is not None:
+            self.found[b]["s"].append(spec)
+        return b
+
+    def _add(self, path: str, bundle: dict[str, Any]) -> None:
+        self._at[path] = len(self.found)
+        self.found.append(bundle)
 
 
 def _children(handle: dict[str, Any], handles: dict[str, Any]) -> Iterator[str]:
