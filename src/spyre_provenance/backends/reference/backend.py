@@ -65,7 +65,6 @@ from spyre_provenance.backends.reference.lowering import (
     DEVICE,
     SplitAddmmPass,
     keep_loop_dimensions,
-    make_mm_lowering,
     realize_every_op,
 )
 from spyre_provenance.backends.reference.opspecs import (
@@ -242,7 +241,9 @@ class ReferenceBackend(Backend):
                 device_custom_config=custom_config,
             )
             stock_lowering = patches.keep_item(inductor_lowering.lowerings, mm)
-            inductor_lowering.register_lowering(mm, type_promotion_kind=None)(make_mm_lowering(stock_lowering))
+            inductor_lowering.register_lowering(mm, type_promotion_kind=None)(
+                reference_ops.make_matmul_lowering(stock_lowering)
+            )
             # As torch-spyre does: every op realized, so one buffer is one op (and one OpSpec).
             patches.setattr(ir.Loops, "has_large_inner_fn", realize_every_op)
             # Main wraps each run of Spyre nodes into one FusedSchedulerNode (spyre_fuse_nodes,

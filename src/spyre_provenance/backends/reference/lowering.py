@@ -4,8 +4,6 @@
   nodes of a ``linear`` say so (``original_aten``), and ``addmm`` becomes ``mm`` + a bias
   ``add``, both with the linear's stack trace: Linear = permute + mm + add, as torch-spyre
   main decomposes it (REFERENCE.md section 4.1).
-- ``make_mm_lowering``: ``mm`` lowered to the backend's own reduction, so the wrapper never
-  calls ``extern_kernels.mm``.
 - ``realize_every_op``: every pointwise op its own buffer (one buffer, one op, one OpSpec).
 
 ``backend.ReferenceBackend.install`` puts them in place and takes them out again.
@@ -16,22 +14,18 @@ from __future__ import annotations
 import contextlib
 import functools
 import operator
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch._inductor import ir
 from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
-from torch._inductor.virtualized import ops
 
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.backends.reference.handles import TRANSFORMS_META_KEY
-from spyre_provenance.backends.reference.ops import ATEN_FALLBACKS
+from spyre_provenance.backends.reference.ops import ATEN_FALLBACKS, DEVICE
 
 aten = torch.ops.aten
 
-DEVICE = "cpu"
 SPLIT_ADDMM_PASS = "spyre_reference.split_addmm"
 CLONE_INPUTS_PASS = "spyre_reference.clone_shared_inputs"
 #: Bumped when generated code changes in a way the source-file hash would not show.
@@ -314,41 +308,6 @@ class SplitAddmmPass(CustomGraphModulePass):
 
     def uuid(self) -> bytes:
         return _cache_uuid()
-
-
-# --- mm as the backend's own reduction -----------------------------------------------------
-
-
-def make_mm_lowering(fallback: Any) -> Any:
-    """``mm(a, b)`` -> one reduction buffer ``out[i, j] = sum_k a[i, k] * b[k, j]``.
-
-    Non-CPU inputs go to the lowering this one replaced, so other devices are untouched.
-    """
-
-    def lower_mm(a: Any, b: Any) -> Any:
-        device = a.get_device()
-        if device is None or device.type != DEVICE:
-            return fallback(a, b)
-        load_a, load_b = a.make_loader(), b.make_loader()
-
-        def inner_fn(index: Sequence[Any], rindex: Sequence[Any]) -> Any:
-            i, j = index
-            (k,) = rindex
-            return ops.mul(load_a([i, k]), load_b([k, j]))
-
-        out = ir.Reduction.create(
-            device=device,
-            dst_dtype=a.get_dtype(),
-            src_dtype=a.get_dtype(),
-            inner_fn=inner_fn,
-            ranges=[a.get_size()[0], b.get_size()[1]],
-            reduction_ranges=[a.get_size()[1]],
-            reduction_type="sum",
-        )
-        out.realize()
-        return out
-
-    return lower_mm
 
 
 def realize_every_op(self: Any, threshold: int | None = None) -> bool:

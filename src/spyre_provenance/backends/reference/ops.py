@@ -15,8 +15,9 @@ What torch-spyre main 9a6b71e does (read in its ``_inductor/decompositions.py`` 
   each), where Inductor decomposes them into several upcast pointwise ops.
 - ``mean`` is one reduction (main's ``lower_mean``), not a sum and a division.
 - ``sin`` and ``cos`` are ATen fallbacks (main's ``fallback_ops``), extern calls.
-- ``bmm`` is the backend's own reduction, as ``mm`` is (``reference_lowering``): main lowers
-  both to ``batchmatmul``, so a batched matmul ends no run of Spyre nodes.
+- ``mm`` and ``bmm`` are the backend's own reduction (``make_matmul_lowering``), so the
+  wrapper never calls ``extern_kernels.mm``: main lowers both to ``batchmatmul``, so a
+  (batched) matmul ends no run of Spyre nodes.
 
 ``install(patches)`` puts the decomposition table and the lowerings in place through
 ``patches`` (undone by its ``undo``); the custom ops are defined once, on import.
@@ -269,19 +270,23 @@ def lower_layernormnorm(x: Any, moments: Any, scale: Any, weight: Any, bias: Any
     return _pointwise(x, x.get_dtype(), x.get_size(), inner_fn)
 
 
-def make_bmm_lowering(fallback: Any) -> Any:
-    """``bmm(a, b)`` -> one reduction ``out[n, i, j] = sum_k a[n, i, k] * b[n, k, j]``."""
+def make_matmul_lowering(fallback: Any) -> Any:
+    """``mm(a, b)`` or ``bmm(a, b)`` -> one reduction buffer
+    ``out[*n, i, j] = sum_k a[*n, i, k] * b[*n, k, j]`` (``n``: bmm's batch, none for mm).
 
-    def lower_bmm(a: Any, b: Any) -> Any:
+    Non-CPU inputs go to the lowering this one replaced, so other devices are untouched.
+    """
+
+    def lower_matmul(a: Any, b: Any) -> Any:
         device = a.get_device()
         if device is None or device.type != DEVICE:
             return fallback(a, b)
         load_a, load_b = a.make_loader(), b.make_loader()
 
         def inner_fn(index: Sequence[Any], rindex: Sequence[Any]) -> Any:
-            n, i, j = index
+            *n, i, j = index
             (k,) = rindex
-            return ops.mul(load_a([n, i, k]), load_b([n, k, j]))
+            return ops.mul(load_a([*n, i, k]), load_b([*n, k, j]))
 
         size_a, size_b = a.get_size(), b.get_size()
         out = ir.Reduction.create(
@@ -289,14 +294,14 @@ def make_bmm_lowering(fallback: Any) -> Any:
             dst_dtype=a.get_dtype(),
             src_dtype=a.get_dtype(),
             inner_fn=inner_fn,
-            ranges=[size_a[0], size_a[1], size_b[2]],
-            reduction_ranges=[size_a[2]],
+            ranges=[*size_a[:-1], size_b[-1]],
+            reduction_ranges=[size_a[-1]],
             reduction_type="sum",
         )
         out.realize()
         return out
 
-    return lower_bmm
+    return lower_matmul
 
 
 #: op -> its lowering here (CPU tensors; other devices keep the lowering replaced)
@@ -325,7 +330,7 @@ def install(patches: Patches) -> None:
     patches.setattr(inductor_compile_fx, "select_decomp_table", select_decomp_table)
     bmm = aten.bmm.default
     stock_bmm = patches.keep_item(inductor_lowering.lowerings, bmm)
-    inductor_lowering.register_lowering(bmm, type_promotion_kind=None)(make_bmm_lowering(stock_bmm))
+    inductor_lowering.register_lowering(bmm, type_promotion_kind=None)(make_matmul_lowering(stock_bmm))
     for op, lowering in LOWERINGS.items():
         stock = patches.keep_item(inductor_lowering.lowerings, op)
         inductor_lowering.register_lowering(op, type_promotion_kind=None)(_cpu_or(lowering, stock, op))
