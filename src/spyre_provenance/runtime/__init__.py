@@ -6,6 +6,8 @@ bundle folders) back to the source, using the artifacts a tracked compile wrote.
 ``lookup``        one name -> every matching kernel's provenance (``model.lookup_records`` records)
 ``render``        that answer as text
 ``trace_stream``  Chrome trace JSON read and written event by event (bounded memory)
+``attribution``   which call site of which graph ran a profiler event, from evidence
 ``annotate``      a torch.profiler trace with each kernel event's provenance in ``args``
+``time_summary``  kernel time per source line and per module (``annotate --summary``)
 (``compile.profile``, above this layer, reruns a tracked compile under the profiler: ``compile --profile``)
 """
