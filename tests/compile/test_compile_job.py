@@ -175,3 +175,51 @@ def test_one_compile_builds_one_backend_and_compares_on_it_writing_nothing_more(
     # both compiles made bundles on it; the untracked one's went nowhere
     assert found["bundles"] and [True, False] in found["writes"] and [False, True] in found["writes"]
     assert [True, True] not in found["writes"]
+
+
+#: Run in a fresh process: two compiles into two out folders, and torch's own compile between.
+_LOG_ENDS = """
+import json, logging, sys
+from pathlib import Path
+from spyre_provenance.compile import job
+from spyre_provenance.logs.graphs import read_log_graphs
+from spyre_provenance.model.layout import Layout
+
+first, second = Path(sys.argv[1]), Path(sys.argv[2])
+job.compile_request(job.CompileRequest(model="mlp", backend="reference", out=first, tlparse=False))
+log = Layout(first, "mlp").trace_log
+claimed = log.read_bytes()
+
+import torch
+torch.compile(lambda x: torch.sin(x) * 2)(torch.randn(4))  # not ours: after the compile ended
+for handler in logging.getLogger("torch.__trace").handlers:
+    handler.flush()
+after_other = log.read_bytes()
+
+job.compile_request(job.CompileRequest(model="mlp", backend="reference", out=second, tlparse=False))
+print(json.dumps({
+    "unchanged": after_other == claimed and log.read_bytes() == claimed,
+    "first": len(read_log_graphs(log)),
+    "second": len(read_log_graphs(Layout(second, "mlp").trace_log)),
+    "strays": sorted(p.name for p in Layout(first, "mlp").trace_dir.iterdir()),
+}))
+"""
+
+
+@pytest.mark.compile
+def test_a_finished_compile_s_log_holds_that_compile_whatever_the_process_compiles_next(tmp_path) -> None:
+    """After ``compile_request`` returns, its log is whole: torch's own compiles later in the
+    process are not appended to it (they were: torch kept writing to the renamed file), and a
+    second request logs into its own folder."""
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path / "cache")
+    done = subprocess.run(
+        [sys.executable, "-c", _LOG_ENDS, str(tmp_path / "first"), str(tmp_path / "second")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found == {"unchanged": True, "first": 1, "second": 1, "strays": ["mlp.log", "mlp.model"]}

@@ -360,6 +360,10 @@ def _backend(request: CompileRequest, layout: Layout | None) -> tuple[Backend, s
     return chosen, line
 
 
+#: torch's trace handler while no compile of ours is under way (``_claim_trace_log``)
+_PARKED: list[Any] = []
+
+
 def _point_trace_at(trace_dir: Path) -> None:
     """Make torch's structured trace go to ``trace_dir`` for this compile.
 
@@ -377,7 +381,11 @@ def _point_trace_at(trace_dir: Path) -> None:
 
     handler = _internal.LOG_TRACE_HANDLER
     close = getattr(handler, "_close_stream", None)
-    if handler is None or close is None or handler not in logging.getLogger("torch.__trace").handlers:
+    trace_logger = logging.getLogger("torch.__trace")
+    if handler is not None and handler in _PARKED:  # set aside by the previous compile's claim
+        _PARKED.remove(handler)
+        trace_logger.addHandler(handler)
+    if handler is None or close is None or handler not in trace_logger.handlers:
         raise UnusableInput("TORCH_TRACE", "torch was imported before the trace folder was set")
     handler.acquire()
     try:
@@ -502,5 +510,17 @@ def _claim_trace_log(target: Path) -> Path | None:
     path = getattr(handler, "_stream_path", None) or getattr(stream, "name", None)
     if stream is None or not isinstance(path, str) or not os.path.isfile(path):
         return None
-    os.replace(path, target)  # torch keeps writing to the same (renamed) file
+    os.replace(path, target)
+    # The log is this compile's, whole: torch would keep writing to the renamed file, so a
+    # later compile in this process (the Python API, a notebook, a test session) would land
+    # in a finished out folder's log. Its stream ends here, and the handler is set aside until
+    # the next compile points it at its own folder (``_point_trace_at``); meanwhile torch's
+    # structured trace has no handler, as in a process without TORCH_TRACE.
+    handler.acquire()
+    try:
+        handler._close_stream()
+    finally:
+        handler.release()
+    logging.getLogger("torch.__trace").removeHandler(handler)
+    _PARKED.append(handler)
     return target
