@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -152,21 +149,16 @@ print(json.dumps({
 
 
 @pytest.mark.compile
-def test_one_compile_builds_one_backend_and_compares_on_it_writing_nothing_more(tmp_path) -> None:
+def test_one_compile_builds_one_backend_and_compares_on_it_writing_nothing_more(tmp_path, fresh_process) -> None:
     """A model that draws random numbers is compared with eager on a second, untracked
     compile: on the compile's own backend instance (built once, with its bundle folder), and
     that compile writes no bundle."""
     from spyre_provenance.compile.run import COMPARED_FALLBACK_RANDOM
     from spyre_provenance.model.layout import Layout
 
-    env = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path / "cache")  # no cached graph: both compiles generate code
-    done = subprocess.run(
-        [sys.executable, "-c", _ONE_BACKEND, str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
+    # no cached graph: both compiles generate code
+    done = fresh_process.run(
+        tmp_path / "out", driver=_ONE_BACKEND, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")}
     )
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
@@ -207,18 +199,17 @@ print(json.dumps({
 
 
 @pytest.mark.compile
-def test_a_finished_compile_s_log_holds_that_compile_whatever_the_process_compiles_next(tmp_path) -> None:
+def test_a_finished_compile_s_log_holds_that_compile_whatever_the_process_compiles_next(
+    tmp_path, fresh_process
+) -> None:
     """After ``compile_request`` returns, its log is whole: torch's own compiles later in the
     process are not appended to it (they were: torch kept writing to the renamed file), and a
     second request logs into its own folder."""
-    env = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path / "cache")
-    done = subprocess.run(
-        [sys.executable, "-c", _LOG_ENDS, str(tmp_path / "first"), str(tmp_path / "second")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
+    done = fresh_process.run(
+        tmp_path / "first",
+        tmp_path / "second",
+        driver=_LOG_ENDS,
+        env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache")},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
