@@ -91,6 +91,23 @@ def test_bundles_are_laid_out_as_torch_spyre_mains(tmp_path):
     assert kernel_of_bundle_folder("sdsc_fused_neg_0") is None
 
 
+def test_a_kernel_name_too_long_for_a_file_name_is_cut_in_its_folder_name(tmp_path):
+    """A training graph's one bundle can name every op it runs (gpt2's backward kernel is
+    longer than 240 characters): its folder is still a name the filesystem takes, and golden
+    still reads the kernel from it."""
+    from spyre_provenance.golden.normalize import bundle_folder_kernel
+    from spyre_provenance.model.folders import NAME_MAX
+
+    kernel = "sdsc_fused_" + "_".join(f"op{i}" for i in range(80)) + "_0"
+    name = bundle_folder_name(kernel, b"{}")
+    assert len(kernel) > NAME_MAX >= len(name.encode())
+    (tmp_path / name).mkdir()  # the filesystem takes it
+    assert kernel.startswith(kernel_of_bundle_folder(name))
+    assert bundle_folder_kernel(name, kernel) == kernel
+    short = bundle_folder_name("sdsc_fused_neg_0", b"{}")
+    assert kernel_of_bundle_folder(short) == "sdsc_fused_neg_0"  # whole when it fits
+
+
 def test_bundle_folders_name_their_model(tmp_path):
     for label, kernel in (("mlp", "sdsc_a_0"), ("mlp", "sdsc_b_0"), ("residual", "sdsc_a_0")):
         Layout(tmp_path, label).bundle_folder(bundle_folder_name(kernel, label.encode())).mkdir(parents=True)

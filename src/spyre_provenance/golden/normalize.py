@@ -198,9 +198,10 @@ def _normalize_opspecs(doc: dict[str, Any], roots: Roots) -> dict[str, Any]:
 def bundle_folder_kernel(folder: str, kernel: str | None) -> str:
     """A bundle folder's name as a golden holds it: ``<uuid8>_<kernel>_<suffix>``
     (``folders.kernel_of_bundle_folder``: torch-spyre's, random; the reference backend's,
-    from the bundles' bytes, which hold absolute paths) becomes ``<kernel>``; any other name
-    stays as it is."""
-    return kernel if kernel and folders.kernel_of_bundle_folder(folder) == kernel else folder
+    from the bundles' bytes, which hold absolute paths) becomes ``<kernel>`` (its whole name,
+    also when the folder holds it cut to fit a file name); any other name stays as it is."""
+    named = folders.kernel_of_bundle_folder(folder)
+    return kernel if kernel and named is not None and named == folders.kernel_in_folder_name(kernel) else folder
 
 
 def _normalize_handle_fields(entry: dict[str, Any], roots: Roots) -> None:

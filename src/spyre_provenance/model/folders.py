@@ -21,6 +21,8 @@ BUNDLE_FILE_RE = re.compile(r"sdsc_([0-9]+)\.json")
 #: A kernel's bundle folder as torch-spyre main names it (9a6b71e,
 #: ``execution/async_compile.py`` ``get_output_dir``): ``uuid4().hex[:8]``, the kernel's name,
 #: and ``tempfile.mkdtemp``'s 8 characters (``[a-z0-9_]``): ``1a2b3c4d_sdsc_fused_neg_0_il7ixi06``.
+#: the longest file name the filesystems we write to take (``NAME_MAX``)
+NAME_MAX = 255
 _BUNDLE_FOLDER = re.compile(r"[0-9a-f]{8}_(?P<kernel>.+)_[a-z0-9_]{8}")
 #: ``compile --ranks N`` writes each rank's output into ``rank<r>/`` of ``--out``.
 RANK_PREFIX = "rank"
@@ -136,7 +138,16 @@ def bundle_folder_name(kernel: str, content: bytes) -> str:
     (suffixes restart per graph) with different bundles get two folders."""
     digest = hashlib.sha256(content).digest()
     suffix = base64.b32encode(digest[4:9]).decode("ascii").lower()
-    return f"{digest[:4].hex()}_{kernel}_{suffix}"
+    return f"{digest[:4].hex()}_{kernel_in_folder_name(kernel)}_{suffix}"
+
+
+def kernel_in_folder_name(kernel: str) -> str:
+    """The kernel's part of its bundle folder's name: the whole name, or as much of it as
+    fits a file name (``NAME_MAX``, 255 bytes, with the 18 of ``<uuid8>_`` and ``_<suffix>``).
+    A training graph's one bundle can name every op it runs: gpt2's backward kernel name
+    is longer than 240 characters."""
+    room = NAME_MAX - len("01234567_") - len("_abcdefgh")
+    return kernel.encode("utf-8")[:room].decode("utf-8", "ignore")
 
 
 def kernel_of_bundle_folder(name: str) -> str | None:
