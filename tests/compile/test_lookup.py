@@ -143,6 +143,27 @@ def test_bundle_files_are_the_kernels_bundles(compile_case, run_cli):
         assert [s["key"] for m in doc["answers"][0]["matches"] for s in m["call_sites"]] == [key], folder_name
 
 
+@pytest.mark.parametrize("recorded", ["x" * 300, "../../.."], ids=["too-long", "outside"])
+def test_a_recorded_bundle_folder_no_folder_can_have_is_no_bundle(compile_case, run_cli, tmp_path, recorded):
+    """An OpSpec artifact whose bundle folder cannot be one folder's name under the bundle
+    root (longer than a file name, or leading out of it): lookup and view find no bundle
+    there, as for a folder that is gone, instead of failing on the name."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(compile_case("mlp").out, out)
+    (artifact,) = out.glob(f"graph_*/{OPSPEC_DEBUG_HANDLES}.json")
+    (written,) = {b["folder"] for b in json.loads(artifact.read_text())["bundles"].values()}
+    for where in (artifact, *out.glob("trace/*.log")):  # the graph folder's copy and the log's
+        where.write_text(where.read_text().replace(written, recorded))
+    key = next(iter(_graphs(out)[0][1]["cppCodeToPost"]))
+    code, doc = _lookup(run_cli, key, "--in", out)
+    (site,) = doc["answers"][0]["matches"][0]["call_sites"]
+    assert code == 0 and site["bundle_files"] == []
+    code, _, err = run_cli("view", out, "-o", tmp_path / "view.html")
+    assert (code, err) == (0, "")
+
+
 def test_text_answer_first_and_unknown_name(compile_case, run_cli):
     done = compile_case("mlp")
     key = next(iter(_graphs(done.out)[0][1]["cppCodeToPost"]))

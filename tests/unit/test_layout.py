@@ -108,6 +108,15 @@ def test_a_kernel_name_too_long_for_a_file_name_is_cut_in_its_folder_name(tmp_pa
     assert kernel_of_bundle_folder(short) == "sdsc_fused_neg_0"  # whole when it fits
 
 
+def test_a_recorded_bundle_folder_is_looked_for_only_when_it_can_be_one_folder():
+    from spyre_provenance.model.folders import NAME_MAX, is_one_name
+
+    assert is_one_name(bundle_folder_name("sdsc_fused_neg_0", b"{}"))
+    assert is_one_name("sdsc_fused_neg_0") and is_one_name("x" * NAME_MAX)
+    for name in ("", ".", "..", "../x", "a/b", "/abs", "x" * (NAME_MAX + 1), "a\0b"):
+        assert not is_one_name(name), name
+
+
 def test_bundle_folders_name_their_model(tmp_path):
     for label, kernel in (("mlp", "sdsc_a_0"), ("mlp", "sdsc_b_0"), ("residual", "sdsc_a_0")):
         Layout(tmp_path, label).bundle_folder(bundle_folder_name(kernel, label.encode())).mkdir(parents=True)

@@ -150,6 +150,18 @@ def kernel_in_folder_name(kernel: str) -> str:
     return kernel.encode("utf-8")[:room].decode("utf-8", "ignore")
 
 
+def is_one_name(name: str) -> bool:
+    """Whether ``name`` can name one folder under a root: one path component (no separator,
+    not ``.`` or ``..``) of at most ``NAME_MAX`` bytes. A bundle folder an artifact records is
+    looked for only then: a longer name cannot exist, and another would lead out of the root."""
+    return (
+        name not in ("", ".", "..")
+        and "/" not in name
+        and "\0" not in name
+        and len(name.encode("utf-8", "surrogatepass")) <= NAME_MAX
+    )
+
+
 def kernel_of_bundle_folder(name: str) -> str | None:
     """The kernel a bundle folder named as torch-spyre main names it is of; None for a name
     of another shape."""

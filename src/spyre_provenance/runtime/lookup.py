@@ -17,6 +17,7 @@ from typing import Any
 
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
 from spyre_provenance.logs.wrapper_code import HANDLE_COMMENT
+from spyre_provenance.model import folders
 from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.frames import frames as stack_frames
 from spyre_provenance.model.frames import is_user_frame
@@ -215,6 +216,6 @@ def source_lines(stack_traces: list[Any]) -> list[SourceLine]:
 def _bundle_files(graph: IndexedGraph, folder_name: Any) -> list[str]:
     """The bundle files of a call site: in the folder its OpSpec artifact records, under the
     graph's bundle root (``model.layout.kernel_bundle_folder``)."""
-    if graph.bundle_root is None or not isinstance(folder_name, str) or not folder_name:
+    if graph.bundle_root is None or not isinstance(folder_name, str) or not folders.is_one_name(folder_name):
         return []
     return [str(p) for p in bundle_files(kernel_bundle_folder(graph.bundle_root, folder_name))]

@@ -324,8 +324,9 @@ def _children(handle: dict[str, Any], handles: dict[str, Any]) -> Iterator[str]:
 
 def _bundle(g: GraphFolder, folder: str, index: int) -> dict[str, Any] | None:
     """The bundle ``sdsc_<index>.json`` of the bundle folder ``folder`` of the graph's model
-    (``sdsc/<model>/inductor-spyre/<folder>/``); None when absent."""
-    if g.bundle_root is None:
+    (``sdsc/<model>/inductor-spyre/<folder>/``); None when absent, or when ``folder`` can
+    name no folder there (``folders.is_one_name``)."""
+    if g.bundle_root is None or not folders.is_one_name(folder):
         return None
     path = kernel_bundle_folder(g.bundle_root, folder) / folders.BUNDLE_FILE.format(index)
     return _bundle_file(path, f"{folder}/{path.name}") if path.is_file() else None
