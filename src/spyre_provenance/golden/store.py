@@ -170,16 +170,16 @@ def _load_folder(folder: Path) -> Provenance:
         doc, _ = jsonio.parse_json((folder / MANIFEST).read_bytes(), location=str(folder / MANIFEST))
         manifest = doc if isinstance(doc, dict) else None
     graphs = _folder_graphs(folder)
-    bundles = read_bundles(folder, graphs)
     audit = read_audit(folder / AUDIT_FILE) if (folder / AUDIT_FILE).is_file() else None
+    # the bundles are read once, in the branch that knows the graphs naming them
     if graphs is not None:
-        return Provenance(str(folder), graphs, manifest, bundles, audit=audit)
+        return Provenance(str(folder), graphs, manifest, read_bundles(folder, graphs), audit=audit)
     ranks = _rank_folders(folder)
     if ranks:
-        return _load_ranks(folder, ranks, manifest, bundles)
+        return _load_ranks(folder, ranks, manifest, read_bundles(folder))
     trace_dir = Layout(folder).trace_dir
     if audit is not None and not any(trace_dir.glob("*")) and not any(folder.glob("*.log")):
-        return Provenance(str(folder), {}, manifest, bundles, audit=audit)  # an audit case
+        return Provenance(str(folder), {}, manifest, read_bundles(folder), audit=audit)  # an audit case
     logs = [
         p
         for p in sorted(folder.glob("*.log")) + sorted(trace_dir.glob("*"))
@@ -193,6 +193,7 @@ def _load_folder(folder: Path) -> Provenance:
         logged.bundles, logged.holds_bundles = read_bundles(folder, logged.graphs), True
         logged.audit = audit
         return logged
+    bundles = read_bundles(folder)
     if bundles is not None:  # bundles alone (a copied sdsc/ tree): still comparable
         return Provenance(str(folder), {}, manifest, bundles)
     raise UnusableInput(
