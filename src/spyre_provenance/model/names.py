@@ -63,8 +63,10 @@ MODEL_LABEL = "spyre_provenance_model_label"
 LOOKUP = "provenance_lookup"
 #: What ``annotate --summary --format json`` prints: kernel time per source line and module.
 TIME_SUMMARY = "provenance_time_summary"
+#: What ``compare --format json`` prints: two compiles side by side per source line.
+COMPARE = "provenance_compare"
 #: Documents the command line prints (schemas/<name>/, no file name, no detection).
-PRINTED_DOCUMENTS = (LOOKUP, TIME_SUMMARY)
+PRINTED_DOCUMENTS = (LOOKUP, TIME_SUMMARY, COMPARE)
 
 #: The model's source lines that made a graph's kernels, with context, read at compile time
 #: (the file may have changed, or be absent, where the viewer's page is opened). A companion

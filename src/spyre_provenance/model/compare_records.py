@@ -1,0 +1,89 @@
+"""Two compiles side by side per source line (``spyre-provenance compare``) as typed records.
+
+``CompileLines`` is what the comparison reads (one side: what each source line became);
+``Comparison`` is what it answers (``--format json``). ``schemas/provenance_compare/v1.schema.json``
+states the same shape; a test holds the two equal. Pure: msgspec only.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+COMPARE_VERSION = 1
+#: A pair of lines is ``changed`` (its code, its own OpSpecs or ATen ops differ; or, where
+#: the compile recorded no OpSpecs for it, the kernels it went into), only in one compile,
+#: ``regrouped`` (its own OpSpecs and ops are the same, the kernels holding them are not:
+#: a fused neighbour changed), or the ``same``. In the order a comparison lists them.
+STATUSES = ("changed", "only_a", "only_b", "regrouped", "same")
+#: What differs in a pair of lines.
+CHANGES = ("code", "opspecs", "ops", "kernels")
+
+
+class KernelUse(msgspec.Struct, frozen=True):
+    """One kernel call site a line went into."""
+
+    kernel: str  # as the wrapper calls it
+    call_site: str  # its mapping key name:N
+    graph: str  # "<model> <compile id> <graph kind>"
+
+
+class LineUse(msgspec.Struct, frozen=True):
+    """What one source line became in one compile."""
+
+    file: str
+    line: int
+    code: str
+    kernels: list[KernelUse]
+    #: the line's own OpSpecs (their debug handle's source is this line): ``op [iteration space]``
+    opspecs: list[str]
+    #: its ATen ops: its OpSpecs' handles', else (no OpSpecs recorded) its kernels'
+    ops: list[str]
+    #: kernel time under this line in the side's traces; None: no trace was read
+    time_us: float | None = None
+
+
+class Side(msgspec.Struct, frozen=True):
+    """Where one side's lines were read from."""
+
+    name: str  # as named on the command line: PATH or PATH:COMPILE_ID
+    graphs: list[str]  # the graphs read, "<model> <compile id> <graph kind>"
+    traces: list[str]  # the profiler traces its times come from (none: no time)
+    #: trace time that no call site of these graphs took (another compile's, or not placed)
+    unplaced_us: float = 0.0
+
+
+class CompileLines(msgspec.Struct, frozen=True):
+    """One side of a comparison: every source line the named compile made, with what it became."""
+
+    side: Side
+    lines: list[LineUse]
+
+
+class LinePair(msgspec.Struct, frozen=True):
+    """One source line in A and in B (one of them None: the line is only in the other)."""
+
+    status: str  # one of STATUSES
+    changes: list[str]  # of CHANGES
+    file: str  # A's path of the file (B's for a line only in B)
+    a: LineUse | None
+    b: LineUse | None
+    time_change_us: float | None = None  # B's time less A's, when both were timed
+
+
+class FilePair(msgspec.Struct, frozen=True):
+    """How a source file of A was paired with one of B (None: no counterpart)."""
+
+    a: str | None
+    b: str | None
+
+
+class Comparison(msgspec.Struct, frozen=True):
+    """What ``compare --format json`` prints (``schemas/provenance_compare``)."""
+
+    version: int
+    same: bool  # every line the same: exit 0
+    a: Side
+    b: Side
+    counts: dict[str, int]  # lines per status (every status, 0 too)
+    files: list[FilePair]
+    lines: list[LinePair]

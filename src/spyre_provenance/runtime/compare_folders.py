@@ -1,0 +1,254 @@
+"""What each source line of a compile became, read from its folder: the thin adapter in
+front of ``runtime.compare`` (``spyre-provenance compare A B``, the viewer's ``--compare``).
+
+A side is named ``PATH`` or ``PATH:COMPILE_ID``. ``PATH`` is anything ``runtime.index``
+reads: an ``--out`` folder, a folder of them (a ``run`` folder of per-process folders), a
+TORCH_TRACE log, a copied tree of graph folders. ``:COMPILE_ID`` keeps the graphs of one
+compile (``0/1``, also written ``[0/1]`` or as a graph folder spells it, ``0-1``): prefill
+against decode in one folder. What a line became:
+
+- the kernels whose stack traces have it as their innermost user frame (the rule of
+  ``runtime.time_summary``, so a line's time and its kernels agree), and those holding one
+  of its OpSpecs;
+- its own OpSpecs: those whose debug handle's source is the line (a fused handle's, its
+  children's), each with its iteration space, and their handles' ATen ops;
+- where the compile recorded no OpSpecs (stock Inductor), its kernels' ATen ops;
+- its time, from the profiler traces given, or found beside the logs (``compile --profile``
+  writes ``profile/<model>.trace.json``): ``time_summary.summarize``'s rows, the kernels of the
+  named graphs only. A line the trace places that no stack trace of the compile names (an
+  eager per-op kernel, placed by the profiler's own stacks) is one more line.
+
+Kernels that no user frame names are one line, ``(no source line)``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from spyre_provenance.base.errors import UnusableInput
+from spyre_provenance.model.compare_records import Comparison, CompileLines, KernelUse, LineUse, Side
+from spyre_provenance.model.detect import split_key
+from spyre_provenance.model.frames import frames as stack_frames
+from spyre_provenance.model.frames import is_user_frame
+from spyre_provenance.model.layout import Layout
+from spyre_provenance.runtime import index as kernel_index
+from spyre_provenance.runtime import time_summary
+from spyre_provenance.runtime.compare import compare
+from spyre_provenance.runtime.index import IndexedGraph, KernelIndex
+from spyre_provenance.runtime.lookup import GraphView
+
+Where = tuple[str, int]  # (file, line)
+PathLike = str | os.PathLike[str]
+
+
+def compare_folders(
+    a: str, b: str, *, trace_a: PathLike | None = None, trace_b: PathLike | None = None, find_traces: bool = True
+) -> Comparison:
+    """``compare A B``: the two named compiles (``PATH`` or ``PATH:COMPILE_ID``) side by side
+    per source line, timed from ``trace_a``/``trace_b`` or (``find_traces``) the traces
+    found beside their logs. Raises UnusableInput for a side that cannot be read."""
+    return compare(read_compile(a, trace_a, find_traces), read_compile(b, trace_b, find_traces))
+
+
+def read_compile(name: str, trace: PathLike | None = None, find_traces: bool = True) -> CompileLines:
+    """One side: what each source line of the compile ``name`` became (the module's docstring)."""
+    path, compile_id = split_name(name)
+    index = kernel_index.build([path])
+    chosen = select(index, compile_id, name)
+    lines = _Lines()
+    for graph in chosen:
+        lines.add_graph(graph)
+    labels = [graph_label(g) for g in chosen]
+    traces = [Path(trace)] if trace is not None else (traces_beside(chosen) if find_traces else [])
+    unplaced = 0.0
+    for found in traces:
+        unplaced += lines.add_times(time_summary.summarize(found, index), set(labels))
+    side = Side(name, labels, [str(t) for t in traces], unplaced)
+    return CompileLines(side, lines.done(timed=bool(traces)))
+
+
+def split_name(name: str) -> tuple[Path, str | None]:
+    """``PATH`` or ``PATH:COMPILE_ID`` as (path, compile id as ``0/1``, or None). A path
+    that exists is a path, colons and all."""
+    if Path(name).exists():
+        return Path(name), None
+    head, colon, tail = name.rpartition(":")
+    if colon and head and Path(head).exists():
+        compile_id = tail.strip().strip("[]").replace("-", "/")
+        if not compile_id:
+            raise UnusableInput(name, "no compile id after the colon (PATH:COMPILE_ID, e.g. out:0/1)")
+        return Path(head), compile_id
+    raise UnusableInput(name, "no such file or folder")
+
+
+def select(index: KernelIndex, compile_id: str | None, name: str) -> list[IndexedGraph]:
+    """The graphs of ``compile_id`` (all of them for None), in the index's order."""
+    if compile_id is None:
+        return list(index.graphs)
+    chosen = [g for g in index.graphs if g.compile_id == compile_id]
+    if not chosen:
+        held = ", ".join(dict.fromkeys(g.compile_id for g in index.graphs))
+        raise UnusableInput(name, f"no compile {compile_id} there (it holds {held})")
+    return chosen
+
+
+def graph_label(graph: IndexedGraph) -> str:
+    """``<model> <compile id> <graph kind>``: how ``time_summary`` names a kernel's graph."""
+    return f"{graph.model} {graph.compile_id} {graph.graph}"
+
+
+def traces_beside(graphs: list[IndexedGraph]) -> list[Path]:
+    """The annotated profiler traces ``compile --profile`` wrote for these graphs' models,
+    beside their logs (or their graph folders), in path order."""
+    found = set()
+    for graph in graphs:
+        origin = Path(graph.origin)
+        layout = Layout.of_log(origin, graph.model) if origin.is_file() else Layout(origin.parent, graph.model)
+        if layout is not None and layout.profile_trace.is_file():
+            found.add(layout.profile_trace)
+    return sorted(found)
+
+
+class _Line:
+    __slots__ = ("code", "kernels", "opspecs", "ops", "time")
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+        self.kernels: dict[KernelUse, None] = {}
+        self.opspecs: list[str] = []
+        self.ops: list[str] = []
+        self.time = 0.0
+
+
+class _Lines:
+    """The lines of one side, built graph by graph, then timed."""
+
+    def __init__(self) -> None:
+        self._lines: dict[Where, _Line] = {}
+
+    def _at(self, where: Where, code: str) -> _Line:
+        line = self._lines.get(where)
+        if line is None:
+            line = self._lines[where] = _Line(code)
+        elif not line.code and code:
+            line.code = code
+        return line
+
+    def add_graph(self, graph: IndexedGraph) -> None:
+        label = graph_label(graph)
+        codes: dict[Where, str] = {}
+        own: dict[str, list[Where]] = {}
+        for key in graph.keys:
+            own[key] = _user_lines(graph.stack_traces.get(key), codes)
+        opspecs = graph.opspecs if isinstance(graph.opspecs, dict) else {}
+        kernel_specs = _object(opspecs.get("kernels"))
+        handles = _object(opspecs.get("handles"))
+        for key in graph.keys:
+            use = KernelUse(split_key(key)[0] or key, key, label)
+            specs = kernel_specs.get(key)
+            placed = False
+            ops: list[str] = []
+            if isinstance(specs, list) and specs:
+                for spec in specs:
+                    if isinstance(spec, dict):
+                        placed |= self._add_opspec(spec, handles, use, codes)
+            else:  # no OpSpecs: the kernel's ATen ops are the finest evidence
+                ops = GraphView.of(graph).call_site(key).aten_ops
+            for where in own[key] or ([] if placed else [(time_summary.NO_LINE, 0)]):
+                line = self._at(where, codes.get(where, ""))
+                line.kernels[use] = None
+                line.ops += ops
+
+    def _add_opspec(
+        self, spec: dict[str, Any], handles: dict[str, Any], use: KernelUse, codes: dict[Where, str]
+    ) -> bool:
+        """Give an OpSpec to the lines its handle names; whether there were any."""
+        text = str(spec.get("op"))
+        space = spec.get("iteration_space")
+        if isinstance(space, list):
+            text += " [" + ", ".join(str(d) for d in space) + "]"
+        lines = _handle_lines(spec.get("debug_handle"), handles)
+        for where, aten in lines.items():
+            line = self._at(where, codes.get(where, ""))
+            line.kernels[use] = None
+            line.opspecs.append(text)
+            line.ops += aten
+        return bool(lines)
+
+    def add_times(self, summary: time_summary.TimeSummary, labels: set[str]) -> float:
+        """Each line's kernel time in ``summary``, of the graphs ``labels`` only; returns
+        the trace time none of their call sites took."""
+        placed: dict[tuple[str, str], float] = {}
+        for row in summary.lines:
+            kernels = [k for k in row.kernels if k.graph in labels]
+            if not kernels:
+                continue
+            line = self._at((row.file, row.line), row.code)
+            for k in kernels:
+                line.time += k.total_us
+                line.kernels[KernelUse(k.kernel, k.call_site, k.graph)] = None
+                placed[(k.graph, k.call_site)] = k.total_us  # a kernel under several lines, once
+        return max(0.0, summary.total_us - sum(placed.values()))
+
+    def done(self, timed: bool) -> list[LineUse]:
+        return [
+            LineUse(
+                file=file,
+                line=number,
+                code=line.code,
+                kernels=list(line.kernels),
+                opspecs=line.opspecs,
+                ops=list(dict.fromkeys(line.ops)),
+                time_us=line.time if timed else None,
+            )
+            for (file, number), line in sorted(self._lines.items())
+        ]
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _user_lines(traces: Any, codes: dict[Where, str]) -> list[Where]:
+    """The innermost user frame of each of a call site's stack traces (``time_summary``'s
+    rule), in order, each once; every frame's code goes into ``codes``."""
+    found: dict[Where, None] = {}
+    for trace in traces if isinstance(traces, list) else []:
+        if not isinstance(trace, str):
+            continue
+        frames = stack_frames(trace)
+        for frame in frames:
+            codes.setdefault((frame.file, frame.line), frame.code.strip())
+        user = [f for f in frames if is_user_frame(f.file)]
+        if user:
+            found[(user[-1].file, user[-1].line)] = None
+    return list(found)
+
+
+def _handle_lines(handle_id: Any, handles: dict[str, Any]) -> dict[Where, list[str]]:
+    """The source lines of a debug handle, each with its ATen ops: its own source, else (a
+    handle fused from several) its children's, recursively."""
+    found: dict[Where, list[str]] = {}
+    todo, seen = [handle_id], set()
+    while todo:
+        current = todo.pop(0)
+        if not isinstance(current, str) or current in seen:
+            continue
+        seen.add(current)
+        handle = handles.get(current)
+        if not isinstance(handle, dict):
+            continue
+        source = handle.get("source")
+        if (
+            isinstance(source, dict)
+            and isinstance(source.get("file"), str)
+            and isinstance(source.get("start_line"), int)
+        ):
+            ops = found.setdefault((source["file"], source["start_line"]), [])
+            if isinstance(handle.get("aten_op"), str):
+                ops.append(handle["aten_op"])
+        else:
+            todo += handle.get("fused_from") or []
+    return found

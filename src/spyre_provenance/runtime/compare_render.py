@@ -1,0 +1,141 @@
+"""A comparison by source line (``runtime.compare``) as text, CSV or JSON (``compare --format``).
+
+The JSON document is validated against ``schemas/provenance_compare`` before it is
+returned: what the command prints always is what the schema says.
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import msgspec
+
+from spyre_provenance.model.compare_records import Comparison, LinePair, LineUse, Side
+from spyre_provenance.model.names import COMPARE
+from spyre_provenance.runtime.time_summary import NO_LINE
+from spyre_provenance.validate import schemas
+
+LISTED_GRAPHS = 4  # text: graphs named per side
+_TITLES = {"changed": "changed", "only_a": "only in A", "only_b": "only in B", "regrouped": "regrouped", "same": "same"}
+
+
+def render_text(comparison: Comparison) -> str:
+    out = [_side("A", comparison.a), _side("B", comparison.b)]
+    counts = ", ".join(f"{n} {_TITLES[s]}" for s, n in comparison.counts.items())
+    out.append(f"lines: {counts}: " + ("the compiles are the same" if comparison.same else "the compiles differ"))
+    for pair in comparison.lines:
+        out.append(f"{_TITLES[pair.status]:<10}  {_where(pair)}  {_code(pair)}{_time(pair)}")
+        if pair.status != "same":
+            if pair.changes:
+                out.append(f"    differs in: {', '.join(pair.changes)}")
+            for label, line in (("A", pair.a), ("B", pair.b)):
+                if line is not None:
+                    out.append(f"    {label}  {_became(line)}")
+    return "\n".join(out) + "\n"
+
+
+def _side(label: str, side: Side) -> str:
+    graphs = ", ".join(side.graphs[:LISTED_GRAPHS]) + (
+        f" and {len(side.graphs) - LISTED_GRAPHS} more" if len(side.graphs) > LISTED_GRAPHS else ""
+    )
+    timed = f"time from {', '.join(side.traces)}" if side.traces else "no profiler trace"
+    unplaced = f", {_us(side.unplaced_us)} of it in no call site of these graphs" if side.unplaced_us else ""
+    return f"{label}  {side.name}  ({len(side.graphs)} graph{'s' if len(side.graphs) != 1 else ''}: {graphs}; {timed}{unplaced})"
+
+
+def _where(pair: LinePair) -> str:
+    if pair.file == NO_LINE:
+        return NO_LINE
+    if pair.a is None or pair.b is None:  # one side only: where it is there
+        line = pair.a or pair.b
+        assert line is not None
+        return f"{line.file}:{line.line}"
+    file_b = f"{pair.b.file}:" if pair.b.file != pair.a.file else ""
+    return f"{pair.a.file}:{pair.a.line} -> {file_b}{pair.b.line}"
+
+
+def _code(pair: LinePair) -> str:
+    codes = [u.code.strip() for u in (pair.a, pair.b) if u is not None]
+    return codes[0] if len(set(codes)) == 1 else " -> ".join(codes)
+
+
+def _time(pair: LinePair) -> str:
+    times = [u.time_us for u in (pair.a, pair.b) if u is not None and u.time_us is not None]
+    if not times:
+        return ""
+    if pair.time_change_us is None:
+        return f"  [{_us(times[0])}]"
+    return f"  [{_us(times[0])} -> {_us(times[1])}, {'+' if pair.time_change_us >= 0 else '-'}{_us(abs(pair.time_change_us))}]"
+
+
+def _became(line: LineUse) -> str:
+    kernels = " ".join(f"{k.call_site} ({k.graph})" for k in line.kernels) or "no kernel"
+    parts = [f"kernels {kernels}"]
+    if line.opspecs:
+        parts.append(f"OpSpecs {'; '.join(line.opspecs)}")
+    if line.ops:
+        parts.append(f"ops {' '.join(line.ops)}")
+    return " · ".join(parts)
+
+
+def _us(us: float) -> str:
+    return f"{us / 1000:.3f} ms" if us >= 1000 else f"{us:.1f} us"
+
+
+CSV_COLUMNS = (
+    "status",
+    "changes",
+    "file",
+    "line_a",
+    "line_b",
+    "code_a",
+    "code_b",
+    "kernels_a",
+    "kernels_b",
+    "opspecs_a",
+    "opspecs_b",
+    "ops_a",
+    "ops_b",
+    "time_a_us",
+    "time_b_us",
+    "time_change_us",
+)
+
+
+def render_csv(comparison: Comparison) -> str:
+    """One row per pair of lines, in the comparison's order; lists joined by ``; ``."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for pair in comparison.lines:
+        a, b = pair.a, pair.b
+        cells: list[str | int] = [pair.status, "; ".join(pair.changes), pair.file]
+        cells += [u.line if u is not None else "" for u in (a, b)]
+        cells += [u.code if u is not None else "" for u in (a, b)]
+        cells += ["; ".join(k.call_site for k in u.kernels) if u is not None else "" for u in (a, b)]
+        cells += ["; ".join(u.opspecs) if u is not None else "" for u in (a, b)]
+        cells += ["; ".join(u.ops) if u is not None else "" for u in (a, b)]
+        cells += [_number(u.time_us if u is not None else None) for u in (a, b)]
+        cells.append(_number(pair.time_change_us))
+        writer.writerow(cells)
+    return buffer.getvalue()
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def render_json(comparison: Comparison) -> str:
+    """The document, checked against its schema first (a failure is this tool's bug)."""
+    data = msgspec.json.encode(comparison)
+    import jsonschema  # only --format json needs it
+
+    validator = jsonschema.Draft202012Validator(schemas.load_schema(COMPARE, comparison.version))
+    error = next(validator.iter_errors(msgspec.json.decode(data)), None)
+    if error is not None:
+        where = "".join(f"[{p!r}]" for p in error.absolute_path)
+        raise AssertionError(f"{COMPARE} document breaks its schema at ${where}: {error.message}")
+    return data.decode() + "\n"

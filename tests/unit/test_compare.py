@@ -1,0 +1,183 @@
+"""The comparison by source line (``runtime.compare``), on records made by hand: how lines
+pair (by code, not number), how a pair is judged, the order, and the printed forms.
+The compiles themselves: tests/compile/test_compare.py."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import jsonschema
+import msgspec
+import pytest
+
+from spyre_provenance.model.compare_records import (
+    COMPARE_VERSION,
+    STATUSES,
+    Comparison,
+    CompileLines,
+    KernelUse,
+    LineUse,
+    Side,
+)
+from spyre_provenance.model.names import COMPARE, PRINTED_DOCUMENTS
+from spyre_provenance.runtime import compare_render
+from spyre_provenance.runtime.compare import compare, pair_files
+from spyre_provenance.validate import schemas
+
+
+def use(line: int, code: str, kernel: str = "sdsc_fused_add_0", opspecs=("add [4]",), ops=("aten.add.Tensor",), **kw):
+    file = kw.pop("file", "/m/model.py")
+    graph = kw.pop("graph", "m 0/0 inference")
+    kernels = [KernelUse(kernel, f"{kernel}:1", graph)] if kernel else []
+    return LineUse(file, line, code, kernels, list(opspecs), list(ops), **kw)
+
+
+def side(name: str, *lines: LineUse, traces=()) -> CompileLines:
+    return CompileLines(Side(name, ["m 0/0 inference"], list(traces)), list(lines))
+
+
+def by_code(comparison: Comparison) -> dict[str, tuple]:
+    return {
+        (p.a or p.b).code: (p.status, p.changes, p.a.line if p.a else None, p.b.line if p.b else None)
+        for p in comparison.lines
+    }
+
+
+def test_a_line_inserted_above_shifts_the_numbers_below_and_changes_nothing_else():
+    before = [use(10, "h = self.fc1(x)"), use(11, "h = torch.relu(h)"), use(12, "return self.fc2(h)")]
+    after = [
+        use(10, "h = self.fc1(x)"),
+        use(11, "h = torch.sigmoid(h)", opspecs=["sigmoid [4]"], ops=["aten.sigmoid.default"]),
+        use(12, "h = torch.relu(h)"),
+        use(13, "return self.fc2(h)"),
+    ]
+    done = compare(side("A", *before), side("B", *after))
+    assert by_code(done) == {
+        "h = torch.sigmoid(h)": ("only_b", [], None, 11),
+        "h = self.fc1(x)": ("same", [], 10, 10),
+        "h = torch.relu(h)": ("same", [], 11, 12),
+        "return self.fc2(h)": ("same", [], 12, 13),
+    }
+    assert [p.status for p in done.lines][0] == "only_b"  # what changed comes first
+    assert not done.same and done.counts == {"changed": 0, "only_a": 0, "only_b": 1, "regrouped": 0, "same": 3}
+
+
+def test_an_edited_line_pairs_with_its_old_self_and_says_what_changed():
+    before = [use(1, "a = x + 1"), use(2, "b = torch.relu(a)", ops=["aten.relu.default"]), use(3, "c = b * 2")]
+    after = [use(1, "a = x + 1"), use(2, "b = torch.tanh(a)", ops=["aten.tanh.default"]), use(3, "c = b * 2")]
+    done = compare(side("A", *before), side("B", *after))
+    assert by_code(done)["b = torch.relu(a)"] == ("changed", ["code", "ops"], 2, 2)
+    assert done.lines[0].a.code == "b = torch.relu(a)" and done.lines[0].b.code == "b = torch.tanh(a)"
+    assert [p.status for p in done.lines] == ["changed", "same", "same"]
+
+
+def test_two_branches_of_one_file_are_two_lines_not_one_edited():
+    """Prefill's branch and decode's: between the same lines, at other numbers."""
+    prefill = [use(12, "h = self.proj(x)"), use(14, "h = torch.softmax(h, dim=1)"), use(17, "return self.out(h)")]
+    decode = [use(12, "h = self.proj(x)"), use(16, "h = torch.relu(h)"), use(17, "return self.out(h)")]
+    done = compare(side("A", *prefill), side("B", *decode))
+    assert by_code(done) == {
+        "h = torch.softmax(h, dim=1)": ("only_a", [], 14, None),
+        "h = torch.relu(h)": ("only_b", [], None, 16),
+        "h = self.proj(x)": ("same", [], 12, 12),
+        "return self.out(h)": ("same", [], 17, 17),
+    }
+
+
+def test_a_renamed_kernel_regroups_a_line_with_its_own_opspecs_and_changes_one_without():
+    fused = compare(side("A", use(1, "y = x + 1")), side("B", use(1, "y = x + 1", kernel="sdsc_fused_add_mul_0")))
+    assert [(p.status, p.changes) for p in fused.lines] == [("regrouped", ["kernels"])]
+    assert not fused.same
+    stock = compare(
+        side("A", use(1, "y = x + 1", kernel="cpp_fused_add_0", opspecs=())),
+        side("B", use(1, "y = x + 1", kernel="cpp_fused_add_mul_0", opspecs=())),
+    )
+    assert [(p.status, p.changes) for p in stock.lines] == [("changed", ["kernels"])]
+
+
+def test_a_kernel_renumbered_or_another_compile_id_is_the_same_kernel():
+    a = side("A", use(1, "y = x + 1", kernel="sdsc_fused_add_0"))
+    b = side("B", use(1, "y = x + 1", kernel="sdsc_fused_add_3", graph="m 0/1 inference"))
+    assert compare(a, b).same
+    backward = side("B", use(1, "y = x + 1", kernel="sdsc_fused_add_0", graph="m 0/0 backward"))
+    assert not compare(a, backward).same  # another graph kind is another kernel
+
+
+def test_a_shape_is_a_change_of_the_opspecs():
+    done = compare(side("A", use(1, "h = self.proj(x)", opspecs=["batchmatmul [8, 64, 64]"])),
+                   side("B", use(1, "h = self.proj(x)", opspecs=["batchmatmul [2, 64, 64]"])))  # fmt: skip
+    assert [(p.status, p.changes) for p in done.lines] == [("changed", ["opspecs"])]
+
+
+def test_files_pair_by_path_then_by_the_one_file_of_a_name_left():
+    assert pair_files(["/v1/model.py", "/v1/util.py"], ["/v2/model.py", "/v1/util.py"]) == [
+        ("/v1/model.py", "/v2/model.py"),
+        ("/v1/util.py", "/v1/util.py"),
+    ]
+    # two files of one name left on a side: nothing says which is which
+    assert pair_files(["/a/x/m.py", "/a/y/m.py"], ["/b/m.py"]) == [
+        ("/a/x/m.py", None),
+        ("/a/y/m.py", None),
+        (None, "/b/m.py"),
+    ]
+
+
+def test_times_and_their_change():
+    a = side("A", use(1, "y = x + 1", time_us=10.0), traces=["a.json"])
+    b = side("B", use(1, "y = x + 1", time_us=25.0), traces=["b.json"])
+    done = compare(a, b)
+    assert done.same and done.lines[0].time_change_us == pytest.approx(15.0)
+    untimed = compare(a, side("B", use(1, "y = x + 1")))
+    assert untimed.lines[0].time_change_us is None
+
+
+def test_the_same_lines_are_the_same_compile():
+    lines = [use(1, "a = x + 1"), use(2, "b = a * 2", kernel="sdsc_fused_mul_1")]
+    done = compare(side("A", *lines), side("B", *lines))
+    assert done.same and done.counts["same"] == 2 and set(done.counts) == set(STATUSES)
+
+
+def _sample() -> Comparison:
+    return compare(
+        side("A", use(1, "a = x + 1", time_us=1.0), use(2, "b = a * 2", time_us=2.0), traces=["a.json"]),
+        side("B", use(1, "a = x + 1", time_us=1.5), use(2, "c = a - 2", ops=["aten.sub.Tensor"], time_us=2.0), traces=["b.json"]),
+    )  # fmt: skip
+
+
+def test_json_is_the_schema_and_the_records():
+    assert COMPARE in PRINTED_DOCUMENTS
+    text = compare_render.render_json(_sample())
+    doc = json.loads(text)
+    jsonschema.Draft202012Validator(schemas.load_schema(COMPARE, COMPARE_VERSION)).validate(doc)
+    assert msgspec.json.decode(text, type=Comparison) == _sample()
+    # the schema closes every object the records hold: a field of one is a field of the other
+    schema = schemas.load_schema(COMPARE, COMPARE_VERSION)
+    assert set(schema["properties"]) == set(Comparison.__struct_fields__)
+    assert set(schema["$defs"]["line"]["properties"]) == set(LineUse.__struct_fields__)
+    assert set(schema["$defs"]["side"]["properties"]) == set(Side.__struct_fields__)
+
+
+def test_json_that_breaks_the_schema_is_never_printed():
+    broken = msgspec.structs.replace(_sample(), version=99)
+    with pytest.raises((AssertionError, FileNotFoundError, OSError)):
+        compare_render.render_json(broken)
+
+
+def test_csv_one_row_per_pair_and_text_names_each_status():
+    rows = list(csv.DictReader(io.StringIO(compare_render.render_csv(_sample()))))
+    assert [(r["status"], r["code_a"], r["code_b"], r["time_change_us"]) for r in rows] == [
+        ("changed", "b = a * 2", "c = a - 2", "0.000"),
+        ("same", "a = x + 1", "a = x + 1", "0.500"),
+    ]
+    text = compare_render.render_text(_sample())
+    assert "lines: 1 changed, 0 only in A, 0 only in B, 0 regrouped, 1 same: the compiles differ" in text
+    assert "changed     /m/model.py:2 -> 2  b = a * 2 -> c = a - 2  [2.0 us -> 2.0 us, +0.0 us]" in text
+
+
+def test_unusable_sides_are_one_line_and_exit_2(run_cli, tmp_path):
+    code, out, err = run_cli("compare", tmp_path / "nowhere", tmp_path)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "nowhere: no such file or folder" in err
+    code, _, err = run_cli("compare", tmp_path, tmp_path)
+    assert code == 2 and err.count("\n") == 1 and "no kernel call sites found" in err
