@@ -20,6 +20,7 @@ from bench.whole_process import render_section as _whole_process_section
 
 if TYPE_CHECKING:
     from bench.audit_overhead import AuditResults
+    from bench.compare import CompareResults
     from bench.runtime import RuntimeResults
     from bench.viewer import ViewerResults
 
@@ -115,6 +116,7 @@ def render(
     whole_process: WholeProcessResults | None = None,
     runtime: RuntimeResults | None = None,
     viewer: ViewerResults | None = None,
+    compare: CompareResults | None = None,
 ) -> str:
     lines: list[str] = []
     add = lines.append
@@ -146,6 +148,10 @@ def render(
         from bench import viewer as viewer_bench
 
         verdicts.append(viewer_bench.render_section(lines, viewer))
+    if compare is not None:
+        from bench import compare as compare_bench
+
+        verdicts.append(compare_bench.render_section(lines, compare))
     add("#### Targets")
     add("")
     lines.extend(f"- {v}" for v in verdicts)

@@ -77,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench import viewer
 
         viewer_results = viewer.run(viewer.FULL, progress)
+    compare_results = None
+    if not quick:  # the smoke test runs it alone (tests/bench/test_bench_compare.py)
+        from bench import compare
+
+        compare_results = compare.run(compare.FULL, progress)
     artifact_results = artifacts.run(
         artifacts.QUICK_SIZES if quick else artifacts.FULL_SIZES,
         artifacts.QUICK_OUTER if quick else artifacts.OUTER,
@@ -97,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         whole_process=whole_results,
         runtime=runtime_results,
         viewer=viewer_results,
+        compare=compare_results,
     )
     if args.json:
         raw = {
@@ -106,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             "whole_process": whole_results,
             "runtime": runtime_results,
             "viewer": viewer_results,
+            "compare": compare_results,
             "started": started.isoformat(),
         }
         args.json.write_bytes(msgspec.json.encode(raw))

@@ -7,19 +7,28 @@ states the same shape; a test holds the two equal. Pure: msgspec only.
 
 from __future__ import annotations
 
+from typing import Annotated, Literal, get_args
+
 import msgspec
 
-COMPARE_VERSION = 1
+COMPARE_VERSION: Literal[1] = 1
 #: A pair of lines is ``changed`` (its code, its own OpSpecs or ATen ops differ; or, where
 #: the compile recorded no OpSpecs for it, the kernels it went into), only in one compile,
 #: ``regrouped`` (its own OpSpecs and ops are the same, the kernels holding them are not:
 #: a fused neighbour changed), or the ``same``. In the order a comparison lists them.
-STATUSES = ("changed", "only_a", "only_b", "regrouped", "same")
+Status = Literal["changed", "only_a", "only_b", "regrouped", "same"]
+STATUSES: tuple[Status, ...] = get_args(Status)
 #: What differs in a pair of lines.
-CHANGES = ("code", "opspecs", "ops", "kernels")
+Change = Literal["code", "opspecs", "ops", "kernels"]
+CHANGES: tuple[Change, ...] = get_args(Change)
+#: The records are as strict as the schema (types, value sets, bounds, no other field):
+#: decoding a document into ``Comparison`` checks it as the schema does, at msgspec's speed.
+Micros = Annotated[float, msgspec.Meta(ge=0)]
+Count = Annotated[int, msgspec.Meta(ge=0)]
+_STRICT = {"frozen": True, "forbid_unknown_fields": True}
 
 
-class KernelUse(msgspec.Struct, frozen=True):
+class KernelUse(msgspec.Struct, **_STRICT):
     """One kernel call site a line went into."""
 
     kernel: str  # as the wrapper calls it
@@ -27,11 +36,11 @@ class KernelUse(msgspec.Struct, frozen=True):
     graph: str  # "<model> <compile id> <graph kind>"
 
 
-class LineUse(msgspec.Struct, frozen=True):
+class LineUse(msgspec.Struct, **_STRICT):
     """What one source line became in one compile."""
 
     file: str
-    line: int
+    line: Count
     code: str
     kernels: list[KernelUse]
     #: the line's own OpSpecs (their debug handle's source is this line): ``op [iteration space]``
@@ -39,51 +48,51 @@ class LineUse(msgspec.Struct, frozen=True):
     #: its ATen ops: its OpSpecs' handles', else (no OpSpecs recorded) its kernels'
     ops: list[str]
     #: kernel time under this line in the side's traces; None: no trace was read
-    time_us: float | None = None
+    time_us: Micros | None = None
 
 
-class Side(msgspec.Struct, frozen=True):
+class Side(msgspec.Struct, **_STRICT):
     """Where one side's lines were read from."""
 
     name: str  # as named on the command line: PATH or PATH:COMPILE_ID
     graphs: list[str]  # the graphs read, "<model> <compile id> <graph kind>"
     traces: list[str]  # the profiler traces its times come from (none: no time)
     #: trace time that no call site of these graphs took (another compile's, or not placed)
-    unplaced_us: float = 0.0
+    unplaced_us: Micros = 0.0
 
 
-class CompileLines(msgspec.Struct, frozen=True):
+class CompileLines(msgspec.Struct, **_STRICT):
     """One side of a comparison: every source line the named compile made, with what it became."""
 
     side: Side
     lines: list[LineUse]
 
 
-class LinePair(msgspec.Struct, frozen=True):
+class LinePair(msgspec.Struct, **_STRICT):
     """One source line in A and in B (one of them None: the line is only in the other)."""
 
-    status: str  # one of STATUSES
-    changes: list[str]  # of CHANGES
+    status: Status
+    changes: list[Change]
     file: str  # A's path of the file (B's for a line only in B)
     a: LineUse | None
     b: LineUse | None
     time_change_us: float | None = None  # B's time less A's, when both were timed
 
 
-class FilePair(msgspec.Struct, frozen=True):
+class FilePair(msgspec.Struct, **_STRICT):
     """How a source file of A was paired with one of B (None: no counterpart)."""
 
     a: str | None
     b: str | None
 
 
-class Comparison(msgspec.Struct, frozen=True):
+class Comparison(msgspec.Struct, **_STRICT):
     """What ``compare --format json`` prints (``schemas/provenance_compare``)."""
 
-    version: int
+    version: Literal[1]
     same: bool  # every line the same: exit 0
     a: Side
     b: Side
-    counts: dict[str, int]  # lines per status (every status, 0 too)
+    counts: dict[Status, Count]  # lines per status (every status, 0 too)
     files: list[FilePair]
     lines: list[LinePair]

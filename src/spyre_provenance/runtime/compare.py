@@ -32,11 +32,13 @@ from collections.abc import Iterable
 from spyre_provenance.model.compare_records import (
     COMPARE_VERSION,
     STATUSES,
+    Change,
     Comparison,
     CompileLines,
     FilePair,
     LinePair,
     LineUse,
+    Status,
 )
 
 _SUFFIX = re.compile(r"_[0-9]+\Z")
@@ -135,7 +137,7 @@ def _key(line: LineUse) -> str:
     return code if code else f"\0{line.line}"
 
 
-def _one_sided(status: str, a: LineUse | None, b: LineUse | None) -> LinePair:
+def _one_sided(status: Status, a: LineUse | None, b: LineUse | None) -> LinePair:
     line = a if a is not None else b
     assert line is not None
     return LinePair(status, [], line.file, a, b)
@@ -143,15 +145,16 @@ def _one_sided(status: str, a: LineUse | None, b: LineUse | None) -> LinePair:
 
 def judge(a: LineUse, b: LineUse) -> LinePair:
     """One pair of lines: what differs, and its status."""
-    changes = []
+    changes: list[Change] = []
     if a.code.strip() != b.code.strip():
         changes.append("code")
-    if Counter(a.opspecs) != Counter(b.opspecs):
+    if a.opspecs != b.opspecs and sorted(a.opspecs) != sorted(b.opspecs):  # equal lists: the common case, cheap
         changes.append("opspecs")
-    if Counter(a.ops) != Counter(b.ops):
+    if a.ops != b.ops and sorted(a.ops) != sorted(b.ops):
         changes.append("ops")
     if kernel_shape(a) != kernel_shape(b):
         changes.append("kernels")
+    status: Status
     if not changes:
         status = "same"
     elif changes == ["kernels"] and (a.opspecs or b.opspecs):
@@ -163,7 +166,7 @@ def judge(a: LineUse, b: LineUse) -> LinePair:
     return LinePair(status, changes, a.file, a, b, delta)
 
 
-def kernel_shape(line: LineUse) -> Counter[tuple[str, str]]:
+def kernel_shape(line: LineUse) -> list[tuple[str, str]]:
     """The kernels a line went into, as compared: (graph kind, name without its per-graph
-    suffix), counted. Compile ids and handle numbers differ between compiles by nature."""
-    return Counter((k.graph.rsplit(" ", 1)[-1], _SUFFIX.sub("", k.kernel)) for k in line.kernels)
+    suffix), sorted. Compile ids and handle numbers differ between compiles by nature."""
+    return sorted((k.graph.rpartition(" ")[2], _SUFFIX.sub("", k.kernel)) for k in line.kernels)

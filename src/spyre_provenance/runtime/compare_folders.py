@@ -48,15 +48,39 @@ def compare_folders(
 ) -> Comparison:
     """``compare A B``: the two named compiles (``PATH`` or ``PATH:COMPILE_ID``) side by side
     per source line, timed from ``trace_a``/``trace_b`` or (``find_traces``) the traces
-    found beside their logs. Raises UnusableInput for a side that cannot be read."""
-    return compare(read_compile(a, trace_a, find_traces), read_compile(b, trace_b, find_traces))
+    found beside their logs. Raises UnusableInput for a side that cannot be read. Two
+    compiles of one folder (prefill, decode) read it, and its trace, once."""
+    reads = _Reads()
+    return compare(read_compile(a, trace_a, find_traces, reads), read_compile(b, trace_b, find_traces, reads))
 
 
-def read_compile(name: str, trace: PathLike | None = None, find_traces: bool = True) -> CompileLines:
+class _Reads:
+    """What both sides of a comparison may share: a folder's index, a trace's summary."""
+
+    def __init__(self) -> None:
+        self.indexes: dict[Path, KernelIndex] = {}
+        self.summaries: dict[tuple[Path, Path], time_summary.TimeSummary] = {}
+
+    def index(self, path: Path) -> KernelIndex:
+        key = path.resolve()
+        if key not in self.indexes:
+            self.indexes[key] = kernel_index.build([path])
+        return self.indexes[key]
+
+    def summary(self, trace: Path, path: Path) -> time_summary.TimeSummary:
+        key = (trace.resolve(), path.resolve())
+        if key not in self.summaries:
+            self.summaries[key] = time_summary.summarize(trace, self.index(path))
+        return self.summaries[key]
+
+
+def read_compile(
+    name: str, trace: PathLike | None = None, find_traces: bool = True, reads: _Reads | None = None
+) -> CompileLines:
     """One side: what each source line of the compile ``name`` became (the module's docstring)."""
+    reads = reads or _Reads()
     path, compile_id = split_name(name)
-    index = kernel_index.build([path])
-    chosen = select(index, compile_id, name)
+    chosen = select(reads.index(path), compile_id, name)
     lines = _Lines()
     for graph in chosen:
         lines.add_graph(graph)
@@ -64,7 +88,7 @@ def read_compile(name: str, trace: PathLike | None = None, find_traces: bool = T
     traces = [Path(trace)] if trace is not None else (traces_beside(chosen) if find_traces else [])
     unplaced = 0.0
     for found in traces:
-        unplaced += lines.add_times(time_summary.summarize(found, index), set(labels))
+        unplaced += lines.add_times(reads.summary(found, path), set(labels))
     side = Side(name, labels, [str(t) for t in traces], unplaced)
     return CompileLines(side, lines.done(timed=bool(traces)))
 
@@ -139,9 +163,8 @@ class _Lines:
     def add_graph(self, graph: IndexedGraph) -> None:
         label = graph_label(graph)
         codes: dict[Where, str] = {}
-        own: dict[str, list[Where]] = {}
-        for key in graph.keys:
-            own[key] = _user_lines(graph.stack_traces.get(key), codes)
+        users: dict[str, bool] = {}
+        own = {key: _user_lines(graph.stack_traces.get(key), codes, users) for key in graph.keys}
         opspecs = graph.opspecs if isinstance(graph.opspecs, dict) else {}
         kernel_specs = _object(opspecs.get("kernels"))
         handles = _object(opspecs.get("handles"))
@@ -168,7 +191,7 @@ class _Lines:
         text = str(spec.get("op"))
         space = spec.get("iteration_space")
         if isinstance(space, list):
-            text += " [" + ", ".join(str(d) for d in space) + "]"
+            text += " [" + ", ".join(map(str, space)) + "]"
         lines = _handle_lines(spec.get("debug_handle"), handles)
         for where, aten in lines.items():
             line = self._at(where, codes.get(where, ""))
@@ -211,9 +234,10 @@ def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _user_lines(traces: Any, codes: dict[Where, str]) -> list[Where]:
+def _user_lines(traces: Any, codes: dict[Where, str], users: dict[str, bool]) -> list[Where]:
     """The innermost user frame of each of a call site's stack traces (``time_summary``'s
-    rule), in order, each once; every frame's code goes into ``codes``."""
+    rule), in order, each once; every frame's code goes into ``codes``. ``users`` keeps
+    ``is_user_frame``'s answer per file: a graph's traces name few files, many times."""
     found: dict[Where, None] = {}
     for trace in traces if isinstance(traces, list) else []:
         if not isinstance(trace, str):
@@ -221,7 +245,9 @@ def _user_lines(traces: Any, codes: dict[Where, str]) -> list[Where]:
         frames = stack_frames(trace)
         for frame in frames:
             codes.setdefault((frame.file, frame.line), frame.code.strip())
-        user = [f for f in frames if is_user_frame(f.file)]
+            if frame.file not in users:
+                users[frame.file] = is_user_frame(frame.file)
+        user = [f for f in frames if users[f.file]]
         if user:
             found[(user[-1].file, user[-1].line)] = None
     return list(found)
@@ -233,22 +259,23 @@ def _handle_lines(handle_id: Any, handles: dict[str, Any]) -> dict[Where, list[s
     found: dict[Where, list[str]] = {}
     todo, seen = [handle_id], set()
     while todo:
-        current = todo.pop(0)
+        current = todo.pop()
         if not isinstance(current, str) or current in seen:
             continue
         seen.add(current)
-        handle = handles.get(current)
-        if not isinstance(handle, dict):
-            continue
-        source = handle.get("source")
-        if (
-            isinstance(source, dict)
-            and isinstance(source.get("file"), str)
-            and isinstance(source.get("start_line"), int)
-        ):
-            ops = found.setdefault((source["file"], source["start_line"]), [])
-            if isinstance(handle.get("aten_op"), str):
-                ops.append(handle["aten_op"])
-        else:
-            todo += handle.get("fused_from") or []
+        handle: Any = handles.get(current)
+        where = _source(handle)
+        if where is not None:
+            aten = handle.get("aten_op")
+            found.setdefault(where, []).extend([aten] if isinstance(aten, str) else [])
+        elif isinstance(handle, dict):
+            todo += reversed(handle.get("fused_from") or [])
     return found
+
+
+def _source(handle: Any) -> Where | None:
+    """A handle's own ``SourceLoc`` as (file, line); None when it has none."""
+    source = handle.get("source") if isinstance(handle, dict) else None
+    if isinstance(source, dict) and isinstance(source.get("file"), str) and isinstance(source.get("start_line"), int):
+        return source["file"], source["start_line"]
+    return None
