@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from spyre_provenance.base.errors import UnusableInput
+from spyre_provenance.base.process import gc_paused
 from spyre_provenance.model.compare_records import Comparison, CompileLines, KernelUse, LineUse, Side
 from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.frames import frames as stack_frames
@@ -51,7 +52,8 @@ def compare_folders(
     found beside their logs. Raises UnusableInput for a side that cannot be read. Two
     compiles of one folder (prefill, decode) read it, and its trace, once."""
     reads = _Reads()
-    return compare(read_compile(a, trace_a, find_traces, reads), read_compile(b, trace_b, find_traces, reads))
+    with gc_paused():  # tens of thousands of fresh records, no cycles: the cyclic GC would rescan them all
+        return compare(read_compile(a, trace_a, find_traces, reads), read_compile(b, trace_b, find_traces, reads))
 
 
 class _Reads:

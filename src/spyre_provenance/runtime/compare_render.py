@@ -16,7 +16,6 @@ import msgspec
 from spyre_provenance.model.compare_records import Comparison, LinePair, LineUse, Side
 from spyre_provenance.model.names import COMPARE
 from spyre_provenance.runtime.time_summary import NO_LINE
-from spyre_provenance.validate import schemas
 
 LISTED_GRAPHS = 4  # text: graphs named per side
 _TITLES = {"changed": "changed", "only_a": "only in A", "only_b": "only in B", "regrouped": "regrouped", "same": "same"}
@@ -132,6 +131,8 @@ def render_json(comparison: Comparison) -> str:
     """The document, checked against its schema first (a failure is this tool's bug): the
     strict records always (msgspec), jsonschema too up to ``schemas.AUTO_FULL_BYTES``
     (above it, as for artifacts, jsonschema's time is the check's whole cost)."""
+    from spyre_provenance.validate import schemas  # only --format json needs it (and its import time)
+
     data = msgspec.json.encode(comparison)
     try:
         msgspec.json.decode(data, type=Comparison)
