@@ -68,6 +68,9 @@ COMMANDS: list[Command] = [
     Command("golden-check", "spyre-provenance golden check mlp", compiles=True),
     Command("compile-train", "spyre-provenance compile mlp --train --out out/train", compiles=True),
     Command("open", "spyre-provenance open out/train --no-browser"),
+    # two compiles side by side per source line (docs/runtime.md): inference against training
+    Command("compare", "spyre-provenance compare out/demo out/train"),
+    Command("help-compare", "spyre-provenance compare --help"),
     Command("audit", "spyre-provenance audit mlp --backend reference --dtype float16 --out out/audit", compiles=True),
     # run time: from a kernel name met at run time to the source (docs/runtime.md)
     Command("lookup", "spyre-provenance lookup sdsc_fused_linear_relu_0_il7ixi06 --in out/demo"),

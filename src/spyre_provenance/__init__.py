@@ -3,8 +3,8 @@
 ``enable``/``disable``/``tracking`` track the compiles of a block of code;
 ``compile_request(CompileRequest(model=...))`` is the ``compile`` command's compile, with
 its verdict (a ``RanksOutcome`` for ``ranks=N``). Both default to the command line's backend
-(``auto``). ``lookup``, ``annotate`` and ``time_summary`` answer as the commands of the same
-names do.
+(``auto``). ``lookup``, ``annotate``, ``time_summary`` and ``compare`` answer as the commands
+of the same names do.
 
 Everything in the package's folders (``base/``, ``model/`` ... ``cli/``, one folder per
 layer) is internal: it may change in any release. The API, the ``spyre-provenance``
@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and the API pages (
     from spyre_provenance.capture.tracking import disable, enable, tracking
     from spyre_provenance.compile.job import CompileOutcome, CompileRequest, compile_request
     from spyre_provenance.compile.ranks import RanksOutcome
+    from spyre_provenance.model.compare_records import Comparison
     from spyre_provenance.model.lookup_records import LookupDocument
     from spyre_provenance.plugin.pytest_fixture import ProvenanceRegression, ProvenanceToolchainHint
     from spyre_provenance.runtime.time_summary import TimeSummary
@@ -54,6 +55,8 @@ __all__ = [
     "annotate",
     "time_summary",
     "TimeSummary",
+    "compare",
+    "Comparison",
     # errors and warnings
     "UnusableInput",
     "TorchNotInstalled",
@@ -77,6 +80,7 @@ _LAZY = {
     "RanksOutcome": "spyre_provenance.compile.ranks",  # what compile_request returns for ranks=N
     "LookupDocument": "spyre_provenance.model.lookup_records",
     "TimeSummary": "spyre_provenance.runtime.time_summary",
+    "Comparison": "spyre_provenance.model.compare_records",
     "ProvenanceRegression": "spyre_provenance.plugin.pytest_fixture",
     "ProvenanceToolchainHint": "spyre_provenance.plugin.pytest_fixture",
 }
@@ -120,3 +124,13 @@ def time_summary(trace, from_=(), acelyzer_csv=None) -> TimeSummary:
     from spyre_provenance.runtime import time_summary as summaries
 
     return summaries.summarize(trace, index.build(_paths(from_)), acelyzer_csv)
+
+
+def compare(a, b, trace_a=None, trace_b=None, find_traces=True) -> Comparison:
+    """``spyre-provenance compare A B``: two compiles side by side per source line (a
+    ``Comparison``). ``a`` and ``b`` are ``--out`` folders (or logs, run folders), or
+    ``PATH:COMPILE_ID`` for one compile of one; times from ``trace_a``/``trace_b``, else
+    (``find_traces``) the traces ``compile --profile`` wrote beside their logs."""
+    from spyre_provenance.runtime.compare_folders import compare_folders
+
+    return compare_folders(str(a), str(b), trace_a=trace_a, trace_b=trace_b, find_traces=find_traces)

@@ -8,9 +8,9 @@ import re
 import subprocess
 import sys
 
+import spyre_provenance
 from bench import compare as compare_bench
 from helpers.where import REPO
-from spyre_provenance.runtime.compare_folders import compare_folders
 
 
 def test_quick_run_prints_the_table_and_a_verdict():
@@ -32,7 +32,7 @@ def test_quick_run_prints_the_table_and_a_verdict():
 def test_the_synthetic_folders_differ_by_one_inserted_line(tmp_path):
     compare_bench.write_out(tmp_path / "a", 40, inserted=False)
     compare_bench.write_out(tmp_path / "b", 40, inserted=True)
-    done = compare_folders(str(tmp_path / "a"), str(tmp_path / "b"))
+    done = spyre_provenance.compare(tmp_path / "a", tmp_path / "b")  # the public API's door to compare_folders
     assert done.counts == {"changed": 0, "only_a": 0, "only_b": 1, "regrouped": 0, "same": 40}
     (inserted,) = [p for p in done.lines if p.status == "only_b"]
     assert (
