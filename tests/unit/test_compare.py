@@ -181,3 +181,34 @@ def test_unusable_sides_are_one_line_and_exit_2(run_cli, tmp_path):
     assert code == 2 and out == "" and err.count("\n") == 1 and "nowhere: no such file or folder" in err
     code, _, err = run_cli("compare", tmp_path, tmp_path)
     assert code == 2 and err.count("\n") == 1 and "no kernel call sites found" in err
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    """Two small ``--out`` folders as make bench writes them (bench/compare.py): B has one
+    line inserted after the first."""
+    from bench import compare as compare_bench
+
+    root = tmp_path_factory.mktemp("synthetic")
+    compare_bench.write_out(root / "a", 6, inserted=False)
+    compare_bench.write_out(root / "b", 6, inserted=True)
+    compare_bench.write_out(root / "with:colon", 6, inserted=False)
+    return root
+
+
+def test_a_path_with_a_colon_is_a_path_and_a_compile_id_after_it_picks_one(synthetic, run_cli):
+    odd = synthetic / "with:colon"
+    code, out, err = run_cli("compare", odd, synthetic / "a", "--format", "json")
+    assert code == 0 and json.loads(out)["same"], err
+    code, out, err = run_cli("compare", f"{odd}:0/0", f"{synthetic / 'b'}:[0/0]", "--format", "json")
+    assert code == 1, err
+    assert json.loads(out)["counts"]["only_b"] == 1 and json.loads(out)["a"]["name"] == f"{odd}:0/0"
+    code, _, err = run_cli("compare", f"{odd}:", synthetic / "b")
+    assert code == 2 and "no compile id after the colon" in err and err.count("\n") == 1
+
+
+def test_a_trace_that_is_none_is_unusable_input(synthetic, run_cli, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2")
+    code, out, err = run_cli("compare", synthetic / "a", synthetic / "b", "--trace-a", bad)
+    assert code == 2 and out == "" and err.count("\n") == 1 and str(bad) in err
