@@ -45,6 +45,8 @@ SESSION_COMPILES = {"compile": (("mlp",), "out/demo"), "compile-train": (("mlp",
 #: out/train, its compile_case("mlp", "--train")
 READ_DEMO = ("validate", "diff-same", "lookup", "lookup-unknown", "lookup-event")
 READ_TRAIN = ("lookup-key",)
+#: commands that read both
+READ_BOTH = ("compare",)
 #: commands that read out/profiled, which compile-profile writes in the scratch folder
 READ_PROFILED = ("annotate", "annotate-summary", "view")
 
@@ -85,7 +87,11 @@ def test_every_command_has_its_output_and_every_output_its_command():
 
 @pytest.mark.parametrize(
     "name",
-    [n for n, c in COMMANDS.items() if not c.compiles and n not in (*READ_DEMO, *READ_TRAIN, *READ_PROFILED, "open")],
+    [
+        n
+        for n, c in COMMANDS.items()
+        if not c.compiles and n not in (*READ_DEMO, *READ_TRAIN, *READ_BOTH, *READ_PROFILED, "open")
+    ],
 )
 def test_output_without_a_compile(name, work):
     assert_same(name, regen.run_command(COMMANDS[name], work))
@@ -119,6 +125,14 @@ def test_output_on_the_demo_compile(name, work, compile_case):
 @pytest.mark.compile
 @pytest.mark.parametrize("name", READ_TRAIN)
 def test_output_on_the_training_compile(name, work, compile_case):
+    _link(work, "out/train", compile_case("mlp", "--train"))
+    assert_same(name, regen.run_command(COMMANDS[name], work))
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("name", READ_BOTH)
+def test_output_on_the_demo_and_training_compiles(name, work, compile_case):
+    _link(work, "out/demo", compile_case("mlp"))
     _link(work, "out/train", compile_case("mlp", "--train"))
     assert_same(name, regen.run_command(COMMANDS[name], work))
 
