@@ -222,3 +222,21 @@ def test_a_compile_id_the_folder_lacks_is_unusable(phases, run_cli):
     code, out, err = run_cli("compare", f"{phases.out}:0/9", phases.out)
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "no compile 0/9 there (it holds 0/0, 0/1)" in err
+
+
+@pytest.mark.compile
+def test_stock_inductor_against_the_reference_backend_compares_kernels(compile_case, run_cli):
+    """Stock Inductor records no OpSpecs: a line's kernels and their ATen ops are what it
+    became, and a kernel of another name is a change of the line."""
+    stock, reference = compile_case("mlp", "--backend", "inductor"), compile_case("mlp")
+    assert stock.returncode == reference.returncode == 0
+    code, doc = _json(run_cli, stock.out, reference.out)
+    assert code == 1 and doc["lines"]
+    mapping = json.loads(next(stock.out.glob("graph_*/inductor_provenance_tracking_node_mappings.json")).read_text())
+    listed = set()
+    for pair in doc["lines"]:
+        assert pair["status"] == "changed" and "kernels" in pair["changes"] and "code" not in pair["changes"]
+        assert pair["a"]["line"] == pair["b"]["line"] and pair["a"]["opspecs"] == [] and pair["b"]["opspecs"]
+        assert pair["a"]["ops"] and all(op.startswith("aten.") for op in pair["a"]["ops"])
+        listed |= {k["call_site"] for k in pair["a"]["kernels"]}
+    assert listed == set(mapping["cppCodeToPost"])  # every call site of stock Inductor's under some line
