@@ -1,0 +1,160 @@
+"""torch-spyre's own provenance (PR #3449's ``spyre_provenance.json`` and TORCH_TRACE artifact):
+validate checks it (schema and the writer's rules), the hook's handles are cross-checked
+against it. The documents are built by ``helpers.pr3449`` as the branch's writer builds them."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import pr3449
+from helpers.fresh_process import environment
+from spyre_provenance.backends.reference.lookalike import DebugHandle, SourceLoc
+from spyre_provenance.validate import schemas, spyre_sidecar
+
+sympy = pytest.importorskip("sympy")
+C0 = sympy.Symbol("c0")
+KERNEL = "sdsc_fused_linear_relu_0"
+
+
+def _specs(relu_line: int = 18) -> list[pr3449.OpSpec]:
+    linear = DebugHandle(101, SourceLoc("/w/model.py", 17), "aten.linear.default", ("linear",))
+    relu = DebugHandle(102, SourceLoc("/w/model.py", relu_line), "aten.relu.default", ("relu",))
+    fused = DebugHandle(200, None, None, ("linear", "relu", "buf0"), (linear, relu))
+    space = {C0: (sympy.Integer(64), 1)}
+    return [
+        pr3449.OpSpec("batchmatmul", False, space, [], {}, debug_handle=fused),
+        pr3449.OpSpec("relufwd", False, space, [], {}, core_id_to_work_slice={C0: sympy.Integer(0)}, debug_handle=relu),
+    ]
+
+
+@pytest.fixture
+def sidecar() -> dict:
+    return pr3449.sidecar(
+        [(KERNEL, _specs(), [1]), ("sdsc_fused_add_1", [], [2])],
+        pre_to_post={"linear": ["permute", "mm"], "relu": ["relu"]},
+        cpp_to_post={f"{KERNEL}:1": ["mm", "permute", "relu"], "sdsc_fused_add_1:2": []},
+        stack_traces={f"{KERNEL}:1": ['File "/w/model.py", line 18, in forward']},
+    )
+
+
+def _key_of(doc: dict, name: str) -> str:
+    return next(o["identityKey"] for o in doc["kernelOccurrences"].values() if o["compilerKernelName"] == name)
+
+
+def _problems(doc: dict, **kw) -> list[str]:
+    report = schemas.validate_bytes(pr3449.text(doc), **kw)
+    assert report.artifact == "spyre_provenance"
+    return [str(p) for p in report.problems]
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_a_sidecar_as_the_branch_writes_it_is_valid(sidecar: dict, full: bool) -> None:
+    assert _problems(sidecar, full=full) == []
+    report = schemas.validate_bytes(pr3449.text(sidecar))
+    assert (report.version, report.ok) == ("1", True)
+
+
+def test_the_writers_rules_are_checked(sidecar: dict) -> None:
+    (cid,) = sidecar["upstreamProjections"]
+    oid = next(iter(sidecar["kernelOccurrences"]))
+    key = _key_of(sidecar, KERNEL)
+    broken = copy.deepcopy(sidecar)
+    broken["handles"]["200"]["fused_from"] = ["101", "999"]
+    broken["kernelIdentities"][key]["atenOps"] = ["aten.mm.default"]
+    broken["kernelOccurrences"][oid]["compilerKernelName"] = "sdsc_wrong_0"
+    broken["upstreamProjections"][cid]["postToPre"]["mm"] = []
+    broken["status"] = "partial"
+    problems = _problems(broken)
+    assert '$.handles["200"].fused_from[1]: no handle "999" in $.handles' in problems
+    assert any(p.startswith(f'$.kernelIdentities["{key}"].atenOps: expected') for p in problems)
+    assert f'$.kernelOccurrences["{oid}"]: is not the digest of its compile, kernel name and key' in problems
+    assert f'$.upstreamProjections["{cid}"].postToPre: is not the exact inverse of preToPost' in problems
+    assert '$.status: expected "complete"' in problems
+
+
+def test_a_later_schema_version_is_invalid_and_says_which_it_knows(sidecar: dict) -> None:
+    sidecar["schemaVersion"] = 2
+    assert _problems(sidecar) == ["$.schemaVersion: unsupported version 2 (this validator knows 1)"]
+    sidecar["schemaVersion"] = 1
+    sidecar["futureField"] = True
+    assert _problems(sidecar, full=True) == ['$: unexpected key "futureField"']
+
+
+def test_validate_lists_the_sidecar_file_and_the_trace_artifact(sidecar: dict, tmp_path: Path, run_cli) -> None:
+    """The sidecar as a file (a folder scan finds it by name), and as the TORCH_TRACE artifact
+    torch-spyre logs with ``trace_structured_artifact("spyre_provenance", "json", ...)``."""
+    (tmp_path / "run").mkdir()
+    sidecar_file = tmp_path / "run" / "spyre_provenance.json"
+    sidecar_file.write_text(pr3449.text(sidecar))
+    logs = tmp_path / "logs"
+    driver = (  # inside a compile, as torch-spyre logs it while the wrapper loads
+        "import sys\n"
+        "from torch._guards import CompileContext, CompileId, compile_context\n"
+        "from torch._logging._internal import trace_structured_artifact\n"
+        "text = open(sys.argv[1]).read()\n"
+        "with compile_context(CompileContext(CompileId(frame_id=0, frame_compile_id=0))):\n"
+        "    trace_structured_artifact('spyre_provenance', 'json', payload_fn=lambda: text)\n"
+    )
+    env = environment({"TORCH_TRACE": str(logs)})
+    subprocess.run([sys.executable, "-c", driver, str(sidecar_file)], env=env, check=True, timeout=300)
+    (log,) = logs.iterdir()
+    code, out, err = run_cli("validate", tmp_path / "run", log)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == f"OK      v1    spyre_provenance  {sidecar_file}"
+    assert lines[1] == f"OK      v1    spyre_provenance  {log}:[0/0] (line 1)"
+    broken = json.loads(pr3449.text(sidecar)) | {"status": "partial"}
+    sidecar_file.write_text(pr3449.text(broken))
+    code, out, _ = run_cli("validate", sidecar_file)
+    assert code == 1 and out.splitlines()[1] == '  $.status: expected "complete"'
+
+
+def _hook_handles(site: str, ids: list[str], lines: dict[str, int], key: str | None) -> dict:
+    """A graph's ``spyre_opspec_debug_handles`` (version 2) for one call site."""
+    handles = {
+        hid: {
+            "source": {"file": "/w/model.py", "start_line": line, "start_col": 0, "end_line": None, "end_col": None},
+            "aten_op": None,
+            "ir_chain": [],
+            "fused_from": [],
+            "transform_history": [],
+        }
+        for hid, line in lines.items()
+    }
+    specs = [
+        {"op": "add", "is_reduction": False, "iteration_space": [64], "buffer": None, "debug_handle": h} for h in ids
+    ]
+    bundles = {site: {"key": key, "folder": None}} if key else {}
+    return {"version": 2, "kernels": {site: specs, "extern_kernels.mm:2": []}, "handles": handles, "bundles": bundles}
+
+
+def test_the_hooks_handles_agree_with_torch_spyres(sidecar: dict) -> None:
+    key = _key_of(sidecar, KERNEL)
+    ours = _hook_handles(f"{KERNEL}:1", ["200", "102"], {"200": 17, "102": 18}, key)
+    ours["handles"]["200"]["source"] = None  # the fused handle has no line of its own, there either
+    assert spyre_sidecar.cross_check(ours, sidecar) == []
+
+
+def test_a_disagreement_names_the_call_site_and_both_sides(sidecar: dict) -> None:
+    key = _key_of(sidecar, KERNEL)
+    site = f"{KERNEL}:1"
+    whose = "torch-spyre's spyre_provenance"
+    other_handles = _hook_handles(site, ["102"], {"102": 18}, key)
+    assert spyre_sidecar.cross_check(other_handles, sidecar) == [f"{site}: handles 102 here, 200, 102 in {whose}"]
+    other_line = _hook_handles(site, ["200", "102"], {"102": 19}, "a" * 16)
+    other_line["handles"]["200"] = {**other_line["handles"]["102"], "source": None}
+    assert spyre_sidecar.cross_check(other_line, sidecar) == [
+        f"{site}: provenance key {'a' * 16} here, {key} in {whose}",
+        f"{site}: handle 102 at /w/model.py:19 here, at /w/model.py:18 in {whose}",
+    ]
+
+
+def test_a_graph_the_sidecar_does_not_hold_is_not_compared(sidecar: dict) -> None:
+    elsewhere = _hook_handles("sdsc_fused_gelu_0:1", ["5"], {"5": 3}, None)
+    assert spyre_sidecar.cross_check(elsewhere, sidecar) == []
