@@ -158,3 +158,56 @@ def test_a_disagreement_names_the_call_site_and_both_sides(sidecar: dict) -> Non
 def test_a_graph_the_sidecar_does_not_hold_is_not_compared(sidecar: dict) -> None:
     elsewhere = _hook_handles("sdsc_fused_gelu_0:1", ["5"], {"5": 3}, None)
     assert spyre_sidecar.cross_check(elsewhere, sidecar) == []
+
+
+def _log_graph(tmp_path: Path, records: dict[str, str]) -> Path:
+    """A TORCH_TRACE log of one compile [0/0] holding ``records`` (artifact name -> text),
+    written by torch's own structured logging, as a compile logs them."""
+    tmp_path.mkdir()
+    for name, text in records.items():
+        (tmp_path / f"{name}.txt").write_text(text)
+    driver = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from torch._guards import CompileContext, CompileId, compile_context\n"
+        "from torch._logging._internal import trace_structured, trace_structured_artifact\n"
+        "with compile_context(CompileContext(CompileId(frame_id=0, frame_compile_id=0))):\n"
+        "    for path in map(Path, sys.argv[1:]):\n"
+        "        text = path.read_text()\n"
+        "        if path.stem == 'inductor_output_code':\n"
+        "            trace_structured('inductor_output_code', payload_fn=lambda: text)\n"
+        "        else:\n"
+        "            trace_structured_artifact(path.stem, 'json', payload_fn=lambda: text)\n"
+    )
+    logs = tmp_path / "logs"
+    paths = [str(tmp_path / f"{name}.txt") for name in records]
+    env = environment({"TORCH_TRACE": str(logs)})
+    subprocess.run([sys.executable, "-c", driver, *paths], env=env, check=True, timeout=300)
+    (log,) = logs.iterdir()
+    return log
+
+
+WRAPPER = f"""# AOT ID: ['0_inference']
+def call(args):
+    # [Provenance debug handles] {KERNEL}:1
+    {KERNEL}.run(arg0_1, buf0)
+"""
+
+
+def test_compile_reports_where_the_hook_and_torch_spyre_disagree(sidecar: dict, tmp_path: Path) -> None:
+    """check_outputs reads the sidecar torch-spyre logged in the graph's compile and lists
+    each disagreement with the hook's handles; without it, the graph's check is as before."""
+    from spyre_provenance.compile.output_check import check_outputs
+
+    site = f"{KERNEL}:1"
+    ours = _hook_handles(site, ["200", "102"], {"102": 19}, _key_of(sidecar, KERNEL))
+    ours["handles"]["200"] = {**ours["handles"]["102"], "source": None}
+    records = {"inductor_output_code": WRAPPER, "spyre_opspec_debug_handles": json.dumps(ours)}
+    without = check_outputs([], _log_graph(tmp_path / "a", records))
+    assert [(g.spyre_provenance, g.spyre_disagreements) for g in without.graphs] == [(False, [])]
+    records["spyre_provenance"] = pr3449.text(sidecar)
+    (graph,) = check_outputs([], _log_graph(tmp_path / "b", records)).graphs
+    assert graph.spyre_provenance is True
+    assert graph.spyre_disagreements == [
+        f"{site}: handle 102 at /w/model.py:19 here, at /w/model.py:18 in torch-spyre's spyre_provenance"
+    ]

@@ -84,6 +84,12 @@ def render(outcome: CompileOutcome) -> str:
                 f"handle/origin disagreements: {len(d.disagreements)}"
                 + (f" ({', '.join(d.disagreements)})" if d.disagreements else "")
             )
+        if logged is not None and logged.spyre_provenance:
+            against = logged.spyre_disagreements
+            lines.append(
+                f"    torch-spyre's own provenance (spyre_provenance): {len(against)} disagreement(s) with the hook's handles"
+            )
+            lines += [f"      {line}" for line in against]
         lines += _upstream_lines(d.matches_upstream)
         lines += _bundle_lines(d.bundle_handles)
         if d.faults:
