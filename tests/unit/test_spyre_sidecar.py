@@ -130,7 +130,7 @@ def _hook_handles(site: str, ids: list[str], lines: dict[str, int], key: str | N
     specs = [
         {"op": "add", "is_reduction": False, "iteration_space": [64], "buffer": None, "debug_handle": h} for h in ids
     ]
-    bundles = {site: {"key": key, "folder": None}} if key else {}
+    bundles = {site: {"provenance_key": key, "folder": None}} if key else {}
     return {"version": 2, "kernels": {site: specs, "extern_kernels.mm:2": []}, "handles": handles, "bundles": bundles}
 
 
@@ -211,3 +211,43 @@ def test_compile_reports_where_the_hook_and_torch_spyre_disagree(sidecar: dict, 
     assert graph.spyre_disagreements == [
         f"{site}: handle 102 at /w/model.py:19 here, at /w/model.py:18 in torch-spyre's spyre_provenance"
     ]
+
+
+def _upstream_run(tmp_path: Path, sidecar: dict, *, logged: bool) -> Path:
+    """A run torch-spyre's branch compiled without the hook (``TORCH_TRACE`` and
+    ``INDUCTOR_PROVENANCE=1`` only): Inductor's own mapping and wrapper, and torch-spyre's
+    sidecar, logged in the compile or published as a file beside the log."""
+    mapping = {
+        "preToPost": {"linear": ["permute", "mm"], "relu": ["relu"]},
+        "postToPre": {"mm": ["linear"], "permute": ["linear"], "relu": ["relu"]},
+        "cppCodeToPost": {f"{KERNEL}:1": ["mm", "permute", "relu"]},
+        "postToCppCode": {"mm": [f"{KERNEL}:1"], "permute": [f"{KERNEL}:1"], "relu": [f"{KERNEL}:1"]},
+        "version": 2.0,
+    }
+    records = {"inductor_output_code": WRAPPER, "inductor_provenance_tracking_node_mappings": json.dumps(mapping)}
+    if logged:
+        records["spyre_provenance"] = pr3449.text(sidecar)
+    log = _log_graph(tmp_path, records)
+    if not logged:
+        (tmp_path / "torchinductor").mkdir()
+        (tmp_path / "torchinductor" / "spyre_provenance.json").write_text(pr3449.text(sidecar))
+    return log
+
+
+@pytest.mark.parametrize("logged", [True, False], ids=["logged", "file"])
+def test_lookup_reads_torch_spyres_provenance_as_evidence(sidecar: dict, tmp_path: Path, run_cli, logged) -> None:
+    """A device event names the kernel only by its key: the hook recorded none here, the
+    sidecar does, so lookup finds the call site; without the sidecar it does not."""
+    key = _key_of(sidecar, KERNEL)
+    event = next(i["eventNameBase"] for k, i in sidecar["kernelIdentities"].items() if k == key) + "#3"
+    log = _upstream_run(tmp_path / "run", sidecar, logged=logged)
+    code, out, err = run_cli("lookup", event, "--in", tmp_path / "run", "--format", "json")
+    assert (code, err) == (0, "")
+    (answer,) = json.loads(out)["answers"]
+    (match,) = answer["matches"]
+    assert match["kernel"] == KERNEL
+    assert [(s["key"], s["provenance_key"]) for s in match["call_sites"]] == [(f"{KERNEL}:1", key)]
+    bare = _upstream_run(tmp_path / "bare", sidecar, logged=False)
+    code, out, _ = run_cli("lookup", event, "--in", bare, "--format", "json")
+    assert json.loads(out)["answers"][0]["matches"] == [] and code == 1
+    assert log.is_file()

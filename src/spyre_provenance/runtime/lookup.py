@@ -134,7 +134,7 @@ class GraphView:
             aten_from=aten_from,
             opspecs=[self._opspec(o) for o in self.kernel_opspecs.get(key, []) if isinstance(o, dict)],
             bundle_files=_bundle_files(self.graph, bundle.get("folder")),
-            provenance_key=bundle.get("provenance_key"),
+            provenance_key=bundle.get("provenance_key") or self.graph.sidecar_keys.get(key),
             bundle_folder=bundle.get("folder"),
         )
 

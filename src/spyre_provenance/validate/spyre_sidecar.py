@@ -181,7 +181,7 @@ def cross_check(opspecs: Mapping[str, Any], sidecar: Mapping[str, Any]) -> list[
     not hold (extern kernels, fallbacks) are not compared. Empty when they agree, or when no
     compile of the sidecar holds this graph's kernels."""
     kernels: Mapping[str, Any] = opspecs.get("kernels") or {}
-    occurrences = _occurrences_for(set(kernels), sidecar)
+    occurrences = occurrences_for(set(kernels), sidecar)
     ours_handles: Mapping[str, Any] = opspecs.get("handles") or {}
     bundles: Mapping[str, Any] = opspecs.get("bundles") or {}
     found: list[str] = []
@@ -194,7 +194,7 @@ def cross_check(opspecs: Mapping[str, Any], sidecar: Mapping[str, Any]) -> list[
         theirs = list(identity.get("directHandleIds", []))
         if ours != theirs:
             found.append(f"{site}: handles {', '.join(ours) or 'none'} here, {', '.join(theirs) or 'none'} in {WHOSE}")
-        key = (bundles.get(site) or {}).get("key")
+        key = (bundles.get(site) or {}).get("provenance_key")
         if key is not None and key != occurrence["identityKey"]:
             found.append(f"{site}: provenance key {key} here, {occurrence['identityKey']} in {WHOSE}")
         for hid in (h for h in ours if h in theirs):
@@ -211,7 +211,7 @@ def _line(source: Any) -> str:
     return f"{source.get('file')}:{source.get('start_line')}"
 
 
-def _occurrences_for(sites: set[str], sidecar: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+def occurrences_for(sites: set[str], sidecar: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """The occurrences of the sidecar's compile that holds these call sites, by alias
     (``name:N``) and by kernel name: the compile whose registered aliases match the most
     sites, then the one holding the most of their kernel names. Empty when none holds any."""
