@@ -14,9 +14,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from helpers.fresh_process import environment
 from spyre_provenance.model import kernel_keys
 
 COMPILE_DOMAIN = "torch-spyre-compile-v1"
@@ -218,3 +222,30 @@ def _sorted(value: Any) -> Any:
     if isinstance(value, list):
         return [_sorted(v) for v in value]
     return value
+
+
+def log_records(tmp_path: Path, records: dict[str, str]) -> Path:
+    """A TORCH_TRACE log of one compile [0/0] holding ``records`` (artifact name -> text),
+    written by torch's own structured logging, as a compile logs them."""
+    tmp_path.mkdir()
+    for name, text in records.items():
+        (tmp_path / f"{name}.txt").write_text(text)
+    driver = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from torch._guards import CompileContext, CompileId, compile_context\n"
+        "from torch._logging._internal import trace_structured, trace_structured_artifact\n"
+        "with compile_context(CompileContext(CompileId(frame_id=0, frame_compile_id=0))):\n"
+        "    for path in map(Path, sys.argv[1:]):\n"
+        "        text = path.read_text()\n"
+        "        if path.stem == 'inductor_output_code':\n"
+        "            trace_structured('inductor_output_code', payload_fn=lambda: text)\n"
+        "        else:\n"
+        "            trace_structured_artifact(path.stem, 'json', payload_fn=lambda: text)\n"
+    )
+    logs = tmp_path / "logs"
+    paths = [str(tmp_path / f"{name}.txt") for name in records]
+    env = environment({"TORCH_TRACE": str(logs)})
+    subprocess.run([sys.executable, "-c", driver, *paths], env=env, check=True, timeout=300)
+    (log,) = logs.iterdir()
+    return log

@@ -160,33 +160,6 @@ def test_a_graph_the_sidecar_does_not_hold_is_not_compared(sidecar: dict) -> Non
     assert spyre_sidecar.cross_check(elsewhere, sidecar) == []
 
 
-def _log_graph(tmp_path: Path, records: dict[str, str]) -> Path:
-    """A TORCH_TRACE log of one compile [0/0] holding ``records`` (artifact name -> text),
-    written by torch's own structured logging, as a compile logs them."""
-    tmp_path.mkdir()
-    for name, text in records.items():
-        (tmp_path / f"{name}.txt").write_text(text)
-    driver = (
-        "import sys\n"
-        "from pathlib import Path\n"
-        "from torch._guards import CompileContext, CompileId, compile_context\n"
-        "from torch._logging._internal import trace_structured, trace_structured_artifact\n"
-        "with compile_context(CompileContext(CompileId(frame_id=0, frame_compile_id=0))):\n"
-        "    for path in map(Path, sys.argv[1:]):\n"
-        "        text = path.read_text()\n"
-        "        if path.stem == 'inductor_output_code':\n"
-        "            trace_structured('inductor_output_code', payload_fn=lambda: text)\n"
-        "        else:\n"
-        "            trace_structured_artifact(path.stem, 'json', payload_fn=lambda: text)\n"
-    )
-    logs = tmp_path / "logs"
-    paths = [str(tmp_path / f"{name}.txt") for name in records]
-    env = environment({"TORCH_TRACE": str(logs)})
-    subprocess.run([sys.executable, "-c", driver, *paths], env=env, check=True, timeout=300)
-    (log,) = logs.iterdir()
-    return log
-
-
 WRAPPER = f"""# AOT ID: ['0_inference']
 def call(args):
     # [Provenance debug handles] {KERNEL}:1
@@ -203,10 +176,10 @@ def test_compile_reports_where_the_hook_and_torch_spyre_disagree(sidecar: dict, 
     ours = _hook_handles(site, ["200", "102"], {"102": 19}, _key_of(sidecar, KERNEL))
     ours["handles"]["200"] = {**ours["handles"]["102"], "source": None}
     records = {"inductor_output_code": WRAPPER, "spyre_opspec_debug_handles": json.dumps(ours)}
-    without = check_outputs([], _log_graph(tmp_path / "a", records))
+    without = check_outputs([], pr3449.log_records(tmp_path / "a", records))
     assert [(g.spyre_provenance, g.spyre_disagreements) for g in without.graphs] == [(False, [])]
     records["spyre_provenance"] = pr3449.text(sidecar)
-    (graph,) = check_outputs([], _log_graph(tmp_path / "b", records)).graphs
+    (graph,) = check_outputs([], pr3449.log_records(tmp_path / "b", records)).graphs
     assert graph.spyre_provenance is True
     assert graph.spyre_disagreements == [
         f"{site}: handle 102 at /w/model.py:19 here, at /w/model.py:18 in torch-spyre's spyre_provenance"
@@ -227,7 +200,7 @@ def _upstream_run(tmp_path: Path, sidecar: dict, *, logged: bool) -> Path:
     records = {"inductor_output_code": WRAPPER, "inductor_provenance_tracking_node_mappings": json.dumps(mapping)}
     if logged:
         records["spyre_provenance"] = pr3449.text(sidecar)
-    log = _log_graph(tmp_path, records)
+    log = pr3449.log_records(tmp_path, records)
     if not logged:
         (tmp_path / "torchinductor").mkdir()
         (tmp_path / "torchinductor" / "spyre_provenance.json").write_text(pr3449.text(sidecar))
@@ -251,3 +224,25 @@ def test_lookup_reads_torch_spyres_provenance_as_evidence(sidecar: dict, tmp_pat
     code, out, _ = run_cli("lookup", event, "--in", bare, "--format", "json")
     assert json.loads(out)["answers"][0]["matches"] == [] and code == 1
     assert log.is_file()
+
+
+def test_lookup_reads_a_kernel_name_from_its_launch_spec(sidecar: dict, tmp_path: Path, run_cli) -> None:
+    """A compiled kernel's folder named by torch-spyre's kernel cache (its key, not the
+    kernel's name): lookup reads ``kernel_name`` from the launch spec beside the code, as
+    ``kernel_launchspec.save_launch_spec`` writes it, and finds the call site."""
+    _upstream_run(tmp_path / "run", sidecar, logged=False)
+    code_dir = tmp_path / "cache" / "inductor-spyre" / ("f" * 64) / "spyreCodeDir"
+    code_dir.mkdir(parents=True)
+    spec = {"version": 1, "kernel_name": KERNEL, "pool_size": 0, "bundle_symbolic_args": True, "args": []}
+    (code_dir / "launch_spec.json").write_text(json.dumps(spec, indent=2))
+    for name in (code_dir / "launch_spec.json", code_dir, code_dir.parent):
+        code, out, err = run_cli("lookup", name, "--in", tmp_path / "run", "--format", "json")
+        assert (code, err) == (0, ""), name
+        (answer,) = json.loads(out)["answers"]
+        assert answer["form"] == "kernel"
+        assert [(m["kernel"], [s["key"] for s in m["call_sites"]]) for m in answer["matches"]] == [
+            (KERNEL, [f"{KERNEL}:1"])
+        ]
+    (code_dir / "launch_spec.json").unlink()
+    code, out, _ = run_cli("lookup", code_dir, "--in", tmp_path / "run", "--format", "json")
+    assert code == 1 and json.loads(out)["answers"][0]["matches"] == []
