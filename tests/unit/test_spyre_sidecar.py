@@ -20,10 +20,11 @@ from spyre_provenance.validate import schemas, spyre_sidecar
 sympy = pytest.importorskip("sympy")
 C0 = sympy.Symbol("c0")
 KERNEL = "sdsc_fused_linear_relu_0"
+LINEAR = 5042312524869293591  # a 63-bit id, as torch-spyre's content hash makes them
 
 
 def _specs(relu_line: int = 18) -> list[pr3449.OpSpec]:
-    linear = DebugHandle(101, SourceLoc("/w/model.py", 17), "aten.linear.default", ("linear",))
+    linear = DebugHandle(LINEAR, SourceLoc("/w/model.py", 17), "aten.linear.default", ("linear",))
     relu = DebugHandle(102, SourceLoc("/w/model.py", relu_line), "aten.relu.default", ("relu",))
     fused = DebugHandle(200, None, None, ("linear", "relu", "buf0"), (linear, relu))
     space = {C0: (sympy.Integer(64), 1)}
@@ -65,7 +66,7 @@ def test_the_writers_rules_are_checked(sidecar: dict) -> None:
     oid = next(iter(sidecar["kernelOccurrences"]))
     key = _key_of(sidecar, KERNEL)
     broken = copy.deepcopy(sidecar)
-    broken["handles"]["200"]["fused_from"] = ["101", "999"]
+    broken["handles"]["200"]["fused_from"] = [str(LINEAR), "999"]
     broken["kernelIdentities"][key]["atenOps"] = ["aten.mm.default"]
     broken["kernelOccurrences"][oid]["compilerKernelName"] = "sdsc_wrong_0"
     broken["upstreamProjections"][cid]["postToPre"]["mm"] = []
@@ -220,6 +221,9 @@ def test_lookup_reads_torch_spyres_provenance_as_evidence(sidecar: dict, tmp_pat
     (match,) = answer["matches"]
     assert match["kernel"] == KERNEL
     assert [(s["key"], s["provenance_key"]) for s in match["call_sites"]] == [(f"{KERNEL}:1", key)]
+    # a handle id, fused into the kernel's handle: the sidecar knows it, the hook did not run
+    code, out, _ = run_cli("lookup", str(LINEAR), "--in", tmp_path / "run", "--format", "json")
+    assert code == 0 and [m["kernel"] for m in json.loads(out)["answers"][0]["matches"]] == [KERNEL]
     bare = _upstream_run(tmp_path / "bare", sidecar, logged=False)
     code, out, _ = run_cli("lookup", event, "--in", bare, "--format", "json")
     assert json.loads(out)["answers"][0]["matches"] == [] and code == 1

@@ -63,6 +63,8 @@ class IndexedGraph:
     spyre_provenance: dict[str, Any] | None = None
     #: call site -> the kernel provenance key torch-spyre's sidecar gives it (``KernelIndex``)
     sidecar_keys: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: call site -> the ids of its kernel's handles in that sidecar, fused constituents too
+    sidecar_handles: dict[str, set[str]] = dataclasses.field(default_factory=dict)
     view: Any = dataclasses.field(default=None, repr=False, compare=False)  # lookup.GraphView, made on first use
 
     @property
@@ -97,7 +99,7 @@ class KernelIndex:
     def __post_init__(self) -> None:
         for position, graph in enumerate(self.graphs):
             bundles = graph.bundles
-            graph.sidecar_keys = _sidecar_keys(graph, self.sidecars)
+            graph.sidecar_keys, graph.sidecar_handles = _sidecar_evidence(graph, self.sidecars)
             for key in graph.keys:
                 name, _ = split_key(key)
                 self.by_name.setdefault(name or key, []).append((position, key))
@@ -120,10 +122,13 @@ class KernelIndex:
         return [s for tail, sites in self.by_renamed_key.items() if name.endswith(tail) for s in sites]
 
 
-def _sidecar_keys(graph: IndexedGraph, sidecars: list[dict[str, Any]]) -> dict[str, str]:
-    """Call site -> the key torch-spyre's own provenance gives it: from the sidecar its
-    compile logged, else from the sidecar files, the compile holding this graph's call
-    sites (``spyre_sidecar.cross_check``'s rule). Only valid sidecars are read."""
+def _sidecar_evidence(
+    graph: IndexedGraph, sidecars: list[dict[str, Any]]
+) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """Call site -> the key torch-spyre's own provenance gives it, and its handle ids (fused
+    constituents too): from the sidecar its compile logged, else from the sidecar files, the
+    compile holding this graph's call sites (``spyre_sidecar.cross_check``'s rule). Only
+    valid sidecars are read."""
     from spyre_provenance.validate import schemas, spyre_sidecar
 
     logged = [graph.spyre_provenance] if graph.spyre_provenance is not None else []
@@ -131,10 +136,15 @@ def _sidecar_keys(graph: IndexedGraph, sidecars: list[dict[str, Any]]) -> dict[s
         if doc is graph.spyre_provenance and not schemas.validate(doc, SPYRE_SIDECAR).ok:
             continue
         chosen = spyre_sidecar.occurrences_for(set(graph.keys), doc)
-        found = {key: chosen[key]["identityKey"] for key in graph.keys if key in chosen}
-        if found:
-            return found
-    return {}
+        keys = {key: chosen[key]["identityKey"] for key in graph.keys if key in chosen}
+        if keys:
+            identities = doc["kernelIdentities"]
+            handles = {
+                key: spyre_sidecar.handle_closure(identities[k]["directHandleIds"], doc["handles"])
+                for key, k in keys.items()
+            }
+            return keys, handles
+    return {}, {}
 
 
 def build(paths: Iterable[str | os.PathLike[str]] = ()) -> KernelIndex:

@@ -113,7 +113,8 @@ def _sites_of_handle(handle_id: str, index: KernelIndex) -> list[tuple[int, str]
     for position, graph in enumerate(index.graphs):
         view = GraphView.of(graph)
         for key in graph.keys:
-            if handle_id in view.handle_closure(key):
+            # the hook's OpSpec handles, else torch-spyre's own (its sidecar) for the call site
+            if handle_id in view.handle_closure(key) or handle_id in graph.sidecar_handles.get(key, ()):
                 found.append((position, key))
     return found
 

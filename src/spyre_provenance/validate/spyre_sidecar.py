@@ -154,19 +154,21 @@ def invert(mapping: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
     return inverse
 
 
-def aten_closure(ids: Iterable[str], handles: Mapping[str, Any]) -> list[str]:
-    """The sorted ATen ops of handles and their fused constituents (ids not in ``handles`` skipped)."""
-    found: set[str] = set()
+def handle_closure(ids: Iterable[str], handles: Mapping[str, Any]) -> set[str]:
+    """The ids of handles and of every handle they were fused from (ids not in ``handles`` skipped)."""
     pending, seen = list(ids), set()
     while pending:
         hid = pending.pop()
         if hid in seen or hid not in handles:
             continue
         seen.add(hid)
-        if handles[hid]["aten_op"] is not None:
-            found.add(handles[hid]["aten_op"])
         pending.extend(handles[hid]["fused_from"])
-    return sorted(found)
+    return seen
+
+
+def aten_closure(ids: Iterable[str], handles: Mapping[str, Any]) -> list[str]:
+    """The sorted ATen ops of handles and their fused constituents (ids not in ``handles`` skipped)."""
+    return sorted({a for h in handle_closure(ids, handles) if (a := handles[h]["aten_op"]) is not None})
 
 
 # --- the hook's handles against torch-spyre's own -----------------------------------------
