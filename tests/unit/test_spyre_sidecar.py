@@ -250,3 +250,17 @@ def test_lookup_reads_a_kernel_name_from_its_launch_spec(sidecar: dict, tmp_path
     (code_dir / "launch_spec.json").unlink()
     code, out, _ = run_cli("lookup", code_dir, "--in", tmp_path / "run", "--format", "json")
     assert code == 1 and json.loads(out)["answers"][0]["matches"] == []
+
+
+def test_the_summary_lists_the_disagreements_only_where_torch_spyre_logged_its_own() -> None:
+    from spyre_provenance.compile.output_check import GraphCheck
+    from spyre_provenance.compile.summary import spyre_provenance_lines
+
+    assert spyre_provenance_lines(GraphCheck("0/0", None)) == []
+    assert spyre_provenance_lines(None) == []
+    agreed = GraphCheck("0/0", None, spyre_provenance=True)
+    assert spyre_provenance_lines(agreed) == [
+        "    torch-spyre's own provenance (spyre_provenance): 0 disagreement(s) with the hook's handles"
+    ]
+    found = GraphCheck("0/0", None, spyre_provenance=True, spyre_disagreements=["k:1: handles 1 here, 2 in it"])
+    assert spyre_provenance_lines(found)[1:] == ["      k:1: handles 1 here, 2 in it"]
