@@ -264,3 +264,21 @@ def test_the_summary_lists_the_disagreements_only_where_torch_spyre_logged_its_o
     ]
     found = GraphCheck("0/0", None, spyre_provenance=True, spyre_disagreements=["k:1: handles 1 here, 2 in it"])
     assert spyre_provenance_lines(found)[1:] == ["      k:1: handles 1 here, 2 in it"]
+
+
+def test_annotate_places_a_device_event_by_torch_spyres_provenance(sidecar: dict, tmp_path: Path, run_cli) -> None:
+    """annotate reads names through the same index: a torch-spyre device event of a run
+    without the hook gets its call site from the sidecar's key."""
+    key = _key_of(sidecar, KERNEL)
+    _upstream_run(tmp_path / "run", sidecar, logged=True)
+    name = next(i["eventNameBase"] for k, i in sidecar["kernelIdentities"].items() if k == key)
+    args = {"provenance_key": key, "debug_handles": ["200", "102"]}
+    event = {"ph": "X", "cat": "kernel", "name": f"{name}#0", "ts": 10, "dur": 5, "pid": 0, "tid": 0, "args": args}
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({"traceEvents": [event]}))
+    out_trace = tmp_path / "annotated.json"
+    code, _, err = run_cli("annotate", trace, "--from", tmp_path / "run", "-o", out_trace)
+    assert code == 0, err
+    (annotated,) = json.loads(out_trace.read_text())["traceEvents"]
+    assert annotated["args"]["spyre_provenance_call_site"] == f"{KERNEL}:1"
+    assert annotated["args"]["provenance_key"] == key  # torch-spyre's own field, unchanged
