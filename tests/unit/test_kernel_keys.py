@@ -163,6 +163,9 @@ def test_pr3449_a_non_canonical_core_mapping_is_part_of_the_key():
     expected = _op_payload(space) | {"core_id_to_work_slice": {"mapping": [[_srepr(C0), _srepr(sympy.Integer(1))]]}}
     assert kernel_keys.bundle_key([_pr_op(space, moved)]) == _payload_key(expected)
     assert kernel_keys.bundle_key([_pr_op(space, moved)]) != kernel_keys.bundle_key([_pr_op(space)])
+    # a mapping that does not evaluate to a slice per core is not the derived one either
+    symbolic = {C0: sympy.Symbol("s0")}
+    assert kernel_keys.bundle_key([_pr_op(space, symbolic)]) != kernel_keys.bundle_key([_pr_op(space)])
     # a mapping over other dimensions than the iteration space is never the derived one
     assert kernel_keys.bundle_key([_pr_op(space, {C1: sympy.Integer(0)})]) != kernel_keys.bundle_key([_pr_op(space)])
 
