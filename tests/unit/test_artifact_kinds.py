@@ -25,7 +25,7 @@ from spyre_provenance.validate import schemas
 @pytest.mark.parametrize("kind", ARTIFACT_KINDS, ids=lambda k: k.name)
 def test_every_kind_has_a_schema(kind: ArtifactKind) -> None:
     assert schemas.available_versions(kind.name), f"schemas/{kind.name}/ holds no v<N>.schema.json"
-    assert kind.written_by and set(kind.written_by) <= {"torch", "hook", "audit", "viewer"}
+    assert kind.written_by and set(kind.written_by) <= {"torch", "hook", "audit", "viewer", "torch-spyre"}
 
 
 @pytest.mark.parametrize("kind", ARTIFACT_KINDS, ids=lambda k: k.name)

@@ -83,3 +83,108 @@ def test_event_names_round_trip():
     assert kernel_keys.key_of_event("sdsc_fused_add_0") is None
     long = kernel_keys.event_name([f"aten.op{i}.default" for i in range(60)], key)
     assert len((long + f"#{(1 << 64) - 1}").encode()) <= 127 and long.endswith(key)
+
+
+# --- PR #3449's OpSpecs: core_id_to_work_slice and TensorWorkDivision.num_cores --------------
+
+sympy = pytest.importorskip("sympy")
+from helpers import pr3449  # noqa: E402
+
+C0, C1, CORE = sympy.Symbol("c0"), sympy.Symbol("c1"), sympy.Symbol("core_id")
+
+
+def _pr_arg(**fields) -> pr3449.TensorArg:
+    base = {"is_input": True, "arg_index": 0, "device_dtype": "SEN169_FP16", "device_size": [2, 64]}
+    return pr3449.TensorArg(
+        **base, device_coordinates=[sympy.Integer(0), C0], allocation={"hbm": 0}, name="arg0", **fields
+    )
+
+
+def _pr_op(space, mapping=None, op="identity", args=()) -> pr3449.OpSpec:
+    return pr3449.OpSpec(op, False, space, list(args), {}, core_id_to_work_slice=mapping, debug_handle=_handle(9))
+
+
+def _payload_key(spec_payload: dict) -> str:
+    """The key of one op, hashed here from its payload as the branch's rule states it."""
+    import base64
+    import hashlib
+    import json
+
+    payload = {"domain": "spyre-kernel-bundle", "version": 1, "specs": [spec_payload]}
+    text = json.dumps(payload, ensure_ascii=True, allow_nan=False, sort_keys=True, separators=(",", ":"))
+    return base64.b32encode(hashlib.sha256(text.encode()).digest()).decode().rstrip("=").lower()[:16]
+
+
+def _srepr(value) -> dict:
+    return {"sympy": sympy.srepr(value)}
+
+
+def _op_payload(space: dict, op: str = "identity") -> dict:
+    return {
+        "kind": "op",
+        "op": op,
+        "is_reduction": False,
+        "iteration_space": [[_srepr(d), _srepr(e), s] for d, (e, s) in space.items()],
+        "args": [],
+        "op_info": {"mapping": []},
+        "tiled_symbols": [],
+        "tiled_symbol_trip_counts": {"mapping": []},
+        "symbolic_dim_bounds": {"mapping": []},
+        "node_output_ranges": None,
+        "debug_handle_id": "9",
+    }
+
+
+def test_pr3449_opspecs_without_the_new_fields_keep_their_keys():
+    """An OpSpec of the branch that leaves the mapping unset, or sets the one older codegen
+    derived, keys as main's OpSpec with the same content (so goldens and main's pins hold)."""
+    space = {C0: (sympy.Integer(128), 1)}
+    plain = kernel_keys.bundle_key([_pr_op(space)])
+    assert plain == _payload_key(_op_payload(space))  # the payload main hashes, nothing added
+    assert plain == kernel_keys.bundle_key(
+        [OpSpec("identity", False, space, [], {}, debug_handle=_handle(9))]
+    )  # main's
+    assert kernel_keys.bundle_key([_pr_op(space, {C0: sympy.Integer(0)})]) == plain
+    # split 2 x 2: core c -> (c % 2, c // 2 % 2), as derive_core_mapping writes it
+    split = {C0: (sympy.Integer(128), 2), C1: (sympy.Integer(64), 2)}
+    canonical = {C0: sympy.Mod(CORE, 2), C1: sympy.Mod(sympy.floor(CORE / 2), 2)}
+    assert kernel_keys.bundle_key([_pr_op(split, canonical)]) == kernel_keys.bundle_key([_pr_op(split)])
+    # a matmul varies its last dimension fastest
+    swapped = {C1: sympy.Mod(CORE, 2), C0: sympy.Mod(sympy.floor(CORE / 2), 2)}
+    assert kernel_keys.bundle_key([_pr_op(split, swapped, op="batchmatmul")]) == kernel_keys.bundle_key(
+        [_pr_op(split, op="batchmatmul")]
+    )
+    assert kernel_keys.bundle_key([_pr_op(split, swapped)]) != kernel_keys.bundle_key([_pr_op(split)])
+
+
+def test_pr3449_a_non_canonical_core_mapping_is_part_of_the_key():
+    space = {C0: (sympy.Integer(128), 1)}
+    moved = {C0: sympy.Integer(1)}
+    expected = _op_payload(space) | {"core_id_to_work_slice": {"mapping": [[_srepr(C0), _srepr(sympy.Integer(1))]]}}
+    assert kernel_keys.bundle_key([_pr_op(space, moved)]) == _payload_key(expected)
+    assert kernel_keys.bundle_key([_pr_op(space, moved)]) != kernel_keys.bundle_key([_pr_op(space)])
+    # a mapping that does not evaluate to a slice per core is not the derived one either
+    symbolic = {C0: sympy.Symbol("s0")}
+    assert kernel_keys.bundle_key([_pr_op(space, symbolic)]) != kernel_keys.bundle_key([_pr_op(space)])
+    # a mapping over other dimensions than the iteration space is never the derived one
+    assert kernel_keys.bundle_key([_pr_op(space, {C1: sympy.Integer(0)})]) != kernel_keys.bundle_key([_pr_op(space)])
+
+
+def test_pr3449_num_cores_is_part_of_a_tensors_work_division():
+    """The branch's test: ownership changes the key, and so does its core domain (4 vs None)."""
+    space = {C0: (sympy.Integer(128), 1)}
+    plain = _pr_arg()
+    owned = _pr_arg(work_division=pr3449.TensorWorkDivision({C0: 2}, {C0: CORE}))
+    four = _pr_arg(work_division=pr3449.TensorWorkDivision({C0: 2}, {C0: CORE}, num_cores=4))
+    keys = [kernel_keys.bundle_key([_pr_op(space, args=[a])]) for a in (plain, owned, four)]
+    assert len(set(keys)) == 3
+    payload = _op_payload(space)
+    arg = kernel_keys._tensor_arg(four)
+    assert arg["work_division"]["num_cores"] == 4
+    assert kernel_keys.bundle_key([_pr_op(space, args=[four])]) == _payload_key(payload | {"args": [arg]})
+    # main's division has no num_cores field: its key is as main makes it, without the entry
+    main_division = TensorArg(True, 0, "SEN169_FP16", [2, 64], [sympy.Integer(0), C0], {"hbm": 0}, "arg0")
+    main_division.work_division = type(
+        "MainDivision", (), {"work_slices": {C0: 2}, "core_id_to_work_slice": {C0: CORE}}
+    )()  # type: ignore[attr-defined]
+    assert "num_cores" not in kernel_keys._tensor_arg(main_division)["work_division"]

@@ -426,3 +426,29 @@ def test_readers_go_by_field_name_not_position() -> None:
     )  # before the tiling fields
     assert opspec_record(main) == opspec_record(shuffled) == opspec_record(older)
     assert opspec_record(main).buffer == "buf0" and opspec_record(main).iteration_space == [8, 256]
+
+
+def test_pr3449_opspecs_read_as_mains():
+    """PR #3449's branch adds ``core_id_to_work_slice`` and ``TensorWorkDivision.num_cores``:
+    its OpSpecs read into the same records as main's with the same content."""
+    sympy = pytest.importorskip("sympy")
+    from helpers import pr3449
+    from spyre_provenance.backends.reference import lookalike
+
+    c0, core = sympy.Symbol("c0"), sympy.Symbol("core_id")
+    handle = lookalike.DebugHandle(7, lookalike.SourceLoc("/m.py", 3), "aten.add.Tensor", ("add", "buf0"))
+    division = pr3449.TensorWorkDivision({c0: 2}, {c0: sympy.Mod(core, 2)}, num_cores=2)
+    out = pr3449.TensorArg(False, 1, "SEN169_FP16", [2, 64], [c0], {"hbm": 0}, "buf0", work_division=division)
+    branch = pr3449.OpSpec(
+        "add",
+        False,
+        {c0: (sympy.Integer(128), 2)},
+        [out],
+        {},
+        core_id_to_work_slice={c0: sympy.Mod(core, 2)},
+        debug_handle=handle,
+    )
+    main = lookalike.OpSpec("add", False, {c0: (sympy.Integer(128), 2)}, [out], {}, debug_handle=handle)
+    assert readers.opspec_record(branch) == readers.opspec_record(main)
+    assert readers.opspec_record(branch).iteration_space == [128]
+    assert readers.opspec_record(branch).buffer == "buf0"

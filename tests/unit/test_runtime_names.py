@@ -69,3 +69,28 @@ def test_an_acelyzer_summary_csv_is_read_by_kernel(tmp_path):
     rows = read_acelyzer_csv(path)
     assert set(rows) == {"1a2b3c4d_sdsc_fused_add_0_k3j_9x2q", "sdsc_fused_mul_1"}
     assert rows["sdsc_fused_mul_1"]["Total Time"] == "3.0" and rows["sdsc_fused_mul_1"]["Calls"] == "1"
+
+
+FOLDER = "1a2b3c4d_sdsc_fused_add_0_k3j9x2q1"
+
+
+@pytest.mark.parametrize(
+    ("text", "spec"),
+    [
+        (f"/c/inductor-spyre/{FOLDER}/spyreCodeDir/launch_spec.json", None),
+        (f"/c/inductor-spyre/{FOLDER}/spyreCodeDir", f"/c/inductor-spyre/{FOLDER}/spyreCodeDir/launch_spec.json"),
+        (f"/c/inductor-spyre/{FOLDER}/", f"/c/inductor-spyre/{FOLDER}/spyreCodeDir/launch_spec.json"),
+        (f"{FOLDER}/launch_spec.json", None),  # spyre launch also takes a spec beside the folder's files
+    ],
+)
+def test_a_compiled_kernels_path_is_its_bundle_folder_and_launch_spec(text, spec):
+    """torch-spyre's newer code writes ``<folder>/spyreCodeDir/launch_spec.json`` per kernel
+    (``codegen/kernel_launchspec.py``): its paths read as the bundle folder, with the spec's
+    path for lookup to read the kernel's name from."""
+    query = kernel_names.parse(text)
+    assert (query.form, query.name, query.launch_spec) == ("kernel", FOLDER, spec or text)
+
+
+@pytest.mark.parametrize("text", ["a/b", "sdsc_fused_add_0", "launch_spec.json", "/x/y/z.json"])
+def test_other_paths_are_no_launch_spec(text):
+    assert kernel_names.parse(text).launch_spec is None

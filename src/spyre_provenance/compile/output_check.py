@@ -26,6 +26,10 @@ class GraphCheck(msgspec.Struct):
     coverage: coverage.GraphCoverage | None
     #: what the graph's logged diagnostics say, where it disagrees with the log's coverage
     inconsistent: list[str] = []
+    #: whether torch-spyre logged its own provenance (PR #3449's sidecar) for this graph, and
+    #: where the hook's OpSpec handles disagree with it (``validate.spyre_sidecar.cross_check``)
+    spyre_provenance: bool = False
+    spyre_disagreements: list[str] = []
 
     @property
     def complete(self) -> bool:
@@ -72,8 +76,23 @@ def check_outputs(paths: Path | list[Path], log: Path | None, recorded: Sequence
             if graph.output_code is None:
                 continue  # a graph Inductor did not finish: no code, nothing to judge
             judged = judge_logged(graph)
-            graphs.append(GraphCheck(graph.compile_id, judged, _disagreements(judged, graph.diagnostics)))
+            check = GraphCheck(graph.compile_id, judged, _disagreements(judged, graph.diagnostics))
+            if graph.spyre_provenance is not None:  # absent: nothing changes
+                check.spyre_provenance = True
+                check.spyre_disagreements = against_spyre_provenance(graph.opspec_handles, graph.spyre_provenance)
+            graphs.append(check)
     return OutputCheck(artifacts=len(results), invalid=invalid, graphs=graphs, paired=pair_graphs(recorded, graphs))
+
+
+def against_spyre_provenance(opspecs: dict | None, sidecar: dict) -> list[str]:
+    """The hook's OpSpec handles against torch-spyre's own provenance: one line per
+    disagreement; none when either is missing or the sidecar is not valid (validate says so)."""
+    from spyre_provenance.model.names import SPYRE_SIDECAR
+    from spyre_provenance.validate import schemas, spyre_sidecar
+
+    if opspecs is None or not schemas.validate(sidecar, SPYRE_SIDECAR).ok:
+        return []
+    return spyre_sidecar.cross_check(opspecs, sidecar)
 
 
 def _disagreements(judged: coverage.GraphCoverage, diagnostics: dict | None) -> list[str]:

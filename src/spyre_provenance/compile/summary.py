@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from spyre_provenance.compile.job import NO_TORCH_SPYRE_KERNEL, CompileOutcome
+from spyre_provenance.compile.output_check import GraphCheck
 from spyre_provenance.model.names import COMPARED_FALLBACK_RANDOM
 from spyre_provenance.model.records import BundleHandlesV4, UpstreamComparison
 from spyre_provenance.validate import coverage
@@ -84,6 +85,7 @@ def render(outcome: CompileOutcome) -> str:
                 f"handle/origin disagreements: {len(d.disagreements)}"
                 + (f" ({', '.join(d.disagreements)})" if d.disagreements else "")
             )
+        lines += spyre_provenance_lines(logged)
         lines += _upstream_lines(d.matches_upstream)
         lines += _bundle_lines(d.bundle_handles)
         if d.faults:
@@ -115,6 +117,18 @@ def tail(outcome: CompileOutcome) -> list[str]:
     if outcome.profile is not None:  # --profile: the annotated trace, last
         lines.append(outcome.profile)
     return lines
+
+
+def spyre_provenance_lines(logged: GraphCheck | None) -> list[str]:
+    """Where torch-spyre logged its own provenance for the graph: how many call sites the
+    hook's handles disagree with it on, and each; nothing where it logged none."""
+    if logged is None or not logged.spyre_provenance:
+        return []
+    against = logged.spyre_disagreements
+    head = (
+        f"    torch-spyre's own provenance (spyre_provenance): {len(against)} disagreement(s) with the hook's handles"
+    )
+    return [head] + [f"      {line}" for line in against]
 
 
 def _upstream_lines(compared: UpstreamComparison | None) -> list[str]:

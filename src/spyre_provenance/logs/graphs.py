@@ -23,6 +23,7 @@ from spyre_provenance.model.names import (
     OPSPEC_DEBUG_HANDLES,
     OUTPUT_CODE,
     POST_GRAD_GRAPHS,
+    SPYRE_SIDECAR,
 )
 
 #: The backend whose mappings are torch's own: their gaps are hints, not violations.
@@ -39,6 +40,9 @@ class LoggedGraph(msgspec.Struct):
     stack_traces: dict | None = None
     opspec_handles: dict | None = None
     diagnostics: dict | None = None
+    #: torch-spyre's own provenance as it logged it during this graph's compile (PR #3449's
+    #: ``spyre_provenance``; the whole sidecar so far, every compile it merged)
+    spyre_provenance: dict | None = None
 
     @property
     def upstream(self) -> bool:
@@ -61,6 +65,7 @@ def read_log_graphs(path: str | os.PathLike[str]) -> list[LoggedGraph]:
         KERNEL_STACK_TRACES: "stack_traces",
         OPSPEC_DEBUG_HANDLES: "opspec_handles",
         DIAGNOSTICS: "diagnostics",
+        SPYRE_SIDECAR: "spyre_provenance",
     }
     names = {*POST_GRAD_GRAPHS, OUTPUT_CODE, *artifacts}
     graphs: list[LoggedGraph] = []

@@ -30,6 +30,7 @@ from spyre_provenance.model.names import (
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
     SOURCE_LINES,
+    SPYRE_SIDECAR,
 )
 from spyre_provenance.model.wire import KERNEL_INFO_V2_MARK
 
@@ -88,6 +89,8 @@ def guess_artifact(doc: Mapping[str, Any], *, strict: bool = False) -> str | Non
     debug-handle keys on the two bare-map artifacts, so ``{"a": ["b"]}`` is not taken for one.
     """
     keys = doc.keys()
+    if "schemaVersion" in keys and "kernelIdentities" in keys:
+        return SPYRE_SIDECAR
     if "kernels" in keys and "handles" in keys:
         return OPSPEC_DEBUG_HANDLES
     if "faults" in keys and "partial" in keys:
@@ -138,6 +141,13 @@ def detect(artifact: str | None, doc: Mapping[str, Any]) -> Detected:
     if artifact == AUDIT:
         if "version" in doc:
             return _explicit_version(artifact, doc["version"], {1: ("1", 1)})
+        return Detected(artifact, "1", 1)  # validation reports the missing key
+    if artifact == SPYRE_SIDECAR:  # torch-spyre's sidecar names its version schemaVersion
+        if "schemaVersion" in doc:
+            found = _explicit_version(artifact, doc["schemaVersion"], {1: ("1", 1)})
+            if found.problem is not None:
+                return Detected(artifact, None, None, Problem("$.schemaVersion", found.problem.message))
+            return found
         return Detected(artifact, "1", 1)  # validation reports the missing key
     if artifact == SOURCE_LINES:
         if "version" in doc:

@@ -9,7 +9,11 @@ debug handle's id; base32, ``=`` stripped, lowercase, first 16 characters. Its d
 event is ``spyre_kernel_v1_<summary>_<key>``, to which the runtime appends ``#<step>``.
 
 The specs are read by field name (torch-spyre's own OpSpecs, or the reference backend's
-look-alikes in ``backends.reference.lookalike``). Values are made canonical as torch-spyre does: floats
+look-alikes in ``backends.reference.lookalike``). Two fields of torch-spyre's open work (PR
+#3449's branch, ``_inductor/kernel_provenance.py`` at 1e640b3) take part only when an OpSpec
+has them, so every key of an OpSpec without them stays as main makes it:
+``OpSpec.core_id_to_work_slice`` when set and not the mapping older codegen derives (``_is_canonical_core_mapping``),
+and ``TensorWorkDivision.num_cores`` in a tensor's work division when the division has the field. Values are made canonical as torch-spyre does: floats
 as ``float.hex()``, sympy expressions as ``srepr``, mappings as entries sorted by their
 canonical key, sequences as lists, bytes as hex. Pure: no torch; sympy is used only when
 a value already is a sympy object (so it is imported already).
@@ -49,6 +53,11 @@ _OPSPEC_FIELDS = (
     "node_output_ranges",
 )
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]+")
+#: torch-spyre's ``MATMUL_REDUCTION_OPS``: their canonical core mapping varies the iteration
+#: space's last dimension fastest (its ``contiguous_dim``)
+MATMUL_OPS = frozenset({"batchmatmul", "batchmatmulfp8"})
+#: the free symbol torch-spyre's core mappings are written in
+CORE_ID = "core_id"
 
 
 def bundle_key(specs: Sequence[Any]) -> str:
@@ -106,7 +115,7 @@ def _spec(spec: Any) -> Any:
         return {"kind": "loop", "count": _value(spec.count), "body": [_spec(s) for s in spec.body]}
     fields = {f: getattr(spec, f, None) for f in _OPSPEC_FIELDS}
     handle = getattr(spec, "debug_handle", None)
-    return {
+    result: dict[str, Any] = {
         "kind": "op",
         "op": fields["op"],
         "is_reduction": fields["is_reduction"],
@@ -123,6 +132,51 @@ def _spec(spec: Any) -> Any:
         "node_output_ranges": _value(fields["node_output_ranges"]),
         "debug_handle_id": None if handle is None else str(handle.id),
     }
+    mapping = getattr(spec, "core_id_to_work_slice", None)  # PR #3449's field; main has none
+    if mapping is not None and not _is_canonical_core_mapping(fields["op"], fields["iteration_space"] or {}, mapping):
+        result["core_id_to_work_slice"] = _value(mapping)
+    return result
+
+
+def _is_canonical_core_mapping(op: Any, space: Mapping[Any, Any], mapping: Mapping[Any, Any]) -> bool:
+    """Whether ``mapping`` gives every core the work slice torch-spyre's older codegen derived
+    (``core_mapping.derive_core_mapping`` with no grouped owners): over the iteration space's
+    dimensions in order (a matmul's last one first when split), a dimension split ``s`` at
+    stride ``t`` (the product of the splits before it) gives core ``c`` the slice
+    ``(c // t) % s``. Compared core by core over the product of the splits, as torch-spyre's
+    ``core_mappings_equal`` does; a mapping that does not evaluate to integers is not canonical."""
+    dims = list(space)
+    if set(mapping) != set(dims):
+        return False
+    splits = [int(space[d][1]) for d in dims]
+    order = list(range(len(dims)))
+    if dims and op in MATMUL_OPS and splits[-1] > 1:
+        order.insert(0, order.pop())
+    cores = 1
+    for split in splits:
+        cores *= split
+    for core in range(cores):
+        stride = 1
+        for i in order:
+            expected = 0 if splits[i] == 1 else (core // stride) % splits[i]
+            stride *= splits[i]
+            if _slice_of(mapping[dims[i]], core) != expected:
+                return False
+    return True
+
+
+def _slice_of(expression: Any, core: int) -> int | None:
+    """A core mapping's entry at one core: an int, or a sympy expression in ``core_id``."""
+    if isinstance(expression, int) and not isinstance(expression, bool):
+        return expression
+    free = getattr(expression, "free_symbols", None)
+    if free is None:
+        return None
+    try:
+        value = expression.subs({s: core for s in free if str(s) == CORE_ID})
+        return int(value) if not value.free_symbols and value.is_integer else None
+    except (TypeError, ValueError, AttributeError):
+        return None
 
 
 def _tensor_arg(arg: Any) -> dict[str, Any]:
@@ -144,6 +198,8 @@ def _tensor_arg(arg: Any) -> dict[str, Any]:
             "work_slices": _value(division.work_slices),
             "core_id_to_work_slice": _value(division.core_id_to_work_slice),
         }
+        if hasattr(division, "num_cores"):  # PR #3449's division: its core domain, None included
+            result["work_division"]["num_cores"] = _value(division.num_cores)
     return result
 
 

@@ -76,6 +76,12 @@ SOURCE_LINES = "spyre_source_lines"
 #: Lines of context kept on each side of a source line that made a kernel.
 SOURCE_CONTEXT = 3
 
+#: torch-spyre's own provenance (its open PR #3449): the sidecar ``spyre_provenance.json`` and
+#: the TORCH_TRACE artifact of that name, which holds the same text. Written by torch-spyre,
+#: never by this project: validate checks it, compile cross-checks the hook's artifacts
+#: against it, lookup reads it (``validate.spyre_sidecar``, ``runtime.index``).
+SPYRE_SIDECAR = "spyre_provenance"
+
 
 def artifact_file(artifact: str) -> str:
     """The file an artifact is written as, in a graph folder and a golden case."""
@@ -92,7 +98,8 @@ class ArtifactKind(NamedTuple):
     #: kind by name (tlparse appends ``_<n>`` before ``.json``)
     file_pattern: str
     #: who writes it: ``torch`` (upstream Inductor), ``hook`` (beside each graph, ``capture.emit``),
-    #: ``audit`` (``compile --audit``, one per compile), ``viewer`` (the hook, for the viewer)
+    #: ``audit`` (``compile --audit``, one per compile), ``viewer`` (the hook, for the viewer),
+    #: ``torch-spyre`` (its own sidecar, PR #3449)
     written_by: tuple[str, ...]
     #: logged into TORCH_TRACE, where validate and tlparse read it
     logged: bool
@@ -123,6 +130,9 @@ ARTIFACT_KINDS = (
     # compared by golden files as the audit case's whole document (golden.store.AUDIT_FILE)
     ArtifactKind(AUDIT, "provenance_audit*.json", ("audit",), False, False, True),
     ArtifactKind(SOURCE_LINES, "spyre_source_lines*.json", ("viewer",), False, False, True, provenance=False),
+    # torch-spyre's own, read by this project's readers: after the diagnostics, whose files
+    # this name pattern matches too (a file takes the first kind whose pattern it matches)
+    ArtifactKind(SPYRE_SIDECAR, "spyre_provenance*.json", ("torch-spyre",), True, False, True, provenance=False),
 )
 KINDS = {kind.name: kind for kind in ARTIFACT_KINDS}
 

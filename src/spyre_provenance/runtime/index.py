@@ -23,7 +23,7 @@ from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.logs import tracelog
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model import folders, jsonio
-from spyre_provenance.model.detect import split_key
+from spyre_provenance.model.detect import artifact_for_filename, split_key
 from spyre_provenance.model.layout import NO_LOG_FOLDERS, Layout
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
@@ -31,11 +31,14 @@ from spyre_provenance.model.names import (
     MODEL_LABEL,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
+    SPYRE_SIDECAR,
     artifact_file,
 )
 from spyre_provenance.runtime import kernel_names
 
 DEFAULT_PATH = Path("out")
+#: how deep a folder is searched for torch-spyre's own sidecars (``spyre_provenance.json``)
+_SIDECAR_DEPTH = 6
 _AOT_ID = re.compile(r"^# AOT ID: \['[^']*_(?P<kind>inference|forward|backward)'\]", re.MULTILINE)
 # folders an --out holds that are no source of call sites (tlparse copies the log as raw.log)
 _SKIPPED_FOLDERS = NO_LOG_FOLDERS
@@ -56,6 +59,12 @@ class IndexedGraph:
     output_code: str | None = None
     post_grad_graph: str | None = None
     bundle_root: Path | None = None  # sdsc/<model>/ (model.layout.kernel_bundle_folder)
+    #: torch-spyre's own provenance logged in this graph's compile (PR #3449's sidecar)
+    spyre_provenance: dict[str, Any] | None = None
+    #: call site -> the kernel provenance key torch-spyre's sidecar gives it (``KernelIndex``)
+    sidecar_keys: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: call site -> the ids of its kernel's handles in that sidecar, fused constituents too
+    sidecar_handles: dict[str, set[str]] = dataclasses.field(default_factory=dict)
     view: Any = dataclasses.field(default=None, repr=False, compare=False)  # lookup.GraphView, made on first use
 
     @property
@@ -84,20 +93,24 @@ class KernelIndex:
     by_renamed_key: dict[str, list[Site]] = dataclasses.field(default_factory=dict)
     # bundle folder name, and that name without its <uuid8>_ prefix -> its call sites
     by_folder: dict[str, list[Site]] = dataclasses.field(default_factory=dict)
+    #: torch-spyre's own sidecars found beside the logs (``spyre_provenance.json``), valid ones
+    sidecars: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
         for position, graph in enumerate(self.graphs):
             bundles = graph.bundles
+            graph.sidecar_keys, graph.sidecar_handles = _sidecar_evidence(graph, self.sidecars)
             for key in graph.keys:
                 name, _ = split_key(key)
                 self.by_name.setdefault(name or key, []).append((position, key))
                 bundle = bundles.get(key)
-                if not isinstance(bundle, dict):
-                    continue
-                if isinstance(bundle.get("provenance_key"), str):
-                    self.by_provenance_key.setdefault(bundle["provenance_key"], []).append((position, key))
-                    tail = kernel_names.renamed("_" + bundle["provenance_key"])
-                    self.by_renamed_key.setdefault(tail, []).append((position, key))
+                bundle = bundle if isinstance(bundle, dict) else {}
+                # the hook's record of the key, else torch-spyre's own (more evidence, never less)
+                for provenance_key in dict.fromkeys((bundle.get("provenance_key"), graph.sidecar_keys.get(key))):
+                    if isinstance(provenance_key, str):
+                        self.by_provenance_key.setdefault(provenance_key, []).append((position, key))
+                        tail = kernel_names.renamed("_" + provenance_key)
+                        self.by_renamed_key.setdefault(tail, []).append((position, key))
                 folder = bundle.get("folder")
                 if isinstance(folder, str):
                     for form in dict.fromkeys((folder, kernel_names.without_uuid(folder))):
@@ -109,26 +122,77 @@ class KernelIndex:
         return [s for tail, sites in self.by_renamed_key.items() if name.endswith(tail) for s in sites]
 
 
+def _sidecar_evidence(
+    graph: IndexedGraph, sidecars: list[dict[str, Any]]
+) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """Call site -> the key torch-spyre's own provenance gives it, and its handle ids (fused
+    constituents too): from the sidecar its compile logged, else from the sidecar files, the
+    compile holding this graph's call sites (``spyre_sidecar.cross_check``'s rule). Only
+    valid sidecars are read."""
+    from spyre_provenance.validate import schemas, spyre_sidecar
+
+    logged = [graph.spyre_provenance] if graph.spyre_provenance is not None else []
+    for doc in logged + sidecars:
+        if doc is graph.spyre_provenance and not schemas.validate(doc, SPYRE_SIDECAR).ok:
+            continue
+        chosen = spyre_sidecar.occurrences_for(set(graph.keys), doc)
+        keys = {key: chosen[key]["identityKey"] for key in graph.keys if key in chosen}
+        if keys:
+            identities = doc["kernelIdentities"]
+            handles = {
+                key: spyre_sidecar.handle_closure(identities[k]["directHandleIds"], doc["handles"])
+                for key, k in keys.items()
+            }
+            return keys, handles
+    return {}, {}
+
+
 def build(paths: Iterable[str | os.PathLike[str]] = ()) -> KernelIndex:
     """The index of every graph under ``paths`` (default ``./out``). Raises UnusableInput
     for a path that does not exist, a file that is no TORCH_TRACE log, or when nothing
     holding provenance is found."""
     folders = [Path(p) for p in paths] or [DEFAULT_PATH]
     graphs: list[IndexedGraph] = []
+    sidecars: list[dict[str, Any]] = []
     for path in folders:
         if not path.exists():
             hint = " (compile with --out, or name one with --in)" if path == DEFAULT_PATH else ""
             raise UnusableInput(str(path), f"no such file or folder{hint}")
-        if path.is_file():
+        if path.is_file() and artifact_for_filename(path.name) == SPYRE_SIDECAR:
+            sidecars += _sidecar(path, explicit=True)
+        elif path.is_file():
             if not tracelog.looks_like_trace_log(path):
                 raise UnusableInput(str(path), "not a TORCH_TRACE log (no glog-prefixed record) nor a folder")
             graphs += _log_graphs(path)
         else:
             graphs += _folder_graphs(path)
+            sidecars += [doc for file in _sidecar_files(path) for doc in _sidecar(file, explicit=False)]
     if not any(g.keys for g in graphs):
         where = ", ".join(map(str, paths))
         raise UnusableInput(where, "no kernel call sites found: no TORCH_TRACE log or graph folder with a node mapping")
-    return KernelIndex(graphs)
+    return KernelIndex(graphs, sidecars=sidecars)
+
+
+def _sidecar_files(folder: Path) -> Iterator[Path]:
+    """torch-spyre's sidecars under ``folder`` (by the table's name pattern, not diagnostics)."""
+    for root, dirs, files in os.walk(folder):
+        depth = len(Path(root).relative_to(folder).parts)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and depth < _SIDECAR_DEPTH)
+        yield from (Path(root, f) for f in sorted(files) if artifact_for_filename(f) == SPYRE_SIDECAR)
+
+
+def _sidecar(path: Path, *, explicit: bool) -> list[dict[str, Any]]:
+    """A sidecar's document when it is valid. Named with --in, an invalid one is unusable
+    input (validate says what is wrong); found in a folder, it is passed over."""
+    from spyre_provenance.validate import schemas
+
+    doc = jsonio.load_json(jsonio.read_file(path), location=str(path))
+    report = schemas.validate(doc, SPYRE_SIDECAR, location=str(path)) if isinstance(doc, dict) else None
+    if report is not None and report.ok:
+        return [doc]
+    if explicit:
+        raise UnusableInput(str(path), "not a valid spyre_provenance sidecar (spyre-provenance validate says why)")
+    return []
 
 
 def _folder_graphs(folder: Path) -> list[IndexedGraph]:
@@ -170,6 +234,7 @@ def _log_graphs(log: Path) -> list[IndexedGraph]:
                 output_code=logged.output_code,
                 post_grad_graph=logged.post_grad_graph,
                 bundle_root=bundles if bundles is not None and bundles.is_dir() else None,
+                spyre_provenance=logged.spyre_provenance,
             )
         )
     return found

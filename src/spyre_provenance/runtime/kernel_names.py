@@ -14,6 +14,11 @@ Forms (REFERENCE.md section 6):
   (``model.kernel_keys``);
 - ``launch_jobplan:<kernel>``, ``prepare_kernel:<kernel>``, ``dxp_standalone:<kernel>``:
   torch-spyre's CPU spans around a kernel;
+- ``.../inductor-spyre/<bundle folder>/spyreCodeDir/launch_spec.json`` (or that folder, or its
+  ``spyreCodeDir``): the launch spec torch-spyre's newer code writes beside a compiled kernel
+  (``codegen/kernel_launchspec.py``; its ``kernel_name`` is the wrapper's name), and what
+  ``spyre launch`` is given; read as the bundle folder's name, and ``lookup`` reads the
+  file's ``kernel_name`` where the folder is none it knows (a cache folder is named by its key);
 - ``<bundle folder> Cmpt Exec`` (``Cmpt Prep``, ``DmaI``, ``DmaO``): the device timeline as
   IBM's trace analyzer (``acelyzer``) names it, by the kernel's bundle folder; and a device
   event as acelyzer renames it, digits dropped (``spyre_kernel_v_fused_add_vsancadvtjfcqcv#``).
@@ -69,6 +74,7 @@ class Query(msgspec.Struct, frozen=True):
     handle: int | None = None
     provenance_key: str | None = None  # torch-spyre's key, for an event or a bare key
     renamed_event: str | None = None  # a device event as acelyzer renamed it (``renamed``)
+    launch_spec: str | None = None  # the launch_spec.json a compiled kernel's path names
 
 
 def parse(text: str) -> Query:
@@ -89,10 +95,43 @@ def parse(text: str) -> Query:
     timeline = DEVICE_TIMELINE.fullmatch(text)
     if timeline:
         return Query(text, "device_timeline", timeline["folder"])
+    spec = launch_spec_of(text)
+    if spec is not None:
+        return Query(text, "kernel", spec[0], launch_spec=spec[1])
     key = _KEY.fullmatch(text)
     if key:
         return Query(text, "key", key["name"], int(key["handle"]))
     return Query(text, "kernel", _SPYRE_EVENT_STEP.sub("", text))
+
+
+#: torch-spyre's names of a compiled kernel's code folder and the launch spec in it
+#: (``codegen/kernel_launchspec.py``: ``SPYRECODE_DIR``, ``LAUNCH_SPEC_FILE``)
+SPYRECODE_DIR = "spyreCodeDir"
+LAUNCH_SPEC_FILE = "launch_spec.json"
+#: the folder torch-spyre writes every kernel's bundle folder in (``get_output_dir``)
+BUNDLE_ROOT = "inductor-spyre"
+
+
+def launch_spec_of(text: str) -> tuple[str, str] | None:
+    """A path to a compiled kernel's launch spec, its ``spyreCodeDir``, or its bundle folder
+    (``.../inductor-spyre/<folder>``): (the bundle folder's name, the launch spec's path);
+    None for any other text. ``/`` or ``\\`` separated; nothing is read here."""
+    parts = [p for p in re.split(r"[/\\]+", text) if p]
+    if len(parts) < 2:
+        return None
+    spec = text if parts[-1] == LAUNCH_SPEC_FILE else None
+    folder = parts[:-1] if spec is not None else parts
+    if folder and folder[-1] == SPYRECODE_DIR:
+        folder = folder[:-1]
+    elif spec is None and parts[-2] != BUNDLE_ROOT:
+        return None
+    if not folder:
+        return None
+    if spec is None:
+        spec = f"{text.rstrip('/').rstrip(chr(92))}/{SPYRECODE_DIR}/{LAUNCH_SPEC_FILE}"
+        if parts[-1] == SPYRECODE_DIR:
+            spec = f"{text.rstrip('/').rstrip(chr(92))}/{LAUNCH_SPEC_FILE}"
+    return folder[-1], spec
 
 
 def without_uuid(folder: str) -> str | None:

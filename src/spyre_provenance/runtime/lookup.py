@@ -12,7 +12,9 @@ Pure: no torch.
 from __future__ import annotations
 
 import difflib
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
@@ -58,6 +60,11 @@ def answer(text: str, index: KernelIndex) -> Answer:
             for s in index.by_name[name]
             if s[1] == f"{name}:{query.handle}"
         ]
+    elif query.launch_spec is not None and query.name not in index.by_folder:
+        # a compiled kernel's path: the kernel its launch spec names, else the folder's parts
+        kernel = launch_spec_kernel(query.launch_spec)
+        sites = sites_of_name(kernel, index) if kernel else []
+        sites = sites or sites_of_name(query.name, index)
     else:  # a kernel name, a CPU span's or a bundle folder (as recorded, else by its parts)
         sites = sites_of_name(query.name, index)
     matches = _matches(sites, index)
@@ -65,6 +72,17 @@ def answer(text: str, index: KernelIndex) -> Answer:
         [] if matches else difflib.get_close_matches(query.name or text, list(index.by_name), n=CLOSEST, cutoff=0.5)
     )
     return Answer(text, query.form, matches, closest)
+
+
+def launch_spec_kernel(path: str) -> str | None:
+    """The ``kernel_name`` of torch-spyre's ``launch_spec.json`` at ``path`` (version 1, as
+    ``codegen/kernel_launchspec.py`` writes it); None when there is no such readable file."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeError, ValueError):
+        return None
+    name = doc.get("kernel_name") if isinstance(doc, dict) else None
+    return name if isinstance(name, str) and name else None
 
 
 def sites_of_name(name: str, index: KernelIndex) -> list[Site]:
@@ -95,7 +113,8 @@ def _sites_of_handle(handle_id: str, index: KernelIndex) -> list[tuple[int, str]
     for position, graph in enumerate(index.graphs):
         view = GraphView.of(graph)
         for key in graph.keys:
-            if handle_id in view.handle_closure(key):
+            # the hook's OpSpec handles, else torch-spyre's own (its sidecar) for the call site
+            if handle_id in view.handle_closure(key) or handle_id in graph.sidecar_handles.get(key, ()):
                 found.append((position, key))
     return found
 
@@ -134,7 +153,7 @@ class GraphView:
             aten_from=aten_from,
             opspecs=[self._opspec(o) for o in self.kernel_opspecs.get(key, []) if isinstance(o, dict)],
             bundle_files=_bundle_files(self.graph, bundle.get("folder")),
-            provenance_key=bundle.get("provenance_key"),
+            provenance_key=bundle.get("provenance_key") or self.graph.sidecar_keys.get(key),
             bundle_folder=bundle.get("folder"),
         )
 

@@ -35,6 +35,7 @@ from spyre_provenance.model.jsonio import not_utf8
 from spyre_provenance.model.names import (
     ARTIFACTS,
     AUDIT,
+    COMPANION_DOCUMENTS,
     DIAGNOSTICS,
     KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
@@ -46,6 +47,15 @@ from spyre_provenance.model.records import NodeMap
 from spyre_provenance.validate import rules
 
 _MISSING: Any = object()
+
+
+class FullOnly(Exception):
+    """The document is one the fast engine does not read (a companion document, told by its
+    shape): check it on the full path."""
+
+    def __init__(self, artifact: str) -> None:
+        super().__init__(artifact)
+        self.artifact = artifact
 
 
 class FastResult(msgspec.Struct):
@@ -87,6 +97,8 @@ class _Run:
         if artifact in (None, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES, DIAGNOSTICS, AUDIT):
             top = self.decode(self.data, dict[str, msgspec.Raw], "$", top=True)
             artifact = artifact or guess_artifact(top)
+        if artifact in COMPANION_DOCUMENTS:  # told by shape: no fast engine reads it
+            raise FullOnly(artifact)
         if artifact == NODE_MAPPINGS:
             return self.node_mappings(top)
         if artifact == OPSPEC_DEBUG_HANDLES:

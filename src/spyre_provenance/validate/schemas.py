@@ -59,8 +59,9 @@ from spyre_provenance.model.names import (
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
     PRINTED_DOCUMENTS,
+    SPYRE_SIDECAR,
 )
-from spyre_provenance.validate import fastpath, rules
+from spyre_provenance.validate import fastpath, rules, spyre_sidecar
 
 __all__ = [
     "ARTIFACTS",
@@ -179,7 +180,11 @@ def validate_bytes(
 
 
 def _validate_fast(data: bytes | str, artifact: str | None, location: str) -> Report:
-    result = fastpath.check(data, artifact, location)
+    try:
+        result = fastpath.check(data, artifact, location)
+    except fastpath.FullOnly as only:  # told by shape: a document the fast engine does not read
+        doc, dup_paths = parse_json(data, location=location)
+        return _validate_full(doc, only.artifact, location, dup_paths)
     det, problems = result.detected, result.problems
     if result.maybe_duplicate_keys:  # rare: pay for a full parse to find where
         del result
@@ -250,6 +255,8 @@ def _validate_full(doc: Any, artifact: str | None, location: str, dup_paths: lis
         well_typed &= error.validator in ("pattern", "uniqueItems", "not")
     if well_typed and det.artifact not in COMPANION_DOCUMENTS:  # no rule beyond its schema
         problems.extend(rules.check(det.artifact, det.schema, _typed(det.artifact, det.schema, doc)))
+    elif well_typed and det.artifact == SPYRE_SIDECAR:  # torch-spyre's own: its writer's rules
+        problems.extend(spyre_sidecar.check(doc))
     return _report(det, problems, location)
 
 
