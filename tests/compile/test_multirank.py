@@ -1,11 +1,14 @@
-"""``compile MODEL --ranks 2`` (issue 14.4): two real processes in a gloo group, each its
-own tracked compile, its own valid artifacts in ``OUT/rank<r>/``; the collectives in the
-mapping like any call site; validate per rank; tlparse's multi-rank report; diff and
-golden rank by rank; a rank killed or failing leaves the other's artifacts whole.
+"""``compile MODEL --ranks 2`` (issue 14.4): two real processes started by torchrun's
+launcher in a gloo group, each its own tracked compile, its own valid artifacts in
+``OUT/rank<r>/``; the collectives in the mapping like any call site; validate per rank;
+tlparse's multi-rank report; diff and golden rank by rank; a rank killed or failing leaves
+the other's artifacts whole; every flag of the command reaches every rank (issue 45.6).
 
-Two 2-rank runs (each 20-35 s here: two fresh interpreters importing torch): the
+Three 2-rank runs (each 30-45 s here: two fresh interpreters importing torch): the
 tensor-parallel toy (shared with the golden test of ``golden/tensor_parallel`` through
-``compile_case``) and the data-parallel one with rank 1 killed in the middle of its
+``compile_case``), the same model with every flag that once stayed behind (``--profile``,
+``--beyond-upstream``, ``--audit --against``; ``tests/data/ranked_arguments.py`` prints the
+arguments its rank got), and the data-parallel one with rank 1 killed in the middle of its
 compile (``tests/data/ranked_faults.py``: the fault injection stays in test code), whose
 rank 0 compiles, writes, and then finds its peer gone.
 """
@@ -17,6 +20,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from helpers import tlparse_page
@@ -28,6 +32,8 @@ from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model import folders
 from spyre_provenance.validate import coverage
 
+ARGUMENTS = DATA / "ranked_arguments.py"
+PREVIOUS_AUDIT = DATA / "artifacts" / "provenance_audit.json"
 COLLECTIVES = ("torch.ops._c10d_functional.all_reduce_.default", "torch.ops._c10d_functional.wait_tensor.default")
 MAPPINGS = "inductor_provenance_tracking_node_mappings.json"
 FAULTY = DATA / "ranked_faults.py"
@@ -38,6 +44,22 @@ needs_tlparse = pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason=
 @pytest.fixture(scope="session")
 def tp_run(compile_case):
     return compile_case("tensor_parallel", "--ranks", "2")
+
+
+@pytest.fixture(scope="session")
+def flagged_run(compile_case):
+    """tensor_parallel with the flags ``compile --ranks`` once dropped on the way to its ranks."""
+    return compile_case(
+        f"{ARGUMENTS}:tensor_parallel",
+        "--ranks",
+        "2",
+        "--profile",
+        "--beyond-upstream",
+        "--audit",
+        "--against",
+        str(PREVIOUS_AUDIT),
+        "--no-tlparse",
+    )
 
 
 def _faulty_run(tmp_path_factory, model: str, how: str) -> subprocess.CompletedProcess[str]:
@@ -188,6 +210,47 @@ def test_diff_pairs_graphs_rank_by_rank(tp_run, run_cli, tmp_path):
     assert "post-grad node renamed: relu -> relu_7" in out
 
 
+# --- every flag reaches every rank ----------------------------------------------------------
+
+
+@pytest.mark.compile
+def test_every_rank_is_started_with_the_runs_flags(flagged_run):
+    """What each rank's process was started with parses back into the parent's request, the
+    pages aside (the parent renders all ranks' at once)."""
+    from spyre_provenance.cli import build_parser
+    from spyre_provenance.cli import compile as compile_command
+
+    assert flagged_run.returncode == 0, flagged_run.stdout + flagged_run.stderr[-3000:]
+    parent = compile_command.request(
+        build_parser().parse_args(
+            ["compile", f"{ARGUMENTS}:tensor_parallel", "--ranks", "2", "--profile", "--beyond-upstream"]
+            + ["--audit", "--against", str(PREVIOUS_AUDIT), "--out", str(flagged_run.out)]
+        )
+    )
+    for rank in (0, 1):
+        (said,) = [line for line in flagged_run.stdout.splitlines() if line.startswith(f"[rank {rank}] arguments: ")]
+        arguments = json.loads(said.split("arguments: ", 1)[1])
+        got = compile_command.request(build_parser().parse_args(arguments))
+        assert got == msgspec.structs.replace(parent, tlparse=False), arguments
+
+
+@pytest.mark.compile
+def test_compile_ranks_profile_writes_each_ranks_annotated_trace(flagged_run):
+    for rank in (0, 1):
+        (trace,) = (_rank_dir(flagged_run.out, rank) / "profile").glob("*.trace.json")
+        events = json.loads(trace.read_text())["traceEvents"]
+        annotated = [e for e in events if "spyre_provenance_call_site" in e.get("args", {})]
+        assert annotated, f"rank {rank}: no kernel event carries its provenance"
+        assert f"[rank {rank}]   profile: annotated " in flagged_run.stdout
+
+
+@pytest.mark.compile
+def test_audit_against_reaches_every_rank(flagged_run):
+    for rank in (0, 1):
+        markdown = (_rank_dir(flagged_run.out, rank) / "provenance_audit.md").read_text()
+        assert f"Against `{PREVIOUS_AUDIT}`." in markdown, f"rank {rank}"
+
+
 # --- a rank that fails ---------------------------------------------------------------------
 
 
@@ -222,22 +285,6 @@ def test_rank_folders_are_read_from_paths():
     assert folders.rank_of_path(("out", "rank1", "graph_x")) == 1
     assert folders.rank_of_path(("out", "tlparse", "rank_2", "-_0_0_0")) == 2
     assert folders.rank_of_path(("out", "ranks", "rank01")) is None
-
-
-def test_every_rank_gets_the_flags_of_the_run():
-    from spyre_provenance.cli import build_parser
-    from spyre_provenance.cli import compile as compile_command
-    from spyre_provenance.compile import ranks
-
-    args = build_parser().parse_args(
-        ["compile", "tensor_parallel", "--ranks", "2", "--train", "--audit", "--redact-paths", "--dtype", "float16"]
-    )
-    command = ranks._rank_args(compile_command.request(args), Path("out/rank1"), 1)
-    assert command[:1] == ["tensor_parallel"] and command[command.index("--rank") + 1] == "1"
-    assert {"--train", "--audit", "--redact-paths", "--no-tlparse"} <= set(command)
-    assert command[command.index("--dtype") + 1] == "float16"
-    again = build_parser().parse_args(["compile", *command])  # what the rank itself parses
-    assert (again.rank, again.ranks, again.audit, again.train) == (1, 2, True, True)
 
 
 @pytest.mark.compile
