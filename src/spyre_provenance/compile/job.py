@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from spyre_provenance.base.errors import UnsupportedTorch, UnusableInput, Verdict
-from spyre_provenance.base.files import atomic_write_text, remove_stale_temporaries
+from spyre_provenance.base.files import atomic_write_text, give_plain_mode, remove_stale_temporaries
 from spyre_provenance.compile.request import CompileRequest
 from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
 from spyre_provenance.model.layout import Layout
@@ -478,6 +478,7 @@ def _claim_trace_log(target: Path) -> Path | None:
     path = getattr(handler, "_stream_path", None) or getattr(stream, "name", None)
     if stream is None or not isinstance(path, str) or not os.path.isfile(path):
         return None
+    give_plain_mode(path)  # torch made it with tempfile, 0600: a compile's files are the umask's
     os.replace(path, target)
     # The log is this compile's, whole: torch would keep writing to the renamed file, so a
     # later compile in this process (the Python API, a notebook, a test session) would land
