@@ -62,7 +62,9 @@ def flagged_run(compile_case):
     )
 
 
-def _faulty_run(tmp_path_factory, model: str, how: str) -> subprocess.CompletedProcess[str]:
+def _faulty_run(
+    tmp_path_factory, model: str, how: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     out = tmp_path_factory.mktemp(f"rank1-{how}")
     done = FRESH.run(
         "compile",
@@ -72,7 +74,7 @@ def _faulty_run(tmp_path_factory, model: str, how: str) -> subprocess.CompletedP
         "--out",
         out,
         "--no-tlparse",
-        env={"SPYRE_TEST_FAIL_RANK": "1", "SPYRE_TEST_FAIL_HOW": how},
+        env={"SPYRE_TEST_FAIL_RANK": "1", "SPYRE_TEST_FAIL_HOW": how, **(env or {})},
         timeout=600,
     )
     done.out = out  # type: ignore[attr-defined]
@@ -275,6 +277,34 @@ def test_a_killed_rank_leaves_the_other_ranks_artifacts_whole(killed_run, run_cl
     assert report.splitlines()[-1] == "rank 0: 9 artifact(s), all valid"
     # the killed rank leaves nothing: not even torch's log under its temporary name
     assert not _rank_dir(out, 1).exists()
+
+
+@pytest.mark.compile
+def test_a_rank_that_fails_on_its_own_is_named_with_its_reason(tmp_path_factory):
+    """Rank 1's factory raises (exit 2); rank 0's first collective then finds it gone and
+    fails too, at about the moment torchrun stops it: the one line names rank 1, the first."""
+    done = _faulty_run(tmp_path_factory, "tensor_parallel", "raise")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "spyre-provenance compile: error: rank 1 of 2 failed: exit 2: "
+        f"{FAULTY}:tensor_parallel: tensor_parallel() raised RuntimeError: rank 1 was told to fail; "
+        "no other rank wrote artifacts"
+    ]
+    assert "[rank 0] spyre-provenance compile: error: " in done.stdout  # its own reason, printed
+
+
+@pytest.mark.compile
+def test_a_hung_rank_is_killed_by_torchrun_and_named(tmp_path_factory):
+    """Rank 1 never finishes loading its model; rank 0's collective gives up after the group's
+    timeout (5 s here) and fails; torchrun stops rank 1 (SIGTERM, which a rank ignores) and
+    kills it 30 s later: the one line names the rank that hung, not the one that timed out."""
+    done = _faulty_run(tmp_path_factory, "tensor_parallel", "hang", {"SPYRE_PROVENANCE_RANK_TIMEOUT": "5"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "spyre-provenance compile: error: rank 1 of 2 failed: did not finish after another rank failed (stopped); "
+        "no other rank wrote artifacts"
+    ]
+    assert not _rank_dir(done.out, 1).exists()  # it wrote nothing: no folder of its own
 
 
 # --- without compiling ----------------------------------------------------------------------

@@ -7,7 +7,9 @@ lives here, in test code, not in the package).
   Dynamo and AOTAutograd, before any kernel is generated), as an OOM killer would, once
   every other rank has written its mapping: torchrun stops the other ranks 30 s after
   one failed, and a rank still compiling on a busy machine may need longer than that;
-- ``raise``: its factory raises, before anything is compiled.
+- ``raise``: its factory raises, before anything is compiled;
+- ``hang``: its factory never returns (and its rank ignores torchrun's SIGTERM), so its peers'
+  first collective, in their eager run, waits for it until the group's timeout.
 
 Every other rank builds the built-in model of the same name.
 """
@@ -39,6 +41,9 @@ def _failing(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
         how = os.environ.get("SPYRE_TEST_FAIL_HOW", "kill")
         if how == "raise":
             raise RuntimeError(f"rank {dist.get_rank()} was told to fail")
+        if how == "hang":
+            while True:
+                time.sleep(1)
 
         def die(graph: torch.fx.Graph) -> None:
             _others_wrote_their_mappings()

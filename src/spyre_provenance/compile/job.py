@@ -136,20 +136,20 @@ def _compile_rank(
     layout = Layout(out, request.label).rank(rank)
     if layout.out.exists() and not layout.out.is_dir():
         raise UnusableInput(str(layout.out), "exists and is not a folder")
-    with process_group.finishing_when_stopped():
-        _point_trace_at(layout.trace_dir)  # before torch is imported, and so before the group exists
-        try:
-            # before the model loads (its factory may read its rank) and before torch logs a
-            # record: torch names the log after the rank and stamps the rank on every record
-            process_group.join(rank, world_size)
-        except Exception as exc:  # noqa: BLE001 - whatever joining raises (gloo, rendezvous): the rank's one line
-            raise UnusableInput(
-                f"rank {rank}", f"cannot join the process group: {type(exc).__name__}: {_first_line(exc)}"
-            ) from None
-        try:
-            return _compile(request, layout, announce, ranked=True)
-        finally:
-            process_group.leave()
+    process_group.finish_when_stopped()
+    _point_trace_at(layout.trace_dir)  # before torch is imported, and so before the group exists
+    try:
+        # before the model loads (its factory may read its rank) and before torch logs a
+        # record: torch names the log after the rank and stamps the rank on every record
+        process_group.join(rank, world_size)
+    except Exception as exc:  # noqa: BLE001 - whatever joining raises (gloo, rendezvous): the rank's one line
+        raise UnusableInput(
+            f"rank {rank}", f"cannot join the process group: {type(exc).__name__}: {_first_line(exc)}"
+        ) from None
+    try:
+        return _compile(request, layout, announce, ranked=True)
+    finally:
+        process_group.leave()
 
 
 #: A ``spyre`` compile whose kernels are all Inductor's own: never reported as torch-spyre's.

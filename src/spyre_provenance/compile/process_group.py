@@ -17,12 +17,10 @@ torch is imported inside the functions: this module loads without it.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import os
 import signal
 import threading
-from collections.abc import Iterator
 
 #: Bounds every collective and the rendezvous: a rank whose peer hangs gives up after this.
 DEFAULT_TIMEOUT_S = 300.0
@@ -48,23 +46,17 @@ def started_by_torchrun() -> tuple[int, int] | None:
     return int(rank), int(world_size)
 
 
-@contextlib.contextmanager
-def finishing_when_stopped() -> Iterator[None]:
+def finish_when_stopped() -> None:
     """A rank finishes what it is doing when torchrun stops it: once one rank failed,
     torchrun sends every other rank's process group SIGTERM, and SIGKILL 30 s later. SIGTERM
-    is ignored here, by the rank and the compiler processes it starts (an ignored signal
-    stays ignored across exec), so a rank that is compiling finishes and writes its artifacts,
-    and one whose collective then fails (its peer gone) says so and exits 2, as before any
-    launcher stopped it. SIGKILL bounds a rank that hangs. SIGINT (torchrun passes on the
-    user's Ctrl-C) still interrupts."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    before = signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before if before is not None else signal.SIG_DFL)
+    is ignored from here on, by the rank and the compiler processes it starts (an ignored
+    signal stays ignored across exec), so a rank that is compiling finishes and writes its
+    artifacts, and one whose collective then fails (its peer gone) says so and exits 2, as
+    before any launcher stopped it. For the rest of the process: a rank that failed on its
+    own at the moment torchrun stopped it still prints why. SIGKILL bounds a rank that hangs;
+    SIGINT (torchrun passes on the user's Ctrl-C) still interrupts."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def join(rank: int, world_size: int) -> None:

@@ -15,14 +15,14 @@ output under a ``[rank r]`` prefix and renders tlparse's multi-rank report of al
 A rank failing must not take the others' artifacts with it nor hang the run:
 
 - once a rank fails, torchrun stops the others (SIGTERM, then SIGKILL 30 s later); a rank
-  ignores the SIGTERM and finishes what it is doing (``process_group.finishing_when_stopped``):
+  ignores the SIGTERM and finishes what it is doing (``process_group.finish_when_stopped``):
   its artifacts are written during the compile (atomically), before the compiled code runs
   its collectives, and a rank whose collective then fails (its peer is gone: gloo sees the
   closed connection at once) keeps them, says ``NOT CHECKED`` and exits 2;
 - a hung rank is bounded by torchrun's SIGKILL, 30 s after the first failure (and a
   collective waiting on a hung peer by the group's timeout, ``compile.process_group``);
 - the parent prints exactly one line on stderr, naming the rank that failed: one torchrun
-  had to stop (it hung), else the first to fail (killed by a signal, or exiting 2 or 3).
+  had to kill (it hung), else the first to fail (killed by a signal, or exiting 2 or 3).
 
 Exit status: 0 every rank ok; 1 a rank found wanting (its output says why) or a rank
 killed or stopped (its artifacts are missing); else the failed rank's own 2 (model unusable
@@ -63,7 +63,7 @@ class RankResult(msgspec.Struct, frozen=True):
     rank: int
     out: Path  # its folder, OUT/rank<r>
     exit_code: int  # its exit status; -N: ended by signal N
-    stopped: bool  # torchrun had to stop it, after another rank failed: it hung
+    stopped: bool  # torchrun stopped it (a signal) after another rank failed; ``hung``: killed
     output: list[str]  # what it printed, its stdout's lines then its stderr's
     wrote: bool  # its folder holds graph folders: its artifacts are there
 
@@ -71,10 +71,18 @@ class RankResult(msgspec.Struct, frozen=True):
     def failed(self) -> bool:
         return self.stopped or self.exit_code < 0 or self.exit_code >= 2
 
+    @property
+    def hung(self) -> bool:
+        """torchrun had to kill it: it ignores the SIGTERM that stops it and was still busy
+        when the SIGKILL came, 30 s later. (Stopped by SIGTERM, it was only starting.)"""
+        return self.stopped and self.exit_code == -signal.SIGKILL
+
     def why(self) -> str:
         """How it failed, in a few words."""
-        if self.stopped:
+        if self.hung:
             return "did not finish after another rank failed (stopped)"
+        if self.stopped:
+            return "stopped as it started, after another rank failed"
         if self.exit_code < 0:
             try:
                 name = signal.Signals(-self.exit_code).name
@@ -161,7 +169,7 @@ def run(request: CompileRequest, layout: Layout) -> RanksOutcome:
             report, pages = rendered.landing, [RankPage(p.label, p.page) for p in rendered.pages]
     viewer = viewer_page.beside(out) if logs and request.viewer else None  # one page for every rank's graphs
 
-    failed = sorted((r for r in ranks if r.failed), key=lambda r: (not r.stopped, ended[r.rank].order, r.rank))
+    failed = sorted((r for r in ranks if r.failed), key=lambda r: (not r.hung, ended[r.rank].order, r.rank))
     first = failed[0] if failed else None
     if first is None:
         return RanksOutcome(out, ranks, report, pages, viewer, None, problems, max(r.exit_code for r in ranks))
