@@ -225,11 +225,11 @@ def _rank_files(work: Path) -> LogsSpecs:
 
 def _launch(ranks: int, arguments: list[str], work: Path) -> dict[int, _Ended]:
     """Run ``compile ARGUMENTS`` on ``ranks`` ranks through torchrun's launcher; how each
-    rank ended. torchrun stops every other
-    rank once one failed; a rank that ended by a signal after another failed is one it had to
-    stop. Its agent's log lines stay out of this command's output; its signal handlers are this
-    process's again afterwards. Interrupted (Ctrl-C, SIGTERM): KeyboardInterrupt, no rank left
-    running."""
+    rank ended. torchrun stops every other rank once one failed; a rank that ended by a
+    signal after another failed is one it stopped. Its agent's log lines stay out of this
+    command's output, and its signal handlers are this process's again afterwards.
+    Interrupted (Ctrl-C; SIGTERM, which the ranks ignore until torchrun kills them 30 s
+    later): KeyboardInterrupt, no rank left running."""
     from torch.distributed.elastic.multiprocessing import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
