@@ -1,11 +1,14 @@
-"""``compile MODEL --ranks 2`` (issue 14.4): two real processes in a gloo group, each its
-own tracked compile, its own valid artifacts in ``OUT/rank<r>/``; the collectives in the
-mapping like any call site; validate per rank; tlparse's multi-rank report; diff and
-golden rank by rank; a rank killed or failing leaves the other's artifacts whole.
+"""``compile MODEL --ranks 2`` (issue 14.4): two real processes started by torchrun's
+launcher in a gloo group, each its own tracked compile, its own valid artifacts in
+``OUT/rank<r>/``; the collectives in the mapping like any call site; validate per rank;
+tlparse's multi-rank report; diff and golden rank by rank; a rank killed or failing leaves
+the other's artifacts whole; every flag of the command reaches every rank (issue 45.6).
 
-Two 2-rank runs (each 20-35 s here: two fresh interpreters importing torch): the
+Three 2-rank runs (each 30-45 s here: two fresh interpreters importing torch): the
 tensor-parallel toy (shared with the golden test of ``golden/tensor_parallel`` through
-``compile_case``) and the data-parallel one with rank 1 killed in the middle of its
+``compile_case``), the same model with every flag that once stayed behind (``--profile``,
+``--beyond-upstream``, ``--audit --against``; ``tests/data/ranked_arguments.py`` prints the
+arguments its rank got), and the data-parallel one with rank 1 killed in the middle of its
 compile (``tests/data/ranked_faults.py``: the fault injection stays in test code), whose
 rank 0 compiles, writes, and then finds its peer gone.
 """
@@ -17,6 +20,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from helpers import tlparse_page
@@ -28,6 +32,8 @@ from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model import folders
 from spyre_provenance.validate import coverage
 
+ARGUMENTS = DATA / "ranked_arguments.py"
+PREVIOUS_AUDIT = DATA / "artifacts" / "provenance_audit.json"
 COLLECTIVES = ("torch.ops._c10d_functional.all_reduce_.default", "torch.ops._c10d_functional.wait_tensor.default")
 MAPPINGS = "inductor_provenance_tracking_node_mappings.json"
 FAULTY = DATA / "ranked_faults.py"
@@ -40,7 +46,25 @@ def tp_run(compile_case):
     return compile_case("tensor_parallel", "--ranks", "2")
 
 
-def _faulty_run(tmp_path_factory, model: str, how: str) -> subprocess.CompletedProcess[str]:
+@pytest.fixture(scope="session")
+def flagged_run(compile_case):
+    """tensor_parallel with the flags ``compile --ranks`` once dropped on the way to its ranks."""
+    return compile_case(
+        f"{ARGUMENTS}:tensor_parallel",
+        "--ranks",
+        "2",
+        "--profile",
+        "--beyond-upstream",
+        "--audit",
+        "--against",
+        str(PREVIOUS_AUDIT),
+        "--no-tlparse",
+    )
+
+
+def _faulty_run(
+    tmp_path_factory, model: str, how: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     out = tmp_path_factory.mktemp(f"rank1-{how}")
     done = FRESH.run(
         "compile",
@@ -50,7 +74,7 @@ def _faulty_run(tmp_path_factory, model: str, how: str) -> subprocess.CompletedP
         "--out",
         out,
         "--no-tlparse",
-        env={"SPYRE_TEST_FAIL_RANK": "1", "SPYRE_TEST_FAIL_HOW": how},
+        env={"SPYRE_TEST_FAIL_RANK": "1", "SPYRE_TEST_FAIL_HOW": how, **(env or {})},
         timeout=600,
     )
     done.out = out  # type: ignore[attr-defined]
@@ -188,6 +212,47 @@ def test_diff_pairs_graphs_rank_by_rank(tp_run, run_cli, tmp_path):
     assert "post-grad node renamed: relu -> relu_7" in out
 
 
+# --- every flag reaches every rank ----------------------------------------------------------
+
+
+@pytest.mark.compile
+def test_every_rank_is_started_with_the_runs_flags(flagged_run):
+    """What each rank's process was started with parses back into the parent's request, the
+    pages aside (the parent renders all ranks' at once)."""
+    from spyre_provenance.cli import build_parser
+    from spyre_provenance.cli import compile as compile_command
+
+    assert flagged_run.returncode == 0, flagged_run.stdout + flagged_run.stderr[-3000:]
+    parent = compile_command.request(
+        build_parser().parse_args(
+            ["compile", f"{ARGUMENTS}:tensor_parallel", "--ranks", "2", "--profile", "--beyond-upstream"]
+            + ["--audit", "--against", str(PREVIOUS_AUDIT), "--out", str(flagged_run.out)]
+        )
+    )
+    for rank in (0, 1):
+        (said,) = [line for line in flagged_run.stdout.splitlines() if line.startswith(f"[rank {rank}] arguments: ")]
+        arguments = json.loads(said.split("arguments: ", 1)[1])
+        got = compile_command.request(build_parser().parse_args(arguments))
+        assert got == msgspec.structs.replace(parent, tlparse=False), arguments
+
+
+@pytest.mark.compile
+def test_compile_ranks_profile_writes_each_ranks_annotated_trace(flagged_run):
+    for rank in (0, 1):
+        (trace,) = (_rank_dir(flagged_run.out, rank) / "profile").glob("*.trace.json")
+        events = json.loads(trace.read_text())["traceEvents"]
+        annotated = [e for e in events if "spyre_provenance_call_site" in e.get("args", {})]
+        assert annotated, f"rank {rank}: no kernel event carries its provenance"
+        assert f"[rank {rank}]   profile: annotated " in flagged_run.stdout
+
+
+@pytest.mark.compile
+def test_audit_against_reaches_every_rank(flagged_run):
+    for rank in (0, 1):
+        markdown = (_rank_dir(flagged_run.out, rank) / "provenance_audit.md").read_text()
+        assert f"Against `{PREVIOUS_AUDIT}`." in markdown, f"rank {rank}"
+
+
 # --- a rank that fails ---------------------------------------------------------------------
 
 
@@ -214,6 +279,34 @@ def test_a_killed_rank_leaves_the_other_ranks_artifacts_whole(killed_run, run_cl
     assert not _rank_dir(out, 1).exists()
 
 
+@pytest.mark.compile
+def test_a_rank_that_fails_on_its_own_is_named_with_its_reason(tmp_path_factory):
+    """Rank 1's factory raises (exit 2); rank 0's first collective then finds it gone and
+    fails too, at about the moment torchrun stops it: the one line names rank 1, the first."""
+    done = _faulty_run(tmp_path_factory, "tensor_parallel", "raise")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "spyre-provenance compile: error: rank 1 of 2 failed: exit 2: "
+        f"{FAULTY}:tensor_parallel: tensor_parallel() raised RuntimeError: rank 1 was told to fail; "
+        "no other rank wrote artifacts"
+    ]
+    assert "[rank 0] spyre-provenance compile: error: " in done.stdout  # its own reason, printed
+
+
+@pytest.mark.compile
+def test_a_hung_rank_is_killed_by_torchrun_and_named(tmp_path_factory):
+    """Rank 1 never finishes loading its model; rank 0's collective gives up after the group's
+    timeout (5 s here) and fails; torchrun stops rank 1 (SIGTERM, which a rank ignores) and
+    kills it 30 s later: the one line names the rank that hung, not the one that timed out."""
+    done = _faulty_run(tmp_path_factory, "tensor_parallel", "hang", {"SPYRE_PROVENANCE_RANK_TIMEOUT": "5"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "spyre-provenance compile: error: rank 1 of 2 failed: did not finish after another rank failed (stopped); "
+        "no other rank wrote artifacts"
+    ]
+    assert not _rank_dir(done.out, 1).exists()  # it wrote nothing: no folder of its own
+
+
 # --- without compiling ----------------------------------------------------------------------
 
 
@@ -222,22 +315,6 @@ def test_rank_folders_are_read_from_paths():
     assert folders.rank_of_path(("out", "rank1", "graph_x")) == 1
     assert folders.rank_of_path(("out", "tlparse", "rank_2", "-_0_0_0")) == 2
     assert folders.rank_of_path(("out", "ranks", "rank01")) is None
-
-
-def test_every_rank_gets_the_flags_of_the_run():
-    from spyre_provenance.cli import build_parser
-    from spyre_provenance.cli import compile as compile_command
-    from spyre_provenance.compile import ranks
-
-    args = build_parser().parse_args(
-        ["compile", "tensor_parallel", "--ranks", "2", "--train", "--audit", "--redact-paths", "--dtype", "float16"]
-    )
-    command = ranks._rank_args(compile_command.request(args), Path("out/rank1"), 1)
-    assert command[:1] == ["tensor_parallel"] and command[command.index("--rank") + 1] == "1"
-    assert {"--train", "--audit", "--redact-paths", "--no-tlparse"} <= set(command)
-    assert command[command.index("--dtype") + 1] == "float16"
-    again = build_parser().parse_args(["compile", *command])  # what the rank itself parses
-    assert (again.rank, again.ranks, again.audit, again.train) == (1, 2, True, True)
 
 
 @pytest.mark.compile

@@ -2,7 +2,15 @@
 
 Atomic writes: a reader sees the old file or the new one, never a torn one. A write goes to a
 temporary file in the target's folder (``.spyre-provenance-tmp-<pid>-*.part``), is flushed and
-fsync'ed, then renamed over the target. A writer killed half way (SIGKILL, power loss) leaves
+fsync'ed, then renamed over the target.
+
+Modes: a file gets the mode a plain ``open(path, "w")`` gives it, ``0o666`` less the user's
+umask (0644 under umask 022), and a folder ``0o777`` less the umask, so a team's shared out
+folder or a web server serving it reads what the tool wrote. The temporary is created with
+mode ``0o666`` and the umask applied by the system, as ``open`` does (``tempfile.mkstemp``
+would make it 0600, whatever the umask); a file another writer made private (torch's
+TORCH_TRACE log, from ``tempfile``) is given the same mode when it is taken over
+(``give_plain_mode``). A writer killed half way (SIGKILL, power loss) leaves
 the target as it was plus, at worst, its temporary. Every writer calls
 ``remove_stale_temporaries`` on its folders when it starts; it deletes only temporaries whose
 writing process is gone, so two processes writing into one folder at once never delete each
@@ -16,7 +24,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tempfile
+import secrets
+import threading
 from pathlib import Path
 
 TMP_PREFIX = ".spyre-provenance-tmp-"
@@ -27,7 +36,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same folder + rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", suffix=".part", dir=path.parent)
+    fd, tmp = _new_temporary(path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -44,6 +53,48 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _new_temporary(folder: Path) -> tuple[int, Path]:
+    """A new temporary file in ``folder``, open for writing, created as ``open`` creates a
+    file (mode 0o666, the umask applied by the system), under a name no one else has."""
+    while True:
+        tmp = folder / f"{TMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}.part"
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), tmp
+        except FileExistsError:
+            continue
+
+
+def plain_mode(*, folder: bool = False) -> int:
+    """The mode ``open(path, "w")`` gives a new file (``os.mkdir`` a new folder): 0o666
+    (0o777) less this process's umask."""
+    return (0o777 if folder else 0o666) & ~_umask()
+
+
+def give_plain_mode(path: str | os.PathLike[str]) -> None:
+    """Give a file another writer created private (``tempfile``'s 0600) the mode a plain
+    ``open`` would have given it (``plain_mode``)."""
+    os.chmod(path, plain_mode(folder=os.path.isdir(path)))
+
+
+_UMASK_LOCK = threading.Lock()
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it where Linux says it (``/proc``);
+    elsewhere set and set back at once, under a lock for this module's callers."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
 
 
 def remove_stale_temporaries(folder: str | os.PathLike[str], *, recursive: bool = True) -> int:

@@ -49,11 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from spyre_provenance.audit import report
     from spyre_provenance.compile import job as compile_job
+    from spyre_provenance.compile.request import default_out
 
     request = compile_job.CompileRequest(
         model=args.model,
         backend=args.backend,
-        out=args.out or compile_job.default_out(args.model),
+        out=args.out or default_out(args.model),
         dtype=args.dtype,
         train=args.train,
         tlparse=False,

@@ -3,7 +3,9 @@
 The arguments become a ``CompileRequest``; ``compile.job.compile_request`` compiles,
 writes into ``--out DIR`` (default ``out/<model>``; what goes there: ``compile_job``) and
 judges; this command prints the summary (``compile.summary``) and exits with the verdict's
-status. ``--ranks N`` starts one such process per rank (``compile.ranks``).
+status. ``--ranks N`` starts one such process per rank through torchrun's launcher
+(``compile.ranks``), each with the arguments ``compile.request.command_line`` spells for the
+request: every option below has its spelling there, and the two change together.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from spyre_provenance.backends import BACKEND_NAMES, DEFAULT_BACKEND
 from spyre_provenance.compile import job as compile_job
 from spyre_provenance.compile import summary
 from spyre_provenance.compile.ranks import RanksOutcome
+from spyre_provenance.compile.request import default_out
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,11 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="run N processes, one rank each, in a torch.distributed gloo group; rank r compiles "
-        "into OUT/rank<r>/ and OUT/tlparse/<model>/ gets tlparse's multi-rank report",
+        help="run N processes, one rank each, started by torchrun's launcher in a torch.distributed gloo "
+        "group; rank r compiles into OUT/rank<r>/ and OUT/tlparse/<model>/ gets tlparse's multi-rank report "
+        "(in a process torchrun started: compile as its rank RANK)",
     )
-    # the rank this process is, when the parent of a --ranks run started it (compile.ranks)
-    parser.add_argument("--rank", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument(
         "--redact-paths",
         action="store_true",
@@ -79,6 +81,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also write the provenance audit (provenance_audit.json and .md, as `spyre-provenance audit`)",
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        default=None,
+        metavar="PREVIOUS_AUDIT.json",
+        help="with --audit: a previous run's provenance_audit.json to compare with (as `spyre-provenance audit`)",
+    )
+    parser.add_argument("--no-viewer", action="store_true", help="do not write the viewer's page (OUT/view.html)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,7 +107,7 @@ def request(args: argparse.Namespace) -> compile_job.CompileRequest:
     return compile_job.CompileRequest(
         model=args.model,
         backend=args.backend,
-        out=args.out or compile_job.default_out(args.model),
+        out=args.out or default_out(args.model),
         dtype=args.dtype,
         train=args.train,
         tlparse=not args.no_tlparse,
@@ -105,10 +115,10 @@ def request(args: argparse.Namespace) -> compile_job.CompileRequest:
         redact_paths=args.redact_paths,
         beyond_upstream=args.beyond_upstream,
         audit=args.audit,
-        rank=args.rank,
+        audit_against=args.against,
         ranks=args.ranks,
         profile=args.profile,
-        viewer=True,
+        viewer=not args.no_viewer,
     )
 
 

@@ -1,13 +1,14 @@
 """One compile and its verdict: a ``CompileRequest`` in, a ``CompileOutcome`` out.
 
 ``compile_request`` is the one compile path: the ``compile`` command (``--ranks N`` too: its
-parent, ``compile.ranks``, starts each rank as a ``compile`` of its own, and so each case of
-``golden``, which runs ``compile`` in its own process), the ``audit`` command, the pytest
+parent, ``compile.ranks``, starts each rank through torchrun's launcher as a ``compile`` of
+its own, with the arguments ``compile.request.command_line`` spells for the request; and so
+each case of ``golden``, which runs ``compile`` in its own process), the ``audit`` command, the pytest
 fixture and the Python API all call it. The outcome's ``verdict`` (``errors.Verdict``) is
 the one judgement of a compile; its ``exit_code`` is what ``compile`` exits with.
 
 With ``out``, the compile writes into that folder, everything named after the model
-(``mlp``, or ``file-factory`` for ``PATH.py:FACTORY``; see ``run_label``): its log, graph
+(``mlp``, or ``file-factory`` for ``PATH.py:FACTORY``; see ``compile.request.run_label``): its log, graph
 folders, bundles, pages, and with ``audit`` the audit files; where each goes is
 ``model.layout.Layout``, built once here and handed down. A run replaces only its own
 model's earlier output, so compiles of different models can share one ``out`` (and so one
@@ -35,11 +36,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from spyre_provenance.backends import DEFAULT_BACKEND
 from spyre_provenance.base.errors import UnsupportedTorch, UnusableInput, Verdict
-from spyre_provenance.base.files import atomic_write_text, remove_stale_temporaries
+from spyre_provenance.base.files import atomic_write_text, give_plain_mode, remove_stale_temporaries
+from spyre_provenance.compile.request import CompileRequest
 from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
-from spyre_provenance.model import folders
 from spyre_provenance.model.layout import Layout
 
 if TYPE_CHECKING:
@@ -50,39 +50,6 @@ if TYPE_CHECKING:
     from spyre_provenance.compile.ranks import RanksOutcome
     from spyre_provenance.compile.run import CompileReport
     from spyre_provenance.model.audit_records import AuditV1
-
-
-class CompileRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """What to compile, on what, and what to write. The defaults are the command line's."""
-
-    #: a built-in example (``mlp``, ...) or ``PATH.py:FACTORY``; with ``instance``, its name
-    model: str
-    #: (module, example inputs) a caller already holds (the pytest fixture): compiled as is
-    instance: tuple[Any, tuple[Any, ...]] | None = None
-    backend: str = DEFAULT_BACKEND
-    out: Path | None = None  # None: write nothing (no folders, no log, no pages)
-    dtype: str | None = None  # None: float32 for a built-in model, a file model as built
-    train: bool = False  # forward and backward
-    tlparse: bool = True  # render the provenance pages (when tlparse is installed)
-    kernel_cache: bool = False  # as torch-spyre's kernel cache (reference backend only)
-    redact_paths: bool = False
-    beyond_upstream: bool = False  # stock Inductor's mapping completed as on the Spyre backends
-    audit: bool = False  # count the fields every stage carries; write provenance_audit.*
-    audit_against: Path | None = None  # a previous provenance_audit.json to compare with
-    #: run the compiled model once more under torch.profiler; its trace annotated into
-    #: ``out/profile/<model>.trace.json`` (a single process with an ``out``: not a rank)
-    profile: bool = False
-    #: run ``ranks`` processes, one rank each, in a gloo group (``compile.ranks``): rank r
-    #: compiles into ``out/rank<r>/``; ``rank``: the rank this process is, when such a parent
-    #: started it
-    rank: int | None = None
-    ranks: int | None = None
-    #: also write the viewer's page of ``out`` (``view.html``), as the command line does
-    viewer: bool = False
-
-    @property
-    def label(self) -> str:
-        return run_label(self.model)
 
 
 class AuditFiles(msgspec.Struct):
@@ -128,37 +95,56 @@ def compile_request(
 ) -> CompileOutcome | RanksOutcome:
     """Compile as ``request`` says, check what was written, judge it. ``announce`` is told
     the backend ``auto`` chose, and why, before the compile starts (the command line prints
-    it). With ``ranks`` (and no ``rank``), one process per rank compiles (``compile.ranks``)
-    and the outcome is theirs, a ``RanksOutcome``. Raises UnusableInput for input that
-    cannot be compiled."""
+    it). With ``ranks``, torchrun's launcher starts one process per rank (``compile.ranks``)
+    and the outcome is theirs, a ``RanksOutcome``; in a process torchrun started, the
+    request is that one rank's compile. Raises UnusableInput for input that cannot be
+    compiled."""
     if request.instance is not None and request.dtype is not None:
         raise UnusableInput(request.model, "a model handed in is compiled as built: cast it, not the request")
-    if request.ranks is not None and request.rank is None:
+    if request.audit_against is not None and not request.audit:
+        raise UnusableInput("--against", "compares a compile's provenance audit with a previous one: add --audit")
+    if request.ranks is not None:
         if request.out is None or request.instance is not None:
             raise UnusableInput("--ranks", "a multi-rank run compiles a model by its name into an out folder")
-        from spyre_provenance.compile import ranks
+        from spyre_provenance.compile import process_group
 
-        return ranks.run(request, Layout(request.out, request.label))
+        started = process_group.started_by_torchrun()
+        if started is None:  # the parent: torchrun's launcher starts a process per rank
+            from spyre_provenance.compile import ranks
+
+            return ranks.run(request, Layout(request.out, request.label))
+        return _compile_rank(request, *started, announce)
     out = request.out
     if out is not None and out.exists() and not out.is_dir():
         raise UnusableInput(str(out), "exists and is not a folder")
-    if request.rank is None:
-        return _compile(request, Layout(out, request.label) if out is not None else None, announce)
-    if out is None or request.ranks is None or not 0 <= request.rank < request.ranks:
-        raise UnusableInput("--rank", "is how compile --ranks N starts its processes (0 <= rank < N)")
-    layout = Layout(out, request.label).rank(request.rank)
-    if layout.out.exists() and not layout.out.is_dir():
-        raise UnusableInput(str(layout.out), "exists and is not a folder")
+    return _compile(request, Layout(out, request.label) if out is not None else None, announce)
+
+
+def _compile_rank(
+    request: CompileRequest, rank: int, world_size: int, announce: Callable[[str], None] | None
+) -> CompileOutcome:
+    """One rank of ``compile --ranks N``, in a process torchrun started: it joins the group
+    and compiles into ``out/rank<r>/``."""
     from spyre_provenance.compile import process_group
 
+    assert request.out is not None and request.ranks is not None
+    if world_size != request.ranks:
+        raise UnusableInput("--ranks", f"{request.ranks}, but torchrun started {world_size} rank(s) (WORLD_SIZE)")
+    out = request.out
+    if out.exists() and not out.is_dir():
+        raise UnusableInput(str(out), "exists and is not a folder")
+    layout = Layout(out, request.label).rank(rank)
+    if layout.out.exists() and not layout.out.is_dir():
+        raise UnusableInput(str(layout.out), "exists and is not a folder")
+    process_group.finish_when_stopped()
     _point_trace_at(layout.trace_dir)  # before torch is imported, and so before the group exists
     try:
         # before the model loads (its factory may read its rank) and before torch logs a
         # record: torch names the log after the rank and stamps the rank on every record
-        process_group.join(request.rank, request.ranks)
+        process_group.join(rank, world_size)
     except Exception as exc:  # noqa: BLE001 - whatever joining raises (gloo, rendezvous): the rank's one line
         raise UnusableInput(
-            f"rank {request.rank}", f"cannot join the process group: {type(exc).__name__}: {_first_line(exc)}"
+            f"rank {rank}", f"cannot join the process group: {type(exc).__name__}: {_first_line(exc)}"
         ) from None
     try:
         return _compile(request, layout, announce, ranked=True)
@@ -215,7 +201,7 @@ def _compile(
     request: CompileRequest, layout: Layout | None, announce: Callable[[str], None] | None, *, ranked: bool = False
 ) -> CompileOutcome:
     """``_tracked_compile``, with ``request.profile`` under the profiler."""
-    if not request.profile or layout is None or ranked:
+    if not request.profile or layout is None:
         return _tracked_compile(request, layout, announce, ranked=ranked)
     from spyre_provenance.compile import profile as profiled_run
 
@@ -404,24 +390,6 @@ def _graph_pages(tlparse: str, log: Path, out: Path) -> tuple[list[Path], list[s
         return [], [str(exc)]
 
 
-def default_out(spec: str) -> Path:
-    """The command line's ``--out`` when none is given: ``out/<model>``, the model file's stem
-    (transliterated as labels are) or the built-in model's name."""
-    if ":" not in spec:
-        return Path("out") / spec
-    return Path("out") / (folders.transliterate(Path(spec.split(":", 1)[0]).stem) or "model")
-
-
-def run_label(spec: str) -> str:
-    """What this run's files are named after: the built-in model's name, or for
-    ``PATH.py:FACTORY`` the file's stem and the factory (two factories of one file are two
-    models). Letters, digits, ``.`` and ``-`` only."""
-    if ":" in spec:
-        path, _, factory = spec.partition(":")
-        return folders.model_label(f"{Path(path).stem}-{factory}")
-    return folders.model_label(spec)
-
-
 def model_origin(request: CompileRequest) -> str:
     """What a label stands for: a file model's resolved path and factory, or the name."""
     if ":" in request.model and request.instance is None:
@@ -510,6 +478,7 @@ def _claim_trace_log(target: Path) -> Path | None:
     path = getattr(handler, "_stream_path", None) or getattr(stream, "name", None)
     if stream is None or not isinstance(path, str) or not os.path.isfile(path):
         return None
+    give_plain_mode(path)  # torch made it with tempfile, 0600: a compile's files are the umask's
     os.replace(path, target)
     # The log is this compile's, whole: torch would keep writing to the renamed file, so a
     # later compile in this process (the Python API, a notebook, a test session) would land

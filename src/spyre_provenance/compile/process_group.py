@@ -1,9 +1,11 @@
-"""One rank of ``compile MODEL --ranks N``: joining and leaving the process group.
+"""One rank of ``compile MODEL --ranks N``: a process torchrun started, joining its group.
 
-The parent (``compile.ranks``) hosts the rendezvous store and starts one process per rank with
+The parent (``compile.ranks``) starts the ranks through torchrun's launcher, which sets
 torch's usual variables (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``,
-``MASTER_PORT``). Each rank joins as a client of that store, not as its host: with
-``env://`` rank 0 would host it, and rank 0 dying would take the rendezvous with it.
+``MASTER_PORT``, ``TORCHELASTIC_USE_AGENT_STORE``). A ``compile --ranks N`` in such a process
+is that one rank (``started_by_torchrun``). It joins with ``env://``: under torchrun the
+ranks are clients of the store torchrun's agent hosts in the parent, so rank 0 dying does not
+take the rendezvous with it.
 
 torch names its TORCH_TRACE log ``dedicated_log_torch_trace_rank_<r>_*.log`` and stamps
 ``"rank": r`` on every record once the group exists (``torch._logging._internal``), so a
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import datetime
 import os
+import signal
+import threading
 
 #: Bounds every collective and the rendezvous: a rank whose peer hangs gives up after this.
 DEFAULT_TIMEOUT_S = 300.0
@@ -33,15 +37,34 @@ def timeout_seconds() -> float:
     return value if value > 0 else DEFAULT_TIMEOUT_S
 
 
+def started_by_torchrun() -> tuple[int, int] | None:
+    """This process's ``(RANK, WORLD_SIZE)`` when a launcher of torch's started it (torchrun
+    sets both), else None."""
+    rank, world_size = os.environ.get("RANK", ""), os.environ.get("WORLD_SIZE", "")
+    if not rank.isdigit() or not world_size.isdigit() or int(rank) >= int(world_size):
+        return None
+    return int(rank), int(world_size)
+
+
+def finish_when_stopped() -> None:
+    """A rank finishes what it is doing when torchrun stops it: once one rank failed,
+    torchrun sends every other rank's process group SIGTERM, and SIGKILL 30 s later. SIGTERM
+    is ignored from here on, by the rank and the compiler processes it starts (an ignored
+    signal stays ignored across exec), so a rank that is compiling finishes and writes its
+    artifacts, and one whose collective then fails (its peer gone) says so and exits 2, as
+    before any launcher stopped it. For the rest of the process: a rank that failed on its
+    own at the moment torchrun stopped it still prints why. SIGKILL bounds a rank that hangs;
+    SIGINT (torchrun passes on the user's Ctrl-C) still interrupts."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 def join(rank: int, world_size: int) -> None:
-    """Join the gloo process group of the parent's store (``MASTER_ADDR:MASTER_PORT``)."""
+    """Join the gloo process group torchrun's variables describe (``env://``)."""
     import torch.distributed as dist
 
     timeout = datetime.timedelta(seconds=timeout_seconds())
-    store = dist.TCPStore(
-        os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world_size, is_master=False, timeout=timeout
-    )
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size, timeout=timeout)
+    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world_size, timeout=timeout)
 
 
 def leave() -> None:

@@ -1,94 +1,135 @@
-"""``spyre-provenance compile MODEL --ranks N``: one process per rank, a gloo group.
+"""``spyre-provenance compile MODEL --ranks N``: one process per rank, started by torchrun.
 
-The parent hosts the rendezvous store (a ``TCPStore`` on a port the system picks, so no
-port can be taken in between) and starts ``spyre-provenance compile MODEL ... --rank r``
-N times with torch's usual variables. Each rank joins the group
-(``compile.process_group``), does its own tracked compile and writes ``OUT/rank<r>/`` exactly as a
-single ``compile --out OUT/rank<r>`` would (graph folders, ``trace/<model>.log``, bundles).
-When they are done the parent prints each rank's summary under a ``[rank r]`` prefix and
-renders tlparse's multi-rank report of all of them into ``OUT/tlparse/<model>/``.
+The parent starts the ranks through torchrun's own launcher (``torch.distributed.launcher``'s
+``elastic_launch``, as ``torchrun --standalone --nproc-per-node N`` does: a c10d rendezvous on
+a loopback port the system picks, its store hosted here), each rank running
+``spyre-provenance compile`` with the parent's arguments (``compile.request.command_line``:
+every field of the request, the pages left to the parent). torchrun sets ``RANK``,
+``LOCAL_RANK``, ``WORLD_SIZE``; a ``compile --ranks N`` that finds them is that rank
+(``compile.process_group``): it joins the gloo group, does its own tracked compile and writes
+``OUT/rank<r>/`` exactly as a single ``compile --out OUT/rank<r>`` would (graph folders,
+``trace/<model>.log``, bundles, its profile). When they are done the parent prints each rank's
+output under a ``[rank r]`` prefix and renders tlparse's multi-rank report of all of them into
+``OUT/tlparse/<model>/``.
 
 A rank failing must not take the others' artifacts with it nor hang the run:
 
-- the artifacts are written during the compile (atomically), before the compiled code
-  runs its collectives; a rank whose collective then fails (its peer is gone: gloo sees
-  the closed connection at once) keeps them, says ``NOT CHECKED`` and exits 2;
-- a hung peer is bounded by the group's timeout (``compile.process_group``); the parent gives the
-  other ranks that long (plus a margin) after the first one failed, then stops them;
-- the parent prints exactly one line on stderr, naming the rank that failed first: the
-  one killed by a signal, or exiting 2 or 3, or that had to be stopped because it hung.
+- once a rank fails, torchrun stops the others (SIGTERM, then SIGKILL 30 s later); a rank
+  ignores the SIGTERM and finishes what it is doing (``process_group.finish_when_stopped``):
+  its artifacts are written during the compile (atomically), before the compiled code runs
+  its collectives, and a rank whose collective then fails (its peer is gone: gloo sees the
+  closed connection at once) keeps them, says ``NOT CHECKED`` and exits 2;
+- a hung rank is bounded by torchrun's SIGKILL, 30 s after the first failure (and a
+  collective waiting on a hung peer by the group's timeout, ``compile.process_group``);
+- the parent prints exactly one line on stderr, naming the rank that failed: one torchrun
+  had to kill (it hung), else the first to fail (killed by a signal, or exiting 2 or 3).
 
-Exit status: 0 every rank ok; 1 a rank found wanting (its summary says why) or a rank
-killed (its artifacts are missing); else the failed rank's own 2 (model unusable on that
-rank) or 3 (internal error).
+Exit status: 0 every rank ok; 1 a rank found wanting (its output says why) or a rank
+killed or stopped (its artifacts are missing); else the failed rank's own 2 (model unusable
+on that rank) or 3 (internal error).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
+import logging
 import signal
-import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 
 from spyre_provenance.base.errors import EXIT_FOUND_WANTING, UnusableInput, Verdict
-from spyre_provenance.compile import process_group
+from spyre_provenance.compile.request import CompileRequest, command_line
 from spyre_provenance.logs.tlparse_run import TlparseError, render_all_ranks, tlparse_binary
 from spyre_provenance.logs.tracelog import GLOG_PREFIX
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.viewer import page as viewer_page
 
 if TYPE_CHECKING:
-    from spyre_provenance.compile.job import CompileRequest
+    from torch.distributed.elastic.multiprocessing import LogsSpecs
 
-POLL_S = 0.05
-MARGIN_S = 30.0  # beyond the group's timeout, before the parent stops a rank that hangs
-STOP_S = 5.0  # between SIGTERM and SIGKILL
+#: torchrun's signals: the ones its agent turns into an interrupt of the parent
+_TORCHRUN_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 
-@dataclass
-class Rank:
+class RankResult(msgspec.Struct, frozen=True):
+    """One rank of a ``compile --ranks N`` run, as it ended."""
+
     rank: int
-    process: subprocess.Popen
-    output: Path  # its stdout and stderr, merged
-    text: str = ""  # what it printed, read once it ended
-    ended_at: float | None = None
-    stopped: bool = False  # the parent had to stop it: it hung
+    out: Path  # its folder, OUT/rank<r>
+    exit_code: int  # its exit status; -N: ended by signal N
+    stopped: bool  # torchrun stopped it (a signal) after another rank failed; ``hung``: killed
+    output: list[str]  # what it printed, its stdout's lines then its stderr's
+    wrote: bool  # its folder holds graph folders: its artifacts are there
 
     @property
     def failed(self) -> bool:
-        code = self.process.returncode
-        return self.stopped or code is None or code < 0 or code >= 2
+        return self.stopped or self.exit_code < 0 or self.exit_code >= 2
+
+    @property
+    def hung(self) -> bool:
+        """torchrun had to kill it: it ignores the SIGTERM that stops it and was still busy
+        when the SIGKILL came, 30 s later. (Stopped by SIGTERM, it was only starting.)"""
+        return self.stopped and self.exit_code == -signal.SIGKILL
 
     def why(self) -> str:
-        code = self.process.returncode
-        if self.stopped:
+        """How it failed, in a few words."""
+        if self.hung:
             return "did not finish after another rank failed (stopped)"
-        if code is not None and code < 0:
+        if self.stopped:
+            return "stopped as it started, after another rank failed"
+        if self.exit_code < 0:
             try:
-                name = signal.Signals(-code).name
+                name = signal.Signals(-self.exit_code).name
             except ValueError:
-                name = f"signal {-code}"
+                name = f"signal {-self.exit_code}"
             return f"killed by {name}"
-        last = _last_line(self.text).removeprefix("spyre-provenance compile: error: ")
-        return f"exit {code}" + (f": {last}" if last else "")
+        lines = [line.strip() for line in self.output if line.strip()]
+        last = lines[-1][:300].removeprefix("spyre-provenance compile: error: ") if lines else ""
+        return f"exit {self.exit_code}" + (f": {last}" if last else "")
+
+
+class _Ended(NamedTuple):
+    """How torchrun saw a rank end."""
+
+    code: int  # its exit status; -N: ended by signal N
+    stopped: bool  # ended by a signal after another rank failed: torchrun stopped it
+    order: int  # when it failed, among the ranks that did (0: first); the ranks that did not: last
+    pid: int | None  # its process, when it failed
+
+
+class RankPage(msgspec.Struct, frozen=True):
+    label: str  # ``rank r [0/0] inference``
+    page: Path
 
 
 class RanksOutcome(msgspec.Struct):
-    """A ``compile --ranks N`` run as its parent saw it: what to print, in order (``lines``
-    on stdout, ``problems`` on stderr), and the exit status."""
+    """A ``compile --ranks N`` run as its parent saw it: every rank as it ended, the pages
+    made of all of them, the rank named as failing (None: none failed) and the exit status.
+    ``lines`` (stdout) and ``problems`` (stderr) are what the command prints."""
 
     out: Path
-    lines: list[str]
-    problems: list[str]
+    ranks: list[RankResult]
+    report: Path | None  # tlparse's multi-rank landing page
+    pages: list[RankPage]  # each rank's provenance page per graph
+    viewer: str | None  # the viewer page's line (``viewer.page.beside``); None: no rank wrote a log
+    failed: RankResult | None
+    problems: list[str]  # tlparse's failure, and the one line naming ``failed``
     exit_code: int
+
+    @property
+    def lines(self) -> list[str]:
+        lines = ["\n".join(f"[rank {r.rank}] {line}" for line in r.output) for r in self.ranks]
+        if self.report is not None:
+            lines.append(f"multi-rank report: {self.report}")
+            width = max((len(page.label) for page in self.pages), default=0)
+            lines += [f"  {page.label.ljust(width)}  {page.page}" for page in self.pages]
+        return lines + ([self.viewer] if self.viewer is not None else [])
 
     @property
     def verdict(self) -> Verdict:
@@ -96,74 +137,165 @@ class RanksOutcome(msgspec.Struct):
 
 
 def run(request: CompileRequest, layout: Layout) -> RanksOutcome:
-    """Start ``request.ranks`` processes, each ``compile`` of one rank into ``layout.rank(r)``,
-    wait for them, and render tlparse's multi-rank report and the viewer's page."""
+    """Start ``request.ranks`` processes through torchrun's launcher, each the ``compile`` of
+    one rank into ``layout.rank(r)``, wait for them, and render tlparse's multi-rank report
+    and the viewer's page."""
     assert request.ranks is not None
     out = layout.out
     if request.ranks < 1:
         raise UnusableInput("--ranks", f"{request.ranks}: needs at least 1 rank")
     if out.exists() and not out.is_dir():
         raise UnusableInput(str(out), "exists and is not a folder")
+    arguments = command_line(msgspec.structs.replace(request, tlparse=False))  # the parent renders the pages
     out.mkdir(parents=True, exist_ok=True)
     _forget_extra_ranks(layout, request.ranks)
-
-    import torch.distributed as dist
-
-    lines: list[str] = []
-    problems: list[str] = []
-    timeout = process_group.timeout_seconds()
-    store = dist.TCPStore("127.0.0.1", 0, request.ranks, is_master=True, wait_for_workers=False)
     with tempfile.TemporaryDirectory(prefix="spyre-provenance-ranks-") as work:
-        ranks = _start(request, out, store.port, Path(work))
-        try:
-            _wait(ranks, grace=timeout + MARGIN_S)
-        except BaseException:  # interrupted: leave no rank running
-            for r in ranks:
-                _stop(r)
-            raise
-        for r in ranks:
-            r.text = r.output.read_text(errors="replace")
-            lines.append("\n".join(f"[rank {r.rank}] {line}" for line in r.text.rstrip("\n").splitlines()))
-    del store
-    for r in ranks:
-        code = r.process.returncode
-        if r.stopped or (code is not None and code < 0):
-            _discard_torn_log(layout.rank(r.rank), r.process.pid)
+        ended = _launch(request.ranks, arguments, Path(work))
+        ranks = [_result(layout, r, end, Path(work)) for r, end in sorted(ended.items())]
+    for r, end in ended.items():
+        if end.code < 0 and end.pid is not None:
+            _discard_torn_log(layout.rank(r), end.pid)
 
+    problems: list[str] = []
+    report, pages = None, []
     logs = {r.rank: log for r in ranks if (log := layout.rank(r.rank).trace_log).is_file()}
     tlparse = tlparse_binary()
     if logs and request.tlparse and tlparse:
         try:
-            report = render_all_ranks(tlparse, logs, layout.pages)
+            rendered = render_all_ranks(tlparse, logs, layout.pages)
         except TlparseError as exc:
             problems.append(str(exc))
         else:
-            lines.append(f"multi-rank report: {report.landing}")
-            width = max((len(page.label) for page in report.pages), default=0)
-            lines += [f"  {page.label.ljust(width)}  {page.page}" for page in report.pages]
+            report, pages = rendered.landing, [RankPage(p.label, p.page) for p in rendered.pages]
+    viewer = viewer_page.beside(out) if logs and request.viewer else None  # one page for every rank's graphs
 
-    if logs:  # one page for every rank's graphs
-        lines.append(viewer_page.beside(out))
+    failed = sorted((r for r in ranks if r.failed), key=lambda r: (not r.hung, ended[r.rank].order, r.rank))
+    first = failed[0] if failed else None
+    if first is None:
+        return RanksOutcome(out, ranks, report, pages, viewer, None, problems, max(r.exit_code for r in ranks))
+    problems.append(_failure_line(first, ranks, request.ranks))
+    code = first.exit_code if first.exit_code >= 2 and not first.stopped else EXIT_FOUND_WANTING
+    return RanksOutcome(out, ranks, report, pages, viewer, first, problems, code)
 
-    failed = sorted((r for r in ranks if r.failed), key=lambda r: (not r.stopped, r.ended_at or 0.0, r.rank))
-    if not failed:
-        return RanksOutcome(out, lines, problems, max(r.process.returncode for r in ranks))
-    first = failed[0]
-    kept = [r.rank for r in ranks if r is not first and layout.rank(r.rank).graph_folders()]
+
+def _failure_line(first: RankResult, ranks: list[RankResult], of: int) -> str:
+    kept = [r for r in ranks if r is not first and r.wrote]
     others = (
-        f"; artifacts kept: {', '.join(str(layout.rank(k).out) for k in kept)}"
+        f"; artifacts kept: {', '.join(str(k.out) for k in kept)}"
         if kept
         else "; no other rank wrote artifacts"
-        if request.ranks > 1
+        if of > 1
         else ""
     )
-    problems.append(
-        f"spyre-provenance compile: error: rank {first.rank} of {request.ranks} failed: {first.why()}{others}"
+    return f"spyre-provenance compile: error: rank {first.rank} of {of} failed: {first.why()}{others}"
+
+
+def _result(layout: Layout, rank: int, end: _Ended, work: Path) -> RankResult:
+    output = []
+    for stream in ("out", "err"):
+        with contextlib.suppress(OSError):
+            output += (work / f"rank{rank}.{stream}").read_text(errors="replace").rstrip("\n").splitlines()
+    ranked = layout.rank(rank)
+    return RankResult(rank, ranked.out, end.code, end.stopped, output, bool(ranked.graph_folders()))
+
+
+def _rank_files(work: Path) -> LogsSpecs:
+    """Where torchrun's agent sends each rank's stdout and stderr: ``work/rank<r>.out`` and
+    ``.err``, read once the ranks ended (torch's own ``DefaultLogsSpecs`` nests them in
+    folders per run and attempt)."""
+    from torch.distributed.elastic.multiprocessing import LogsDest, LogsSpecs
+
+    class RankFiles(LogsSpecs):
+        @property
+        def root_log_dir(self) -> str:
+            return str(work)
+
+        def reify(self, envs: dict[int, dict[str, str]]) -> LogsDest:
+            errors = {r: str(work / f"rank{r}.error.json") for r in envs}
+            for r, env in envs.items():
+                env["TORCHELASTIC_ERROR_FILE"] = errors[r]  # where a rank would report its error
+            return LogsDest(
+                stdouts={r: str(work / f"rank{r}.out") for r in envs},
+                stderrs={r: str(work / f"rank{r}.err") for r in envs},
+                error_files=errors,
+            )
+
+    return RankFiles()
+
+
+def _launch(ranks: int, arguments: list[str], work: Path) -> dict[int, _Ended]:
+    """Run ``compile ARGUMENTS`` on ``ranks`` ranks through torchrun's launcher; how each
+    rank ended. torchrun stops every other rank once one failed; a rank that ended by a
+    signal after another failed is one it stopped. Its agent's log lines stay out of this
+    command's output, and its signal handlers are this process's again afterwards.
+    Interrupted (Ctrl-C; SIGTERM, which the ranks ignore until torchrun kills them 30 s
+    later): KeyboardInterrupt, no rank left running."""
+    from torch.distributed.elastic.multiprocessing import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    config = LaunchConfig(
+        min_nodes=1,
+        max_nodes=1,
+        nproc_per_node=ranks,
+        run_id=f"spyre-provenance-{uuid.uuid4().hex}",
+        rdzv_backend="c10d",
+        rdzv_endpoint="127.0.0.1:0",
+        max_restarts=0,
+        logs_specs=_rank_files(work),
     )
-    code = first.process.returncode
-    return RanksOutcome(
-        out, lines, problems, code if code is not None and code >= 2 and not first.stopped else EXIT_FOUND_WANTING
-    )
+    command = ["-m", "spyre_provenance", "compile", *arguments]
+    with _torchrun_quiet(), _own_signal_handlers():
+        try:
+            elastic_launch(config, sys.executable)(*command)
+        except ChildFailedError as exc:
+            failures = exc.failures
+        except SignalException as exc:
+            raise KeyboardInterrupt(exc.sigval.name) from None
+        else:
+            return {r: _Ended(0, False, 0, None) for r in range(ranks)}
+    # torchrun records the failures it saw first, then those of the ranks it stopped; sorted
+    # by their time (in seconds) that order stays
+    order = {r: i for i, r in enumerate(sorted(failures, key=lambda r: failures[r].timestamp))}
+    ended = {r: _Ended(0, False, len(order), None) for r in range(ranks)}
+    for r, failure in failures.items():
+        stopped = order[r] > 0 and failure.exitcode < 0
+        ended[r] = _Ended(failure.exitcode, stopped, order[r], failure.pid)
+    return ended
+
+
+@contextlib.contextmanager
+def _torchrun_quiet() -> Iterator[None]:
+    """torchrun's agent logs each step and each rank it stops on stderr; the command says
+    what failed in its own one line."""
+    elastic = logging.getLogger("torch.distributed.elastic")
+    saved = elastic.propagate, list(elastic.handlers)
+    elastic.propagate = False
+    elastic.handlers = [logging.NullHandler()]
+    try:
+        yield
+    finally:
+        elastic.propagate, elastic.handlers = saved[0], saved[1]
+
+
+@contextlib.contextmanager
+def _own_signal_handlers() -> Iterator[None]:
+    """torchrun's agent installs its handlers for these signals (and says so in the
+    environment); a Python caller gets its own back."""
+    import os
+
+    saved = {s: signal.getsignal(s) for s in _TORCHRUN_SIGNALS}
+    env = os.environ.get("TORCHELASTIC_SIGNALS_TO_HANDLE")
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            with contextlib.suppress(ValueError, TypeError):  # not the main thread, or not Python's
+                signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+        if env is None:
+            os.environ.pop("TORCHELASTIC_SIGNALS_TO_HANDLE", None)
+        else:
+            os.environ["TORCHELASTIC_SIGNALS_TO_HANDLE"] = env
 
 
 def _forget_extra_ranks(layout: Layout, ranks: int) -> None:
@@ -200,92 +332,3 @@ def _discard_torn_log(ranked: Layout, pid: int) -> None:
     for empty in (ranked.trace_dir, ranked.out):
         with contextlib.suppress(OSError):
             empty.rmdir()
-
-
-def _rank_args(request: CompileRequest, out: Path, rank: int) -> list[str]:
-    """The command line of one rank: this one's, with the rank, and no tlparse (the parent
-    renders all ranks at once)."""
-    assert request.ranks is not None
-    command = [
-        request.model,
-        "--backend",
-        request.backend,
-        "--out",
-        str(out),
-        "--no-tlparse",
-        "--ranks",
-        str(request.ranks),
-        "--rank",
-        str(rank),
-    ]
-    if request.dtype:
-        command += ["--dtype", request.dtype]
-    for flag in ("train", "redact_paths", "kernel_cache", "audit"):  # each rank audits its own compile
-        if getattr(request, flag):
-            command.append("--" + flag.replace("_", "-"))
-    return command
-
-
-def _start(request: CompileRequest, out: Path, port: int, work: Path) -> list[Rank]:
-    assert request.ranks is not None
-    ranks = []
-    base = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}  # each rank sets its own
-    for rank in range(request.ranks):
-        env = {
-            **base,
-            "RANK": str(rank),
-            "LOCAL_RANK": str(rank),
-            "WORLD_SIZE": str(request.ranks),
-            "LOCAL_WORLD_SIZE": str(request.ranks),
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port),
-        }
-        output = work / f"rank{rank}.txt"
-        with open(output, "wb") as sink:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "spyre_provenance", "compile", *_rank_args(request, out, rank)],
-                stdin=subprocess.DEVNULL,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
-        ranks.append(Rank(rank, process, output))
-    return ranks
-
-
-def _wait(ranks: list[Rank], grace: float) -> None:
-    """Until every rank ended; once one failed, the others get ``grace`` seconds."""
-    deadline = None
-    while True:
-        now = time.monotonic()
-        for r in ranks:
-            if r.ended_at is None and r.process.poll() is not None:
-                r.ended_at = now
-        running = [r for r in ranks if r.ended_at is None]
-        if not running:
-            return
-        if deadline is None and any(r.failed for r in ranks if r.ended_at is not None):
-            deadline = now + grace
-        if deadline is not None and now > deadline:
-            for r in running:
-                r.stopped = True
-                _stop(r)
-                r.ended_at = time.monotonic()
-            return
-        time.sleep(POLL_S)
-
-
-def _stop(r: Rank) -> None:
-    if r.process.poll() is not None:
-        return
-    r.process.terminate()
-    try:
-        r.process.wait(STOP_S)
-    except subprocess.TimeoutExpired:
-        r.process.kill()
-        r.process.wait()
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
