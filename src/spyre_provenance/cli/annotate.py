@@ -1,8 +1,8 @@
 """``spyre-provenance annotate TRACE.json --from PATH [-o OUT.json]``: a torch.profiler
 Chrome trace (plain or gzipped) with each known kernel event's provenance in its ``args``
 (``runtime.annotate`` lists the fields). Prints ``annotated K of N kernel events``; exit 0
-when every kernel event was annotated, 1 when some are unknown, ambiguous or from another
-build, 2 for unusable input.
+when every kernel event was annotated, 1 when some are unknown, ambiguous, malformed or from
+another build, 2 for unusable input.
 
 ``--summary`` writes no trace: it prints where the kernel time went, per source line and
 per module (``runtime.time_summary``), as text, ``--format json`` (schema

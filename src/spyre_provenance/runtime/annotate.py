@@ -52,6 +52,7 @@ class Summary(msgspec.Struct):
     unknown: dict[str, int]  # kernel event name -> how many events, for names not known
     ambiguous: dict[str, int] = msgspec.field(default_factory=dict)  # "name: why" -> events
     mismatched: dict[str, int] = msgspec.field(default_factory=dict)  # "name: why" -> events
+    malformed: dict[str, int] = msgspec.field(default_factory=dict)  # "name: why" -> events
 
     def line(self) -> str:
         text = f"annotated {self.annotated} of {self.kernel_events} kernel events ({self.events} events in all): {self.output}"
@@ -59,6 +60,7 @@ class Summary(msgspec.Struct):
             ("unknown kernel events", self.unknown),
             ("NOT ANNOTATED, more than one graph could have run them", self.ambiguous),
             ("NOT ANNOTATED, from another build of the model than these artifacts", self.mismatched),
+            ("NOT ANNOTATED, their debug_handles are no list of handle ids", self.malformed),
         ):
             if counts:
                 listed = sorted(counts.items())
@@ -127,6 +129,7 @@ def annotate(trace: str | os.PathLike[str], index: KernelIndex, output: str | os
     unknown: Counter[str] = Counter()
     ambiguous: Counter[str] = Counter()
     mismatched: Counter[str] = Counter()
+    malformed: Counter[str] = Counter()
     writer = trace_stream.TraceWriter(output)
     events = 0
     try:
@@ -142,6 +145,8 @@ def annotate(trace: str | os.PathLike[str], index: KernelIndex, output: str | os
                 ambiguous[f"{value['name']}: {verdict.why}"] += 1
             elif verdict.status == "mismatch":
                 mismatched[f"{value['name']}: {verdict.why}"] += 1
+            elif verdict.status == "malformed":
+                malformed[f"{value['name']}: {verdict.why}"] += 1
             writer.event(value)
             events += 1
         writer.commit()
@@ -150,5 +155,12 @@ def annotate(trace: str | os.PathLike[str], index: KernelIndex, output: str | os
         raise
     kernel_events = events - counts[None]
     return Summary(
-        str(output), events, kernel_events, counts["annotated"], dict(unknown), dict(ambiguous), dict(mismatched)
+        str(output),
+        events,
+        kernel_events,
+        counts["annotated"],
+        dict(unknown),
+        dict(ambiguous),
+        dict(mismatched),
+        dict(malformed),
     )
