@@ -67,9 +67,11 @@ def run(args: argparse.Namespace) -> int:
         timed = time_summary.summarize(args.trace, index, args.acelyzer)
         render = {"text": time_summary.render_text, "json": time_summary.render_json, "csv": time_summary.render_csv}
         sys.stdout.write(render[args.format](timed))
-        return EXIT_OK if timed.attributed == timed.timed_events else EXIT_FOUND_WANTING
+        placed = timed.attributed == timed.timed_events and not timed.unplaced
+        return EXIT_OK if placed else EXIT_FOUND_WANTING
     if args.format != "text" or args.acelyzer is not None:
         raise UnusableInput("annotate", "--format and --acelyzer are options of --summary")
     summary = annotate(args.trace, index, args.output or default_output(args.trace))
     print(summary.line())
-    return EXIT_OK if summary.annotated == summary.kernel_events else EXIT_FOUND_WANTING
+    placed = summary.annotated == summary.kernel_events and not summary.unplaced
+    return EXIT_OK if placed else EXIT_FOUND_WANTING

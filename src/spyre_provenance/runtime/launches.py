@@ -1,0 +1,286 @@
+"""The user's frames that launched a kernel event, from the profiler's own evidence.
+
+What torch.profiler writes with ``with_stack=True`` (measured, torch 2.13 CPU,
+``export_chrome_trace``): no stack in any op's ``args``; the Python stack is its own events,
+``{"ph": "X", "cat": "python_function", "name": "model.py(6): forward", "args": {"Python
+id": 29, "Python parent id": 10}}``, one per running frame, nested in time on the thread
+that ran them, each naming its parent. The number is the frame's line when the profiler met
+it: the function's first line for a frame entered under the profiler (``def forward`` of
+the model, not the line inside it that made the call), the current line for a frame already
+running when profiling started (``<module>``). So a launch is placed at the user's function
+that launched it, named as the trace names it, and two calls from one function are one
+place: the trace tells them apart no further, and no line is guessed.
+
+A kernel event's launching CPU op is found by, in order:
+
+- **correlation id**: a device kernel event's ``args.correlation`` equals that of the CPU
+  event that launched it (a runtime launch; kineto's link between the two);
+- **flow event**: a ``ph: "f"`` event at the kernel event (same thread and time) whose ``id``
+  is that of a ``ph: "s"`` event at the launch;
+- **nesting in time**: the kernel event itself is a CPU op (Inductor's C++ kernel profiling,
+  the reference backend), so it sits inside the Python frames of its own thread.
+
+The launch's stack is then the ``python_function`` events around that point on its thread,
+less those that began inside the compiled graph's region (``Torch-Compiled Region``,
+``CompiledFunctionBackward``): the generated wrapper and the kernel's runner are the
+machinery, not who launched it. Pure: no torch.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
+
+from spyre_provenance.model.frames import is_user_frame
+from spyre_provenance.runtime.attribution import BACKWARD_REGION, COMPILED_REGION
+from spyre_provenance.runtime.index import KernelIndex
+from spyre_provenance.runtime.lookup import GraphView
+
+PYTHON_FUNCTION = "python_function"
+_FRAME_NAME = re.compile(r"(?P<file>.+)\((?P<line>[0-9]+)\): (?P<function>.+)")
+_REGIONS = (COMPILED_REGION, BACKWARD_REGION, "CompiledFunction")
+
+
+class LaunchFrame(NamedTuple):
+    file: str
+    line: int  # as the profiler wrote it: the function's first line, for a frame it saw begin
+    function: str
+
+
+#: how a kernel event was tied to its launch
+BY_CORRELATION, BY_FLOW, BY_NESTING = "correlation id", "flow event", "nesting in time"
+
+
+class Launches:
+    """Python stacks and launch ties of one trace: ``add`` each event, ``done``, then ``of``."""
+
+    def __init__(self) -> None:
+        # per (pid, tid): python frames as [start, end, python id, parent id, name], sorted at done
+        self._frames: dict[tuple[Any, Any], list[tuple[float, float, Any, Any, str]]] = {}
+        self._starts: dict[tuple[Any, Any], list[float]] = {}
+        self._by_id: dict[tuple[Any, Any], dict[Any, int]] = {}
+        self._regions: dict[tuple[Any, Any], list[tuple[float, float, str]]] = {}
+        self._region_starts: dict[tuple[Any, Any], list[float]] = {}
+        self._correlated: dict[Any, tuple[Any, Any, float]] = {}  # correlation id -> launch point
+        self._flow_starts: dict[Any, tuple[Any, Any, Any]] = {}  # flow id -> launch point
+        self._flow_ends: dict[tuple[Any, Any, Any], Any] = {}  # kernel point -> flow id
+        self._stacks: dict[tuple[tuple[Any, Any], int, float], tuple[LaunchFrame, ...]] = {}
+        self.python_frames = 0
+
+    def add(self, event: dict[str, Any]) -> None:
+        """Note what ``event`` says about stacks and launches (any event; cheap for most)."""
+        ph = event.get("ph")
+        if ph == "X":
+            ts, dur = event.get("ts"), event.get("dur")
+            if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
+                return
+            thread = (event.get("pid"), event.get("tid"))
+            if event.get("cat") == PYTHON_FUNCTION:
+                args = event.get("args") or {}
+                self._frames.setdefault(thread, []).append(
+                    (ts, ts + dur, args.get("Python id"), args.get("Python parent id"), event["name"])
+                )
+                self.python_frames += 1
+                return
+            name = event["name"]
+            if name.startswith(_REGIONS):
+                self._regions.setdefault(thread, []).append((ts, ts + dur, name))
+            args = event.get("args")
+            if event.get("cat") != "kernel" and isinstance(args, dict) and "correlation" in args:
+                self._correlated.setdefault(args["correlation"], (thread[0], thread[1], ts))
+        elif ph == "s" and isinstance(event.get("ts"), (int, float)):
+            self._flow_starts.setdefault(event.get("id"), (event.get("pid"), event.get("tid"), event.get("ts")))
+        elif ph == "f":
+            self._flow_ends[(event.get("pid"), event.get("tid"), event.get("ts"))] = event.get("id")
+
+    def done(self) -> None:
+        for thread, frames in self._frames.items():
+            frames.sort(key=lambda f: (f[0], -f[1]))
+            self._starts[thread] = [f[0] for f in frames]
+            self._by_id[thread] = {f[2]: i for i, f in enumerate(frames) if f[2] is not None}
+        for thread, regions in self._regions.items():
+            regions.sort()
+            self._region_starts[thread] = [r[0] for r in regions]
+
+    @property
+    def has_stacks(self) -> bool:
+        """Whether the trace holds Python stacks at all (profiled with ``with_stack=True``)."""
+        return self.python_frames > 0
+
+    def of(self, event: dict[str, Any]) -> tuple[tuple[LaunchFrame, ...], str] | None:
+        """The stack that launched ``event`` (outermost frame first, the compiled graph's own
+        frames left out) and what tied it; None when the trace does not say."""
+        point, how = self._launch_point(event)
+        if point is None:
+            return None
+        pid, tid, ts = point
+        thread = (pid, tid)
+        inner = self._innermost(thread, ts)
+        if inner is None:
+            return None
+        cut = self._region_start(thread, ts)
+        key = (thread, inner, cut)
+        stack = self._stacks.get(key)
+        if stack is None:
+            stack = self._stacks[key] = self._walk(thread, inner, cut)
+        return (stack, how) if stack else None
+
+    def region_stacks(self) -> Iterator[tuple[str, tuple[LaunchFrame, ...]]]:
+        """(compile id, the stack that entered it) of each ``Torch-Compiled Region`` with a
+        Python stack around it: who called the compiled graph, each time."""
+        for thread, regions in self._regions.items():
+            for start, _, name in regions:
+                if not name.startswith(COMPILED_REGION):
+                    continue
+                inner = self._innermost(thread, start)
+                if inner is not None:
+                    key = (thread, inner, start)
+                    stack = self._stacks.get(key)
+                    if stack is None:
+                        stack = self._stacks[key] = self._walk(thread, inner, start)
+                    yield name[len(COMPILED_REGION) :].strip(), stack
+
+    def _launch_point(self, event: dict[str, Any]) -> tuple[tuple[Any, Any, float] | None, str]:
+        args = event.get("args")
+        correlation = args.get("correlation") if isinstance(args, dict) else None
+        if correlation is not None and correlation in self._correlated:
+            return self._correlated[correlation], BY_CORRELATION
+        flow = self._flow_ends.get((event.get("pid"), event.get("tid"), event.get("ts")))
+        if flow is not None and flow in self._flow_starts:
+            return self._flow_starts[flow], BY_FLOW
+        ts = event.get("ts")
+        if not isinstance(ts, (int, float)):
+            return None, ""
+        return (event.get("pid"), event.get("tid"), ts), BY_NESTING
+
+    def _innermost(self, thread: tuple[Any, Any], ts: float) -> int | None:
+        """The innermost Python frame around ``ts``: the last to begin before it, or the
+        nearest of its parents still running (frames nest, so the walk is the stack's depth)."""
+        starts = self._starts.get(thread)
+        if not starts:
+            return None
+        i = bisect.bisect_right(starts, ts) - 1
+        frames, by_id = self._frames[thread], self._by_id[thread]
+        while i >= 0 and frames[i][1] < ts:
+            parent = frames[i][3]
+            i = by_id.get(parent, -1) if parent is not None else -1
+        return i if i >= 0 else None
+
+    def _region_start(self, thread: tuple[Any, Any], ts: float) -> float:
+        """Where the outermost compiled region around ``ts`` began (inf: none around it)."""
+        starts = self._region_starts.get(thread)
+        if not starts:
+            return float("inf")
+        found = float("inf")
+        for start, end, _ in self._regions[thread][: bisect.bisect_right(starts, ts)]:
+            if end >= ts:
+                return start  # sorted by start: the first holding ts is the outermost
+        return found
+
+    def _walk(self, thread: tuple[Any, Any], inner: int, cut: float) -> tuple[LaunchFrame, ...]:
+        frames, by_id = self._frames[thread], self._by_id[thread]
+        found: list[LaunchFrame] = []
+        i: int | None = inner
+        while i is not None and i >= 0:
+            start, _, _, parent, name = frames[i]
+            match = _FRAME_NAME.fullmatch(name)
+            if start < cut and match is not None:
+                found.append(LaunchFrame(match["file"], int(match["line"]), match["function"]))
+            i = by_id.get(parent) if parent is not None else None
+        return tuple(reversed(found))
+
+
+def user_frames(stack: tuple[LaunchFrame, ...]) -> list[LaunchFrame]:
+    """The user's frames of a launch stack, outermost first (``model.frames``' rule)."""
+    return [f for f in stack if is_user_frame(f.file)]
+
+
+def upstream_stack(stack: tuple[LaunchFrame, ...]) -> str:
+    """A launch stack as one stack-trace string in the form upstream's ``args["stack"]`` lists
+    (``traceback.format_list``'s frame lines, outermost first; no code line: the trace has none)."""
+    return "".join(f'  File "{f.file}", line {f.line}, in {f.function}\n' for f in stack)
+
+
+class PerOpPlaces:
+    """Where a per-op kernel's launch goes: the user's innermost frame outside the code that
+    dispatches ops to their per-op compiles (torch-spyre's ``ops/eager.py``, or a program's own
+    ``compile_once``), learnt from the evidence, never from a list of names.
+
+    The evidence: a per-op graph's compile recorded the user frame of its first call (its
+    stack trace's innermost user frame, the *anchor*); in a launch stack holding that frame,
+    the user's files of the frames inside it are the dispatch, or a function of the user's
+    between the anchor and the dispatch: the files found inside the anchor in *every* such
+    stack are the dispatch (every per-op launch passes through it), and they are dispatch code
+    wherever they appear. ``learn`` every per-op launch stack first, then ``place``."""
+
+    def __init__(self, anchors: Iterable[tuple[str, str]]) -> None:
+        self._anchors: dict[str, set[str]] = {}  # function -> the files it was recorded in
+        for file, function in anchors:
+            self._anchors.setdefault(function, set()).add(file)
+        self._dispatch: set[str] | None = None  # None: no stack learnt from yet
+        self._learnt: set[tuple[LaunchFrame, ...]] = set()
+
+    def learn(self, stack: tuple[LaunchFrame, ...]) -> None:
+        if stack in self._learnt:  # launches from one place share their stack
+            return
+        self._learnt.add(stack)
+        for i in range(len(stack) - 1, -1, -1):
+            frame = stack[i]
+            if any(_same_file(file, frame.file) for file in self._anchors.get(frame.function, ())):
+                inside = {f.file for f in stack[i + 1 :] if is_user_frame(f.file)}
+                self._dispatch = inside if self._dispatch is None else self._dispatch & inside
+                return
+
+    @property
+    def dispatch_files(self) -> set[str]:
+        return self._dispatch or set()
+
+    def place(self, stack: tuple[LaunchFrame, ...]) -> tuple[LaunchFrame, list[LaunchFrame]] | None:
+        """(the launching user frame, the user frames calling it, outermost first); None when
+        the stack holds no user frame outside the dispatch."""
+        user = [f for f in user_frames(stack) if f.file not in self.dispatch_files]
+        return (user[-1], user[:-1]) if user else None
+
+
+def _same_file(recorded: str, written: str) -> bool:
+    """A compile's path (absolute) and the profiler's (cut to the ``sys.path`` entry it
+    is under: ``model.py``, ``torch/nn/modules/linear.py``) name the same file."""
+    recorded, written = recorded.replace("\\", "/"), written.replace("\\", "/")
+    return recorded == written or recorded.endswith("/" + written.lstrip("/"))
+
+
+_TRACE_FRAME = re.compile(r'File "(?P<file>[^"]+)", line [0-9]+, in (?P<function>[^\n]+)')
+
+
+def anchor(stack_trace: str) -> tuple[str, str] | None:
+    """(file, function) of the innermost user frame of a compile's stack trace (the frame
+    that called a per-op compile the first time), None when it has none."""
+    found = [(m["file"], m["function"].strip()) for m in _TRACE_FRAME.finditer(stack_trace)]
+    user = [f for f in found if is_user_frame(f[0])]
+    return user[-1] if user else None
+
+
+def per_op(index: KernelIndex, position: int) -> str | None:
+    """The ATen op of graph ``position`` when it is a per-op compile (``links.per_op``)."""
+    return GraphView.of(index.graphs[position]).per_op
+
+
+def per_op_places(index: KernelIndex, stacks: Launches) -> PerOpPlaces:
+    """Where this trace's per-op launches go: anchored on the per-op graphs' compile-time
+    frames, learnt from every entry into a per-op graph the trace holds (its compiled region),
+    so ``annotate`` and ``--summary`` place each launch alike, whatever order events come in."""
+    per_op_graphs = [g for i, g in enumerate(index.graphs) if per_op(index, i) is not None]
+    places = PerOpPlaces(
+        a
+        for graph in per_op_graphs
+        for traces in graph.stack_traces.values()
+        for trace in (traces if isinstance(traces, list) else [])
+        if isinstance(trace, str) and (a := anchor(trace)) is not None
+    )
+    compile_ids = {g.compile_id for g in per_op_graphs}
+    for compile_id, stack in stacks.region_stacks():
+        if compile_id in compile_ids:
+            places.learn(stack)
+    return places
