@@ -63,10 +63,13 @@ class Launches:
         self._by_id: dict[tuple[Any, Any], dict[Any, int]] = {}
         self._regions: dict[tuple[Any, Any], list[tuple[float, float, str]]] = {}
         self._region_starts: dict[tuple[Any, Any], list[float]] = {}
+        self._region_reach: dict[tuple[Any, Any], list[float]] = {}  # the latest end of regions[: i + 1]
         self._correlated: dict[Any, tuple[Any, Any, float]] = {}  # correlation id -> launch point
         self._flow_starts: dict[Any, tuple[Any, Any, Any]] = {}  # flow id -> launch point
         self._flow_ends: dict[tuple[Any, Any, Any], Any] = {}  # kernel point -> flow id
-        self._stacks: dict[tuple[tuple[Any, Any], int, float], tuple[LaunchFrame, ...]] = {}
+        # a stack per launch point would be a copy per launch: one of each, and frames parsed once
+        self._interned: dict[tuple[LaunchFrame, ...], tuple[LaunchFrame, ...]] = {}
+        self._parsed: dict[str, LaunchFrame | None] = {}
         self.python_frames = 0
 
     def add(self, event: dict[str, Any]) -> None:
@@ -103,6 +106,11 @@ class Launches:
         for thread, regions in self._regions.items():
             regions.sort()
             self._region_starts[thread] = [r[0] for r in regions]
+            reach, latest = [], float("-inf")
+            for region in regions:
+                latest = max(latest, region[1])
+                reach.append(latest)
+            self._region_reach[thread] = reach
 
     @property
     def has_stacks(self) -> bool:
@@ -120,11 +128,7 @@ class Launches:
         inner = self._innermost(thread, ts)
         if inner is None:
             return None
-        cut = self._region_start(thread, ts)
-        key = (thread, inner, cut)
-        stack = self._stacks.get(key)
-        if stack is None:
-            stack = self._stacks[key] = self._walk(thread, inner, cut)
+        stack = self._walk(thread, inner, self._region_start(thread, ts))
         return (stack, how) if stack else None
 
     def region_stacks(self) -> Iterator[tuple[str, tuple[LaunchFrame, ...]]]:
@@ -136,11 +140,7 @@ class Launches:
                     continue
                 inner = self._innermost(thread, start)
                 if inner is not None:
-                    key = (thread, inner, start)
-                    stack = self._stacks.get(key)
-                    if stack is None:
-                        stack = self._stacks[key] = self._walk(thread, inner, start)
-                    yield name[len(COMPILED_REGION) :].strip(), stack
+                    yield name[len(COMPILED_REGION) :].strip(), self._walk(thread, inner, start)
 
     def _launch_point(self, event: dict[str, Any]) -> tuple[tuple[Any, Any, float] | None, str]:
         args = event.get("args")
@@ -173,10 +173,13 @@ class Launches:
         starts = self._region_starts.get(thread)
         if not starts:
             return float("inf")
+        regions, reach = self._regions[thread], self._region_reach[thread]
         found = float("inf")
-        for start, end, _ in self._regions[thread][: bisect.bisect_right(starts, ts)]:
-            if end >= ts:
-                return start  # sorted by start: the first holding ts is the outermost
+        i = bisect.bisect_right(starts, ts) - 1
+        while i >= 0 and reach[i] >= ts:  # back only while some earlier region still reaches ts
+            if regions[i][1] >= ts:
+                found = regions[i][0]
+            i -= 1
         return found
 
     def _walk(self, thread: tuple[Any, Any], inner: int, cut: float) -> tuple[LaunchFrame, ...]:
@@ -185,11 +188,17 @@ class Launches:
         i: int | None = inner
         while i is not None and i >= 0:
             start, _, _, parent, name = frames[i]
-            match = _FRAME_NAME.fullmatch(name)
-            if start < cut and match is not None:
-                found.append(LaunchFrame(match["file"], int(match["line"]), match["function"]))
+            if start < cut:
+                frame = self._parsed.get(name, ...)
+                if frame is ...:
+                    match = _FRAME_NAME.fullmatch(name)
+                    frame = LaunchFrame(match["file"], int(match["line"]), match["function"]) if match else None
+                    self._parsed[name] = frame
+                if frame is not None:
+                    found.append(frame)
             i = by_id.get(parent) if parent is not None else None
-        return tuple(reversed(found))
+        stack = tuple(reversed(found))
+        return self._interned.setdefault(stack, stack)
 
 
 def user_frames(stack: tuple[LaunchFrame, ...]) -> list[LaunchFrame]:
@@ -221,6 +230,7 @@ class PerOpPlaces:
             self._anchors.setdefault(function, set()).add(file)
         self._dispatch: set[str] | None = None  # None: no stack learnt from yet
         self._learnt: set[tuple[LaunchFrame, ...]] = set()
+        self._placed: dict[tuple[LaunchFrame, ...], tuple[LaunchFrame, list[LaunchFrame]] | None] = {}
 
     def learn(self, stack: tuple[LaunchFrame, ...]) -> None:
         if stack in self._learnt:  # launches from one place share their stack
@@ -240,8 +250,10 @@ class PerOpPlaces:
     def place(self, stack: tuple[LaunchFrame, ...]) -> tuple[LaunchFrame, list[LaunchFrame]] | None:
         """(the launching user frame, the user frames calling it, outermost first); None when
         the stack holds no user frame outside the dispatch."""
-        user = [f for f in user_frames(stack) if f.file not in self.dispatch_files]
-        return (user[-1], user[:-1]) if user else None
+        if stack not in self._placed:  # stacks are interned: one answer per place
+            user = [f for f in user_frames(stack) if f.file not in self.dispatch_files]
+            self._placed[stack] = (user[-1], user[:-1]) if user else None
+        return self._placed[stack]
 
 
 def _same_file(recorded: str, written: str) -> bool:
