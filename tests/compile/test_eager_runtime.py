@@ -207,3 +207,23 @@ def test_annotate_gives_each_launch_its_own_stack(eager_run, tmp_path):
         else:  # the whole graph: the compile's stack, and the frames that called it beside it
             assert "return torch.tanh(y) * 2.0" in stack[0]
             assert f"{MODEL_FILE}:{function['line']} in {function['function']}" in args[f"{PREFIX}launch"]["frames"]
+
+
+def test_lookup_gives_one_block_per_op_kind_and_says_whose_line_it_has(eager_run, run_cli):
+    from spyre_provenance.model.lookup_records import LOOKUP_VERSION
+    from spyre_provenance.model.names import LOOKUP
+
+    index = eager_run.index()
+    mm_graphs = [g for g in index.graphs if GraphView.of(g).per_op == "aten.mm.default"]
+    kernel = next(iter(mm_graphs[0].mapping["cppCodeToPost"])).split(":")[0]
+    code, out, _ = run_cli("lookup", kernel, "--in", eager_run.log_dir)
+    assert code == 0, out
+    named = re.findall(r"per-op compile of (\S+)", out)
+    assert named == ["aten.mm.default"]  # one block, however many graphs compiled it
+    assert f"{len(mm_graphs)} graph{'s' if len(mm_graphs) > 1 else ''} (" in out
+    assert "its source below is the first call's only" in out and "with_stack=True" in out
+    code, out, _ = run_cli("lookup", kernel, "--in", eager_run.log_dir, "--format", "json")
+    doc = json.loads(out)
+    jsonschema.Draft202012Validator(schemas.load_schema(LOOKUP, LOOKUP_VERSION)).validate(doc)
+    assert {m["per_op"] for m in doc["answers"][0]["matches"]} == {"aten.mm.default"}
+    assert len(doc["answers"][0]["matches"]) == len(mm_graphs)  # every graph still listed in JSON

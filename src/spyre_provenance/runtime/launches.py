@@ -215,45 +215,61 @@ def upstream_stack(stack: tuple[LaunchFrame, ...]) -> str:
 class PerOpPlaces:
     """Where a per-op kernel's launch goes: the user's innermost frame outside the code that
     dispatches ops to their per-op compiles (torch-spyre's ``ops/eager.py``, or a program's own
-    ``compile_once``), learnt from the evidence, never from a list of names.
+    ``compile_once``), learnt from the trace and the compile, never from a list of names.
 
-    The evidence: a per-op graph's compile recorded the user frame of its first call (its
-    stack trace's innermost user frame, the *anchor*); in a launch stack holding that frame,
-    the user's files of the frames inside it are the dispatch, or a function of the user's
-    between the anchor and the dispatch: the files found inside the anchor in *every* such
-    stack are the dispatch (every per-op launch passes through it), and they are dispatch code
-    wherever they appear. ``learn`` every per-op launch stack first, then ``place``."""
+    Each entry into a per-op graph (its compiled region) has a stack; its innermost user
+    frames of one file (the *run*: ``wrapper`` -> ``dispatch`` of one module) called the
+    compiled op. That run is dispatch code, not the user's line, when the evidence says so:
+
+    - the compile recorded a first caller (its stack trace's innermost user frame, the
+      *anchor*) in another file: torch records a frame above the dispatch (measured, torch
+      2.13: two frames above the compiled op), so the run's file is not where the user's call
+      is; or
+    - the run is entered from two or more different user functions: a dispatch serves every
+      line that calls an op.
+
+    A run that is neither (a program that calls its compiled op from its own function, from
+    one place) is the user's. ``learn`` every entry's stack first, then ``place``."""
 
     def __init__(self, anchors: Iterable[tuple[str, str]]) -> None:
-        self._anchors: dict[str, set[str]] = {}  # function -> the files it was recorded in
-        for file, function in anchors:
-            self._anchors.setdefault(function, set()).add(file)
-        self._dispatch: set[str] | None = None  # None: no stack learnt from yet
-        self._learnt: set[tuple[LaunchFrame, ...]] = set()
+        self._anchor_files = {file for file, _ in anchors}
+        self._callers: dict[str, set[LaunchFrame | None]] = {}  # run's file -> who entered the run
+        self._dispatch: set[str] | None = None  # made at the first place()
         self._placed: dict[tuple[LaunchFrame, ...], tuple[LaunchFrame, list[LaunchFrame]] | None] = {}
 
     def learn(self, stack: tuple[LaunchFrame, ...]) -> None:
-        if stack in self._learnt:  # launches from one place share their stack
-            return
-        self._learnt.add(stack)
-        for i in range(len(stack) - 1, -1, -1):
-            frame = stack[i]
-            if any(_same_file(file, frame.file) for file in self._anchors.get(frame.function, ())):
-                inside = {f.file for f in stack[i + 1 :] if is_user_frame(f.file)}
-                self._dispatch = inside if self._dispatch is None else self._dispatch & inside
-                return
+        user = user_frames(stack)
+        if user:
+            run = _run(user)
+            self._callers.setdefault(user[-1].file, set()).add(user[-run - 1] if run < len(user) else None)
 
     @property
     def dispatch_files(self) -> set[str]:
-        return self._dispatch or set()
+        if self._dispatch is None:
+            self._dispatch = {
+                file
+                for file, callers in self._callers.items()
+                if len(callers) >= 2 or not any(_same_file(a, file) for a in self._anchor_files)
+            }
+        return self._dispatch
 
     def place(self, stack: tuple[LaunchFrame, ...]) -> tuple[LaunchFrame, list[LaunchFrame]] | None:
         """(the launching user frame, the user frames calling it, outermost first); None when
         the stack holds no user frame outside the dispatch."""
         if stack not in self._placed:  # stacks are interned: one answer per place
-            user = [f for f in user_frames(stack) if f.file not in self.dispatch_files]
+            user = user_frames(stack)
+            if user and user[-1].file in self.dispatch_files:
+                user = user[: len(user) - _run(user)]
             self._placed[stack] = (user[-1], user[:-1]) if user else None
         return self._placed[stack]
+
+
+def _run(user: list[LaunchFrame]) -> int:
+    """How many of the innermost user frames are of one file (the innermost frame's)."""
+    count = 0
+    while count < len(user) and user[-1 - count].file == user[-1].file:
+        count += 1
+    return count
 
 
 def _same_file(recorded: str, written: str) -> bool:

@@ -85,7 +85,15 @@ def _matches(sites: list[tuple[int, str]], index: KernelIndex) -> list[Match]:
         graph = index.graphs[position]
         view = GraphView.of(graph)
         found.append(
-            Match(graph.model, graph.compile_id, graph.graph, kernel, graph.origin, [view.call_site(k) for k in keys])
+            Match(
+                graph.model,
+                graph.compile_id,
+                graph.graph,
+                kernel,
+                graph.origin,
+                [view.call_site(k) for k in keys],
+                view.per_op,
+            )
         )
     return found
 
