@@ -111,20 +111,27 @@ def _stack(*names: str) -> tuple[LaunchFrame, ...]:
 @pytest.mark.parametrize(
     ("anchor", "entries", "placed"),
     [
-        # the compile recorded a frame outside the dispatch's file: the run is dispatch code
-        ("/home/me/model.py", [("model.py:forward", "eager_ops.py:wrapper", "eager_ops.py:dispatch")], "forward"),
-        # entered from several functions: a dispatch, whatever the compile recorded
+        # launched from several functions: the path every entry ends with is the dispatch
         (
-            "/home/me/ops.py",
-            [("model.py:attend", "ops.py:dispatch"), ("model.py:mix", "ops.py:dispatch")],
+            "/home/me/model.py",
+            [
+                ("model.py:attend", "ops.py:wrapper", "ops.py:dispatch"),
+                ("model.py:mix", "ops.py:wrapper", "ops.py:dispatch"),
+            ],
             "attend",
         ),
+        # the dispatch in the model's own file: the same, by function
+        (None, [("model.py:attend", "model.py:dispatch"), ("model.py:mix", "model.py:dispatch")], "attend"),
+        # one function launches every op: the compile recorded its caller in the model's file
+        ("/home/me/model.py", [("model.py:forward", "eager_ops.py:wrapper", "eager_ops.py:dispatch")], "forward"),
         # the user's own function calls its compiled op, from one place: the user's frame
         ("/home/me/model.py", [("model.py:main", "model.py:forward")], "forward"),
+        # one path and no recorded caller: nothing is taken for dispatch
+        (None, [("model.py:forward", "eager_ops.py:dispatch")], "dispatch"),
     ],
 )
 def test_the_dispatch_is_learnt_from_the_evidence(anchor, entries, placed):
-    places = PerOpPlaces([(anchor, "x")])
+    places = PerOpPlaces([(anchor, "x")] if anchor else [])
     stacks = [_stack(*e) for e in entries]
     for stack in stacks:
         places.learn(stack)

@@ -217,40 +217,40 @@ class PerOpPlaces:
     dispatches ops to their per-op compiles (torch-spyre's ``ops/eager.py``, or a program's own
     ``compile_once``), learnt from the trace and the compile, never from a list of names.
 
-    Each entry into a per-op graph (its compiled region) has a stack; its innermost user
-    frames of one file (the *run*: ``wrapper`` -> ``dispatch`` of one module) called the
-    compiled op. That run is dispatch code, not the user's line, when the evidence says so:
-
-    - the compile recorded a first caller (its stack trace's innermost user frame, the
-      *anchor*) in another file: torch records a frame above the dispatch (measured, torch
-      2.13: two frames above the compiled op), so the run's file is not where the user's call
-      is; or
-    - the run is entered from two or more different user functions: a dispatch serves every
-      line that calls an op.
-
-    A run that is neither (a program that calls its compiled op from its own function, from
-    one place) is the user's. ``learn`` every entry's stack first, then ``place``."""
+    Every entry into a per-op graph (its compiled region) has a stack. The dispatch is the
+    path they all end with: the innermost user frames (file and function) common to every
+    entry. When the entries part above that path (launched from two functions or more), the
+    path is the dispatch. When they never part (one function launches every op), the path is
+    the whole stack, and only the compile can tell the dispatch from the user's code: its
+    innermost frames in files where no per-op compile recorded its caller (the stack trace's
+    innermost user frame, the *anchor*; torch records a frame above the dispatch) are the
+    dispatch; without an anchor, nothing is taken for dispatch and the innermost frame is
+    the place. ``learn`` every entry's stack first, then ``place``."""
 
     def __init__(self, anchors: Iterable[tuple[str, str]]) -> None:
         self._anchor_files = {file for file, _ in anchors}
-        self._callers: dict[str, set[LaunchFrame | None]] = {}  # run's file -> who entered the run
-        self._dispatch: set[str] | None = None  # made at the first place()
+        self._entries: set[tuple[tuple[str, str], ...]] = set()  # each entry's user frames (file, function)
+        self._dispatch: set[tuple[str, str]] | None = None  # made at the first place()
         self._placed: dict[tuple[LaunchFrame, ...], tuple[LaunchFrame, list[LaunchFrame]] | None] = {}
 
     def learn(self, stack: tuple[LaunchFrame, ...]) -> None:
-        user = user_frames(stack)
-        if user:
-            run = _run(user)
-            self._callers.setdefault(user[-1].file, set()).add(user[-run - 1] if run < len(user) else None)
+        self._entries.add(tuple((f.file, f.function) for f in user_frames(stack)))
 
     @property
-    def dispatch_files(self) -> set[str]:
+    def dispatch(self) -> set[tuple[str, str]]:
+        """The (file, function) frames of the dispatch."""
         if self._dispatch is None:
-            self._dispatch = {
-                file
-                for file, callers in self._callers.items()
-                if len(callers) >= 2 or not any(_same_file(a, file) for a in self._anchor_files)
-            }
+            entries = [e for e in self._entries if e]
+            common = _common_tail(entries)
+            if any(len(e) > len(common) for e in entries):  # the entries part above it
+                self._dispatch = set(common)
+            else:
+                outside = 0  # the innermost frames in no anchor's file
+                while outside < len(common) and not any(
+                    _same_file(a, common[-1 - outside][0]) for a in self._anchor_files
+                ):
+                    outside += 1
+                self._dispatch = set(common[len(common) - outside :]) if self._anchor_files else set()
         return self._dispatch
 
     def place(self, stack: tuple[LaunchFrame, ...]) -> tuple[LaunchFrame, list[LaunchFrame]] | None:
@@ -258,18 +258,23 @@ class PerOpPlaces:
         the stack holds no user frame outside the dispatch."""
         if stack not in self._placed:  # stacks are interned: one answer per place
             user = user_frames(stack)
-            if user and user[-1].file in self.dispatch_files:
-                user = user[: len(user) - _run(user)]
+            while user and (user[-1].file, user[-1].function) in self.dispatch:
+                user = user[:-1]
             self._placed[stack] = (user[-1], user[:-1]) if user else None
         return self._placed[stack]
 
 
-def _run(user: list[LaunchFrame]) -> int:
-    """How many of the innermost user frames are of one file (the innermost frame's)."""
-    count = 0
-    while count < len(user) and user[-1 - count].file == user[-1].file:
-        count += 1
-    return count
+def _common_tail(entries: list[tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:
+    """The longest run of innermost frames every entry ends with."""
+    if not entries:
+        return ()
+    tail = entries[0]
+    for entry in entries[1:]:
+        n = 0
+        while n < min(len(tail), len(entry)) and tail[-1 - n] == entry[-1 - n]:
+            n += 1
+        tail = tail[len(tail) - n :]
+    return tail
 
 
 def _same_file(recorded: str, written: str) -> bool:
