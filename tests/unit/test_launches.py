@@ -144,3 +144,20 @@ def test_a_stack_of_dispatch_code_only_places_nothing():
     stack = _stack("eager_ops.py:wrapper", "eager_ops.py:dispatch")
     places.learn(stack)
     assert places.place(stack) is None
+
+
+def test_fields_of_shapes_no_profiler_writes_are_evidence_of_nothing():
+    """Damaged stacks never fail a summary: each odd event is passed over."""
+    trace = _two_launches()
+    trace.add(
+        _x("model.py(1): odd", 1, 2, CPU, cat="python_function", args=["not", "an", "object"]),
+        _x("model.py(1): odd", 1, 2, CPU, cat="python_function", args={"Python id": [1], "Python parent id": {}}),
+        _x("runtime_launch", 3, 1, ([1], 2), cat="cuda_runtime", args={"correlation": 100}),
+        _x("runtime_launch", 3, 1, CPU, cat="cuda_runtime", args={"correlation": {"a": 1}}),
+        {"ph": "s", "id": [9], "pid": CPU[0], "tid": CPU[1], "ts": 18.5},
+        {"ph": "f", "id": 9, "pid": {}, "tid": CPU[1], "ts": 300},
+        _x("spyre_kernel", 200, 5, DEVICE, cat="kernel", args={"correlation": [101]}),
+    )
+    launches = trace.launches()
+    assert launches.of(trace.events[-1]) is None  # its correlation id is no id
+    assert launches.of(_x("spyre_kernel", 200, 5, DEVICE, cat="kernel", args={"correlation": 101}))[1] == BY_CORRELATION

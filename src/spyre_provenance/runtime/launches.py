@@ -73,30 +73,37 @@ class Launches:
         self.python_frames = 0
 
     def add(self, event: dict[str, Any]) -> None:
-        """Note what ``event`` says about stacks and launches (any event; cheap for most)."""
+        """Note what ``event`` says about stacks and launches (any event; cheap for most). A
+        field of a shape no profiler writes (an id that is a list, ``args`` that is no object)
+        is evidence of nothing: the event is passed over, never a failure."""
         ph = event.get("ph")
         if ph == "X":
             ts, dur = event.get("ts"), event.get("dur")
-            if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
-                return
             thread = (event.get("pid"), event.get("tid"))
+            if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)) or not _ids(*thread):
+                return
+            args = event.get("args")
+            args = args if isinstance(args, dict) else {}
             if event.get("cat") == PYTHON_FUNCTION:
-                args = event.get("args") or {}
-                self._frames.setdefault(thread, []).append(
-                    (ts, ts + dur, args.get("Python id"), args.get("Python parent id"), event["name"])
-                )
-                self.python_frames += 1
+                own, parent = args.get("Python id"), args.get("Python parent id")
+                if _ids(own, parent):
+                    self._frames.setdefault(thread, []).append((ts, ts + dur, own, parent, event["name"]))
+                    self.python_frames += 1
                 return
             name = event["name"]
             if name.startswith(_REGIONS):
                 self._regions.setdefault(thread, []).append((ts, ts + dur, name))
-            args = event.get("args")
-            if event.get("cat") != "kernel" and isinstance(args, dict) and "correlation" in args:
-                self._correlated.setdefault(args["correlation"], (thread[0], thread[1], ts))
-        elif ph == "s" and isinstance(event.get("ts"), (int, float)):
-            self._flow_starts.setdefault(event.get("id"), (event.get("pid"), event.get("tid"), event.get("ts")))
-        elif ph == "f":
-            self._flow_ends[(event.get("pid"), event.get("tid"), event.get("ts"))] = event.get("id")
+            correlation = args.get("correlation")
+            if correlation is not None and event.get("cat") != "kernel" and _ids(correlation):
+                self._correlated.setdefault(correlation, (thread[0], thread[1], ts))
+        elif ph in ("s", "f"):
+            point = (event.get("pid"), event.get("tid"), event.get("ts"))
+            if not isinstance(point[2], (int, float)) or not _ids(event.get("id"), *point[:2]):
+                return
+            if ph == "s":
+                self._flow_starts.setdefault(event.get("id"), point)
+            else:
+                self._flow_ends[point] = event.get("id")
 
     def done(self) -> None:
         for thread, frames in self._frames.items():
@@ -145,14 +152,14 @@ class Launches:
     def _launch_point(self, event: dict[str, Any]) -> tuple[tuple[Any, Any, float] | None, str]:
         args = event.get("args")
         correlation = args.get("correlation") if isinstance(args, dict) else None
+        ts = event.get("ts")
+        if not isinstance(ts, (int, float)) or not _ids(correlation, event.get("pid"), event.get("tid")):
+            return None, ""
         if correlation is not None and correlation in self._correlated:
             return self._correlated[correlation], BY_CORRELATION
-        flow = self._flow_ends.get((event.get("pid"), event.get("tid"), event.get("ts")))
+        flow = self._flow_ends.get((event.get("pid"), event.get("tid"), ts))
         if flow is not None and flow in self._flow_starts:
             return self._flow_starts[flow], BY_FLOW
-        ts = event.get("ts")
-        if not isinstance(ts, (int, float)):
-            return None, ""
         return (event.get("pid"), event.get("tid"), ts), BY_NESTING
 
     def _innermost(self, thread: tuple[Any, Any], ts: float) -> int | None:
@@ -199,6 +206,11 @@ class Launches:
             i = by_id.get(parent) if parent is not None else None
         stack = tuple(reversed(found))
         return self._interned.setdefault(stack, stack)
+
+
+def _ids(*values: Any) -> bool:
+    """Whether every value can be an id (a number, a string, or null)."""
+    return all(v is None or isinstance(v, (int, float, str)) for v in values)
 
 
 def user_frames(stack: tuple[LaunchFrame, ...]) -> list[LaunchFrame]:
