@@ -11,6 +11,11 @@
 * annotate --summary (issue 38): the per-line summary of the same trace
   (``runtime.time_summary``, one streaming pass), arm S, against the same arm B, with the
   same targets: S/B time <= 1.5, S/B peak memory <= 1.
+* annotate --summary with stacks (issue 46): an eager run's trace as ``with_stack=True``
+  writes it (``write_eager_trace``: per launch the Python frames, the compiled region, the
+  kernel event of a per-op graph and CPU ops around, ``events`` events in all), summarized
+  against an ``--out`` of per-op graphs (``write_eager_out``), arm E, against arm B' (``json.load``
+  + ``json.dump`` of that same file), side by side: E/B' time <= 1.5, peak memory <= 1.
 * lookup: ``python -m spyre_provenance lookup NAME --in OUT`` on an ``--out`` whose
   TORCH_TRACE log records ``kernels`` kernel call sites (one graph), from interpreter start
   to exit; beside it ``python -m spyre_provenance --version``, the command line's floor.
@@ -32,6 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -61,6 +67,15 @@ summary = time_summary.summarize(sys.argv[1], index.build([sys.argv[2]]))
 assert summary.attributed == summary.timed_events > 0 and summary.lines, summary.timed_events
 print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
+_EAGER_SUMMARY = """
+import resource, sys, time
+from spyre_provenance.runtime import index, time_summary
+start = time.perf_counter()
+summary = time_summary.summarize(sys.argv[1], index.build([sys.argv[2]]))
+assert summary.stacks and summary.per_op_events == summary.timed_events > 0 and not summary.unplaced, summary.unplaced
+assert all(r.placed_by == "launch" for r in summary.lines), summary.lines[:1]
+print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
 _PLAIN = """
 import json, resource, sys, time
 start = time.perf_counter()
@@ -87,13 +102,20 @@ class RuntimeResults(msgspec.Struct):
     lookup: list[float]
     floor: list[float]
     summary: list[ArmRun] = msgspec.field(default_factory=list)  # annotate --summary (issue 38)
+    eager: list[ArmRun] = msgspec.field(default_factory=list)  # --summary of an eager trace with stacks (issue 46)
+    eager_plain: list[ArmRun] = msgspec.field(default_factory=list)  # json.load + json.dump of that trace
+    eager_bytes: int = 0
+
+    def _plain(self, arm: str) -> list[ArmRun]:
+        """The arm ``arm`` is measured against: json.load + json.dump of its own trace."""
+        return self.eager_plain if arm == "eager" else self.plain
 
     def time_ratio(self, arm: str = "annotate") -> float:
         runs = getattr(self, arm)
-        return statistics.median(a.wall for a in runs) / statistics.median(b.wall for b in self.plain)
+        return statistics.median(a.wall for a in runs) / statistics.median(b.wall for b in self._plain(arm))
 
     def memory_ratio(self, arm: str = "annotate") -> float:
-        return max(a.peak_kib for a in getattr(self, arm)) / max(b.peak_kib for b in self.plain)
+        return max(a.peak_kib for a in getattr(self, arm)) / max(b.peak_kib for b in self._plain(arm))
 
 
 def write_out(folder: Path, kernels: int) -> list[str]:
@@ -156,6 +178,91 @@ def write_trace(path: Path, events: int, names: list[str]) -> int:
     return path.stat().st_size
 
 
+#: the eager trace's ops, each one per-op graph (issue 46: torch-spyre's eager mode)
+EAGER_OPS = ("mm", "add", "relu", "mul")
+EAGER_FUNCTIONS = 8  # the user's functions launching them, in model.py
+EAGER_DEPTH = 3  # Python frames per launch below the user's function (dispatch, torch, the region's)
+
+
+def _record(fh: Any, name: str, doc: Any, compile_id: int, payload: str | None = None) -> None:
+    """One TORCH_TRACE record, glog-prefixed, with its payload's MD5 (a JSON artifact, or
+    ``inductor_output_code`` when ``payload`` is given)."""
+    text = payload if payload is not None else json.dumps(doc)
+    envelope: dict[str, Any] = (
+        {"inductor_output_code": {"filename": f"/tmp/c{compile_id}.py"}}
+        if payload is not None
+        else {"artifact": {"name": name, "encoding": "json"}}
+    )
+    envelope.update(frame_id=0, frame_compile_id=compile_id, attempt=0)
+    envelope["has_payload"] = hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
+    body = "".join(f"\t{line}\n" for line in text.splitlines()) or "\t\n"
+    fh.write(f"V1205 06:46:39.341000 1 torch/_inductor/compile_fx.py:1] {json.dumps(envelope)}\n{body}")
+
+
+def write_eager_out(folder: Path) -> None:
+    """A synthetic ``--out`` of one per-op graph per op of ``EAGER_OPS`` (compile ``0/<g>``), as
+    torch-spyre's eager mode makes them: one ATen call, its kernel, the first caller's frame."""
+    log = Layout(folder, MODEL).trace_log
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as fh:
+        for g, op in enumerate(EAGER_OPS):
+            key, aten = f"sdsc_fused_{op}_0:1", f"aten.{op}.{'Tensor' if op in ('add', 'mul') else 'default'}"
+            node = f"{op}_{aten.rsplit('.', 1)[1].lower()}"
+            mapping = {
+                "preToPost": {node: [op]},
+                "postToPre": {op: [node]},
+                "cppCodeToPost": {key: [op]},
+                "postToCppCode": {op: [key]},
+                "version": 2.0,
+            }
+            trace = f'  File "/home/me/model.py", line {20 + g}, in layer{g}\n    x = ops.{op}(x)\n'
+            _record(fh, "inductor_provenance_tracking_node_mappings", mapping, g)
+            _record(fh, "inductor_provenance_tracking_kernel_stack_traces", {key: [trace]}, g)
+            code = f"# AOT ID: ['{g}_inference']\ndef call(args):\n    # Original ATen: [{aten}]\n    # [Provenance debug handles] {key}\n    pass"
+            _record(fh, "", None, g, payload=code)
+
+
+def write_eager_trace(path: Path, events: int) -> tuple[int, int]:
+    """A trace as ``export_chrome_trace`` writes an eager run profiled ``with_stack=True``: per
+    launch, the user's function, the dispatch and torch frames (``python_function`` events,
+    parents named), the compiled region and its kernel event (``graph_<g>_...``), and CPU ops
+    around; about one event in ten a kernel's. Returns (file size, kernel events)."""
+    per_launch = 2 + EAGER_DEPTH + 5  # region + kernel, the frames, five CPU ops
+    launches = max(1, events // per_launch)
+    ts, pid, python_id = 1000.0, 4242, 1
+    with open(path, "w") as fh:
+        fh.write('{\n  "schemaVersion": 1,\n  "deviceProperties": [],\n  "traceEvents": [\n')
+        root = {"ph": "X", "cat": "python_function", "name": "model.py(90): <module>", "pid": pid, "tid": pid}
+        root.update(ts=ts - 1, dur=launches * 20.0 + 2, args={"Python id": 0, "Python parent id": None})
+        fh.write("  " + json.dumps(root))
+        for i in range(launches):
+            g, function = i % len(EAGER_OPS), i % EAGER_FUNCTIONS
+            frames = [f"model.py({10 + function}): layer{function}", "per_op.py(21): dispatch"]
+            frames += [f"torch/_dynamo/eval_frame.py({1076 + d}): wrapper{d}" for d in range(EAGER_DEPTH - 2)]
+            out = []
+            parent = 0
+            for depth, name in enumerate(frames):
+                args = {"Python id": python_id, "Python parent id": parent}
+                out.append(
+                    {"ph": "X", "cat": "python_function", "name": name, "ts": ts + depth, "dur": 18.0 - 2 * depth}
+                )
+                out[-1].update(pid=pid, tid=pid, args=args)
+                parent, python_id = python_id, python_id + 1
+            region = {"ph": "X", "cat": "cpu_op", "name": f"Torch-Compiled Region: 0/{g}", "ts": ts + 8, "dur": 6.0}
+            kernel = {"ph": "X", "cat": "cpu_op", "name": f"graph_{g}_sdsc_fused_{EAGER_OPS[g]}_0", "ts": ts + 9}
+            kernel["dur"] = 0.75
+            out += [region, kernel]
+            out += [
+                {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "ts": ts + 10 + k, "dur": 0.5} for k in range(5)
+            ]
+            for event in out[len(frames) :]:
+                event.update(pid=pid, tid=pid, args={"External id": i, "Record function id": 0})
+            fh.write("".join(",\n  " + json.dumps(e) for e in out))
+            ts += 20.0
+        fh.write('\n],\n  "traceName": "eager.pt.trace.json"\n}\n')
+    return path.stat().st_size, launches
+
+
 def _child(code: str, *args: str) -> ArmRun:
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False)
@@ -196,6 +303,7 @@ def run(sizes: dict[str, int], progress: Callable[[str], None]) -> RuntimeResult
                 else:
                     plain.append(_child(_PLAIN, str(trace), str(out), str(root / "b.json")))
             progress(f"runtime: annotate pair {pair + 1}/{sizes['pairs']}")
+        eager, eager_plain, eager_bytes = _eager_pairs(root, sizes, progress)
         big = root / "big"
         names = write_out(big, sizes["kernels"])
         lookups, floors = [], []
@@ -203,7 +311,46 @@ def run(sizes: dict[str, int], progress: Callable[[str], None]) -> RuntimeResult
             lookups.append(_whole(["lookup", f"graph_0_{names[len(names) // 2]}", "--in", str(big)]))
             floors.append(_whole(["--version"]))
         progress(f"runtime: lookup on {sizes['kernels']:,} kernels")
-    return RuntimeResults(sizes["events"], size, sizes["kernels"], annotated, plain, lookups, floors, summary)
+    return RuntimeResults(
+        sizes["events"],
+        size,
+        sizes["kernels"],
+        annotated,
+        plain,
+        lookups,
+        floors,
+        summary,
+        eager,
+        eager_plain,
+        eager_bytes,
+    )
+
+
+def _eager_pairs(
+    root: Path, sizes: dict[str, int], progress: Callable[[str], None]
+) -> tuple[list[ArmRun], list[ArmRun], int]:
+    """Arm E (the summary with stacks of an eager trace) and B' (json.load + json.dump of the
+    same file), alternating."""
+    out, trace = root / "eager-out", root / "eager.json"
+    write_eager_out(out)
+    size, _ = write_eager_trace(trace, sizes["events"])
+    progress(f"runtime: eager trace with stacks, {sizes['events']:,} events ({size / 2**20:.0f} MiB) written")
+    eager, plain = [], []
+    for pair in range(sizes["pairs"]):
+        for arm in ("E", "B") if pair % 2 == 0 else ("B", "E"):
+            if arm == "E":
+                eager.append(_child(_EAGER_SUMMARY, str(trace), str(out)))
+            else:
+                plain.append(_child(_PLAIN, str(trace), str(out), str(root / "b-eager.json")))
+        progress(f"runtime: eager summary pair {pair + 1}/{sizes['pairs']}")
+    return eager, plain, size
+
+
+_ARM_NAMES = {
+    "annotate": "annotate",
+    "summary": "annotate --summary",
+    "eager": "annotate --summary of an eager trace with stacks",
+}
 
 
 def render_section(lines: list[str], result: RuntimeResults) -> str:
@@ -224,6 +371,8 @@ def render_section(lines: list[str], result: RuntimeResults) -> str:
         ("A annotate", result.annotate),
         ("S annotate --summary", result.summary),
         ("B json.load + json.dump", result.plain),
+        ("E annotate --summary, eager trace with stacks", result.eager),
+        ("B' json.load + json.dump of the eager trace", result.eager_plain),
     ]
     for label, runs in [(label, runs) for label, runs in arms if runs]:
         add(
@@ -233,6 +382,14 @@ def render_section(lines: list[str], result: RuntimeResults) -> str:
     add(f"| A/B | | {result.time_ratio():.3f} | | {result.memory_ratio():.3f} |")
     if result.summary:
         add(f"| S/B | | {result.time_ratio('summary'):.3f} | | {result.memory_ratio('summary'):.3f} |")
+    if result.eager:
+        add(f"| E/B' | | {result.time_ratio('eager'):.3f} | | {result.memory_ratio('eager'):.3f} |")
+        add("")
+        add(
+            f"E: an eager run's trace profiled `with_stack=True` ({result.events:,} events,"
+            f" {result.eager_bytes / 2**20:.0f} MiB: Python frames, per-op kernel events, CPU ops), each per-op"
+            " launch placed at the user's function by its stack; B' is json.load + json.dump of that same file."
+        )
     add("")
     add("| command | kernels | runs | median wall (s) |")
     add("|---|---:|---:|---:|")
@@ -241,12 +398,12 @@ def render_section(lines: list[str], result: RuntimeResults) -> str:
     )
     add(f"| `spyre-provenance --version` (floor) | | {len(result.floor)} | {statistics.median(result.floor):.2f} |")
     add("")
-    measured = ["annotate", "summary"] if result.summary else ["annotate"]
+    measured = ["annotate"] + (["summary"] if result.summary else []) + (["eager"] if result.eager else [])
     time_ok = all(result.time_ratio(arm) <= TIME_TARGET for arm in measured)
     memory_ok = all(result.memory_ratio(arm) <= MEMORY_TARGET for arm in measured)
     detail = (
         "; ".join(
-            f"{'annotate --summary' if arm == 'summary' else 'annotate'} / (json.load + json.dump) on {result.events:,} events:"
+            f"{_ARM_NAMES[arm]} / (json.load + json.dump) on {result.events:,} events:"
             f" time {result.time_ratio(arm):.3f} (target <= {TIME_TARGET}), peak memory {result.memory_ratio(arm):.3f}"
             f" (target <= {MEMORY_TARGET})"
             for arm in measured

@@ -29,6 +29,9 @@ def test_quick_run_prints_both_tables_and_a_verdict():
     ratio = re.search(r"\| A/B \| \| ([0-9.]+) \| \| ([0-9.]+) \|", text)
     assert ratio and all(math.isfinite(float(x)) and float(x) > 0 for x in ratio.groups())
     assert re.search(r"`spyre-provenance lookup NAME --in OUT` \| 500 \| 1 \| [0-9.]+ \|", text)
+    eager = re.search(r"\| E/B' \| \| ([0-9.]+) \| \| ([0-9.]+) \|", text)  # the eager summary with stacks
+    assert eager and all(math.isfinite(float(x)) and float(x) > 0 for x in eager.groups())
+    assert "annotate --summary of an eager trace with stacks / (json.load + json.dump)" in text
     assert re.search(r"^- \*\*(met|not met)\*\* \(", text, re.MULTILINE)
 
 
@@ -42,3 +45,23 @@ def test_the_synthetic_inputs_are_what_they_claim(tmp_path):
     streamed = [e for kind, _, e in trace_stream.read_trace(trace) if kind == "event"]
     assert streamed == doc["traceEvents"] and len(streamed) == 200
     assert sum(e["name"].startswith("graph_0_sdsc_") for e in streamed) == 20
+
+
+def test_the_synthetic_eager_inputs_are_what_they_claim(tmp_path):
+    """Per-op graphs by the project's rule, read back through its log reader; a trace that is
+    valid JSON, about one event in ten a kernel's, every launch with its Python stack."""
+    from spyre_provenance.runtime import time_summary
+    from spyre_provenance.runtime.lookup import GraphView
+
+    runtime.write_eager_out(tmp_path / "out")
+    built = index.build([tmp_path / "out"])
+    assert sorted(GraphView.of(g).per_op for g in built.graphs) == sorted(
+        f"aten.{op}.{'Tensor' if op in ('add', 'mul') else 'default'}" for op in runtime.EAGER_OPS
+    )
+    trace = tmp_path / "t.json"
+    _, kernels = runtime.write_eager_trace(trace, 2000)
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert 0.08 < kernels / len(events) < 0.12
+    summary = time_summary.summarize(trace, built)
+    assert summary.timed_events == summary.per_op_events == kernels and summary.unplaced == 0
+    assert {r.code for r in summary.lines} == {f"in layer{f}" for f in range(runtime.EAGER_FUNCTIONS)}

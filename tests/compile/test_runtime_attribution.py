@@ -124,7 +124,7 @@ def test_summary_per_line_and_module(compile_case, run_cli):
     code, out, err = run_cli("annotate", trace, "--from", done.out, "--summary", "--format", "json")
     assert code == 0, (out, err)
     doc = json.loads(out)
-    jsonschema.Draft202012Validator(schemas.load_schema(TIME_SUMMARY, 1)).validate(doc)
+    jsonschema.Draft202012Validator(schemas.load_schema(TIME_SUMMARY, time_summary.SUMMARY_VERSION)).validate(doc)
     kernel_events = [e for e in _events(done) if e.get("ph") == "X" and _PROFILED.fullmatch(e["name"])]
     assert doc["time_from"] == time_summary.CPU
     assert doc["timed_events"] == doc["attributed"] == len(kernel_events)

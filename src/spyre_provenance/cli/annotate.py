@@ -1,8 +1,8 @@
 """``spyre-provenance annotate TRACE.json --from PATH [-o OUT.json]``: a torch.profiler
 Chrome trace (plain or gzipped) with each known kernel event's provenance in its ``args``
 (``runtime.annotate`` lists the fields). Prints ``annotated K of N kernel events``; exit 0
-when every kernel event was annotated, 1 when some are unknown, ambiguous or from another
-build, 2 for unusable input.
+when every kernel event was annotated, 1 when some are unknown, ambiguous, malformed or from
+another build, 2 for unusable input.
 
 ``--summary`` writes no trace: it prints where the kernel time went, per source line and
 per module (``runtime.time_summary``), as text, ``--format json`` (schema
@@ -67,9 +67,11 @@ def run(args: argparse.Namespace) -> int:
         timed = time_summary.summarize(args.trace, index, args.acelyzer)
         render = {"text": time_summary.render_text, "json": time_summary.render_json, "csv": time_summary.render_csv}
         sys.stdout.write(render[args.format](timed))
-        return EXIT_OK if timed.attributed == timed.timed_events else EXIT_FOUND_WANTING
+        placed = timed.attributed == timed.timed_events and not timed.unplaced
+        return EXIT_OK if placed else EXIT_FOUND_WANTING
     if args.format != "text" or args.acelyzer is not None:
         raise UnusableInput("annotate", "--format and --acelyzer are options of --summary")
     summary = annotate(args.trace, index, args.output or default_output(args.trace))
     print(summary.line())
-    return EXIT_OK if summary.annotated == summary.kernel_events else EXIT_FOUND_WANTING
+    placed = summary.annotated == summary.kernel_events and not summary.unplaced
+    return EXIT_OK if placed else EXIT_FOUND_WANTING

@@ -73,6 +73,41 @@ def handle_ids(specs: Sequence[Any]) -> list[str]:
     return list(dict.fromkeys(str(h.id) for h in _handles(specs)))
 
 
+class MalformedHandles(ValueError):
+    """An event's ``args.debug_handles`` that is no list of handle ids (the message says why)."""
+
+
+def event_handle_ids(value: Any) -> list[str] | None:
+    """The handle ids of a profiler event's ``args.debug_handles`` (None: the event has none).
+
+    torch-spyre's C++ (``AiuptiActivityHandlers.cpp``) writes a JSON array of strings; some
+    writers quote that array, a string holding it (``"[\"123\", \"456\"]"``), which reads as the
+    same array. Ids may be numbers. Raises ``MalformedHandles`` for anything else: a string that
+    is no JSON array, an element that is no id, a value of another type."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise MalformedHandles(f"debug_handles {_shown(value)} is a string holding no JSON array") from None
+        if not isinstance(value, list):
+            raise MalformedHandles(f"debug_handles {_shown(value)} is a string holding no JSON array")
+    if not isinstance(value, list):
+        raise MalformedHandles(f"debug_handles {_shown(value)} is no array of handle ids")
+    ids = []
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, (str, int)) or (isinstance(item, str) and not item):
+            raise MalformedHandles(f"debug_handles holds {_shown(item)}, no handle id")
+        ids.append(str(item))
+    return ids
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def event_name(aten_ops: Iterable[str], key: str) -> str:
     """The device event name torch-spyre's runtime gives the kernel (without ``#<step>``):
     ``fused_`` and the sorted ATen packet names (``aten.linear.default`` -> ``linear``)."""

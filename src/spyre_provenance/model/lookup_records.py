@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-LOOKUP_VERSION = 2
+LOOKUP_VERSION = 3
 #: How a name was read: a mapping key, an OpSpec debug-handle id, a kernel name (as the
 #: wrapper calls it, or with a profiler prefix, a runtime suffix, as a bundle folder),
 #: torch-spyre's device event or its bare provenance key, one of its CPU spans, or the
@@ -61,6 +61,7 @@ class Match(msgspec.Struct, frozen=True):
     kernel: str
     origin: str  # the log or folder it was read from
     call_sites: list[CallSite]
+    per_op: str | None = None  # the ATen op when the graph is a per-op compile (links.per_op), version 3
 
 
 class Answer(msgspec.Struct, frozen=True):

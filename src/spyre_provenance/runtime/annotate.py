@@ -17,6 +17,16 @@ project's fields go under one prefix no one else writes, ``spyre_provenance_``:
 ``spyre_provenance_graph``            ``<model> <compile id> <graph kind>``
 ``spyre_provenance_bundle``           the bundle's provenance key and folder, when recorded
 ``spyre_provenance_evidence``         what placed the event in that graph (``runtime.attribution``)
+``spyre_provenance_launch``           with a Python stack in the trace: the user's frames that
+                                      launched it (``file:line in function``, outermost first)
+                                      and what tied it to them (``runtime.launches``)
+
+A per-op compile's kernel (``links.per_op``: torch-spyre's eager mode) ran from whichever
+line called the op, not the line its compile recorded (the first call's): with stacks in the
+trace, its ``stack`` is the launch's own (upstream's form, a list of one stack-trace string)
+and ``spyre_provenance_source`` the user's frame that launched it; an event whose launch the
+stacks do not hold gets neither, and is counted apart. A trace without stacks keeps the
+compile's lines, and the report says how to take stacks.
 
 Which events are kernel events, and which call site each one ran, is
 ``runtime.attribution``'s: an event it cannot place in exactly one graph is left as it
@@ -36,7 +46,7 @@ from typing import Any
 import msgspec
 
 from spyre_provenance.base.errors import UnusableInput
-from spyre_provenance.runtime import attribution, trace_stream
+from spyre_provenance.runtime import attribution, launches, trace_stream
 from spyre_provenance.runtime.index import KernelIndex, Site
 from spyre_provenance.runtime.lookup import GraphView
 
@@ -52,6 +62,10 @@ class Summary(msgspec.Struct):
     unknown: dict[str, int]  # kernel event name -> how many events, for names not known
     ambiguous: dict[str, int] = msgspec.field(default_factory=dict)  # "name: why" -> events
     mismatched: dict[str, int] = msgspec.field(default_factory=dict)  # "name: why" -> events
+    malformed: dict[str, int] = msgspec.field(default_factory=dict)  # "name: why" -> events
+    per_op_events: int = 0  # annotated events of per-op compiles
+    stacks: bool = False  # the trace holds Python stacks
+    unplaced: int = 0  # per-op events with stacks in the trace but no user frame launching them
 
     def line(self) -> str:
         text = f"annotated {self.annotated} of {self.kernel_events} kernel events ({self.events} events in all): {self.output}"
@@ -59,12 +73,24 @@ class Summary(msgspec.Struct):
             ("unknown kernel events", self.unknown),
             ("NOT ANNOTATED, more than one graph could have run them", self.ambiguous),
             ("NOT ANNOTATED, from another build of the model than these artifacts", self.mismatched),
+            ("NOT ANNOTATED, their debug_handles are no list of handle ids", self.malformed),
         ):
             if counts:
                 listed = sorted(counts.items())
                 shown = ", ".join(f"{n} x{c}" for n, c in listed[:LISTED])
                 more = f", and {len(listed) - LISTED} more" if len(listed) > LISTED else ""
                 text += f"\n  {title} ({sum(counts.values())}): {shown}{more}"
+        if self.per_op_events and not self.stacks:
+            text += (
+                f"\n  {self.per_op_events} events of per-op compiles keep their compile's line (the first call's"
+                " only): the trace has no Python stacks; profile with torch.profiler.profile(..., with_stack=True)"
+                " to give each launch its own"
+            )
+        elif self.unplaced:
+            text += (
+                f"\n  {self.unplaced} events of per-op compiles without a source: the trace's stacks hold no"
+                " user frame launching them"
+            )
         return text
 
 
@@ -87,10 +113,13 @@ def provenance_fields(index: KernelIndex, site: Site) -> dict[str, Any]:
 
 
 class _Annotator:
-    def __init__(self, index: KernelIndex, regions: attribution.Regions) -> None:
+    def __init__(self, index: KernelIndex, regions: attribution.Regions, stacks: launches.Launches) -> None:
         self.index = index
         self.attributor = attribution.Attributor(index, regions)
         self.fields: dict[Site, dict[str, Any]] = {}
+        self.stacks = stacks
+        self.places = launches.per_op_places(index, stacks) if stacks.has_stacks else None
+        self.per_op_events = self.unplaced = 0
 
     def event(self, event: dict[str, Any]) -> attribution.Verdict:
         """Annotate ``event`` when it is a kernel event placed in one call site."""
@@ -103,11 +132,40 @@ class _Annotator:
         args = event.get("args")
         if not isinstance(args, dict):
             args = event["args"] = {}
+        if launches.per_op(self.index, verdict.site[0]) is not None:
+            self.per_op_events += 1
+            if self.places is not None:
+                fields = self._per_op_fields(event, fields)
+        elif self.places is not None:
+            launch = self.stacks.of(event)
+            if launch is not None:
+                fields = {**fields, f"{PREFIX}launch": _launch_field(launch, launches.user_frames(launch[0]))}
         for name, value in fields.items():
             if name not in args:  # upstream's stack, where it wrote one, stays as it is
                 args[name] = value
         args[f"{PREFIX}evidence"] = verdict.evidence
         return verdict
+
+    def _per_op_fields(self, event: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+        """A per-op event's fields: the stack and source of its own launch, or neither."""
+        assert self.places is not None
+        launch = self.stacks.of(event)
+        placed = self.places.place(launch[0]) if launch else None
+        mine = {k: v for k, v in fields.items() if k not in ("stack", f"{PREFIX}source")}
+        if launch is None or placed is None:
+            self.unplaced += 1
+            return mine
+        inner, outer = placed
+        mine["stack"] = [launches.upstream_stack(launch[0])]
+        mine[f"{PREFIX}source"] = [f"{inner.file}:{inner.line}"]
+        mine[f"{PREFIX}launch"] = _launch_field(launch, [*outer, inner])
+        return mine
+
+
+def _launch_field(
+    launch: tuple[tuple[launches.LaunchFrame, ...], str], user: list[launches.LaunchFrame]
+) -> dict[str, Any]:
+    return {"by": launch[1], "frames": [f"{f.file}:{f.line} in {f.function}" for f in user]}
 
 
 def annotate(trace: str | os.PathLike[str], index: KernelIndex, output: str | os.PathLike[str]) -> Summary:
@@ -120,13 +178,23 @@ def annotate(trace: str | os.PathLike[str], index: KernelIndex, output: str | os
         raise UnusableInput(str(trace), "no such file")
     # the regions only tell graphs apart: with one graph there is nothing to tell, and no
     # second reading of the trace
-    first = (v for kind, _, v in trace_stream.read_trace(trace) if kind == "event") if len(index.graphs) > 1 else ()
-    regions = attribution.read_regions(first)
-    annotator = _Annotator(index, regions)
+    # the regions only tell graphs apart, and the stacks serve per-op compiles: without either
+    # there is nothing to read first, and no second reading of the trace
+    per_op = any(launches.per_op(index, i) is not None for i in range(len(index.graphs)))
+    regions, stacks = attribution.Regions(), launches.Launches()
+    if len(index.graphs) > 1 or per_op:
+        for kind, _, value in trace_stream.read_trace(trace):
+            if kind == "event":
+                regions.add(value)
+                stacks.add(value)
+    regions.done()
+    stacks.done()
+    annotator = _Annotator(index, regions, stacks)
     counts: Counter[str | None] = Counter()
     unknown: Counter[str] = Counter()
     ambiguous: Counter[str] = Counter()
     mismatched: Counter[str] = Counter()
+    malformed: Counter[str] = Counter()
     writer = trace_stream.TraceWriter(output)
     events = 0
     try:
@@ -142,6 +210,8 @@ def annotate(trace: str | os.PathLike[str], index: KernelIndex, output: str | os
                 ambiguous[f"{value['name']}: {verdict.why}"] += 1
             elif verdict.status == "mismatch":
                 mismatched[f"{value['name']}: {verdict.why}"] += 1
+            elif verdict.status == "malformed":
+                malformed[f"{value['name']}: {verdict.why}"] += 1
             writer.event(value)
             events += 1
         writer.commit()
@@ -150,5 +220,15 @@ def annotate(trace: str | os.PathLike[str], index: KernelIndex, output: str | os
         raise
     kernel_events = events - counts[None]
     return Summary(
-        str(output), events, kernel_events, counts["annotated"], dict(unknown), dict(ambiguous), dict(mismatched)
+        str(output),
+        events,
+        kernel_events,
+        counts["annotated"],
+        dict(unknown),
+        dict(ambiguous),
+        dict(mismatched),
+        dict(malformed),
+        annotator.per_op_events,
+        stacks.has_stacks,
+        annotator.unplaced,
     )

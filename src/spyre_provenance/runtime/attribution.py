@@ -35,7 +35,7 @@ from typing import Any
 import msgspec
 
 from spyre_provenance.model.detect import split_key
-from spyre_provenance.model.kernel_keys import KEY_RE, key_of_event
+from spyre_provenance.model.kernel_keys import KEY_RE, MalformedHandles, event_handle_ids, key_of_event
 from spyre_provenance.runtime import kernel_names
 from spyre_provenance.runtime.index import KernelIndex, Site
 from spyre_provenance.runtime.lookup import sites_of_name
@@ -51,8 +51,9 @@ _KERNEL_PREFIXES = ("sdsc_", "triton_", "cpp_fused", "ktir_", "spyre_kernel_")
 class Verdict(msgspec.Struct, frozen=True):
     """What one event is: ``annotated`` (``site``), ``unknown`` (a kernel event these
     artifacts do not hold), ``ambiguous`` (more than one graph could have run it),
-    ``mismatch`` (its torch-spyre fields contradict the artifacts: another build), or
-    None (no kernel event). ``evidence`` says what placed it; ``why`` what did not."""
+    ``mismatch`` (its torch-spyre fields contradict the artifacts: another build),
+    ``malformed`` (its ``debug_handles`` is no list of handle ids), or None (no kernel
+    event). ``evidence`` says what placed it; ``why`` what did not."""
 
     status: str | None
     site: Site | None = None
@@ -125,25 +126,29 @@ class Attributor:
         args = args if isinstance(args, dict) else {}
         key = args.get("provenance_key")  # torch-spyre's; an older annotate wrote "name:N" there
         key = key if isinstance(key, str) and KEY_RE.fullmatch(key) else key_of_event(name)
+        try:  # read once, here: every rule below compares ids, never the field as written
+            handles = event_handle_ids(args.get("debug_handles"))
+        except MalformedHandles as exc:
+            return Verdict("malformed", why=str(exc))
         if key is not None:
             sites = self.index.by_provenance_key.get(key, [])
             if sites:
-                return self._place(sites, event, args, f"provenance key {key}")
+                return self._place(sites, event, handles, f"provenance key {key}")
             if self.index.by_provenance_key:  # the artifacts record keys, and not this one
-                return self._foreign(key, args)
+                return self._foreign(key, handles)
         # artifacts that record no kernel key (OpSpec artifact v1): the handles are the evidence
-        sites = self._handle_sites(args)
+        sites = self._handle_sites(handles)
         if sites:
-            return self._place(sites, event, args, "debug handles")
+            return self._place(sites, event, handles, "debug handles")
         if key is not None:
-            return self._foreign(key, args)
+            return self._foreign(key, handles)
         prefix = _PREFIX.match(name)
         query = kernel_names.parse(name[prefix.end() :] if prefix else name)
         if query.renamed_event is not None:  # renamed by acelyzer, and no provenance_key left
             sites = self.index.sites_of_renamed_event(query.renamed_event)
             if not sites:
                 return Verdict("unknown", why="no recorded provenance key ends it, as acelyzer renames")
-            return self._place(sites, event, args, "provenance key, as acelyzer renamed it")
+            return self._place(sites, event, handles, "provenance key, as acelyzer renamed it")
         if query.form not in ("kernel", "cpu_span", "device_timeline"):
             return NOT_KERNEL
         sites = self._sites(query.name)
@@ -164,13 +169,12 @@ class Attributor:
                 if not sites:
                     return Verdict("unknown", why=f"no graph of the artifacts is graph_{graph_id}")
                 evidence.append(f"graph_{graph_id}_ prefix")
-        return self._place(sites, event, args, ", ".join(evidence) or "kernel name")
+        return self._place(sites, event, handles, ", ".join(evidence) or "kernel name")
 
-    def _handle_sites(self, args: dict[str, Any]) -> list[Site]:
+    def _handle_sites(self, given: list[str] | None) -> list[Site]:
         """The call sites whose OpSpecs' handle ids are exactly the event's ``debug_handles``
         (torch-spyre's list for a kernel: its OpSpecs' direct ids, in order, each once)."""
-        given = args.get("debug_handles")
-        if not isinstance(given, list) or not given:
+        if not given:
             return []
         if self._by_handles is None:
             self._by_handles = {}
@@ -179,7 +183,7 @@ class Attributor:
                     ids = self._handle_ids((position, key))
                     if ids:
                         self._by_handles.setdefault(tuple(ids), []).append((position, key))
-        return list(self._by_handles.get(tuple(str(h) for h in given), ()))
+        return list(self._by_handles.get(tuple(given), ()))
 
     def _sites(self, name: str) -> list[Site]:
         found = self._by_name.get(name)
@@ -187,7 +191,7 @@ class Attributor:
             found = self._by_name[name] = sites_of_name(name, self.index)
         return found
 
-    def _place(self, sites: list[Site], event: dict[str, Any], args: dict[str, Any], evidence: str) -> Verdict:
+    def _place(self, sites: list[Site], event: dict[str, Any], given: list[str] | None, evidence: str) -> Verdict:
         region = self.regions.around(event.get("pid"), event.get("tid"), event.get("ts"))
         if region is not None:
             kind, compile_id = region
@@ -205,11 +209,9 @@ class Attributor:
         turn = self._turns[(position, kernel)]
         self._turns[(position, kernel)] += 1
         site = sites[turn % len(sites)]
-        given = args.get("debug_handles")
         if given is not None:
             expected = self._handle_ids(site)
-            got = [str(h) for h in given] if isinstance(given, list) else None
-            if expected is not None and got != expected:
+            if expected is not None and given != expected:
                 return Verdict(
                     "mismatch",
                     why=f"its debug_handles {given} are not the compile's {expected} for {site[1]}: another build?",
@@ -230,12 +232,11 @@ class Attributor:
             )
         return self._handles[site]
 
-    def _foreign(self, key: str, args: dict[str, Any]) -> Verdict:
+    def _foreign(self, key: str, given: list[str] | None) -> Verdict:
         """An event whose provenance key the artifacts do not hold."""
-        given = args.get("debug_handles")
-        if isinstance(given, list) and given:
+        if given:
             known = {h for g in self.index.graphs for h in ((g.opspecs or {}).get("handles") or {})}
-            if all(str(h) in known for h in given):
+            if all(h in known for h in given):
                 return Verdict(
                     "mismatch",
                     why=f"provenance key {key} is no kernel of this compile, though its debug_handles are: another build",

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from spyre_provenance.links.per_op import per_op_kind
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
 from spyre_provenance.logs.wrapper_code import HANDLE_COMMENT
 from spyre_provenance.model import folders
@@ -102,7 +103,15 @@ def _matches(sites: list[tuple[int, str]], index: KernelIndex) -> list[Match]:
         graph = index.graphs[position]
         view = GraphView.of(graph)
         found.append(
-            Match(graph.model, graph.compile_id, graph.graph, kernel, graph.origin, [view.call_site(k) for k in keys])
+            Match(
+                graph.model,
+                graph.compile_id,
+                graph.graph,
+                kernel,
+                graph.origin,
+                [view.call_site(k) for k in keys],
+                view.per_op,
+            )
         )
     return found
 
@@ -136,6 +145,15 @@ class GraphView:
         self.handles = (graph.opspecs or {}).get("handles") or {}
         self._wrapper_aten = _wrapper_aten(graph.output_code)
         self._node_ops: dict[str, str] | None = None
+        self._per_op: tuple[str | None] | None = None
+
+    @property
+    def per_op(self) -> str | None:
+        """The ATen op when this graph is a per-op compile (``links.per_op``), else None."""
+        if self._per_op is None:
+            keys = [k for k in self.graph.mapping.get("cppCodeToPost") or {} if isinstance(k, str)]
+            self._per_op = (per_op_kind(self.graph.mapping, (self.call_site(k).aten_ops for k in keys)),)
+        return self._per_op[0]
 
     def call_site(self, key: str) -> CallSite:
         post = [n for n in self.graph.mapping.get("cppCodeToPost", {}).get(key, []) if isinstance(n, str)]

@@ -5,7 +5,7 @@ Pure: no torch.
 
 from __future__ import annotations
 
-from spyre_provenance.model.lookup_records import Answer, CallSite, LookupDocument
+from spyre_provenance.model.lookup_records import Answer, CallSite, LookupDocument, Match
 
 _FORMS = {
     "key": "mapping key",
@@ -31,15 +31,36 @@ def _answer(answer: Answer) -> str:
         return "\n".join(lines) + "\n"
     count = len(answer.matches)
     lines = [f"{answer.query} ({form}): {count} kernel{'s' if count != 1 else ''}"]
+    per_op: dict[tuple[str, str, str], list[Match]] = {}
     for match in answer.matches:
+        if match.per_op is not None:  # one block per op kind, however many graphs compiled it
+            group = per_op.setdefault((match.model, match.per_op, match.kernel), [])
+            group.append(match)
+            if len(group) > 1:
+                continue
         sites = len(match.call_sites)
         lines.append(
             f"  {match.kernel}  model {match.model}, compile {match.compile_id}, {match.graph} graph, "
             f"{sites} call site{'s' if sites != 1 else ''}  ({match.origin})"
         )
+        if match.per_op is not None:
+            lines[-1] = f"  {match.kernel}  model {match.model}, per-op compile of {match.per_op}  ({match.origin})"
+            lines.append(PER_OP_NOTE)
         for site in match.call_sites:
             lines += _call_site(site)
+    for (_, op, kernel), group in per_op.items():  # where the block above stands for several graphs
+        at = lines.index(f"  {kernel}  model {group[0].model}, per-op compile of {op}  ({group[0].origin})")
+        graphs = ", ".join(f"{m.compile_id} {m.graph}" for m in group)
+        lines[at] += f": {len(group)} graph{'s' if len(group) > 1 else ''} ({graphs}), the first shown"
     return "\n".join(lines) + "\n"
+
+
+#: what lookup says of a per-op compile's source (``links.per_op``: torch-spyre's eager mode)
+PER_OP_NOTE = (
+    "    one ATen op compiled on its own and reused from every line that calls it: its source below is"
+    " the first call's only; each launch's own comes from a trace profiled with with_stack=True"
+    " (annotate, annotate --summary)"
+)
 
 
 def _call_site(site: CallSite) -> list[str]:

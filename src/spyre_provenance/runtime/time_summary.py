@@ -38,10 +38,16 @@ from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.frames import frames as stack_frames
 from spyre_provenance.model.frames import is_user_frame
 from spyre_provenance.model.kernel_keys import KEY_RE, key_of_event
-from spyre_provenance.runtime import attribution, kernel_names, trace_stream
+from spyre_provenance.runtime import attribution, kernel_names, launches, trace_stream
 from spyre_provenance.runtime.index import KernelIndex, Site
 
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
+#: where a row's place came from: the compile's stack traces, or the launch's own Python stack
+BY_COMPILE, BY_LAUNCH = "compile", "launch"
+#: the call site of a row's kernel entry that stands for every per-op compile of one op
+PER_OP = "per-op"
+#: the hint a summary gives for a trace without Python stacks
+TAKE_STACKS = "torch.profiler.profile(..., with_stack=True)"
 #: the kinds of timed event, in the order one is preferred over the next
 DEVICE, TIMELINE, CPU = "device kernel events", "device timeline Cmpt Exec events", "CPU kernel events"
 TIME_SOURCES = (DEVICE, TIMELINE, CPU)
@@ -67,6 +73,7 @@ class Row(msgspec.Struct, frozen=True):
     total_us: float
     share: float  # of all timed kernel time, 0..1
     kernels: list[KernelTime]
+    placed_by: str = BY_COMPILE  # BY_LAUNCH: the user's function that launched them (per-op kernels)
 
 
 class TimeSummary(msgspec.Struct, frozen=True):
@@ -81,15 +88,20 @@ class TimeSummary(msgspec.Struct, frozen=True):
     unattributed_us: float
     lines: list[Row]
     modules: list[Row]
+    stacks: bool = False  # the trace holds Python stacks (with_stack=True)
+    per_op_events: int = 0  # placed events of per-op compiles (links.per_op)
+    unplaced: int = 0  # per-op events whose launch the trace's stacks do not hold: in no line
+    unplaced_us: float = 0.0
 
 
 class _Cell:
-    __slots__ = ("calls", "kernels", "total")
+    __slots__ = ("calls", "kernels", "placed_by", "total")
 
     def __init__(self) -> None:
         self.calls = 0
         self.total = 0.0
-        self.kernels: dict[Site, list[float]] = {}  # site -> [calls, total]
+        self.kernels: dict[Any, list[float]] = {}  # call site (or per-op kind) -> [calls, total]
+        self.placed_by = BY_COMPILE
 
 
 def _kind(event: dict[str, Any]) -> str | None:
@@ -120,10 +132,12 @@ def summarize(
     """The summary of ``trace`` against ``index``; raises UnusableInput for a trace that is
     not one (and for an acelyzer CSV that cannot be read)."""
     regions = attribution.Regions()
+    stacks = launches.Launches()
     kept: dict[str, list[dict[str, Any]]] = {k: [] for k in TIME_SOURCES}
     for kind, _, event in trace_stream.read_trace(trace):
         if kind != "event":
             continue
+        stacks.add(event)
         timed = _kind(event)
         if timed is None:
             regions.add(event)
@@ -139,50 +153,102 @@ def summarize(
                     "tid": event.get("tid"),
                     "ts": event.get("ts"),
                     "dur": event["dur"],
-                    "args": {k: args[k] for k in ("provenance_key", "debug_handles") if k in args},
+                    "args": {k: args[k] for k in ("provenance_key", "debug_handles", "correlation") if k in args},
                 }
             )
     regions.done()
+    stacks.done()
     source = next((k for k in TIME_SOURCES if kept[k]), None)
     events = kept[source] if source else []
-    attributor = attribution.Attributor(index, regions)
-    lines: dict[tuple[str, str, int, str], _Cell] = {}
-    modules: dict[tuple[str, str, int, str], _Cell] = {}
-    total = unattributed = 0.0
-    attributed = 0
-    places: dict[Site, tuple[str, list[tuple[str, int, str]], list[tuple[str, int, str]]]] = {}
+    tally = _Tally(index, attribution.Attributor(index, regions), stacks)
     for event in events:
-        dur = float(event["dur"])
-        total += dur
-        verdict = attributor.verdict(event)
-        if verdict.status != "annotated" or verdict.site is None:
-            unattributed += dur
-            continue
-        attributed += 1
-        site = verdict.site
-        if site not in places:
-            places[site] = _place(index, site)
-        phase, own, callers = places[site]
-        for where, table in ((own, lines), (callers, modules)):
-            for file, line, code in where:
-                cell = table.setdefault((phase, file, line, code), _Cell())
-                cell.calls += 1
-                cell.total += dur
-                per_kernel = cell.kernels.setdefault(site, [0, 0.0])
-                per_kernel[0] += 1
-                per_kernel[1] += dur
+        tally.add(event)
     joined = read_acelyzer_csv(acelyzer_csv) if acelyzer_csv is not None else None
     return TimeSummary(
         SUMMARY_VERSION,
         str(trace),
         source,
         len(events),
-        attributed,
-        total,
-        unattributed,
-        _rows(lines, total, index, joined),
-        _rows(modules, total, index, joined),
+        tally.attributed,
+        tally.total,
+        tally.unattributed,
+        _rows(tally.lines, tally.total, index, joined, tally.per_op_graphs),
+        _rows(tally.modules, tally.total, index, joined, tally.per_op_graphs),
+        stacks.has_stacks,
+        tally.per_op_events,
+        tally.unplaced,
+        tally.unplaced_us,
     )
+
+
+_Where = list[tuple[str, int, str]]
+#: a kernel under a row: its call site, or (PER_OP, op) for all per-op compiles of one op
+_KernelKey = tuple[Any, str]
+
+
+class _Tally:
+    """Each timed event's ``dur`` under its lines and modules, as ``annotate`` places it."""
+
+    def __init__(self, index: KernelIndex, attributor: attribution.Attributor, stacks: launches.Launches) -> None:
+        self.index = index
+        self.attributor = attributor
+        self.stacks = stacks
+        self.places = launches.per_op_places(index, stacks) if stacks.has_stacks else None
+        self.lines: dict[tuple[str, str, int, str], _Cell] = {}
+        self.modules: dict[tuple[str, str, int, str], _Cell] = {}
+        self.total = self.unattributed = self.unplaced_us = 0.0
+        self.attributed = self.per_op_events = self.unplaced = 0
+        self.per_op_graphs: dict[str, set[int]] = {}  # op -> graph positions
+        self._places: dict[Site, tuple[str, _Where, _Where]] = {}
+
+    def add(self, event: dict[str, Any]) -> None:
+        dur = float(event["dur"])
+        self.total += dur
+        verdict = self.attributor.verdict(event)
+        if verdict.status != "annotated" or verdict.site is None:
+            self.unattributed += dur
+            return
+        self.attributed += 1
+        site = verdict.site
+        if site not in self._places:
+            self._places[site] = _place(self.index, site)
+        phase, own, callers = self._places[site]
+        op = launches.per_op(self.index, site[0])
+        launch = self.stacks.of(event) if self.places is not None else None
+        if op is None:  # a whole graph: its lines are the compile's; the launching frames call into it
+            user = launches.user_frames(launch[0]) if launch else []
+            self._count(dur, phase, own, [*callers, *(_launch_where(f) for f in user)], site, BY_COMPILE)
+            return
+        self.per_op_events += 1
+        self.per_op_graphs.setdefault(op, set()).add(site[0])
+        if self.places is None:  # no stacks at all: the compile's line, and the summary says so
+            self._count(dur, phase, own, callers, (PER_OP, op), BY_COMPILE)
+            return
+        placed = self.places.place(launch[0]) if launch else None
+        if placed is None:  # stacks, but none with a user frame launching this one: no line claimed
+            self.unplaced += 1
+            self.unplaced_us += dur
+            return
+        inner, outer = placed
+        self._count(dur, phase, [_launch_where(inner)], [_launch_where(f) for f in outer], (PER_OP, op), BY_LAUNCH)
+
+    def _count(self, dur: float, phase: str, own: _Where, callers: _Where, kernel: _KernelKey, placed_by: str) -> None:
+        for where, table in ((own, self.lines), (callers, self.modules)):
+            for file, line, code in dict.fromkeys(where):
+                cell = table.setdefault((phase, file, line, code), _Cell())
+                if table is self.lines:
+                    cell.placed_by = placed_by
+                cell.calls += 1
+                cell.total += dur
+                per_kernel = cell.kernels.setdefault(kernel, [0, 0.0])
+                per_kernel[0] += 1
+                per_kernel[1] += dur
+
+
+def _launch_where(frame: launches.LaunchFrame) -> tuple[str, int, str]:
+    """A launch frame as a row's (file, line, code): the trace has no code line, so the code
+    names the function (``in forward``), and the line is the one the profiler wrote."""
+    return frame.file, frame.line, f"in {frame.function}"
 
 
 def _place(index: KernelIndex, site: Site) -> tuple[str, list[tuple[str, int, str]], list[tuple[str, int, str]]]:
@@ -207,11 +273,18 @@ def _rows(
     total: float,
     index: KernelIndex,
     joined: dict[str, dict[str, str]] | None,
+    per_op_graphs: dict[str, set[int]],
 ) -> list[Row]:
     rows = []
     for (phase, file, line, code), cell in table.items():
         kernels = []
-        for site, (calls, spent) in sorted(cell.kernels.items(), key=lambda kv: (-kv[1][1], kv[0])):
+        for site, (calls, spent) in sorted(cell.kernels.items(), key=lambda kv: (-kv[1][1], str(kv[0]))):
+            if site[0] == PER_OP:  # one entry per op kind, however many graphs compiled it
+                graphs = sorted(per_op_graphs[site[1]])
+                models = sorted({index.graphs[g].model for g in graphs})
+                what = f"{', '.join(models)} per-op compile, {len(graphs)} graph{'s' if len(graphs) > 1 else ''}"
+                kernels.append(KernelTime(site[1], PER_OP, what, int(calls), spent))
+                continue
             graph = index.graphs[site[0]]
             kernel = split_key(site[1])[0] or site[1]
             bundle = graph.bundles.get(site[1]) or {}
@@ -220,7 +293,7 @@ def _rows(
                 KernelTime(kernel, site[1], f"{graph.model} {graph.compile_id} {graph.graph}", int(calls), spent, row)
             )
         share = cell.total / total if total else 0.0
-        rows.append(Row(phase, file, line, code, cell.calls, cell.total, share, kernels))
+        rows.append(Row(phase, file, line, code, cell.calls, cell.total, share, kernels, cell.placed_by))
     # heaviest first; ties in a fixed order, so the same trace prints the same summary
     rows.sort(key=lambda r: (r.phase != "forward", -r.total_us, r.file, r.line))
     return rows
@@ -277,6 +350,7 @@ def render_text(summary: TimeSummary) -> str:
         + (f", {_ms(summary.unattributed_us)} not (see annotate)" if summary.unattributed_us else "")
     ]
     out.append("  (a kernel fused from several lines counts under each; a module counts what runs under its call)")
+    out.extend(_per_op_notes(summary))
     for title, rows in (("source line", summary.lines), ("module (the call into it)", summary.modules)):
         for phase in ("forward", "backward"):
             chosen = [r for r in rows if r.phase == phase]
@@ -290,12 +364,39 @@ def render_text(summary: TimeSummary) -> str:
                 for kernel in row.kernels:
                     extra = f"  acelyzer: {_acelyzer_text(kernel.acelyzer)}" if kernel.acelyzer else ""
                     out.append(
-                        f"  {'':>6}  {_ms(kernel.total_us):>10}  {kernel.calls:>6}    {kernel.call_site}"
+                        f"  {'':>6}  {_ms(kernel.total_us):>10}  {kernel.calls:>6}    {_kernel_label(kernel)}"
                         f"  ({kernel.graph}){extra}"
                     )
             if len(chosen) > LISTED_ROWS:
                 out.append(f"  ... and {len(chosen) - LISTED_ROWS} more (--format json or csv lists all)")
     return "\n".join(out) + "\n"
+
+
+def _kernel_label(kernel: KernelTime) -> str:
+    return kernel.kernel if kernel.call_site == PER_OP else kernel.call_site
+
+
+def _per_op_notes(summary: TimeSummary) -> list[str]:
+    """What the summary says of per-op kernels (torch-spyre's eager mode): where their lines
+    come from, and what it could not place."""
+    if not summary.per_op_events:
+        return []
+    if not summary.stacks:
+        return [
+            f"  {summary.per_op_events} events of per-op compiles, one op each: the trace has no Python stacks, so"
+            " they are shown at their compile's line (the first call's only); profile with"
+            f" {TAKE_STACKS} to place each launch at the user's function that launched it"
+        ]
+    notes = [
+        f"  {summary.per_op_events} events of per-op compiles, one op each: each placed by its launch's Python stack,"
+        " at the user's function that launched it (the profiler names a frame by its first line: 'in <function>')"
+    ]
+    if summary.unplaced:
+        notes.append(
+            f"  NOT PLACED: {summary.unplaced} per-op events ({_ms(summary.unplaced_us)}): the trace's stacks"
+            " hold no user frame launching them; counted in no line"
+        )
+    return notes
 
 
 def _acelyzer_text(row: dict[str, str]) -> str:
