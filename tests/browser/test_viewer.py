@@ -1,14 +1,22 @@
 """``spyre-provenance view``'s page in a real browser: Debian's chromium, headless, driven by
 Playwright (tests/helpers/chromium.py), opened from ``file://`` with the network off.
 
-For each compiled case (the built-in MLP in training with a profiled run, zoo models in
-inference and training) the test clicks elements of every kind in every graph (source
-line, pre-grad node, post-grad node, call site, OpSpec, bundle) and compares the set the
-page lights with the relation computed here from the artifact files themselves (the JSON
-in the graph folders and the bundle files, never the page's embedded data):
+For each compiled case (the built-in MLP, in inference and in training with a profiled run,
+zoo models in inference and training) the test clicks every element of every kind in every
+graph (source line, pre-grad node, post-grad node, call site, OpSpec, bundle) and compares
+the set the page lights, and the call sites it marks as their containers, with the relation
+computed here from the artifact files themselves (the JSON in the graph folders and the
+bundle files, never the page's embedded data), element by element:
 
-    edges point down  pre -> post -> call site -> OpSpec -> bundle,  line -> call site | OpSpec
-    a click on X lights X, all below X, all above X, and all above each call site reached.
+    post-grad node -> its pre-grad nodes, the OpSpecs whose handle names it (ir_chain,
+                      fused-from children's), their lines and bundles
+    pre-grad node  -> its post-grad nodes, the OpSpecs naming them, their bundles
+    OpSpec         -> its handle's lines, the post-grad nodes it names, its bundle
+    bundle         -> its OpSpecs and what each lights
+    source line    -> the OpSpecs from it, the nodes they name, those nodes' pre-grad nodes
+    call site      -> everything it holds and its nodes' pre-grad nodes
+    a call site related only kernel-wide (mapping, stack traces) lights when none of the lit
+    OpSpecs is its own; every other one holding a lit OpSpec or post-grad node is a container.
 
 Then: search (a kernel name, a handle id), a URL fragment selecting a kernel, a backward
 kernel leading to the forward graph's kernels at the line it differentiates, keyboard
@@ -33,12 +41,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.compile]
 MODELS = ZOO / "models.py"
 #: compile arguments, each shared with another test module's session compile
 CASES = {
+    "mlp": ("mlp",),  # tests/compile's demo
     "mlp-train-profile": ("mlp", "--train", "--profile"),  # tests/compile/test_annotate.py
     "shared_block-train-profile": (f"{MODELS}:shared_block", "--backend", "reference", "--train", "--profile"),
     "attention-train": (f"{MODELS}:attention", "--backend", "reference", "--train"),  # tests/models/test_zoo.py
     "item_break": (f"{MODELS}:item_break", "--backend", "reference"),  # two graphs
 }
-CLICKS_PER_KIND = 8  # spread over each panel: enough to cover every shape, few enough to stay quick
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _GRAPH_NAME = re.compile(r"graph_(?:(?P<label>.*?)_)?[0-9]+_.*")
 
@@ -85,12 +93,17 @@ class Relation:
                     self._edge(("line", f"{file}:{line}"), ("call", key))
         handles = opspecs.get("handles", {})
         bundles = folder.parent / "sdsc" / label / "inductor-spyre"
+        posts = {p for kind, p in self.down if kind == "post"}
+        self.named: dict[Element, set[Element]] = {}  # OpSpec -> the post-grad nodes its handle names
         for key, specs in opspecs.get("kernels", {}).items():
+            written = {s.get("buffer") for s in specs}
             # the bundle folder the OpSpec artifact records for the call site
             kernel = opspecs.get("bundles", {}).get(key, {}).get("folder") or key.rsplit(":", 1)[0]
             for i, spec in enumerate(specs):
                 element = ("spec", f"{key}#{i}")
                 self._edge(("call", key), element)
+                chain = self._chain(handles, spec.get("debug_handle"), set())
+                self.named[element] = {("post", n) for n in chain if n in posts and n not in written}
                 for line in self._handle_lines(handles.get(spec.get("debug_handle")), handles):
                     self._edge(("line", line), element)
                     self._edge(("line", line), ("call", key))
@@ -110,6 +123,15 @@ class Relation:
         for child in handle.get("fused_from", []):
             yield from self._handle_lines(handles.get(child), handles)
 
+    def _chain(self, handles: dict, hid: str | None, seen: set[str]) -> list[str]:
+        if hid is None or hid in seen or hid not in handles:
+            return []
+        seen.add(hid)
+        found = list(handles[hid].get("ir_chain", []))
+        for child in handles[hid].get("fused_from", []):
+            found += self._chain(handles, child, seen)
+        return found
+
     def _edge(self, a: Element, b: Element) -> None:
         self.down.setdefault(a, set()).add(b)
         self.up.setdefault(b, set()).add(a)
@@ -120,20 +142,45 @@ class Relation:
         for b in bs:
             self._edge(a, b)
 
-    def _reach(self, start: Element, edges: dict[Element, set[Element]]) -> set[Element]:
-        seen, todo = {start}, [start]
-        while todo:
-            for nxt in edges.get(todo.pop(), ()):
-                if nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-        return seen
+    def _of(self, element: Element, kind: str, edges: dict[Element, set[Element]]) -> set[Element]:
+        return {e for e in edges.get(element, ()) if e[0] == kind}
 
     def lit(self, element: Element) -> set[Element]:
-        found = self._reach(element, self.down) | self._reach(element, self.up)
-        for hub in [e for e in found if e[0] == "call"]:
-            found |= self._reach(hub, self.up)
-        return found
+        return self.lit_and_boxed(element)[0]
+
+    def lit_and_boxed(self, element: Element) -> tuple[set[Element], set[Element]]:
+        """What a click on ``element`` lights, and the call sites marked as containers."""
+        kind = element[0]
+        found, wide, specs = {element}, set(), set()
+        if kind == "call":
+            specs = self._of(element, "spec", self.down)
+            nodes = self._of(element, "post", self.up)
+            found |= (
+                nodes | self._of(element, "line", self.up) | {q for p in nodes for q in self._of(p, "pre", self.up)}
+            )
+        elif kind in ("spec", "bundle"):
+            specs = {element} if kind == "spec" else self._of(element, "spec", self.up)
+            for s in specs:
+                found |= self.named[s] | self._of(s, "line", self.up)
+        elif kind == "post":
+            specs = {s for s, named in self.named.items() if element in named}
+            found |= self._of(element, "pre", self.up) | {line for s in specs for line in self._of(s, "line", self.up)}
+            wide = self._of(element, "call", self.down)
+        elif kind == "pre":
+            nodes = self._of(element, "post", self.down)
+            specs = {s for s, named in self.named.items() if named & nodes}
+            found |= nodes
+            wide = {c for p in nodes for c in self._of(p, "call", self.down)}
+        elif kind == "line":
+            specs = self._of(element, "spec", self.down)
+            nodes = {p for s in specs for p in self.named[s]}
+            found |= nodes | {q for p in nodes for q in self._of(p, "pre", self.up)}
+            wide = self._of(element, "call", self.down)
+        found |= specs | {b for s in specs for b in self._of(s, "bundle", self.down)}
+        held = {c for s in specs for c in self._of(s, "call", self.up)}
+        found |= wide - held
+        holding = held | {c for p in found if p[0] == "post" for c in self._of(p, "call", self.down)}
+        return found, {c for c in holding if c not in found}
 
     def elements(self, kind: str) -> list[str]:
         return sorted(key for k, key in self.down if k == kind)
@@ -188,30 +235,34 @@ class Page:
             for x in self.page.eval_on_selector_all(".row.lit", "es => es.map(e => [e.dataset.kind, e.dataset.key])")
         }
 
+    def boxed(self) -> set[Element]:
+        return {
+            tuple(x)
+            for x in self.page.eval_on_selector_all(".row.box", "es => es.map(e => [e.dataset.kind, e.dataset.key])")
+        }
+
     def visible(self, kind: str) -> list[str]:
         return self.page.eval_on_selector_all(f"#p-{kind} .row:not(.hidden)", "es => es.map(e => e.dataset.key)")
 
 
-def _spread(items: list[str], n: int) -> list[str]:
-    return items if len(items) <= n else [items[i * len(items) // n] for i in range(n)]
-
-
 def lit_mismatches(page: Page, relation: Relation) -> list[str]:
-    """Show ``relation``'s graph, check each panel lists exactly its elements, click up to
-    ``CLICKS_PER_KIND`` of each kind and say where the page lit other than the relation."""
+    """Show ``relation``'s graph, check each panel lists exactly its elements, click every
+    element and say where the page lit, or marked as a container, other than the relation."""
     page.show(relation.label)
     problems = []
     for kind in ("line", "pre", "post", "call", "spec", "bundle"):
         shown = page.keys(kind)
         # the page lists exactly the graph's elements of this kind
         assert sorted(shown) == relation.elements(kind), f"{relation.label}: the {kind} panel"
-        for key in _spread(shown, CLICKS_PER_KIND):
+        for key in shown:
             page.click(kind, key)
-            want, got = relation.lit((kind, key)), page.lit()
+            (want, boxes), got, boxed = relation.lit_and_boxed((kind, key)), page.lit(), page.boxed()
             if got != want:
                 problems.append(
                     f"{relation.label} {kind} {key}: lit {sorted(got - want)} too many, {sorted(want - got)} missing"
                 )
+            if boxed != boxes:
+                problems.append(f"{relation.label} {kind} {key}: containers {sorted(boxed)}, not {sorted(boxes)}")
     return problems
 
 
@@ -239,6 +290,40 @@ def test_every_kind_of_element_lights_exactly_its_relatives(browser, viewed):
         assert page.errors == []
         # opened from file:// with the network off: the page asked for nothing but itself
         assert [u for u in page.requests if u != page.url] == []
+    finally:
+        page.close()
+
+
+def test_the_seed_mlps_relu_lights_its_pre_grad_node_line_and_opspec_only(browser, viewed, request):
+    """Issue 47's example: on the seed MLP (one fused kernel), post-grad ``relu`` lights
+    pre-grad ``h``, the line ``h = self.act(self.fc1(x))``, the ``relufwd`` OpSpec and its
+    bundle, and marks the kernel as their container; nothing else."""
+    out, html, graphs, _ = viewed
+    if request.node.callspec.params["viewed"] != "mlp":
+        pytest.skip("the seed MLP's case")
+    (relation,) = graphs
+    (folder,) = [f for f in out.rglob("graph_*") if f.is_dir()]
+    opspecs = json.loads((folder / "spyre_opspec_debug_handles.json").read_text())
+    ((key, specs),) = opspecs["kernels"].items()
+    (i,) = [i for i, spec in enumerate(specs) if spec["op"] == "relufwd"]
+    (bundle,) = relation.down[("spec", f"{key}#{i}")]
+    source = opspecs["handles"][specs[i]["debug_handle"]]["source"]["file"]
+    (line,) = [
+        n for n, text in enumerate(Path(source).read_text().splitlines(), 1) if "h = self.act(self.fc1(x))" in text
+    ]
+    page = Page(browser, html)
+    try:
+        page.click("post", "relu")
+        assert page.lit() == {
+            ("post", "relu"),
+            ("pre", "h"),
+            ("line", f"{source}:{line}"),
+            ("spec", f"{key}#{i}"),
+            bundle,
+        }
+        assert page.boxed() == {("call", key)}
+        assert page.page.eval_on_selector(".row.box", "e => getComputedStyle(e).outlineStyle") == "dashed"
+        assert page.page.eval_on_selector(".row.lit", "e => getComputedStyle(e).outlineStyle") != "dashed"
     finally:
         page.close()
 

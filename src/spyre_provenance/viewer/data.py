@@ -10,10 +10,8 @@ validated as it is read: a truncated or invalid one makes the input unusable (on
 naming the file and the JSON path), never a page that shows half of it.
 
 The document keeps each name once and refers to it by position (the page builds its
-panels from positions), and lists the relation the page lights up as edges pointing down
-the chain ``pre-grad node -> post-grad node -> call site -> OpSpec -> bundle``, with
-``source line -> call site`` and ``source line -> OpSpec`` beside it (``RELATION`` in
-``assets/viewer.js`` and the viewer's docs page say how a click follows them).
+panels from positions), and holds, for every element, what a click on it lights
+(``rel``, made by ``viewer.relation``, the one rule: the page only follows it).
 
 Pure: no torch.
 """
@@ -41,6 +39,8 @@ from spyre_provenance.model.names import (
     artifact_file,
 )
 from spyre_provenance.validate import schemas
+from spyre_provenance.validate.coverage import handle_nodes
+from spyre_provenance.viewer.relation import relation
 from spyre_provenance.viewer.sources import handle_lines, kernel_lines, problem
 
 DOCUMENT_VERSION = 1
@@ -205,6 +205,7 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], lim
         folder = (recorded.get(key) or {}).get("folder") if isinstance(recorded, dict) else None
         folder = folder if isinstance(folder, str) and folder else name or key
         spec_at = []
+        written = {s.get("buffer") for s in specs_doc.get(key) or () if s.get("buffer")}
         for i, spec in enumerate(specs_doc.get(key) or ()):
             hid = spec.get("debug_handle")
             handle = handles.get(hid) if isinstance(hid, str) else None
@@ -225,6 +226,12 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], lim
                     "h": hid,
                     "miss": spec.get("missing_handle"),
                     "l": sorted({lines.of(f, n) for f, n in handle_lines(handle, handles)}),
+                    # the post-grad nodes its handle names (ir_chain, fused-from children's)
+                    "p": sorted(
+                        {post_at[n] for n in handle_nodes(hid, handles, written) if n in post_at}
+                        if isinstance(hid, str)
+                        else ()
+                    ),
                     "b": b,
                     # whether the bundle's debug_handle_ is this OpSpec's (a kernel-cache hit
                     # serves an earlier compile's bundle): said, not assumed
@@ -241,7 +248,7 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], lim
         )
     for bundle in bundles.found:
         _bundle_text(bundle, specs, limit)
-    return {
+    graph = {
         "label": g.label,
         "model": g.model,
         "rank": g.rank,
@@ -257,6 +264,8 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], lim
         "handles": used_handles,
         "bundles": bundles.found,
     }
+    graph["rel"] = relation(graph)
+    return graph
 
 
 def _nodes(m: dict[str, Any]) -> tuple[list[str], list[str], list[set[int]]]:

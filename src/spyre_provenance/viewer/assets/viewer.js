@@ -1,11 +1,9 @@
 // spyre-provenance view: the page's behaviour. Plain JavaScript, no framework, no request.
 //
-// The document (viewer/data.py) lists edges pointing down the chain
-//   pre-grad node -> post-grad node -> call site -> OpSpec -> bundle,  source line -> call site | OpSpec.
-// RELATION: a click on X lights X, everything below X (down), everything above X (up),
-// and everything above each call site so reached: a call site is the hub whose source
-// lines, post-grad and pre-grad nodes always light together (a fused kernel lights all
-// of its lines). Panels are built per graph, when the graph is first shown.
+// The document (viewer/data.py) holds, for every element, what a click on it lights
+// (viewer/relation.py says the rule): the page follows it, element by element, and marks the
+// call sites holding lit elements as their containers. Panels are built per graph, when the
+// graph is first shown.
 "use strict";
 (function () {
   const T0 = performance.now();
@@ -19,39 +17,13 @@
   let gi = -1, G = null, rows = null, sel = null, lit = null;
 
   // --- the relation ----------------------------------------------------------------------
-  function index(g) {
-    if (g._ix) return g._ix;
-    const push = (m, k, v) => { let a = m.get(k); if (!a) m.set(k, (a = [])); a.push(v); };
-    const postPre = g.post.map(() => []), postCall = g.post.map(() => []);
-    g.pp.forEach((ps, i) => ps.forEach((p) => postPre[p].push(i)));
-    g.calls.forEach((c, i) => c.p.forEach((p) => postCall[p].push(i)));
-    const lineCall = new Map(), lineSpec = new Map();
-    g.calls.forEach((c, i) => c.l.forEach((l) => push(lineCall, l, i)));
-    g.specs.forEach((s, i) => s.l.forEach((l) => push(lineSpec, l, i)));
-    return (g._ix = { postPre, postCall, lineCall, lineSpec });
-  }
-
+  // What a click lights is the document's (viewer/relation.py, the one rule): each element's
+  // lit set by kind, itself included, and "box", the call sites marked as its containers.
   function relatives(g, kind, i) {
-    const ix = index(g);
-    const S = {}; KINDS.forEach((k) => (S[k] = new Set()));
-    const seenDown = {}, seenUp = {}; KINDS.forEach((k) => { seenDown[k] = new Set(); seenUp[k] = new Set(); });
-    function down(k, j) {
-      if (seenDown[k].has(j)) return; seenDown[k].add(j); S[k].add(j);
-      if (k === "pre") g.pp[j].forEach((p) => down("post", p));
-      else if (k === "post") ix.postCall[j].forEach((c) => down("call", c));
-      else if (k === "line") { (ix.lineCall.get(j) || []).forEach((c) => down("call", c)); (ix.lineSpec.get(j) || []).forEach((s) => down("spec", s)); }
-      else if (k === "call") g.calls[j].s.forEach((s) => down("spec", s));
-      else if (k === "spec" && g.specs[j].b !== null) down("bundle", g.specs[j].b);
-    }
-    function up(k, j) {
-      if (seenUp[k].has(j)) return; seenUp[k].add(j); S[k].add(j);
-      if (k === "bundle") g.bundles[j].s.forEach((x) => up("spec", x));
-      else if (k === "spec") { up("call", g.specs[j].c); g.specs[j].l.forEach((l) => up("line", l)); }
-      else if (k === "call") { g.calls[j].p.forEach((p) => up("post", p)); g.calls[j].l.forEach((l) => up("line", l)); }
-      else if (k === "post") ix.postPre[j].forEach((p) => up("pre", p));
-    }
-    down(kind, i); up(kind, i);
-    Array.from(S.call).forEach((c) => up("call", c));
+    const e = (kind === "line" ? g.rel.line[String(i)] : g.rel[kind][i]) || {};
+    const S = {}; KINDS.forEach((k) => (S[k] = new Set(e[k] || [])));
+    S[kind].add(i);
+    S.box = new Set(e.box || []);
     return S;
   }
 
@@ -179,6 +151,7 @@
     c.el.querySelectorAll(".row").forEach((el) => {
       const i = +el.dataset.i; rows[kind].set(i, el);
       if (lit && lit[kind].has(i)) el.classList.add("lit");
+      if (lit && kind === "call" && lit.box.has(i)) el.classList.add("box");
       if (sel && sel.kind === kind && sel.i === i) el.classList.add("sel");
     });
     if (hit !== null) hideMisses(c.el);
@@ -187,17 +160,24 @@
   function fillRows(kind, indices) { indices.forEach((i) => { const n = chunkOf[kind].get(i); if (n !== undefined) fill(kind, n); }); }
 
   // --- selection -----------------------------------------------------------------------------
-  function clearLit() { if (lit) KINDS.forEach((k) => lit[k].forEach((i) => { const el = rows[k].get(i); if (el) el.classList.remove("lit", "sel"); })); lit = null; }
+  function clearLit() {
+    if (lit) {
+      KINDS.forEach((k) => lit[k].forEach((i) => { const el = rows[k].get(i); if (el) el.classList.remove("lit", "sel"); }));
+      lit.box.forEach((i) => { const el = rows.call.get(i); if (el) el.classList.remove("box"); });
+    }
+    lit = null;
+  }
   function select(kind, i, opts) {
     clearLit();
     sel = kind === null ? null : { kind, i };
     if (!sel) { $("detail").textContent = ""; $("bundle-view").textContent = ""; setHash(); return; }
     lit = relatives(G, kind, i);
     KINDS.forEach((k) => { fillRows(k, lit[k]); lit[k].forEach((j) => { const el = rows[k].get(j); if (el) el.classList.add("lit"); }); });
+    fillRows("call", lit.box); lit.box.forEach((j) => { const el = rows.call.get(j); if (el) el.classList.add("box"); });
     const el = rows[kind].get(i); if (el) el.classList.add("sel");
     KINDS.forEach((k) => {
       if (k === kind && !(opts && opts.scroll)) return;
-      const first = k === kind ? el : Array.from(lit[k]).map((j) => rows[k].get(j)).filter(Boolean).sort((a, b) => a.offsetTop - b.offsetTop)[0];
+      const first = k === kind ? el : Array.from(lit[k].size || k !== "call" ? lit[k] : lit.box).map((j) => rows[k].get(j)).filter(Boolean).sort((a, b) => a.offsetTop - b.offsetTop)[0];
       if (first) first.scrollIntoView({ block: "nearest" });
     });
     showDetail(kind, i);
