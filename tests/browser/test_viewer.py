@@ -42,6 +42,8 @@ MODELS = ZOO / "models.py"
 #: compile arguments, each shared with another test module's session compile
 CASES = {
     "mlp": ("mlp",),  # tests/compile's demo
+    "mlp-inductor": ("mlp", "--backend", "inductor"),  # no OpSpecs: kernel-wide evidence alone
+    "residual": ("residual", "--backend", "reference"),
     "mlp-train-profile": ("mlp", "--train", "--profile"),  # tests/compile/test_annotate.py
     "shared_block-train-profile": (f"{MODELS}:shared_block", "--backend", "reference", "--train", "--profile"),
     "attention-train": (f"{MODELS}:attention", "--backend", "reference", "--train"),  # tests/models/test_zoo.py
@@ -286,7 +288,15 @@ def test_every_kind_of_element_lights_exactly_its_relatives(browser, viewed):
     try:
         problems = [problem for relation in graphs for problem in lit_mismatches(page, relation)]
         assert not problems, "\n".join(problems[:10])
-        assert any(r.elements("bundle") for r in graphs), "no bundle in the out folder: nothing tested of bundles"
+        if any(r.elements("spec") for r in graphs):  # stock Inductor has neither OpSpecs nor bundles
+            assert any(r.elements("bundle") for r in graphs), "no bundle in the out folder: nothing tested of bundles"
+        else:  # the kernel-wide rule: a post-grad node lights the call sites the mapping puts it in
+            assert all(
+                r.lit(("post", p)) & {("call", c) for c in r.elements("call")}
+                for r in graphs
+                for p in r.elements("post")
+                if r.down[("post", p)]
+            )
         assert page.errors == []
         # opened from file:// with the network off: the page asked for nothing but itself
         assert [u for u in page.requests if u != page.url] == []
@@ -332,6 +342,8 @@ def test_search_filters_call_sites_by_kernel_name_and_handle_id(browser, viewed)
     out, html, graphs, _ = viewed
     relation = max(graphs, key=lambda r: len(r.elements("call")))
     folder = next(f for f in sorted(out.rglob("graph_*")) if Relation(f).label == relation.label)
+    if not (folder / "spyre_opspec_debug_handles.json").is_file():
+        pytest.skip("stock Inductor writes no OpSpecs: no handle id to search by")
     opspecs = json.loads((folder / "spyre_opspec_debug_handles.json").read_text())
     page = Page(browser, html)
     try:
@@ -399,6 +411,8 @@ def test_a_fragment_link_selects_a_kernel_and_the_backward_leads_to_the_forward_
 
 def test_keyboard_moves_within_and_across_panels(browser, viewed):
     out, html, graphs, _ = viewed
+    if not graphs[0].elements("spec"):
+        pytest.skip("stock Inductor writes no OpSpecs: no panel to the right of the call sites to move to")
     page = Page(browser, html)
     try:
         page.show(graphs[0].label)
@@ -480,6 +494,8 @@ def screenshot(browser, html: Path, out: Path, shot: Path) -> list[str]:
 
 
 def test_the_docs_screenshot_is_taken_of_a_checked_page(browser, viewed, tmp_path):
-    out, html, _, _ = viewed
+    out, html, graphs, _ = viewed
+    if not any(r.elements("spec") for r in graphs):
+        pytest.skip("stock Inductor writes no OpSpecs: the picture shows one clicked")
     assert screenshot(browser, html, out, tmp_path / "view.png") == []
     assert (tmp_path / "view.png").read_bytes().startswith(b"\x89PNG")
