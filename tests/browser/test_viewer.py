@@ -61,11 +61,17 @@ Element = tuple[str, str]  # (kind, key): what the page's rows carry as data-kin
 class Relation:
     """One graph folder's elements and edges, read from its files."""
 
-    def __init__(self, folder: Path, served: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, folder: Path, served: dict[str, str] | None = None, logged: tuple[str, dict[str, dict]] | None = None
+    ) -> None:
         """``served``: the bundles (``<folder>/sdsc_<i>.json``) of torch-spyre's own bundle
-        folders, each by that path and by the id of the handle it carries."""
+        folders, each by that path and by the id of the handle it carries; ``logged``: a
+        graph of a plain TORCH_TRACE log instead of a graph folder (its label, and its
+        artifacts by name)."""
 
         def load(name: str) -> dict:
+            if logged is not None:
+                return logged[1].get(name, {})
             path = folder / f"{name}.json"
             return json.loads(path.read_text()) if path.is_file() else {}
 
@@ -73,20 +79,23 @@ class Relation:
         traces = load("inductor_provenance_tracking_kernel_stack_traces")
         opspecs = load("spyre_opspec_debug_handles")
         diagnostics = load("spyre_provenance_diagnostics")
-        label = _GRAPH_NAME.fullmatch(folder.name)["label"] or folder.parent.name
-        self.label = f"{label} {diagnostics['compile_id']} {diagnostics['graph']}"
+        if logged is not None:
+            label, self.label = "", logged[0]
+        else:
+            label = _GRAPH_NAME.fullmatch(folder.name)["label"] or folder.parent.name
+            self.label = f"{label} {diagnostics['compile_id']} {diagnostics['graph']}"
         self.down: dict[Element, set[Element]] = {}
         self.up: dict[Element, set[Element]] = {}
-        for pre, posts in mapping["preToPost"].items():
+        for pre, posts in mapping.get("preToPost", {}).items():
             self._edges(("pre", pre), (("post", p) for p in posts))
-        for post, pres in mapping["postToPre"].items():
+        for post, pres in mapping.get("postToPre", {}).items():
             for pre in pres:
                 self._edge(("pre", pre), ("post", post))
-        for key, posts in mapping["cppCodeToPost"].items():
+        for key, posts in mapping.get("cppCodeToPost", {}).items():
             self.down.setdefault(("call", key), set())
             for post in posts:
                 self._edge(("post", post), ("call", key))
-        for post, keys in mapping["postToCppCode"].items():
+        for post, keys in mapping.get("postToCppCode", {}).items():
             for key in keys:
                 self._edge(("post", post), ("call", key))
         for key, frames in traces.items():
@@ -338,6 +347,82 @@ def test_the_seed_mlps_relu_lights_its_pre_grad_node_line_and_opspec_only(browse
         page.close()
 
 
+def _tlparse_graphs(out: Path, relation: Relation, name: str) -> list[str]:
+    """tlparse's own files of ``name`` (``before_pre_grad_graph``...) in the compile folder of
+    ``relation``'s graph, in log order (a training compile's forward, then its backward)."""
+    label, compile_id, _ = relation.label.split(" ")
+    frame, rest = compile_id.split("/")
+    frame_compile, _, attempt = rest.partition("_")  # 0/0_1: attempt 1
+    folder = out / "tlparse" / label / f"-_{frame}_{frame_compile}_{attempt or 0}"
+    files = sorted(folder.glob(f"{name}_*.txt"), key=lambda f: int(f.stem.rsplit("_", 1)[1]))
+    return [f.read_text() for f in files]
+
+
+def _as_shown(text: str) -> list[str]:
+    """A graph's payload as the page shows it: torch's ``# graph id`` comment (an address that
+    differs in every run) and the blank lines it leaves at the end are not shown."""
+    lines = [line for line in text.splitlines() if not re.fullmatch(r"\s*# graph id: \d+\s*", line)]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
+_PANEL_TEXT = """body => {
+  const shown = [];
+  for (const e of body.querySelectorAll('.row, .ctx, .file')) {
+    if (e.classList.contains('file')) break;  // the nodes on no line follow
+    const ln = e.querySelector('.ln');
+    shown.push([e.dataset.key || null, e.textContent.slice(ln ? ln.textContent.length : 0)]);
+  }
+  return shown;
+}"""
+
+
+def test_the_graphs_are_shown_as_tlparse_shows_them_each_node_on_its_line(browser, viewed):
+    """The pre-grad and post-grad panels hold the graph's code, line for line tlparse's own
+    file of it, and each node's row is the line tlparse finds it on (its name before the
+    first ``=``, then the first ``:``), so the line lights with the node."""
+    out, html, graphs, _ = viewed
+    page = Page(browser, html)
+    try:
+        for relation in graphs:
+            page.show(relation.label)
+            nth = 1 if relation.label.endswith("backward") else 0
+            for kind, name in (("pre", "before_pre_grad_graph"), ("post", "inductor_post_grad_graph")):
+                texts = _tlparse_graphs(out, relation, name)
+                want = _as_shown(texts[min(nth, len(texts) - 1)])  # one pre-grad graph per compile
+                shown = page.page.eval_on_selector(f"#p-{kind} .body", _PANEL_TEXT)
+                assert [text for _, text in shown] == want, f"{relation.label} {kind}"
+                rows = {key: text for key, text in shown if key is not None}
+                for key, text in rows.items():
+                    assert text.split("=", 1)[0].split(":", 1)[0].strip() == key, (relation.label, key, text)
+                named = {
+                    text.split("=", 1)[0].split(":", 1)[0].strip() for text in want if not text.strip().startswith("#")
+                }
+                # every node of the relation that has a line is shown on it
+                assert {k for k in relation.elements(kind) if k in named} == set(rows), f"{relation.label} {kind}"
+    finally:
+        page.close()
+
+
+def test_a_call_site_shows_its_wrapper_call_and_handle_comment(browser, viewed):
+    out, html, graphs, _ = viewed
+    logged = "\n".join(p.read_text() for p in (out / "trace").glob("*.log"))
+    page = Page(browser, html)
+    try:
+        for relation in graphs:
+            page.show(relation.label)
+            for key in relation.elements("call"):
+                page.click("call", key)
+                lines = page.page.inner_text("#bundle-view").splitlines()
+                assert lines[1] == f"# [Provenance debug handles] {key}", lines
+                assert key.rsplit(":", 1)[0] in lines[2] and re.search(rf"\n\t\s*{re.escape(lines[2])}\n", logged), (
+                    lines
+                )
+    finally:
+        page.close()
+
+
 def test_search_filters_call_sites_by_kernel_name_and_handle_id(browser, viewed):
     out, html, graphs, _ = viewed
     relation = max(graphs, key=lambda r: len(r.elements("call")))
@@ -499,3 +584,73 @@ def test_the_docs_screenshot_is_taken_of_a_checked_page(browser, viewed, tmp_pat
         pytest.skip("stock Inductor writes no OpSpecs: the picture shows one clicked")
     assert screenshot(browser, html, out, tmp_path / "view.png") == []
     assert (tmp_path / "view.png").read_bytes().startswith(b"\x89PNG")
+
+
+# --- a plain TORCH_TRACE folder: torch's own flags, no --out ---------------------------------
+
+UPSTREAM = """
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128))
+torch.compile(model)(torch.randn(8, 128)).sum().backward()
+"""
+
+
+def logged_graphs(log: Path) -> list[tuple[str, dict[str, dict]]]:
+    """Each compiled graph of a TORCH_TRACE log, read here line by line: its label as the page
+    names a log's graph (``<log name> <compile id> <kind>``, the kind from the wrapper's
+    ``# AOT ID``) and the JSON artifacts logged after its code."""
+    records: list[tuple[dict, list[str]]] = []
+    for line in log.read_text().splitlines():
+        if line.startswith("\t") and records:
+            records[-1][1].append(line[1:])
+        elif "] {" in line:
+            records.append((json.loads(line.split("] ", 1)[1]), []))
+    graphs: list[tuple[str, dict[str, dict]]] = []
+    for envelope, payload in records:
+        if "inductor_output_code" in envelope:
+            kind = re.search(r"# AOT ID: \['\d+_(\w+)'\]", payload[0])[1]
+            graphs.append((f"{log.stem} {envelope['frame_id']}/{envelope['frame_compile_id']} {kind}", {}))
+        name = (envelope.get("artifact") or {}).get("name", "")
+        if graphs and name.startswith("inductor_provenance_tracking"):
+            graphs[-1][1][name] = json.loads("\n".join(payload))
+    return graphs
+
+
+@pytest.fixture(scope="module")
+def upstream_trace(tmp_path_factory, fresh_process):
+    """A TORCH_TRACE folder written by torch's own flags alone (no spyre-provenance in the
+    process): a training compile of the seed MLP's shape on stock Inductor."""
+    work = tmp_path_factory.mktemp("upstream")
+    env = {
+        "TORCH_TRACE": str(work / "trace"),
+        "INDUCTOR_PROVENANCE": "1",
+        "TORCHINDUCTOR_CACHE_DIR": str(work / "cache"),
+        "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1",
+    }
+    done = fresh_process.run(driver=UPSTREAM, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return work / "trace"
+
+
+def test_a_plain_torch_trace_folder_or_log_is_viewed_as_open_reads_it(browser, upstream_trace, run_cli, tmp_path):
+    (log,) = upstream_trace.glob("*.log")
+    graphs = [Relation(log, logged=g) for g in logged_graphs(log)]
+    assert [r.label.rsplit(" ", 1)[1] for r in graphs] == ["forward", "backward"]
+    for target in (upstream_trace, log):
+        html = tmp_path / f"{target.name}.html"
+        code, printed, err = run_cli("view", target, "-o", html)
+        assert (code, err) == (0, ""), err
+        page = Page(browser, html)
+        try:
+            problems = [problem for relation in graphs for problem in lit_mismatches(page, relation)]
+            assert not problems, "\n".join(problems[:10])
+            assert graphs[0].elements("call") and page.errors == []
+            page.show(graphs[0].label)  # the graphs' code, from the log's payloads
+            shown = page.page.eval_on_selector("#p-pre .body", _PANEL_TEXT)
+            assert any(key == "input_1" for key, _ in shown) and shown[0][1].startswith("class GraphModule")
+        finally:
+            page.close()
+    # with no -o, a log's page goes beside it
+    assert run_cli("view", log)[0] == 0 and log.with_name(f"{log.stem}.view.html").is_file()

@@ -92,13 +92,25 @@
     });
     return { html: out, count: used.length + " lines that made kernels" + (total ? ", shaded by share of kernel time" : "") };
   }
+  // A graph panel: the graph's code as logged (tlparse's), each node's row the line tlparse
+  // finds it on; the names alone where no log was beside the artifacts.
+  function renderNodes(g, kind) {
+    const names = g[kind], code = g.code && g.code[kind];
+    if (!code) return { html: names.map((n, i) => row(kind, i, () => esc(n))), count: names.length + " nodes" };
+    const node = new Map(); code.at.forEach((n, i) => { if (n >= 0) node.set(n, i); });
+    const numbered = (n, text) => '<span class="ln">' + (n + 1) + "</span>" + esc(text);
+    const out = code.text.split("\n").map((text, n) => node.has(n) ? row(kind, node.get(n), () => numbered(n, text)) : '<div class="ctx">' + numbered(n, text) + "</div>");
+    const missing = names.map((_, i) => i).filter((i) => code.at[i] < 0);
+    if (missing.length) { out.push('<div class="file">not on a line of the logged graph</div>'); missing.forEach((i) => out.push(row(kind, i, () => esc(names[i])))); }
+    return { html: out, count: names.length + " nodes, the code as logged" };
+  }
   function renderGraph() {
     const g = G;
     const maxT = Math.max(0, ...g.calls.map((c) => c.t || 0));
     const parts = {
       line: renderLines(g),
-      pre: { html: g.pre.map((n, i) => row("pre", i, () => esc(n))), count: g.pre.length },
-      post: { html: g.post.map((n, i) => row("post", i, () => esc(n))), count: g.post.length },
+      pre: renderNodes(g, "pre"),
+      post: renderNodes(g, "post"),
       call: {
         html: g.calls.map((c, i) => row("call", i, () =>
           (c.t ? '<span class="bar" style="width:' + Math.max(1, Math.round(60 * c.t / maxT)) + 'px"></span>' : "") + esc(c.k) +
@@ -217,6 +229,9 @@
       text.push(b ? "\nSuperDSC bundle " + b.path + (x.ba ? "" : "  (its debug_handle_ " + b.id + " is not this OpSpec's)") +
         (b.handle ? "  (its debug_handle_ is the handle above, id " + b.id + ": only the id is repeated here)" : "") + ":\n" + body + (b.cut ? "\n\u2026 (cut)" : "") : "\nno SuperDSC bundle in the out folder for this OpSpec");
       view.textContent = text.join("\n");
+    } else if (kind === "call") {
+      const c = g.calls[i];
+      view.textContent = c.w ? "the call in the wrapper code:\n" + c.w.join("\n") : "the wrapper code of " + c.k + " was not logged beside the artifacts";
     } else view.textContent = "";
   }
   function handleDescription(g, id, h, indent) {
