@@ -52,7 +52,16 @@ CASES = {
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _GRAPH_NAME = re.compile(r"graph_(?:(?P<label>.*?)_)?[0-9]+_.*")
 
-Element = tuple[str, str]  # (kind, key): what the page's rows carry as data-kind and data-key
+Element = tuple[str, str]
+
+
+def _is_users(file: str) -> bool:
+    return not (
+        "/torch/" in file
+        or re.search(r"/lib/python3[.0-9]*/(?!site-packages/)", file)
+        or ("spyre_provenance/" in file and not file.endswith("compile/examples.py"))
+        or file.startswith("<")
+    )  # (kind, key): what the page's rows carry as data-kind and data-key
 
 
 # --- the relation, from the artifact files ----------------------------------------------------
@@ -98,10 +107,14 @@ class Relation:
         for post, keys in mapping.get("postToCppCode", {}).items():
             for key in keys:
                 self._edge(("post", post), ("call", key))
+        self.innermost: dict[str, set[str]] = {}  # call site -> the user's line each trace ends at
         for key, frames in traces.items():
             for trace in frames:
-                for file, line in _FRAME.findall(trace):
+                found = _FRAME.findall(trace)
+                for file, line in found:
                     self._edge(("line", f"{file}:{line}"), ("call", key))
+                users = [f"{file}:{line}" for file, line in found if _is_users(file)]
+                self.innermost.setdefault(key, set()).update(users[-1:])
         handles = opspecs.get("handles", {})
         bundles = folder.parent / "sdsc" / label / "inductor-spyre"
         posts = {p for kind, p in self.down if kind == "post"}
@@ -549,9 +562,21 @@ def test_a_profiled_run_times_each_call_site_and_shades_its_lines(browser, viewe
             shaded = page.page.eval_on_selector_all(
                 "#p-line .row", "es => es.filter(e => e.style.background).map(e => e.dataset.key)"
             )
-            timed = {("call", key) for graph, key in expected if graph == relation.label}
-            timed_lines = {key for (kind, key), below in relation.down.items() if kind == "line" and below & timed}
-            assert set(shaded) == timed_lines
+            # a line is shaded when a timed kernel's stack trace ends there (its innermost frame
+            # of the user's: not torch, the standard library or this package but its examples)
+            timed = {key for graph, key in expected if graph == relation.label}
+            assert set(shaded) == {line for key in timed for line in relation.innermost.get(key, ())}
+            # an element: the time of the kernels it lights or that hold it
+            for post in relation.elements("post")[:5]:
+                lit, boxes = relation.lit_and_boxed(("post", post))
+                holding = {key for kind, key in lit | boxes if kind == "call" and key in timed}
+                page.click("post", post)
+                detail = page.page.inner_text("#detail")
+                if holding:
+                    n = len(holding)
+                    assert re.search(rf"time of the kernels holding it: [0-9.]+ (us|ms) in {n} kernels?\b", detail)
+                else:
+                    assert "time of the kernels" not in detail, detail
     finally:
         page.close()
 

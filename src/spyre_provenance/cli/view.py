@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="TRACE.json",
-        help="a profiled run's Chrome trace (compile --profile's, or torch-spyre's): time and calls per call site",
+        help="a profiled run's Chrome trace (compile --profile's, or torch-spyre's): time per call site, line and element, as annotate --summary counts it",
     )
     parser.add_argument(
         "--bundles",

@@ -450,7 +450,7 @@ def build(out: Path, timing: Any = None, bundles: list[Path] | None = None) -> d
     limit = max(BUNDLE_TEXT_FLOOR, min(BUNDLE_TEXT_LIMIT, BUNDLE_BUDGET // max(1, opspecs)))
     graphs = [_graph(g, lines, served, limit, logged) for g, logged in zip(found, _logged(found), strict=True)]
     if timing is not None:
-        timing.apply(graphs, out)
+        timing.apply(graphs, out, lines.index)
     return {
         "version": DOCUMENT_VERSION,
         "out": str(out),

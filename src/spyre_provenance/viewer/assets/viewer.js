@@ -63,8 +63,10 @@
   }
   function renderLines(g) {
     const used = usedLines(g), usedSet = new Set(used);
-    const time = new Map(); let total = 0;
-    g.calls.forEach((c) => { if (c.t) { total += c.t; c.l.forEach((l) => time.set(l, (time.get(l) || 0) + c.t)); } });
+    // a line's time is the document's (runtime.time_summary's rule: the kernels whose stack
+    // traces end at it), over the graph's kernel time
+    const time = new Map(Object.entries(g.lt || {}).map(([l, t]) => [Number(l), t]));
+    const total = g.calls.reduce((a, c) => a + (c.t || 0), 0);
     const byFile = new Map(); used.forEach((l) => { const f = D.lines[l][0]; if (!byFile.has(f)) byFile.set(f, []); byFile.get(f).push(l); });
     const lineAt = new Map(); used.forEach((l) => lineAt.set(D.lines[l][0] + ":" + D.lines[l][1], l));
     const out = [];
@@ -206,6 +208,11 @@
     if (kind === "call") {
       const c = g.calls[i];
       d.push(' <span class="kv">post-grad nodes:</span> ' + c.p.length + ' <span class="kv">OpSpecs:</span> ' + c.s.length + (c.t ? ' <span class="kv">time:</span> ' + fmtTime(c.t) + " in " + c.n + " calls" : ""));
+    } else if (D.trace) {
+      // an element's time: its kernels', those the click lights or marks as holding it
+      const held = new Set([...lit.call, ...lit.box]); let t = 0;
+      held.forEach((c) => { t += g.calls[c].t || 0; });
+      if (t) d.push(' <span class="kv">time of the kernels holding it:</span> ' + fmtTime(t) + " in " + held.size + " kernel" + (held.size === 1 ? "" : "s"));
     }
     // the same source lines in the other graphs: a backward kernel leads to the forward line it differentiates
     const lines = Array.from(lit.line);
