@@ -151,16 +151,29 @@ def _call(ix: _Index, c: int) -> dict[str, list[int]]:
     return lit.entry()
 
 
+#: an entry's lists, in this order (the page reads them by position)
+ENTRY = (*KINDS, BOX)
+
+
+def _compact(entry: dict[str, list[int]], kind: str, i: int) -> list[list[int]]:
+    """``entry`` as the page reads it: its lists in ``ENTRY`` order, the clicked element left
+    out (the page lights it), empty lists at the end left out. A page of 10k kernels holds
+    ~100k entries: keys and the element itself were a third of its bytes."""
+    lists = [[j for j in entry.get(k, ()) if not (k == kind and j == i)] for k in ENTRY]
+    while lists and not lists[-1]:
+        lists.pop()
+    return lists
+
+
 def relation(g: dict[str, Any]) -> dict[str, Any]:
-    """``rel``: per kind, each element's lit set (``{kind: [positions]}``, the element itself
-    included, ``box`` the containers); source lines keyed by their position in the document's
-    ``lines`` (as text, JSON's keys)."""
+    """``rel``: per kind, each element's lit set and containers (``_compact``: positions per
+    kind of ``ENTRY``); source lines keyed by their position in the document's ``lines`` (as
+    text, JSON's keys)."""
     ix = _Index(g)
-    return {
-        "line": {str(line): _line(ix, line) for line in ix.lines()},
-        "pre": [_pre(ix, q) for q in range(len(g["pre"]))],
-        "post": [_post(ix, p) for p in range(len(g["post"]))],
-        "call": [_call(ix, c) for c in range(len(g["calls"]))],
-        "spec": [_spec(ix, s) for s in range(len(g["specs"]))],
-        "bundle": [_bundle(ix, b) for b in range(len(g["bundles"]))],
-    }
+    rules = {"pre": _pre, "post": _post, "call": _call, "spec": _spec, "bundle": _bundle}
+    sizes = {"pre": len(g["pre"]), "post": len(g["post"]), "call": len(g["calls"])}
+    sizes |= {"spec": len(g["specs"]), "bundle": len(g["bundles"])}
+    rel: dict[str, Any] = {"line": {str(line): _compact(_line(ix, line), "line", line) for line in ix.lines()}}
+    for kind, rule in rules.items():
+        rel[kind] = [_compact(rule(ix, i), kind, i) for i in range(sizes[kind])]
+    return rel

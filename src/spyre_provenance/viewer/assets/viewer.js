@@ -19,11 +19,13 @@
   // --- the relation ----------------------------------------------------------------------
   // What a click lights is the document's (viewer/relation.py, the one rule): each element's
   // lit set by kind, itself included, and "box", the call sites marked as its containers.
+  // An entry lists positions per kind in the order ENTRY (viewer/relation.py), the element
+  // itself left out.
+  const ENTRY = KINDS.concat(["box"]);
   function relatives(g, kind, i) {
-    const e = (kind === "line" ? g.rel.line[String(i)] : g.rel[kind][i]) || {};
-    const S = {}; KINDS.forEach((k) => (S[k] = new Set(e[k] || [])));
+    const e = (kind === "line" ? g.rel.line[String(i)] : g.rel[kind][i]) || [];
+    const S = {}; ENTRY.forEach((k, n) => (S[k] = new Set(e[n] || [])));
     S[kind].add(i);
-    S.box = new Set(e.box || []);
     return S;
   }
 
