@@ -1,4 +1,5 @@
-"""An ``--out`` folder's artifacts as the viewer's one JSON document.
+"""An ``--out`` folder's artifacts (or a plain TORCH_TRACE log's, ``viewer.logged``) as the
+viewer's one JSON document.
 
 Every graph folder under OUT (``graph_*``, any depth, each rank's too; ``tlparse/`` and
 ``sdsc/`` are not searched) is read from its artifact files: the node mapping (required),
