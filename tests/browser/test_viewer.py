@@ -320,6 +320,9 @@ def test_every_kind_of_element_lights_exactly_its_relatives(browser, viewed):
                 if r.down[("post", p)]
             )
         assert page.errors == []
+        # the selector groups each compile's graphs (its forward and backward) under its id
+        groups = page.page.eval_on_selector_all("#graph optgroup", "gs => gs.map(g => g.label)")
+        assert groups == list(dict.fromkeys(" compile ".join(r.label.rsplit(" ", 2)[:2]) for r in graphs))
         # opened from file:// with the network off: the page asked for nothing but itself
         assert [u for u in page.requests if u != page.url] == []
     finally:

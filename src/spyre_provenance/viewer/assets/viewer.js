@@ -313,7 +313,14 @@
   }
 
   const sel0 = $("graph");
-  D.graphs.forEach((g, j) => { const o = document.createElement("option"); o.value = String(j); o.textContent = g.label + " (" + g.calls.length + " kernels)"; sel0.appendChild(o); });
+  // one group per compile (model, rank, compile id): its forward and backward, or its inference
+  const groups = new Map();
+  D.graphs.forEach((g, j) => {
+    const name = g.model + (g.rank !== null ? " rank" + g.rank : "") + " compile " + g.compile_id;
+    if (!groups.has(name)) { const og = document.createElement("optgroup"); og.label = name; groups.set(name, og); sel0.appendChild(og); }
+    const o = document.createElement("option"); o.value = String(j); o.textContent = g.label + " (" + g.calls.length + " kernels)";
+    groups.get(name).appendChild(o);
+  });
   sel0.addEventListener("change", () => showGraph(Number(sel0.value)));
   document.querySelector("main").addEventListener("click", (e) => {
     const el = e.target.closest(".row"); if (!el) return;
