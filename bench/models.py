@@ -10,6 +10,7 @@ show. Each module has its own ``forward`` (not ``nn.Sequential``) so stack trace
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -99,3 +100,37 @@ FULL = ("mlp", "transformer block", "24-layer stack")
 QUICK = ("tiny",)
 #: Rounds per model (at least 5): more where a compile is short and its noise large.
 ROUNDS = {"mlp": 9, "transformer block": 7, "24-layer stack": 5, "tiny": 1}
+
+
+def _llama(layers: int) -> tuple[nn.Module, tuple[Tensor, ...]]:
+    """A Llama-shaped decoder from ``transformers``' own code (RoPE, RMSNorm, SwiGLU,
+    grouped-query attention), ``layers`` deep, tiny widths and random weights (no download):
+    the viewer's page of a real model's training compile (``bench.viewer``)."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import transformers
+
+    torch.manual_seed(SEED)
+    shape: dict[str, Any] = {  # tests/zoo/hf_models.py's llama, ``layers`` deep
+        "vocab_size": 128,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 32,
+        "use_cache": False,
+        "attn_implementation": "sdpa",
+    }
+    config = transformers.LlamaConfig(**shape)
+    return transformers.LlamaForCausalLM(config).eval(), (torch.randint(0, 128, (BATCH, 8)),)
+
+
+def llama_32() -> tuple[nn.Module, tuple[Tensor, ...]]:
+    return _llama(32)
+
+
+def llama_1() -> tuple[nn.Module, tuple[Tensor, ...]]:
+    """For ``--quick``."""
+    return _llama(1)

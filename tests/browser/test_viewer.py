@@ -1,14 +1,22 @@
 """``spyre-provenance view``'s page in a real browser: Debian's chromium, headless, driven by
 Playwright (tests/helpers/chromium.py), opened from ``file://`` with the network off.
 
-For each compiled case (the built-in MLP in training with a profiled run, zoo models in
-inference and training) the test clicks elements of every kind in every graph (source
-line, pre-grad node, post-grad node, call site, OpSpec, bundle) and compares the set the
-page lights with the relation computed here from the artifact files themselves (the JSON
-in the graph folders and the bundle files, never the page's embedded data):
+For each compiled case (the built-in MLP, in inference and in training with a profiled run,
+zoo models in inference and training) the test clicks every element of every kind in every
+graph (source line, pre-grad node, post-grad node, call site, OpSpec, bundle) and compares
+the set the page lights, and the call sites it marks as their containers, with the relation
+computed here from the artifact files themselves (the JSON in the graph folders and the
+bundle files, never the page's embedded data), element by element:
 
-    edges point down  pre -> post -> call site -> OpSpec -> bundle,  line -> call site | OpSpec
-    a click on X lights X, all below X, all above X, and all above each call site reached.
+    post-grad node -> its pre-grad nodes, the OpSpecs whose handle names it (ir_chain,
+                      fused-from children's), their lines and bundles
+    pre-grad node  -> its post-grad nodes, the OpSpecs naming them, their bundles
+    OpSpec         -> its handle's lines, the post-grad nodes it names, its bundle
+    bundle         -> its OpSpecs and what each lights
+    source line    -> the OpSpecs from it, the nodes they name, those nodes' pre-grad nodes
+    call site      -> everything it holds and its nodes' pre-grad nodes
+    a call site related only kernel-wide (mapping, stack traces) lights when none of the lit
+    OpSpecs is its own; every other one holding a lit OpSpec or post-grad node is a container.
 
 Then: search (a kernel name, a handle id), a URL fragment selecting a kernel, a backward
 kernel leading to the forward graph's kernels at the line it differentiates, keyboard
@@ -33,16 +41,27 @@ pytestmark = [pytest.mark.browser, pytest.mark.compile]
 MODELS = ZOO / "models.py"
 #: compile arguments, each shared with another test module's session compile
 CASES = {
+    "mlp": ("mlp",),  # tests/compile's demo
+    "mlp-inductor": ("mlp", "--backend", "inductor"),  # no OpSpecs: kernel-wide evidence alone
+    "residual": ("residual", "--backend", "reference"),
     "mlp-train-profile": ("mlp", "--train", "--profile"),  # tests/compile/test_annotate.py
     "shared_block-train-profile": (f"{MODELS}:shared_block", "--backend", "reference", "--train", "--profile"),
     "attention-train": (f"{MODELS}:attention", "--backend", "reference", "--train"),  # tests/models/test_zoo.py
     "item_break": (f"{MODELS}:item_break", "--backend", "reference"),  # two graphs
 }
-CLICKS_PER_KIND = 8  # spread over each panel: enough to cover every shape, few enough to stay quick
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 _GRAPH_NAME = re.compile(r"graph_(?:(?P<label>.*?)_)?[0-9]+_.*")
 
-Element = tuple[str, str]  # (kind, key): what the page's rows carry as data-kind and data-key
+Element = tuple[str, str]
+
+
+def _is_users(file: str) -> bool:
+    return not (
+        "/torch/" in file
+        or re.search(r"/lib/python3[.0-9]*/(?!site-packages/)", file)
+        or ("spyre_provenance/" in file and not file.endswith("compile/examples.py"))
+        or file.startswith("<")
+    )  # (kind, key): what the page's rows carry as data-kind and data-key
 
 
 # --- the relation, from the artifact files ----------------------------------------------------
@@ -51,11 +70,17 @@ Element = tuple[str, str]  # (kind, key): what the page's rows carry as data-kin
 class Relation:
     """One graph folder's elements and edges, read from its files."""
 
-    def __init__(self, folder: Path, served: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, folder: Path, served: dict[str, str] | None = None, logged: tuple[str, dict[str, dict]] | None = None
+    ) -> None:
         """``served``: the bundles (``<folder>/sdsc_<i>.json``) of torch-spyre's own bundle
-        folders, each by that path and by the id of the handle it carries."""
+        folders, each by that path and by the id of the handle it carries; ``logged``: a
+        graph of a plain TORCH_TRACE log instead of a graph folder (its label, and its
+        artifacts by name)."""
 
         def load(name: str) -> dict:
+            if logged is not None:
+                return logged[1].get(name, {})
             path = folder / f"{name}.json"
             return json.loads(path.read_text()) if path.is_file() else {}
 
@@ -63,34 +88,46 @@ class Relation:
         traces = load("inductor_provenance_tracking_kernel_stack_traces")
         opspecs = load("spyre_opspec_debug_handles")
         diagnostics = load("spyre_provenance_diagnostics")
-        label = _GRAPH_NAME.fullmatch(folder.name)["label"] or folder.parent.name
-        self.label = f"{label} {diagnostics['compile_id']} {diagnostics['graph']}"
+        if logged is not None:
+            label, self.label = "", logged[0]
+        else:
+            label = _GRAPH_NAME.fullmatch(folder.name)["label"] or folder.parent.name
+            self.label = f"{label} {diagnostics['compile_id']} {diagnostics['graph']}"
         self.down: dict[Element, set[Element]] = {}
         self.up: dict[Element, set[Element]] = {}
-        for pre, posts in mapping["preToPost"].items():
+        for pre, posts in mapping.get("preToPost", {}).items():
             self._edges(("pre", pre), (("post", p) for p in posts))
-        for post, pres in mapping["postToPre"].items():
+        for post, pres in mapping.get("postToPre", {}).items():
             for pre in pres:
                 self._edge(("pre", pre), ("post", post))
-        for key, posts in mapping["cppCodeToPost"].items():
+        for key, posts in mapping.get("cppCodeToPost", {}).items():
             self.down.setdefault(("call", key), set())
             for post in posts:
                 self._edge(("post", post), ("call", key))
-        for post, keys in mapping["postToCppCode"].items():
+        for post, keys in mapping.get("postToCppCode", {}).items():
             for key in keys:
                 self._edge(("post", post), ("call", key))
+        self.innermost: dict[str, set[str]] = {}  # call site -> the user's line each trace ends at
         for key, frames in traces.items():
             for trace in frames:
-                for file, line in _FRAME.findall(trace):
+                found = _FRAME.findall(trace)
+                for file, line in found:
                     self._edge(("line", f"{file}:{line}"), ("call", key))
+                users = [f"{file}:{line}" for file, line in found if _is_users(file)]
+                self.innermost.setdefault(key, set()).update(users[-1:])
         handles = opspecs.get("handles", {})
         bundles = folder.parent / "sdsc" / label / "inductor-spyre"
+        posts = {p for kind, p in self.down if kind == "post"}
+        self.named: dict[Element, set[Element]] = {}  # OpSpec -> the post-grad nodes its handle names
         for key, specs in opspecs.get("kernels", {}).items():
+            written = {s.get("buffer") for s in specs}
             # the bundle folder the OpSpec artifact records for the call site
             kernel = opspecs.get("bundles", {}).get(key, {}).get("folder") or key.rsplit(":", 1)[0]
             for i, spec in enumerate(specs):
                 element = ("spec", f"{key}#{i}")
                 self._edge(("call", key), element)
+                chain = self._chain(handles, spec.get("debug_handle"), set())
+                self.named[element] = {("post", n) for n in chain if n in posts and n not in written}
                 for line in self._handle_lines(handles.get(spec.get("debug_handle")), handles):
                     self._edge(("line", line), element)
                     self._edge(("line", line), ("call", key))
@@ -110,6 +147,15 @@ class Relation:
         for child in handle.get("fused_from", []):
             yield from self._handle_lines(handles.get(child), handles)
 
+    def _chain(self, handles: dict, hid: str | None, seen: set[str]) -> list[str]:
+        if hid is None or hid in seen or hid not in handles:
+            return []
+        seen.add(hid)
+        found = list(handles[hid].get("ir_chain", []))
+        for child in handles[hid].get("fused_from", []):
+            found += self._chain(handles, child, seen)
+        return found
+
     def _edge(self, a: Element, b: Element) -> None:
         self.down.setdefault(a, set()).add(b)
         self.up.setdefault(b, set()).add(a)
@@ -120,20 +166,45 @@ class Relation:
         for b in bs:
             self._edge(a, b)
 
-    def _reach(self, start: Element, edges: dict[Element, set[Element]]) -> set[Element]:
-        seen, todo = {start}, [start]
-        while todo:
-            for nxt in edges.get(todo.pop(), ()):
-                if nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-        return seen
+    def _of(self, element: Element, kind: str, edges: dict[Element, set[Element]]) -> set[Element]:
+        return {e for e in edges.get(element, ()) if e[0] == kind}
 
     def lit(self, element: Element) -> set[Element]:
-        found = self._reach(element, self.down) | self._reach(element, self.up)
-        for hub in [e for e in found if e[0] == "call"]:
-            found |= self._reach(hub, self.up)
-        return found
+        return self.lit_and_boxed(element)[0]
+
+    def lit_and_boxed(self, element: Element) -> tuple[set[Element], set[Element]]:
+        """What a click on ``element`` lights, and the call sites marked as containers."""
+        kind = element[0]
+        found, wide, specs = {element}, set(), set()
+        if kind == "call":
+            specs = self._of(element, "spec", self.down)
+            nodes = self._of(element, "post", self.up)
+            found |= (
+                nodes | self._of(element, "line", self.up) | {q for p in nodes for q in self._of(p, "pre", self.up)}
+            )
+        elif kind in ("spec", "bundle"):
+            specs = {element} if kind == "spec" else self._of(element, "spec", self.up)
+            for s in specs:
+                found |= self.named[s] | self._of(s, "line", self.up)
+        elif kind == "post":
+            specs = {s for s, named in self.named.items() if element in named}
+            found |= self._of(element, "pre", self.up) | {line for s in specs for line in self._of(s, "line", self.up)}
+            wide = self._of(element, "call", self.down)
+        elif kind == "pre":
+            nodes = self._of(element, "post", self.down)
+            specs = {s for s, named in self.named.items() if named & nodes}
+            found |= nodes
+            wide = {c for p in nodes for c in self._of(p, "call", self.down)}
+        elif kind == "line":
+            specs = self._of(element, "spec", self.down)
+            nodes = {p for s in specs for p in self.named[s]}
+            found |= nodes | {q for p in nodes for q in self._of(p, "pre", self.up)}
+            wide = self._of(element, "call", self.down)
+        found |= specs | {b for s in specs for b in self._of(s, "bundle", self.down)}
+        held = {c for s in specs for c in self._of(s, "call", self.up)}
+        found |= wide - held
+        holding = held | {c for p in found if p[0] == "post" for c in self._of(p, "call", self.down)}
+        return found, {c for c in holding if c not in found}
 
     def elements(self, kind: str) -> list[str]:
         return sorted(key for k, key in self.down if k == kind)
@@ -188,30 +259,34 @@ class Page:
             for x in self.page.eval_on_selector_all(".row.lit", "es => es.map(e => [e.dataset.kind, e.dataset.key])")
         }
 
+    def boxed(self) -> set[Element]:
+        return {
+            tuple(x)
+            for x in self.page.eval_on_selector_all(".row.box", "es => es.map(e => [e.dataset.kind, e.dataset.key])")
+        }
+
     def visible(self, kind: str) -> list[str]:
         return self.page.eval_on_selector_all(f"#p-{kind} .row:not(.hidden)", "es => es.map(e => e.dataset.key)")
 
 
-def _spread(items: list[str], n: int) -> list[str]:
-    return items if len(items) <= n else [items[i * len(items) // n] for i in range(n)]
-
-
 def lit_mismatches(page: Page, relation: Relation) -> list[str]:
-    """Show ``relation``'s graph, check each panel lists exactly its elements, click up to
-    ``CLICKS_PER_KIND`` of each kind and say where the page lit other than the relation."""
+    """Show ``relation``'s graph, check each panel lists exactly its elements, click every
+    element and say where the page lit, or marked as a container, other than the relation."""
     page.show(relation.label)
     problems = []
     for kind in ("line", "pre", "post", "call", "spec", "bundle"):
         shown = page.keys(kind)
         # the page lists exactly the graph's elements of this kind
         assert sorted(shown) == relation.elements(kind), f"{relation.label}: the {kind} panel"
-        for key in _spread(shown, CLICKS_PER_KIND):
+        for key in shown:
             page.click(kind, key)
-            want, got = relation.lit((kind, key)), page.lit()
+            (want, boxes), got, boxed = relation.lit_and_boxed((kind, key)), page.lit(), page.boxed()
             if got != want:
                 problems.append(
                     f"{relation.label} {kind} {key}: lit {sorted(got - want)} too many, {sorted(want - got)} missing"
                 )
+            if boxed != boxes:
+                problems.append(f"{relation.label} {kind} {key}: containers {sorted(boxed)}, not {sorted(boxes)}")
     return problems
 
 
@@ -235,10 +310,131 @@ def test_every_kind_of_element_lights_exactly_its_relatives(browser, viewed):
     try:
         problems = [problem for relation in graphs for problem in lit_mismatches(page, relation)]
         assert not problems, "\n".join(problems[:10])
-        assert any(r.elements("bundle") for r in graphs), "no bundle in the out folder: nothing tested of bundles"
+        if any(r.elements("spec") for r in graphs):  # stock Inductor has neither OpSpecs nor bundles
+            assert any(r.elements("bundle") for r in graphs), "no bundle in the out folder: nothing tested of bundles"
+        else:  # the kernel-wide rule: a post-grad node lights the call sites the mapping puts it in
+            assert all(
+                r.lit(("post", p)) & {("call", c) for c in r.elements("call")}
+                for r in graphs
+                for p in r.elements("post")
+                if r.down[("post", p)]
+            )
         assert page.errors == []
+        # the selector groups each compile's graphs (its forward and backward) under its id
+        groups = page.page.eval_on_selector_all("#graph optgroup", "gs => gs.map(g => g.label)")
+        assert groups == list(dict.fromkeys(" compile ".join(r.label.rsplit(" ", 2)[:2]) for r in graphs))
         # opened from file:// with the network off: the page asked for nothing but itself
         assert [u for u in page.requests if u != page.url] == []
+    finally:
+        page.close()
+
+
+def test_the_seed_mlps_relu_lights_its_pre_grad_node_line_and_opspec_only(browser, viewed, request):
+    """Issue 47's example: on the seed MLP (one fused kernel), post-grad ``relu`` lights
+    pre-grad ``h``, the line ``h = self.act(self.fc1(x))``, the ``relufwd`` OpSpec and its
+    bundle, and marks the kernel as their container; nothing else."""
+    out, html, graphs, _ = viewed
+    if request.node.callspec.params["viewed"] != "mlp":
+        pytest.skip("the seed MLP's case")
+    (relation,) = graphs
+    (folder,) = [f for f in out.rglob("graph_*") if f.is_dir()]
+    opspecs = json.loads((folder / "spyre_opspec_debug_handles.json").read_text())
+    ((key, specs),) = opspecs["kernels"].items()
+    (i,) = [i for i, spec in enumerate(specs) if spec["op"] == "relufwd"]
+    (bundle,) = relation.down[("spec", f"{key}#{i}")]
+    source = opspecs["handles"][specs[i]["debug_handle"]]["source"]["file"]
+    (line,) = [
+        n for n, text in enumerate(Path(source).read_text().splitlines(), 1) if "h = self.act(self.fc1(x))" in text
+    ]
+    page = Page(browser, html)
+    try:
+        page.click("post", "relu")
+        assert page.lit() == {
+            ("post", "relu"),
+            ("pre", "h"),
+            ("line", f"{source}:{line}"),
+            ("spec", f"{key}#{i}"),
+            bundle,
+        }
+        assert page.boxed() == {("call", key)}
+        assert page.page.eval_on_selector(".row.box", "e => getComputedStyle(e).outlineStyle") == "dashed"
+        assert page.page.eval_on_selector(".row.lit", "e => getComputedStyle(e).outlineStyle") != "dashed"
+    finally:
+        page.close()
+
+
+def _tlparse_graphs(out: Path, relation: Relation, name: str) -> list[str]:
+    """tlparse's own files of ``name`` (``before_pre_grad_graph``...) in the compile folder of
+    ``relation``'s graph, in log order (a training compile's forward, then its backward)."""
+    label, compile_id, _ = relation.label.split(" ")
+    frame, rest = compile_id.split("/")
+    frame_compile, _, attempt = rest.partition("_")  # 0/0_1: attempt 1
+    folder = out / "tlparse" / label / f"-_{frame}_{frame_compile}_{attempt or 0}"
+    files = sorted(folder.glob(f"{name}_*.txt"), key=lambda f: int(f.stem.rsplit("_", 1)[1]))
+    return [f.read_text() for f in files]
+
+
+def _as_shown(text: str) -> list[str]:
+    """A graph's payload as the page shows it: torch's ``# graph id`` comment (an address that
+    differs in every run) and the blank lines it leaves at the end are not shown."""
+    lines = [line for line in text.splitlines() if not re.fullmatch(r"\s*# graph id: \d+\s*", line)]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
+_PANEL_TEXT = """body => {
+  const shown = [];
+  for (const e of body.querySelectorAll('.row, .ctx, .file')) {
+    if (e.classList.contains('file')) break;  // the nodes on no line follow
+    const ln = e.querySelector('.ln');
+    shown.push([e.dataset.key || null, e.textContent.slice(ln ? ln.textContent.length : 0)]);
+  }
+  return shown;
+}"""
+
+
+def test_the_graphs_are_shown_as_tlparse_shows_them_each_node_on_its_line(browser, viewed):
+    """The pre-grad and post-grad panels hold the graph's code, line for line tlparse's own
+    file of it, and each node's row is the line tlparse finds it on (its name before the
+    first ``=``, then the first ``:``), so the line lights with the node."""
+    out, html, graphs, _ = viewed
+    page = Page(browser, html)
+    try:
+        for relation in graphs:
+            page.show(relation.label)
+            nth = 1 if relation.label.endswith("backward") else 0
+            for kind, name in (("pre", "before_pre_grad_graph"), ("post", "inductor_post_grad_graph")):
+                texts = _tlparse_graphs(out, relation, name)
+                want = _as_shown(texts[min(nth, len(texts) - 1)])  # one pre-grad graph per compile
+                shown = page.page.eval_on_selector(f"#p-{kind} .body", _PANEL_TEXT)
+                assert [text for _, text in shown] == want, f"{relation.label} {kind}"
+                rows = {key: text for key, text in shown if key is not None}
+                for key, text in rows.items():
+                    assert text.split("=", 1)[0].split(":", 1)[0].strip() == key, (relation.label, key, text)
+                named = {
+                    text.split("=", 1)[0].split(":", 1)[0].strip() for text in want if not text.strip().startswith("#")
+                }
+                # every node of the relation that has a line is shown on it
+                assert {k for k in relation.elements(kind) if k in named} == set(rows), f"{relation.label} {kind}"
+    finally:
+        page.close()
+
+
+def test_a_call_site_shows_its_wrapper_call_and_handle_comment(browser, viewed):
+    out, html, graphs, _ = viewed
+    logged = "\n".join(p.read_text() for p in (out / "trace").glob("*.log"))
+    page = Page(browser, html)
+    try:
+        for relation in graphs:
+            page.show(relation.label)
+            for key in relation.elements("call"):
+                page.click("call", key)
+                lines = page.page.inner_text("#bundle-view").splitlines()
+                assert lines[1] == f"# [Provenance debug handles] {key}", lines
+                assert key.rsplit(":", 1)[0] in lines[2] and re.search(rf"\n\t\s*{re.escape(lines[2])}\n", logged), (
+                    lines
+                )
     finally:
         page.close()
 
@@ -247,6 +443,8 @@ def test_search_filters_call_sites_by_kernel_name_and_handle_id(browser, viewed)
     out, html, graphs, _ = viewed
     relation = max(graphs, key=lambda r: len(r.elements("call")))
     folder = next(f for f in sorted(out.rglob("graph_*")) if Relation(f).label == relation.label)
+    if not (folder / "spyre_opspec_debug_handles.json").is_file():
+        pytest.skip("stock Inductor writes no OpSpecs: no handle id to search by")
     opspecs = json.loads((folder / "spyre_opspec_debug_handles.json").read_text())
     page = Page(browser, html)
     try:
@@ -314,6 +512,8 @@ def test_a_fragment_link_selects_a_kernel_and_the_backward_leads_to_the_forward_
 
 def test_keyboard_moves_within_and_across_panels(browser, viewed):
     out, html, graphs, _ = viewed
+    if not graphs[0].elements("spec"):
+        pytest.skip("stock Inductor writes no OpSpecs: no panel to the right of the call sites to move to")
     page = Page(browser, html)
     try:
         page.show(graphs[0].label)
@@ -365,9 +565,21 @@ def test_a_profiled_run_times_each_call_site_and_shades_its_lines(browser, viewe
             shaded = page.page.eval_on_selector_all(
                 "#p-line .row", "es => es.filter(e => e.style.background).map(e => e.dataset.key)"
             )
-            timed = {("call", key) for graph, key in expected if graph == relation.label}
-            timed_lines = {key for (kind, key), below in relation.down.items() if kind == "line" and below & timed}
-            assert set(shaded) == timed_lines
+            # a line is shaded when a timed kernel's stack trace ends there (its innermost frame
+            # of the user's: not torch, the standard library or this package but its examples)
+            timed = {key for graph, key in expected if graph == relation.label}
+            assert set(shaded) == {line for key in timed for line in relation.innermost.get(key, ())}
+            # an element: the time of the kernels it lights or that hold it
+            for post in relation.elements("post")[:5]:
+                lit, boxes = relation.lit_and_boxed(("post", post))
+                holding = {key for kind, key in lit | boxes if kind == "call" and key in timed}
+                page.click("post", post)
+                detail = page.page.inner_text("#detail")
+                if holding:
+                    n = len(holding)
+                    assert re.search(rf"time of the kernels holding it: [0-9.]+ (us|ms) in {n} kernels?\b", detail)
+                else:
+                    assert "time of the kernels" not in detail, detail
     finally:
         page.close()
 
@@ -395,6 +607,8 @@ def screenshot(browser, html: Path, out: Path, shot: Path) -> list[str]:
 
 
 def test_the_docs_screenshot_is_taken_of_a_checked_page(browser, viewed, tmp_path):
-    out, html, _, _ = viewed
+    out, html, graphs, _ = viewed
+    if not any(r.elements("spec") for r in graphs):
+        pytest.skip("stock Inductor writes no OpSpecs: the picture shows one clicked")
     assert screenshot(browser, html, out, tmp_path / "view.png") == []
     assert (tmp_path / "view.png").read_bytes().startswith(b"\x89PNG")

@@ -175,3 +175,38 @@ def test_a_snapshot_the_schema_refuses_is_never_written(tmp_path, monkeypatch):
     monkeypatch.setattr(sources, "snapshot", lambda made: {"version": 1, "context": -1, "files": {}})
     assert sources.problem(sources.snapshot({})) is not None
     assert "spyre_source_lines.json" not in emit.artifact_files(result)
+
+
+def _graph(calls: list[dict], specs: list[dict], post: int, pp: list[list[int]]) -> dict:
+    return {"pre": [f"q{i}" for i in range(len(pp))], "post": [f"p{i}" for i in range(post)], "pp": pp,
+            "calls": calls, "specs": specs, "bundles": [{"s": [i]} for i in range(len(specs))]}  # fmt: skip
+
+
+def test_a_click_lights_element_by_element_and_marks_the_kernel_holding_them():
+    """relation's rule on plain data: one kernel of two OpSpecs, each naming one post-grad
+    node from its own line; a third node the mapping puts in the kernel with no OpSpec
+    naming it; a second kernel with no OpSpecs at all."""
+    from spyre_provenance.viewer.relation import ENTRY, relation
+
+    specs = [{"c": 0, "p": [0], "l": [10], "b": 0}, {"c": 0, "p": [1], "l": [11], "b": 1}]
+    calls = [{"p": [0, 1, 2], "l": [10, 11, 12], "s": [0, 1]}, {"p": [3], "l": [13], "s": []}]
+    rel = relation(_graph(calls, specs, 4, [[0], [1, 2], [3]]))
+
+    def lit(kind: str, i: int) -> dict[str, list[int]]:
+        entry = rel["line"][str(i)] if kind == "line" else rel[kind][i]
+        return {k: v for k, v in zip(ENTRY, entry, strict=False) if v}
+
+    # a post-grad node: its pre-grad node, its OpSpec, that OpSpec's line and bundle; the
+    # kernel is their container, not lit, and the sibling OpSpec stays dark
+    assert lit("post", 0) == {"pre": [0], "spec": [0], "line": [10], "bundle": [0], "box": [0]}
+    # a node no OpSpec names: the mapping's kernel-wide link lights the kernel itself
+    assert lit("post", 2) == {"pre": [1], "call": [0]}
+    # a pre-grad node: its nodes and their OpSpecs (with bundles), not their lines
+    assert lit("pre", 1) == {"post": [1, 2], "spec": [1], "bundle": [1], "box": [0]}
+    # a line: the OpSpec from it, the node it names and that node's pre-grad node
+    assert lit("line", 11) == {"pre": [1], "post": [1], "spec": [1], "bundle": [1], "box": [0]}
+    # a line only a stack trace names, and a kernel without OpSpecs: kernel-wide
+    assert lit("line", 12) == {"call": [0]} and lit("post", 3) == {"pre": [2], "call": [1]}
+    # an OpSpec: its line, its node, its bundle; a kernel: all it holds
+    assert lit("spec", 1) == {"line": [11], "post": [1], "bundle": [1], "box": [0]}
+    assert lit("call", 0) == {"line": [10, 11, 12], "pre": [0, 1], "post": [0, 1, 2], "spec": [0, 1], "bundle": [0, 1]}

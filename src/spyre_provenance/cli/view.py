@@ -1,7 +1,8 @@
 """``spyre-provenance view OUT [-o FILE.html] [--trace TRACE.json]``: one self-contained
-HTML page of a compile ``--out`` folder: the model's source lines, pre-grad and post-grad
-nodes, kernel call sites, their OpSpecs and debug handles, and SuperDSC bundles, every graph
-of the folder with a selector, click-to-highlight both ways (``spyre_provenance.viewer``).
+HTML page of a compile ``--out`` folder, or of a plain TORCH_TRACE folder or log (as ``open``
+reads them): the model's source lines, the pre-grad and post-grad graphs, kernel call
+sites, their OpSpecs and debug handles, and SuperDSC bundles, every graph with a selector,
+a click lighting what the evidence relates to each element (``spyre_provenance.viewer``).
 
 Prints the page's path (and its size); exit 0, or 2 for unusable input (a folder without
 artifacts, an invalid or truncated artifact, an unreadable trace), with nothing written.
@@ -18,17 +19,25 @@ from spyre_provenance.viewer.page import PAGE, write_page
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "out", type=Path, metavar="OUT", help="a compile --out folder (every graph in it, each rank's too)"
+        "out",
+        type=Path,
+        metavar="OUT",
+        help="a compile --out folder (every graph in it, each rank's too), or a TORCH_TRACE folder or log",
     )
     parser.add_argument(
-        "-o", "--output", type=Path, default=None, metavar="FILE.html", help=f"the page (default: OUT/{PAGE})"
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE.html",
+        help=f"the page (default: OUT/{PAGE}; for a log X.log, X.{PAGE} beside it)",
     )
     parser.add_argument(
         "--trace",
         type=Path,
         default=None,
         metavar="TRACE.json",
-        help="a profiled run's Chrome trace (compile --profile's, or torch-spyre's): time and calls per call site",
+        help="a profiled run's Chrome trace (compile --profile's, or torch-spyre's): time per call site, line and element, as annotate --summary counts it",
     )
     parser.add_argument(
         "--bundles",

@@ -23,6 +23,7 @@ from spyre_provenance.model.names import (
     OPSPEC_DEBUG_HANDLES,
     OUTPUT_CODE,
     POST_GRAD_GRAPHS,
+    PRE_GRAD_GRAPH,
     SPYRE_SIDECAR,
 )
 
@@ -34,6 +35,10 @@ class LoggedGraph(msgspec.Struct):
     """One compiled graph's records in a TORCH_TRACE log (payloads as logged)."""
 
     compile_id: str
+    #: the graph Inductor was handed (``before_pre_grad_graph``), logged once per compile id
+    #: before its graphs: a training compile's backward shows its forward's, as its mapping
+    #: names that graph's nodes
+    pre_grad_graph: str | None = None
     post_grad_graph: str | None = None
     output_code: str | None = None
     node_mappings: dict | None = None
@@ -67,13 +72,17 @@ def read_log_graphs(path: str | os.PathLike[str]) -> list[LoggedGraph]:
         DIAGNOSTICS: "diagnostics",
         SPYRE_SIDECAR: "spyre_provenance",
     }
-    names = {*POST_GRAD_GRAPHS, OUTPUT_CODE, *artifacts}
+    names = {PRE_GRAD_GRAPH, *POST_GRAD_GRAPHS, OUTPUT_CODE, *artifacts}
     graphs: list[LoggedGraph] = []
     current: dict[str, LoggedGraph] = {}
     splitter = tracelog.GraphSplitter()
+    pre_grad: dict[str, str] = {}  # the compile id's pre-grad graph: it starts no graph of its own
     for compile_id, name, payload in tracelog.artifact_payloads(path, names):
+        if name == PRE_GRAD_GRAPH:
+            pre_grad[compile_id] = payload
+            continue
         if splitter.place(compile_id, name)[1]:
-            graph = current[compile_id] = LoggedGraph(compile_id)
+            graph = current[compile_id] = LoggedGraph(compile_id, pre_grad_graph=pre_grad.get(compile_id))
             graphs.append(graph)
         graph = current[compile_id]
         if name in POST_GRAD_GRAPHS:

@@ -34,7 +34,7 @@ def parse_post_grad_graph(text: str) -> PostGradGraph:
     in the ``def forward(...)`` line, have none).
     """
     lines = text.splitlines()
-    highlightable = {_line_name(line) for line in lines} - {None}
+    highlightable = {line_name(line) for line in lines} - {None}
     nodes: list[GraphNode] = []
     known: set[str] = set()
     outputs: tuple[str, ...] = ()
@@ -44,7 +44,7 @@ def parse_post_grad_graph(text: str) -> PostGradGraph:
         if nodes and _SUBGRAPH_CLASS.match(line):
             in_subgraph = True
         if in_subgraph:
-            name = _line_name(line)
+            name = line_name(line)
             if name is not None:
                 printed_later.add(name)
             continue
@@ -68,7 +68,7 @@ def parse_post_grad_graph(text: str) -> PostGradGraph:
     return PostGradGraph(nodes, outputs, shadowed=known & printed_later)
 
 
-def _line_name(line: str) -> str | None:
+def line_name(line: str) -> str | None:
     """tlparse's ``extract_node_name``: what it would look a node up by on this line."""
     stripped = line.strip()
     if not stripped or stripped.startswith("#"):

@@ -22,6 +22,7 @@ OPSPEC_DEBUG_HANDLES = "spyre_opspec_debug_handles"
 DIAGNOSTICS = "spyre_provenance_diagnostics"
 AUDIT = "provenance_audit"
 # torch's own records of a graph that coverage and tlparse read beside them
+PRE_GRAD_GRAPH = "before_pre_grad_graph"  # the graph compile_fx is handed, as tlparse shows it
 POST_GRAD_GRAPHS = ("inductor_post_grad_graph", "after_post_grad_graph")  # the name moved in torch 2.8
 OUTPUT_CODE = "inductor_output_code"
 #: The four maps of a node-mappings document, in upstream's key order.

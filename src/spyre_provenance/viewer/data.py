@@ -1,4 +1,5 @@
-"""An ``--out`` folder's artifacts as the viewer's one JSON document.
+"""An ``--out`` folder's artifacts (or a plain TORCH_TRACE log's, ``viewer.logged``) as the
+viewer's one JSON document.
 
 Every graph folder under OUT (``graph_*``, any depth, each rank's too; ``tlparse/`` and
 ``sdsc/`` are not searched) is read from its artifact files: the node mapping (required),
@@ -10,10 +11,8 @@ validated as it is read: a truncated or invalid one makes the input unusable (on
 naming the file and the JSON path), never a page that shows half of it.
 
 The document keeps each name once and refers to it by position (the page builds its
-panels from positions), and lists the relation the page lights up as edges pointing down
-the chain ``pre-grad node -> post-grad node -> call site -> OpSpec -> bundle``, with
-``source line -> call site`` and ``source line -> OpSpec`` beside it (``RELATION`` in
-``assets/viewer.js`` and the viewer's docs page say how a click follows them).
+panels from positions), and holds, for every element, what a click on it lights
+(``rel``, made by ``viewer.relation``, the one rule: the page only follows it).
 
 Pure: no torch.
 """
@@ -29,6 +28,8 @@ import msgspec
 
 from spyre_provenance.backends.torch_spyre.bundles import handle_of
 from spyre_provenance.base.errors import UnusableInput
+from spyre_provenance.logs import tracelog
+from spyre_provenance.logs.graphs import LoggedGraph
 from spyre_provenance.model import folders, jsonio
 from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.layout import NO_GRAPH_FOLDERS, Layout, bundle_files, kernel_bundle_folder
@@ -41,6 +42,9 @@ from spyre_provenance.model.names import (
     artifact_file,
 )
 from spyre_provenance.validate import schemas
+from spyre_provenance.validate.coverage import handle_nodes
+from spyre_provenance.viewer.logged import LoggedGraphInput, LogGraphs, graph_code, log_of, logged_inputs, wrapper_calls
+from spyre_provenance.viewer.relation import relation
 from spyre_provenance.viewer.sources import handle_lines, kernel_lines, problem
 
 DOCUMENT_VERSION = 1
@@ -84,17 +88,24 @@ class GraphFolder:
         return f"{self.model} {rank}{self.compile_id} {self.kind}"
 
 
-def graph_folders(out: Path) -> list[GraphFolder]:
-    """The graph folders under ``out`` (or ``out`` itself), in path order. Raises UnusableInput
-    when ``out`` is no folder or holds none with a node mapping."""
+def graph_folders(out: Path) -> list[GraphFolder | LoggedGraphInput]:
+    """The graph folders under ``out`` (or ``out`` itself), in path order; where there are
+    none, the graphs of ``out``'s TORCH_TRACE logs (or of the log ``out``: torch's own flags,
+    as ``open`` reads them). Raises UnusableInput when there is no graph with a node mapping."""
     if not out.exists():
         raise UnusableInput(str(out), "no such folder")
-    if not out.is_dir():
-        raise UnusableInput(str(out), "not a folder (view reads a compile --out folder)")
-    found = [GraphFolder(path, out if path != out else out.parent) for path in _graph_paths(out)]
+    if out.is_file():
+        if not tracelog.looks_like_trace_log(out):
+            raise UnusableInput(str(out), "not a TORCH_TRACE log (view reads a compile --out folder or a log)")
+        found: list[GraphFolder | LoggedGraphInput] = list(logged_inputs(out))
+    else:
+        found = [GraphFolder(path, out if path != out else out.parent) for path in _graph_paths(out)]
+        found = found or list(logged_inputs(out))
     if not found:
         raise UnusableInput(
-            str(out), f"no graph folder with a {artifact_file(NODE_MAPPINGS)} here (compile with --out writes them)"
+            str(out),
+            f"no graph folder with a {artifact_file(NODE_MAPPINGS)} here, nor a TORCH_TRACE log with one"
+            " (compile with --out writes them; TORCH_TRACE=DIR INDUCTOR_PROVENANCE=1 too)",
         )
     return found
 
@@ -180,7 +191,13 @@ def _names(*groups: Any) -> list[str]:
     return list(found)
 
 
-def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], limit: int) -> dict[str, Any]:
+def _graph(
+    g: GraphFolder | LoggedGraphInput,
+    lines: _Lines,
+    served: dict[str, dict[str, Any]],
+    limit: int,
+    logged: LoggedGraph | None,
+) -> dict[str, Any]:
     m = g.mapping
     code_to_post: dict[str, list[str]] = m.get("cppCodeToPost") or {}
     post_to_code: dict[str, list[str]] = m.get("postToCppCode") or {}
@@ -199,12 +216,14 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], lim
     calls: list[dict[str, Any]] = []
     specs: list[dict[str, Any]] = []
     bundles = _Bundles(g, served)
+    wrapper = wrapper_calls(logged.output_code if logged is not None else None)
     used_handles: dict[str, Any] = {}
     for c, key in enumerate(keys):
         name, _ = split_key(key)
         folder = (recorded.get(key) or {}).get("folder") if isinstance(recorded, dict) else None
         folder = folder if isinstance(folder, str) and folder else name or key
         spec_at = []
+        written = {s.get("buffer") for s in specs_doc.get(key) or () if s.get("buffer")}
         for i, spec in enumerate(specs_doc.get(key) or ()):
             hid = spec.get("debug_handle")
             handle = handles.get(hid) if isinstance(hid, str) else None
@@ -225,6 +244,12 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], lim
                     "h": hid,
                     "miss": spec.get("missing_handle"),
                     "l": sorted({lines.of(f, n) for f, n in handle_lines(handle, handles)}),
+                    # the post-grad nodes its handle names (ir_chain, fused-from children's)
+                    "p": sorted(
+                        {post_at[n] for n in handle_nodes(hid, handles, written) if n in post_at}
+                        if isinstance(hid, str)
+                        else ()
+                    ),
                     "b": b,
                     # whether the bundle's debug_handle_ is this OpSpec's (a kernel-cache hit
                     # serves an earlier compile's bundle): said, not assumed
@@ -237,11 +262,12 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], lim
                 "p": sorted(post_at[p] for p in call_posts[key]),
                 "l": [lines.of(f, n) for f, n in kernel_lines(key, g.stack_traces, g.opspecs)],
                 "s": spec_at,
+                "w": wrapper.get(key),  # its handle comment and call in the wrapper, as logged
             }
         )
     for bundle in bundles.found:
         _bundle_text(bundle, specs, limit)
-    return {
+    graph = {
         "label": g.label,
         "model": g.model,
         "rank": g.rank,
@@ -256,7 +282,14 @@ def _graph(g: GraphFolder, lines: _Lines, served: dict[str, dict[str, Any]], lim
         "specs": specs,
         "handles": used_handles,
         "bundles": bundles.found,
+        # the graphs' code as logged, each node on its line (None: no log beside the folder)
+        "code": {
+            "pre": graph_code(logged.pre_grad_graph if logged is not None else None, pre),
+            "post": graph_code(logged.post_grad_graph if logged is not None else None, post),
+        },
     }
+    graph["rel"] = relation(graph)
+    return graph
 
 
 def _nodes(m: dict[str, Any]) -> tuple[list[str], list[str], list[set[int]]]:
@@ -287,7 +320,7 @@ class _Bundles:
     called from several call sites has one set of bundles, made at its first, which each
     call site's OpSpec points at; its folder is the one the OpSpec artifact records."""
 
-    def __init__(self, g: GraphFolder, served: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, g: GraphFolder | LoggedGraphInput, served: dict[str, dict[str, Any]]) -> None:
         self.g, self.served = g, served
         self.found: list[dict[str, Any]] = []
         self._at: dict[str, int] = {}
@@ -322,7 +355,7 @@ def _children(handle: dict[str, Any], handles: dict[str, Any]) -> Iterator[str]:
             yield from _children(handles[child], handles)
 
 
-def _bundle(g: GraphFolder, folder: str, index: int) -> dict[str, Any] | None:
+def _bundle(g: GraphFolder | LoggedGraphInput, folder: str, index: int) -> dict[str, Any] | None:
     """The bundle ``sdsc_<index>.json`` of the bundle folder ``folder`` of the graph's model
     (``sdsc/<model>/inductor-spyre/<folder>/``); None when absent, or when ``folder`` can
     name no folder there (``folders.is_one_name``)."""
@@ -363,6 +396,29 @@ def _bundle_text(bundle: dict[str, Any], specs: list[dict[str, Any]], limit: int
     bundle["cut"] = len(text) > limit
 
 
+def _logged(found: list[GraphFolder | LoggedGraphInput]) -> list[LoggedGraph | None]:
+    """Each graph's records in its log: a log's own graph, or a graph folder's in its model's
+    ``trace/<label>.log`` (matched by compile id, kind and order; each log read once)."""
+    logs: dict[Path, LogGraphs] = {}
+    seen: dict[tuple[Path, str, str], int] = {}
+    out: list[LoggedGraph | None] = []
+    for g in found:
+        if isinstance(g, LoggedGraphInput):
+            out.append(g.logged)
+            continue
+        log = log_of(g.folder, g.model)
+        if log is not None and log not in logs:
+            logs[log] = LogGraphs(log)  # a damaged payload is unusable input, as an artifact is
+        graphs = logs.get(log) if log is not None else None
+        if graphs is None or log is None:
+            out.append(None)
+            continue
+        nth = seen.get((log, g.compile_id, g.kind), 0)
+        seen[(log, g.compile_id, g.kind)] = nth + 1
+        out.append(graphs.find(g.compile_id, g.kind, nth))
+    return out
+
+
 def served_bundles(roots: list[Path]) -> dict[str, dict[str, Any]]:
     """Bundles in folders as torch-spyre writes them (``inductor-spyre/<uuid8>_<kernel>_<8>/``,
     under a cache folder or named directly), by their path ``<folder>/sdsc_<i>.json`` (a call
@@ -393,9 +449,9 @@ def build(out: Path, timing: Any = None, bundles: list[Path] | None = None) -> d
         lines.add_snapshot(g.sources)
     opspecs = sum(len(specs) for g in found for specs in ((g.opspecs or {}).get("kernels") or {}).values())
     limit = max(BUNDLE_TEXT_FLOOR, min(BUNDLE_TEXT_LIMIT, BUNDLE_BUDGET // max(1, opspecs)))
-    graphs = [_graph(g, lines, served, limit) for g in found]
+    graphs = [_graph(g, lines, served, limit, logged) for g, logged in zip(found, _logged(found), strict=True)]
     if timing is not None:
-        timing.apply(graphs, out)
+        timing.apply(graphs, out, lines.index)
     return {
         "version": DOCUMENT_VERSION,
         "out": str(out),

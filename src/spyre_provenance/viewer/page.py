@@ -54,7 +54,8 @@ def write_page(
     UnusableInput before anything is written."""
     from spyre_provenance.viewer import data, timing
 
-    target = target if target is not None else Layout(out).viewer_page
+    if target is None:  # a log's page goes beside it; a folder's into it
+        target = out.with_name(f"{out.stem}.{PAGE}") if out.is_file() else Layout(out).viewer_page
     if target.is_dir():
         raise UnusableInput(str(target), "is a folder; name the page's file")
     timed = timing.read(trace) if trace is not None else None

@@ -1,11 +1,9 @@
 // spyre-provenance view: the page's behaviour. Plain JavaScript, no framework, no request.
 //
-// The document (viewer/data.py) lists edges pointing down the chain
-//   pre-grad node -> post-grad node -> call site -> OpSpec -> bundle,  source line -> call site | OpSpec.
-// RELATION: a click on X lights X, everything below X (down), everything above X (up),
-// and everything above each call site so reached: a call site is the hub whose source
-// lines, post-grad and pre-grad nodes always light together (a fused kernel lights all
-// of its lines). Panels are built per graph, when the graph is first shown.
+// The document (viewer/data.py) holds, for every element, what a click on it lights
+// (viewer/relation.py says the rule): the page follows it, element by element, and marks the
+// call sites holding lit elements as their containers. Panels are built per graph, when the
+// graph is first shown.
 "use strict";
 (function () {
   const T0 = performance.now();
@@ -19,39 +17,15 @@
   let gi = -1, G = null, rows = null, sel = null, lit = null;
 
   // --- the relation ----------------------------------------------------------------------
-  function index(g) {
-    if (g._ix) return g._ix;
-    const push = (m, k, v) => { let a = m.get(k); if (!a) m.set(k, (a = [])); a.push(v); };
-    const postPre = g.post.map(() => []), postCall = g.post.map(() => []);
-    g.pp.forEach((ps, i) => ps.forEach((p) => postPre[p].push(i)));
-    g.calls.forEach((c, i) => c.p.forEach((p) => postCall[p].push(i)));
-    const lineCall = new Map(), lineSpec = new Map();
-    g.calls.forEach((c, i) => c.l.forEach((l) => push(lineCall, l, i)));
-    g.specs.forEach((s, i) => s.l.forEach((l) => push(lineSpec, l, i)));
-    return (g._ix = { postPre, postCall, lineCall, lineSpec });
-  }
-
+  // What a click lights is the document's (viewer/relation.py, the one rule): each element's
+  // lit set by kind, itself included, and "box", the call sites marked as its containers.
+  // An entry lists positions per kind in the order ENTRY (viewer/relation.py), the element
+  // itself left out.
+  const ENTRY = KINDS.concat(["box"]);
   function relatives(g, kind, i) {
-    const ix = index(g);
-    const S = {}; KINDS.forEach((k) => (S[k] = new Set()));
-    const seenDown = {}, seenUp = {}; KINDS.forEach((k) => { seenDown[k] = new Set(); seenUp[k] = new Set(); });
-    function down(k, j) {
-      if (seenDown[k].has(j)) return; seenDown[k].add(j); S[k].add(j);
-      if (k === "pre") g.pp[j].forEach((p) => down("post", p));
-      else if (k === "post") ix.postCall[j].forEach((c) => down("call", c));
-      else if (k === "line") { (ix.lineCall.get(j) || []).forEach((c) => down("call", c)); (ix.lineSpec.get(j) || []).forEach((s) => down("spec", s)); }
-      else if (k === "call") g.calls[j].s.forEach((s) => down("spec", s));
-      else if (k === "spec" && g.specs[j].b !== null) down("bundle", g.specs[j].b);
-    }
-    function up(k, j) {
-      if (seenUp[k].has(j)) return; seenUp[k].add(j); S[k].add(j);
-      if (k === "bundle") g.bundles[j].s.forEach((x) => up("spec", x));
-      else if (k === "spec") { up("call", g.specs[j].c); g.specs[j].l.forEach((l) => up("line", l)); }
-      else if (k === "call") { g.calls[j].p.forEach((p) => up("post", p)); g.calls[j].l.forEach((l) => up("line", l)); }
-      else if (k === "post") ix.postPre[j].forEach((p) => up("pre", p));
-    }
-    down(kind, i); up(kind, i);
-    Array.from(S.call).forEach((c) => up("call", c));
+    const e = (kind === "line" ? g.rel.line[String(i)] : g.rel[kind][i]) || [];
+    const S = {}; ENTRY.forEach((k, n) => (S[k] = new Set(e[n] || [])));
+    S[kind].add(i);
     return S;
   }
 
@@ -91,8 +65,10 @@
   }
   function renderLines(g) {
     const used = usedLines(g), usedSet = new Set(used);
-    const time = new Map(); let total = 0;
-    g.calls.forEach((c) => { if (c.t) { total += c.t; c.l.forEach((l) => time.set(l, (time.get(l) || 0) + c.t)); } });
+    // a line's time is the document's (runtime.time_summary's rule: the kernels whose stack
+    // traces end at it), over the graph's kernel time
+    const time = new Map(Object.entries(g.lt || {}).map(([l, t]) => [Number(l), t]));
+    const total = g.calls.reduce((a, c) => a + (c.t || 0), 0);
     const byFile = new Map(); used.forEach((l) => { const f = D.lines[l][0]; if (!byFile.has(f)) byFile.set(f, []); byFile.get(f).push(l); });
     const lineAt = new Map(); used.forEach((l) => lineAt.set(D.lines[l][0] + ":" + D.lines[l][1], l));
     const out = [];
@@ -120,13 +96,25 @@
     });
     return { html: out, count: used.length + " lines that made kernels" + (total ? ", shaded by share of kernel time" : "") };
   }
+  // A graph panel: the graph's code as logged (tlparse's), each node's row the line tlparse
+  // finds it on; the names alone where no log was beside the artifacts.
+  function renderNodes(g, kind) {
+    const names = g[kind], code = g.code && g.code[kind];
+    if (!code) return { html: names.map((n, i) => row(kind, i, () => esc(n))), count: names.length + " nodes" };
+    const node = new Map(); code.at.forEach((n, i) => { if (n >= 0) node.set(n, i); });
+    const numbered = (n, text) => '<span class="ln">' + (n + 1) + "</span>" + esc(text);
+    const out = code.text.split("\n").map((text, n) => node.has(n) ? row(kind, node.get(n), () => numbered(n, text)) : '<div class="ctx">' + numbered(n, text) + "</div>");
+    const missing = names.map((_, i) => i).filter((i) => code.at[i] < 0);
+    if (missing.length) { out.push('<div class="file">not on a line of the logged graph</div>'); missing.forEach((i) => out.push(row(kind, i, () => esc(names[i])))); }
+    return { html: out, count: names.length + " nodes, the code as logged" };
+  }
   function renderGraph() {
     const g = G;
     const maxT = Math.max(0, ...g.calls.map((c) => c.t || 0));
     const parts = {
       line: renderLines(g),
-      pre: { html: g.pre.map((n, i) => row("pre", i, () => esc(n))), count: g.pre.length },
-      post: { html: g.post.map((n, i) => row("post", i, () => esc(n))), count: g.post.length },
+      pre: renderNodes(g, "pre"),
+      post: renderNodes(g, "post"),
       call: {
         html: g.calls.map((c, i) => row("call", i, () =>
           (c.t ? '<span class="bar" style="width:' + Math.max(1, Math.round(60 * c.t / maxT)) + 'px"></span>' : "") + esc(c.k) +
@@ -179,6 +167,7 @@
     c.el.querySelectorAll(".row").forEach((el) => {
       const i = +el.dataset.i; rows[kind].set(i, el);
       if (lit && lit[kind].has(i)) el.classList.add("lit");
+      if (lit && kind === "call" && lit.box.has(i)) el.classList.add("box");
       if (sel && sel.kind === kind && sel.i === i) el.classList.add("sel");
     });
     if (hit !== null) hideMisses(c.el);
@@ -187,17 +176,24 @@
   function fillRows(kind, indices) { indices.forEach((i) => { const n = chunkOf[kind].get(i); if (n !== undefined) fill(kind, n); }); }
 
   // --- selection -----------------------------------------------------------------------------
-  function clearLit() { if (lit) KINDS.forEach((k) => lit[k].forEach((i) => { const el = rows[k].get(i); if (el) el.classList.remove("lit", "sel"); })); lit = null; }
+  function clearLit() {
+    if (lit) {
+      KINDS.forEach((k) => lit[k].forEach((i) => { const el = rows[k].get(i); if (el) el.classList.remove("lit", "sel"); }));
+      lit.box.forEach((i) => { const el = rows.call.get(i); if (el) el.classList.remove("box"); });
+    }
+    lit = null;
+  }
   function select(kind, i, opts) {
     clearLit();
     sel = kind === null ? null : { kind, i };
     if (!sel) { $("detail").textContent = ""; $("bundle-view").textContent = ""; setHash(); return; }
     lit = relatives(G, kind, i);
     KINDS.forEach((k) => { fillRows(k, lit[k]); lit[k].forEach((j) => { const el = rows[k].get(j); if (el) el.classList.add("lit"); }); });
+    fillRows("call", lit.box); lit.box.forEach((j) => { const el = rows.call.get(j); if (el) el.classList.add("box"); });
     const el = rows[kind].get(i); if (el) el.classList.add("sel");
     KINDS.forEach((k) => {
       if (k === kind && !(opts && opts.scroll)) return;
-      const first = k === kind ? el : Array.from(lit[k]).map((j) => rows[k].get(j)).filter(Boolean).sort((a, b) => a.offsetTop - b.offsetTop)[0];
+      const first = k === kind ? el : Array.from(lit[k].size || k !== "call" ? lit[k] : lit.box).map((j) => rows[k].get(j)).filter(Boolean).sort((a, b) => a.offsetTop - b.offsetTop)[0];
       if (first) first.scrollIntoView({ block: "nearest" });
     });
     showDetail(kind, i);
@@ -214,6 +210,11 @@
     if (kind === "call") {
       const c = g.calls[i];
       d.push(' <span class="kv">post-grad nodes:</span> ' + c.p.length + ' <span class="kv">OpSpecs:</span> ' + c.s.length + (c.t ? ' <span class="kv">time:</span> ' + fmtTime(c.t) + " in " + c.n + " calls" : ""));
+    } else if (D.trace) {
+      // an element's time: its kernels', those the click lights or marks as holding it
+      const held = new Set([...lit.call, ...lit.box]); let t = 0;
+      held.forEach((c) => { t += g.calls[c].t || 0; });
+      if (t) d.push(' <span class="kv">time of the kernels holding it:</span> ' + fmtTime(t) + " in " + held.size + " kernel" + (held.size === 1 ? "" : "s"));
     }
     // the same source lines in the other graphs: a backward kernel leads to the forward line it differentiates
     const lines = Array.from(lit.line);
@@ -237,6 +238,9 @@
       text.push(b ? "\nSuperDSC bundle " + b.path + (x.ba ? "" : "  (its debug_handle_ " + b.id + " is not this OpSpec's)") +
         (b.handle ? "  (its debug_handle_ is the handle above, id " + b.id + ": only the id is repeated here)" : "") + ":\n" + body + (b.cut ? "\n\u2026 (cut)" : "") : "\nno SuperDSC bundle in the out folder for this OpSpec");
       view.textContent = text.join("\n");
+    } else if (kind === "call") {
+      const c = g.calls[i];
+      view.textContent = c.w ? "the call in the wrapper code:\n" + c.w.join("\n") : "the wrapper code of " + c.k + " was not logged beside the artifacts";
     } else view.textContent = "";
   }
   function handleDescription(g, id, h, indent) {
@@ -309,7 +313,14 @@
   }
 
   const sel0 = $("graph");
-  D.graphs.forEach((g, j) => { const o = document.createElement("option"); o.value = String(j); o.textContent = g.label + " (" + g.calls.length + " kernels)"; sel0.appendChild(o); });
+  // one group per compile (model, rank, compile id): its forward and backward, or its inference
+  const groups = new Map();
+  D.graphs.forEach((g, j) => {
+    const name = g.model + (g.rank !== null ? " rank" + g.rank : "") + " compile " + g.compile_id;
+    if (!groups.has(name)) { const og = document.createElement("optgroup"); og.label = name; groups.set(name, og); sel0.appendChild(og); }
+    const o = document.createElement("option"); o.value = String(j); o.textContent = g.label + " (" + g.calls.length + " kernels)";
+    groups.get(name).appendChild(o);
+  });
   sel0.addEventListener("change", () => showGraph(Number(sel0.value)));
   document.querySelector("main").addEventListener("click", (e) => {
     const el = e.target.closest(".row"); if (!el) return;
