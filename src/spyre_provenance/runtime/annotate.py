@@ -105,7 +105,7 @@ def provenance_fields(index: KernelIndex, site: Site) -> dict[str, Any]:
         f"{PREFIX}pre_grad_nodes": call.pre_grad_nodes,
         f"{PREFIX}aten_ops": call.aten_ops,
         f"{PREFIX}source": [f"{s.file}:{s.line}" for s in call.source],
-        f"{PREFIX}graph": f"{graph.model} {graph.compile_id} {graph.graph}",
+        f"{PREFIX}graph": graph.label,
     }
     if call.provenance_key or call.bundle_folder:
         fields[f"{PREFIX}bundle"] = {"provenance_key": call.provenance_key, "folder": call.bundle_folder}

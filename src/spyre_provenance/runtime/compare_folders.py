@@ -86,7 +86,7 @@ def read_compile(
     lines = _Lines()
     for graph in chosen:
         lines.add_graph(graph)
-    labels = [graph_label(g) for g in chosen]
+    labels = [g.label for g in chosen]
     traces = [Path(trace)] if trace is not None else (traces_beside(chosen) if find_traces else [])
     unplaced = 0.0
     for found in traces:
@@ -118,11 +118,6 @@ def select(index: KernelIndex, compile_id: str | None, name: str) -> list[Indexe
         held = ", ".join(dict.fromkeys(g.compile_id for g in index.graphs))
         raise UnusableInput(name, f"no compile {compile_id} there (it holds {held})")
     return chosen
-
-
-def graph_label(graph: IndexedGraph) -> str:
-    """``<model> <compile id> <graph kind>``: how ``time_summary`` names a kernel's graph."""
-    return f"{graph.model} {graph.compile_id} {graph.graph}"
 
 
 def traces_beside(graphs: list[IndexedGraph]) -> list[Path]:
@@ -163,7 +158,7 @@ class _Lines:
         return line
 
     def add_graph(self, graph: IndexedGraph) -> None:
-        label = graph_label(graph)
+        label = graph.label
         codes: dict[Where, str] = {}
         users: dict[str, bool] = {}
         own = {key: _user_lines(graph.stack_traces.get(key), codes, users) for key in graph.keys}

@@ -68,6 +68,12 @@ class IndexedGraph:
     view: Any = dataclasses.field(default=None, repr=False, compare=False)  # lookup.GraphView, made on first use
 
     @property
+    def label(self) -> str:
+        """``<model> <compile id> <graph kind>``: how annotated events, the time summary and
+        ``compare`` name this graph (so one can join what another printed)."""
+        return f"{self.model} {self.compile_id} {self.graph}"
+
+    @property
     def keys(self) -> list[str]:
         sites = self.mapping.get("cppCodeToPost")
         return list(sites) if isinstance(sites, dict) else []

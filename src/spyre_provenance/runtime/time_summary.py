@@ -289,9 +289,7 @@ def _rows(
             kernel = split_key(site[1])[0] or site[1]
             bundle = graph.bundles.get(site[1]) or {}
             row = None if joined is None else _acelyzer_row(joined, kernel, bundle.get("folder"))
-            kernels.append(
-                KernelTime(kernel, site[1], f"{graph.model} {graph.compile_id} {graph.graph}", int(calls), spent, row)
-            )
+            kernels.append(KernelTime(kernel, site[1], graph.label, int(calls), spent, row))
         share = cell.total / total if total else 0.0
         rows.append(Row(phase, file, line, code, cell.calls, cell.total, share, kernels, cell.placed_by))
     # heaviest first; ties in a fixed order, so the same trace prints the same summary
