@@ -211,3 +211,23 @@ def granite():
         logits_scaling=8.0,
     )
     return transformers.GraniteForCausalLM(config).eval(), (torch.randint(0, 2 * WIDTH, (1, WIDTH)),)
+
+
+def llama():
+    """Llama (transformers' own code) at Spyre's width: 2 heads of 64, one KV head, a
+    sequence of 64 tokens, one layer, RoPE, RMSNorm, SwiGLU."""
+    import transformers
+
+    torch.manual_seed(SEED)
+    config = transformers.LlamaConfig(
+        vocab_size=2 * WIDTH,
+        hidden_size=2 * WIDTH,
+        intermediate_size=4 * WIDTH,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=WIDTH,
+        use_cache=False,
+        attn_implementation="sdpa",
+    )
+    return transformers.LlamaForCausalLM(config).eval(), (torch.randint(0, 2 * WIDTH, (1, WIDTH)),)

@@ -1,9 +1,10 @@
 """The reference backend's graph-level half: what it changes before kernels are made.
 
-- ``label_linear`` and ``split_addmm`` (a post-grad device pass, ``SplitAddmmPass``): the
-  nodes of a ``linear`` say so (``original_aten``), and ``addmm`` becomes ``mm`` + a bias
-  ``add``, both with the linear's stack trace: Linear = permute + mm + add, as torch-spyre
-  main decomposes it (REFERENCE.md section 4.1).
+- ``label_linear``, ``batch_linear`` and ``split_addmm`` (a post-grad device pass,
+  ``SplitAddmmPass``): the nodes of a ``linear`` or a ``layer_norm`` say so
+  (``original_aten``), a ``linear`` on a batch is a ``bmm`` over it, and ``addmm`` becomes
+  ``mm`` + a bias ``add``, all with the linear's stack trace: Linear = permute + mm + add,
+  as torch-spyre main decomposes it (REFERENCE.md section 4.1).
 - ``realize_every_op``: every pointwise op its own buffer (one buffer, one op, one OpSpec).
 
 ``backend.ReferenceBackend.install`` puts them in place and takes them out again.
