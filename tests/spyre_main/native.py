@@ -154,7 +154,8 @@ class SpyreTensorLayout:
     """A tensor's layout on the device: ``device_size`` (the host dims in device order,
     the stick dimension split into stick count and elements per stick) and ``stride_map``
     (for each device dim, how many host elements one step moves; -1 where a step moves
-    along no host dim).
+    along no host dim: a sparse stick, or a host dim of size 1, as torch-spyre's
+    ``dim_map_to_stride_map`` has it, ``csrc/spyre_tensor_impl.cpp:112-130``).
 
     The default tiling, for ``dim_order`` (host dims outermost first, the last one holding
     the stick): ``[dim_order[1], ..., dim_order[-2], sticks, dim_order[0], elements]``; a
@@ -198,8 +199,8 @@ class SpyreTensorLayout:
             self.device_size, self.stride_map = [1, per_stick], [-1, -1]
             return
 
-        def dim(d: int) -> tuple[int, int]:
-            return (1, -1) if d < 0 else (size[d], strides[d])
+        def dim(d: int) -> tuple[int, int]:  # a host dim of size 1 is stepped along by none
+            return (1, -1) if d < 0 or size[d] == 1 else (size[d], strides[d])
 
         stick_size, stick_stride = dim(order[-1])
         sticks = (max(stick_size, 1) + per_stick - 1) // per_stick

@@ -71,13 +71,21 @@ def spyre_inductor(graph_module: Any, example_inputs: list[Any]) -> Any:
     from torch._inductor import compile_fx
     from torch._subclasses.fake_tensor import FakeTensorMode
 
+    from spyre_main import sdpa_choice
+
     fake_mode = detect_fake_mode(example_inputs) or FakeTensorMode(allow_non_fake_inputs=True)
     on_device = copy.deepcopy(graph_module)
     _on_spyre(on_device)
     # the compiled function never runs here, so a backward AOTAutograd would compile at
     # its first run is compiled now, as the run on a card would have it compiled
+    # attention as torch-spyre's native extension routes it (``sdpa_choice``), with its own table
+    sdpa_choice.install()
     with functorch_config.patch(force_non_lazy_backward_lowering=True):
-        compile_fx.compile_fx(on_device, [_fake_on_spyre(fake_mode, x) for x in example_inputs])
+        compile_fx.compile_fx(
+            on_device,
+            [_fake_on_spyre(fake_mode, x) for x in example_inputs],
+            decompositions=sdpa_choice.decompositions(),
+        )
     return graph_module.forward
 
 

@@ -37,3 +37,48 @@ def test_a_subprocess_calls_torch_spyre_own_functions(torch_spyre_python):
         """
     )
     assert got == {"size": [8, 4, 512, 64], "strides": [240, 64, 1920, 1], "debug_handle": True}
+
+
+def test_a_host_dimension_of_size_1_is_stepped_along_by_no_device_dimension(torch_spyre_python):
+    """torch-spyre's layout constructor writes -1 in ``stride_map`` for a host dimension of
+    size 1 (``csrc/spyre_tensor_impl.cpp:112-130``), which its broadcast test reads; the
+    stand-in's tiling does the same (RMSNorm's ``x * rsqrt(mean)`` was refused without)."""
+    got = torch_spyre_python(
+        """
+        import json, torch
+        from torch_spyre._C import SpyreTensorLayout
+        print(json.dumps([SpyreTensorLayout(s, torch.float16).stride_map for s in ([1, 64, 1], [1, 64, 128])]))
+        """
+    )
+    assert got == [[1, -1, -1, -1], [128, 64, -1, 1]]  # device dims: [1], sticks, [0], elements
+
+
+def test_attention_on_spyre_takes_the_backend_torch_spyre_chooses(torch_spyre_python):
+    """torch-spyre's native extension sends every attention on ``spyre`` to ATen's
+    ``overrideable`` backend (``csrc/attn_utils.cpp``); through the route, a traced
+    ``scaled_dot_product_attention`` on ``spyre`` becomes
+    ``_scaled_dot_product_fused_attention_overrideable``, which torch-spyre decomposes, not
+    ATen's math path (``_safe_softmax``)."""
+    got = torch_spyre_python(
+        """
+        import json, torch
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.experimental.proxy_tensor import make_fx
+        from spyre_main import sdpa_choice
+        sdpa_choice.install()
+        table = sdpa_choice.decompositions()
+        overrideable = torch.ops.aten._scaled_dot_product_fused_attention_overrideable.default
+        seen, decompose = {}, table[overrideable]
+        def spy(*args, **kwargs):
+            seen["overrideable"] = True
+            return decompose(*args, **kwargs)
+        table[overrideable] = spy
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            q = torch.empty(1, 2, 64, 64, dtype=torch.float16, device="spyre")
+            f = lambda q: torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+            graph = make_fx(f, decomposition_table=table)(q)
+        targets = {str(n.target) for n in graph.graph.nodes}
+        print(json.dumps([seen.get("overrideable", False), any("safe_softmax" in t for t in targets)]))
+        """
+    )
+    assert got == [True, False]

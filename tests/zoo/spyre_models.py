@@ -132,6 +132,49 @@ def tied_embedding():
     return TiedEmbedding(), (torch.randint(0, 2 * WIDTH, (2, 8)),)
 
 
+class NormGatedBlock(nn.Module):
+    """Pre-LayerNorm residual block with a SiLU-gated MLP (gate, up, down projections)."""
+
+    def __init__(self, dim: int = WIDTH, hidden: int = 2 * WIDTH) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.gate = nn.Linear(dim, hidden, bias=False)
+        self.up = nn.Linear(dim, hidden, bias=False)
+        self.down = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.norm(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+def layernorm_gated_mlp():
+    torch.manual_seed(SEED)
+    return NormGatedBlock(), (torch.randn(8, WIDTH),)
+
+
+class GeluResidual(nn.Module):
+    """A GELU MLP with a residual connection, no norm."""
+
+    def __init__(self, dim: int = WIDTH) -> None:
+        super().__init__()
+        self.up = nn.Linear(dim, 2 * dim)
+        self.down = nn.Linear(2 * dim, dim)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x + self.down(F.gelu(self.up(x)))
+
+
+def gelu_residual():
+    torch.manual_seed(SEED)
+    return GeluResidual(), (torch.randn(8, WIDTH),)
+
+
+def single_head_attention():
+    """``SoftmaxAttention`` on one sequence (2-D: tokens x width), no batch dimension."""
+    torch.manual_seed(SEED)
+    return SoftmaxAttention(), (torch.randn(WIDTH, WIDTH),)
+
+
 #: name -> what the model is there to cover on torch-spyre main
 SPYRE_ZOO = {
     "gated_mlp": "RMSNorm (rsqrt, mean) and a SwiGLU MLP: three matmuls, pointwise ops between",
@@ -140,6 +183,9 @@ SPYRE_ZOO = {
     "shared_block": "one submodule called twice",
     "residual_stack": "a loop of residual blocks: many nodes in one fused kernel",
     "tied_embedding": "an embedding gather (indirect access) and a tied output projection",
+    "layernorm_gated_mlp": "LayerNorm, then a SiLU-gated MLP and a residual",
+    "gelu_residual": "a GELU MLP with a residual: GELU reads a matmul's result",
+    "single_head_attention": "softmax attention on a 2-D input: one input read by three projections",
 }
 
 
@@ -165,3 +211,23 @@ def granite():
         logits_scaling=8.0,
     )
     return transformers.GraniteForCausalLM(config).eval(), (torch.randint(0, 2 * WIDTH, (1, WIDTH)),)
+
+
+def llama():
+    """Llama (transformers' own code) at Spyre's width: 2 heads of 64, one KV head, a
+    sequence of 64 tokens, one layer, RoPE, RMSNorm, SwiGLU."""
+    import transformers
+
+    torch.manual_seed(SEED)
+    config = transformers.LlamaConfig(
+        vocab_size=2 * WIDTH,
+        hidden_size=2 * WIDTH,
+        intermediate_size=4 * WIDTH,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=WIDTH,
+        use_cache=False,
+        attn_implementation="sdpa",
+    )
+    return transformers.LlamaForCausalLM(config).eval(), (torch.randint(0, 2 * WIDTH, (1, WIDTH)),)

@@ -1,9 +1,10 @@
 """The reference backend's graph-level half: what it changes before kernels are made.
 
-- ``label_linear`` and ``split_addmm`` (a post-grad device pass, ``SplitAddmmPass``): the
-  nodes of a ``linear`` say so (``original_aten``), and ``addmm`` becomes ``mm`` + a bias
-  ``add``, both with the linear's stack trace: Linear = permute + mm + add, as torch-spyre
-  main decomposes it (REFERENCE.md section 4.1).
+- ``label_linear``, ``batch_linear`` and ``split_addmm`` (a post-grad device pass,
+  ``SplitAddmmPass``): the nodes of a ``linear`` or a ``layer_norm`` say so
+  (``original_aten``), a ``linear`` on a batch is a ``bmm`` over it, and ``addmm`` becomes
+  ``mm`` + a bias ``add``, all with the linear's stack trace: Linear = permute + mm + add,
+  as torch-spyre main decomposes it (REFERENCE.md section 4.1).
 - ``realize_every_op``: every pointwise op its own buffer (one buffer, one op, one OpSpec).
 
 ``backend.ReferenceBackend.install`` puts them in place and takes them out again.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import operator
 from pathlib import Path
 from typing import Any
@@ -87,40 +89,148 @@ def _emit_split_node(
     name: str,
     target: Any,
     args: tuple[Any, ...],
+    transform: tuple[tuple[str, str, str], ...] = _SPLIT_TRANSFORM,
 ) -> torch.fx.Node:
     """One node of ``addmm``'s split, inserted where the graph's insertion point is and
     appended to ``created``: ``addmm``'s stack trace and original aten op, a fake value, and
-    the split in its transform history."""
+    the split (``transform``) in its transform history."""
     new = graph.create_node("call_function", target, args, name=name)
     new.meta.update({k: addmm.meta[k] for k in _SPLIT_META_KEYS if k in addmm.meta})
     new.meta["original_aten"] = addmm.meta.get("original_aten", aten.addmm.default)
     new.meta["val"] = _fake_value(target, args)
-    new.meta[TRANSFORMS_META_KEY] = _SPLIT_TRANSFORM
+    new.meta[TRANSFORMS_META_KEY] = transform
     created.append(new)
     return new
 
 
-def _from_linear(node: torch.fx.Node) -> bool:
-    """Whether Dynamo traced the node from ``nn.Linear`` or ``F.linear`` (its source_fn)."""
+def _traced_from(node: torch.fx.Node, sources: tuple[Any, ...]) -> bool:
+    """Whether Dynamo traced the node from one of ``sources`` (its innermost source_fn)."""
     stack: list[Any] = node.meta.get("source_fn_stack") or []
-    return bool(stack) and stack[-1][1] in (torch.nn.Linear, torch.nn.functional.linear)
+    return bool(stack) and stack[-1][1] in sources
+
+
+#: What the CPU dispatcher decomposes before any table sees it and torch-spyre main keeps
+#: whole: the op main's nodes name (``original_aten``), the modules and functions it is
+#: traced from, and the op the CPU's nodes say instead (None: any). Main registers an
+#: ``AutogradPrivateUse1`` fallthrough and a ``PrivateUse1`` kernel for every aten op it
+#: decomposes (``torch_spyre/_inductor/decompositions.py:183-210``), so ``linear``
+#: (``:373-383``) and ``layer_norm`` (``:301-322``) reach its decompositions whole.
+WHOLE_OPS: tuple[tuple[Any, tuple[Any, ...], Any], ...] = (
+    (aten.linear.default, (torch.nn.Linear, torch.nn.functional.linear), None),
+    (aten.layer_norm.default, (torch.nn.LayerNorm, torch.nn.functional.layer_norm), aten.native_layer_norm.default),
+)
 
 
 def label_linear(graph: torch.fx.Graph) -> int:
-    """Name the nodes a ``linear`` became (``t``/``permute``, ``addmm`` or ``mm``) by it:
-    ``original_aten = aten.linear.default``, as on torch-spyre main.
+    """Name the nodes a ``linear`` or a ``layer_norm`` became by it (``original_aten =
+    aten.linear.default``, ``aten.layer_norm.default``), as on torch-spyre main, whose
+    kernel names and handles say ``linear`` and ``layer_norm`` (``sdsc_fused_layer_norm_..``).
 
-    torch-spyre routes ``linear`` past autograd's decomposition (an ``AutogradPrivateUse1``
-    fallthrough) into its own, so its post-grad nodes, handles and kernel names say
-    ``linear``. On the CPU the dispatcher has decomposed ``linear`` into ``t`` + ``addmm``
-    before any decomposition table is asked; the nodes' ``source_fn_stack`` still says what
-    they were traced from. Returns how many nodes were relabelled.
+    torch-spyre routes both past autograd's decomposition into its own (``WHOLE_OPS``). On
+    the CPU the dispatcher has made ``linear`` ``t`` + ``addmm`` and ``layer_norm``
+    ``native_layer_norm`` before any decomposition table is asked; the nodes'
+    ``source_fn_stack`` still says what they were traced from. Returns how many nodes were
+    relabelled.
     """
     count = 0
     for node in graph.nodes:
-        if node.op == "call_function" and "original_aten" in node.meta and _from_linear(node):
-            node.meta["original_aten"] = aten.linear.default
-            count += 1
+        if node.op != "call_function" or "original_aten" not in node.meta:
+            continue
+        for whole, sources, made in WHOLE_OPS:
+            # by name: the OpOverload in the meta can be another instance of the same op
+            if (made is None or str(node.meta["original_aten"]) == str(made)) and _traced_from(node, sources):
+                node.meta["original_aten"] = whole
+                count += 1
+                break
+    return count
+
+
+#: ops that only view their input with another shape (no copy, no layout change)
+_RESHAPES = frozenset((aten.view.default, aten.reshape.default, aten._unsafe_view.default))
+_BATCH_TRANSFORM = (("decomposition", SPLIT_ADDMM_PASS, "linear on a batch -> bmm over the batch + bias add"),)
+
+
+def _static_shape(node: Any) -> list[int] | None:
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or val.device.type != DEVICE:
+        return None
+    shape = list(val.shape)
+    return shape if all(isinstance(d, int) for d in shape) else None
+
+
+def _flattened_batch(node: torch.fx.Node) -> tuple[torch.fx.Node, list[int]] | None:
+    """The input of a ``linear`` on 3 or more dimensions that the CPU flattened to 2 for
+    its ``addmm``/``mm`` (``x.reshape(-1, K)``): that input and its shape; else None."""
+    mat1, mat2 = node.args[-2], node.args[-1]
+    if (
+        not isinstance(mat1, torch.fx.Node)
+        or mat1.target not in _RESHAPES
+        or not isinstance(mat1.args[0], torch.fx.Node)
+    ):
+        return None
+    source, flat, weight = mat1.args[0], _static_shape(mat1), _static_shape(mat2)
+    shape = _static_shape(source)
+    if shape is None or flat is None or weight is None or len(shape) < 3 or len(weight) != 2:
+        return None
+    if flat != [math.prod(shape[:-1]), shape[-1]]:
+        return None
+    return source, shape
+
+
+def batch_linear(gm: torch.fx.GraphModule) -> int:
+    """Make each ``linear`` on an input of 3 or more dimensions a ``bmm`` over its batch,
+    as torch-spyre main computes it: its ``spyre_linear`` (``decompositions.py:373-383``)
+    unsqueezes the transposed weight to the input's rank and writes ``input @ weight``, a
+    ``bmm`` of ``[B, M, K]`` by the weight expanded to ``[B, K, N]`` (a ``batchmatmul``
+    ``[B, M, N, K]``), then the bias ``add`` on ``[B, M, N]``. On the CPU the dispatcher
+    made it ``addmm`` (``mm`` without a bias) on the input viewed as 2-D ``[B*M, K]``.
+    The result is viewed back as the 2-D tensor the graph's readers expect. Returns how
+    many linears changed."""
+    from torch.fx.traceback import NodeSource, NodeSourceAction
+
+    graph = gm.graph
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or str(node.meta.get("original_aten")) != str(aten.linear.default):
+            continue
+        if node.target not in (aten.addmm.default, aten.mm.default) or node.kwargs.get("beta", 1) != 1:
+            continue
+        found = _flattened_batch(node)
+        if found is None or node.kwargs.get("alpha", 1) != 1:
+            continue
+        source, shape = found
+        flat_input, weight = node.args[-2], node.args[-1]
+        *batch, rows, depth = shape
+        columns = _static_shape(weight)[1]  # type: ignore[index]  # checked by _flattened_batch
+        created: list[torch.fx.Node] = []
+        emit = functools.partial(_emit_split_node, graph, node, created, transform=_BATCH_TRANSFORM)
+        with graph.inserting_before(node):
+            batched = source
+            if len(batch) > 1:  # matmul views a deeper batch as one
+                batched = emit("view", aten.view.default, (source, [math.prod(batch), rows, depth]))
+            expanded = emit(
+                "expand",
+                aten.expand.default,
+                (emit("unsqueeze", aten.unsqueeze.default, (weight, 0)), [math.prod(batch), depth, columns]),
+            )
+            result = emit("bmm", aten.bmm.default, (batched, expanded))
+            if len(batch) > 1:
+                result = emit("view", aten.view.default, (result, [*batch, rows, columns]))
+            if node.target is aten.addmm.default:
+                result = emit("add", aten.add.Tensor, (result, node.args[0]))
+            result = emit("view", aten.view.default, (result, [math.prod(shape[:-1]), columns]))
+        for new in created:
+            action = [NodeSourceAction.CREATE]
+            if new is result:
+                action.insert(0, NodeSourceAction.REPLACE)
+            new.meta["from_node"] = [NodeSource(node, SPLIT_ADDMM_PASS, action)]
+        node.replace_all_uses_with(result)
+        graph.erase_node(node)
+        if not flat_input.users:
+            graph.erase_node(flat_input)
+        count += 1
+    if count:
+        gm.recompile()
     return count
 
 
@@ -301,6 +411,7 @@ class SplitAddmmPass(CustomGraphModulePass):
         if observer is not None:
             observer(gm.graph, "in")
         label_linear(gm.graph)
+        batch_linear(gm)
         split_addmm(gm)
         clone_shared_inputs(gm)
         if observer is not None:

@@ -126,6 +126,17 @@ def _dtype(name: str) -> str:
         return "unknown"
 
 
+def moments_space(sizes: Sequence[Any]) -> list[Any]:
+    """The iteration space of an ``exx2``'s output as main's: one element per row.
+
+    Main's ``lower_exx2`` (``torch_spyre/_inductor/lowering.py:654-677``) writes
+    ``x.size[:-1] + [1]``, one element per row that a card's ``exx2`` fills with both
+    moments, and Inductor drops the dimension of 1 from its loops. The reference's buffer
+    holds E[x] and E[x^2] side by side (``ops.exx2``: a last dimension of 2, the CPU has no
+    packed element), so its last output dimension is that one element and iterates once."""
+    return list(sizes[:-1])
+
+
 def build_opspec(
     snode: Any, call_args: Sequence[str], debug_handle: Callable[[Any], DebugHandle | None] | None = None
 ) -> tuple[OpSpec, str | None]:
@@ -134,6 +145,8 @@ def build_opspec(
     buffer = snode.node
     op, is_reduction, op_info = _op_name(buffer)
     sizes, rsizes = snode.get_ranges()
+    if op == "exx2":  # the pair of moments is one element of main's exx2 (``moments_space``)
+        sizes = moments_space(sizes)
     space = {f"d{i}": (readers.extent(s), 1) for i, s in enumerate([*sizes, *rsizes])}
 
     def arg(dep: Any, is_input: bool) -> TensorArg:
