@@ -142,6 +142,18 @@ def test_a_click_on_a_line_lights_what_it_became_on_each_side(browser, compared)
                     chosen = page.page.eval_on_selector_all("#compare .pair.sel", "es => es.map(e => e.dataset.p)")
                     assert chosen == [str(p)]  # the pair stays chosen across graphs
         assert not problems, "\n".join(problems[:10])
+        # the address names the chosen pair and the graph shown: opened, the page shows them again
+        last = len(compared.doc["lines"]) - 1
+        page.page.click(f'#compare .pair[data-p="{last}"]')
+        address, lit = page.page.url, page.lit()
+        assert f"pair={last}" in address
+        again = Page(browser, compared.html, "#" + address.split("#", 1)[1])
+        try:
+            assert again.lit() == lit and again.page.eval_on_selector("#compare .pair.sel", "e => e.dataset.p") == str(
+                last
+            )
+        finally:
+            again.close()
         page.page.keyboard.press("Escape")
         assert page.page.eval_on_selector_all("#compare .pair.sel", "es => es.length") == 0 and page.lit() == set()
         assert page.errors == [] and page.requests == [page.url]

@@ -201,7 +201,7 @@
     setHash();
   }
   function setHash() {
-    const h = "g=" + gi + (sel ? "&" + sel.kind + "=" + encodeURIComponent(keyOf(G, sel.kind, sel.i)) : "");
+    const h = "g=" + gi + (sel ? "&" + sel.kind + "=" + encodeURIComponent(keyOf(G, sel.kind, sel.i)) : "") + (C && pairSel !== null ? "&pair=" + pairSel : "");
     history.replaceState(null, "", "#" + h);
   }
   function showDetail(kind, i) {
@@ -295,6 +295,7 @@
     const p = new URLSearchParams(location.hash.slice(1));
     const j = p.has("g") ? Number(p.get("g")) : 0;
     showGraph(j >= 0 && j < D.graphs.length ? j : 0);
+    if (C && p.has("pair") && C.lines[Number(p.get("pair"))]) { selectPair(Number(p.get("pair"))); return; }
     for (const k of KINDS) if (p.has(k)) { const i = find(G, k, p.get(k)); if (i >= 0) select(k, i, { scroll: true }); break; }
   }
   function visibleRows(kind) { fillAll(kind); return Array.from(rows[kind].values()).filter((el) => !el.classList.contains("hidden")).sort((a, b) => a.offsetTop - b.offsetTop); }
