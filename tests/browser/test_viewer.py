@@ -242,9 +242,24 @@ class Page:
         self.context.close()
 
     def show(self, label: str) -> None:
+        """Show the graph ``label``: its entry in the graph selector, or a per-op compile's in
+        its op's selector (the graph selector has one entry per op kind)."""
         options = self.page.eval_on_selector_all("#graph option", "os => os.map(o => [o.value, o.textContent])")
-        (value,) = [v for v, text in options if text.startswith(label + " (")]
-        self.page.select_option("#graph", value)
+        found = [v for v, text in options if text.startswith(label + " (")]
+        if found:
+            (value,) = found
+            self.page.select_option("#graph", value)
+            return
+        per_op = self.page.eval_on_selector_all("#graph option[data-per-op]", "os => os.map(o => o.value)")
+        for entry in per_op:
+            self.page.select_option("#graph", entry)
+            compiles = self.page.eval_on_selector_all("#perop option", "os => os.map(o => [o.value, o.textContent])")
+            found = [v for v, text in compiles if text.startswith(label + " (")]
+            if found:
+                (value,) = found
+                self.page.select_option("#perop", value)
+                return
+        raise AssertionError(f"no graph {label} in the page's selectors")
 
     def keys(self, kind: str) -> list[str]:
         return self.page.eval_on_selector_all(f"#p-{kind} .row", "es => es.map(e => e.dataset.key)")

@@ -12,55 +12,7 @@ from pathlib import Path
 
 import pytest
 
-_MODEL = """import torch
-from torch import nn
-
-
-class Edited(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(64, 64)
-        self.fc2 = nn.Linear(64, 64)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.fc1(x)
-        h = torch.relu(h)
-{inserted}        h = self.fc2(h)
-        h = h * 0.5
-        return torch.softmax(h, dim=-1)
-
-
-def build():
-    torch.manual_seed(0)
-    return Edited(), (torch.randn(2, 4, 64),)
-"""
-INSERTED = "        h = torch.nn.functional.gelu(h)\n"
-
-_PHASES = '''import torch
-from torch import nn
-
-
-class Phases(nn.Module):
-    """Prefill mixes the sequence, a decode step (one token) does not: two compiles."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.proj = nn.Linear(64, 64)
-        self.out = nn.Linear(64, 64)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.proj(x)
-        if x.shape[1] > 1:
-            h = torch.softmax(h, dim=1)
-        else:
-            h = torch.relu(h)
-        return self.out(h)
-
-
-def build():
-    torch.manual_seed(0)
-    return Phases(), [(torch.randn(2, 4, 64),), (torch.randn(2, 1, 64),)]
-'''
+from helpers.compare_cases import INSERTED, edited_args, model_files, phases_args  # tests/ is on sys.path
 
 
 def _line_of(source: str, code: str) -> int:
@@ -70,22 +22,12 @@ def _line_of(source: str, code: str) -> int:
 
 @pytest.fixture(scope="session")
 def models(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("compare-models")
-    files = {
-        "before": (root / "before" / "edited.py", _MODEL.format(inserted="")),
-        "after": (root / "after" / "edited.py", _MODEL.format(inserted=INSERTED)),
-        "phases": (root / "phases.py", _PHASES),
-    }
-    for path, text in files.values():
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text)
-    return {name: path for name, (path, _) in files.items()}
+    return model_files(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def edited(compile_case, models):
-    before = compile_case(f"{models['before']}:build", "--no-tlparse")
-    after = compile_case(f"{models['after']}:build", "--no-tlparse")
+    before, after = (compile_case(*args) for args in edited_args(models))
     for case in (before, after):
         assert case.returncode == 0, case.stderr[-2000:]
     return before, after
@@ -93,7 +35,7 @@ def edited(compile_case, models):
 
 @pytest.fixture(scope="session")
 def phases(compile_case, models):
-    case = compile_case(f"{models['phases']}:build", "--no-tlparse", "--profile")
+    case = compile_case(*phases_args(models))
     assert case.returncode == 0, case.stderr[-2000:]
     return case
 

@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from helpers.fresh_process import TIMEOUT, environment  # tests/ is on sys.path
-from helpers.where import SCRIPTS
+from helpers.eager_case import EagerRun  # tests/ is on sys.path
+from helpers.eager_case import eager_run as run_eager_program
 from spyre_provenance.links.per_op import per_op_kind, pre_grad_name
 from spyre_provenance.model.names import TIME_SUMMARY
-from spyre_provenance.runtime import index as kernel_index
 from spyre_provenance.runtime import launches, time_summary
 from spyre_provenance.runtime.annotate import PREFIX, annotate
 from spyre_provenance.runtime.lookup import GraphView
@@ -31,40 +28,14 @@ from spyre_provenance.validate import schemas
 
 pytestmark = pytest.mark.compile
 
-PROGRAM = SCRIPTS / "eager" / "program.py"
 MODEL_FILE = "program.py"  # as the profiler names the model's frames
 _KERNEL = re.compile(r"graph_[0-9]+_(?P<kernel>sdsc_.+)")
 _FRAME = re.compile(r"(?P<file>.+)\((?P<line>[0-9]+)\): (?P<function>.+)")
 
 
-class EagerRun:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.out = root / "out"
-        self.log_dir = root / "torch_trace"
-        self.trace = root / "trace.json"
-
-    @property
-    def events(self) -> list[dict]:
-        return json.loads(self.trace.read_text())["traceEvents"]
-
-    def index(self) -> kernel_index.KernelIndex:
-        return kernel_index.build([self.log_dir])
-
-
 @pytest.fixture(scope="session")
 def eager_run(tmp_path_factory: pytest.TempPathFactory) -> EagerRun:
-    run = EagerRun(tmp_path_factory.mktemp("eager"))
-    done = subprocess.run(
-        [sys.executable, str(PROGRAM), str(run.out), str(run.trace)],
-        capture_output=True,
-        text=True,
-        env=environment({"TORCH_TRACE": str(run.log_dir)}),
-        timeout=TIMEOUT,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return run
+    return run_eager_program(tmp_path_factory)
 
 
 def _kernel_events(events: list[dict]) -> list[dict]:

@@ -210,3 +210,30 @@ def test_a_click_lights_element_by_element_and_marks_the_kernel_holding_them():
     # an OpSpec: its line, its node, its bundle; a kernel: all it holds
     assert lit("spec", 1) == {"line": [11], "post": [1], "bundle": [1], "box": [0]}
     assert lit("call", 0) == {"line": [10, 11, 12], "pre": [0, 1], "post": [0, 1, 2], "spec": [0, 1], "bundle": [0, 1]}
+
+
+def test_compare_embeds_compares_document_and_both_sides_graphs(run_cli, out, tmp_path):
+    """``view A --compare B`` on two copies of the golden training compile: the page holds
+    ``compare --format json``'s document for the same sides (one rule), every line the same,
+    and A's graphs then B's, each tagged with its side; no graph is per-op."""
+    other = tmp_path / "other"
+    shutil.copytree(out, other)
+    code, printed, err = run_cli("compare", out, other, "--format", "json")
+    assert code == 0, err  # the same compile twice
+    assert run_cli("view", out, "--compare", other, "-o", tmp_path / "c.html")[0] == 0
+    doc = _embedded(tmp_path / "c.html")
+    assert doc["compare"] == json.loads(printed) and doc["compare"]["same"] is True
+    assert doc["compare"]["lines"] and {p["status"] for p in doc["compare"]["lines"]} == {"same"}
+    assert [(g["side"], g["label"]) for g in doc["graphs"]] == [
+        ("a", "out 0/0 forward"),
+        ("a", "out 0/0 backward"),
+        ("b", "other 0/0 forward"),
+        ("b", "other 0/0 backward"),
+    ]
+    assert [g["per_op"] for g in doc["graphs"]] == [None] * 4
+    # without -o the page goes into A's folder, beside its own page
+    assert run_cli("view", out, "--compare", other)[0] == 0 and (out / "compare.view.html").is_file()
+    # a side compare cannot read: one line, exit 2, nothing written
+    code, printed, err = run_cli("view", out, "--compare", tmp_path / "nowhere", "-o", tmp_path / "d.html")
+    assert (code, printed) == (2, "") and "nowhere" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "d.html").exists()

@@ -41,6 +41,8 @@ from spyre_provenance.model.names import (
     SOURCE_LINES,
     artifact_file,
 )
+from spyre_provenance.runtime.index import IndexedGraph
+from spyre_provenance.runtime.lookup import GraphView
 from spyre_provenance.validate import schemas
 from spyre_provenance.validate.coverage import handle_nodes
 from spyre_provenance.viewer.logged import LoggedGraphInput, LogGraphs, graph_code, log_of, logged_inputs, wrapper_calls
@@ -275,6 +277,7 @@ def _graph(
         "kind": g.kind,
         "folder": g.relative,
         "complete": (g.diagnostics or {}).get("complete"),
+        "per_op": _per_op(g, logged),  # the ATen op of a per-op (eager) compile, else None
         "pre": pre,
         "post": post,
         "pp": [sorted(s) for s in pre_post],
@@ -290,6 +293,25 @@ def _graph(
     }
     graph["rel"] = relation(graph)
     return graph
+
+
+def _per_op(g: GraphFolder | LoggedGraphInput, logged: LoggedGraph | None) -> str | None:
+    """The ATen op when the graph is a per-op compile (torch-spyre's eager mode), by the one
+    rule (``links.per_op``, asked as ``lookup`` asks it: ``GraphView.per_op``, whose call
+    sites' ATen ops come from the wrapper's comments, the OpSpec handles or the post-grad
+    graph)."""
+    graph = IndexedGraph(
+        model=g.model,
+        compile_id=g.compile_id,
+        graph=g.kind,
+        origin=str(g.folder),
+        mapping=g.mapping,
+        stack_traces=g.stack_traces,
+        opspecs=g.opspecs,
+        output_code=logged.output_code if logged is not None else None,
+        post_grad_graph=logged.post_grad_graph if logged is not None else None,
+    )
+    return GraphView.of(graph).per_op
 
 
 def _nodes(m: dict[str, Any]) -> tuple[list[str], list[str], list[set[int]]]:
@@ -438,11 +460,23 @@ def served_bundles(roots: list[Path]) -> dict[str, dict[str, Any]]:
     return found
 
 
+Side = tuple[str | None, list[GraphFolder | LoggedGraphInput]]
+
+
 def build(out: Path, timing: Any = None, bundles: list[Path] | None = None) -> dict[str, Any]:
     """The page's document for ``out``; ``timing`` (``viewer.timing.Timing``) adds each call
     site's time and calls; ``bundles``: folders of torch-spyre's bundle folders, beside
     ``out``'s own ``sdsc/``."""
-    found = graph_folders(out)
+    return document(str(out), [(None, graph_folders(out))], out, timing, bundles)
+
+
+def document(
+    name: str, sides: list[Side], out: Path, timing: Any = None, bundles: list[Path] | None = None
+) -> dict[str, Any]:
+    """The document of the graphs of ``sides`` (one side, None, for a page of one folder; A's
+    and B's for ``view A --compare B``, each graph tagged with its side), sharing one list of
+    source lines; ``timing`` times the first side's graphs, read from ``out``."""
+    found = [g for _, graphs in sides for g in graphs]
     served = served_bundles(bundles or [])
     lines = _Lines()
     for g in found:
@@ -450,11 +484,15 @@ def build(out: Path, timing: Any = None, bundles: list[Path] | None = None) -> d
     opspecs = sum(len(specs) for g in found for specs in ((g.opspecs or {}).get("kernels") or {}).values())
     limit = max(BUNDLE_TEXT_FLOOR, min(BUNDLE_TEXT_LIMIT, BUNDLE_BUDGET // max(1, opspecs)))
     graphs = [_graph(g, lines, served, limit, logged) for g, logged in zip(found, _logged(found), strict=True)]
+    sided = [side for side, of_side in sides for _ in of_side]
+    for graph, side in zip(graphs, sided, strict=True):
+        if side is not None:
+            graph["side"] = side
     if timing is not None:
-        timing.apply(graphs, out, lines.index)
+        timing.apply(graphs[: len(sides[0][1])], out, lines.index)
     return {
         "version": DOCUMENT_VERSION,
-        "out": str(out),
+        "out": name,
         "files": lines.files,
         "lines": lines.lines,
         "graphs": graphs,

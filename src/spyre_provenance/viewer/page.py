@@ -48,19 +48,37 @@ def write(document: dict[str, Any], target: Path) -> int:
 
 
 def write_page(
-    out: Path, target: Path | None = None, trace: Path | None = None, bundles: list[Path] | None = None
+    out: Path,
+    target: Path | None = None,
+    trace: Path | None = None,
+    bundles: list[Path] | None = None,
+    compare: str | None = None,
 ) -> tuple[Path, int]:
-    """Build and write the page of ``out``: (its path, its size in bytes). Raises
+    """Build and write the page of ``out`` (with ``compare``, of ``out`` and ``compare`` side
+    by side, each ``PATH`` or ``PATH:COMPILE_ID``): (its path, its size in bytes). Raises
     UnusableInput before anything is written."""
-    from spyre_provenance.viewer import data, timing
+    from spyre_provenance.viewer import compared, data, timing
 
+    where = out if compare is None else _path_of(str(out))
     if target is None:  # a log's page goes beside it; a folder's into it
-        target = out.with_name(f"{out.stem}.{PAGE}") if out.is_file() else Layout(out).viewer_page
+        name = PAGE if compare is None else f"compare.{PAGE}"
+        target = (
+            where.with_name(f"{where.stem}.{name}") if where.is_file() else Layout(where).viewer_page.with_name(name)
+        )
     if target.is_dir():
         raise UnusableInput(str(target), "is a folder; name the page's file")
     timed = timing.read(trace) if trace is not None else None
-    document = data.build(out, timed, bundles)
+    if compare is None:
+        document = data.build(out, timed, bundles)
+    else:
+        document = compared.build(str(out), compare, timed, bundles, trace)
     return target, write(document, target)
+
+
+def _path_of(name: str) -> Path:
+    from spyre_provenance.runtime.compare_folders import split_name
+
+    return split_name(name)[0]
 
 
 def beside(out: Path) -> str:

@@ -185,6 +185,7 @@
   }
   function select(kind, i, opts) {
     clearLit();
+    if (!(opts && opts.pair)) unselectPair();
     sel = kind === null ? null : { kind, i };
     if (!sel) { $("detail").textContent = ""; $("bundle-view").textContent = ""; setHash(); return; }
     lit = relatives(G, kind, i);
@@ -200,7 +201,7 @@
     setHash();
   }
   function setHash() {
-    const h = "g=" + gi + (sel ? "&" + sel.kind + "=" + encodeURIComponent(keyOf(G, sel.kind, sel.i)) : "");
+    const h = "g=" + gi + (sel ? "&" + sel.kind + "=" + encodeURIComponent(keyOf(G, sel.kind, sel.i)) : "") + (C && pairSel !== null ? "&pair=" + pairSel : "");
     history.replaceState(null, "", "#" + h);
   }
   function showDetail(kind, i) {
@@ -285,7 +286,7 @@
   function showGraph(j) {
     if (j === gi) return;
     clearLit(); sel = null; gi = j; G = D.graphs[j];
-    $("graph").value = String(j);
+    showPerOp(j);
     const t = performance.now();
     renderGraph(); applySearch(); setHash();
     timings.render = performance.now() - t;
@@ -294,6 +295,7 @@
     const p = new URLSearchParams(location.hash.slice(1));
     const j = p.has("g") ? Number(p.get("g")) : 0;
     showGraph(j >= 0 && j < D.graphs.length ? j : 0);
+    if (C && p.has("pair") && C.lines[Number(p.get("pair"))]) { selectPair(Number(p.get("pair"))); return; }
     for (const k of KINDS) if (p.has(k)) { const i = find(G, k, p.get(k)); if (i >= 0) select(k, i, { scroll: true }); break; }
   }
   function visibleRows(kind) { fillAll(kind); return Array.from(rows[kind].values()).filter((el) => !el.classList.contains("hidden")).sort((a, b) => a.offsetTop - b.offsetTop); }
@@ -313,21 +315,96 @@
   }
 
   const sel0 = $("graph");
-  // one group per compile (model, rank, compile id): its forward and backward, or its inference
-  const groups = new Map();
+  // one group per compile (model, rank, compile id): its forward and backward, or its inference;
+  // per-op (eager) compiles (links.per_op's rule, the document's per_op) one entry per ATen op,
+  // in a group of their own, the op's compiles in a second selector
+  const groups = new Map(), perOp = new Map(), entry = new Map();
   D.graphs.forEach((g, j) => {
-    const name = g.model + (g.rank !== null ? " rank" + g.rank : "") + " compile " + g.compile_id;
-    if (!groups.has(name)) { const og = document.createElement("optgroup"); og.label = name; groups.set(name, og); sel0.appendChild(og); }
-    const o = document.createElement("option"); o.value = String(j); o.textContent = g.label + " (" + g.calls.length + " kernels)";
+    const side = g.side ? g.side.toUpperCase() + ": " : "";
+    const name = side + (g.per_op ? "per-op compiles (eager mode), one entry per ATen op" : g.model + (g.rank !== null ? " rank" + g.rank : "") + " compile " + g.compile_id);
+    const key = side + g.per_op;
+    if (g.per_op && perOp.has(key)) { perOp.get(key).push(j); entry.set(j, perOp.get(key)[0]); return; }
+    if (!groups.has(name)) { const og = document.createElement("optgroup"); og.label = name; if (g.per_op) og.className = "per-op"; groups.set(name, og); sel0.appendChild(og); }
+    const o = document.createElement("option"); o.value = String(j); entry.set(j, j);
+    o.textContent = side + g.label + " (" + g.calls.length + " kernels)";
+    if (g.per_op) { perOp.set(key, [j]); o.dataset.perOp = g.per_op; }
     groups.get(name).appendChild(o);
   });
-  sel0.addEventListener("change", () => showGraph(Number(sel0.value)));
+  perOp.forEach((js, key) => {
+    const o = sel0.querySelector('option[value="' + js[0] + '"]'), g = D.graphs[js[0]];
+    o.textContent = (g.side ? g.side.toUpperCase() + ": " : "") + "per-op " + g.per_op + " (" + js.length + " compile" + (js.length === 1 ? "" : "s") + ")";
+  });
+  function showPerOp(j) {
+    sel0.value = String(entry.get(j));
+    const g = D.graphs[j], js = g.per_op ? perOp.get((g.side ? g.side.toUpperCase() + ": " : "") + g.per_op) : null;
+    $("perop-pick").hidden = !js;
+    $("perop").innerHTML = js ? js.map((k) => '<option value="' + k + '">' + esc(D.graphs[k].label + " (" + D.graphs[k].calls.length + " kernels)") + "</option>").join("") : "";
+    if (js) $("perop").value = String(j);
+  }
+  $("perop").addEventListener("change", () => { showGraph(Number($("perop").value)); if (pairSel !== null) lightPair(); });
+
+  // --- the comparison (view A --compare B) -----------------------------------------------------
+  // The document's "compare" is compare --format json's (runtime.compare, the one rule): the
+  // page lists its pairs of lines as they come (changed first) and follows it. A click on a pair
+  // lights what its line became in the graph shown, on that graph's side (A's graphs, B's), and
+  // links the other side's graphs holding it; the pair stays chosen as graphs are switched.
+  const C = D.compare || null;
+  let pairSel = null;
+  const lineAt = new Map(); D.lines.forEach(([f, n], l) => lineAt.set(D.files[f].path + ":" + n, l));
+  function pairLine(p, side) { const u = C.lines[p][side]; const l = u ? lineAt.get(u.file + ":" + u.line) : undefined; return l === undefined ? -1 : l; }
+  const holds = (g, l) => l >= 0 && usedLines(g).includes(l);
+  function useCell(u) {
+    if (!u) return '<div class="use muted">not in this compile</div>';
+    const list = (xs) => (xs.length ? esc(Array.from(new Set(xs)).join(", ")) : '<span class="muted">none</span>');
+    return '<div class="use"><div class="code">' + esc(u.file.split("/").pop() + ":" + u.line + "  " + u.code.trim()) + "</div>" +
+      "<div>kernels: " + list(u.kernels.map((k) => k.kernel + " (" + k.graph.split(" ").pop() + ")")) + "</div>" +
+      "<div>OpSpecs: " + list(u.opspecs) + "</div><div>ops: " + list(u.ops) + "</div>" +
+      (u.time_us !== null ? '<div class="time">' + fmtTime(u.time_us) + "</div>" : "") + "</div>";
+  }
+  function renderCompare() {
+    const box = $("compare"); box.hidden = false;
+    const counts = Object.entries(C.counts).filter(([, n]) => n).map(([s, n]) => n + " " + s.replace("_", " ")).join(", ");
+    box.querySelector("h2").textContent = "A: " + C.a.name + "  vs  B: " + C.b.name + "  \u00b7  " + C.lines.length + " lines: " + counts + (C.same ? " (the same)" : "");
+    const key = (u) => (u ? esc(u.file + ":" + u.line) : "");
+    box.querySelector(".body").innerHTML = '<div class="pair head"><div>status</div><div>A</div><div>B</div><div>time B - A</div></div>' +
+      C.lines.map((x, p) => '<div class="pair" data-p="' + p + '" data-status="' + x.status + '" data-a="' + key(x.a) + '" data-b="' + key(x.b) + '">' +
+        '<div class="st st-' + x.status + '">' + x.status.replace("_", " ") + (x.changes.length ? '<div class="muted">' + esc(x.changes.join(", ")) + "</div>" : "") + "</div>" +
+        useCell(x.a) + useCell(x.b) + '<div class="time">' + (x.time_change_us !== null ? (x.time_change_us >= 0 ? "+" : "-") + fmtTime(Math.abs(x.time_change_us)) : "") + "</div></div>").join("");
+    box.querySelector(".body").addEventListener("click", (e) => { const el = e.target.closest(".pair[data-p]"); if (el) selectPair(+el.dataset.p); });
+  }
+  function unselectPair() {
+    if (pairSel === null) return;
+    pairSel = null;
+    document.querySelectorAll("#compare .pair.sel").forEach((el) => el.classList.remove("sel"));
+  }
+  function selectPair(p) {
+    unselectPair(); pairSel = p;
+    const el = document.querySelector('#compare .pair[data-p="' + p + '"]'); el.classList.add("sel");
+    // the graph shown when it holds the line on its side, else the first of A's, then of B's, that does
+    if (!(G.side && holds(G, pairLine(p, G.side)))) {
+      for (const side of ["a", "b"]) { const j = D.graphs.findIndex((g) => g.side === side && holds(g, pairLine(p, side))); if (j >= 0) { showGraph(j); break; } }
+    }
+    lightPair();
+  }
+  function lightPair() {
+    const p = pairSel, l = G.side ? pairLine(p, G.side) : -1;
+    if (holds(G, l)) select("line", l, { scroll: true, pair: true });
+    else { clearLit(); sel = null; $("bundle-view").textContent = ""; $("detail").textContent = "this graph (" + G.label + ") holds no kernel of the line"; }
+    const links = [];
+    ["a", "b"].forEach((side) => {
+      const l = pairLine(p, side);
+      D.graphs.forEach((g, j) => { if (g.side === side && holds(g, l)) links.push('<a data-g="' + j + '" data-pair="' + p + '">' + side.toUpperCase() + ": " + esc(g.label) + "</a>"); });
+    });
+    $("detail").innerHTML += '<br><span class="kv">line ' + esc(C.lines[p].status.replace("_", " ") + " in the comparison; what it became in:") + "</span> " + (links.join("") || "no graph of the page");
+  }
+  sel0.addEventListener("change", () => { showGraph(Number(sel0.value)); if (pairSel !== null) lightPair(); });
   document.querySelector("main").addEventListener("click", (e) => {
     const el = e.target.closest(".row"); if (!el) return;
     select(el.dataset.kind, +el.dataset.i);
   });
   $("detail").addEventListener("click", (e) => {
     const a = e.target.closest("a[data-g]"); if (!a) return;
+    if (a.dataset.pair !== undefined) { const p = +a.dataset.pair; showGraph(Number(a.dataset.g)); pairSel = p; lightPair(); return; }
     showGraph(Number(a.dataset.g)); const i = find(G, "call", a.dataset.k); if (i >= 0) select("call", i, { scroll: true });
   });
   $("search").addEventListener("input", applySearch);
@@ -345,6 +422,7 @@
     else if (e.key === "Escape") select(null);
   });
   window.addEventListener("hashchange", fromHash);
+  if (C) renderCompare();
   fromHash();
   document.body.dataset.ready = "1";
 })();
