@@ -36,6 +36,7 @@ COMMANDS = {
     "lookup": "from a kernel name met at run time (error, profiler, bundle folder, key, handle id) to its source",
     "annotate": "add each kernel's provenance to the events of a torch.profiler Chrome trace",
     "view": "write one self-contained HTML page of an --out folder: source, graphs, kernels, OpSpecs, bundles",
+    "run": "run any program unmodified, tracking every torch.compile in it and in every Python process it starts",
 }
 
 
