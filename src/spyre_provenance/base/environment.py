@@ -12,3 +12,6 @@ OUT = "SPYRE_PROVENANCE_OUT"
 #: The backend the attached session tracks (``backends.BACKEND_NAMES``); unset: ``auto``,
 #: torch-spyre when the program loaded it, else stock Inductor (``backends.resolve_attached``).
 BACKEND = "SPYRE_PROVENANCE_BACKEND"
+#: The file the wheel (and the editable install) puts into site-packages; its one line
+#: starts ``plugin.startup`` where ``OUT`` is set (pyproject.toml's force-include).
+STARTUP_FILE = "spyre_provenance_startup.pth"

@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from types import FrameType
 
@@ -65,9 +66,24 @@ def run(args: argparse.Namespace) -> int:
         raise UnusableInput("COMMAND", "nothing to run: spyre-provenance run [--out OUT] -- COMMAND [ARGS...]")
     out: Path = args.out.absolute()
     _prepare(out)
+    if not startup_hook_installed():
+        print(
+            f"spyre-provenance run: warning: {environment.STARTUP_FILE} is not in this environment's site-packages"
+            " (an install from before it existed?): no process will be tracked; reinstall spyre-provenance",
+            file=sys.stderr,
+        )
     status = _launch(command, _environment(out, args.backend))
     _report(out, pages=not args.no_pages)
     return status
+
+
+def startup_hook_installed() -> bool:
+    """Whether this environment's site-packages holds the start-up hook's ``.pth`` file,
+    without which no Python process of COMMAND reads ``SPYRE_PROVENANCE_OUT``."""
+    return any(
+        os.path.isfile(os.path.join(site, environment.STARTUP_FILE))
+        for site in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    )
 
 
 def _environment(out: Path, backend: str | None) -> dict[str, str]:

@@ -8,10 +8,11 @@ from torch.nn.parallel import DistributedDataParallel
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 torch.manual_seed(0)
-model = DistributedDataParallel(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)))
-step = torch.compile(model)
+# compiled, then wrapped: DDP's own forward stays eager (its hooks graph-break) and calls the
+# compiled module
+model = DistributedDataParallel(torch.compile(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))))
 x = torch.randn(4, 8) + rank
-loss = step(x).square().mean()
+loss = model(x).square().mean()
 loss.backward()
 print(f"rank {rank} loss {loss.item():.6f}", flush=True)
 dist.destroy_process_group()
