@@ -213,3 +213,19 @@ def test_the_variable_set_imports_no_torch_and_unset_not_even_the_package():
     loaded = json.loads(found.stdout.replace("'", '"'))
     assert "spyre_provenance.plugin.startup" in loaded
     assert not [m for m in loaded if m.startswith(("torch", "spyre_provenance.capture"))]
+
+
+def test_a_program_that_tracks_itself_wins(tmp_path):
+    """``compile`` (tracking of its own: ``enable``) in a process switched on from outside:
+    the attached session steps aside; the compile's output is whole, the run's folder empty."""
+    out, own = tmp_path / "run", tmp_path / "own"
+    done = subprocess.run(
+        [sys.executable, "-m", "spyre_provenance", "compile", "mlp", "--out", str(own), "--no-tlparse"],
+        capture_output=True,
+        text=True,
+        env=environment({"SPYRE_PROVENANCE_OUT": str(out)}),
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert [p.name for p in own.glob("graph_*")] == ["graph_mlp_00_0-0_inference"]
+    assert not out.exists() or list(out.iterdir()) == []
