@@ -82,6 +82,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench import compare
 
         compare_results = compare.run(compare.FULL, progress)
+    attach_results = None
+    if not quick:  # fresh processes, a Granite compile per run: minutes, never in the smoke run
+        from bench import attach_overhead
+
+        attach_results = attach_overhead.run(attach_overhead.RUN_PAIRS, attach_overhead.STARTUP_PAIRS, progress)
     artifact_results = artifacts.run(
         artifacts.QUICK_SIZES if quick else artifacts.FULL_SIZES,
         artifacts.QUICK_OUTER if quick else artifacts.OUTER,
@@ -104,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         viewer=viewer_results,
         compare=compare_results,
     )
+    if attach_results is not None:
+        from bench import attach_overhead
+
+        table += "\n" + attach_overhead.render_section(attach_results, attach_overhead.SECTION)
     if args.json:
         raw = {
             "compile": compile_results,
@@ -113,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             "runtime": runtime_results,
             "viewer": viewer_results,
             "compare": compare_results,
+            "attach": attach_results,
             "started": started.isoformat(),
         }
         args.json.write_bytes(msgspec.json.encode(raw))

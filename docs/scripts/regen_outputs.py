@@ -97,6 +97,7 @@ COMMANDS: list[Command] = [
     Command("view", "spyre-provenance view out/profiled --trace out/profiled/profile/mlp.trace.json -o view.html"),
     Command("view-invalid", "spyre-provenance view bad"),
     Command("help-view", "spyre-provenance view --help"),
+    Command("help-run", "spyre-provenance run --help"),
 ]
 
 #: what ``bad/`` holds: a mapping whose inverse maps disagree (from the hostile-input corpus)

@@ -16,18 +16,19 @@ The pure core imports no torch; the names of the compile are imported on first u
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from spyre_provenance.base.errors import ProvenanceWarning, TorchNotInstalled, UnsupportedTorch, UnusableInput
-from spyre_provenance.model.records import GraphDiagnostics, GraphResult, KernelRecord
+# not ``from typing import TYPE_CHECKING``: the package is imported at every interpreter's
+# start-up when SPYRE_PROVENANCE_OUT is set (plugin.startup), and typing costs milliseconds
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers and the API pages (read statically)
+    from spyre_provenance.base.errors import ProvenanceWarning, TorchNotInstalled, UnsupportedTorch, UnusableInput
     from spyre_provenance.capture.hook import Session
     from spyre_provenance.capture.tracking import disable, enable, tracking
     from spyre_provenance.compile.job import CompileOutcome, CompileRequest, compile_request
     from spyre_provenance.compile.ranks import RanksOutcome
     from spyre_provenance.model.compare_records import Comparison
     from spyre_provenance.model.lookup_records import LookupDocument
+    from spyre_provenance.model.records import GraphDiagnostics, GraphResult, KernelRecord
     from spyre_provenance.plugin.pytest_fixture import ProvenanceRegression, ProvenanceToolchainHint
     from spyre_provenance.runtime.time_summary import TimeSummary
 
@@ -70,6 +71,13 @@ __all__ = [
 #: Where each lazy name lives (the TYPE_CHECKING imports above name the same; a test holds them
 #: equal): imported on first use, so the compile's modules, torch's seams and pytest load only then.
 _LAZY = {
+    "ProvenanceWarning": "spyre_provenance.base.errors",
+    "TorchNotInstalled": "spyre_provenance.base.errors",
+    "UnsupportedTorch": "spyre_provenance.base.errors",
+    "UnusableInput": "spyre_provenance.base.errors",
+    "GraphDiagnostics": "spyre_provenance.model.records",
+    "GraphResult": "spyre_provenance.model.records",
+    "KernelRecord": "spyre_provenance.model.records",
     "enable": "spyre_provenance.capture.tracking",
     "disable": "spyre_provenance.capture.tracking",
     "tracking": "spyre_provenance.capture.tracking",

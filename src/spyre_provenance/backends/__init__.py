@@ -27,6 +27,24 @@ def resolve_backend(name: str) -> tuple[str, str]:
     return ("spyre" if usable else "reference"), f"auto: {why}"
 
 
+def resolve_attached(name: str, loaded: bool) -> tuple[str, str]:
+    """(the backend ``name`` stands for in a program tracked from outside, why): there
+    ``auto`` never changes what the program compiles to: torch-spyre when the program
+    loaded it (``loaded``: ``torch_spyre`` is imported) and the adapter can install on it,
+    else stock Inductor, whose kernels the program compiles anyway. Any other name is itself
+    (``reference`` replaces Inductor's CPU code generation: asked for, never chosen)."""
+    if name not in BACKEND_NAMES:
+        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKEND_NAMES)}")
+    if name != "auto":
+        return name, "asked for"
+    if not loaded:
+        return "inductor", "auto: the program did not load torch_spyre"
+    from spyre_provenance.backends import torch_spyre
+
+    usable, why = torch_spyre.probe()
+    return ("spyre" if usable else "inductor"), f"auto: {why}"
+
+
 def choose_backend(
     name: str, *, bundle_dir=None, kernel_cache: bool = False, beyond_upstream: bool = False
 ) -> tuple[Backend, str]:

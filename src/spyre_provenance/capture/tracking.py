@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,9 @@ _lock = threading.RLock()
 
 
 _session: Session | None = None
+#: Set while the session is one attached from outside the program (``capture.attach``):
+#: what makes it step aside when the program enables its own (``enable``).
+_step_aside: Callable[[], None] | None = None
 
 
 def missing_seams() -> list[str]:
@@ -103,6 +107,8 @@ def enable(
     """
     global _session
     with _lock:
+        if _session is not None and _step_aside is not None:
+            _step_aside()  # the program's own tracking wins over one attached from outside
         if _session is not None:
             raise RuntimeError("spyre-provenance tracking is already enabled; call disable() first")
         _refuse_unsupported_torch()
@@ -120,11 +126,30 @@ def enable(
         return session
 
 
+def current() -> Session | None:
+    """The session tracking now, if any."""
+    return _session
+
+
+def attach(session_of: Callable[[], Session], step_aside: Callable[[], None]) -> Session | None:
+    """Enable the session ``session_of`` builds (``capture.attach``: tracking switched on
+    from outside the program), unless the program tracks already (None then).
+    ``step_aside`` is called, under the lock, when the program enables its own tracking
+    later: it disables the attached session (``disable``)."""
+    global _session, _step_aside
+    with _lock:
+        if _session is not None:
+            return None
+        session = session_of()
+        _session, _step_aside = session, step_aside
+        return session
+
+
 def disable() -> Session | None:
     """Stop tracking and undo every patch; returns the finished session."""
-    global _session
+    global _session, _step_aside
     with _lock:
-        session, _session = _session, None
+        session, _session, _step_aside = _session, None, None
         if session is not None:
             session.uninstall()
         return session

@@ -37,6 +37,7 @@ COMMANDS = {
     "annotate": "add each kernel's provenance to the events of a torch.profiler Chrome trace",
     "view": "write one self-contained HTML page of an --out folder: source, graphs, kernels, OpSpecs, bundles",
     "compare": "two compiles (or runs) side by side per source line: what each line became, and its time",
+    "run": "run any program unmodified, tracking every torch.compile in it and in every Python process it starts",
 }
 
 

@@ -36,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
     target: Path = args.target
     if not target.exists():
         raise UnusableInput(str(target), "no such file or folder")
+    if target.is_dir() and Layout(target).processes():
+        return _open_run(args, target)
     if tlparse_run.find_rank_logs(target):
         return _open_ranks(args, target)
     logs = tlparse_run.find_logs(target)
@@ -103,6 +105,63 @@ def _open_ranks(args: argparse.Namespace, target: Path) -> int:
     if not args.no_browser:
         webbrowser.open(landings[0].resolve().as_uri())
     return EXIT_OK
+
+
+def _open_run(args: argparse.Namespace, target: Path) -> int:
+    """A ``run`` folder (one folder per tracked process): tlparse's multi-rank report of
+    torchrun's ranks, every other process's pages, each process's viewer page."""
+    tlparse = tlparse_run.tlparse_binary()
+    if tlparse is None:
+        raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_run.INSTALL_HINT}")
+    out = args.out if args.out is not None else Layout(target).pages_root
+    ranked, others = tlparse_run.find_process_logs(target)
+    _check_out(out, target, [*(log for logs in ranked.values() for log in logs.values()), *(log for _, log in others)])
+    lines, landing, mapped = run_pages(tlparse, target, out)
+    width = max((len(label) for label, _ in lines), default=0)
+    for label, where in lines:
+        print(f"{label.ljust(width)}  {where}")
+    if mapped is None:
+        print(f"{target}: no compiled graph with a provenance mapping in the run's logs", file=sys.stderr)
+        return EXIT_FOUND_WANTING
+    if not args.no_browser:
+        webbrowser.open((landing or mapped).resolve().as_uri())
+    return EXIT_OK
+
+
+def run_pages(tlparse: str, target: Path, out: Path) -> tuple[list[tuple[str, str]], Path | None, Path | None]:
+    """The pages of a ``run`` folder into ``out`` (``open`` and ``run`` write the same):
+    (label, page) lines, the first multi-rank landing page, the first page with a mapping.
+    One multi-rank report per program run by torchrun's ranks (``out/<program>/``), the
+    pages of every other process (``out/<process folder>/``), each process's viewer page."""
+    ranked, others = tlparse_run.find_process_logs(target)
+    lines: list[tuple[str, str]] = []
+    landing = mapped = None
+    pages: list[tuple[str, tlparse_run.GraphPage]] = []
+    try:
+        for stem, logs in sorted(ranked.items()):
+            report = tlparse_run.render_all_ranks(tlparse, logs, out / stem)
+            landing = landing or report.landing
+            lines.append((f"{stem} ranks", str(report.landing)))
+            pages += [(stem, page) for page in report.pages]
+        for name, log in others:
+            pages += [(name, page) for page in tlparse_run.render_pages(tlparse, log, out / name)]
+    except tlparse_run.TlparseError as exc:
+        raise UnusableInput(str(target), str(exc)) from None
+    for owner, page in pages:
+        note = "" if page.has_mapping else "  (no provenance mapping logged: nothing is linked)"
+        lines.append((f"{owner} {page.label}", f"{page.page}{note}"))
+        mapped = mapped or (page.page if page.has_mapping else None)
+    return [*lines, *run_viewers(target)], landing, mapped
+
+
+def run_viewers(target: Path) -> list[tuple[str, str]]:
+    """Each process's viewer page of a ``run`` folder, written now: (label, page) lines."""
+    from spyre_provenance.viewer import page as view
+
+    return [
+        (f"{layout.out.name} viewer", view.beside(layout.out).removeprefix("viewer page: "))
+        for _, layout in Layout(target).processes()
+    ]
 
 
 def _print_viewer(target: Path, width: int) -> None:

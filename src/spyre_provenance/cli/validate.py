@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import msgspec
 
 from spyre_provenance.base.errors import Verdict
 from spyre_provenance.model import jsonio
+from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.names import ARTIFACTS
 from spyre_provenance.validate.paths import Options, Result, by_rank, check_paths
 
@@ -84,7 +86,23 @@ def run(args: argparse.Namespace) -> int:
                 _print(render(r), sys.stdout)
         for line in rank_lines(results):
             _print(line, sys.stdout)
+        for line in process_lines(args.paths):
+            _print(line, sys.stdout)
     return exit_code(results, strict=args.strict)
+
+
+def process_lines(paths: list[str]) -> list[str]:
+    """For a ``run`` folder: one line per tracked process (graphs, call sites linked, its
+    verdict) and each compile it never finished (``validate.run_summary``): an artifact
+    can be valid in a run that stopped in the middle of a compile."""
+    from spyre_provenance.validate import run_summary
+
+    lines: list[str] = []
+    for name in paths:
+        folder = Path(name)
+        if folder.is_dir() and Layout(folder).processes():
+            lines += run_summary.render(run_summary.summarize_run(folder), folder)[1:]
+    return lines
 
 
 def rank_lines(results: list[Result]) -> list[str]:

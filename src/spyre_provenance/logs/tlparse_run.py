@@ -310,13 +310,34 @@ def find_logs(target: Path) -> list[Path]:
 
 
 def find_rank_logs(target: Path) -> dict[str, dict[int, Path]]:
-    """The logs of a ``compile --ranks N`` run folder (``rank<r>/trace/*.log``), by model
-    (the log's name) and rank; {} for any other target."""
+    """The logs of a ``compile --ranks N`` run folder (``rank<r>/trace/*.log``), or of the
+    torchrun ranks of a ``run`` folder (``find_process_logs``), by model (the log's name)
+    and rank; {} for any other target."""
     found: dict[str, dict[int, Path]] = {}
     for rank, ranked in Layout(target).ranks():
         for log in ranked.trace_logs():
             found.setdefault(log.stem, {})[rank] = log
+    for stem, logs in find_process_logs(target)[0].items():
+        for rank, log in logs.items():
+            found.setdefault(stem, {}).setdefault(rank, log)
     return {stem: dict(sorted(logs.items())) for stem, logs in sorted(found.items())}
+
+
+def find_process_logs(target: Path) -> tuple[dict[str, dict[int, Path]], list[tuple[str, Path]]]:
+    """The logs of a ``run`` folder's processes (``<program>_rank<r>_..._pid<p>/trace/*.log``):
+    those of torchrun's ranks by program and rank (one multi-rank report each), and every
+    other (a process without a rank, or a second one of a rank: a worker it started) with
+    its folder's name."""
+    ranked: dict[str, dict[int, Path]] = {}
+    others: list[tuple[str, Path]] = []
+    for process, layout in Layout(target).processes():
+        for log in layout.trace_logs():
+            ranks = ranked.setdefault(log.stem, {})
+            if process.rank is not None and process.rank not in ranks:
+                ranks[process.rank] = log
+            else:
+                others.append((layout.out.name, log))
+    return {stem: logs for stem, logs in ranked.items() if logs}, others
 
 
 def looks_like_tlparse_output(folder: Path) -> bool:

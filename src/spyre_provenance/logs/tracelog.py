@@ -391,3 +391,38 @@ def _failure(metrics: object, line: int, tracebacks: dict[str | None, int]) -> C
     what = " ".join(reason[:2]) if reason and reason[0].endswith(":") else (reason[0] if reason else "")
     error = f"{metrics['fail_type']}: {what}" if what else str(metrics["fail_type"])
     return CompileFailure(cid, error, tracebacks.get(cid, line))
+
+
+# --- a compile that never finished ----------------------------------------------------------
+
+DYNAMO_START = "dynamo_start"
+
+
+def unfinished_compiles(source: str | os.PathLike[str]) -> list[str]:
+    """The compiles a log saw start (``dynamo_start``) but never end (no
+    ``compilation_metrics``, which torch writes when a frame's compile ends, failed or not):
+    the process stopped in the middle of them (killed, interrupted). In log order, as
+    tlparse names them; the attempt is left out (a restarted analysis logs its metrics
+    under the next attempt)."""
+    started: dict[tuple[object, object, object], str] = {}
+    ended: set[tuple[object, object, object]] = set()
+    with open(source, "rb") as fh:
+        for raw in fh:
+            if raw.startswith(b"\t") or (
+                b'"' + DYNAMO_START.encode() not in raw and COMPILATION_METRICS.encode() not in raw
+            ):
+                continue
+            prefix = GLOG_PREFIX.match(raw)
+            try:
+                envelope = json.loads(raw[prefix.end() :]) if prefix else None
+            except (ValueError, UnicodeDecodeError):
+                continue
+            if not isinstance(envelope, dict):
+                continue
+            key = (envelope.get("compiled_autograd_id"), envelope.get("frame_id"), envelope.get("frame_compile_id"))
+            name = record_name(envelope)
+            if name == DYNAMO_START:
+                started.setdefault(key, compile_id({**envelope, "attempt": 0}) or "[-/-]")
+            elif name == COMPILATION_METRICS:
+                ended.add(key)
+    return [cid for key, cid in started.items() if key not in ended]

@@ -1,5 +1,5 @@
-"""Graph-folder and rank-folder names: ``graph_<model>_<order>_<compile id>_<kind>``,
-``rank<r>``; one place for the rule writers and readers depend on. Where they go in an
+"""Graph-folder, rank-folder and process-folder names: ``graph_<model>_<order>_<compile id>_<kind>``,
+``rank<r>``, ``<program>_rank<r>_local<l>_pid<p>``; one place for the rule writers and readers depend on. Where they go in an
 ``--out`` folder: ``model.layout``.
 
 Pure: imports nothing of ours.
@@ -11,6 +11,8 @@ import base64
 import hashlib
 import re
 import unicodedata
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 GRAPH_PREFIX = "graph_"
 # What ``compile --out`` holds besides the graph folders: ``model.layout``
@@ -167,3 +169,88 @@ def kernel_of_bundle_folder(name: str) -> str | None:
     of another shape."""
     match = _BUNDLE_FOLDER.fullmatch(name)
     return match["kernel"] if match else None
+
+
+# --- the processes of a run (``spyre-provenance run``, ``SPYRE_PROVENANCE_OUT``) ---------------
+
+#: ``<program>[_rank<R>][_local<L>]_pid<P>``: one folder per tracked process under a run's
+#: ``OUT``. The program is a label (no ``_``), so the parts never run into each other.
+_PROCESS_FOLDER = re.compile(
+    r"(?P<program>[0-9A-Za-z.-]+)(?:_rank(?P<rank>0|[1-9][0-9]*))?(?:_local(?P<local>0|[1-9][0-9]*))?_pid(?P<pid>[1-9][0-9]*)"
+)
+
+
+class ProcessFolder(NamedTuple):
+    """What a tracked process's folder name says: the program, torchrun's ``RANK`` and
+    ``LOCAL_RANK`` (None: not a torchrun worker), the pid."""
+
+    program: str
+    rank: int | None
+    local_rank: int | None
+    pid: int
+
+    @property
+    def name(self) -> str:
+        rank = "" if self.rank is None else f"_rank{self.rank}"
+        local = "" if self.local_rank is None else f"_local{self.local_rank}"
+        return f"{model_label(self.program)}{rank}{local}_pid{self.pid}"
+
+    @property
+    def order(self) -> tuple[bool, int, int, str, int]:
+        """Ranks first in rank order, then the other processes by program and pid."""
+        return (self.rank is None, self.rank or 0, self.local_rank or 0, self.program, self.pid)
+
+
+def process_folder(program: str, pid: int, environ: Mapping[str, str]) -> ProcessFolder:
+    """The folder of the process ``pid`` running ``program`` (``program_label``), its ranks
+    read from torchrun's ``RANK`` and ``LOCAL_RANK`` in ``environ`` (a value that is no
+    rank is left out, never guessed)."""
+    return ProcessFolder(model_label(program), _rank(environ.get("RANK")), _rank(environ.get("LOCAL_RANK")), pid)
+
+
+def _rank(value: str | None) -> int | None:
+    return int(value) if value is not None and value.isascii() and value.isdigit() and len(value) < 10 else None
+
+
+def process_of_folder(name: str) -> ProcessFolder | None:
+    """``train_rank1_local1_pid4242`` -> its parts; None for any other name."""
+    match = _PROCESS_FOLDER.fullmatch(name)
+    if match is None:
+        return None
+    rank, local = match["rank"], match["local"]
+    return ProcessFolder(
+        match["program"], None if rank is None else int(rank), None if local is None else int(local), int(match["pid"])
+    )
+
+
+def program_label(argv: Sequence[str], orig_argv: Sequence[str]) -> str:
+    """What a person calls the program a process runs, as a label: ``train`` for
+    ``python train.py``, ``torch.distributed.run`` for ``python -m torch.distributed.run``,
+    ``torchrun`` for the console script, ``python-c`` for ``python -c``, ``python`` for an
+    interactive interpreter. ``argv`` is ``sys.argv`` (a spawned worker has its parent's),
+    ``orig_argv`` the interpreter's own (``sys.orig_argv``): it tells ``-m`` apart."""
+    first = argv[0] if argv else ""
+    module = _module_option(orig_argv)
+    if module is not None and first not in ("-c", ""):
+        return model_label(module)
+    if first == "-c":
+        return "python-c"
+    if first in ("", "-"):
+        return "python"
+    stem = first.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    return model_label(stem[:-3] if stem.endswith(".py") else stem)
+
+
+def _module_option(orig_argv: Sequence[str]) -> str | None:
+    """The X of ``-m X`` among the interpreter's options (``-mX`` too), else None."""
+    args = iter(orig_argv[1:])
+    for arg in args:
+        if arg == "-m":
+            return next(args, None)
+        if arg.startswith("-m") and not arg.startswith("--"):
+            return arg[2:]
+        if arg in ("-c", "-") or not arg.startswith("-"):
+            return None  # the program starts here: what follows is its own
+        if arg in ("-X", "-W"):
+            next(args, None)  # the option's own value
+    return None

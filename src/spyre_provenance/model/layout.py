@@ -18,6 +18,8 @@ paths through it, and no other module spells a folder of ``OUT``
       provenance_audit.json, .md         compile --audit's, one per OUT: the last audited run's
       view.html                          the viewer's page of every graph in OUT
       rank<r>/                           rank r of compile --ranks N: its own OUT, as above
+      <program>_rank<r>_local<l>_pid<p>/ one tracked process of ``run`` / SPYRE_PROVENANCE_OUT:
+                                         its own OUT, as above, labeled with the program
 
 A model's own output is named after its label, so runs of several models share one ``OUT``.
 A reader that does not know the label (``open OUT``, ``golden``) uses ``Layout(out)``.
@@ -182,6 +184,20 @@ class Layout(msgspec.Struct, frozen=True):
             return []
         found = [(r, p) for p in self.out.iterdir() if p.is_dir() and (r := folders.rank_of_folder(p.name)) is not None]
         return [(r, Layout(p, self.label)) for r, p in sorted(found)]
+
+    # --- the processes of a run (``spyre-provenance run``, ``SPYRE_PROVENANCE_OUT``) ----------
+
+    def process(self, process: folders.ProcessFolder) -> Layout:
+        """A tracked process's own ``OUT``: ``out/<program>_rank<r>_local<l>_pid<p>/``, its
+        files named after its program."""
+        return Layout(self.out / process.name, process.program)
+
+    def processes(self) -> list[tuple[folders.ProcessFolder, Layout]]:
+        """The tracked processes' folders ``out`` holds, ranks first in rank order."""
+        if not self.out.is_dir():
+            return []
+        found = [(f, p) for p in self.out.iterdir() if p.is_dir() and (f := folders.process_of_folder(p.name))]
+        return [(f, self.process(f)) for f, _ in sorted(found, key=lambda item: item[0].order)]
 
     @property
     def _named(self) -> str:

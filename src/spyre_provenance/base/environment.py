@@ -1,0 +1,17 @@
+"""The environment variables that switch tracking on from outside a program: one place for
+their names, which the start-up hook (``plugin.startup``), the session it attaches
+(``capture.attach``) and the ``run`` command (``cli.run``) all read.
+
+Imports nothing: the start-up hook reads them in every Python process of an environment
+where the package is installed.
+"""
+
+#: A folder: every Python process that compiles tracks its compiles into its own folder
+#: under it (``model.folders.ProcessFolder``). Unset or empty: nothing happens.
+OUT = "SPYRE_PROVENANCE_OUT"
+#: The backend the attached session tracks (``backends.BACKEND_NAMES``); unset: ``auto``,
+#: torch-spyre when the program loaded it, else stock Inductor (``backends.resolve_attached``).
+BACKEND = "SPYRE_PROVENANCE_BACKEND"
+#: The file the wheel (and the editable install) puts into site-packages; its one line
+#: starts ``plugin.startup`` where ``OUT`` is set (pyproject.toml's force-include).
+STARTUP_FILE = "spyre_provenance_startup.pth"

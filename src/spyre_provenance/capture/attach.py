@@ -1,0 +1,214 @@
+"""Tracking switched on from outside the program: one process, its own folder, the usual session.
+
+``plugin.startup`` (the ``.pth`` start-up hook, the vLLM plugin) calls the two functions
+here when ``SPYRE_PROVENANCE_OUT=DIR`` is set:
+
+* ``torch_imported``: the process's TORCH_TRACE log gets a handler of its own, writing
+  ``DIR/<process>/trace/<program>.log`` (``model.layout.Layout.process``). It opens the file
+  at torch's first structured record, so a process that never compiles makes no folder.
+  torch's own handler is left as the user set it: a user's ``TORCH_TRACE`` folder still
+  receives the whole log, the provenance artifacts included (tlparse on it shows the
+  pages), and ``torch._logging``'s settings are not touched.
+* ``compile_fx_imported``: Inductor's entry (``compile_fx.compile_fx``) is wrapped, and the
+  first compile starts the session (``tracking.attach``, ``hook.Session`` into the
+  process's folder): the same session as ``enable``, not a copy of the compile door.
+
+A fork's child gets a folder of its own (its pid), and its compiles a session of their own.
+A program that enables tracking itself (``enable``, the ``compile`` command) takes over:
+the attached session steps aside. At exit, a folder whose session recorded no graph is
+removed again (torch may have logged a compile that reached no Inductor code).
+
+Every finished graph's files are written atomically when it finishes (``hook``) and the
+log is flushed at every record, so a program that raises, exits, is interrupted or killed
+leaves them whole; nothing here waits for the end of the process. Nothing here breaks the
+program either: a failure is one warning, and the program goes on untracked.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import shutil
+import sys
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+from spyre_provenance.base import environment
+from spyre_provenance.base.errors import ProvenanceWarning
+from spyre_provenance.model import folders
+from spyre_provenance.model.layout import Layout
+
+#: torch's logger of structured records (``torch._logging._internal.trace_log``)
+TRACE_LOGGER = "torch.__trace"
+
+
+class _Process:
+    """This process's attachment: its folder, its log handler, its session."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.layout: Layout | None = None  # decided at first use, when sys.argv is the program's
+        self.handler: _ProcessLog | None = None
+        self.session: Any = None  # hook.Session, once the first compile started it
+        self.started = False  # the session was started (or refused) for this process
+        self.stepped_aside = False  # the program enabled its own tracking
+
+    def folder(self) -> Layout:
+        with self.lock:
+            if self.layout is None:
+                program = folders.program_label(sys.argv, getattr(sys, "orig_argv", sys.argv))
+                process = folders.process_folder(program, os.getpid(), os.environ)
+                self.layout = Layout(Path(os.environ[environment.OUT])).process(process)
+            return self.layout
+
+
+_process = _Process()
+
+
+class _ProcessLog(logging.StreamHandler):
+    """The process's copy of torch's structured log, opened at the first record (in the
+    process's folder, made then), written and flushed record by record."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stream = None
+        self.path: Path | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            if self.stream is None:
+                self.path = _process.folder().trace_log
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.stream = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - open for the process's life
+        except OSError as exc:
+            _warn(f"cannot write the process's log: {exc}")
+            logging.getLogger(TRACE_LOGGER).removeHandler(self)
+            return
+        super().emit(record)
+
+    def forget_stream(self) -> None:
+        """After a fork: the child writes a log of its own; the parent's stream is closed
+        without flushing (its buffer is the parent's to write)."""
+        stream, self.stream, self.path = self.stream, None, None
+        if stream is not None:
+            try:
+                os.close(stream.fileno())
+                stream.close()
+            except OSError:
+                pass
+
+
+def torch_imported(torch: Any = None) -> None:
+    """torch has been imported: the process's log handler joins torch's trace logger
+    (torch's own handler, a user's ``TORCH_TRACE``, stays as it was)."""
+    from torch._logging import _internal
+
+    with _process.lock:
+        if _process.handler is not None:
+            return
+        handler = _ProcessLog()
+        handler.setFormatter(_internal.TorchLogsFormatter(trace=True))
+        trace_log = logging.getLogger(TRACE_LOGGER)
+        trace_log.setLevel(logging.DEBUG)  # as torch sets it: structured records are DEBUG
+        trace_log.addHandler(handler)
+        _process.handler = handler
+    atexit.register(_at_exit)
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+def compile_fx_imported(compile_fx: Any) -> None:
+    """Inductor's ``compile_fx`` module has been imported: its entry starts the session at
+    the first compile (torch-spyre's wrapper, installed later, calls it as well)."""
+    original = compile_fx.compile_fx
+    if getattr(original, "_spyre_provenance_attached", False):
+        return
+
+    def compile_fx_entry(*args: Any, **kwargs: Any) -> Any:
+        if not _process.started:
+            _start_session()
+        return original(*args, **kwargs)
+
+    compile_fx_entry.__wrapped__ = original  # type: ignore[attr-defined]
+    compile_fx_entry._spyre_provenance_attached = True  # type: ignore[attr-defined]
+    compile_fx.compile_fx = compile_fx_entry
+
+
+def _start_session() -> None:
+    """The session of this process, into its folder, once; never raises."""
+    with _process.lock:
+        if _process.started:
+            return
+        _process.started = True
+        if _process.stepped_aside:
+            return
+        try:
+            _process.session = _attach()
+        except Exception as exc:  # noqa: BLE001 - the program compiles untracked, and is told once
+            _warn(f"tracking not started: {type(exc).__name__}: {exc}")
+
+
+def _attach() -> Any:
+    from spyre_provenance.backends import get_backend, resolve_attached
+    from spyre_provenance.capture import tracking
+
+    layout = _process.folder()
+    name, _ = resolve_attached(os.environ.get(environment.BACKEND) or "auto", "torch_spyre" in sys.modules)
+    return tracking.attach(
+        lambda: tracking.enable(
+            get_backend(name, bundle_dir=layout.bundle_root), out_dir=layout.out, label=layout.label
+        ),
+        _step_aside,
+    )
+
+
+def _step_aside() -> None:
+    """The program enables tracking itself: the attached session ends, and torch's log
+    goes only where the program points it."""
+    from spyre_provenance.capture import tracking
+
+    _process.stepped_aside = True
+    tracking.disable()
+    if _process.handler is not None:
+        logging.getLogger(TRACE_LOGGER).removeHandler(_process.handler)
+
+
+def _after_fork() -> None:
+    """In a forked child: a folder, a log and (at its first compile) a session of its own."""
+    _process.lock = threading.RLock()
+    _process.layout = None
+    if _process.handler is not None:
+        _process.handler.forget_stream()
+    if _process.session is not None and not _process.stepped_aside:
+        try:
+            from spyre_provenance.capture import tracking
+
+            tracking.disable()
+        except Exception as exc:  # noqa: BLE001 - the child goes on untracked
+            _warn(f"tracking not restarted in a forked process: {type(exc).__name__}: {exc}")
+    _process.session = None
+    _process.started = False
+
+
+def _at_exit() -> None:
+    """A folder whose session recorded no graph goes again: the process compiled nothing
+    tracking could record (torch logged a compile that reached no Inductor code)."""
+    session, handler = _process.session, _process.handler
+    if session is not None and session.results:
+        if handler is not None:
+            handler.flush()
+        return
+    if handler is None or handler.path is None:
+        return
+    logging.getLogger(TRACE_LOGGER).removeHandler(handler)
+    handler.close()
+    layout = _process.folder()
+    held = [p for p in layout.out.rglob("*") if p.is_file()] if layout.out.is_dir() else []
+    if all(p == handler.path for p in held):  # nothing but the log of no graph
+        shutil.rmtree(layout.out, ignore_errors=True)
+
+
+def _warn(message: str) -> None:
+    warnings.warn(f"spyre-provenance: {message} (the program goes on)", ProvenanceWarning, stacklevel=2)

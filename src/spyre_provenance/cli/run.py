@@ -1,0 +1,168 @@
+"""``spyre-provenance run [--out OUT] [--backend NAME] -- COMMAND [ARGS...]``: any program,
+unmodified, with every ``torch.compile`` in it and in every Python process it starts tracked.
+
+A launcher, as ``torchrun``, ``nsys profile`` or ``py-spy record --`` are: COMMAND runs with
+``SPYRE_PROVENANCE_OUT=OUT`` (and ``SPYRE_PROVENANCE_BACKEND``) in its environment, which
+every Python process of this environment reads at start-up (``plugin.startup``), so a
+script, ``python -m``, ``torchrun``, a console script or a shell script that starts Python
+are all tracked, each process into its own folder of OUT (``Layout.processes``). This
+environment's ``bin`` comes first on COMMAND's ``PATH``, so ``python`` and ``torchrun`` are
+the ones the package is installed in (as ``uv run`` does).
+
+COMMAND's stdin, stdout and stderr are its own; SIGINT and SIGTERM sent to ``run`` are
+passed on to it. When it ends, one screen goes to stderr (per process: graphs, kernel call
+sites linked, verdict; ``validate.run_summary``), then the pages: tlparse's (a multi-rank
+landing page for torchrun's ranks) and each process's viewer page. ``run`` exits with
+COMMAND's status (128+N when a signal N ended it; 127 when COMMAND is not found, 126 when it
+cannot be executed, as a shell says), whatever the verdict: ``validate OUT`` judges.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+from types import FrameType
+
+from spyre_provenance.backends import BACKEND_NAMES
+from spyre_provenance.base import environment
+from spyre_provenance.base.errors import UnusableInput
+from spyre_provenance.model.layout import Layout
+
+DEFAULT_OUT = Path("out") / "run"
+EXIT_NOT_FOUND = 127  # what a shell exits with for a command it cannot find
+EXIT_NOT_EXECUTABLE = 126  # ... and for one it cannot execute
+#: The signals ``run`` passes on to COMMAND instead of ending by them itself.
+FORWARDED = (signal.SIGINT, signal.SIGTERM)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help=f"the run's folder: one folder per tracked process, the pages (default: {DEFAULT_OUT}); an earlier run's"
+        " output there is replaced",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=BACKEND_NAMES,
+        default=None,
+        help="what the processes' compiles are tracked on; auto (the default) = torch-spyre where the program"
+        " loaded it, else stock Inductor: tracking never changes what the program compiles",
+    )
+    parser.add_argument("--no-pages", action="store_true", help="write no tlparse or viewer pages at the end")
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]", help="the program to run")
+
+
+def run(args: argparse.Namespace) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise UnusableInput("COMMAND", "nothing to run: spyre-provenance run [--out OUT] -- COMMAND [ARGS...]")
+    out: Path = args.out.absolute()
+    _prepare(out)
+    if not startup_hook_installed():
+        print(
+            f"spyre-provenance run: warning: {environment.STARTUP_FILE} is not in this environment's site-packages"
+            " (an install from before it existed?): no process will be tracked; reinstall spyre-provenance",
+            file=sys.stderr,
+        )
+    status = _launch(command, _environment(out, args.backend))
+    _report(out, pages=not args.no_pages)
+    return status
+
+
+def startup_hook_installed() -> bool:
+    """Whether this environment's site-packages holds the start-up hook's ``.pth`` file,
+    without which no Python process of COMMAND reads ``SPYRE_PROVENANCE_OUT``."""
+    return any(
+        os.path.isfile(os.path.join(site, environment.STARTUP_FILE))
+        for site in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    )
+
+
+def _environment(out: Path, backend: str | None) -> dict[str, str]:
+    env = dict(os.environ)
+    env[environment.OUT] = str(out)
+    if backend is not None:
+        env[environment.BACKEND] = backend
+    here = os.path.dirname(sys.executable)
+    env["PATH"] = os.pathsep.join([here, *(p for p in env.get("PATH", "").split(os.pathsep) if p and p != here)])
+    return env
+
+
+def _launch(command: list[str], env: dict[str, str]) -> int:
+    """COMMAND to its end, SIGINT and SIGTERM passed on; its exit status as a shell gives it."""
+    try:
+        child = subprocess.Popen(command, env=env)
+    except FileNotFoundError:
+        print(f"spyre-provenance run: {command[0]}: command not found", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    except PermissionError as exc:
+        print(f"spyre-provenance run: {command[0]}: cannot execute: {exc.strerror}", file=sys.stderr)
+        return EXIT_NOT_EXECUTABLE
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in FORWARDED}
+    try:
+        code = child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return code if code >= 0 else 128 - code
+
+
+def _prepare(out: Path) -> None:
+    """An empty ``out``, or one holding only an earlier run's output (which goes); anything
+    else is refused, exit 2, before COMMAND starts."""
+    if out.exists() and not out.is_dir():
+        raise UnusableInput(str(out), "exists and is not a folder")
+    if not out.is_dir():
+        return
+    layout = Layout(out)
+    ours = {layout.out / f.name for f, _ in layout.processes()} | {layout.pages_root, layout.viewer_page}
+    strangers = sorted(p.name for p in out.iterdir() if p not in ours)
+    if strangers:
+        shown = ", ".join(strangers[:3]) + (f" and {len(strangers) - 3} more" if len(strangers) > 3 else "")
+        raise UnusableInput(str(out), f"holds what no run wrote ({shown}); use another --out")
+    for path in sorted(ours):
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
+def _report(out: Path, *, pages: bool) -> None:
+    """The run's screen on stderr, then its pages (their lines on stderr too: stdout is the
+    program's)."""
+    from spyre_provenance.validate import run_summary
+
+    summaries = run_summary.summarize_run(out)
+    for line in run_summary.render(summaries, out):
+        print(line, file=sys.stderr)
+    if not pages or not summaries:
+        return
+    from spyre_provenance.cli.open import run_pages, run_viewers
+    from spyre_provenance.logs import tlparse_run
+
+    tlparse = tlparse_run.tlparse_binary()
+    if tlparse is None:
+        print(f"  tlparse pages: NOT WRITTEN: tlparse is not installed ({tlparse_run.INSTALL_HINT})", file=sys.stderr)
+        lines = run_viewers(out)
+    else:
+        try:
+            lines = run_pages(tlparse, out, Layout(out).pages_root)[0]
+        except UnusableInput as exc:
+            print(f"  tlparse pages: NOT WRITTEN: {exc}", file=sys.stderr)
+            lines = run_viewers(out)
+    width = max((len(label) for label, _ in lines), default=0)
+    for label, where in lines:
+        print(f"  {label.ljust(width)}  {where}", file=sys.stderr)

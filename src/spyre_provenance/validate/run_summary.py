@@ -1,0 +1,103 @@
+"""A whole run's verdict, process by process: what ``spyre-provenance run`` prints at the end.
+
+A run's ``OUT`` holds one folder per tracked process (``Layout.processes``), each with its
+TORCH_TRACE log. Everything here is read from those logs with the same judge ``compile``,
+``validate`` and ``golden`` use (``coverage.judge_logged``), so the screen never claims
+more than the artifacts hold: a graph is counted finished only when the log holds its code
+and its diagnostics, and a compile the process started but never ended (it was killed or
+interrupted in the middle) is reported unfinished, never complete.
+
+Pure: reads files, imports no torch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from spyre_provenance.base.errors import UnusableInput
+from spyre_provenance.logs import tracelog
+from spyre_provenance.logs.graphs import read_log_graphs
+from spyre_provenance.model.folders import ProcessFolder
+from spyre_provenance.model.layout import Layout
+from spyre_provenance.validate import coverage
+
+COMPLETE = "complete"
+PARTIAL = "partial"  # a finished graph's coverage is not complete, or the log is damaged
+UNFINISHED = "unfinished"  # a compile or graph the process never finished
+NO_GRAPH = "no graph"  # the process logged no compiled graph
+
+
+class ProcessSummary(msgspec.Struct):
+    """One tracked process of a run, as its log says."""
+
+    process: ProcessFolder
+    folder: Path
+    graphs: int = 0  # finished graphs: code and diagnostics logged
+    complete_graphs: int = 0  # of them, those whose coverage is complete
+    call_sites: int = 0  # kernel call sites of the finished graphs
+    linked_call_sites: int = 0  # of them, those the mapping links (tlparse highlights them)
+    unfinished: list[str] = msgspec.field(default_factory=list)  # compile ids, as tlparse names them
+    failed: list[str] = msgspec.field(default_factory=list)  # compiles torch records as failed
+    problems: list[str] = msgspec.field(default_factory=list)  # a log that cannot be read
+
+    @property
+    def verdict(self) -> str:
+        if self.unfinished:
+            return UNFINISHED
+        if self.problems or self.complete_graphs < self.graphs:
+            return PARTIAL
+        return COMPLETE if self.graphs else NO_GRAPH
+
+
+def summarize_run(out: Path) -> list[ProcessSummary]:
+    """Every tracked process of the run in ``out``, ranks first (``Layout.processes``)."""
+    return [summarize_process(process, layout) for process, layout in Layout(out).processes()]
+
+
+def summarize_process(process: ProcessFolder, layout: Layout) -> ProcessSummary:
+    summary = ProcessSummary(process, layout.out)
+    for log in layout.trace_logs():
+        try:
+            _count_log(summary, log)
+        except (UnusableInput, OSError) as exc:
+            summary.problems.append(f"{log}: {exc}")
+    return summary
+
+
+def _count_log(summary: ProcessSummary, log: Path) -> None:
+    unfinished = tracelog.unfinished_compiles(log)
+    for graph in read_log_graphs(log):
+        if graph.output_code is None or graph.diagnostics is None:
+            # the post-grad graph was logged, its code or its diagnostics never were
+            if graph.compile_id not in unfinished:
+                unfinished.append(graph.compile_id)
+            continue
+        verdict = coverage.judge_logged(graph)
+        summary.graphs += 1
+        summary.complete_graphs += verdict.complete
+        summary.call_sites += verdict.counts.call_sites
+        summary.linked_call_sites += verdict.counts.linked_call_sites
+    summary.unfinished += unfinished
+    summary.failed += [str(failure) for failure in tracelog.compile_failures(log)]
+
+
+def render(summaries: list[ProcessSummary], out: Path) -> list[str]:
+    """The run's screen: one line per process (what it is, graphs, call sites linked,
+    verdict), then what is unfinished or failed; never more than was counted."""
+    if not summaries:
+        return [f"spyre-provenance run: no process compiled anything tracking could record; nothing in {out}"]
+    lines = [f"spyre-provenance run: {len(summaries)} process(es) compiled, in {out}"]
+    width = max(len(s.folder.name) for s in summaries)
+    for s in summaries:
+        lines.append(
+            f"  {s.folder.name.ljust(width)}  {s.graphs} graph(s), {s.linked_call_sites}/{s.call_sites}"
+            f" kernel call site(s) linked: {s.verdict}"
+        )
+        lines += [f"    compile {cid} UNFINISHED: the process stopped in the middle of it" for cid in s.unfinished]
+        lines += [f"    {failure}" for failure in s.failed]
+        lines += [f"    {problem}" for problem in s.problems]
+        if s.complete_graphs < s.graphs:
+            lines.append(f"    {s.graphs - s.complete_graphs} graph(s) with incomplete coverage: validate {s.folder}")
+    return lines
