@@ -9,14 +9,17 @@ import json
 
 import pytest
 
+from helpers.where import GOLDEN
 from spyre_provenance import golden
 from spyre_provenance.model.detect import artifact_for_filename
 from spyre_provenance.model.names import (
     ARTIFACT_KINDS,
     ARTIFACTS,
     COMPANION_DOCUMENTS,
+    DIAGNOSTICS,
     GOLDEN_ARTIFACTS,
     LOGGED_ARTIFACTS,
+    SPYRE_SIDECAR,
     ArtifactKind,
 )
 from spyre_provenance.validate import schemas
@@ -61,3 +64,22 @@ def test_validate_lists_and_checks_the_viewers_source_lines(run_cli, tmp_path) -
     ]
     code, out, _ = run_cli("validate", "--engine", "fast", good / "spyre_source_lines.json")
     assert code == 0 and out.startswith("OK      v1    spyre_source_lines")
+
+
+def test_tlparses_file_of_the_hooks_label_record_is_no_artifact(run_cli, tmp_path) -> None:
+    """tlparse writes each record of a log as ``<name>_<n>.json``; the hook's model label
+    (``spyre_provenance_model_label``, no artifact) matches the sidecar's pattern by name, and
+    ``run`` puts tlparse's folders under OUT: validate OUT found it an invalid sidecar."""
+    assert artifact_for_filename("-_0_0_0/spyre_provenance_model_label_14.json") is None
+    assert artifact_for_filename("-_0_0_0/spyre_provenance_13.json") == SPYRE_SIDECAR
+    assert artifact_for_filename("-_0_0_0/spyre_provenance_diagnostics_15.json") == DIAGNOSTICS
+    pages = tmp_path / "tlparse" / "-_0_0_0"
+    pages.mkdir(parents=True)
+    (pages / "spyre_provenance_model_label_14.json").write_text(json.dumps({"label": "train"}))
+    mappings = GOLDEN / "mlp" / "graph_00_0-0_inference" / "inductor_provenance_tracking_node_mappings.json"
+    (pages / "inductor_provenance_tracking_node_mappings_16.json").write_bytes(mappings.read_bytes())
+    code, out, err = run_cli("validate", tmp_path)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"OK      v2.0  inductor_provenance_tracking_node_mappings  {pages / 'inductor_provenance_tracking_node_mappings_16.json'}"
+    ]

@@ -28,6 +28,7 @@ from spyre_provenance.model.names import (
     KERNEL_STACK_TRACES,
     MAP_FIELDS,
     NODE_MAPPINGS,
+    NOT_ARTIFACT_PATTERNS,
     OPSPEC_DEBUG_HANDLES,
     SOURCE_LINES,
     SPYRE_SIDECAR,
@@ -76,6 +77,8 @@ class Detected(msgspec.Struct, frozen=True):
 def artifact_for_filename(name: str) -> str | None:
     """The artifact a file name says it holds (``inductor_provenance_tracking_node_mappings_3.json``)."""
     base = Path(name).name
+    if any(fnmatch.fnmatchcase(base, pattern) for pattern in NOT_ARTIFACT_PATTERNS):
+        return None
     for artifact, pattern in FILENAME_PATTERNS.items():
         if fnmatch.fnmatchcase(base, pattern):
             return artifact

@@ -147,6 +147,10 @@ LOGGED_ARTIFACTS = frozenset(kind.name for kind in ARTIFACT_KINDS if kind.logged
 GOLDEN_ARTIFACTS = tuple(kind.name for kind in ARTIFACT_KINDS if kind.golden)
 #: File names validate tells a kind by (``detect.artifact_for_filename``), of the kinds it checks.
 FILENAME_PATTERNS = {kind.name: kind.file_pattern for kind in ARTIFACT_KINDS if kind.validated}
+#: File names that hold no artifact although a kind's pattern takes them: tlparse writes the
+#: hook's ``MODEL_LABEL`` record as ``spyre_provenance_model_label_<n>.json``, which the
+#: sidecar's ``spyre_provenance*.json`` matches (``run`` puts tlparse's output under OUT).
+NOT_ARTIFACT_PATTERNS = (f"{MODEL_LABEL}*.json",)
 #: What a compile's eager check compared the eager output with (``CompileReport.compared``):
 #: the tracked compile itself, or (its graphs draw random numbers, which compiled code draws
 #: differently from eager) a second, untracked compile with Inductor's ``fallback_random``,
