@@ -89,3 +89,27 @@ def test_where_no_sidecar_holds_the_graphs_the_page_is_the_same_bytes(out: Path,
     assert page.render(data.build(out)) == before
     path.write_text('{"schemaVersion": 1}')  # not a valid sidecar: passed over, as lookup does
     assert page.render(data.build(out)) == before
+
+
+WRAPPER = f"""# AOT ID: ['0_inference']
+def call(args):
+    # [Provenance debug handles] {SITE}
+    sdsc_fused_linear_relu_0.run(arg0_1, buf0)
+"""
+
+
+def test_a_run_without_the_hook_gets_its_lines_from_the_sidecar_its_compile_logged(tmp_path: Path) -> None:
+    """``TORCH_TRACE`` and ``INDUCTOR_PROVENANCE=1`` alone on torch-spyre's branch: Inductor's
+    mapping and wrapper, and torch-spyre's record; no OpSpecs, so the call site's lines are
+    torch-spyre's handles' lines, and nothing disagrees (there is nothing of the hook's)."""
+    sidecar = pr3449.of_graph_folder(GOLDEN)
+    mapping = (GOLDEN / "inductor_provenance_tracking_node_mappings.json").read_text()
+    records = {"inductor_output_code": WRAPPER, "inductor_provenance_tracking_node_mappings": mapping}
+    bare = data.build(pr3449.log_records(tmp_path / "bare", records))
+    assert not {"sk", "sh", "sd"} & set(_call(bare)) and _call(bare)["l"] == []
+    records["spyre_provenance"] = pr3449.text(sidecar)
+    doc = data.build(pr3449.log_records(tmp_path / "logged", records))
+    call = _call(doc)
+    (occurrence,) = sidecar["kernelOccurrences"].values()
+    assert (call["sk"], call["sd"]) == (occurrence["identityKey"], [])
+    assert sorted(doc["lines"][i][1] for i in call["l"]) == [38, 39]  # the example's two Linear lines
