@@ -76,6 +76,11 @@ def test_the_call_site_shows_torch_spyres_key_and_handles_and_a_disagreement(bro
         if moved:  # and that line, clicked, lights the call site that holds it
             page.click("line", f"{EXAMPLE}:40")
             assert ("call", SITE) in page.lit()
+        # search finds the call site by torch-spyre's key, as a device event names the kernel
+        page.page.fill("#search", key)
+        assert page.visible("call") == [SITE]
+        page.page.fill("#search", "z" * 16)
+        assert page.visible("call") == []
         assert page.errors == [] and all(r.startswith("file:") for r in page.requests)
     finally:
         page.close()

@@ -266,6 +266,7 @@
     if (!q) return null;
     g.calls.forEach((c, i) => {
       if (c.k.toLowerCase().includes(q)) { hit.add(i); return; }
+      if (c.sk && [c.sk].concat(c.sh).some((v) => v.toLowerCase().includes(q))) { hit.add(i); return; }  // torch-spyre's key, handles
       if (c.l.some((l) => lineKey(l).toLowerCase().includes(q))) { hit.add(i); return; }
       if (c.s.some((s) => { const x = g.specs[s], h = g.handles[x.h] || {}; return [x.op, x.h, x.buf, h.aten_op].concat(h.fused_from || []).some((v) => v && String(v).toLowerCase().includes(q)); })) hit.add(i);
     });
