@@ -249,3 +249,57 @@ def log_records(tmp_path: Path, records: dict[str, str]) -> Path:
     subprocess.run([sys.executable, "-c", driver, *paths], env=env, check=True, timeout=300)
     (log,) = logs.iterdir()
     return log
+
+
+def of_graph_folder(folder: Path, *, moved: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """The sidecar torch-spyre's branch would write for the compile of one graph folder:
+    each call site's OpSpecs rebuilt as the branch's (their handles, sources, ATen ops and
+    fusion trees the hook recorded), in ``spyre_opspec_debug_handles`` order, with the
+    folder's node mapping and stack traces. ``moved``: handle id -> another source line, so
+    torch-spyre's sidecar and the hook disagree on it."""
+    import sympy
+
+    from spyre_provenance.backends.reference.lookalike import DebugHandle, ProvenanceTransform, SourceLoc
+
+    def read(name: str) -> dict[str, Any]:
+        return json.loads((folder / f"{name}.json").read_text())
+
+    artifact = read("spyre_opspec_debug_handles")
+    mapping = read("inductor_provenance_tracking_node_mappings")
+    traces = read("inductor_provenance_tracking_kernel_stack_traces")
+    records = artifact["handles"]
+
+    def handle(hid: str) -> DebugHandle:
+        h = records[hid]
+        src = h["source"]
+        line = (moved or {}).get(hid, src["start_line"]) if src else None
+        return DebugHandle(
+            int(hid),
+            SourceLoc(src["file"], line, src["start_col"], src["end_line"], src["end_col"]) if src else None,
+            h["aten_op"],
+            tuple(h["ir_chain"]),
+            tuple(handle(c) for c in h["fused_from"]),
+            tuple(ProvenanceTransform(t["kind"], t["pass_name"], t["reason"]) for t in h["transform_history"]),
+        )
+
+    kernels = []
+    for site, specs in artifact["kernels"].items():
+        name, ordinal = site.rsplit(":", 1)
+        built = [
+            OpSpec(
+                s["op"],
+                s["is_reduction"],
+                {sympy.Symbol(f"c{i}"): (sympy.Integer(n), 1) for i, n in enumerate(s["iteration_space"])},
+                [],
+                {},
+                debug_handle=handle(s["debug_handle"]) if s["debug_handle"] is not None else None,
+            )
+            for s in specs
+        ]
+        kernels.append((name, built, [int(ordinal)]))
+    return sidecar(
+        kernels,
+        pre_to_post=mapping.get("preToPost"),
+        cpp_to_post=mapping.get("cppCodeToPost"),
+        stack_traces=traces,
+    )

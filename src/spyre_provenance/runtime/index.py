@@ -105,7 +105,7 @@ class KernelIndex:
     def __post_init__(self) -> None:
         for position, graph in enumerate(self.graphs):
             bundles = graph.bundles
-            graph.sidecar_keys, graph.sidecar_handles = _sidecar_evidence(graph, self.sidecars)
+            graph.sidecar_keys, graph.sidecar_handles = sidecar_evidence(graph, self.sidecars)
             for key in graph.keys:
                 name, _ = split_key(key)
                 self.by_name.setdefault(name or key, []).append((position, key))
@@ -128,13 +128,10 @@ class KernelIndex:
         return [s for tail, sites in self.by_renamed_key.items() if name.endswith(tail) for s in sites]
 
 
-def _sidecar_evidence(
-    graph: IndexedGraph, sidecars: list[dict[str, Any]]
-) -> tuple[dict[str, str], dict[str, set[str]]]:
-    """Call site -> the key torch-spyre's own provenance gives it, and its handle ids (fused
-    constituents too): from the sidecar its compile logged, else from the sidecar files, the
-    compile holding this graph's call sites (``spyre_sidecar.cross_check``'s rule). Only
-    valid sidecars are read."""
+def sidecar_for(graph: IndexedGraph, sidecars: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The torch-spyre sidecar that holds this graph's call sites: the one its compile logged,
+    else the first of the sidecar files with a compile holding them (``spyre_sidecar.cross_check``'s
+    rule); None when none does. Only valid sidecars are read."""
     from spyre_provenance.validate import schemas, spyre_sidecar
 
     logged = [graph.spyre_provenance] if graph.spyre_provenance is not None else []
@@ -142,15 +139,31 @@ def _sidecar_evidence(
         if doc is graph.spyre_provenance and not schemas.validate(doc, SPYRE_SIDECAR).ok:
             continue
         chosen = spyre_sidecar.occurrences_for(set(graph.keys), doc)
-        keys = {key: chosen[key]["identityKey"] for key in graph.keys if key in chosen}
-        if keys:
-            identities = doc["kernelIdentities"]
-            handles = {
-                key: spyre_sidecar.handle_closure(identities[k]["directHandleIds"], doc["handles"])
-                for key, k in keys.items()
-            }
-            return keys, handles
-    return {}, {}
+        if any(key in chosen for key in graph.keys):
+            return doc
+    return None
+
+
+def sidecar_evidence(graph: IndexedGraph, sidecars: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, set[str]]]:
+    """Call site -> the key torch-spyre's own provenance gives it, and its handle ids (fused
+    constituents too), from the sidecar ``sidecar_for`` chooses."""
+    from spyre_provenance.validate import spyre_sidecar
+
+    doc = sidecar_for(graph, sidecars)
+    if doc is None:
+        return {}, {}
+    chosen = spyre_sidecar.occurrences_for(set(graph.keys), doc)
+    keys = {key: chosen[key]["identityKey"] for key in graph.keys if key in chosen}
+    identities = doc["kernelIdentities"]
+    handles = {
+        key: spyre_sidecar.handle_closure(identities[k]["directHandleIds"], doc["handles"]) for key, k in keys.items()
+    }
+    return keys, handles
+
+
+def sidecars_under(folder: Path) -> list[dict[str, Any]]:
+    """The valid torch-spyre sidecars found under ``folder`` (an invalid one is passed over)."""
+    return [doc for file in _sidecar_files(folder) for doc in _sidecar(file, explicit=False)]
 
 
 def build(paths: Iterable[str | os.PathLike[str]] = ()) -> KernelIndex:
@@ -172,7 +185,7 @@ def build(paths: Iterable[str | os.PathLike[str]] = ()) -> KernelIndex:
             graphs += _log_graphs(path)
         else:
             graphs += _folder_graphs(path)
-            sidecars += [doc for file in _sidecar_files(path) for doc in _sidecar(file, explicit=False)]
+            sidecars += sidecars_under(path)
     if not any(g.keys for g in graphs):
         where = ", ".join(map(str, paths))
         raise UnusableInput(where, "no kernel call sites found: no TORCH_TRACE log or graph folder with a node mapping")

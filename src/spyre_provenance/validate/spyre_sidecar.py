@@ -182,12 +182,18 @@ def cross_check(opspecs: Mapping[str, Any], sidecar: Mapping[str, Any]) -> list[
     source line of each handle both name. Call sites of kernels the sidecar's compile does
     not hold (extern kernels, fallbacks) are not compared. Empty when they agree, or when no
     compile of the sidecar holds this graph's kernels."""
+    return [line for lines in disagreements(opspecs, sidecar).values() for line in lines]
+
+
+def disagreements(opspecs: Mapping[str, Any], sidecar: Mapping[str, Any]) -> dict[str, list[str]]:
+    """``cross_check``'s lines by call site (only the sites with one), in the artifact's order."""
     kernels: Mapping[str, Any] = opspecs.get("kernels") or {}
     occurrences = occurrences_for(set(kernels), sidecar)
     ours_handles: Mapping[str, Any] = opspecs.get("handles") or {}
     bundles: Mapping[str, Any] = opspecs.get("bundles") or {}
-    found: list[str] = []
+    by_site: dict[str, list[str]] = {}
     for site, specs in kernels.items():
+        found = by_site.setdefault(site, [])
         occurrence = occurrences.get(site) or occurrences.get(split_key(site)[0])
         if occurrence is None:
             continue
@@ -204,7 +210,7 @@ def cross_check(opspecs: Mapping[str, Any], sidecar: Mapping[str, Any]) -> list[
             there = _line((sidecar["handles"].get(hid) or {}).get("source"))
             if here != there:
                 found.append(f"{site}: handle {hid} at {here} here, at {there} in {WHOSE}")
-    return found
+    return {site: found for site, found in by_site.items() if found}
 
 
 def _line(source: Any) -> str:

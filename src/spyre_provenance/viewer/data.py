@@ -41,9 +41,10 @@ from spyre_provenance.model.names import (
     SOURCE_LINES,
     artifact_file,
 )
+from spyre_provenance.runtime import index
 from spyre_provenance.runtime.index import IndexedGraph
 from spyre_provenance.runtime.lookup import GraphView
-from spyre_provenance.validate import schemas
+from spyre_provenance.validate import schemas, spyre_sidecar
 from spyre_provenance.validate.coverage import handle_nodes
 from spyre_provenance.viewer.logged import LoggedGraphInput, LogGraphs, graph_code, log_of, logged_inputs, wrapper_calls
 from spyre_provenance.viewer.relation import relation
@@ -199,6 +200,7 @@ def _graph(
     served: dict[str, dict[str, Any]],
     limit: int,
     logged: LoggedGraph | None,
+    sidecars: list[dict[str, Any]],
 ) -> dict[str, Any]:
     m = g.mapping
     code_to_post: dict[str, list[str]] = m.get("cppCodeToPost") or {}
@@ -267,6 +269,7 @@ def _graph(
                 "w": wrapper.get(key),  # its handle comment and call in the wrapper, as logged
             }
         )
+    _torch_spyre(_indexed(g, logged), g.opspecs, sidecars, calls, lines)
     for bundle in bundles.found:
         _bundle_text(bundle, specs, limit)
     graph = {
@@ -300,7 +303,12 @@ def _per_op(g: GraphFolder | LoggedGraphInput, logged: LoggedGraph | None) -> st
     rule (``links.per_op``, asked as ``lookup`` asks it: ``GraphView.per_op``, whose call
     sites' ATen ops come from the wrapper's comments, the OpSpec handles or the post-grad
     graph)."""
-    graph = IndexedGraph(
+    return GraphView.of(_indexed(g, logged)).per_op
+
+
+def _indexed(g: GraphFolder | LoggedGraphInput, logged: LoggedGraph | None) -> IndexedGraph:
+    """The graph as ``lookup``'s index holds it, so the viewer asks the index's own rules."""
+    return IndexedGraph(
         model=g.model,
         compile_id=g.compile_id,
         graph=g.kind,
@@ -310,8 +318,38 @@ def _per_op(g: GraphFolder | LoggedGraphInput, logged: LoggedGraph | None) -> st
         opspecs=g.opspecs,
         output_code=logged.output_code if logged is not None else None,
         post_grad_graph=logged.post_grad_graph if logged is not None else None,
+        spyre_provenance=logged.spyre_provenance if logged is not None else None,
     )
-    return GraphView.of(graph).per_op
+
+
+def _torch_spyre(
+    graph: IndexedGraph,
+    opspecs: dict[str, Any] | None,
+    sidecars: list[dict[str, Any]],
+    calls: list[dict[str, Any]],
+    lines: _Lines,
+) -> None:
+    """torch-spyre's own provenance (PR #3449's sidecar, logged in the graph's compile or a
+    file under the folder, chosen by the index's rule ``index.sidecar_for``) as more evidence.
+    Each call site it holds gets torch-spyre's provenance key (``sk``), its direct handles
+    (``sh``) and, where the hook's OpSpec handles disagree, ``cross_check``'s lines (``sd``,
+    as the compile summary lists them); its handles' source lines (fused constituents too)
+    join the call site's lines, kernel-wide evidence as its stack traces are. Where no
+    sidecar holds the graph, nothing is added."""
+    doc = index.sidecar_for(graph, sidecars)
+    if doc is None:
+        return
+    keys, closures = index.sidecar_evidence(graph, sidecars)
+    found = spyre_sidecar.disagreements(opspecs, doc) if opspecs is not None else {}
+    for call in calls:
+        key = keys.get(call["k"])
+        if key is None:
+            continue
+        call["sk"] = key
+        call["sh"] = list(doc["kernelIdentities"][key]["directHandleIds"])
+        call["sd"] = found.get(call["k"], [])
+        more = [lines.of(f, n) for h in sorted(closures[call["k"]]) for f, n in handle_lines(doc["handles"][h], {})]
+        call["l"] = list(dict.fromkeys(call["l"] + more))
 
 
 def _nodes(m: dict[str, Any]) -> tuple[list[str], list[str], list[set[int]]]:
@@ -467,15 +505,22 @@ def build(out: Path, timing: Any = None, bundles: list[Path] | None = None) -> d
     """The page's document for ``out``; ``timing`` (``viewer.timing.Timing``) adds each call
     site's time and calls; ``bundles``: folders of torch-spyre's bundle folders, beside
     ``out``'s own ``sdsc/``."""
-    return document(str(out), [(None, graph_folders(out))], out, timing, bundles)
+    sidecars = index.sidecars_under(out) if out.is_dir() else []
+    return document(str(out), [(None, graph_folders(out))], out, timing, bundles, sidecars)
 
 
 def document(
-    name: str, sides: list[Side], out: Path, timing: Any = None, bundles: list[Path] | None = None
+    name: str,
+    sides: list[Side],
+    out: Path,
+    timing: Any = None,
+    bundles: list[Path] | None = None,
+    sidecars: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The document of the graphs of ``sides`` (one side, None, for a page of one folder; A's
     and B's for ``view A --compare B``, each graph tagged with its side), sharing one list of
-    source lines; ``timing`` times the first side's graphs, read from ``out``."""
+    source lines; ``timing`` times the first side's graphs, read from ``out``; ``sidecars``:
+    torch-spyre's own provenance files found beside them (``index.sidecars_under``)."""
     found = [g for _, graphs in sides for g in graphs]
     served = served_bundles(bundles or [])
     lines = _Lines()
@@ -483,7 +528,9 @@ def document(
         lines.add_snapshot(g.sources)
     opspecs = sum(len(specs) for g in found for specs in ((g.opspecs or {}).get("kernels") or {}).values())
     limit = max(BUNDLE_TEXT_FLOOR, min(BUNDLE_TEXT_LIMIT, BUNDLE_BUDGET // max(1, opspecs)))
-    graphs = [_graph(g, lines, served, limit, logged) for g, logged in zip(found, _logged(found), strict=True)]
+    graphs = [
+        _graph(g, lines, served, limit, logged, sidecars or []) for g, logged in zip(found, _logged(found), strict=True)
+    ]
     sided = [side for side, of_side in sides for _ in of_side]
     for graph, side in zip(graphs, sided, strict=True):
         if side is not None:

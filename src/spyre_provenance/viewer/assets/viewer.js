@@ -119,7 +119,7 @@
         html: g.calls.map((c, i) => row("call", i, () =>
           (c.t ? '<span class="bar" style="width:' + Math.max(1, Math.round(60 * c.t / maxT)) + 'px"></span>' : "") + esc(c.k) +
           ' <span class="muted">' + c.s.length + " OpSpec" + (c.s.length === 1 ? "" : "s") + "</span>" +
-          (c.t ? ' <span class="time">' + fmtTime(c.t) + ", " + c.n + " call" + (c.n === 1 ? "" : "s") + "</span>" : ""))),
+          (c.t ? ' <span class="time">' + fmtTime(c.t) + ", " + c.n + " call" + (c.n === 1 ? "" : "s") + "</span>" : "") + sidecarMark(c))),
         count: g.calls.length,
       },
       spec: {
@@ -211,6 +211,9 @@
     if (kind === "call") {
       const c = g.calls[i];
       d.push(' <span class="kv">post-grad nodes:</span> ' + c.p.length + ' <span class="kv">OpSpecs:</span> ' + c.s.length + (c.t ? ' <span class="kv">time:</span> ' + fmtTime(c.t) + " in " + c.n + " calls" : ""));
+      // torch-spyre's own provenance (its sidecar), where the run wrote one that holds this call site
+      if (c.sk) d.push('<br><span class="kv">torch-spyre\'s provenance key:</span> <span class="sk">' + esc(c.sk) + '</span> <span class="kv">handles:</span> <span class="sh">' + esc(c.sh.join(", ") || "none") + "</span>" +
+        (c.sd.length ? c.sd.map((x) => '<br><span class="warn sd">' + esc(x) + "</span>").join("") : ' <span class="muted">(the hook\'s handles agree)</span>'));
     } else if (D.trace) {
       // an element's time: its kernels', those the click lights or marks as holding it
       const held = new Set([...lit.call, ...lit.box]); let t = 0;
@@ -244,6 +247,10 @@
       view.textContent = c.w ? "the call in the wrapper code:\n" + c.w.join("\n") : "the wrapper code of " + c.k + " was not logged beside the artifacts";
     } else view.textContent = "";
   }
+  function sidecarMark(c) {
+    if (!c.sk) return "";
+    return ' <span class="muted">torch-spyre ' + esc(c.sk) + "</span>" + (c.sd.length ? ' <span class="warn disagree">\u2260 hook</span>' : "");
+  }
   function handleDescription(g, id, h, indent) {
     if (!h) return indent + "debug handle " + (id || "none");
     const src = h.source ? h.source.file + ":" + h.source.start_line + (h.source.end_line ? "-" + h.source.end_line : "") : "none";
@@ -259,6 +266,7 @@
     if (!q) return null;
     g.calls.forEach((c, i) => {
       if (c.k.toLowerCase().includes(q)) { hit.add(i); return; }
+      if (c.sk && [c.sk].concat(c.sh).some((v) => v.toLowerCase().includes(q))) { hit.add(i); return; }  // torch-spyre's key, handles
       if (c.l.some((l) => lineKey(l).toLowerCase().includes(q))) { hit.add(i); return; }
       if (c.s.some((s) => { const x = g.specs[s], h = g.handles[x.h] || {}; return [x.op, x.h, x.buf, h.aten_op].concat(h.fused_from || []).some((v) => v && String(v).toLowerCase().includes(q)); })) hit.add(i);
     });
