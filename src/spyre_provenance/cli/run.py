@@ -11,7 +11,8 @@ the ones the package is installed in (as ``uv run`` does).
 
 COMMAND's stdin, stdout and stderr are its own; SIGINT and SIGTERM sent to ``run`` are
 passed on to it. When it ends, one screen goes to stderr (per process: graphs, kernel call
-sites linked, verdict; ``validate.run_summary``), then the pages: tlparse's (a multi-rank
+sites linked, verdict, and one line per op kind of its per-op compiles, torch-spyre's eager
+mode; ``validate.run_summary``), then the pages: tlparse's (a multi-rank
 landing page for torchrun's ranks) and each process's viewer page. ``run`` exits with
 COMMAND's status (128+N when a signal N ended it; 127 when COMMAND is not found, 126 when it
 cannot be executed, as a shell says), whatever the verdict: ``validate OUT`` judges.
@@ -143,9 +144,10 @@ def _prepare(out: Path) -> None:
 def _report(out: Path, *, pages: bool) -> None:
     """The run's screen on stderr, then its pages (their lines on stderr too: stdout is the
     program's)."""
+    from spyre_provenance.runtime.lookup import logged_per_op
     from spyre_provenance.validate import run_summary
 
-    summaries = run_summary.summarize_run(out)
+    summaries = run_summary.summarize_run(out, logged_per_op)
     for line in run_summary.render(summaries, out):
         print(line, file=sys.stderr)
     if not pages or not summaries:
