@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -44,16 +45,13 @@ _OTHERS = re.compile(r"    other graphs: (?P<graphs>[0-9]+) graph\(s\), (?P<link
 def eager_under_run(tmp_path_factory: pytest.TempPathFactory) -> Ran:
     root = tmp_path_factory.mktemp("eager-under-run")
     out = root / "run"
-    # no pages: not this test's subject (and validate reads tlparse's dump of the hook's model
-    # label artifact, spyre_provenance_model_label_N.json, as torch-spyre's sidecar: a fault
-    # of its own)
     argv = run_command(
         out,
         "python",
         PROGRAM,
         root / "unused-out",
         root / "trace.json",
-        options=("--backend", "reference", "--no-pages"),
+        options=("--backend", "reference"),
     )
     done = subprocess.run(argv, capture_output=True, text=True, env=environment(), timeout=TIMEOUT, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -121,8 +119,37 @@ def test_the_screen_gives_one_line_per_op_kind_as_the_folders_hold(eager_under_r
     assert not any(re.search(r"\[0/[0-9]+\]", line) for line in lines)  # no graph listed one by one
 
 
-def test_validate_folds_the_run_folder_as_the_screen(eager_under_run: Ran) -> None:
-    done = cli("validate", eager_under_run.out)
+def test_the_pages_are_one_line_per_op_kind(eager_under_run: Ran) -> None:
+    """tlparse writes a page per graph; the screen lists a per-op compile's pages as one line
+    per op kind: its first page, and how many more of its graphs have one beside it."""
+    folder = eager_under_run.folders()[0]
+    disk = OnDisk(folder)
+    page = re.compile(
+        rf"  {folder.name} (?P<op>aten\.\S+) per-op, (?P<n>[0-9]+) graph\(s\) +(?P<page>\S+\.html)(?P<more>.*)"
+    )
+    lines = [m for m in map(page.match, eager_under_run.stderr.splitlines()) if m]
+    assert sorted(m["op"] for m in lines) == sorted(disk.graphs)
+    for m in lines:
+        n = disk.graphs[m["op"]]
+        assert int(m["n"]) == n and Path(m["page"]).is_file(), m.string
+        assert m["more"] == (f" and {n - 1} more beside it" if n > 1 else ""), m.string
+    each = [
+        line for line in eager_under_run.stderr.splitlines() if re.match(rf"  {folder.name} \[[0-9]+/[0-9]+\]", line)
+    ]
+    assert len(each) == disk.other_graphs  # the whole graph's page, on its own line
+    assert (
+        len(list((eager_under_run.out / "tlparse" / folder.name).glob("provenance_tracking_*.html")))
+        == sum(disk.graphs.values()) + disk.other_graphs
+    )
+
+
+def test_validate_folds_the_run_folder_as_the_screen(eager_under_run: Ran, tmp_path: Path) -> None:
+    """``validate`` on the run's folder (its process folders; the pages left out: validate
+    reads tlparse's dump of the hook's model-label record, ``spyre_provenance_model_label_N.json``,
+    as torch-spyre's sidecar, a fault of its own) prints the screen's lines."""
+    run = tmp_path / "run"
+    shutil.copytree(eager_under_run.out, run, ignore=shutil.ignore_patterns("tlparse"))
+    done = cli("validate", run)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     name = eager_under_run.folders()[0].name
     assert _screen(done.stdout)[name] == _screen(eager_under_run.stderr)[name]
