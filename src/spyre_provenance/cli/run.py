@@ -11,10 +11,12 @@ the ones the package is installed in (as ``uv run`` does).
 
 COMMAND's stdin, stdout and stderr are its own; SIGINT and SIGTERM sent to ``run`` are
 passed on to it. When it ends, one screen goes to stderr (per process: graphs, kernel call
-sites linked, verdict; ``validate.run_summary``), then the pages: tlparse's (a multi-rank
-landing page for torchrun's ranks) and each process's viewer page. ``run`` exits with
-COMMAND's status (128+N when a signal N ended it; 127 when COMMAND is not found, 126 when it
-cannot be executed, as a shell says), whatever the verdict: ``validate OUT`` judges.
+sites linked, verdict, and one line per op kind of its per-op compiles, torch-spyre's eager
+mode; ``validate.run_summary``), then the pages: tlparse's (a multi-rank landing page for
+torchrun's ranks; a process's per-op compiles' pages one line per op kind) and each
+process's viewer page. ``run`` exits with COMMAND's status (128+N when a signal N ended it;
+127 when COMMAND is not found, 126 when it cannot be executed, as a shell says), whatever
+the verdict: ``validate OUT`` judges.
 """
 
 from __future__ import annotations
@@ -28,11 +30,15 @@ import sys
 import sysconfig
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from spyre_provenance.backends import BACKEND_NAMES
 from spyre_provenance.base import environment
 from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.model.layout import Layout
+
+if TYPE_CHECKING:
+    from spyre_provenance.validate.run_summary import ProcessSummary
 
 DEFAULT_OUT = Path("out") / "run"
 EXIT_NOT_FOUND = 127  # what a shell exits with for a command it cannot find
@@ -143,9 +149,10 @@ def _prepare(out: Path) -> None:
 def _report(out: Path, *, pages: bool) -> None:
     """The run's screen on stderr, then its pages (their lines on stderr too: stdout is the
     program's)."""
+    from spyre_provenance.runtime.lookup import logged_per_op
     from spyre_provenance.validate import run_summary
 
-    summaries = run_summary.summarize_run(out)
+    summaries = run_summary.summarize_run(out, logged_per_op)
     for line in run_summary.render(summaries, out):
         print(line, file=sys.stderr)
     if not pages or not summaries:
@@ -163,6 +170,37 @@ def _report(out: Path, *, pages: bool) -> None:
         except UnusableInput as exc:
             print(f"  tlparse pages: NOT WRITTEN: {exc}", file=sys.stderr)
             lines = run_viewers(out)
+    lines = fold_pages(lines, summaries)
     width = max((len(label) for label, _ in lines), default=0)
     for label, where in lines:
         print(f"  {label.ljust(width)}  {where}", file=sys.stderr)
+
+
+def fold_pages(lines: list[tuple[str, str]], summaries: list[ProcessSummary]) -> list[tuple[str, str]]:
+    """The pages' (label, page) lines, a process's per-op compiles' pages (tlparse writes one
+    per graph) as one line per op kind where its first page stood: that page, and how many
+    more of the op's graphs have one beside it. A page with a note keeps its own line."""
+    op_of = {
+        f"{s.folder.name} {compile_id}": (s.folder.name, op)
+        for s in summaries
+        for op, tally in s.per_op.items()
+        for compile_id in tally.compile_ids
+    }
+    kept: list[tuple[str, str]] = []
+    pages: dict[tuple[str, str], list[str]] = {}
+    for label, where in lines:
+        group = op_of.get(" ".join(label.split(" ")[:2]))
+        if group is None or "  (" in where:  # a ranked report's page, the viewer's, or a page with a note
+            kept.append((label, where))
+            continue
+        if group not in pages:
+            kept.append(("\0", "\0".join(group)))  # where the op's line goes
+        pages.setdefault(group, []).append(where)
+    return [_op_pages(line[1], pages) if line[0] == "\0" else line for line in kept]
+
+
+def _op_pages(key: str, pages: dict[tuple[str, str], list[str]]) -> tuple[str, str]:
+    owner, op = key.split("\0")
+    found = pages[(owner, op)]
+    more = f" and {len(found) - 1} more beside it" if len(found) > 1 else ""
+    return f"{owner} {op} per-op, {len(found)} graph(s)", f"{found[0]}{more}"

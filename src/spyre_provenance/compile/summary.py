@@ -5,14 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from spyre_provenance.compile.job import NO_TORCH_SPYRE_KERNEL, CompileOutcome
 from spyre_provenance.compile.output_check import GraphCheck
 from spyre_provenance.model.names import COMPARED_FALLBACK_RANDOM
-from spyre_provenance.model.records import BundleHandlesV4, UpstreamComparison
+from spyre_provenance.model.records import BundleHandlesV4, GraphResult, UpstreamComparison
+from spyre_provenance.runtime.lookup import graph_per_op
 from spyre_provenance.validate import coverage
 
 #: Below this, every output of a model is so small that any output would match eager.
 TINY_OUTPUTS = 1e-6
+#: marks the place of an op kind's line among the graphs' (no summary line starts with it)
+_HOLE = "\0"
 #: Violations listed per graph; the rest are counted.
 SHOWN_VIOLATIONS = 10
 
@@ -71,29 +76,7 @@ def render(outcome: CompileOutcome) -> str:
         lines.append("  NO GRAPH RECORDED: the hook saw no kernel code generation")
     elif report.torch_spyre_kernels == 0:
         lines.append(f"  NOT TORCH-SPYRE: {NO_TORCH_SPYRE_KERNEL}")
-    for graph, logged in zip(report.graphs, checked.paired, strict=True):
-        d = graph.diagnostics
-        lines.append(f"  graph {graph.compile_id} {graph.kind}: {len(graph.records)} kernel call site(s)")
-        cov = logged.coverage if logged is not None else None
-        if cov is None:
-            lines.append("    coverage: NOT JUDGED (the log holds no code for this graph)")
-        else:
-            lines += _coverage_lines(cov, d.inferred, d)
-        if d.opspecs:
-            lines.append(
-                f"    OpSpecs: {d.opspecs}, without handle: {d.handleless_opspecs}, "
-                f"handle/origin disagreements: {len(d.disagreements)}"
-                + (f" ({', '.join(d.disagreements)})" if d.disagreements else "")
-            )
-        lines += spyre_provenance_lines(logged)
-        lines += _upstream_lines(d.matches_upstream)
-        lines += _bundle_lines(d.bundle_handles)
-        if d.faults:
-            lines.append("    PARTIAL: " + "; ".join(d.faults))
-            if d.mapping == "upstream":
-                lines.append("    mapping left out: the log holds Inductor's own mapping for this graph")
-        for problem in logged.inconsistent if logged is not None else ():
-            lines.append(f"    INCONSISTENT: {problem}")
+    lines += _graphs_lines(report.graphs, checked.paired)
     lines.append(
         f"  artifacts: {checked.artifacts} validated, "
         + ("all valid" if checked.all_valid else f"{len(checked.invalid)} INVALID")
@@ -105,6 +88,81 @@ def render(outcome: CompileOutcome) -> str:
     if viewer is not None:
         lines.append(f"  {viewer}")
     return "\n".join(lines)
+
+
+def _graphs_lines(graphs: list[GraphResult], paired: list[GraphCheck | None]) -> list[str]:
+    """Each graph's block, but per-op compiles (``links.per_op``: torch-spyre's eager mode)
+    whose block would say nothing amiss: one line per op kind for those, where its first
+    graph stands. A per-op graph with anything amiss keeps its own block."""
+    folds: dict[str, list[tuple[GraphResult, GraphCheck]]] = {}
+    lines: list[str] = []
+    for graph, logged in zip(graphs, paired, strict=True):
+        op = _foldable(graph, logged)
+        if op is None:
+            lines += _graph_lines(graph, logged)
+            continue
+        assert logged is not None  # _foldable: a graph the log judged
+        if op not in folds:
+            lines.append(_HOLE + op)  # where its line goes, filled in below
+        folds.setdefault(op, []).append((graph, logged))
+    return [_fold_line(line[1:], folds[line[1:]]) if line.startswith(_HOLE) else line for line in lines]
+
+
+def _foldable(graph: GraphResult, logged: GraphCheck | None) -> str | None:
+    """The ATen op when ``graph`` is a per-op compile whose block would say nothing amiss."""
+    d = graph.diagnostics
+    if logged is None or not logged.complete or d.faults or logged.spyre_disagreements:
+        return None
+    if d.disagreements or d.handleless_opspecs:
+        return None
+    if d.bundle_handles is not None and (d.bundle_handles.stale or d.bundle_handles.missing):
+        return None
+    if d.matches_upstream is not None and d.matches_upstream.relation not in ("equal", "extends"):
+        return None
+    if graph.node_mappings is None:  # the hook's mapping was left out: a fault, never here
+        return None
+    mapping = msgspec.to_builtins(graph.node_mappings)
+    return graph_per_op(mapping, graph.stack_traces or {}, graph.opspec_handles)
+
+
+def _fold_line(op: str, group: list[tuple[GraphResult, GraphCheck]]) -> str:
+    """One op kind's per-op compiles: how many graphs (their compile ids) and call sites."""
+    ids = ", ".join(graph.compile_id for graph, _ in group)
+    sites = sum(len(graph.records) for graph, _ in group)
+    linked = sum(logged.coverage.counts.linked_call_sites for _, logged in group if logged.coverage is not None)
+    judged = sum(logged.coverage.counts.call_sites for _, logged in group if logged.coverage is not None)
+    return (
+        f"  per-op compiles of {op} (eager mode): {len(group)} graph(s) ({ids}), {sites} kernel call site(s);"
+        f" call sites linked on the page: {linked}/{judged}; coverage complete"
+    )
+
+
+def _graph_lines(graph: GraphResult, logged: GraphCheck | None) -> list[str]:
+    """One graph's block: its call sites, coverage, OpSpecs and what is amiss."""
+    d = graph.diagnostics
+    lines = []
+    lines.append(f"  graph {graph.compile_id} {graph.kind}: {len(graph.records)} kernel call site(s)")
+    cov = logged.coverage if logged is not None else None
+    if cov is None:
+        lines.append("    coverage: NOT JUDGED (the log holds no code for this graph)")
+    else:
+        lines += _coverage_lines(cov, d.inferred, d)
+    if d.opspecs:
+        lines.append(
+            f"    OpSpecs: {d.opspecs}, without handle: {d.handleless_opspecs}, "
+            f"handle/origin disagreements: {len(d.disagreements)}"
+            + (f" ({', '.join(d.disagreements)})" if d.disagreements else "")
+        )
+    lines += spyre_provenance_lines(logged)
+    lines += _upstream_lines(d.matches_upstream)
+    lines += _bundle_lines(d.bundle_handles)
+    if d.faults:
+        lines.append("    PARTIAL: " + "; ".join(d.faults))
+        if d.mapping == "upstream":
+            lines.append("    mapping left out: the log holds Inductor's own mapping for this graph")
+    for problem in logged.inconsistent if logged is not None else ():
+        lines.append(f"    INCONSISTENT: {problem}")
+    return lines
 
 
 def tail(outcome: CompileOutcome) -> list[str]:

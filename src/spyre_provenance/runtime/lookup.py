@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from spyre_provenance.links.per_op import per_op_kind
+from spyre_provenance.logs.graphs import LoggedGraph
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
 from spyre_provenance.logs.wrapper_code import HANDLE_COMMENT
 from spyre_provenance.model import folders
@@ -256,3 +257,40 @@ def _bundle_files(graph: IndexedGraph, folder_name: Any) -> list[str]:
     if graph.bundle_root is None or not isinstance(folder_name, str) or not folders.is_one_name(folder_name):
         return []
     return [str(p) for p in bundle_files(kernel_bundle_folder(graph.bundle_root, folder_name))]
+
+
+def logged_per_op(graph: LoggedGraph) -> str | None:
+    """The ATen op when a graph of a TORCH_TRACE log is a per-op compile (``graph_per_op``).
+    The summaries that read logs (``validate.run_summary``, below this layer) are handed this."""
+    return graph_per_op(
+        graph.node_mappings or {},
+        graph.stack_traces or {},
+        graph.opspec_handles,
+        output_code=graph.output_code,
+        post_grad_graph=graph.post_grad_graph,
+    )
+
+
+def graph_per_op(
+    mapping: dict[str, Any],
+    stack_traces: dict[str, Any],
+    opspecs: dict[str, Any] | None,
+    *,
+    output_code: str | None = None,
+    post_grad_graph: str | None = None,
+) -> str | None:
+    """The ATen op when a graph's artifacts are a per-op compile's, by the one rule
+    (``links.per_op``), asked as ``lookup`` asks it (``GraphView.per_op``: call sites' ATen ops
+    from the wrapper's comments, the OpSpec handles or the post-grad graph)."""
+    indexed = IndexedGraph(
+        model="",
+        compile_id="",
+        graph="unknown",
+        origin="",
+        mapping=mapping,
+        stack_traces=stack_traces,
+        opspecs=opspecs,
+        output_code=output_code,
+        post_grad_graph=post_grad_graph,
+    )
+    return GraphView(indexed).per_op

@@ -7,18 +7,24 @@ more than the artifacts hold: a graph is counted finished only when the log hold
 and its diagnostics, and a compile the process started but never ended (it was killed or
 interrupted in the middle) is reported unfinished, never complete.
 
+Per-op compiles (torch-spyre's eager mode: ``links.per_op``) are folded into one line per op
+kind, which says how many graphs and call sites it stands for and names every graph of it
+whose coverage is not complete. Which graphs are per-op is asked of the caller's
+``PerOp`` (``runtime.lookup.logged_per_op``, above this layer); without one, nothing folds.
+
 Pure: reads files, imports no torch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
 from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.logs import tracelog
-from spyre_provenance.logs.graphs import read_log_graphs
+from spyre_provenance.logs.graphs import LoggedGraph, read_log_graphs
 from spyre_provenance.model.folders import ProcessFolder
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.validate import coverage
@@ -27,6 +33,29 @@ COMPLETE = "complete"
 PARTIAL = "partial"  # a finished graph's coverage is not complete, or the log is damaged
 UNFINISHED = "unfinished"  # a compile or graph the process never finished
 NO_GRAPH = "no graph"  # the process logged no compiled graph
+
+#: a logged graph's ATen op when it is a per-op compile (``links.per_op``), else None
+PerOp = Callable[[LoggedGraph], str | None]
+
+
+class Tally(msgspec.Struct):
+    """Finished graphs counted together: a process's, or one op kind's per-op compiles."""
+
+    graphs: int = 0  # finished graphs: code and diagnostics logged
+    complete_graphs: int = 0  # of them, those whose coverage is complete
+    call_sites: int = 0  # kernel call sites of the finished graphs
+    linked_call_sites: int = 0  # of them, those the mapping links (tlparse highlights them)
+    incomplete: list[str] = msgspec.field(default_factory=list)  # compile ids whose coverage is not
+    compile_ids: list[str] = msgspec.field(default_factory=list)  # every graph counted, as tlparse names them
+
+    def add(self, compile_id: str, verdict: coverage.GraphCoverage) -> None:
+        self.compile_ids.append(compile_id)
+        self.graphs += 1
+        self.complete_graphs += verdict.complete
+        self.call_sites += verdict.counts.call_sites
+        self.linked_call_sites += verdict.counts.linked_call_sites
+        if not verdict.complete:
+            self.incomplete.append(compile_id)
 
 
 class ProcessSummary(msgspec.Struct):
@@ -41,6 +70,8 @@ class ProcessSummary(msgspec.Struct):
     unfinished: list[str] = msgspec.field(default_factory=list)  # compile ids, as tlparse names them
     failed: list[str] = msgspec.field(default_factory=list)  # compiles torch records as failed
     problems: list[str] = msgspec.field(default_factory=list)  # a log that cannot be read
+    #: ATen op -> its per-op compiles among the finished graphs (counted in the fields above too)
+    per_op: dict[str, Tally] = msgspec.field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
@@ -51,22 +82,22 @@ class ProcessSummary(msgspec.Struct):
         return COMPLETE if self.graphs else NO_GRAPH
 
 
-def summarize_run(out: Path) -> list[ProcessSummary]:
+def summarize_run(out: Path, per_op: PerOp | None = None) -> list[ProcessSummary]:
     """Every tracked process of the run in ``out``, ranks first (``Layout.processes``)."""
-    return [summarize_process(process, layout) for process, layout in Layout(out).processes()]
+    return [summarize_process(process, layout, per_op) for process, layout in Layout(out).processes()]
 
 
-def summarize_process(process: ProcessFolder, layout: Layout) -> ProcessSummary:
+def summarize_process(process: ProcessFolder, layout: Layout, per_op: PerOp | None = None) -> ProcessSummary:
     summary = ProcessSummary(process, layout.out)
     for log in layout.trace_logs():
         try:
-            _count_log(summary, log)
+            _count_log(summary, log, per_op)
         except (UnusableInput, OSError) as exc:
             summary.problems.append(f"{log}: {exc}")
     return summary
 
 
-def _count_log(summary: ProcessSummary, log: Path) -> None:
+def _count_log(summary: ProcessSummary, log: Path, per_op: PerOp | None) -> None:
     unfinished = tracelog.unfinished_compiles(log)
     for graph in read_log_graphs(log):
         if graph.output_code is None or graph.diagnostics is None:
@@ -79,6 +110,9 @@ def _count_log(summary: ProcessSummary, log: Path) -> None:
         summary.complete_graphs += verdict.complete
         summary.call_sites += verdict.counts.call_sites
         summary.linked_call_sites += verdict.counts.linked_call_sites
+        op = per_op(graph) if per_op is not None else None
+        if op is not None:
+            summary.per_op.setdefault(op, Tally()).add(graph.compile_id, verdict)
     summary.unfinished += unfinished
     summary.failed += [str(failure) for failure in tracelog.compile_failures(log)]
 
@@ -98,6 +132,38 @@ def render(summaries: list[ProcessSummary], out: Path) -> list[str]:
         lines += [f"    compile {cid} UNFINISHED: the process stopped in the middle of it" for cid in s.unfinished]
         lines += [f"    {failure}" for failure in s.failed]
         lines += [f"    {problem}" for problem in s.problems]
+        lines += per_op_lines(s)
         if s.complete_graphs < s.graphs:
             lines.append(f"    {s.graphs - s.complete_graphs} graph(s) with incomplete coverage: validate {s.folder}")
+    return lines
+
+
+def per_op_lines(s: ProcessSummary) -> list[str]:
+    """One line per op kind of the process's per-op compiles (graphs, call sites linked, its
+    verdict, and each graph of it whose coverage is not complete), then the other graphs' line;
+    nothing when no graph is a per-op compile."""
+    if not s.per_op:
+        return []
+    folded = sum(t.graphs for t in s.per_op.values())
+    lines = [f"    per-op compiles (eager mode): {folded} graph(s) of {len(s.per_op)} op(s), one line per op"]
+    width = max(map(len, s.per_op))
+    for op, t in sorted(s.per_op.items()):
+        verdict = (
+            COMPLETE
+            if not t.incomplete
+            else f"{PARTIAL}, {len(t.incomplete)} with incomplete coverage ({', '.join(t.incomplete)})"
+        )
+        lines.append(
+            f"      {op.ljust(width)}  {t.graphs} graph(s), {t.linked_call_sites}/{t.call_sites}"
+            f" kernel call site(s) linked: {verdict}"
+        )
+    others = Tally(
+        graphs=s.graphs - folded,
+        call_sites=s.call_sites - sum(t.call_sites for t in s.per_op.values()),
+        linked_call_sites=s.linked_call_sites - sum(t.linked_call_sites for t in s.per_op.values()),
+    )
+    lines.append(
+        f"    other graphs: {others.graphs} graph(s), {others.linked_call_sites}/{others.call_sites}"
+        " kernel call site(s) linked"
+    )
     return lines

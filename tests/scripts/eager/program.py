@@ -4,6 +4,8 @@ stacks, as torch-spyre's end-to-end profiling guide profiles Granite.
 ``python program.py OUT TRACE [--no-stacks TRACE2]``: tracks the compiles with the reference
 backend (``OUT``; ``TORCH_TRACE`` is set by the caller), runs the model once (every op compiles
 there), then twice under ``torch.profiler`` with ``with_stack=True`` and exports ``TRACE``.
+Under ``spyre-provenance run`` (``SPYRE_PROVENANCE_OUT`` set) the run tracks it, into the
+run's folder, and ``OUT`` is not written: the program leaves the tracking to it.
 ``mm`` is launched from three functions (``attend``, ``mix``, ``project``) and ``add`` from
 two, each with its own operand shapes in some, so one compiled op serves several functions and
 an op kind has one or more graphs. ``head`` is one whole graph (``torch.compile`` of a
@@ -11,6 +13,8 @@ function), launched from two functions: a whole-graph kernel with two launching 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -64,7 +68,9 @@ def forward(x):
 def main(out: str, trace: str) -> None:
     inductor_config.cpp.enable_kernel_profile = True  # each kernel a profiler event (graph_<i>_...)
     x = torch.randn(4, 16)
-    with spyre_provenance.tracking("reference", out_dir=out):
+    under_run = bool(os.environ.get("SPYRE_PROVENANCE_OUT"))  # plugin.startup already tracks it
+    tracking = contextlib.nullcontext() if under_run else spyre_provenance.tracking("reference", out_dir=out)
+    with tracking:
         forward(x)  # every op compiles here
         activities = [torch.profiler.ProfilerActivity.CPU]
         with torch.profiler.profile(activities=activities, with_stack=True) as prof:
