@@ -360,25 +360,32 @@ def compile_failures(source: str | os.PathLike[str]) -> list[CompileFailure]:
     """
     tracebacks: dict[str | None, int] = {}
     failures: list[CompileFailure] = []
+    for number, envelope in _envelopes(source, (DYNAMO_ERROR.encode(), COMPILATION_METRICS.encode())):
+        name = record_name(envelope)
+        if name == DYNAMO_ERROR:
+            tracebacks[compile_id(envelope)] = number
+        elif name == COMPILATION_METRICS:
+            failure = _failure(envelope.get(COMPILATION_METRICS), number, tracebacks)
+            if failure is not None:
+                failures.append(failure)
+    return failures
+
+
+def _envelopes(source: str | os.PathLike[str], markers: tuple[bytes, ...]) -> Iterator[tuple[int, dict]]:
+    """The envelopes of a log's records whose line holds one of ``markers`` (a cheap byte
+    test before any JSON is parsed), with their line numbers; payload lines and envelopes
+    that do not parse are passed over (damage is ``read_trace``'s to report)."""
     with open(source, "rb") as fh:
         for number, raw in enumerate(fh, 1):
-            if raw.startswith(b"\t") or (DYNAMO_ERROR.encode() not in raw and COMPILATION_METRICS.encode() not in raw):
+            if raw.startswith(b"\t") or not any(marker in raw for marker in markers):
                 continue
             prefix = GLOG_PREFIX.match(raw)
             try:
                 envelope = json.loads(raw[prefix.end() :]) if prefix else None
             except (ValueError, UnicodeDecodeError):
                 continue
-            if not isinstance(envelope, dict):
-                continue
-            name = record_name(envelope)
-            if name == DYNAMO_ERROR:
-                tracebacks[compile_id(envelope)] = number
-            elif name == COMPILATION_METRICS:
-                failure = _failure(envelope.get(COMPILATION_METRICS), number, tracebacks)
-                if failure is not None:
-                    failures.append(failure)
-    return failures
+            if isinstance(envelope, dict):
+                yield number, envelope
 
 
 def _failure(metrics: object, line: int, tracebacks: dict[str | None, int]) -> CompileFailure | None:
@@ -406,23 +413,11 @@ def unfinished_compiles(source: str | os.PathLike[str]) -> list[str]:
     under the next attempt)."""
     started: dict[tuple[object, object, object], str] = {}
     ended: set[tuple[object, object, object]] = set()
-    with open(source, "rb") as fh:
-        for raw in fh:
-            if raw.startswith(b"\t") or (
-                b'"' + DYNAMO_START.encode() not in raw and COMPILATION_METRICS.encode() not in raw
-            ):
-                continue
-            prefix = GLOG_PREFIX.match(raw)
-            try:
-                envelope = json.loads(raw[prefix.end() :]) if prefix else None
-            except (ValueError, UnicodeDecodeError):
-                continue
-            if not isinstance(envelope, dict):
-                continue
-            key = (envelope.get("compiled_autograd_id"), envelope.get("frame_id"), envelope.get("frame_compile_id"))
-            name = record_name(envelope)
-            if name == DYNAMO_START:
-                started.setdefault(key, compile_id({**envelope, "attempt": 0}) or "[-/-]")
-            elif name == COMPILATION_METRICS:
-                ended.add(key)
+    for _, envelope in _envelopes(source, (b'"' + DYNAMO_START.encode(), COMPILATION_METRICS.encode())):
+        key = (envelope.get("compiled_autograd_id"), envelope.get("frame_id"), envelope.get("frame_compile_id"))
+        name = record_name(envelope)
+        if name == DYNAMO_START:
+            started.setdefault(key, compile_id({**envelope, "attempt": 0}) or "[-/-]")
+        elif name == COMPILATION_METRICS:
+            ended.add(key)
     return [cid for key, cid in started.items() if key not in ended]
