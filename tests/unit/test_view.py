@@ -159,6 +159,24 @@ def test_every_rank_and_graph_of_a_multi_rank_run_is_on_the_page(run_cli, tmp_pa
     assert labels == [f"tp rank{r} 0/0 {kind}" for r in (0, 1) for kind in ("forward", "backward")]
 
 
+def test_every_process_of_a_run_is_its_own_entry_on_the_page(run_cli, tmp_path):
+    """``run`` writes <program>_rank<r>_local<l>_pid<p>/graph_...: one page holds every
+    process's graphs, each told apart by its rank and pid (two processes of one program
+    compile the same graphs under the same compile ids)."""
+    run = tmp_path / "run"
+    processes = ("ddp-train_rank0_local0_pid11", "ddp-train_rank1_local0_pid12", "worker_pid13")
+    for process in processes:
+        for sub in GOLDEN.glob("graph_*"):
+            shutil.copytree(sub, run / process / sub.name.replace("graph_", "graph_ddp-train_", 1))
+    assert run_cli("view", run, "-o", tmp_path / "p.html")[0] == 0
+    graphs = _embedded(tmp_path / "p.html")["graphs"]
+    kinds = ("forward", "backward")
+    assert [g["label"] for g in graphs] == [
+        f"ddp-train {who} 0/0 {kind}" for who in ("rank0 pid11", "rank1 pid12", "pid13") for kind in kinds
+    ]
+    assert [(g["rank"], g["pid"]) for g in graphs] == [(r, p) for r, p in ((0, 11), (1, 12), (None, 13)) for _ in kinds]
+
+
 def test_a_snapshot_the_schema_refuses_is_never_written(tmp_path, monkeypatch):
     """The compile checks the source-lines snapshot by its schema before it writes it, as it
     does every artifact: one it could not check is left out, the others are written."""

@@ -79,16 +79,26 @@ class GraphFolder:
         self.compile_id = str((self.diagnostics or {}).get("compile_id") or folder_cid)
         kind = (self.diagnostics or {}).get("graph")
         self.kind = kind if isinstance(kind, str) else folders.kind_of_folder(folder.name)
-        self.rank = next(
-            (r for p in folder.relative_to(root).parts if (r := folders.rank_of_folder(p)) is not None), None
-        )
+        parts = folder.relative_to(root).parts
+        # a tracked process's folder of a `run` (program, torchrun's rank, pid), if any
+        self.process = next((f for p in parts if (f := folders.process_of_folder(p)) is not None), None)
+        self.rank = next((r for p in parts if (r := folders.rank_of_folder(p)) is not None), None)
+        if self.rank is None and self.process is not None:
+            self.rank = self.process.rank
         bundles = Layout(folder.parent, self.model).bundle_root
         self.bundle_root = bundles if bundles.is_dir() else None
 
     @property
+    def pid(self) -> int | None:
+        """The process of a `run` whose graph this is (None: a compile's own folder): two
+        processes of one program, ranks or not, are told apart by it."""
+        return self.process.pid if self.process is not None else None
+
+    @property
     def label(self) -> str:
         rank = f"rank{self.rank} " if self.rank is not None else ""
-        return f"{self.model} {rank}{self.compile_id} {self.kind}"
+        pid = f"pid{self.pid} " if self.pid is not None else ""
+        return f"{self.model} {rank}{pid}{self.compile_id} {self.kind}"
 
 
 def graph_folders(out: Path) -> list[GraphFolder | LoggedGraphInput]:
@@ -276,6 +286,7 @@ def _graph(
         "label": g.label,
         "model": g.model,
         "rank": g.rank,
+        "pid": g.pid,
         "compile_id": g.compile_id,
         "kind": g.kind,
         "folder": g.relative,

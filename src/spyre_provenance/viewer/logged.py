@@ -99,6 +99,7 @@ class LoggedGraphInput:
         self.compile_id = graph.compile_id.strip("[]")
         self.kind = graph_kind(graph.diagnostics, graph.output_code)
         self.rank: int | None = None
+        self.pid: int | None = None  # a log names its process by its own file name
         owner = Layout.of_log(log, self.model)
         bundles = owner.bundle_root if owner is not None else None
         self.bundle_root = bundles if bundles is not None and bundles.is_dir() else None

@@ -329,7 +329,7 @@
   const groups = new Map(), perOp = new Map(), entry = new Map();
   D.graphs.forEach((g, j) => {
     const side = g.side ? g.side.toUpperCase() + ": " : "";
-    const name = side + (g.per_op ? "per-op compiles (eager mode), one entry per ATen op" : g.model + (g.rank !== null ? " rank" + g.rank : "") + " compile " + g.compile_id);
+    const name = side + (g.per_op ? "per-op compiles (eager mode), one entry per ATen op" : g.model + (g.rank !== null ? " rank" + g.rank : "") + (g.pid != null ? " pid" + g.pid : "") + " compile " + g.compile_id);
     const key = side + g.per_op;
     if (g.per_op && perOp.has(key)) { perOp.get(key).push(j); entry.set(j, perOp.get(key)[0]); return; }
     if (!groups.has(name)) { const og = document.createElement("optgroup"); og.label = name; if (g.per_op) og.className = "per-op"; groups.set(name, og); sel0.appendChild(og); }
