@@ -103,6 +103,21 @@ def _emit_split_node(
     return new
 
 
+def _replace(graph: torch.fx.Graph, old: torch.fx.Node, result: torch.fx.Node, created: list[torch.fx.Node]) -> None:
+    """``old`` replaced by the nodes ``created`` for it, ``result`` taking its uses: each new
+    node records in ``from_node`` that the pass made it from ``old`` (``result`` that it also
+    replaced it), so Inductor's pre/post mapping still reaches ``old``'s pre-grad node."""
+    from torch.fx.traceback import NodeSource, NodeSourceAction
+
+    for new in created:
+        action = [NodeSourceAction.CREATE]
+        if new is result:
+            action.insert(0, NodeSourceAction.REPLACE)
+        new.meta["from_node"] = [NodeSource(old, SPLIT_ADDMM_PASS, action)]
+    old.replace_all_uses_with(result)
+    graph.erase_node(old)
+
+
 def _traced_from(node: torch.fx.Node, sources: tuple[Any, ...]) -> bool:
     """Whether Dynamo traced the node from one of ``sources`` (its innermost source_fn)."""
     stack: list[Any] = node.meta.get("source_fn_stack") or []
@@ -186,7 +201,6 @@ def batch_linear(gm: torch.fx.GraphModule) -> int:
     made it ``addmm`` (``mm`` without a bias) on the input viewed as 2-D ``[B*M, K]``.
     The result is viewed back as the 2-D tensor the graph's readers expect. Returns how
     many linears changed."""
-    from torch.fx.traceback import NodeSource, NodeSourceAction
 
     graph = gm.graph
     count = 0
@@ -219,13 +233,7 @@ def batch_linear(gm: torch.fx.GraphModule) -> int:
             if node.target is aten.addmm.default:
                 result = emit("add", aten.add.Tensor, (result, node.args[0]))
             result = emit("view", aten.view.default, (result, [math.prod(shape[:-1]), columns]))
-        for new in created:
-            action = [NodeSourceAction.CREATE]
-            if new is result:
-                action.insert(0, NodeSourceAction.REPLACE)
-            new.meta["from_node"] = [NodeSource(node, SPLIT_ADDMM_PASS, action)]
-        node.replace_all_uses_with(result)
-        graph.erase_node(node)
+        _replace(graph, node, result, created)
         if not flat_input.users:
             graph.erase_node(flat_input)
         count += 1
@@ -242,7 +250,6 @@ def split_addmm(gm: torch.fx.GraphModule) -> int:
     ``handles.TRANSFORMS_META_KEY`` (so their OpSpecs' transform history shows the split).
     Returns how many nodes were split.
     """
-    from torch.fx.traceback import NodeSource, NodeSourceAction
 
     graph = gm.graph
     count = 0
@@ -264,13 +271,7 @@ def split_addmm(gm: torch.fx.GraphModule) -> int:
             if beta != 0:
                 scaled_bias = bias if beta == 1 else emit("mul", aten.mul.Tensor, (bias, beta))
                 result = emit("add", aten.add.Tensor, (result, scaled_bias))
-        for new in created:
-            action = [NodeSourceAction.CREATE]
-            if new is result:
-                action.insert(0, NodeSourceAction.REPLACE)
-            new.meta["from_node"] = [NodeSource(node, SPLIT_ADDMM_PASS, action)]
-        node.replace_all_uses_with(result)
-        graph.erase_node(node)
+        _replace(graph, node, result, created)
         count += 1
     if count:
         gm.recompile()
