@@ -33,10 +33,11 @@ from urllib.parse import quote
 
 import pytest
 
-from helpers.chromium import CHROMIUM, launched, skip_or_fail  # tests/helpers/chromium.py
+from helpers import chromium  # tests/helpers/chromium.py
 from helpers.where import ZOO  # tests/ is on sys.path
 
 pytestmark = [pytest.mark.browser, pytest.mark.compile]
+browser = chromium.browser  # the module's chromium: one fixture for every viewer test file
 
 MODELS = ZOO / "models.py"
 #: compile arguments, each shared with another test module's session compile
@@ -215,13 +216,6 @@ def relations(out: Path) -> list[Relation]:
 
 
 # --- the page -----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser():
-    skip_or_fail(None if CHROMIUM.exists() else f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")
-    with launched() as chromium:
-        yield chromium
 
 
 class Page:

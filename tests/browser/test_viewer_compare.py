@@ -19,18 +19,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_viewer import Page, Relation  # tests/browser/test_viewer.py
 
-from helpers.chromium import CHROMIUM, launched, skip_or_fail  # tests/helpers/chromium.py
+from helpers import chromium  # tests/helpers/chromium.py
 from helpers.compare_cases import edited_args, model_files, phases_args
 from spyre_provenance.model.compare_records import STATUSES
 
 pytestmark = [pytest.mark.browser, pytest.mark.compile]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    skip_or_fail(None if CHROMIUM.exists() else f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")
-    with launched() as chromium:
-        yield chromium
+browser = chromium.browser  # the module's chromium: one fixture for every viewer test file
 
 
 class Compared:

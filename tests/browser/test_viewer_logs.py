@@ -16,16 +16,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_viewer import _PANEL_TEXT, Page, Relation, lit_mismatches  # tests/browser/test_viewer.py
 
-from helpers.chromium import CHROMIUM, launched, skip_or_fail  # tests/helpers/chromium.py
+from helpers import chromium  # tests/helpers/chromium.py
 
 pytestmark = [pytest.mark.browser, pytest.mark.compile]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    skip_or_fail(None if CHROMIUM.exists() else f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")
-    with launched() as chromium:
-        yield chromium
+browser = chromium.browser  # the module's chromium: one fixture for every viewer test file
 
 
 UPSTREAM = """

@@ -17,23 +17,16 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_viewer import Page  # tests/browser/test_viewer.py
 
-from helpers import pr3449
-from helpers.chromium import CHROMIUM, launched, skip_or_fail  # tests/helpers/chromium.py
+from helpers import chromium, pr3449  # tests/helpers/chromium.py, pr3449.py
 from spyre_provenance.validate import spyre_sidecar
 
 pytestmark = [pytest.mark.browser]
+browser = chromium.browser  # the module's chromium: one fixture for every viewer test file
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "mlp" / "graph_00_0-0_inference"
 SITE = "sdsc_fused_linear_relu_0:1"
 RELU = "5112113642011698378"  # the relu OpSpec's handle, at line 38 of the example
 EXAMPLE = "src/spyre_provenance/compile/examples.py"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    skip_or_fail(None if CHROMIUM.exists() else f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")
-    with launched() as chromium:
-        yield chromium
 
 
 def _page(browser, run_cli, tmp_path: Path, sidecar: dict) -> Page:

@@ -48,3 +48,13 @@ def launched():
                 browser.close()
 
     return run()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """The viewer tests' chromium, one per module: skipped outside CI where it is missing,
+    a failure with CI=true. A module takes it by importing it (``from helpers.chromium
+    import browser``), so the viewer's test files share one fixture, not a copy each."""
+    skip_or_fail(None if CHROMIUM.exists() else f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")
+    with launched() as chromium:
+        yield chromium

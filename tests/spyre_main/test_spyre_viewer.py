@@ -14,16 +14,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "browser"))
 from test_viewer import Page, Relation, lit_mismatches  # tests/browser/test_viewer.py
 
-from helpers.chromium import CHROMIUM, launched, skip_or_fail  # tests/helpers/chromium.py
+from helpers import chromium  # tests/helpers/chromium.py
 
 pytestmark = [pytest.mark.compile, pytest.mark.browser]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    skip_or_fail(None if CHROMIUM.exists() else f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")
-    with launched() as chromium:
-        yield chromium
+browser = chromium.browser  # the module's chromium: one fixture for every viewer test file
 
 
 #: compiles shared with tests/spyre_main's other modules: inference, and training (on torch-spyre
