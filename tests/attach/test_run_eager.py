@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -143,13 +142,10 @@ def test_the_pages_are_one_line_per_op_kind(eager_under_run: Ran) -> None:
     )
 
 
-def test_validate_folds_the_run_folder_as_the_screen(eager_under_run: Ran, tmp_path: Path) -> None:
-    """``validate`` on the run's folder (its process folders; the pages left out: validate
-    reads tlparse's dump of the hook's model-label record, ``spyre_provenance_model_label_N.json``,
-    as torch-spyre's sidecar, a fault of its own) prints the screen's lines."""
-    run = tmp_path / "run"
-    shutil.copytree(eager_under_run.out, run, ignore=shutil.ignore_patterns("tlparse"))
-    done = cli("validate", run)
+def test_validate_folds_the_run_folder_as_the_screen(eager_under_run: Ran) -> None:
+    """``validate`` on the run's whole folder (its process folders and tlparse's pages)
+    prints the screen's lines."""
+    done = cli("validate", eager_under_run.out)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     name = eager_under_run.folders()[0].name
     assert _screen(done.stdout)[name] == _screen(eager_under_run.stderr)[name]
