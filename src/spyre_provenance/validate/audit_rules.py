@@ -82,7 +82,7 @@ def check_audit_types(doc: Any) -> list[Problem]:
     return problems
 
 
-def check_audit(doc: Any) -> list[Problem]:
+def check_audit(schema: int, doc: Any) -> list[Problem]:
     """The invariants of a well-typed audit."""
     problems: list[Problem] = []
     add = problems.append

@@ -2,7 +2,7 @@
 
 The schema files (``schemas/<artifact>/v<N>.schema.json``) state shapes; ``model.wire`` the
 typed form both engines decode into. This module states the rest, run on already well-typed
-values (``check``): postToPre is exactly the inverse of preToPost (postToCppCode of
+values (``check_<kind>``, each the ``rules`` of its kind's record): postToPre is exactly the inverse of preToPost (postToCppCode of
 cppCodeToPost), kernel keys are ``<kernel>:<N>`` with N unique, no list names one thing
 twice; for the opspec artifact: referenced handle ids exist, ids < 2**63, fused_from has no
 cycles; for diagnostics: partial exactly when there are faults, counts that bound each
@@ -247,35 +247,72 @@ def check_kernel_info_types(doc: dict[str, KernelInfoEntryV2]) -> list[Problem]:
 # --- invariants -----------------------------------------------------------------------------
 
 
-def check(artifact: str, schema: int, doc: Any) -> list[Problem]:
-    """The rules no schema can state. ``doc`` is well typed: for node mappings a dict of the
-    present maps, for stack traces the map, for kernel_information ``dict[str,
-    KernelInfoEntry]``, for the opspec artifact an ``OpSpecDebugHandles``, for diagnostics
-    the ``DIAGNOSTICS_DOCS`` type of its version."""
+# Each kind's rules (its record's ``rules``, ``validate.kinds``): ``check_<kind>(schema, doc)``
+# on the typed values its decoders give (``validate.decoders``).
+
+
+def check_node_mappings(schema: int, fields: dict[str, NodeMap]) -> list[Problem]:
+    """Inverse maps, unique list entries, kernel keys of the document's version."""
     problems: list[Problem] = []
-    if artifact == NODE_MAPPINGS:
-        _check_node_mappings(doc, schema == 2, problems)
-    elif artifact == KERNEL_STACK_TRACES:
-        _check_kernel_keys(doc, "$", schema == 2, problems)
-        _check_unique_lists(doc, "$", problems)
-    elif artifact == KERNEL_INFORMATION:
-        _check_kernel_keys(doc, "$", True, problems)
-        for key, info in doc.items():
-            for name in KERNEL_INFO_FIELDS:
-                dup = first_duplicate(getattr(info, name))
-                if dup is not NO_DUPLICATE:
-                    problems.append(Problem(f"{key_path('$', key)}.{name}", f"duplicate entry {quote(dup)}"))
-            shapes, dtypes = getattr(info, "input_shapes", msgspec.UNSET), getattr(info, "input_dtypes", msgspec.UNSET)
-            if shapes is not msgspec.UNSET and dtypes is not msgspec.UNSET and len(shapes) != len(dtypes):
-                message = f"{len(dtypes)} dtypes for {len(shapes)} input shapes (one per input tensor)"
-                problems.append(Problem(f"{key_path('$', key)}.input_dtypes", message))
-    elif artifact == OPSPEC_DEBUG_HANDLES:
-        _check_opspec(doc, problems)
-    elif artifact == DIAGNOSTICS:
-        _check_diagnostics(doc, problems)
-    elif artifact == AUDIT:
-        problems.extend(check_audit(doc))
+    _check_node_mappings(fields, schema == 2, problems)
     return problems
+
+
+def check_stack_traces(schema: int, doc: NodeMap) -> list[Problem]:
+    problems: list[Problem] = []
+    _check_kernel_keys(doc, "$", schema == 2, problems)
+    _check_unique_lists(doc, "$", problems)
+    return problems
+
+
+def check_kernel_information(schema: int, doc: dict[str, Any]) -> list[Problem]:
+    """Kernel keys, no list naming one thing twice, a dtype per input shape."""
+    problems: list[Problem] = []
+    _check_kernel_keys(doc, "$", True, problems)
+    for key, info in doc.items():
+        for name in KERNEL_INFO_FIELDS:
+            dup = first_duplicate(getattr(info, name))
+            if dup is not NO_DUPLICATE:
+                problems.append(Problem(f"{key_path('$', key)}.{name}", f"duplicate entry {quote(dup)}"))
+        shapes, dtypes = getattr(info, "input_shapes", msgspec.UNSET), getattr(info, "input_dtypes", msgspec.UNSET)
+        if shapes is not msgspec.UNSET and dtypes is not msgspec.UNSET and len(shapes) != len(dtypes):
+            message = f"{len(dtypes)} dtypes for {len(shapes)} input shapes (one per input tensor)"
+            problems.append(Problem(f"{key_path('$', key)}.input_dtypes", message))
+    return problems
+
+
+def check_opspec(schema: int, doc: OpSpecDebugHandles | OpSpecDebugHandlesV2) -> list[Problem]:
+    problems: list[Problem] = []
+    _check_opspec(doc, problems)
+    return problems
+
+
+def check_diagnostics(schema: int, doc: DiagnosticsDoc) -> list[Problem]:
+    problems: list[Problem] = []
+    _check_diagnostics(doc, problems)
+    return problems
+
+
+def check(artifact: str, schema: int, doc: Any) -> list[Problem]:
+    """The rules no schema can state (until the engines read each kind's record)."""
+    if artifact == NODE_MAPPINGS:
+        return check_node_mappings(schema, doc)
+    if artifact == KERNEL_STACK_TRACES:
+        return check_stack_traces(schema, doc)
+    if artifact == KERNEL_INFORMATION:
+        return check_kernel_information(schema, doc)
+    if artifact == OPSPEC_DEBUG_HANDLES:
+        return check_opspec(schema, doc)
+    if artifact == DIAGNOSTICS:
+        return check_diagnostics(schema, doc)
+    if artifact == AUDIT:
+        return check_audit(schema, doc)
+    return []
+
+
+def no_rules(schema: int, doc: Any) -> list[Problem]:
+    """The rules of a kind whose schema says all there is to say (the viewer's source lines)."""
+    return []
 
 
 def _check_diagnostics(doc: DiagnosticsDoc, problems: list[Problem]) -> None:

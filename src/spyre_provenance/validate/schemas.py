@@ -256,7 +256,7 @@ def _validate_full(doc: Any, artifact: str | None, location: str, dup_paths: lis
     if well_typed and det.artifact not in COMPANION_DOCUMENTS:  # no rule beyond its schema
         problems.extend(rules.check(det.artifact, det.schema, _typed(det.artifact, det.schema, doc)))
     elif well_typed and det.artifact == SPYRE_SIDECAR:  # torch-spyre's own: its writer's rules
-        problems.extend(spyre_sidecar.check(doc))
+        problems.extend(spyre_sidecar.check(det.schema, doc))
     return _report(det, problems, location)
 
 

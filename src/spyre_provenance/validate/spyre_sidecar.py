@@ -38,8 +38,9 @@ def digest(value: Any) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def check(doc: Mapping[str, Any]) -> list[Problem]:
-    """The rules beyond the schema, on a schema-valid sidecar."""
+def check(schema: int, doc: Mapping[str, Any]) -> list[Problem]:
+    """The rules beyond the schema, on a schema-valid sidecar (torch-spyre's writer's rules;
+    the ``rules`` of its kind's record)."""
     problems: list[Problem] = []
     handles = doc["handles"]
     for hid, handle in handles.items():
