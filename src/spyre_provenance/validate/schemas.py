@@ -27,7 +27,6 @@ import functools
 import importlib.resources
 import json
 import re
-import types
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,6 @@ from typing import Any
 import msgspec
 
 from spyre_provenance.base.errors import UnusableInput
-from spyre_provenance.model import wire
 from spyre_provenance.model.detect import (  # re-exported: the public API lives here
     HANDLE_ID_PATTERN,
     KERNEL_KEY_PATTERN,
@@ -50,18 +48,15 @@ from spyre_provenance.model.detect import (  # re-exported: the public API lives
 from spyre_provenance.model.jsonio import parse_json
 from spyre_provenance.model.names import (
     ARTIFACTS,
-    AUDIT,
-    COMPANION_DOCUMENTS,
     DIAGNOSTICS,
-    KERNEL_INFORMATION,
     KERNEL_STACK_TRACES,
     MAP_FIELDS,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
     PRINTED_DOCUMENTS,
-    SPYRE_SIDECAR,
 )
-from spyre_provenance.validate import fastpath, rules, spyre_sidecar
+from spyre_provenance.validate import fastpath, rules
+from spyre_provenance.validate.kinds import KINDS, kind_of
 
 __all__ = [
     "ARTIFACTS",
@@ -81,15 +76,8 @@ __all__ = [
 
 MAX_PROBLEMS = 100  # listed per report; the rest are only counted (Report.omitted)
 AUTO_FULL_BYTES = 4 * 2**20  # "auto": jsonschema up to this size, the fast path above
-# What this project writes (older versions are only read).
-CURRENT_VERSIONS = {
-    NODE_MAPPINGS: "2.0",
-    KERNEL_STACK_TRACES: "2",
-    KERNEL_INFORMATION: "1",
-    OPSPEC_DEBUG_HANDLES: "2",
-    DIAGNOSTICS: "5",
-    AUDIT: "1",
-}
+# What this project writes (older versions are only read): each kind's record says.
+CURRENT_VERSIONS = {name: kind.current for name, kind in KINDS.items() if kind.current is not None}
 
 
 class Report(msgspec.Struct, frozen=True):
@@ -128,8 +116,13 @@ def schema_dir() -> Any:
     raise FileNotFoundError("spyre_provenance: schemas folder not found (broken installation)")
 
 
+def _folder(artifact: str) -> str:
+    """The schema folder of an artifact kind (its record's ``schema``) or a printed document."""
+    return artifact if artifact in PRINTED_DOCUMENTS else kind_of(artifact).schema
+
+
 def available_versions(artifact: str) -> list[int]:
-    matches = (re.fullmatch(r"v([0-9]+)\.schema\.json", p.name) for p in (schema_dir() / artifact).iterdir())
+    matches = (re.fullmatch(r"v([0-9]+)\.schema\.json", p.name) for p in (schema_dir() / _folder(artifact)).iterdir())
     return sorted(int(m.group(1)) for m in matches if m)
 
 
@@ -140,9 +133,7 @@ def load_schema(artifact: str, version: int) -> dict[str, Any]:
 
 @functools.cache
 def _schema(artifact: str, version: int) -> dict[str, Any]:
-    if artifact not in ARTIFACTS and artifact not in PRINTED_DOCUMENTS and artifact not in COMPANION_DOCUMENTS:
-        raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(ARTIFACTS)}")
-    return json.loads((schema_dir() / artifact / f"v{version}.schema.json").read_text(encoding="utf-8"))
+    return json.loads((schema_dir() / _folder(artifact) / f"v{version}.schema.json").read_text(encoding="utf-8"))
 
 
 @functools.cache
@@ -171,7 +162,7 @@ def validate_bytes(
         data = bytes(data)
     # a companion document (the viewer's source lines) has no fast engine: it is small, and
     # jsonschema says all there is to say of it
-    full = full or artifact in COMPANION_DOCUMENTS
+    full = full or (artifact in KINDS and KINDS[artifact].fast is None)
     with _depth_guard(location):
         if full:
             doc, dup_paths = parse_json(data, location=location)
@@ -213,7 +204,7 @@ def check_built_artifacts(
     transformer's 135 kB mapping, 40% of the hook's own time (``make bench``).
     """
     lines: list[str] = []
-    built = (
+    built = (  # the hook's four, in its argument order
         (NODE_MAPPINGS, node_mappings),
         (KERNEL_STACK_TRACES, stack_traces),
         (OPSPEC_DEBUG_HANDLES, opspec_handles),
@@ -253,27 +244,10 @@ def _validate_full(doc: Any, artifact: str | None, location: str, dup_paths: lis
         # a failed pattern/uniqueness check leaves the types intact: the rules (which check
         # the same, more precisely) can still run; any other failure and they cannot
         well_typed &= error.validator in ("pattern", "uniqueItems", "not")
-    if well_typed and det.artifact not in COMPANION_DOCUMENTS:  # no rule beyond its schema
-        problems.extend(rules.check(det.artifact, det.schema, _typed(det.artifact, det.schema, doc)))
-    elif well_typed and det.artifact == SPYRE_SIDECAR:  # torch-spyre's own: its writer's rules
-        problems.extend(spyre_sidecar.check(det.schema, doc))
+    if well_typed:  # the kind's rules, on its full decoder's typed values
+        kind = kind_of(det.artifact)
+        problems.extend(kind.rules(det.schema, kind.full(det.schema, doc)))
     return _report(det, problems, location)
-
-
-def _typed(artifact: str, schema: int, doc: Mapping[str, Any]) -> Any:
-    """A schema-valid parsed document (of schema version ``schema``) as the typed values
-    ``rules.check`` takes."""
-    if artifact == NODE_MAPPINGS:
-        return {f: doc[f] for f in MAP_FIELDS if f in doc}
-    if artifact == KERNEL_STACK_TRACES:
-        return doc
-    if artifact == KERNEL_INFORMATION:
-        return msgspec.convert(dict(doc), types.GenericAlias(dict, (str, wire.KERNEL_INFO_ENTRIES[schema])))
-    if artifact == DIAGNOSTICS:
-        return msgspec.convert(dict(doc), wire.DIAGNOSTICS_DOCS[schema])
-    if artifact == AUDIT:
-        return msgspec.convert(dict(doc), wire.AUDIT_DOCS[schema])
-    return msgspec.convert(dict(doc), wire.OPSPEC_DOCS[schema])
 
 
 def _from_jsonschema(error: Any, schema: dict[str, Any]) -> Iterator[Problem]:
