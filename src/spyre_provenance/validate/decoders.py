@@ -33,7 +33,7 @@ from spyre_provenance.model.names import (
     OPSPEC_DEBUG_HANDLES,
 )
 from spyre_provenance.model.records import NodeMap
-from spyre_provenance.validate import rules
+from spyre_provenance.validate import diagnostics_rules, rules
 from spyre_provenance.validate.decoding import MISSING, Decoding, Tally, add, tally, tally_keys, tally_map
 
 #: What a fast decoder returns: the detection, the typed document for the rules, the tally.
@@ -172,7 +172,7 @@ def fast_diagnostics(run: Decoding) -> Decoded:
     if run.problems:
         return det, None, None
     doc = wire.DIAGNOSTICS_DOCS[det.schema](version=version, **values)
-    run.problems.extend(rules.check_diagnostics_types(doc))
+    run.problems.extend(diagnostics_rules.check_diagnostics_types(doc))
     if run.problems:
         return det, None, None
     return det, doc, add(tally_keys(top), tally(list(values.values())))

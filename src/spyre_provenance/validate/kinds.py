@@ -28,7 +28,7 @@ from spyre_provenance.links.redact import Redactor
 from spyre_provenance.model import names
 from spyre_provenance.model.detect import Problem
 from spyre_provenance.model.names import ArtifactKind
-from spyre_provenance.validate import decoders, rules, spyre_sidecar
+from spyre_provenance.validate import decoders, diagnostics_rules, rules, spyre_sidecar
 from spyre_provenance.validate.audit_rules import check_audit
 from spyre_provenance.validate.decoding import Decoding
 
@@ -132,7 +132,7 @@ KINDS = registry(
         current="5",
         fast=decoders.fast_diagnostics,
         full=decoders.typed_diagnostics,
-        rules=rules.check_diagnostics,
+        rules=diagnostics_rules.check_diagnostics,
         normalize=portable.as_is,  # never compared by golden files
     ),
     Kind(

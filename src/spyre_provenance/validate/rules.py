@@ -2,13 +2,13 @@
 
 The schema files (``schemas/<artifact>/v<N>.schema.json``) state shapes; ``model.wire`` the
 typed form both engines decode into. This module states the rest, run on already well-typed
-values (``check_<kind>``, each the ``rules`` of its kind's record): postToPre is exactly the inverse of preToPost (postToCppCode of
+values: ``check_<kind>(schema, doc)``, each the ``rules`` of its kind's record
+(``validate.kinds``). postToPre is exactly the inverse of preToPost (postToCppCode of
 cppCodeToPost), kernel keys are ``<kernel>:<N>`` with N unique, no list names one thing
 twice; for the opspec artifact: referenced handle ids exist, ids < 2**63, fused_from has no
-cycles; for diagnostics: partial exactly when there are faults, counts that bound each
-other, and (version 2) complete exactly when not partial, coverage judged and nothing
-violated. ``check_types`` and ``check_diagnostics_types`` state what the wire types leave
-open (integral numbers, enums).
+cycles. ``check_types`` and ``check_kernel_info_types`` state what the wire types leave open
+(integral numbers, enums). The diagnostics' rules are ``diagnostics_rules``, the audit's
+``audit_rules``.
 
 Pure: no torch, no jsonschema.
 """
@@ -33,37 +33,16 @@ from spyre_provenance.model.detect import (
 )
 from spyre_provenance.model.handles import HANDLE_ID_LIMIT
 from spyre_provenance.model.kernel_keys import KEY_RE
-from spyre_provenance.model.names import (
-    AUDIT,
-    COVERAGE_RULES,
-    DIAGNOSTICS,
-    FAULT_STAGES,
-    GRAPH_KINDS,
-    INFERRED_PRE_GRAD_REASONS,
-    INFERRED_REASONS,
-    INFERRED_SOURCE_REASONS,
-    KERNEL_INFORMATION,
-    KERNEL_STACK_TRACES,
-    MAP_FIELDS,
-    MAPPING_SOURCES,
-    NODE_MAPPINGS,
-    OPSPEC_DEBUG_HANDLES,
-    TRANSFORM_KINDS,
-)
-from spyre_provenance.model.records import UPSTREAM_RELATIONS, ExemptNodes, NodeMap
+from spyre_provenance.model.names import MAP_FIELDS, TRANSFORM_KINDS
+from spyre_provenance.model.records import NodeMap
 from spyre_provenance.model.wire import (
     KERNEL_INFO_FIELDS,
-    DiagnosticsDocV1,
-    DiagnosticsDocV2,
-    DiagnosticsDocV3,
-    DiagnosticsDocV4,
-    DiagnosticsDocV5,
     HandleEntry,
     KernelInfoEntryV2,
     OpSpecDebugHandles,
     OpSpecDebugHandlesV2,
 )
-from spyre_provenance.validate.audit_rules import check_audit, check_audit_types  # noqa: F401 - re-exported
+from spyre_provenance.validate.audit_rules import check_audit_types  # noqa: F401 - re-exported
 
 _HANDLE_ID_RE = re.compile(HANDLE_ID_PATTERN)
 
@@ -90,77 +69,6 @@ def missing_maps(schema: int, present: Iterable[str]) -> list[Problem]:
 
 MSG_ALL_MAPS = "(version 1 has all four maps)"
 MSG_MAPS_TOGETHER = "(version 2.0 has all four maps or none)"
-
-
-# the integer fields of a diagnostics document that must be >= 0 (coverage and
-# bundle_handles: those of the document's version, read off its wire type)
-DIAGNOSTICS_COUNTS = ("kernels", "opspecs", "handleless_opspecs")
-EXEMPT_COUNTS = ExemptNodes.__struct_fields__
-
-DiagnosticsDoc = DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5
-
-
-def _counts_of(struct: Any, *, skip: tuple[str, ...] = ()) -> tuple[str, ...]:
-    return tuple(f for f in struct.__struct_fields__ if f not in skip)
-
-
-def check_diagnostics_types(doc: DiagnosticsDoc) -> list[Problem]:
-    """What the diagnostics schema says about enums, counts and strings that the wire types
-    leave open (version 2: also in backend, coverage, inferred and violations; version 3:
-    also in bundle_handles; version 4: also in what was inferred and the kernel gaps)."""
-    problems: list[Problem] = []
-    for name, options, value in (("graph", GRAPH_KINDS, doc.graph), ("mapping", MAPPING_SOURCES, doc.mapping)):
-        if value not in options:
-            problems.append(Problem(f"$.{name}", _not_one_of(options, value)))
-    for i, fault in enumerate(doc.faults):
-        if fault.stage not in FAULT_STAGES:
-            problems.append(Problem(f"$.faults[{i}].stage", _not_one_of(FAULT_STAGES, fault.stage)))
-    counts = [(f"$.{name}", getattr(doc, name)) for name in DIAGNOSTICS_COUNTS]
-    if not isinstance(doc, DiagnosticsDocV1):
-        if doc.backend == "":
-            problems.append(Problem("$.backend", MSG_EMPTY))
-        if doc.coverage is not None:
-            names = _counts_of(doc.coverage, skip=("exempt_nodes",))
-            counts += [(f"$.coverage.{name}", getattr(doc.coverage, name)) for name in names]
-            exempt = doc.coverage.exempt_nodes
-            counts += [(f"$.coverage.exempt_nodes.{name}", getattr(exempt, name)) for name in EXEMPT_COUNTS]
-        for i, link in enumerate(doc.inferred):
-            if link.why not in INFERRED_REASONS:
-                problems.append(Problem(f"$.inferred[{i}].why", _not_one_of(INFERRED_REASONS, link.why)))
-        for i, violation in enumerate(doc.violations):
-            if violation.rule not in COVERAGE_RULES:
-                problems.append(Problem(f"$.violations[{i}].rule", _not_one_of(COVERAGE_RULES, violation.rule)))
-    if isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4, DiagnosticsDocV5)) and doc.bundle_handles is not None:
-        counts += [
-            (f"$.bundle_handles.{name}", getattr(doc.bundle_handles, name)) for name in _counts_of(doc.bundle_handles)
-        ]
-    if isinstance(doc, (DiagnosticsDocV4, DiagnosticsDocV5)):
-        for field, reasons in (
-            ("inferred_sources", INFERRED_SOURCE_REASONS),
-            ("inferred_pre_grad", INFERRED_PRE_GRAD_REASONS),
-        ):
-            for i, link in enumerate(getattr(doc, field)):
-                if link.why not in reasons:
-                    problems.append(Problem(f"$.{field}[{i}].why", _not_one_of(reasons, link.why)))
-        for field in ("without_source", "without_pre_grad"):
-            problems.extend(
-                Problem(f"$.{field}[{i}].why", MSG_EMPTY) for i, gap in enumerate(getattr(doc, field)) if gap.why == ""
-            )
-    if isinstance(doc, DiagnosticsDocV5) and doc.matches_upstream is not None:
-        compared = doc.matches_upstream
-        if compared.relation not in UPSTREAM_RELATIONS:
-            problems.append(Problem("$.matches_upstream.relation", _not_one_of(UPSTREAM_RELATIONS, compared.relation)))
-        counts += [(f"$.matches_upstream.{name}", getattr(compared, name)) for name in ("added", "missing")]
-    for path, value in counts:
-        if isinstance(value, float) and not value.is_integer():
-            problems.append(Problem(path, "expected integer, got number"))
-        elif value < 0:
-            problems.append(Problem(path, f"must be >= 0, got {quote(value)}"))
-    return problems
-
-
-def _not_one_of(options: Iterable[str], value: Any) -> str:
-    return f"expected one of {', '.join(map(quote, options))}, got {quote(value)}"
 
 
 def check_types(doc: OpSpecDebugHandles | OpSpecDebugHandlesV2) -> list[Problem]:
@@ -287,151 +195,9 @@ def check_opspec(schema: int, doc: OpSpecDebugHandles | OpSpecDebugHandlesV2) ->
     return problems
 
 
-def check_diagnostics(schema: int, doc: DiagnosticsDoc) -> list[Problem]:
-    problems: list[Problem] = []
-    _check_diagnostics(doc, problems)
-    return problems
-
-
-def check(artifact: str, schema: int, doc: Any) -> list[Problem]:
-    """The rules no schema can state (until the engines read each kind's record)."""
-    if artifact == NODE_MAPPINGS:
-        return check_node_mappings(schema, doc)
-    if artifact == KERNEL_STACK_TRACES:
-        return check_stack_traces(schema, doc)
-    if artifact == KERNEL_INFORMATION:
-        return check_kernel_information(schema, doc)
-    if artifact == OPSPEC_DEBUG_HANDLES:
-        return check_opspec(schema, doc)
-    if artifact == DIAGNOSTICS:
-        return check_diagnostics(schema, doc)
-    if artifact == AUDIT:
-        return check_audit(schema, doc)
-    return []
-
-
 def no_rules(schema: int, doc: Any) -> list[Problem]:
     """The rules of a kind whose schema says all there is to say (the viewer's source lines)."""
     return []
-
-
-def _check_diagnostics(doc: DiagnosticsDoc, problems: list[Problem]) -> None:
-    # version 2 keeps every version 1 field and its meaning: the version 1 rules hold for both
-    if doc.partial != bool(doc.faults):
-        message = "is true, but faults is empty" if doc.partial else "is false, but faults lists what failed"
-        problems.append(Problem("$.partial", message))
-    if doc.handleless_opspecs > doc.opspecs:
-        message = f"{quote(doc.handleless_opspecs)} is more than the {quote(doc.opspecs)} OpSpecs"
-        problems.append(Problem("$.handleless_opspecs", message))
-    for i, key in enumerate(doc.disagreements):
-        if not KERNEL_KEY_RE.search(key):
-            problems.append(Problem(f"$.disagreements[{i}]", MSG_KERNEL_KEY))
-    dup = first_duplicate(doc.disagreements)
-    if dup is not NO_DUPLICATE:
-        problems.append(Problem("$.disagreements", f"duplicate entry {quote(dup)}"))
-    if not isinstance(doc, DiagnosticsDocV1):  # later versions keep version 2's rules
-        _check_diagnostics_v2(doc, problems)
-    if isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4, DiagnosticsDocV5)) and doc.bundle_handles is not None:
-        bundles = doc.bundle_handles
-        shared = getattr(bundles, "shared", 0)
-        if bundles.stale + bundles.missing + shared > bundles.checked:
-            message = (
-                f"{quote(bundles.stale)} stale plus {quote(bundles.missing)} missing"
-                + (f" plus {quote(shared)} shared" if isinstance(doc, (DiagnosticsDocV4, DiagnosticsDocV5)) else "")
-                + f" is more than the {quote(bundles.checked)} bundles checked"
-            )
-            problems.append(Problem("$.bundle_handles", message))
-    if isinstance(doc, (DiagnosticsDocV4, DiagnosticsDocV5)):
-        _check_diagnostics_v4(doc, problems)
-    if isinstance(doc, DiagnosticsDocV5) and doc.matches_upstream is not None:
-        _check_upstream_comparison(doc.matches_upstream, problems)
-
-
-def _check_upstream_comparison(compared: Any, problems: list[Problem]) -> None:
-    """The relation follows from the counts, and what is listed is what is counted."""
-    if compared.relation not in UPSTREAM_RELATIONS:
-        return  # reported by the type check
-    relation = "differs" if compared.missing else "extends" if compared.added else "equal"
-    if compared.relation != relation:
-        message = (
-            f"is {quote(compared.relation)}, but {quote(compared.added)} added and"
-            f" {quote(compared.missing)} missing links make it {quote(relation)}"
-        )
-        problems.append(Problem("$.matches_upstream.relation", message))
-    if len(compared.differences) > compared.missing:
-        message = f"lists {len(compared.differences)} links, more than the {quote(compared.missing)} missing"
-        problems.append(Problem("$.matches_upstream.differences", message))
-    dup = first_duplicate([[d.map, d.key, d.value] for d in compared.differences])
-    if dup is not NO_DUPLICATE:
-        problems.append(Problem("$.matches_upstream.differences", f"duplicate link {quote(dup)}"))
-
-
-def _check_diagnostics_v4(doc: DiagnosticsDocV4 | DiagnosticsDocV5, problems: list[Problem]) -> None:
-    cov = doc.coverage
-    if cov is not None:
-        for name in ("kernels_with_source", "kernels_with_pre_grad"):
-            if getattr(cov, name) > cov.kernels:
-                message = f"{quote(getattr(cov, name))} is more than the {quote(cov.kernels)} kernels"
-                problems.append(Problem(f"$.coverage.{name}", message))
-    for i, link in enumerate(doc.inferred_sources):
-        if not KERNEL_KEY_RE.search(link.kernel):
-            problems.append(Problem(f"$.inferred_sources[{i}].kernel", MSG_KERNEL_KEY))
-    dup = first_duplicate([[link.kernel, link.node] for link in doc.inferred_sources])
-    if dup is not NO_DUPLICATE:
-        problems.append(Problem("$.inferred_sources", f"duplicate source {quote(dup[1])} of {quote(dup[0])}"))
-    for i, pre_grad_link in enumerate(doc.inferred_pre_grad):
-        dup = first_duplicate(pre_grad_link.pre_grad)
-        if dup is not NO_DUPLICATE:
-            problems.append(Problem(f"$.inferred_pre_grad[{i}].pre_grad", f"duplicate entry {quote(dup)}"))
-    dup = first_duplicate([link.node for link in doc.inferred_pre_grad])
-    if dup is not NO_DUPLICATE:
-        problems.append(Problem("$.inferred_pre_grad", f"duplicate node {quote(dup)}"))
-    for field in ("without_source", "without_pre_grad"):
-        gaps = getattr(doc, field)
-        for i, gap in enumerate(gaps):
-            if not KERNEL_KEY_RE.search(gap.kernel):
-                problems.append(Problem(f"$.{field}[{i}].kernel", MSG_KERNEL_KEY))
-        dup = first_duplicate([gap.kernel for gap in gaps])
-        if dup is not NO_DUPLICATE:
-            problems.append(Problem(f"$.{field}", f"duplicate kernel {quote(dup)}"))
-
-
-def _check_diagnostics_v2(
-    doc: DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5, problems: list[Problem]
-) -> None:
-    # complete == not partial and coverage judged and no violation; say which condition fails
-    lacking = [
-        why
-        for why, fails in (
-            ("partial is true", doc.partial),
-            ("coverage is null", doc.coverage is None),
-            ("violations is not empty", bool(doc.violations)),
-        )
-        if fails
-    ]
-    if doc.complete and lacking:
-        problems.append(Problem("$.complete", f"is true, but {', '.join(lacking)}"))
-    elif not doc.complete and not lacking:
-        message = "is false, but partial is false, coverage is not null and violations is empty"
-        problems.append(Problem("$.complete", message))
-    cov = doc.coverage
-    if cov is not None:
-        if cov.linked_call_sites > cov.call_sites:
-            message = f"{quote(cov.linked_call_sites)} is more than the {quote(cov.call_sites)} call sites"
-            problems.append(Problem("$.coverage.linked_call_sites", message))
-        accounted = cov.reached_nodes + cov.exempt_nodes.dead + cov.exempt_nodes.constant
-        if accounted > cov.compute_nodes:
-            message = (
-                f"{quote(cov.reached_nodes)} reached plus {quote(cov.exempt_nodes.dead)} dead plus"
-                f" {quote(cov.exempt_nodes.constant)} constant is more than the {quote(cov.compute_nodes)} compute nodes"
-            )
-            problems.append(Problem("$.coverage.reached_nodes", message))
-    for i, link in enumerate(doc.inferred):
-        if not KERNEL_KEY_RE.search(link.kernel):
-            problems.append(Problem(f"$.inferred[{i}].kernel", MSG_KERNEL_KEY))
-    dup = first_duplicate([[link.node, link.kernel] for link in doc.inferred])
-    if dup is not NO_DUPLICATE:
-        problems.append(Problem("$.inferred", f"duplicate link of {quote(dup[0])} to {quote(dup[1])}"))
 
 
 def _check_node_mappings(fields: dict[str, NodeMap], v2: bool, problems: list[Problem]) -> None:
