@@ -34,12 +34,7 @@ from spyre_provenance.links.portable import (  # noqa: F401 - re-exported: golde
     handle_id,
 )
 from spyre_provenance.links.redact import Redactor, path_variants
-from spyre_provenance.model.names import (
-    AUDIT,
-    KERNEL_INFORMATION,
-    KERNEL_STACK_TRACES,
-    OPSPEC_DEBUG_HANDLES,
-)
+from spyre_provenance.validate.kinds import KINDS
 
 #: Not a provenance artifact but normalized like one: the golden file of the SuperDSC
 #: bundles' ``debug_handle_`` values (``{"format": 1, "bundles": {path: handle}}``).
@@ -98,23 +93,20 @@ def normalize(artifact: str | None, doc: Any, roots: Roots | None = None) -> Any
     """The one normalize function: a machine-independent copy of one artifact document
     (``artifact`` None: a file no artifact pattern names, copied as it is).
 
-    Node mappings hold only names, so they come back as they are. Stack traces and handle
-    sources lose their machine's paths and addresses; handle ids are recomputed from the
-    normalized content (children first) and remapped wherever they are referenced.
+    Each kind's record (``validate.kinds``) holds its normalizer (``links.portable``): node
+    mappings hold only names, so they come back as they are; stack traces and handle sources
+    lose their machine's paths and addresses; handle ids are recomputed from the normalized
+    content (children first) and remapped wherever they are referenced. A name no kind has
+    comes back as it is.
     """
     roots = roots if roots is not None else Roots.default()
     doc = copy.deepcopy(doc)
-    if artifact == KERNEL_STACK_TRACES:
-        return portable.normalize_stack_traces(doc, roots.redactor)
-    if artifact == KERNEL_INFORMATION:
-        return portable.normalize_kernel_information(doc, roots.redactor)
-    if artifact == OPSPEC_DEBUG_HANDLES:
-        return portable.normalize_opspecs(doc, roots.redactor)
-    if artifact == BUNDLE_HANDLES and isinstance(doc, dict) and isinstance(doc.get("bundles"), dict):
-        return {**doc, "bundles": normalize_bundle_handles(doc["bundles"], roots)}
-    if artifact == AUDIT:
-        return normalize_audit(doc, roots)
-    return doc
+    if artifact == BUNDLE_HANDLES:  # no artifact kind: golden's own file
+        if isinstance(doc, dict) and isinstance(doc.get("bundles"), dict):
+            return {**doc, "bundles": portable.normalize_bundle_handles(doc["bundles"], roots.redactor)}
+        return doc
+    kind = KINDS.get(artifact) if artifact is not None else None
+    return doc if kind is None else kind.normalize(doc, roots.redactor)
 
 
 def normalize_audit(doc: Any, roots: Roots | None = None) -> Any:
