@@ -1,9 +1,11 @@
 """What a document is: which artifact, which version, and how to say where it is wrong.
 
-``detect`` names the artifact (given, by file name, or by shape) and its version; a
-``Problem`` is one thing wrong at a JSON path: fields dotted (``$.preToPost``), map keys
-bracketed and quoted (``["relu"]``), list indices bracketed (``[0]``); ``quote`` cuts a
-hostile value to a readable size. Used by the validators, the log reader and golden.
+``guess_artifact`` and ``artifact_for_filename`` name the artifact (by shape, by file
+name), each kind's version reader (``*_version``: the ``version`` part of its record in
+``validate.kinds``, whose ``detect`` applies it) its version; a ``Problem`` is one thing
+wrong at a JSON path: fields dotted (``$.preToPost``), map keys bracketed and quoted
+(``["relu"]``), list indices bracketed (``[0]``); ``quote`` cuts a hostile value to a
+readable size. Used by the validators, the log reader and golden.
 
 Pure: no torch, no jsonschema.
 """
@@ -13,14 +15,13 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from spyre_provenance.model.names import (
-    ARTIFACTS,
     AUDIT,
     DIAGNOSTICS,
     FILENAME_PATTERNS,
@@ -30,7 +31,6 @@ from spyre_provenance.model.names import (
     NODE_MAPPINGS,
     NOT_ARTIFACT_PATTERNS,
     OPSPEC_DEBUG_HANDLES,
-    SOURCE_LINES,
     SPYRE_SIDECAR,
 )
 from spyre_provenance.model.wire import KERNEL_INFO_V2_MARK
@@ -112,51 +112,58 @@ def guess_artifact(doc: Mapping[str, Any], *, strict: bool = False) -> str | Non
     return None
 
 
-def detect(artifact: str | None, doc: Mapping[str, Any]) -> Detected:
-    """Artifact (given, else by shape) and version (the ``version`` key, else by shape).
+#: How a kind tells its version from a document (``detect``): the ``version`` part of its
+#: record (``validate.kinds``). Takes the artifact's name and the top-level object (values
+#: decoded or ``msgspec.Raw``); an unknown version is a Detected with a problem.
+VersionReader = Callable[[str, Mapping[str, Any]], Detected]
 
-    Node mappings without ``version`` are version 1, unless their kernel keys carry ``:<N>``
-    handles: then they are 2.0 with the key missing (which validation reports). Stack traces
-    never have a version key: ``:<N>`` keys (or no keys) make them version 2.
-    """
-    if artifact is None:
-        artifact = guess_artifact(doc)
-        if artifact is None:
-            return Detected(None, None, None, Problem("$", "not a recognized provenance artifact"))
-    if artifact == NODE_MAPPINGS:
+
+def mapping_version(artifact: str, doc: Mapping[str, Any]) -> Detected:
+    """Node mappings without ``version`` are version 1, unless their kernel keys carry
+    ``:<N>`` handles: then they are 2.0 with the key missing (which validation reports)."""
+    if "version" in doc:
+        return _explicit_version(artifact, doc["version"], {2.0: ("2.0", 2)})
+    return Detected(artifact, "2.0", 2) if _has_handle_keys(doc) else Detected(artifact, "1", 1)
+
+
+def stack_traces_version(artifact: str, doc: Mapping[str, Any]) -> Detected:
+    """Stack traces never have a version key: ``:<N>`` keys (or no keys) make them version 2."""
+    v2 = not doc or any(KERNEL_KEY_RE.search(k) for k in doc)
+    return Detected(artifact, "2", 2) if v2 else Detected(artifact, "1", 1)
+
+
+def kernel_information_version(artifact: str, doc: Mapping[str, Any]) -> Detected:
+    # the file has no version: torch 2.14 added extern_semantic_key to every entry
+    return Detected(artifact, "2", 2) if _has_v2_entries(doc) else Detected(artifact, "1", 1)
+
+
+def versions(*known: int) -> VersionReader:
+    """A kind whose ``version`` key holds one of ``known``; without it, version 1 (validation
+    reports the missing key)."""
+    table: dict[float, tuple[str, int]] = {n: (str(n), n) for n in known}
+
+    def read(artifact: str, doc: Mapping[str, Any]) -> Detected:
         if "version" in doc:
-            return _explicit_version(artifact, doc["version"], {2.0: ("2.0", 2)})
-        return Detected(artifact, "2.0", 2) if _has_handle_keys(doc) else Detected(artifact, "1", 1)
-    if artifact == KERNEL_STACK_TRACES:
-        v2 = not doc or any(KERNEL_KEY_RE.search(k) for k in doc)
-        return Detected(artifact, "2", 2) if v2 else Detected(artifact, "1", 1)
-    if artifact == KERNEL_INFORMATION:
-        # the file has no version: torch 2.14 added extern_semantic_key to every entry
-        return Detected(artifact, "2", 2) if _has_v2_entries(doc) else Detected(artifact, "1", 1)
-    if artifact == OPSPEC_DEBUG_HANDLES:
-        if "version" in doc:
-            return _explicit_version(artifact, doc["version"], {1: ("1", 1), 2: ("2", 2)})
-        return Detected(artifact, "1", 1)  # validation reports the missing key
-    if artifact == DIAGNOSTICS:
-        if "version" in doc:
-            return _explicit_version(artifact, doc["version"], {n: (str(n), n) for n in range(1, 6)})
+            return _explicit_version(artifact, doc["version"], table)
         return Detected(artifact, "1", 1)
-    if artifact == AUDIT:
-        if "version" in doc:
-            return _explicit_version(artifact, doc["version"], {1: ("1", 1)})
-        return Detected(artifact, "1", 1)  # validation reports the missing key
-    if artifact == SPYRE_SIDECAR:  # torch-spyre's sidecar names its version schemaVersion
-        if "schemaVersion" in doc:
-            found = _explicit_version(artifact, doc["schemaVersion"], {1: ("1", 1)})
-            if found.problem is not None:
-                return Detected(artifact, None, None, Problem("$.schemaVersion", found.problem.message))
-            return found
-        return Detected(artifact, "1", 1)  # validation reports the missing key
-    if artifact == SOURCE_LINES:
-        if "version" in doc:
-            return _explicit_version(artifact, doc["version"], {1: ("1", 1)})
-        return Detected(artifact, "1", 1)  # validation reports the missing key
-    raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(ARTIFACTS)}")
+
+    return read
+
+
+opspec_version = versions(1, 2)
+diagnostics_version = versions(1, 2, 3, 4, 5)
+audit_version = versions(1)
+source_lines_version = versions(1)
+
+
+def sidecar_version(artifact: str, doc: Mapping[str, Any]) -> Detected:
+    """torch-spyre's sidecar names its version ``schemaVersion``."""
+    if "schemaVersion" in doc:
+        found = _explicit_version(artifact, doc["schemaVersion"], {1: ("1", 1)})
+        if found.problem is not None:
+            return Detected(artifact, None, None, Problem("$.schemaVersion", found.problem.message))
+        return found
+    return Detected(artifact, "1", 1)  # validation reports the missing key
 
 
 def _explicit_version(artifact: str, value: Any, known: dict[float, tuple[str, int]]) -> Detected:

@@ -21,8 +21,8 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance.model import wire
-from spyre_provenance.model.detect import Detected, Problem, detect
+from spyre_provenance.model import detect, wire
+from spyre_provenance.model.detect import Detected, Problem
 from spyre_provenance.model.names import (
     AUDIT,
     DIAGNOSTICS,
@@ -54,7 +54,7 @@ def fast_node_mappings(run: Decoding) -> Decoded:
     shape: dict[str, Any] = dict(fields)
     if "version" in top:
         shape["version"] = run.decode(top["version"], Any, "$.version")
-    det = detect(NODE_MAPPINGS, shape)
+    det = detect.mapping_version(NODE_MAPPINGS, shape)
     if det.problem is not None:
         run.problems[:] = [det.problem]
         return det, None, None
@@ -108,15 +108,15 @@ def _explicit_v2(top: dict[str, msgspec.Raw]) -> Detected | None:
         version = msgspec.json.decode(top["version"])
     except msgspec.DecodeError:
         return None
-    det = detect(NODE_MAPPINGS, {"version": version})
+    det = detect.mapping_version(NODE_MAPPINGS, {"version": version})
     return det if det.problem is None and det.schema == 2 else None
 
 
 def fast_stack_traces(run: Decoding) -> Decoded:
     doc = run.decode_map(run.data, list[str], "$", top=True)
     if doc is MISSING:
-        return detect(KERNEL_STACK_TRACES, {}), None, None
-    det = detect(KERNEL_STACK_TRACES, doc)
+        return detect.stack_traces_version(KERNEL_STACK_TRACES, {}), None, None
+    det = detect.stack_traces_version(KERNEL_STACK_TRACES, doc)
     assert det.schema is not None  # a kernel map's version is in its shape: never unknown
     return det, doc, tally_map(doc)
 
@@ -124,7 +124,7 @@ def fast_stack_traces(run: Decoding) -> Decoded:
 def fast_kernel_information(run: Decoding) -> Decoded:
     """Its version is in its entries' shape (``detect``): the entries are decoded once
     as raw values to tell, then as the entry type of that version."""
-    det = detect(KERNEL_INFORMATION, run.top())
+    det = detect.kernel_information_version(KERNEL_INFORMATION, run.top())
     assert det.schema is not None
     doc = run.decode_map(run.data, wire.KERNEL_INFO_ENTRIES[det.schema], "$", top=True)
     if doc is MISSING:
@@ -137,7 +137,7 @@ def fast_kernel_information(run: Decoding) -> Decoded:
 
 
 def fast_opspec(run: Decoding) -> Decoded:
-    det, version = run.versioned(OPSPEC_DEBUG_HANDLES)
+    det, version = run.versioned(OPSPEC_DEBUG_HANDLES, detect.opspec_version)
     if det.schema is None:
         return det, None, None
     top = run.top()
@@ -160,7 +160,7 @@ def fast_opspec(run: Decoding) -> Decoded:
 
 
 def fast_diagnostics(run: Decoding) -> Decoded:
-    det, version = run.versioned(DIAGNOSTICS)
+    det, version = run.versioned(DIAGNOSTICS, detect.diagnostics_version)
     if det.schema is None:
         return det, None, None
     top = run.top()
@@ -180,7 +180,7 @@ def fast_diagnostics(run: Decoding) -> Decoded:
 
 def fast_audit(run: Decoding) -> Decoded:
     """A provenance audit: top-level keys one by one (exact paths), then the rules."""
-    det, version = run.versioned(AUDIT)
+    det, version = run.versioned(AUDIT, detect.audit_version)
     if det.schema is None:
         return det, None, None
     top = run.top()

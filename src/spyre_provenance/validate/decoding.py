@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from spyre_provenance.base.errors import UnusableInput
-from spyre_provenance.model.detect import Detected, Problem, detect, key_path, quote
+from spyre_provenance.model.detect import Detected, Problem, VersionReader, key_path, quote
 from spyre_provenance.model.jsonio import not_utf8
 
 MISSING: Any = object()  # what a decode that found a problem returns
@@ -41,12 +41,13 @@ class Decoding:
             self._top = self.decode(self.data, dict[str, msgspec.Raw], "$", top=True)
         return self._top
 
-    def versioned(self, artifact: str) -> tuple[Detected, Any]:
-        """The schema version of a versioned artifact and its ``version`` value; with no
-        schema, the detection problem is the document's only one."""
+    def versioned(self, artifact: str, read: VersionReader) -> tuple[Detected, Any]:
+        """The schema version of a versioned artifact (``read``, its kind's version reader)
+        and its ``version`` value; with no schema, the detection problem is the document's
+        only one."""
         top = self.top()
         version = self.decode(top["version"], Any, "$.version") if "version" in top else MISSING
-        det = detect(artifact, {} if version is MISSING else {"version": version})
+        det = read(artifact, {} if version is MISSING else {"version": version})
         if det.problem is not None:
             self.problems[:] = [det.problem]
         return det, version

@@ -25,8 +25,9 @@ from typing import Any
 
 from spyre_provenance.links import portable
 from spyre_provenance.links.redact import Redactor
+from spyre_provenance.model import detect as _detect_readers
 from spyre_provenance.model import names
-from spyre_provenance.model.detect import Problem
+from spyre_provenance.model.detect import Detected, Problem, VersionReader, guess_artifact
 from spyre_provenance.model.names import ArtifactKind
 from spyre_provenance.validate import decoders, diagnostics_rules, rules, spyre_sidecar
 from spyre_provenance.validate.audit_rules import check_audit
@@ -49,6 +50,8 @@ class Kind:
     #: where it is written and filed: TORCH_TRACE name (tlparse files it as ``<name>_<n>.json``),
     #: file-name pattern, writers, and whether it is logged, compared by golden, validated
     filing: ArtifactKind
+    #: how its version is told from a document (``model.detect``'s readers)
+    version: VersionReader
     #: the version this project writes (``check_built_artifacts`` holds built documents to
     #: it); None for a kind only others write
     current: str | None
@@ -63,7 +66,7 @@ class Kind:
     def __post_init__(self) -> None:
         if not self.schema:
             object.__setattr__(self, "schema", self.filing.name)
-        for part in ("full", "rules", "normalize"):
+        for part in ("version", "full", "rules", "normalize"):
             if not callable(getattr(self, part)):
                 raise TypeError(f"artifact kind {self.filing.name}: {part} is not a function")
         if self.fast is None and self.filing.provenance:
@@ -97,6 +100,7 @@ _FILING = names.KINDS
 KINDS = registry(
     Kind(
         _FILING[names.NODE_MAPPINGS],
+        version=_detect_readers.mapping_version,
         current="2.0",
         fast=decoders.fast_node_mappings,
         full=decoders.typed_node_mappings,
@@ -105,6 +109,7 @@ KINDS = registry(
     ),
     Kind(
         _FILING[names.KERNEL_STACK_TRACES],
+        version=_detect_readers.stack_traces_version,
         current="2",
         fast=decoders.fast_stack_traces,
         full=decoders.as_parsed,
@@ -113,6 +118,7 @@ KINDS = registry(
     ),
     Kind(
         _FILING[names.KERNEL_INFORMATION],
+        version=_detect_readers.kernel_information_version,
         current="1",
         fast=decoders.fast_kernel_information,
         full=decoders.typed_kernel_information,
@@ -121,6 +127,7 @@ KINDS = registry(
     ),
     Kind(
         _FILING[names.OPSPEC_DEBUG_HANDLES],
+        version=_detect_readers.opspec_version,
         current="2",
         fast=decoders.fast_opspec,
         full=decoders.typed_opspec,
@@ -129,6 +136,7 @@ KINDS = registry(
     ),
     Kind(
         _FILING[names.DIAGNOSTICS],
+        version=_detect_readers.diagnostics_version,
         current="5",
         fast=decoders.fast_diagnostics,
         full=decoders.typed_diagnostics,
@@ -137,6 +145,7 @@ KINDS = registry(
     ),
     Kind(
         _FILING[names.AUDIT],
+        version=_detect_readers.audit_version,
         current="1",
         fast=decoders.fast_audit,
         full=decoders.typed_audit,
@@ -145,6 +154,7 @@ KINDS = registry(
     ),
     Kind(
         _FILING[names.SOURCE_LINES],
+        version=_detect_readers.source_lines_version,
         current="1",
         fast=None,
         full=decoders.as_parsed,
@@ -153,6 +163,7 @@ KINDS = registry(
     ),
     Kind(
         _FILING[names.SPYRE_SIDECAR],
+        version=_detect_readers.sidecar_version,
         current=None,  # torch-spyre writes it
         fast=None,
         full=decoders.as_parsed,
@@ -168,3 +179,13 @@ def kind_of(artifact: str) -> Kind:
         return KINDS[artifact]
     except KeyError:
         raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(names.ARTIFACTS)}") from None
+
+
+def detect(artifact: str | None, doc: Mapping[str, Any]) -> Detected:
+    """Artifact (given, else by shape: ``guess_artifact``) and version (its record's
+    ``version`` reader). An unknown artifact name is a caller's error (ValueError)."""
+    if artifact is None:
+        artifact = guess_artifact(doc)
+        if artifact is None:
+            return Detected(None, None, None, Problem("$", "not a recognized provenance artifact"))
+    return kind_of(artifact).version(artifact, doc)

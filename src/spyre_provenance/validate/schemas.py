@@ -40,7 +40,6 @@ from spyre_provenance.model.detect import (  # re-exported: the public API lives
     Detected,
     Problem,
     artifact_for_filename,
-    detect,
     guess_artifact,
     json_type,
     quote,
@@ -56,7 +55,7 @@ from spyre_provenance.model.names import (
     PRINTED_DOCUMENTS,
 )
 from spyre_provenance.validate import fastpath, rules
-from spyre_provenance.validate.kinds import KINDS, kind_of
+from spyre_provenance.validate.kinds import KINDS, detect, kind_of
 
 __all__ = [
     "ARTIFACTS",
