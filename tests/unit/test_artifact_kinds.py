@@ -4,25 +4,34 @@ golden compares and what a log is read for are the table's columns."""
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import fnmatch
+import inspect
 import json
+from typing import Any
 
 import pytest
 
 from helpers.where import GOLDEN
 from spyre_provenance import golden
-from spyre_provenance.model.detect import artifact_for_filename
+from spyre_provenance.golden import normalize
+from spyre_provenance.model import names
+from spyre_provenance.model.detect import Detected, Problem, artifact_for_filename
 from spyre_provenance.model.names import (
     ARTIFACT_KINDS,
     ARTIFACTS,
     COMPANION_DOCUMENTS,
     DIAGNOSTICS,
     GOLDEN_ARTIFACTS,
+    KINDS,
     LOGGED_ARTIFACTS,
+    NODE_MAPPINGS,
+    SOURCE_LINES,
     SPYRE_SIDECAR,
     ArtifactKind,
 )
-from spyre_provenance.validate import schemas
+from spyre_provenance.validate import fastpath, kinds, rules, schemas
 
 
 @pytest.mark.parametrize("kind", ARTIFACT_KINDS, ids=lambda k: k.name)
@@ -83,3 +92,136 @@ def test_tlparses_file_of_the_hooks_label_record_is_no_artifact(run_cli, tmp_pat
     assert out.splitlines() == [
         f"OK      v2.0  inductor_provenance_tracking_node_mappings  {pages / 'inductor_provenance_tracking_node_mappings_16.json'}"
     ]
+
+
+# --- one record per kind (validate.kinds): its parts, and the engines reading it -------------
+
+PARTS = ("version", "fast", "full", "rules", "normalize")
+
+
+@pytest.mark.parametrize("kind", kinds.KINDS.values(), ids=lambda k: k.name)
+def test_every_record_is_whole(kind: kinds.Kind) -> None:
+    """Each registered kind has every part: its filing row, a schema folder with the version
+    it writes, and its functions (a fast decoder unless it is a companion document)."""
+    assert kind.filing is KINDS[kind.name]
+    assert kind.current is None or int(float(kind.current)) in schemas.available_versions(kind.name)
+    assert all(callable(getattr(kind, part)) for part in PARTS if part != "fast")
+    assert callable(kind.fast) or not kind.filing.provenance
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_a_kind_without_one_of_its_parts_is_refused(part: str) -> None:
+    whole = kinds.KINDS[NODE_MAPPINGS]
+    with pytest.raises(TypeError, match=f"{NODE_MAPPINGS}: .*{part}|{part}"):
+        dataclasses.replace(whole, **{part: None})
+    parts = {f.name: getattr(whole, f.name) for f in dataclasses.fields(whole) if f.name != part}
+    with pytest.raises(TypeError):
+        kinds.Kind(**parts)  # left out, not only None
+
+
+def test_the_registry_holds_one_record_per_row_of_the_table() -> None:
+    records = list(kinds.KINDS.values())
+    assert list(kinds.KINDS) == [row.name for row in ARTIFACT_KINDS]
+    with pytest.raises(ValueError, match=f"without a record: {SPYRE_SIDECAR}; records without a row: none"):
+        kinds.registry(*records[:-1])
+    with pytest.raises(ValueError, match="registered twice"):
+        kinds.registry(*records, records[0])
+    extra = ArtifactKind("test_kind", "test_kind*.json", ("hook",), False, False, True)
+    with pytest.raises(ValueError, match="records without a row: test_kind"):
+        kinds.registry(*records, dataclasses.replace(records[0], filing=extra))
+
+
+class _Spy:
+    """A part of the test kind's record that notes each call."""
+
+    def __init__(self, result: Any) -> None:
+        self.result, self.calls = result, 0
+
+    def __call__(self, *args: Any) -> Any:
+        self.calls += 1
+        return self.result(*args) if callable(self.result) else self.result
+
+
+@pytest.fixture
+def test_kind(monkeypatch: pytest.MonkeyPatch) -> kinds.Kind:
+    """A kind no engine has heard of, registered for one test: its schema is the source
+    lines' (any schema will do), every part a spy."""
+    filing = ArtifactKind("test_kind", "test_kind*.json", ("hook",), False, False, True)
+    detected = Detected("test_kind", "1", 1)
+    kind = kinds.Kind(
+        filing,
+        version=_Spy(detected),
+        current="1",
+        fast=_Spy(lambda run: (detected, run.top(), (1, 0))),
+        full=_Spy(lambda schema, doc: dict(doc)),
+        rules=_Spy([Problem("$", "the test kind's rule")]),
+        normalize=_Spy({"normalized": True}),
+        schema=SOURCE_LINES,
+    )
+    monkeypatch.setitem(kinds.KINDS, kind.name, kind)
+    yield kind
+    schemas._schema.cache_clear()  # it cached the test kind's schema under its name
+    schemas._validator.cache_clear()
+
+
+def test_the_engines_and_golden_read_every_registered_kind(test_kind: kinds.Kind) -> None:
+    """No list of kinds is left in fastpath, schemas, rules or golden.normalize: a kind
+    registered only in the registry is decoded, detected, checked and normalized by its own
+    record, on both engines."""
+    doc = {"version": 1, "context": 3, "files": {}}
+    fast = schemas.validate_bytes(json.dumps(doc), "test_kind")
+    assert (fast.artifact, fast.version, [str(p) for p in fast.problems]) == (
+        "test_kind",
+        "1",
+        ["$: the test kind's rule"],
+    )
+    assert (test_kind.fast.calls, test_kind.rules.calls) == (1, 1)
+    full = schemas.validate_bytes(json.dumps(doc), "test_kind", full=True)
+    assert full == fast
+    assert (test_kind.version.calls, test_kind.full.calls, test_kind.rules.calls) == (1, 1, 2)
+    assert golden.normalize("test_kind", doc) == {"normalized": True}
+    assert test_kind.normalize.calls == 1
+    assert schemas.check_built_artifacts(None) == []  # the gate reads the records too
+
+
+_KIND_NAMES = {name for name, value in vars(names).items() if isinstance(value, str) and value in kinds.KINDS}
+
+
+def kinds_named(source: str, allowed: set[str] = frozenset()) -> set[str]:
+    """The artifact-name constants (``NODE_MAPPINGS``, ...) code uses, imports aside, outside
+    the functions ``allowed``."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef) and child.name in allowed:
+                continue
+            if isinstance(child, ast.Name) and child.id in _KIND_NAMES:
+                found.add(child.id)
+            visit(child)
+
+    visit(ast.parse(source))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("module", "allowed"),
+    [
+        (fastpath, set()),
+        (rules, set()),
+        (normalize, set()),
+        (schemas, {"check_built_artifacts"}),  # the hook's four arguments, named
+    ],
+    ids=lambda m: getattr(m, "__name__", "").rpartition(".")[2],
+)
+def test_the_consumers_name_no_kind(module: Any, allowed: set[str]) -> None:
+    """The four places that chose a kind by if-chains name no kind now (but the emitter's
+    gate, whose arguments are four kinds): every choice goes through the registry."""
+    assert kinds_named(inspect.getsource(module), allowed) == set()
+
+
+def test_an_if_chain_on_kinds_is_found() -> None:
+    # the check above must see a chain like the ones it replaced, not pass on anything
+    chain = "def normalize(artifact, doc):\n    if artifact == KERNEL_STACK_TRACES:\n        return doc\n"
+    assert kinds_named(chain) == {"KERNEL_STACK_TRACES"}
+    assert kinds_named(chain, {"normalize"}) == set()

@@ -75,8 +75,6 @@ __all__ = [
 
 MAX_PROBLEMS = 100  # listed per report; the rest are only counted (Report.omitted)
 AUTO_FULL_BYTES = 4 * 2**20  # "auto": jsonschema up to this size, the fast path above
-# What this project writes (older versions are only read): each kind's record says.
-CURRENT_VERSIONS = {name: kind.current for name, kind in KINDS.items() if kind.current is not None}
 
 
 class Report(msgspec.Struct, frozen=True):
@@ -219,8 +217,9 @@ def check_built_artifacts(
             lines.append(f"{artifact}: {exc.what}")
             continue
         lines += [f"{artifact}: {p}" for p in report.problems]
-        if report.version is not None and report.version != CURRENT_VERSIONS[artifact]:
-            lines.append(f"{artifact}: built as version {report.version}, expected {CURRENT_VERSIONS[artifact]}")
+        current = KINDS[artifact].current
+        if report.version is not None and report.version != current:
+            lines.append(f"{artifact}: built as version {report.version}, expected {current}")
     return lines
 
 
