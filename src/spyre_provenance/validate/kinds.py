@@ -25,9 +25,21 @@ from typing import Any
 
 from spyre_provenance.links import portable
 from spyre_provenance.links.redact import Redactor
-from spyre_provenance.model import detect as _detect_readers
 from spyre_provenance.model import names
-from spyre_provenance.model.detect import Detected, Problem, VersionReader, guess_artifact
+from spyre_provenance.model.detect import (
+    Detected,
+    Problem,
+    VersionReader,
+    audit_version,
+    diagnostics_version,
+    guess_artifact,
+    kernel_information_version,
+    mapping_version,
+    opspec_version,
+    sidecar_version,
+    source_lines_version,
+    stack_traces_version,
+)
 from spyre_provenance.model.names import ArtifactKind
 from spyre_provenance.validate import decoders, diagnostics_rules, rules, spyre_sidecar
 from spyre_provenance.validate.audit_rules import check_audit
@@ -100,7 +112,7 @@ _FILING = names.KINDS
 KINDS = registry(
     Kind(
         _FILING[names.NODE_MAPPINGS],
-        version=_detect_readers.mapping_version,
+        version=mapping_version,
         current="2.0",
         fast=decoders.fast_node_mappings,
         full=decoders.typed_node_mappings,
@@ -109,7 +121,7 @@ KINDS = registry(
     ),
     Kind(
         _FILING[names.KERNEL_STACK_TRACES],
-        version=_detect_readers.stack_traces_version,
+        version=stack_traces_version,
         current="2",
         fast=decoders.fast_stack_traces,
         full=decoders.as_parsed,
@@ -118,7 +130,7 @@ KINDS = registry(
     ),
     Kind(
         _FILING[names.KERNEL_INFORMATION],
-        version=_detect_readers.kernel_information_version,
+        version=kernel_information_version,
         current="1",
         fast=decoders.fast_kernel_information,
         full=decoders.typed_kernel_information,
@@ -127,7 +139,7 @@ KINDS = registry(
     ),
     Kind(
         _FILING[names.OPSPEC_DEBUG_HANDLES],
-        version=_detect_readers.opspec_version,
+        version=opspec_version,
         current="2",
         fast=decoders.fast_opspec,
         full=decoders.typed_opspec,
@@ -136,7 +148,7 @@ KINDS = registry(
     ),
     Kind(
         _FILING[names.DIAGNOSTICS],
-        version=_detect_readers.diagnostics_version,
+        version=diagnostics_version,
         current="5",
         fast=decoders.fast_diagnostics,
         full=decoders.typed_diagnostics,
@@ -145,7 +157,7 @@ KINDS = registry(
     ),
     Kind(
         _FILING[names.AUDIT],
-        version=_detect_readers.audit_version,
+        version=audit_version,
         current="1",
         fast=decoders.fast_audit,
         full=decoders.typed_audit,
@@ -154,7 +166,7 @@ KINDS = registry(
     ),
     Kind(
         _FILING[names.SOURCE_LINES],
-        version=_detect_readers.source_lines_version,
+        version=source_lines_version,
         current="1",
         fast=None,
         full=decoders.as_parsed,
@@ -163,7 +175,7 @@ KINDS = registry(
     ),
     Kind(
         _FILING[names.SPYRE_SIDECAR],
-        version=_detect_readers.sidecar_version,
+        version=sidecar_version,
         current=None,  # torch-spyre writes it
         fast=None,
         full=decoders.as_parsed,
