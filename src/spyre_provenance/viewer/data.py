@@ -26,7 +26,6 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance.backends.torch_spyre.bundles import handle_of
 from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.logs import tracelog
 from spyre_provenance.logs.graphs import LoggedGraph
@@ -41,6 +40,7 @@ from spyre_provenance.model.names import (
     SOURCE_LINES,
     artifact_file,
 )
+from spyre_provenance.model.superdsc import handle_of
 from spyre_provenance.runtime import index
 from spyre_provenance.runtime.index import IndexedGraph
 from spyre_provenance.runtime.lookup import GraphView
@@ -440,7 +440,7 @@ def _bundle_file(path: Path, shown: str) -> dict[str, Any]:
     data = jsonio.read_file(path)
     try:
         doc = msgspec.json.decode(data)
-        served = handle_of(doc)
+        served = handle_of(doc, strict=False)
     except msgspec.DecodeError as exc:
         raise UnusableInput(str(path), f"not valid JSON: {exc}") from None
     except ValueError as exc:
