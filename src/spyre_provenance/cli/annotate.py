@@ -18,7 +18,7 @@ from pathlib import Path
 from spyre_provenance.base.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
 from spyre_provenance.runtime import index as kernel_index
 from spyre_provenance.runtime import time_summary
-from spyre_provenance.runtime.annotate import annotate
+from spyre_provenance.runtime.annotate import annotate, default_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,14 +51,6 @@ def add_summary_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--acelyzer", type=Path, default=None, metavar="CSV", help="an acelyzer summary CSV to join by kernel"
     )
-
-
-def default_output(trace: Path) -> Path:
-    name = trace.name
-    for suffix in (".json.gz", ".json"):
-        if name.endswith(suffix):
-            return trace.with_name(name[: -len(suffix)] + ".annotated" + suffix)
-    return trace.with_name(name + ".annotated.json")
 
 
 def run(args: argparse.Namespace) -> int:
