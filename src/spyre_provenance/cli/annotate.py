@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from spyre_provenance.base.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
+from spyre_provenance.cli.lookup import add_from_option
 from spyre_provenance.runtime import index as kernel_index
 from spyre_provenance.runtime import time_summary
 from spyre_provenance.runtime.annotate import annotate, default_output
@@ -25,14 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "trace", type=Path, metavar="TRACE", help="Chrome trace from torch.profiler (.json or .json.gz)"
     )
-    parser.add_argument(
-        "--from",
-        dest="paths",
-        action="append",
-        default=None,
-        metavar="PATH",
-        help="a compile --out folder, a TORCH_TRACE log, or a folder of them (repeatable; default ./out)",
-    )
+    add_from_option(parser)
     parser.add_argument(
         "-o",
         "--output",
