@@ -73,14 +73,14 @@ COMMANDS: list[Command] = [
     Command("help-compare", "spyre-provenance compare --help"),
     Command("audit", "spyre-provenance audit mlp --backend reference --dtype float16 --out out/audit", compiles=True),
     # run time: from a kernel name met at run time to the source (docs/runtime.md)
-    Command("lookup", "spyre-provenance lookup sdsc_fused_linear_relu_0_il7ixi06 --in out/demo"),
-    Command("lookup-key", "spyre-provenance lookup sdsc_fused_linear_mm_sum_t_threshold_backward_0:1 --in out/train"),
-    Command("lookup-unknown", "spyre-provenance lookup sdsc_fused_linear_gelu_0 --in out/demo"),
+    Command("lookup", "spyre-provenance lookup sdsc_fused_linear_relu_0_il7ixi06 --from out/demo"),
+    Command("lookup-key", "spyre-provenance lookup sdsc_fused_linear_mm_sum_t_threshold_backward_0:1 --from out/train"),
+    Command("lookup-unknown", "spyre-provenance lookup sdsc_fused_linear_gelu_0 --from out/demo"),
     # torch-spyre's device event for a kernel: its name holds the kernel's provenance key,
     # which hashes the checkout's paths, so the line is filled in from the artifact ({event:...})
     Command(
         "lookup-event",
-        "spyre-provenance lookup {event:out/demo/graph_mlp_00_0-0_inference:sdsc_fused_linear_relu_0:1}#3 --in out/demo",
+        "spyre-provenance lookup {event:out/demo/graph_mlp_00_0-0_inference:sdsc_fused_linear_relu_0:1}#3 --from out/demo",
     ),
     Command("compile-profile", "spyre-provenance compile mlp --train --profile --out out/profiled", compiles=True),
     Command(

@@ -16,21 +16,39 @@ The pure core imports no torch; the names of the compile are imported on first u
 
 from __future__ import annotations
 
+import os  # loaded at every interpreter's start-up already
+
 # not ``from typing import TYPE_CHECKING``: the package is imported at every interpreter's
 # start-up when SPYRE_PROVENANCE_OUT is set (plugin.startup), and typing costs milliseconds
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers and the API pages (read statically)
-    from spyre_provenance.base.errors import ProvenanceWarning, TorchNotInstalled, UnsupportedTorch, UnusableInput
+    from collections.abc import Iterable
+
+    from spyre_provenance.backends.base import Backend
+    from spyre_provenance.base.errors import (
+        ProvenanceWarning,
+        TorchNotInstalled,
+        UnsupportedTorch,
+        UnusableInput,
+        Verdict,
+    )
     from spyre_provenance.capture.hook import Session
+    from spyre_provenance.capture.inductor import Inductor
     from spyre_provenance.capture.tracking import disable, enable, tracking
-    from spyre_provenance.compile.job import CompileOutcome, CompileRequest, compile_request
-    from spyre_provenance.compile.ranks import RanksOutcome
+    from spyre_provenance.compile.job import AuditFiles, CompileOutcome, CompileRequest, compile_request
+    from spyre_provenance.compile.output_check import OutputCheck
+    from spyre_provenance.compile.ranks import RankPage, RankResult, RanksOutcome
+    from spyre_provenance.compile.run import CompileReport
     from spyre_provenance.model.compare_records import Comparison
     from spyre_provenance.model.lookup_records import LookupDocument
     from spyre_provenance.model.records import GraphDiagnostics, GraphResult, KernelRecord
     from spyre_provenance.plugin.pytest_fixture import ProvenanceRegression, ProvenanceToolchainHint
+    from spyre_provenance.runtime.annotate import AnnotateSummary
     from spyre_provenance.runtime.time_summary import TimeSummary
+
+    #: a path as the API takes one; ``from_`` takes one or several
+    StrPath = str | os.PathLike[str]
 
 # the one place the version is written: pyproject reads it ([tool.hatch.version]), and
 # CHANGELOG.md's newest released heading must equal it (tests/unit/test_docs.py)
@@ -43,6 +61,8 @@ __all__ = [
     "disable",
     "tracking",
     "Session",
+    "Backend",
+    "Inductor",
     "GraphResult",
     "GraphDiagnostics",
     "KernelRecord",
@@ -50,10 +70,17 @@ __all__ = [
     "compile_request",
     "CompileRequest",
     "CompileOutcome",
+    "CompileReport",
+    "OutputCheck",
+    "AuditFiles",
+    "Verdict",
     "RanksOutcome",
+    "RankResult",
+    "RankPage",
     "lookup",
     "LookupDocument",
     "annotate",
+    "AnnotateSummary",
     "time_summary",
     "TimeSummary",
     "compare",
@@ -75,6 +102,9 @@ _LAZY = {
     "TorchNotInstalled": "spyre_provenance.base.errors",
     "UnsupportedTorch": "spyre_provenance.base.errors",
     "UnusableInput": "spyre_provenance.base.errors",
+    "Verdict": "spyre_provenance.base.errors",
+    "Backend": "spyre_provenance.backends.base",
+    "Inductor": "spyre_provenance.capture.inductor",
     "GraphDiagnostics": "spyre_provenance.model.records",
     "GraphResult": "spyre_provenance.model.records",
     "KernelRecord": "spyre_provenance.model.records",
@@ -85,7 +115,13 @@ _LAZY = {
     "compile_request": "spyre_provenance.compile.job",
     "CompileRequest": "spyre_provenance.compile.job",
     "CompileOutcome": "spyre_provenance.compile.job",
+    "AuditFiles": "spyre_provenance.compile.job",
+    "CompileReport": "spyre_provenance.compile.run",
+    "OutputCheck": "spyre_provenance.compile.output_check",
     "RanksOutcome": "spyre_provenance.compile.ranks",  # what compile_request returns for ranks=N
+    "RankResult": "spyre_provenance.compile.ranks",
+    "RankPage": "spyre_provenance.compile.ranks",
+    "AnnotateSummary": "spyre_provenance.runtime.annotate",
     "LookupDocument": "spyre_provenance.model.lookup_records",
     "TimeSummary": "spyre_provenance.runtime.time_summary",
     "Comparison": "spyre_provenance.model.compare_records",
@@ -94,7 +130,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         import importlib
 
@@ -102,43 +138,85 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'spyre_provenance' has no attribute {name!r}")
 
 
-def _paths(from_) -> list:
-    """``from_`` as a list of paths: one path (str, bytes, PathLike) or several."""
-    return [from_] if isinstance(from_, (str, bytes)) or hasattr(from_, "__fspath__") else list(from_)
+def _paths(from_: StrPath | Iterable[StrPath]) -> list[StrPath]:
+    """``from_`` as a list of paths: one path (str, PathLike) or several."""
+    return [from_] if isinstance(from_, (str, os.PathLike)) else list(from_)
 
 
-def lookup(*names: str, from_=()) -> LookupDocument:
-    """``spyre-provenance lookup``: a ``LookupDocument`` for ``names``, read from ``from_``
-    (``--out`` folders, TORCH_TRACE logs; default ``./out``)."""
+def lookup(*names: str, from_: StrPath | Iterable[StrPath] = ()) -> LookupDocument:
+    """``spyre-provenance lookup NAME... --from PATH``: a ``LookupDocument`` for ``names``,
+    read from ``from_`` (``--out`` folders, TORCH_TRACE logs, folders of them; default ``./out``)."""
     from spyre_provenance.runtime import index
     from spyre_provenance.runtime import lookup as lookup_names
 
     return lookup_names.lookup(list(names), index.build(_paths(from_)))
 
 
-def annotate(trace, from_=(), output=None):
-    """``spyre-provenance annotate``: ``trace`` (a torch.profiler Chrome trace) written to
-    ``output`` (default: in place) with each known kernel event's provenance; the summary."""
+def annotate(
+    trace: StrPath,
+    from_: StrPath | Iterable[StrPath] = (),
+    output: StrPath | None = None,
+    *,
+    in_place: bool = False,
+) -> AnnotateSummary:
+    """``spyre-provenance annotate TRACE --from PATH [-o OUTPUT]``: ``trace`` (a torch.profiler
+    Chrome trace) written with each known kernel event's provenance to ``output``, by default
+    beside it as the command writes it (``TRACE.annotated.json``); ``in_place``: over ``trace``
+    itself. Returns what was annotated (an ``AnnotateSummary``)."""
+    from pathlib import Path
+
     from spyre_provenance.runtime import annotate as annotate_trace
     from spyre_provenance.runtime import index
 
-    return annotate_trace.annotate(trace, index.build(_paths(from_)), output if output is not None else trace)
+    if in_place and output is not None:
+        raise ValueError("annotate: give output or in_place, not both")
+    target = trace if in_place else output if output is not None else annotate_trace.default_output(Path(trace))
+    return annotate_trace.annotate(trace, index.build(_paths(from_)), target)
 
 
-def time_summary(trace, from_=(), acelyzer_csv=None) -> TimeSummary:
-    """``spyre-provenance annotate TRACE --summary``: where ``trace``'s kernel time went, per
-    source line and per module (a ``TimeSummary``), read from ``from_``."""
+def time_summary(
+    trace: StrPath,
+    from_: StrPath | Iterable[StrPath] = (),
+    acelyzer: StrPath | None = None,
+    *,
+    acelyzer_csv: StrPath | None = None,
+) -> TimeSummary:
+    """``spyre-provenance annotate TRACE --from PATH --summary [--acelyzer CSV]``: where
+    ``trace``'s kernel time went, per source line and per module (a ``TimeSummary``), read
+    from ``from_``; ``acelyzer``: an acelyzer summary CSV joined by kernel (``acelyzer_csv``,
+    its name in 0.1.0, is deprecated)."""
     from spyre_provenance.runtime import index
     from spyre_provenance.runtime import time_summary as summaries
 
-    return summaries.summarize(trace, index.build(_paths(from_)), acelyzer_csv)
+    if acelyzer_csv is not None:
+        _deprecated("time_summary(acelyzer_csv=...)", "acelyzer=...")
+        acelyzer = acelyzer if acelyzer is not None else acelyzer_csv
+    return summaries.summarize(trace, index.build(_paths(from_)), acelyzer)
 
 
-def compare(a, b, trace_a=None, trace_b=None, find_traces=True) -> Comparison:
-    """``spyre-provenance compare A B``: two compiles side by side per source line (a
-    ``Comparison``). ``a`` and ``b`` are ``--out`` folders (or logs, run folders), or
-    ``PATH:COMPILE_ID`` for one compile of one; times from ``trace_a``/``trace_b``, else
-    (``find_traces``) the traces ``compile --profile`` wrote beside their logs."""
+def compare(
+    a: StrPath,
+    b: StrPath,
+    trace_a: StrPath | None = None,
+    trace_b: StrPath | None = None,
+    no_trace: bool = False,
+    *,
+    find_traces: bool | None = None,
+) -> Comparison:
+    """``spyre-provenance compare A B [--trace-a TRACE] [--trace-b TRACE] [--no-trace]``: two
+    compiles side by side per source line (a ``Comparison``). ``a`` and ``b`` are ``--out``
+    folders (or logs, run folders), or ``PATH:COMPILE_ID`` for one compile of one; times from
+    ``trace_a``/``trace_b``, else (unless ``no_trace``) the traces ``compile --profile`` wrote
+    beside their logs. (``find_traces=False``, 0.1.0's spelling of ``no_trace``, is deprecated.)"""
     from spyre_provenance.runtime.compare_folders import compare_folders
 
-    return compare_folders(str(a), str(b), trace_a=trace_a, trace_b=trace_b, find_traces=find_traces)
+    if find_traces is not None:
+        _deprecated("compare(find_traces=...)", "no_trace=...")
+        no_trace = no_trace or not find_traces
+    return compare_folders(str(a), str(b), trace_a=trace_a, trace_b=trace_b, find_traces=not no_trace)
+
+
+def _deprecated(old: str, new: str) -> None:
+    import warnings
+
+    warnings.warn(f"spyre_provenance.{old} is deprecated: use {new}", DeprecationWarning, stacklevel=3)

@@ -136,7 +136,7 @@ def test_lookup_finds_a_kernel_of_the_run_in_the_whole_run(transformers_run):
     (folder,) = transformers_run.folders()
     graph = read_log_graphs(folder / "trace" / "tiny-train.log")[0]
     kernel = next(k.split(":")[0] for k in graph.node_mappings["cppCodeToPost"] if k.startswith("cpp_"))
-    done = cli("lookup", kernel, "--in", transformers_run.out, "--format", "json")
+    done = cli("lookup", kernel, "--from", transformers_run.out, "--format", "json")
     assert done.returncode == 0, done.stderr
     ((answer,),) = [a["matches"] for a in json.loads(done.stdout)["answers"]]
     assert (answer["model"], answer["compile_id"], answer["graph"]) == ("tiny-train", "0/0", "forward")

@@ -187,13 +187,13 @@ def test_lookup_gives_one_block_per_op_kind_and_says_whose_line_it_has(eager_run
     index = eager_run.index()
     mm_graphs = [g for g in index.graphs if GraphView.of(g).per_op == "aten.mm.default"]
     kernel = next(iter(mm_graphs[0].mapping["cppCodeToPost"])).split(":")[0]
-    code, out, _ = run_cli("lookup", kernel, "--in", eager_run.log_dir)
+    code, out, _ = run_cli("lookup", kernel, "--from", eager_run.log_dir)
     assert code == 0, out
     named = re.findall(r"per-op compile of (\S+)", out)
     assert named == ["aten.mm.default"]  # one block, however many graphs compiled it
     assert f"{len(mm_graphs)} graph{'s' if len(mm_graphs) > 1 else ''} (" in out
     assert "its source below is the first call's only" in out and "with_stack=True" in out
-    code, out, _ = run_cli("lookup", kernel, "--in", eager_run.log_dir, "--format", "json")
+    code, out, _ = run_cli("lookup", kernel, "--from", eager_run.log_dir, "--format", "json")
     doc = json.loads(out)
     jsonschema.Draft202012Validator(schemas.load_schema(LOOKUP, LOOKUP_VERSION)).validate(doc)
     assert {m["per_op"] for m in doc["answers"][0]["matches"]} == {"aten.mm.default"}

@@ -103,7 +103,7 @@ def test_every_name_form_finds_every_call_site(compile_case, run_cli, case):
             name = key.rpartition(":")[0]
             forms = [key, f"graph_3_{key}", name, f"{name}_il7ixi06", f"graph_3_{name}", f"1a2b3c4d_{name}_k3j_9x2q"]
             for form in forms:
-                code, doc = _lookup(run_cli, form, "--in", done.out)
+                code, doc = _lookup(run_cli, form, "--from", done.out)
                 assert code == 0, form
                 (answer,) = doc["answers"]
                 assert all(m["kernel"] == name for m in answer["matches"]), form
@@ -119,7 +119,7 @@ def test_every_name_form_finds_every_call_site(compile_case, run_cli, case):
                 _expect_site(site, key, mapping, traces, handles)
             if handles:
                 for opspec in handles["kernels"].get(key, []):
-                    code, doc = _lookup(run_cli, opspec["debug_handle"], "--in", done.out)
+                    code, doc = _lookup(run_cli, opspec["debug_handle"], "--from", done.out)
                     assert code == 0
                     keys = [s["key"] for m in doc["answers"][0]["matches"] for s in m["call_sites"]]
                     assert key in keys
@@ -130,7 +130,7 @@ def test_bundle_files_are_the_kernels_bundles(compile_case, run_cli):
     mapping = _graphs(done.out)[0][1]
     key = next(iter(mapping["cppCodeToPost"]))
     name = key.rpartition(":")[0]
-    _, doc = _lookup(run_cli, key, "--in", done.out)
+    _, doc = _lookup(run_cli, key, "--from", done.out)
     (site,) = doc["answers"][0]["matches"][0]["call_sites"]
     # the folder the OpSpec artifact records, laid out as torch-spyre main's
     folder = done.out / "sdsc" / "mlp" / "inductor-spyre" / site["bundle_folder"]
@@ -139,7 +139,7 @@ def test_bundle_files_are_the_kernels_bundles(compile_case, run_cli):
     assert on_disk and sorted(map(Path, site["bundle_files"])) == on_disk
     # the folder's name, whole or as device errors print it (without its <uuid8>_), names it
     for folder_name in (site["bundle_folder"], site["bundle_folder"].split("_", 1)[1]):
-        _, doc = _lookup(run_cli, folder_name, "--in", done.out)
+        _, doc = _lookup(run_cli, folder_name, "--from", done.out)
         assert [s["key"] for m in doc["answers"][0]["matches"] for s in m["call_sites"]] == [key], folder_name
 
 
@@ -157,7 +157,7 @@ def test_a_recorded_bundle_folder_no_folder_can_have_is_no_bundle(compile_case, 
     for where in (artifact, *out.glob("trace/*.log")):  # the graph folder's copy and the log's
         where.write_text(where.read_text().replace(written, recorded))
     key = next(iter(_graphs(out)[0][1]["cppCodeToPost"]))
-    code, doc = _lookup(run_cli, key, "--in", out)
+    code, doc = _lookup(run_cli, key, "--from", out)
     (site,) = doc["answers"][0]["matches"][0]["call_sites"]
     assert code == 0 and site["bundle_files"] == []
     code, _, err = run_cli("view", out, "-o", tmp_path / "view.html")
@@ -167,17 +167,17 @@ def test_a_recorded_bundle_folder_no_folder_can_have_is_no_bundle(compile_case, 
 def test_text_answer_first_and_unknown_name(compile_case, run_cli):
     done = compile_case("mlp")
     key = next(iter(_graphs(done.out)[0][1]["cppCodeToPost"]))
-    code, out, _ = run_cli("lookup", key, "--in", done.out)
+    code, out, _ = run_cli("lookup", key, "--from", done.out)
     assert code == 0 and out.splitlines()[0].startswith(f"{key} (mapping key): 1 kernel")
     name = key.rpartition(":")[0]
-    code, out, _ = run_cli("lookup", name[:-3] + "zz", "--in", done.out)
+    code, out, _ = run_cli("lookup", name[:-3] + "zz", "--from", done.out)
     assert code == 1 and "no kernel" in out and name in out.split("closest known:")[1]
 
 
 def test_json_answer_agrees_with_its_schema(compile_case, run_cli):
     done = compile_case("mlp", "--train")
     names = [k for g in _graphs(done.out) for k in g[1]["cppCodeToPost"]][:3] + ["no_such_kernel"]
-    code, doc = _lookup(run_cli, *names, "--in", done.out)
+    code, doc = _lookup(run_cli, *names, "--from", done.out)
     assert code == 1
     jsonschema.Draft202012Validator(schemas.load_schema(LOOKUP, LOOKUP_VERSION)).validate(doc)
     typed = msgspec.json.decode(json.dumps(doc), type=LookupDocument, strict=True)
@@ -188,7 +188,7 @@ def test_unusable_input_is_one_line(run_cli, tmp_path):
     not_a_log = tmp_path / "x.txt"
     not_a_log.write_text("hello\n")
     for path in (tmp_path / "missing", not_a_log, tmp_path):
-        code, out, err = run_cli("lookup", "k", "--in", path)
+        code, out, err = run_cli("lookup", "k", "--from", path)
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
 
 
@@ -231,12 +231,12 @@ def test_a_plain_upstream_log(upstream_log, run_cli, data_dir):
     for key in mapping["cppCodeToPost"]:
         name = key.rpartition(":")[0]
         for form in (key, name, f"graph_0_{name}"):
-            code, doc = _lookup(run_cli, form, "--in", upstream_log.parent)
+            code, doc = _lookup(run_cli, form, "--from", upstream_log.parent)
             assert code == 0, form
             (match,) = doc["answers"][0]["matches"]
             assert match["graph"] == "inference" and match["compile_id"] == "0/0"
             (site,) = [s for s in match["call_sites"] if s["key"] == key]
             _expect_site(site, key, mapping, traces, None)
     # the seed's log (torch 2.13 wrote it): v2 keys, nothing but the mapping and traces
-    code, doc = _lookup(run_cli, "cpp_fused_relu_0", "--in", data_dir / "logs" / "seed_mlp.log")
+    code, doc = _lookup(run_cli, "cpp_fused_relu_0", "--from", data_dir / "logs" / "seed_mlp.log")
     assert code == 0 and doc["answers"][0]["matches"][0]["call_sites"][0]["post_grad_nodes"] == ["relu"]

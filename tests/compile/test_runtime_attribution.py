@@ -226,7 +226,7 @@ def test_the_model_is_named_by_its_label_not_the_log_file(run_cli, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     (log,) = (tmp_path / "logs").glob("*.log")
     assert "my-mlp" not in log.name
-    code, out, err = run_cli("lookup", "sdsc_fused_linear_relu_0", "--in", tmp_path / "logs", "--format", "json")
+    code, out, err = run_cli("lookup", "sdsc_fused_linear_relu_0", "--from", tmp_path / "logs", "--format", "json")
     assert code == 0, (out, err)
     assert {m["model"] for a in json.loads(out)["answers"] for m in a["matches"]} == {"my-mlp"}
 

@@ -58,7 +58,7 @@ def test_torch_spyre_mains_per_op_compiles_are_recognized(spyre_eager):
 
 
 def test_lookup_marks_them(spyre_eager, run_cli):
-    code, out, _ = run_cli("lookup", "sdsc_fused_mm_0", "--in", spyre_eager / "torch_trace")
+    code, out, _ = run_cli("lookup", "sdsc_fused_mm_0", "--from", spyre_eager / "torch_trace")
     assert code == 0 and "per-op compile of aten.mm.default" in out, out
 
 

@@ -215,17 +215,17 @@ def test_lookup_reads_torch_spyres_provenance_as_evidence(sidecar: dict, tmp_pat
     key = _key_of(sidecar, KERNEL)
     event = next(i["eventNameBase"] for k, i in sidecar["kernelIdentities"].items() if k == key) + "#3"
     log = _upstream_run(tmp_path / "run", sidecar, logged=logged)
-    code, out, err = run_cli("lookup", event, "--in", tmp_path / "run", "--format", "json")
+    code, out, err = run_cli("lookup", event, "--from", tmp_path / "run", "--format", "json")
     assert (code, err) == (0, "")
     (answer,) = json.loads(out)["answers"]
     (match,) = answer["matches"]
     assert match["kernel"] == KERNEL
     assert [(s["key"], s["provenance_key"]) for s in match["call_sites"]] == [(f"{KERNEL}:1", key)]
     # a handle id, fused into the kernel's handle: the sidecar knows it, the hook did not run
-    code, out, _ = run_cli("lookup", str(LINEAR), "--in", tmp_path / "run", "--format", "json")
+    code, out, _ = run_cli("lookup", str(LINEAR), "--from", tmp_path / "run", "--format", "json")
     assert code == 0 and [m["kernel"] for m in json.loads(out)["answers"][0]["matches"]] == [KERNEL]
     bare = _upstream_run(tmp_path / "bare", sidecar, logged=False)
-    code, out, _ = run_cli("lookup", event, "--in", bare, "--format", "json")
+    code, out, _ = run_cli("lookup", event, "--from", bare, "--format", "json")
     assert json.loads(out)["answers"][0]["matches"] == [] and code == 1
     assert log.is_file()
 
@@ -240,7 +240,7 @@ def test_lookup_reads_a_kernel_name_from_its_launch_spec(sidecar: dict, tmp_path
     spec = {"version": 1, "kernel_name": KERNEL, "pool_size": 0, "bundle_symbolic_args": True, "args": []}
     (code_dir / "launch_spec.json").write_text(json.dumps(spec, indent=2))
     for name in (code_dir / "launch_spec.json", code_dir, code_dir.parent):
-        code, out, err = run_cli("lookup", name, "--in", tmp_path / "run", "--format", "json")
+        code, out, err = run_cli("lookup", name, "--from", tmp_path / "run", "--format", "json")
         assert (code, err) == (0, ""), name
         (answer,) = json.loads(out)["answers"]
         assert answer["form"] == "kernel"
@@ -248,7 +248,7 @@ def test_lookup_reads_a_kernel_name_from_its_launch_spec(sidecar: dict, tmp_path
             (KERNEL, [f"{KERNEL}:1"])
         ]
     (code_dir / "launch_spec.json").unlink()
-    code, out, _ = run_cli("lookup", code_dir, "--in", tmp_path / "run", "--format", "json")
+    code, out, _ = run_cli("lookup", code_dir, "--from", tmp_path / "run", "--format", "json")
     assert code == 1 and json.loads(out)["answers"][0]["matches"] == []
 
 

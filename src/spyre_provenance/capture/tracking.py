@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +166,7 @@ def tracking(
     inductor: Inductor | None = None,
     audit: bool = False,
     beyond_upstream: bool = False,
-):
+) -> Iterator[Session]:
     """``with tracking(...) as session: torch.compile(model)(x)``: ``enable`` for the block,
     ``disable`` when it ends (also on an exception). Takes ``enable``'s arguments and yields
     its ``Session``; ``session.results`` holds one ``GraphResult`` per compiled graph."""

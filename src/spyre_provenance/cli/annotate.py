@@ -16,23 +16,17 @@ import sys
 from pathlib import Path
 
 from spyre_provenance.base.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
+from spyre_provenance.cli.lookup import add_from_option
 from spyre_provenance.runtime import index as kernel_index
 from spyre_provenance.runtime import time_summary
-from spyre_provenance.runtime.annotate import annotate
+from spyre_provenance.runtime.annotate import annotate, default_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "trace", type=Path, metavar="TRACE", help="Chrome trace from torch.profiler (.json or .json.gz)"
     )
-    parser.add_argument(
-        "--from",
-        dest="paths",
-        action="append",
-        default=None,
-        metavar="PATH",
-        help="a compile --out folder, a TORCH_TRACE log, or a folder of them (repeatable; default ./out)",
-    )
+    add_from_option(parser)
     parser.add_argument(
         "-o",
         "--output",
@@ -51,14 +45,6 @@ def add_summary_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--acelyzer", type=Path, default=None, metavar="CSV", help="an acelyzer summary CSV to join by kernel"
     )
-
-
-def default_output(trace: Path) -> Path:
-    name = trace.name
-    for suffix in (".json.gz", ".json"):
-        if name.endswith(suffix):
-            return trace.with_name(name[: -len(suffix)] + ".annotated" + suffix)
-    return trace.with_name(name + ".annotated.json")
 
 
 def run(args: argparse.Namespace) -> int:

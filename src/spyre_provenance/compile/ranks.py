@@ -104,6 +104,8 @@ class _Ended(NamedTuple):
 
 
 class RankPage(msgspec.Struct, frozen=True):
+    """One page of tlparse's multi-rank report: a rank's graph (``label``) and its page."""
+
     label: str  # ``rank r [0/0] inference``
     page: Path
 
@@ -111,16 +113,17 @@ class RankPage(msgspec.Struct, frozen=True):
 class RanksOutcome(msgspec.Struct):
     """A ``compile --ranks N`` run as its parent saw it: every rank as it ended, the pages
     made of all of them, the rank named as failing (None: none failed) and the exit status.
-    ``lines`` (stdout) and ``problems`` (stderr) are what the command prints."""
+    ``lines`` (stdout) and ``problems`` (stderr) are what the command prints, made from these."""
 
     out: Path
     ranks: list[RankResult]
     report: Path | None  # tlparse's multi-rank landing page
     pages: list[RankPage]  # each rank's provenance page per graph
-    viewer: str | None  # the viewer page's line (``viewer.page.beside``); None: no rank wrote a log
+    viewer: Path | None  # the viewer's page of every rank's graphs; None: not written
     failed: RankResult | None
     problems: list[str]  # tlparse's failure, and the one line naming ``failed``
     exit_code: int
+    viewer_problem: str | None = None  # why the viewer's page could not be written
 
     @property
     def lines(self) -> list[str]:
@@ -129,7 +132,8 @@ class RanksOutcome(msgspec.Struct):
             lines.append(f"multi-rank report: {self.report}")
             width = max((len(page.label) for page in self.pages), default=0)
             lines += [f"  {page.label.ljust(width)}  {page.page}" for page in self.pages]
-        return lines + ([self.viewer] if self.viewer is not None else [])
+        written = self.viewer is not None or self.viewer_problem is not None
+        return lines + ([viewer_page.line(self.viewer, self.viewer_problem)] if written else [])
 
     @property
     def verdict(self) -> Verdict:
@@ -167,15 +171,18 @@ def run(request: CompileRequest, layout: Layout) -> RanksOutcome:
             problems.append(str(exc))
         else:
             report, pages = rendered.landing, [RankPage(p.label, p.page) for p in rendered.pages]
-    viewer = viewer_page.beside(out) if logs and request.viewer else None  # one page for every rank's graphs
+    # one page for every rank's graphs
+    viewer, viewer_problem = viewer_page.written_beside(out) if logs and request.viewer else (None, None)
 
     failed = sorted((r for r in ranks if r.failed), key=lambda r: (not r.hung, ended[r.rank].order, r.rank))
     first = failed[0] if failed else None
     if first is None:
-        return RanksOutcome(out, ranks, report, pages, viewer, None, problems, max(r.exit_code for r in ranks))
+        return RanksOutcome(
+            out, ranks, report, pages, viewer, None, problems, max(r.exit_code for r in ranks), viewer_problem
+        )
     problems.append(_failure_line(first, ranks, request.ranks))
     code = first.exit_code if first.exit_code >= 2 and not first.stopped else EXIT_FOUND_WANTING
-    return RanksOutcome(out, ranks, report, pages, viewer, first, problems, code)
+    return RanksOutcome(out, ranks, report, pages, viewer, first, problems, code, viewer_problem)
 
 
 def _failure_line(first: RankResult, ranks: list[RankResult], of: int) -> str:

@@ -48,6 +48,7 @@ from spyre_provenance.model.names import (
     OPSPEC_DEBUG_HANDLES,
     artifact_file,
 )
+from spyre_provenance.model.superdsc import checked_handle, handle_of
 from spyre_provenance.validate import schemas
 
 #: File name of each artifact golden files compare inside a graph folder (what compile --out
@@ -287,12 +288,11 @@ def _recording_graphs(graphs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]
 
 
 def _bundle_handle(path: Path) -> Any:
-    """A bundle's ``debug_handle_``: ``{"<idx>_<opfunc>": {"debug_handle_": ..., ...}}``."""
-    doc = jsonio.load_json(jsonio.read_file(path), location=str(path))
-    body = next(iter(doc.values()), None) if isinstance(doc, dict) and len(doc) == 1 else None
-    if not isinstance(body, dict) or "debug_handle_" not in body:
-        raise UnusableInput(str(path), 'not a SuperDSC bundle: expected {"<idx>_<op>": {"debug_handle_": ...}}')
-    return _checked_handle(body["debug_handle_"], str(path))
+    """A bundle's ``debug_handle_`` (``superdsc.handle_of``, strict: the golden's record)."""
+    try:
+        return handle_of(jsonio.load_json(jsonio.read_file(path), location=str(path)), strict=True)
+    except ValueError as exc:
+        raise UnusableInput(str(path), str(exc)) from None
 
 
 def _read_bundle_file(path: Path) -> dict[str, Any]:
@@ -306,9 +306,10 @@ def _read_bundle_file(path: Path) -> dict[str, Any]:
 
 
 def _checked_handle(handle: Any, where: str) -> Any:
-    if handle is not None and not isinstance(handle, dict):
-        raise UnusableInput(where, f"debug_handle_ is a JSON {json_type(handle)}, expected an object or null")
-    return handle
+    try:
+        return checked_handle(handle)
+    except ValueError as exc:
+        raise UnusableInput(where, str(exc)) from None
 
 
 def _load_log(path: Path, label: str) -> Provenance:

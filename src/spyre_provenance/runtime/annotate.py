@@ -54,7 +54,10 @@ PREFIX = "spyre_provenance_"
 LISTED = 20  # event names each report line lists
 
 
-class Summary(msgspec.Struct):
+class AnnotateSummary(msgspec.Struct):
+    """What ``annotate`` did to a trace: ``output`` written, its events counted by verdict
+    (``runtime.attribution``), the kernel events not annotated named by why."""
+
     output: str
     events: int
     kernel_events: int
@@ -168,7 +171,17 @@ def _launch_field(
     return {"by": launch[1], "frames": [f"{f.file}:{f.line} in {f.function}" for f in user]}
 
 
-def annotate(trace: str | os.PathLike[str], index: KernelIndex, output: str | os.PathLike[str]) -> Summary:
+def default_output(trace: Path) -> Path:
+    """Where ``annotate`` writes ``trace`` annotated unless told: beside it, ``.annotated``
+    before its ``.json`` (``.json.gz``): the command's and the API's one default."""
+    name = trace.name
+    for suffix in (".json.gz", ".json"):
+        if name.endswith(suffix):
+            return trace.with_name(name[: -len(suffix)] + ".annotated" + suffix)
+    return trace.with_name(name + ".annotated.json")
+
+
+def annotate(trace: str | os.PathLike[str], index: KernelIndex, output: str | os.PathLike[str]) -> AnnotateSummary:
     """Write ``trace`` with provenance to ``output`` (atomically; may be ``trace`` itself).
     Raises UnusableInput, and leaves no output file, for a trace that is not one. Reads the
     trace twice when the index holds several graphs: the compiled-graph regions first, then
@@ -176,10 +189,28 @@ def annotate(trace: str | os.PathLike[str], index: KernelIndex, output: str | os
     trace, output = Path(trace), Path(output)
     if not trace.is_file():
         raise UnusableInput(str(trace), "no such file")
-    # the regions only tell graphs apart: with one graph there is nothing to tell, and no
-    # second reading of the trace
-    # the regions only tell graphs apart, and the stacks serve per-op compiles: without either
-    # there is nothing to read first, and no second reading of the trace
+    regions, stacks = _first_reading(trace, index)
+    annotator = _Annotator(index, regions, stacks)
+    tally = _Tally()
+    writer = trace_stream.TraceWriter(output)
+    try:
+        for kind, key, value in trace_stream.read_trace(trace):
+            if kind == "member":
+                writer.member(key, value)
+                continue
+            tally.add(value, annotator.event(value))
+            writer.event(value)
+        writer.commit()
+    except BaseException:
+        writer.discard()
+        raise
+    return tally.summary(str(output), annotator, stacks.has_stacks)
+
+
+def _first_reading(trace: Path, index: KernelIndex) -> tuple[attribution.Regions, launches.Launches]:
+    """The compiled-graph regions and the Python stacks of ``trace``: read only when they
+    can tell something. The regions only tell graphs apart, and the stacks serve per-op
+    compiles: without either there is nothing to read first, and no second reading."""
     per_op = any(launches.per_op(index, i) is not None for i in range(len(index.graphs)))
     regions, stacks = attribution.Regions(), launches.Launches()
     if len(index.graphs) > 1 or per_op:
@@ -189,46 +220,38 @@ def annotate(trace: str | os.PathLike[str], index: KernelIndex, output: str | os
                 stacks.add(value)
     regions.done()
     stacks.done()
-    annotator = _Annotator(index, regions, stacks)
-    counts: Counter[str | None] = Counter()
-    unknown: Counter[str] = Counter()
-    ambiguous: Counter[str] = Counter()
-    mismatched: Counter[str] = Counter()
-    malformed: Counter[str] = Counter()
-    writer = trace_stream.TraceWriter(output)
-    events = 0
-    try:
-        for kind, key, value in trace_stream.read_trace(trace):
-            if kind == "member":
-                writer.member(key, value)
-                continue
-            verdict = annotator.event(value)
-            counts[verdict.status] += 1
-            if verdict.status == "unknown":
-                unknown[value["name"]] += 1
-            elif verdict.status == "ambiguous":
-                ambiguous[f"{value['name']}: {verdict.why}"] += 1
-            elif verdict.status == "mismatch":
-                mismatched[f"{value['name']}: {verdict.why}"] += 1
-            elif verdict.status == "malformed":
-                malformed[f"{value['name']}: {verdict.why}"] += 1
-            writer.event(value)
-            events += 1
-        writer.commit()
-    except BaseException:
-        writer.discard()
-        raise
-    kernel_events = events - counts[None]
-    return Summary(
-        str(output),
-        events,
-        kernel_events,
-        counts["annotated"],
-        dict(unknown),
-        dict(ambiguous),
-        dict(mismatched),
-        dict(malformed),
-        annotator.per_op_events,
-        stacks.has_stacks,
-        annotator.unplaced,
-    )
+    return regions, stacks
+
+
+class _Tally:
+    """Every event's verdict counted, and the names of those not annotated, by why."""
+
+    def __init__(self) -> None:
+        self.events = 0
+        self.statuses: Counter[str | None] = Counter()
+        self.unknown: Counter[str] = Counter()
+        #: by status: the events not annotated though they are kernel events ("name: why")
+        self.refused: dict[str, Counter[str]] = {s: Counter() for s in ("ambiguous", "mismatch", "malformed")}
+
+    def add(self, event: dict[str, Any], verdict: attribution.Verdict) -> None:
+        self.events += 1
+        self.statuses[verdict.status] += 1
+        if verdict.status == "unknown":
+            self.unknown[event["name"]] += 1
+        elif verdict.status in self.refused:
+            self.refused[verdict.status][f"{event['name']}: {verdict.why}"] += 1
+
+    def summary(self, output: str, annotator: _Annotator, stacks: bool) -> AnnotateSummary:
+        return AnnotateSummary(
+            output,
+            self.events,
+            self.events - self.statuses[None],
+            self.statuses["annotated"],
+            dict(self.unknown),
+            dict(self.refused["ambiguous"]),
+            dict(self.refused["mismatch"]),
+            dict(self.refused["malformed"]),
+            annotator.per_op_events,
+            stacks,
+            annotator.unplaced,
+        )

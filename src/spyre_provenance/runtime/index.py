@@ -175,7 +175,7 @@ def build(paths: Iterable[str | os.PathLike[str]] = ()) -> KernelIndex:
     sidecars: list[dict[str, Any]] = []
     for path in folders:
         if not path.exists():
-            hint = " (compile with --out, or name one with --in)" if path == DEFAULT_PATH else ""
+            hint = " (compile with --out, or name one with --from)" if path == DEFAULT_PATH else ""
             raise UnusableInput(str(path), f"no such file or folder{hint}")
         if path.is_file() and artifact_for_filename(path.name) == SPYRE_SIDECAR:
             sidecars += _sidecar(path, explicit=True)
@@ -201,7 +201,7 @@ def _sidecar_files(folder: Path) -> Iterator[Path]:
 
 
 def _sidecar(path: Path, *, explicit: bool) -> list[dict[str, Any]]:
-    """A sidecar's document when it is valid. Named with --in, an invalid one is unusable
+    """A sidecar's document when it is valid. Named with --from, an invalid one is unusable
     input (validate says what is wrong); found in a folder, it is passed over."""
     from spyre_provenance.validate import schemas
 

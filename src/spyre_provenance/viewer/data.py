@@ -26,7 +26,6 @@ from typing import Any
 
 import msgspec
 
-from spyre_provenance.backends.torch_spyre.bundles import handle_of
 from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.logs import tracelog
 from spyre_provenance.logs.graphs import LoggedGraph
@@ -41,6 +40,7 @@ from spyre_provenance.model.names import (
     SOURCE_LINES,
     artifact_file,
 )
+from spyre_provenance.model.superdsc import handle_of
 from spyre_provenance.runtime import index
 from spyre_provenance.runtime.index import IndexedGraph
 from spyre_provenance.runtime.lookup import GraphView
@@ -212,76 +212,13 @@ def _graph(
     logged: LoggedGraph | None,
     sidecars: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    m = g.mapping
-    code_to_post: dict[str, list[str]] = m.get("cppCodeToPost") or {}
-    post_to_code: dict[str, list[str]] = m.get("postToCppCode") or {}
-    pre, post, pre_post = _nodes(m)
-    post_at = {name: i for i, name in enumerate(post)}
-
-    specs_doc = (g.opspecs or {}).get("kernels") or {}
-    handles: dict[str, Any] = (g.opspecs or {}).get("handles") or {}
-    recorded = (g.opspecs or {}).get("bundles") or {}
-    keys = _names(code_to_post, (k for ks in post_to_code.values() for k in ks), specs_doc)
-    call_posts: dict[str, set[str]] = {key: set(code_to_post.get(key) or ()) for key in keys}
-    for name, ks in post_to_code.items():
-        for key in ks:
-            call_posts[key].add(name)
-
-    calls: list[dict[str, Any]] = []
-    specs: list[dict[str, Any]] = []
-    bundles = _Bundles(g, served)
+    pre, post, pre_post = _nodes(g.mapping)
+    reader = _CallSites(g, lines, {name: i for i, name in enumerate(post)}, _Bundles(g, served))
     wrapper = wrapper_calls(logged.output_code if logged is not None else None)
-    used_handles: dict[str, Any] = {}
-    for c, key in enumerate(keys):
-        name, _ = split_key(key)
-        folder = (recorded.get(key) or {}).get("folder") if isinstance(recorded, dict) else None
-        folder = folder if isinstance(folder, str) and folder else name or key
-        spec_at = []
-        written = {s.get("buffer") for s in specs_doc.get(key) or () if s.get("buffer")}
-        for i, spec in enumerate(specs_doc.get(key) or ()):
-            hid = spec.get("debug_handle")
-            handle = handles.get(hid) if isinstance(hid, str) else None
-            if handle is not None:
-                used_handles[hid] = handle
-                for child in _children(handle, handles):
-                    used_handles[child] = handles[child]
-            b = bundles.place(folder, i, hid, len(specs))
-            spec_at.append(len(specs))
-            specs.append(
-                {
-                    "c": c,
-                    "i": i,
-                    "op": spec.get("op"),
-                    "red": spec.get("is_reduction"),
-                    "it": spec.get("iteration_space"),
-                    "buf": spec.get("buffer"),
-                    "h": hid,
-                    "miss": spec.get("missing_handle"),
-                    "l": sorted({lines.of(f, n) for f, n in handle_lines(handle, handles)}),
-                    # the post-grad nodes its handle names (ir_chain, fused-from children's)
-                    "p": sorted(
-                        {post_at[n] for n in handle_nodes(hid, handles, written) if n in post_at}
-                        if isinstance(hid, str)
-                        else ()
-                    ),
-                    "b": b,
-                    # whether the bundle's debug_handle_ is this OpSpec's (a kernel-cache hit
-                    # serves an earlier compile's bundle): said, not assumed
-                    "ba": b is not None and str(bundles.found[b]["id"]) == str(hid),
-                }
-            )
-        calls.append(
-            {
-                "k": key,
-                "p": sorted(post_at[p] for p in call_posts[key]),
-                "l": [lines.of(f, n) for f, n in kernel_lines(key, g.stack_traces, g.opspecs)],
-                "s": spec_at,
-                "w": wrapper.get(key),  # its handle comment and call in the wrapper, as logged
-            }
-        )
+    calls = [reader.call(c, key, posts, wrapper.get(key)) for c, (key, posts) in enumerate(_call_posts(g).items())]
     _torch_spyre(_indexed(g, logged), g.opspecs, sidecars, calls, lines)
-    for bundle in bundles.found:
-        _bundle_text(bundle, specs, limit)
+    for bundle in reader.bundles.found:
+        _bundle_text(bundle, reader.specs, limit)
     graph = {
         "label": g.label,
         "model": g.model,
@@ -296,9 +233,9 @@ def _graph(
         "post": post,
         "pp": [sorted(s) for s in pre_post],
         "calls": calls,
-        "specs": specs,
-        "handles": used_handles,
-        "bundles": bundles.found,
+        "specs": reader.specs,
+        "handles": reader.used_handles,
+        "bundles": reader.bundles.found,
         # the graphs' code as logged, each node on its line (None: no log beside the folder)
         "code": {
             "pre": graph_code(logged.pre_grad_graph if logged is not None else None, pre),
@@ -307,6 +244,84 @@ def _graph(
     }
     graph["rel"] = relation(graph)
     return graph
+
+
+def _call_posts(g: GraphFolder | LoggedGraphInput) -> dict[str, set[str]]:
+    """Every call site of the graph (the mapping's both ways, then the OpSpec artifact's), in
+    that order, with the post-grad nodes the mapping gives it."""
+    code_to_post: dict[str, list[str]] = g.mapping.get("cppCodeToPost") or {}
+    post_to_code: dict[str, list[str]] = g.mapping.get("postToCppCode") or {}
+    specs_doc = (g.opspecs or {}).get("kernels") or {}
+    keys = _names(code_to_post, (k for ks in post_to_code.values() for k in ks), specs_doc)
+    call_posts: dict[str, set[str]] = {key: set(code_to_post.get(key) or ()) for key in keys}
+    for name, ks in post_to_code.items():
+        for key in ks:
+            call_posts[key].add(name)
+    return call_posts
+
+
+class _CallSites:
+    """A graph's call sites as the page holds them, and the OpSpecs, handles and bundles they
+    gather on the way (``specs`` indexed by the calls' ``s``)."""
+
+    def __init__(self, g: GraphFolder | LoggedGraphInput, lines: _Lines, post_at: dict[str, int], bundles: _Bundles):
+        doc = g.opspecs or {}
+        self.g, self.lines, self.post_at, self.bundles = g, lines, post_at, bundles
+        self.kernels: dict[str, Any] = doc.get("kernels") or {}
+        self.handles: dict[str, Any] = doc.get("handles") or {}
+        self.recorded: Any = doc.get("bundles") or {}
+        self.specs: list[dict[str, Any]] = []
+        self.used_handles: dict[str, Any] = {}
+
+    def call(self, c: int, key: str, posts: set[str], wrapped: Any) -> dict[str, Any]:
+        """Call site number ``c``; ``wrapped``: its handle comment and call in the wrapper, as logged."""
+        name, _ = split_key(key)
+        folder = (self.recorded.get(key) or {}).get("folder") if isinstance(self.recorded, dict) else None
+        folder = folder if isinstance(folder, str) and folder else name or key
+        kernel_specs = self.kernels.get(key) or ()
+        written = {s.get("buffer") for s in kernel_specs if s.get("buffer")}
+        spec_at = [self._spec(c, i, spec, folder, written) for i, spec in enumerate(kernel_specs)]
+        return {
+            "k": key,
+            "p": sorted(self.post_at[p] for p in posts),
+            "l": [self.lines.of(f, n) for f, n in kernel_lines(key, self.g.stack_traces, self.g.opspecs)],
+            "s": spec_at,
+            "w": wrapped,
+        }
+
+    def _spec(self, c: int, i: int, spec: dict[str, Any], folder: str, written: set[Any]) -> int:
+        """The ``i``-th OpSpec of call site ``c``, added to ``specs``: its index there."""
+        hid: Any = spec.get("debug_handle")
+        handle = self.handles.get(hid) if isinstance(hid, str) else None
+        if handle is not None:
+            self.used_handles[hid] = handle
+            for child in _children(handle, self.handles):
+                self.used_handles[child] = self.handles[child]
+        b = self.bundles.place(folder, i, hid, len(self.specs))
+        self.specs.append(
+            {
+                "c": c,
+                "i": i,
+                "op": spec.get("op"),
+                "red": spec.get("is_reduction"),
+                "it": spec.get("iteration_space"),
+                "buf": spec.get("buffer"),
+                "h": hid,
+                "miss": spec.get("missing_handle"),
+                "l": sorted({self.lines.of(f, n) for f, n in handle_lines(handle, self.handles)}),
+                # the post-grad nodes its handle names (ir_chain, fused-from children's)
+                "p": sorted(
+                    {self.post_at[n] for n in handle_nodes(hid, self.handles, written) if n in self.post_at}
+                    if isinstance(hid, str)
+                    else ()
+                ),
+                "b": b,
+                # whether the bundle's debug_handle_ is this OpSpec's (a kernel-cache hit
+                # serves an earlier compile's bundle): said, not assumed
+                "ba": b is not None and str(self.bundles.found[b]["id"]) == str(hid),
+            }
+        )
+        return len(self.specs) - 1
 
 
 def _per_op(g: GraphFolder | LoggedGraphInput, logged: LoggedGraph | None) -> str | None:
@@ -440,7 +455,7 @@ def _bundle_file(path: Path, shown: str) -> dict[str, Any]:
     data = jsonio.read_file(path)
     try:
         doc = msgspec.json.decode(data)
-        served = handle_of(doc)
+        served = handle_of(doc, strict=False)
     except msgspec.DecodeError as exc:
         raise UnusableInput(str(path), f"not valid JSON: {exc}") from None
     except ValueError as exc:

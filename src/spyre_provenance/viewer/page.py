@@ -84,8 +84,18 @@ def _path_of(name: str) -> Path:
 def beside(out: Path) -> str:
     """``compile``'s and ``open``'s line for the page of ``out``, written now; a folder the
     page cannot be made of is said, never a failure of the command that printed it."""
+    return line(*written_beside(out))
+
+
+def written_beside(out: Path) -> tuple[Path | None, str | None]:
+    """The page of ``out``, written now: (where, None), or (None, why it could not be)."""
     try:
         target, _ = write_page(out)
     except UnusableInput as exc:
-        return f"viewer page: NOT WRITTEN: {exc}"
-    return f"viewer page: {target}"
+        return None, str(exc)
+    return target, None
+
+
+def line(page: Path | None, problem: str | None) -> str:
+    """The line ``beside`` prints for ``written_beside``'s answer."""
+    return f"viewer page: {page}" if page is not None else f"viewer page: NOT WRITTEN: {problem}"

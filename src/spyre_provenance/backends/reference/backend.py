@@ -76,7 +76,6 @@ from spyre_provenance.backends.reference.opspecs import (
     kernel_descriptor,
     redact_handle,
 )
-from spyre_provenance.backends.torch_spyre import bundles
 from spyre_provenance.backends.torch_spyre.opspecs import opspec_records
 from spyre_provenance.base.files import atomic_write_text
 from spyre_provenance.base.patches import Patches
@@ -84,6 +83,7 @@ from spyre_provenance.model import folders
 from spyre_provenance.model.folders import BUNDLE_FILE
 from spyre_provenance.model.layout import kernel_bundle_folder
 from spyre_provenance.model.records import Fault, OpSpecRecord
+from spyre_provenance.model.superdsc import handle_of
 
 aten = torch.ops.aten
 
@@ -356,14 +356,14 @@ class ReferenceBackend(Backend):
             cached = _read_bundles(folder, len(documents))
             self._bundles[kernel_name] = bundle_identity(specs, folder)
             if cached is not None:  # a hit: what torch-spyre serves, handles and all
-                self._served[kernel_name] = [bundles.handle_of(d) for d in cached]
+                self._served[kernel_name] = [handle_of(d, strict=False) for d in cached]
                 return
         else:
             assert self.bundle_dir is not None  # no kernel cache: a bundle folder, or returned above
             name = folders.bundle_folder_name(kernel_name, "".join(texts).encode("utf-8"))
             folder = kernel_bundle_folder(self.bundle_dir, name)
             self._bundles[kernel_name] = bundle_identity(specs, folder)
-        self._served[kernel_name] = [bundles.handle_of(d) for d in documents]
+        self._served[kernel_name] = [handle_of(d, strict=False) for d in documents]
         for i, text in enumerate(texts):
             path = folder / BUNDLE_FILE.format(i)
             try:

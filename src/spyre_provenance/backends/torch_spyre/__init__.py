@@ -115,10 +115,10 @@ from types import CodeType, ModuleType
 from typing import Any
 
 from spyre_provenance.backends.base import TRACING_FUNCTION, Backend, CallSiteRecorder
-from spyre_provenance.backends.torch_spyre.bundles import served_handles
 from spyre_provenance.base.errors import ProvenanceWarning
 from spyre_provenance.base.patches import Patches
 from spyre_provenance.model.records import Fault, OpSpecRecord
+from spyre_provenance.model.superdsc import served_handles
 
 DEVICE = "spyre"
 SCHEDULING_CLASS = "SuperDSCScheduling"

@@ -1,0 +1,90 @@
+"""The API and the command line share defaults and option names.
+
+``--from PATH`` is the one name of what ``lookup`` and ``annotate`` read provenance from (the
+API's ``from_``); ``--in``, lookup's spelling in 0.1.0, still works on both, hidden from
+``--help``, with one line on stderr saying it is deprecated. ``annotate()`` writes where the
+command writes; 0.1.0's API keywords still work, with a DeprecationWarning."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import spyre_provenance
+
+DEPRECATED = "warning: --in is deprecated, use --from"
+
+
+def test_lookup_reads_the_same_through_both_spellings(run_cli, data_dir):
+    log = data_dir / "logs" / "seed_mlp.log"
+    code, out, err = run_cli("lookup", "cpp_fused_relu_0", "--from", log, "--format", "json")
+    assert code == 0 and err == "" and json.loads(out)["answers"][0]["matches"]
+    assert run_cli("lookup", "cpp_fused_relu_0", "--in", log, "--format", "json") == (
+        0,
+        out,
+        f"spyre-provenance lookup: {DEPRECATED}\n",
+    )
+
+
+def test_annotate_reads_the_same_through_both_spellings(run_cli, data_dir, tmp_path):
+    log = data_dir / "logs" / "seed_mlp.log"
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": [{"ph": "X", "name": "cpp_fused_relu_0", "ts": 1, "dur": 2}]}))
+    code, out, err = run_cli("annotate", trace, "--from", log, "--summary", "--format", "json")
+    assert code in (0, 1) and err == "" and json.loads(out)
+    assert run_cli("annotate", trace, "--in", log, "--summary", "--format", "json") == (
+        code,
+        out,
+        f"spyre-provenance annotate: {DEPRECATED}\n",
+    )
+
+
+@pytest.mark.parametrize("command", ["lookup", "annotate"])
+def test_help_names_from_and_hides_in(run_cli, command):
+    code, out, _ = run_cli(command, "--help")
+    assert code == 0 and "--from PATH" in out and "--in" not in out
+
+
+def _trace(folder):
+    trace = folder / "t.json"
+    trace.write_text(json.dumps({"traceEvents": [{"ph": "X", "name": "cpp_fused_relu_0", "ts": 1, "dur": 2}]}))
+    return trace
+
+
+def test_the_api_annotates_beside_the_trace_as_the_command_does(run_cli, data_dir, tmp_path):
+    log = data_dir / "logs" / "seed_mlp.log"
+    (tmp_path / "api").mkdir()
+    (tmp_path / "cli").mkdir()
+    api, cli = _trace(tmp_path / "api"), _trace(tmp_path / "cli")
+    original = api.read_bytes()
+    summary = spyre_provenance.annotate(api, from_=log)
+    code, out, _ = run_cli("annotate", cli, "--from", log)
+    assert isinstance(summary, spyre_provenance.AnnotateSummary)
+    assert summary.output == str(tmp_path / "api" / "t.annotated.json") and out.rstrip("\n").endswith(
+        str(tmp_path / "cli" / "t.annotated.json")
+    )
+    assert api.read_bytes() == original  # the trace itself is left as it was
+    assert (tmp_path / "api" / "t.annotated.json").read_bytes() == (tmp_path / "cli" / "t.annotated.json").read_bytes()
+
+
+def test_the_api_annotates_in_place_only_when_asked(data_dir, tmp_path):
+    log = data_dir / "logs" / "seed_mlp.log"
+    trace = _trace(tmp_path)
+    summary = spyre_provenance.annotate(trace, from_=log, in_place=True)
+    assert summary.output == str(trace) and not (tmp_path / "t.annotated.json").exists()
+    with pytest.raises(ValueError, match="output or in_place"):
+        spyre_provenance.annotate(trace, from_=log, output=tmp_path / "o.json", in_place=True)
+
+
+def test_the_api_keywords_of_0_1_0_still_work_and_say_so(data_dir, tmp_path):
+    log = data_dir / "logs" / "seed_mlp.log"
+    trace = _trace(tmp_path)
+    csv = tmp_path / "summary.csv"
+    csv.write_text("Kernel,Total\n")
+    with pytest.warns(DeprecationWarning, match="acelyzer_csv"):
+        old = spyre_provenance.time_summary(trace, from_=log, acelyzer_csv=csv)
+    assert old == spyre_provenance.time_summary(trace, from_=log, acelyzer=csv)
+    with pytest.warns(DeprecationWarning, match="find_traces"):
+        old_compare = spyre_provenance.compare(log, log, find_traces=False)
+    assert old_compare == spyre_provenance.compare(log, log, no_trace=True)
