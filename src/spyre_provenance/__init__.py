@@ -16,6 +16,9 @@ The pure core imports no torch; the names of the compile are imported on first u
 
 from __future__ import annotations
 
+# written once, in base/ where every layer can read it (pyproject reads it there too)
+from spyre_provenance.base.version import __version__
+
 # not ``from typing import TYPE_CHECKING``: the package is imported at every interpreter's
 # start-up when SPYRE_PROVENANCE_OUT is set (plugin.startup), and typing costs milliseconds
 TYPE_CHECKING = False
@@ -32,9 +35,6 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and the API pages (
     from spyre_provenance.plugin.pytest_fixture import ProvenanceRegression, ProvenanceToolchainHint
     from spyre_provenance.runtime.time_summary import TimeSummary
 
-# the one place the version is written: pyproject reads it ([tool.hatch.version]), and
-# CHANGELOG.md's newest released heading must equal it (tests/unit/test_docs.py)
-__version__ = "0.1.0"
 
 __all__ = [
     "__version__",
