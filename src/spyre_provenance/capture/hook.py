@@ -35,15 +35,8 @@ from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.links import inference, mapping
 from spyre_provenance.model import folders
 from spyre_provenance.model.names import DIAGNOSTICS, MODEL_LABEL, OPSPEC_DEBUG_HANDLES
-from spyre_provenance.model.records import (
-    BundleHandlesV4,
-    Fault,
-    GraphDiagnostics,
-    GraphResult,
-    KernelRecord,
-    PreGradSubgraphs,
-    RandomOp,
-)
+from spyre_provenance.model.post_grad_graph import PreGradSubgraphs
+from spyre_provenance.model.records import BundleHandlesV4, Fault, GraphDiagnostics, GraphResult, KernelRecord, RandomOp
 from spyre_provenance.validate import coverage, schemas
 
 DUMP_FUNCTION = "dump_inductor_provenance_info"

@@ -25,13 +25,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from spyre_provenance.model.frames import frames
-from spyre_provenance.model.records import (
-    InferredPreGrad,
-    InferredSource,
-    KernelGap,
-    NodeMap,
-    PostGradGraph,
-)
+from spyre_provenance.model.post_grad_graph import PostGradGraph
+from spyre_provenance.model.records import InferredPreGrad, InferredSource, KernelGap, NodeMap
 
 #: The op functionalization writes a mutated value back into its input with.
 WRITE_BACK_OP = "aten.copy_"

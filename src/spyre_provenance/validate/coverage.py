@@ -12,8 +12,8 @@ debug handles. Coverage, not op counts:
    its own in the post-grad graph (a graph input has none: tlparse can highlight nothing),
    and only nodes the graph has.
 3. ``node-reach``: every post-grad compute node reaches a kernel, or needs none for a stated
-   reason: a view or metadata op (by rule, ``model.records.NO_KERNEL_OPS``), dead code (no user, not an
-   output), a constant no kernel needs. A node computed inside its users' kernels (inlined)
+   reason: a view or metadata op (by rule, ``model.post_grad_graph.NO_KERNEL_OPS``), dead code
+   (no user, not an output), a constant no kernel needs. A node computed inside its users' kernels (inlined)
    must be listed there.
 4. ``opspec-handle``: every OpSpec carries a debug handle whose ``ir_chain`` names real
    post-grad nodes, all mapped to its kernel.
@@ -41,15 +41,8 @@ import msgspec
 from spyre_provenance.links.mapping import kernels_by_node, kernels_of_users
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.model.handles import named_nodes
-from spyre_provenance.model.records import (
-    FACTORY_OPS,
-    CoverageCounts,
-    CoverageCountsV4,
-    ExemptNodes,
-    GraphNode,
-    PostGradGraph,
-    Violation,
-)
+from spyre_provenance.model.post_grad_graph import FACTORY_OPS, GraphNode, PostGradGraph
+from spyre_provenance.model.records import CoverageCounts, CoverageCountsV4, ExemptNodes, Violation
 
 if TYPE_CHECKING:
     from spyre_provenance.logs.graphs import LoggedGraph
