@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import os  # loaded at every interpreter's start-up already
 
+# written once, in base/ where every layer can read it (pyproject reads it there too)
+from spyre_provenance.base.version import __version__
+
 # not ``from typing import TYPE_CHECKING``: the package is imported at every interpreter's
 # start-up when SPYRE_PROVENANCE_OUT is set (plugin.startup), and typing costs milliseconds
 TYPE_CHECKING = False
@@ -49,10 +52,6 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and the API pages (
 
     #: a path as the API takes one; ``from_`` takes one or several
     StrPath = str | os.PathLike[str]
-
-# the one place the version is written: pyproject reads it ([tool.hatch.version]), and
-# CHANGELOG.md's newest released heading must equal it (tests/unit/test_docs.py)
-__version__ = "0.1.0"
 
 __all__ = [
     "__version__",

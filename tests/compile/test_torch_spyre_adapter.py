@@ -28,7 +28,7 @@ from spyre_provenance.backends import choose_backend, get_backend
 from spyre_provenance.backends import torch_spyre as adapter
 from spyre_provenance.backends.torch_spyre import TorchSpyreBackend, available
 from spyre_provenance.backends.torch_spyre import opspecs as readers
-from spyre_provenance.capture import hook
+from spyre_provenance.base.errors import ProvenanceWarning
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.model.records import OpSpecRecord
 
@@ -163,7 +163,7 @@ def compiled(request) -> Compiled:
         after,
         modules,
         registrations,
-        [w for w in caught if issubclass(w.category, hook.ProvenanceWarning)],
+        [w for w in caught if issubclass(w.category, ProvenanceWarning)],
     )
 
 

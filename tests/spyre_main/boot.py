@@ -86,7 +86,7 @@ def boot(source: Path, tools: Path | None = None) -> None:
     tests = str(Path(__file__).resolve().parent.parent)
     if tests not in sys.path:
         sys.path.insert(0, tests)
-    from spyre_main import native
+    from spyre_main import host_memory, native
 
     sys.modules["torch_spyre._C"] = native.build()
     import torch_spyre
@@ -101,7 +101,7 @@ def boot(source: Path, tools: Path | None = None) -> None:
     torch._C._acc.register_python_privateuseone_device_guard(_DummyDeviceGuard())
     _fake_inputs_have_layouts(torch)
     # the device's two allocations, whose tensors keep their values on the CPU
-    torch_spyre._spyre_provenance_memory = native.register_memory(sys.modules["torch_spyre._C"])
+    torch_spyre._spyre_provenance_memory = host_memory.register_memory(sys.modules["torch_spyre._C"])
     torch_spyre._spyre_provenance_booted = True
 
 

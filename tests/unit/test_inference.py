@@ -8,13 +8,8 @@ from __future__ import annotations
 import pytest
 
 from spyre_provenance.links import inference
-from spyre_provenance.model.records import (
-    GraphNode,
-    InferredPreGrad,
-    InferredSource,
-    NodeFacts,
-    PostGradGraph,
-)
+from spyre_provenance.model.post_grad_graph import GraphNode, NodeFacts, PostGradGraph
+from spyre_provenance.model.records import InferredPreGrad, InferredSource
 
 TRACE = 'File "model.py", line {}, in forward\n    {}\n'
 

@@ -18,7 +18,7 @@ from helpers.where import PACKAGE  # tests/ is on sys.path
 
 #: The layers, lowest first, as the package's folders: a module imports only from its own
 #: layer or lower ones. Folders on one line are one layer. Every module of the package lives
-#: in one of these folders (but ``__init__``, the public API, and ``__main__``).
+#: in one of these folders but the package root's two (``ROOT``).
 LAYERS = (
     ("base",),  # exit codes and errors; atomic files, gc pause; patching torch and undoing it
     ("model",),  # records, wire form, names, detection, folder names, frames; strict JSON reading
@@ -31,6 +31,9 @@ LAYERS = (
     ("compile",),  # one compile: request, run against eager, checks, profile, ranks, summary; the built-in models
     ("cli", "plugin"),  # entry points: imported by nothing
 )
+#: The package root's modules, a layer above ``cli``/``plugin``: ``__init__`` (the public API)
+#: and ``__main__`` (``python -m``) import from the folders; nothing in them imports these.
+ROOT = ("__init__", "__main__")
 #: The only modules that may load torch when imported; every other one must not.
 TORCH_ON_IMPORT = (
     "backends.reference.backend",
@@ -42,6 +45,8 @@ TORCH_ON_IMPORT = (
 
 
 def layer(module: str) -> int:
+    if module in ROOT:
+        return len(LAYERS)
     folder = module.split(".")[0]
     for rank, folders in enumerate(LAYERS):
         if folder in folders:
@@ -50,18 +55,22 @@ def layer(module: str) -> int:
 
 
 def _modules() -> dict[str, Path]:
+    """Module name (``capture.hook``, ``cli`` for ``cli/__init__.py``, ``__init__`` and
+    ``__main__`` for the root's two) -> its file."""
     found = {}
     for path in PACKAGE.rglob("*.py"):
         parts = path.relative_to(PACKAGE).with_suffix("").parts
-        if parts[-1] == "__main__":
-            continue
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        found[name] = path
+        if len(parts) > 1 and parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
     return found
 
 
 def _imports(path: Path, known: set[str]) -> set[str]:
-    """Our modules ``path`` imports anywhere (function bodies too), TYPE_CHECKING aside."""
+    """Our modules ``path`` imports anywhere (function bodies too), TYPE_CHECKING aside.
+
+    ``import spyre_provenance`` and ``from spyre_provenance import NAME`` (NAME not a
+    module of ours) import the root's ``__init__``."""
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
@@ -81,7 +90,9 @@ def _imports(path: Path, known: set[str]) -> set[str]:
             else:
                 names = []
             for name in names:
-                if name.startswith("spyre_provenance."):
+                if name == "spyre_provenance":
+                    found.add("__init__")
+                elif name.startswith("spyre_provenance."):
                     short = name.removeprefix("spyre_provenance.")
                     if short in known:
                         found.add(short)
@@ -94,8 +105,8 @@ def _imports(path: Path, known: set[str]) -> set[str]:
 @pytest.fixture(scope="module")
 def graph() -> dict[str, set[str]]:
     modules = _modules()
-    known = set(modules) - {""}
-    return {name: _imports(path, known) - {name} for name, path in modules.items() if name}
+    known = set(modules)
+    return {name: _imports(path, known) - {name} for name, path in modules.items()}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -134,11 +145,24 @@ def test_the_graph_is_read(graph):
     # a reader that found nothing would pass every rule below
     assert "model.records" in graph["links.mapping"] and "logs.wrapper_code" in graph["validate.coverage"]
     assert "validate.paths" in graph["cli.validate"]
+    assert graph["__main__"] == {"cli"}  # the root's modules are read too
+
+
+def test_an_import_of_the_root_is_read(tmp_path):
+    # the rule below must see an arrow up to the root: ``from spyre_provenance import NAME``
+    # where NAME is no module (``__version__``), and a plain ``import spyre_provenance``
+    known = set(_modules())
+    for line in ("from spyre_provenance import __version__", "import spyre_provenance"):
+        (tmp_path / "probe.py").write_text(f"def f():\n    {line}\n")
+        assert _imports(tmp_path / "probe.py", known) == {"__init__"}, line
+    (tmp_path / "probe.py").write_text("from spyre_provenance import golden\n")
+    assert _imports(tmp_path / "probe.py", known) == {"golden"}
 
 
 def test_every_module_has_a_layer(graph):
     for module in graph:
         layer(module)
+    assert {layer(module) for module in ROOT} == {len(LAYERS)}  # above every folder
 
 
 def test_the_top_level_is_the_layer_folders():
@@ -174,12 +198,14 @@ def test_imports_point_down(graph):
 
 
 def test_entry_points_are_imported_by_nothing(graph):
+    # but by the root above them (``__main__`` runs ``cli.main``); the root itself is
+    # imported by nothing, which ``test_imports_point_down`` holds (it is the top layer)
     top = len(LAYERS) - 1
     importers = sorted(
         f"{module} imports {target}"
         for module, targets in graph.items()
         for target in targets
-        if layer(target) == top and target.split(".")[0] != module.split(".")[0]
+        if layer(target) == top and target.split(".")[0] != module.split(".")[0] and module not in ROOT
     )
     assert importers == []
 
@@ -188,7 +214,7 @@ def test_the_torch_list_names_real_modules(graph):
     assert [m for m in TORCH_ON_IMPORT if m not in graph] == []
 
 
-@pytest.mark.parametrize("module", sorted(set(_modules()) - {""} - set(TORCH_ON_IMPORT)))
+@pytest.mark.parametrize("module", sorted(set(_modules()) - set(ROOT) - set(TORCH_ON_IMPORT)))
 def test_module_imports_without_torch(module):
     """Each in a fresh interpreter: nothing imported before it hides what it loads."""
     code = (

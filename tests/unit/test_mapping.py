@@ -135,7 +135,7 @@ def test_no_opspec_artifact_for_backends_without_opspecs():
 
 
 def _graph():
-    from spyre_provenance.model.records import GraphNode, PostGradGraph
+    from spyre_provenance.model.post_grad_graph import GraphNode, PostGradGraph
 
     return PostGradGraph(
         [

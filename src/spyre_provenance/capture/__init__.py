@@ -1,7 +1,9 @@
 """Capture: the only code that touches ``torch._inductor`` while a model compiles.
 
 ``tracking``     the API: enable, disable, tracking (one session at a time, torch checked first)
-``hook``         the session: two seams in Inductor, the stages, never breaking a compile
+``hook``         the session: two seams in Inductor, the stages of a graph
+``faults``       never breaking a compile: a stage's failure kept per graph, warned once
+``inductor_setup``  Inductor as tracking needs it: caches off, fallbacks announced, audit observers
 ``inductor``     everything the session reads from Inductor and hands back (one class)
 ``emit``         a graph's files in the debug dir and ``--out`` (atomic)
 ``audit_probe``  the audit's field counts, from the live objects

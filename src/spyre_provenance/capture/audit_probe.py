@@ -28,6 +28,7 @@ from typing import Any
 
 from spyre_provenance.audit import report
 from spyre_provenance.base.errors import ProvenanceWarning
+from spyre_provenance.base.version import __version__
 from spyre_provenance.model.audit_records import FX_FIELDS, KernelAudit, OpSpecAudit, Stage, Toolchain
 from spyre_provenance.model.records import GraphResult, KernelRecord
 
@@ -325,8 +326,6 @@ def _version(*names: str) -> str | None:
 
 def toolchain() -> Toolchain:
     """The compiler stack this process compiles with, where known."""
-    from spyre_provenance import __version__
-
     torch_git = None
     try:
         import torch

@@ -13,52 +13,35 @@ Two seams in Inductor, both patched only while tracking is enabled:
   the only mapping artifact of the graph (never a second, contradicting one), and puts it
   into the FX-graph cache entry, so cache hits replay it.
 
-Nothing in here may break a compile: every stage runs under ``_stage`` which turns an
-exception into one warning and a diagnostics entry, and marks the graph partial.
+Nothing in here may break a compile: every stage runs under ``Faults.stage``
+(``capture.faults``), which turns an exception into one warning and a diagnostics entry,
+and marks the graph partial. What tracking changes in Inductor beyond the two seams (caches
+off, fallbacks' handle comments, the audit's observers) is ``capture.inductor_setup``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from spyre_provenance.backends.base import TRACING_FUNCTION, Backend
-from spyre_provenance.base.errors import ProvenanceWarning
 from spyre_provenance.base.patches import Patches
-from spyre_provenance.capture import emit
+from spyre_provenance.capture import emit, inductor_setup
+from spyre_provenance.capture.faults import Faults
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.links import inference, mapping
 from spyre_provenance.model import folders
 from spyre_provenance.model.names import DIAGNOSTICS, MODEL_LABEL, OPSPEC_DEBUG_HANDLES
-from spyre_provenance.model.records import (
-    BundleHandlesV4,
-    Fault,
-    GraphDiagnostics,
-    GraphResult,
-    KernelRecord,
-    PreGradSubgraphs,
-    RandomOp,
-)
+from spyre_provenance.model.post_grad_graph import PreGradSubgraphs
+from spyre_provenance.model.records import BundleHandlesV4, GraphDiagnostics, GraphResult, KernelRecord, RandomOp
 from spyre_provenance.validate import coverage, schemas
 
 DUMP_FUNCTION = "dump_inductor_provenance_info"
 #: compile_fx's function that logs the pre-grad graph (``before_pre_grad_graph``) and runs
 #: the pre-grad passes: where the pre-grad graph's subgraphs can be read
 PRE_GRAD_FUNCTION = "run_pre_grad_passes"
-#: Inductor IR classes whose call is written without a handle comment (torch 2.13): the
-#: scatter and index_put fallbacks, ``bernoulli_`` (dropout's fallback) and the kernels that
-#: mutate their first argument in place (``resize_storage_bytes_``).
-UNANNOUNCED_FALLBACKS = (
-    "ScatterFallback",
-    "IndexPutFallback",
-    "InplaceBernoulliFallback",
-    "MutatingFirstArgExternKernel",
-)
 
 
 class _Built:
@@ -102,8 +85,7 @@ class Session:
         self.redactor = redactor  # a redact.Redactor: paths in written/emitted artifacts rewritten
         self.results: list[GraphResult] = []
         self._pending: dict[int, list[KernelRecord]] = {}
-        self._faults: dict[int, list[Fault]] = {}
-        self._warned: set[str] = set()
+        self.faults = Faults(redactor)  # what failed, per graph: never raised into the compile
         self._patches = Patches()
         self._pre_grad_ids: dict[str, int] = {}  # compile id -> its pre-grad graph's id
         #: compile id -> its forward graph's seq_nr -> pre-grad nodes (``inference.forward_links``)
@@ -136,88 +118,14 @@ class Session:
         self._patches.wrap(inductor_debug, DUMP_FUNCTION, self._wrap_dump)
         self._patches.wrap(GraphLowering, "__init__", self._wrap_graph_init)
         self._patches.wrap(compile_fx, PRE_GRAD_FUNCTION, self._wrap_pre_grad)
-        self._announce_fallbacks()  # on stock Inductor too: torch's own mapping then lists them
+        # on stock Inductor too: torch's own mapping then lists them
+        inductor_setup.announce_fallbacks(self._patches, self.faults.fault)
         if config.trace.provenance_tracking_level == 0:
             self._patches.setattr(config.trace, "provenance_tracking_level", 1)
-        self._bypass_graph_caches()
+        inductor_setup.bypass_graph_caches(self._patches)
         self.inductor.reset_handle_counter()  # same model, same N, whatever this process compiled before
         if self.probe is not None:
-            self._install_audit()
-
-    def _install_audit(self) -> None:
-        """The audit's two extra seams: an observer among Inductor's pre-grad custom passes
-        (it changes nothing) and the backend's pre-scheduling pass boundaries."""
-        from torch._inductor import config
-        from torch._inductor.custom_graph_pass import CustomGraphPass, get_custom_graph_passes
-
-        probe, inductor = self.probe, self.inductor
-        assert probe is not None
-        probe.tracking_level = int(config.trace.provenance_tracking_level)
-        record_pre_grad = probe.pre_grad
-
-        class PreGradObserver(CustomGraphPass):
-            def __call__(self, graph: Any) -> None:
-                try:
-                    compile_id = inductor.compile_id()
-                except Exception:  # noqa: BLE001 - counted under no id rather than not at all
-                    compile_id = "unknown"
-                record_pre_grad(graph, compile_id)
-
-            def uuid(self) -> str:  # a constant: it reads, so it never changes a cache key's meaning
-                return "spyre-provenance audit: pre-grad observer"
-
-        passes = [*get_custom_graph_passes(config.pre_grad_custom_pass), PreGradObserver()]
-        self._patches.setattr(config, "pre_grad_custom_pass", passes)
-        self._patches.setattr(self.backend, "pass_observer", probe.pass_boundary)
-
-    def _bypass_graph_caches(self) -> None:
-        """Turn off the FX-graph and AOTAutograd caches while tracking.
-
-        A cache hit generates no kernels, so the hook would see nothing: no records, no
-        OpSpec artifact, no files. Compiling again costs time but gives the same bytes
-        (the output is deterministic), and logs the pre-grad graph that upstream's cache
-        replay leaves out. Kernel-level C++ caches stay on.
-        """
-        import torch._functorch.config as functorch_config
-        from torch._inductor import config
-
-        self._patches.setattr(config, "fx_graph_cache", False)
-        self._patches.setattr(functorch_config, "enable_autograd_cache", False)
-        # TORCHINDUCTOR_FX_GRAPH_CACHE=1 / TORCHINDUCTOR_AUTOGRAD_CACHE=1 (torch's env_name_force)
-        # win over any assignment: a warm cache would then be hit and nothing recorded.
-        for module, name in ((config, "fx_graph_cache"), (functorch_config, "enable_autograd_cache")):
-            entry = getattr(module, "_config", {}).get(name)
-            if getattr(entry, "env_value_force", None) is True:
-                self._patches.setattr(entry, "env_value_force", False)
-
-    def _announce_fallbacks(self) -> None:
-        """Give the fallback calls Inductor writes without a handle comment one.
-
-        ``ScatterFallback`` and ``IndexPutFallback`` write their call (``aten.scatter_reduce_.two(...)``)
-        without the ``codegen_comment`` other extern kernels get, so the call site has no
-        handle and no page links it. Calling it first takes the handle through the same
-        tracing function and writes the comment on the line before the call. Done on
-        every backend: Inductor's own tracing records the call site, so on stock Inductor
-        torch's own mapping lists it too (and still equals the hook's), and its page links
-        it; the handles after it count one more than in an untracked compile.
-        """
-        from torch._inductor import ir
-
-        for name in UNANNOUNCED_FALLBACKS:
-            cls = getattr(ir, name, None)
-            original = getattr(cls, "__dict__", {}).get("codegen")
-            if original is None:
-                continue
-
-            def codegen(node: Any, wrapper: Any, _original: Any = original) -> None:
-                try:
-                    node.codegen_comment(wrapper)
-                except Exception as exc:  # noqa: BLE001 - never break a compile
-                    self._fault("record collection", None, exc)
-                _original(node, wrapper)
-
-            codegen.__wrapped__ = original  # type: ignore[attr-defined]
-            self._patches.setattr(cls, "codegen", codegen)
+            inductor_setup.observe_for_audit(self._patches, self.probe, self.inductor, self.backend)
 
     def uninstall(self) -> None:
         try:
@@ -234,7 +142,7 @@ class Session:
                 try:
                     self._record(node_schedule, kernel_name, handle, is_extern)
                 except Exception as exc:  # noqa: BLE001 - a bug outside the stages: still never fail
-                    self._fault("record collection", None, exc)
+                    self.faults.fault("record collection", None, exc)
             return handle
 
         set_kernel_post_grad_provenance_tracing.__wrapped__ = original
@@ -246,7 +154,7 @@ class Session:
             try:
                 self.inductor.note_logged_post_grad_graph(graph)
             except Exception as exc:  # noqa: BLE001 - never break a compile
-                self._fault("record collection", None, exc)
+                self.faults.fault("record collection", None, exc)
 
         __init__.__wrapped__ = original
         return __init__
@@ -258,7 +166,7 @@ class Session:
         those nodes, so the graph the page shows and the log's coverage check read must
         hold them. Runs at a graph's first call site: every pass has run by then, and the
         wrapper code, which ends a graph in the log, is not logged yet."""
-        with self._stage("emit", graph_key):
+        with self.faults.stage("emit", graph_key):
             if self.inductor.post_grad_graph_moved(graph):
                 self.inductor.log_post_grad_graph(graph)
 
@@ -268,7 +176,7 @@ class Session:
         if graph_key not in self._pending:
             self._log_moved_post_grad_graph(graph, graph_key)
         record = None
-        with self._stage("record collection", graph_key):
+        with self.faults.stage("record collection", graph_key):
             record = KernelRecord(
                 name=str(kernel_name),
                 handle=int(handle),
@@ -283,20 +191,20 @@ class Session:
             self.probe.call_site(graph_key, node_schedule, is_extern)
         if record is None:
             return
-        with self._stage("get_kernel_metadata", graph_key):
+        with self.faults.stage("get_kernel_metadata", graph_key):
             record.source_nodes, record.original_aten = self.inductor.kernel_metadata(node_schedule)
         if not is_extern:
-            with self._stage("OpSpec handle reading", graph_key):
+            with self.faults.stage("OpSpec handle reading", graph_key):
                 record.opspecs = self.backend.opspecs_for(kernel_name, node_schedule)
             for spec in record.opspecs or ():
                 if spec.missing_handle:  # counted in handleless_opspecs too, by mapping.cross_check
-                    self._note(
+                    self.faults.note(
                         "OpSpec handle reading",
                         graph_key,
                         f"{record.key}: {spec.buffer or '?'} ({spec.op}) has no debug handle: {spec.missing_handle}",
                     )
         for fault in self.backend.take_faults():
-            self._note(fault.stage, graph_key, fault.error)
+            self.faults.note(fault.stage, graph_key, fault.error)
         self._pending.setdefault(graph_key, []).append(record)
 
     def record_call_site(self, node_schedule: Any, kernel_name: str) -> int | None:
@@ -310,7 +218,7 @@ class Session:
         from torch._inductor.virtualized import V
 
         handle = None
-        with self._stage("record collection", id(V.graph)):
+        with self.faults.stage("record collection", id(V.graph)):
             handle = getattr(inductor_debug, TRACING_FUNCTION)(node_schedule, kernel_name)
             if handle is not None:
                 V.graph.wrapper_code.write_provenance_debug_handle(kernel_name, handle)
@@ -324,7 +232,7 @@ class Session:
             try:
                 ours = self._finish_graph(upstream)
             except Exception as exc:  # noqa: BLE001 - a bug outside the stages: log upstream's
-                self._fault("build", None, exc)
+                self.faults.fault("build", None, exc)
                 self._abandon_current()
                 ours = None
             return upstream if ours is None else ours
@@ -346,7 +254,7 @@ class Session:
     def _pre_grad_subgraphs(self, pre_grad_id: int | None, graph_key: int) -> PreGradSubgraphs:
         read = self._subgraphs.get(pre_grad_id, PreGradSubgraphs()) if pre_grad_id is not None else PreGradSubgraphs()
         if isinstance(read, str):
-            self._note("build", graph_key, f"the pre-grad graph's subgraphs could not be read: {read}")
+            self.faults.note("build", graph_key, f"the pre-grad graph's subgraphs could not be read: {read}")
             return PreGradSubgraphs()
         return read
 
@@ -361,7 +269,7 @@ class Session:
         graph_key = id(graph)
         result = self._open_result(graph, graph_key, upstream)
         built = _Built()
-        with self._stage("build", graph_key):
+        with self.faults.stage("build", graph_key):
             self._build(result, graph, upstream, built)
         validated = built.done and self._validate(result, graph_key)
         if validated:
@@ -370,7 +278,7 @@ class Session:
             result.node_mappings = result.stack_traces = result.opspec_handles = None
             result.diagnostics.mapping = "upstream"
         linked: list[str] = []
-        with self._stage("build", graph_key):
+        with self.faults.stage("build", graph_key):
             linked = self._judge(result, graph, upstream, built)
         if self.probe is not None:
             logged = msgspec.to_builtins(result.node_mappings) if result.node_mappings is not None else upstream
@@ -382,7 +290,7 @@ class Session:
         """The graph's result, counted before anything can fail, with its bundles checked."""
         records = self._pending.pop(graph_key, [])
         compile_id = "unknown"  # a graph whose id cannot be read is still counted, and partial
-        with self._stage("build", graph_key):
+        with self.faults.stage("build", graph_key):
             compile_id = self.inductor.compile_id()
         result = GraphResult(
             label=self.label,
@@ -399,10 +307,10 @@ class Session:
         )
         self.results.append(result)
         self._current = (graph_key, result)
-        with self._stage("OpSpec handle reading", graph_key):
+        with self.faults.stage("OpSpec handle reading", graph_key):
             result.diagnostics.bundle_handles = self._check_bundles(records, graph_key)
         for fault in self.backend.take_faults():
-            self._note(fault.stage, graph_key, fault.error)
+            self.faults.note(fault.stage, graph_key, fault.error)
         return result
 
     def _build(self, result: GraphResult, graph: Any, upstream: dict[str, Any], built: _Built) -> None:
@@ -471,7 +379,7 @@ class Session:
 
     def _validate(self, result: GraphResult, graph_key: int) -> bool:
         """Are the built artifacts valid by their schemas? Never emit what was not checked."""
-        with self._stage("validate", graph_key):
+        with self.faults.stage("validate", graph_key):
             problems = schemas.check_built_artifacts(result.node_mappings, result.stack_traces, result.opspec_handles)
             if problems:
                 raise ValueError("built artifact is invalid: " + "; ".join(problems[:3]))
@@ -480,13 +388,13 @@ class Session:
 
     def _emit(self, result: GraphResult, graph_key: int) -> None:
         """Into the log (what tlparse and CI read), then into the graph's folders."""
-        with self._stage("emit", graph_key):
+        with self.faults.stage("emit", graph_key):
             self.inductor.replace_kernel_stack_traces(result.stack_traces)
             if result.opspec_handles is not None:
                 self.inductor.log_artifact(OPSPEC_DEBUG_HANDLES, result.opspec_handles)
             if self.label:  # the model's name for lookup and annotate, whatever the log's file name
                 self.inductor.log_artifact(MODEL_LABEL, {"label": self.label})
-        with self._stage("file write", graph_key):
+        with self.faults.stage("file write", graph_key):
             emit.write_files(emit.artifact_files(result), self._folders(result))
 
     def _check_bundles(self, records: list[KernelRecord], graph_key: int) -> BundleHandlesV4 | None:
@@ -571,27 +479,20 @@ class Session:
         artifacts; a failure of either is one more fault of its stage. The file holds the
         faults known when it is written, so a failed log emission shows up in it.
         """
-        self._settle(result, graph_key)
+        self.faults.settle(result.diagnostics, graph_key)
         document = mapping.diagnostics_document(result)
         checked = False
-        with self._stage("validate", graph_key):
+        with self.faults.stage("validate", graph_key):
             _check_diagnostics(document)
             checked = True
         if checked:
-            with self._stage("emit", graph_key):
+            with self.faults.stage("emit", graph_key):
                 self.inductor.log_artifact(DIAGNOSTICS, document)
-            self._settle(result, graph_key)
+            self.faults.settle(result.diagnostics, graph_key)
             document = mapping.diagnostics_document(result)
-            with self._stage("file write", graph_key):
+            with self.faults.stage("file write", graph_key):
                 emit.write_files(emit.diagnostics_file(document), self._folders(result))
-        self._settle(result, graph_key)
-
-    def _settle(self, result: GraphResult, graph_key: int) -> None:
-        """Move the graph's faults so far into its diagnostics."""
-        diag = result.diagnostics
-        diag.fault_records = diag.fault_records + self._faults.pop(graph_key, [])
-        diag.faults = [f"{f.stage}: {f.error}" for f in diag.fault_records]
-        diag.partial = bool(diag.fault_records)
+        self.faults.settle(result.diagnostics, graph_key)
 
     def _abandon_current(self) -> None:
         """After an unexpected failure in ``_finish_graph``: upstream's mapping is logged."""
@@ -600,7 +501,7 @@ class Session:
         graph_key, result = self._current
         result.node_mappings = result.stack_traces = result.opspec_handles = None
         result.diagnostics.mapping = "upstream"
-        self._settle(result, graph_key)
+        self.faults.settle(result.diagnostics, graph_key)
 
     def _pre_grad_graph_id(self, result: GraphResult) -> int | None:
         """The pre-grad graph this graph's nodes descend from.
@@ -615,42 +516,6 @@ class Session:
             self._pre_grad_ids[result.compile_id] = graph_id
             return graph_id
         return self._pre_grad_ids.get(result.compile_id, graph_id)
-
-    # -- never break a compile ---------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _stage(self, stage: str, graph_key: int) -> Iterator[None]:
-        try:
-            yield
-        except Exception as exc:  # noqa: BLE001 - provenance must never fail a compile
-            self._fault(stage, graph_key, exc)
-
-    def _fault(self, stage: str, graph_key: int | None, exc: BaseException) -> None:
-        """Note a failure of ``stage`` on a graph (None: the current one, if it can be told)
-        and warn once per stage and session."""
-        if graph_key is None:
-            try:
-                from torch._inductor.virtualized import V
-
-                graph_key = id(V.graph)
-            except Exception:  # noqa: BLE001
-                graph_key = 0
-        self._note(stage, graph_key, f"{type(exc).__name__}: {str(exc)}")
-
-    def _note(self, stage: str, graph_key: int, error: str) -> None:
-        """Record a loss of ``stage`` on a graph (``error``: what was lost, and why) and warn
-        once per stage and session; the graph becomes partial."""
-        error = _one_line(error)
-        if self.redactor is not None:
-            error = self.redactor.redact_text(error)
-        self._faults.setdefault(graph_key, []).append(Fault(stage, error))
-        if stage not in self._warned:
-            self._warned.add(stage)
-            warnings.warn(
-                f"spyre-provenance: {stage}: {error} (the compile goes on; this graph's provenance is partial)",
-                ProvenanceWarning,
-                stacklevel=3,
-            )
 
 
 def _copy_map(node_map: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -673,8 +538,3 @@ def _check_diagnostics(document: dict[str, Any]) -> None:
     report = schemas.validate_bytes(msgspec.json.encode(document), DIAGNOSTICS)  # fast engine, like the gate
     if not report.ok:
         raise ValueError("built diagnostics are invalid: " + "; ".join(map(str, report.problems[:3])))
-
-
-def _one_line(text: str, limit: int = 500) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

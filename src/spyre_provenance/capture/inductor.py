@@ -16,7 +16,8 @@ from typing import Any
 
 from spyre_provenance.links import inference, mapping
 from spyre_provenance.model.names import POST_GRAD_GRAPHS
-from spyre_provenance.model.records import NO_FACTS, GraphNode, NodeFacts, NodeMap, PostGradGraph, PreGradSubgraphs
+from spyre_provenance.model.post_grad_graph import NO_FACTS, GraphNode, NodeFacts, PostGradGraph, PreGradSubgraphs
+from spyre_provenance.model.records import NodeMap
 
 #: On a GraphLowering: its post-grad graph's node names as last logged, and as compile_fx
 #: logged them (before a backend's own passes).

@@ -18,9 +18,9 @@ import os
 import sys
 from typing import NoReturn
 
-from spyre_provenance import __version__
 from spyre_provenance.base.errors import EXIT_UNUSABLE, TORCH_EXTRA, UnusableInput
 from spyre_provenance.base.process import torch_missing
+from spyre_provenance.base.version import __version__
 
 EXIT_INTERNAL = 3  # a bug in this tool, never a verdict on the input
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a tool cut off by `| head`

@@ -25,13 +25,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from spyre_provenance.model.frames import frames
-from spyre_provenance.model.records import (
-    InferredPreGrad,
-    InferredSource,
-    KernelGap,
-    NodeMap,
-    PostGradGraph,
-)
+from spyre_provenance.model.post_grad_graph import GraphNode, PostGradGraph
+from spyre_provenance.model.records import InferredPreGrad, InferredSource, KernelGap, NodeMap
 
 #: The op functionalization writes a mutated value back into its input with.
 WRITE_BACK_OP = "aten.copy_"
@@ -206,48 +201,85 @@ def infer_pre_grad(
     forward names). The nodes reading a value are never evidence of what computes it
     (issue 37: a checkpointed block's kernels all lit the head), nor is an operand of
     another line. Graph order; each node once."""
-    found: list[InferredPreGrad] = []
-    held = held or {}
-
-    def link(name: str, pre: Sequence[str], why: str) -> None:
-        pre = list(dict.fromkeys(pre))
-        post_to_pre[name] = list(pre)
-        for p in pre:
-            posts = pre_to_post.setdefault(p, [])
-            if name not in posts:
-                posts.append(name)
-        found.append(InferredPreGrad(name, pre, why))
-
-    for node in graph.nodes:  # views too: the forward op of a gradient's seq_nr may be one
-        if node.kind == "call" and not post_to_pre.get(node.name) and held.get(node.name):
-            link(node.name, held[node.name], "subgraph")
+    linker = _Linker(pre_to_post, post_to_pre)
+    _link_subgraph_nodes(graph, linker, held or {})
     # a node the backend inserted after the graph was logged links only by its own metadata
     computing = [n for n in graph.nodes if n.computes and n.name not in graph.inserted]
+    _link_write_backs_and_gradients(graph, linker, computing, forward)
+    _link_by_operands(graph, linker, computing, saved or {}, pre_lines or {})
+    linker.found.sort(key=lambda link: graph.index(link.node))
+    return linker.found
+
+
+class _Linker:
+    """Links a post-grad node to pre-grad nodes in both maps, in place, and keeps each link
+    made (``found``, in the order made)."""
+
+    def __init__(self, pre_to_post: NodeMap, post_to_pre: NodeMap) -> None:
+        self.pre_to_post, self.post_to_pre = pre_to_post, post_to_pre
+        self.found: list[InferredPreGrad] = []
+
+    def linked(self, name: str) -> bool:
+        return bool(self.post_to_pre.get(name))
+
+    def link(self, name: str, pre: Sequence[str], why: str) -> None:
+        pre = list(dict.fromkeys(pre))
+        self.post_to_pre[name] = list(pre)
+        for p in pre:
+            posts = self.pre_to_post.setdefault(p, [])
+            if name not in posts:
+                posts.append(name)
+        self.found.append(InferredPreGrad(name, pre, why))
+
+
+def _link_subgraph_nodes(graph: PostGradGraph, linker: _Linker, held: Mapping[str, Sequence[str]]) -> None:
+    """A node traced from a higher-order op's subgraph, to the op holding it."""
+    for node in graph.nodes:  # views too: the forward op of a gradient's seq_nr may be one
+        if node.kind == "call" and not linker.linked(node.name) and held.get(node.name):
+            linker.link(node.name, held[node.name], "subgraph")
+
+
+def _link_write_backs_and_gradients(
+    graph: PostGradGraph,
+    linker: _Linker,
+    computing: Sequence[GraphNode],
+    forward: Mapping[int, Sequence[str]] | None,
+) -> None:
+    """A write-back, to the pre-grad nodes of the value it copies; else a gradient, to those
+    of the forward op with its ``seq_nr`` (a gradient accumulation differentiates none)."""
     for node in computing:
-        if post_to_pre.get(node.name):
+        if linker.linked(node.name):
             continue
         copied = written_back(graph, node.name)
-        if copied is not None and post_to_pre.get(copied):
-            link(node.name, post_to_pre[copied], "write-back")
+        if copied is not None and linker.linked(copied):
+            linker.link(node.name, linker.post_to_pre[copied], "write-back")
             continue
         facts = graph.fact(node.name)
         if forward is not None and facts.seq_nr is not None and not facts.gradient_acc and forward.get(facts.seq_nr):
-            link(node.name, forward[facts.seq_nr], "seq_nr")
-    saved, pre_lines = saved or {}, pre_lines or {}
+            linker.link(node.name, forward[facts.seq_nr], "seq_nr")
+
+
+def _link_by_operands(
+    graph: PostGradGraph,
+    linker: _Linker,
+    computing: Sequence[GraphNode],
+    saved: Mapping[str, Sequence[str]],
+    pre_lines: Mapping[str, str],
+) -> None:
+    """A node computed from linked values (a backward graph's inputs: ``saved``), to those
+    of their pre-grad nodes that stand on the node's own source line."""
     for node in computing:  # operands first, so a chain of accumulations links through
         own = source_line(graph.stack_trace(node.name))
-        if post_to_pre.get(node.name) or own is None:
+        if linker.linked(node.name) or own is None:
             continue
         operands = [
             p
             for o in _operands(graph, node.name)
-            for p in (post_to_pre.get(o) or (saved.get(o, ()) if _is_input(graph, o) else ()))
+            for p in (linker.post_to_pre.get(o) or (saved.get(o, ()) if _is_input(graph, o) else ()))
         ]
         same_line = [p for p in operands if pre_lines.get(p) == own]
         if same_line:
-            link(node.name, same_line, "inputs")
-    found.sort(key=lambda link: graph.index(link.node))
-    return found
+            linker.link(node.name, same_line, "inputs")
 
 
 def prefer_own_line(
@@ -331,71 +363,91 @@ def pre_grad_gaps(
     ``infer_pre_grad`` found but the hook did not apply; ``hidden``: what ``hide_repeated``
     took out; ``left_out``: kernel -> its post-grad nodes ``mapping.leave_out_shadowed`` took out."""
     offered = {link.node: link for link in not_taken}
-    hidden = hidden or {}
+    hidden, left_out = hidden or {}, left_out or {}
     gaps = []
     for key in missing:
         nodes = [n for n in kernels.get(key, ()) if graph.get(n) is not None]
-        facts = [graph.fact(n) for n in nodes]
-        would = next((offered[n] for n in nodes if n in offered), None)
-        names = list(dict.fromkeys(p for n in nodes for p in hidden.get(n, ())))
-        shadowed = (left_out or {}).get(key, ())
         if not pre_grad_known:
             why = "no pre-grad graph was logged for this compile"
-        elif shadowed and not nodes:
-            which = (
-                f"node {shadowed[0]} shares its name"
-                if len(shadowed) == 1
-                else f"nodes {', '.join(shadowed)} share their names"
-            )
-            why = (
-                f"its post-grad {which} with a node of a higher-order op's subgraph: the page would light that"
-                " node, so the link is left out"
-            )
-        elif graph.all_inserted(nodes):
-            why = (
-                f"its nodes ({', '.join(nodes)}) were inserted by the backend's own passes: no pre-grad node made them"
-            )
-        elif names:
-            which = (
-                f"node {names[0]} shares its name" if len(names) == 1 else f"nodes {', '.join(names)} share their names"
-            )
-            why = (
-                f"its pre-grad {which} with another node of the pre-grad graph (a higher-order op's subgraph prints"
-                " it too): the page would light the other, so the link is left out"
-            )
-        elif would is not None:
-            how = {
-                "subgraph": "as the higher-order op holding the subgraph it was traced from",
-                "seq_nr": "through the forward op it differentiates (seq_nr)",
-                "write-back": "as the value it writes back",
-                "consumer": "through the nodes reading it",
-                "inputs": "through the values it is computed from",
-            }[would.why]
-            why = (
-                f"stock Inductor links only from_node chains; {BEYOND_UPSTREAM} links {would.node} to"
-                f" {', '.join(would.pre_grad)} {how}"
-            )
-        elif nodes and all(_is_input(graph, n) for n in nodes):
-            why = f"copies graph input {', '.join(nodes)}" + (
-                " (the nodes reading the copy are not evidence of what it computes)"
-                if beyond
-                else f": stock Inductor's mapping lists only the input, which has no pre-grad node ({BEYOND_UPSTREAM}"
-                " lists the nodes reading the copy)"
-            )
-        elif backward and facts and all(f.gradient_acc for f in facts):
-            why = "a gradient accumulation: it differentiates no forward op of its own"
-        elif backward and facts and all(f.seq_nr is None for f in facts):
-            why = (
-                "its nodes have no autograd sequence number and no from_node chain into the pre-grad graph (the"
-                " nodes reading what it computes are not evidence of what it computes)"
-            )
-        elif backward:
-            seqs = sorted({f.seq_nr for f in facts if f.seq_nr is not None})
-            why = f"the forward op of its autograd sequence number ({', '.join(map(str, seqs))}) links no pre-grad node"
         else:
+            would = next((offered[n] for n in nodes if n in offered), None)
             why = (
-                "its nodes have no from_node chain into the pre-grad graph (the nodes reading what it computes"
-                " are not evidence of what it computes)"
+                _why_left_out(graph, nodes, left_out.get(key, ()), hidden)
+                or (_why_not_applied(would) if would is not None else None)
+                or _why_unlinked(graph, nodes, backward=backward, beyond=beyond)
             )
         gaps.append(KernelGap(key, why))
     return gaps
+
+
+#: how ``infer_pre_grad`` links a node, by its reason, as a gap's reason says it
+_HOW_INFERRED = {
+    "subgraph": "as the higher-order op holding the subgraph it was traced from",
+    "seq_nr": "through the forward op it differentiates (seq_nr)",
+    "write-back": "as the value it writes back",
+    "consumer": "through the nodes reading it",
+    "inputs": "through the values it is computed from",
+}
+
+
+def _why_left_out(
+    graph: PostGradGraph, nodes: Sequence[str], shadowed: Sequence[str], hidden: Mapping[str, Sequence[str]]
+) -> str | None:
+    """The kernel's link was there to make and was left out or never made: the page would
+    light another node (``shadowed``: its post-grad nodes; ``hidden``: their pre-grad
+    nodes), or the backend inserted its nodes. None: neither."""
+    if shadowed and not nodes:
+        which = (
+            f"node {shadowed[0]} shares its name"
+            if len(shadowed) == 1
+            else f"nodes {', '.join(shadowed)} share their names"
+        )
+        return (
+            f"its post-grad {which} with a node of a higher-order op's subgraph: the page would light that"
+            " node, so the link is left out"
+        )
+    if graph.all_inserted(nodes):
+        return f"its nodes ({', '.join(nodes)}) were inserted by the backend's own passes: no pre-grad node made them"
+    names = list(dict.fromkeys(p for n in nodes for p in hidden.get(n, ())))
+    if names:
+        which = f"node {names[0]} shares its name" if len(names) == 1 else f"nodes {', '.join(names)} share their names"
+        return (
+            f"its pre-grad {which} with another node of the pre-grad graph (a higher-order op's subgraph prints"
+            " it too): the page would light the other, so the link is left out"
+        )
+    return None
+
+
+def _why_not_applied(would: InferredPreGrad) -> str:
+    """Stock Inductor's mapping is kept: the link ``infer_pre_grad`` found, named."""
+    return (
+        f"stock Inductor links only from_node chains; {BEYOND_UPSTREAM} links {would.node} to"
+        f" {', '.join(would.pre_grad)} {_HOW_INFERRED[would.why]}"
+    )
+
+
+def _why_unlinked(graph: PostGradGraph, nodes: Sequence[str], *, backward: bool, beyond: bool) -> str:
+    """Nothing links the kernel's nodes: a copy of an input, or (a backward graph) nodes no
+    forward op's sequence number leads from, or no from_node chain."""
+    facts = [graph.fact(n) for n in nodes]
+    if nodes and all(_is_input(graph, n) for n in nodes):
+        return f"copies graph input {', '.join(nodes)}" + (
+            " (the nodes reading the copy are not evidence of what it computes)"
+            if beyond
+            else f": stock Inductor's mapping lists only the input, which has no pre-grad node ({BEYOND_UPSTREAM}"
+            " lists the nodes reading the copy)"
+        )
+    if backward and facts and all(f.gradient_acc for f in facts):
+        return "a gradient accumulation: it differentiates no forward op of its own"
+    if backward and facts and all(f.seq_nr is None for f in facts):
+        return (
+            "its nodes have no autograd sequence number and no from_node chain into the pre-grad graph (the"
+            " nodes reading what it computes are not evidence of what it computes)"
+        )
+    if backward:
+        seqs = sorted({f.seq_nr for f in facts if f.seq_nr is not None})
+        return f"the forward op of its autograd sequence number ({', '.join(map(str, seqs))}) links no pre-grad node"
+    return (
+        "its nodes have no from_node chain into the pre-grad graph (the nodes reading what it computes"
+        " are not evidence of what it computes)"
+    )

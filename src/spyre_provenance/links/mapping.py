@@ -20,6 +20,7 @@ import msgspec
 
 from spyre_provenance.base.process import gc_paused
 from spyre_provenance.model.handles import named_nodes
+from spyre_provenance.model.post_grad_graph import PostGradGraph
 from spyre_provenance.model.records import (
     SHOWN_UPSTREAM_DIFFERENCES,
     BundleHandlesV4,
@@ -33,7 +34,6 @@ from spyre_provenance.model.records import (
     NodeMap,
     NodeMappingsV2,
     OpSpecRecord,
-    PostGradGraph,
     UpstreamComparison,
     UpstreamLink,
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from spyre_provenance.model.records import GraphNode, PostGradGraph
+from spyre_provenance.model.post_grad_graph import GraphNode, PostGradGraph
 
 # ``name: "f32[8, 256]..." = rhs`` at the top level of the printed forward (8 spaces deep)
 _ASSIGNMENT = re.compile(r"^ {8}(?P<name>[A-Za-z_]\w*)(?:\s*:\s*\"[^\"]*\")?\s*=\s*(?P<rhs>.*)$")

@@ -85,59 +85,99 @@ def call_sites(code: str) -> list[CallSite]:
     A call through a timeline profile wrapper is a call of the kernel it wraps, named so.
     String literals are blanked first: an ``assert_size_stride`` message names ops too.
     """
-    kernels = defined_kernels(code)
-    wrapped = profile_wrappers(code)
-    wrapper_call = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, wrapped)) + r")\(") if wrapped else None
-    kernel_call = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, kernels)) + r")(?:\.run)?\(") if kernels else None
-    sites: list[CallSite] = []
-    in_call = False
-    subgraph: str | None = None  # the subgraph function being read, before ``call``
-    pending: re.Match[str] | None = None
-    pending_line = 0
+    reader = _SiteReader(_Callees(code))
     for number, line in enumerate(code.splitlines(), start=1):
-        if not in_call:
-            if _CALL_START.match(line):
-                in_call, subgraph, pending = True, None, None
-                continue
-            opened = _SUBGRAPH_START.match(line)
-            if opened:
-                subgraph, pending = opened["name"], None
-                continue
-            if subgraph is None:
-                continue
-            if line.strip() and not line[0].isspace():  # back at module level: the function ended
-                subgraph = pending = None
-                continue
-        comment = HANDLE_COMMENT.match(line)
-        if comment:
-            pending, pending_line = comment, number
-            continue
-        if is_pool_allocation(line):  # names a kernel, but allocates its pool
-            continue
-        if pending is not None and pending["name"] in line:
-            sites.append(CallSite(pending["name"], number, pending["key"], pending_line, subgraph))
-            pending = None
-            continue
-        if line.lstrip().startswith(("#", "//")):
-            continue
-        bare = _STRING.sub("''", line)
-        through = wrapper_call.search(bare) if wrapper_call else None
-        if through:
-            kernel = wrapped[through.group(1)]
-            if pending is not None and pending["name"] == kernel:
-                sites.append(CallSite(kernel, number, pending["key"], pending_line, subgraph))
-                pending = None
-            else:
-                sites.append(CallSite(kernel, number, subgraph=subgraph))
-            continue
+        if reader.in_scope(line):
+            reader.read(number, line)
+    return reader.sites
+
+
+class _Callees:
+    """What a wrapper line may call: a kernel it defines, a timeline profile wrapper of an
+    extern kernel, ``extern_kernels.*``, a fallback op by name."""
+
+    def __init__(self, code: str) -> None:
+        kernels = defined_kernels(code)
+        self.wrapped = profile_wrappers(code)
+        self.wrapper_call = (
+            re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, self.wrapped)) + r")\(") if self.wrapped else None
+        )
+        self.kernel_call = (
+            re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, kernels)) + r")(?:\.run)?\(") if kernels else None
+        )
+
+    def through_wrapper(self, bare: str) -> str | None:
+        """The extern kernel ``bare`` (a line, strings blanked) calls through its profile wrapper."""
+        through = self.wrapper_call.search(bare) if self.wrapper_call else None
+        return self.wrapped[through.group(1)] if through else None
+
+    def called(self, bare: str) -> str | None:
+        """The kernel, extern kernel or fallback op ``bare`` calls by name."""
         called = (
-            (kernel_call.search(bare) if kernel_call else None)
+            (self.kernel_call.search(bare) if self.kernel_call else None)
             or _EXTERN_CALL.search(bare)
             or _FALLBACK_CALL.search(bare)
         )
-        if called:
-            sites.append(CallSite(called.group(1), number, subgraph=subgraph))
-    return sites
+        return called.group(1) if called else None
+
+
+class _SiteReader:
+    """``call_sites`` line by line: which lines are read (``call`` and the subgraph functions
+    before it) and the call sites found in them, each with the comment announcing it."""
+
+    def __init__(self, callees: _Callees) -> None:
+        self.callees = callees
+        self.sites: list[CallSite] = []
+        self.in_call = False
+        self.subgraph: str | None = None  # the subgraph function being read, before ``call``
+        self.pending: re.Match[str] | None = None  # the last handle comment, not yet followed
+        self.pending_line = 0
+
+    def in_scope(self, line: str) -> bool:
+        """Whether ``line`` is read for calls: inside ``call`` or a subgraph function (their
+        first lines open the scope and are not read)."""
+        if self.in_call:
+            return True
+        if _CALL_START.match(line):
+            self.in_call, self.subgraph, self.pending = True, None, None
+            return False
+        opened = _SUBGRAPH_START.match(line)
+        if opened:
+            self.subgraph, self.pending = opened["name"], None
+            return False
+        if self.subgraph is None:
+            return False
+        if line.strip() and not line[0].isspace():  # back at module level: the function ended
+            self.subgraph = self.pending = None
+            return False
+        return True
+
+    def read(self, number: int, line: str) -> None:
+        comment = HANDLE_COMMENT.match(line)
+        if comment:
+            self.pending, self.pending_line = comment, number
+            return
+        if is_pool_allocation(line):  # names a kernel, but allocates its pool
+            return
+        pending, subgraph = self.pending, self.subgraph
+        if pending is not None and pending["name"] in line:
+            self.sites.append(CallSite(pending["name"], number, pending["key"], self.pending_line, subgraph))
+            self.pending = None
+            return
+        if line.lstrip().startswith(("#", "//")):
+            return
+        bare = _STRING.sub("''", line)
+        kernel = self.callees.through_wrapper(bare)
+        if kernel is not None:
+            if pending is not None and pending["name"] == kernel:
+                self.sites.append(CallSite(kernel, number, pending["key"], self.pending_line, subgraph))
+                self.pending = None
+            else:
+                self.sites.append(CallSite(kernel, number, subgraph=subgraph))
+            return
+        called = self.callees.called(bare)
+        if called is not None:
+            self.sites.append(CallSite(called, number, subgraph=subgraph))
 
 
 def handle_comments(code: str) -> list[str]:

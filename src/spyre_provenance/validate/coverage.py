@@ -12,8 +12,8 @@ debug handles. Coverage, not op counts:
    its own in the post-grad graph (a graph input has none: tlparse can highlight nothing),
    and only nodes the graph has.
 3. ``node-reach``: every post-grad compute node reaches a kernel, or needs none for a stated
-   reason: a view or metadata op (by rule, ``model.records.NO_KERNEL_OPS``), dead code (no user, not an
-   output), a constant no kernel needs. A node computed inside its users' kernels (inlined)
+   reason: a view or metadata op (by rule, ``model.post_grad_graph.NO_KERNEL_OPS``), dead code
+   (no user, not an output), a constant no kernel needs. A node computed inside its users' kernels (inlined)
    must be listed there.
 4. ``opspec-handle``: every OpSpec carries a debug handle whose ``ir_chain`` names real
    post-grad nodes, all mapped to its kernel.
@@ -41,15 +41,8 @@ import msgspec
 from spyre_provenance.links.mapping import kernels_by_node, kernels_of_users
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.model.handles import named_nodes
-from spyre_provenance.model.records import (
-    FACTORY_OPS,
-    CoverageCounts,
-    CoverageCountsV4,
-    ExemptNodes,
-    GraphNode,
-    PostGradGraph,
-    Violation,
-)
+from spyre_provenance.model.post_grad_graph import FACTORY_OPS, GraphNode, PostGradGraph
+from spyre_provenance.model.records import CoverageCounts, CoverageCountsV4, ExemptNodes, Violation
 
 if TYPE_CHECKING:
     from spyre_provenance.logs.graphs import LoggedGraph
@@ -180,48 +173,73 @@ def _call_sites(
     shown_at = wrapper_code.TlparseLines(code)
     linked = 0
     for site in sites:
-        if site.key is None:
-            found.gap("call-sites", f"wrapper line {site.line}", f"call of {site.name} has no handle comment")
-            continue
-        if not cpp_to_post.get(site.key) and site.key in cpp_to_post and graph is not None and graph.shadowed:
-            # the hook left its links out (mapping.leave_out_shadowed): a key, no false link
-            found.hints.append(
-                f"{found._place(site.key)}: mapped to no node: its post-grad nodes' names repeat in a higher-order"
-                " op's subgraph, whose line the page would light instead, so the link is left out [kernel-link]"
-            )
-            continue
-        if not cpp_to_post.get(site.key):
-            found.bad(
-                "call-sites",
-                site.key,
-                f"called at wrapper line {site.line} but not a mapping key"
-                + (" (mapped to no node)" if site.key in cpp_to_post else ""),
-            )
-            continue
-        shown = shown_at.line(site.key)
-        if shown != site.line and site.subgraph is not None:
-            # tlparse searches a key from ``def call(args)`` on: a call in a subgraph function
-            # written before it (a cond branch) is never lit. The mapping has it; the page cannot.
-            found.hints.append(
-                f"{found._place(site.key)}: called in {site.subgraph} (a higher-order op's subgraph, wrapper line"
-                f" {site.line}), which tlparse does not search: its page does not light this call [call-sites]"
-            )
-            continue
-        if shown != site.line:
-            what = f"line {shown}" if shown is not None else "every line naming the kernel"
-            if shown is not None and wrapper_code.is_pool_allocation(shown_at.lines[shown - 1], site.name):
-                what = f"the pool allocation at line {shown}"
-            message = f"tlparse highlights {what}, not the call at wrapper line {site.line}"
-            if site.name not in shown_at.lines[site.line - 1]:
-                # torch's timeline profile wrapper (wrapper_code.profile_wrappers): the call line
-                # never names the kernel, so tlparse cannot find it; on stock Inductor a hint
-                found.gap("call-sites", site.key, f"{message}, which calls it through torch's timeline profile wrapper")
-            else:
-                found.bad("call-sites", site.key, message)
-            continue
-        if graph is None or any(graph.has_line(n) and n not in graph.shadowed for n in cpp_to_post[site.key]):
-            linked += 1
-            linked_keys.append(site.key)
+        if _site_mapped(site, cpp_to_post, graph, found) and _site_lit(site, shown_at, found):
+            assert site.key is not None  # a mapped site has its key
+            if graph is None or any(graph.has_line(n) and n not in graph.shadowed for n in cpp_to_post[site.key]):
+                linked += 1
+                linked_keys.append(site.key)
+    _check_comments(comments, sites, cpp_to_post, found)
+    return len(sites), linked
+
+
+def _site_mapped(
+    site: wrapper_code.CallSite, cpp_to_post: Mapping[str, list[str]], graph: PostGradGraph | None, found: _Findings
+) -> bool:
+    """Whether a call site has a handle comment whose key the mapping maps to nodes; else
+    the call-sites rule's finding (a hint where the hook left the links out on purpose)."""
+    if site.key is None:
+        found.gap("call-sites", f"wrapper line {site.line}", f"call of {site.name} has no handle comment")
+        return False
+    if not cpp_to_post.get(site.key) and site.key in cpp_to_post and graph is not None and graph.shadowed:
+        # the hook left its links out (mapping.leave_out_shadowed): a key, no false link
+        found.hints.append(
+            f"{found._place(site.key)}: mapped to no node: its post-grad nodes' names repeat in a higher-order"
+            " op's subgraph, whose line the page would light instead, so the link is left out [kernel-link]"
+        )
+        return False
+    if not cpp_to_post.get(site.key):
+        found.bad(
+            "call-sites",
+            site.key,
+            f"called at wrapper line {site.line} but not a mapping key"
+            + (" (mapped to no node)" if site.key in cpp_to_post else ""),
+        )
+        return False
+    return True
+
+
+def _site_lit(site: wrapper_code.CallSite, shown_at: wrapper_code.TlparseLines, found: _Findings) -> bool:
+    """Whether tlparse lights the call itself for the site's key; else the finding saying
+    what it lights instead (a hint for a call in a subgraph function, which it never searches)."""
+    assert site.key is not None
+    shown = shown_at.line(site.key)
+    if shown == site.line:
+        return True
+    if site.subgraph is not None:
+        # tlparse searches a key from ``def call(args)`` on: a call in a subgraph function
+        # written before it (a cond branch) is never lit. The mapping has it; the page cannot.
+        found.hints.append(
+            f"{found._place(site.key)}: called in {site.subgraph} (a higher-order op's subgraph, wrapper line"
+            f" {site.line}), which tlparse does not search: its page does not light this call [call-sites]"
+        )
+        return False
+    what = f"line {shown}" if shown is not None else "every line naming the kernel"
+    if shown is not None and wrapper_code.is_pool_allocation(shown_at.lines[shown - 1], site.name):
+        what = f"the pool allocation at line {shown}"
+    message = f"tlparse highlights {what}, not the call at wrapper line {site.line}"
+    if site.name not in shown_at.lines[site.line - 1]:
+        # torch's timeline profile wrapper (wrapper_code.profile_wrappers): the call line
+        # never names the kernel, so tlparse cannot find it; on stock Inductor a hint
+        found.gap("call-sites", site.key, f"{message}, which calls it through torch's timeline profile wrapper")
+    else:
+        found.bad("call-sites", site.key, message)
+    return False
+
+
+def _check_comments(
+    comments: list[str], sites: list[wrapper_code.CallSite], cpp_to_post: Mapping[str, list[str]], found: _Findings
+) -> None:
+    """Each key announced once, followed by its call, and each mapping key announced."""
     seen: set[str] = set()
     for key in comments:
         if key in seen:
@@ -234,7 +252,6 @@ def _call_sites(
     for key in cpp_to_post:
         if key not in seen:
             found.bad("call-sites", key, "mapping key without a call site in the wrapper")
-    return len(sites), linked
 
 
 def _kernel_links(graph: PostGradGraph, cpp_to_post: Mapping[str, list[str]], found: _Findings) -> None:
