@@ -154,7 +154,7 @@ def test_emit_clears_dead_writers_temporaries_before_writing(tmp_path: Path) -> 
 
 
 def test_compile_prepare_removes_only_this_models_output(tmp_path: Path) -> None:
-    from spyre_provenance.compile import job as compile_job
+    from spyre_provenance.compile import out_folder
     from spyre_provenance.model.layout import Layout
 
     out = tmp_path / "out"
@@ -178,7 +178,7 @@ def test_compile_prepare_removes_only_this_models_output(tmp_path: Path) -> None
     stale.write_bytes(b"x")
     live.write_bytes(b"x")
 
-    compile_job._prepare(Layout(out, "mlp"), "mlp")
+    out_folder.prepare(Layout(out, "mlp"), "mlp")
     assert not any(folder.exists() for folder in mine)
     assert all((folder / "a.json").is_file() for folder in theirs)
     # mlp's log is gone; the marker naming the model its label stands for is written anew

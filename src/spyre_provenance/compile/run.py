@@ -10,15 +10,15 @@ output matches eager is ``compile.numerics``'s to say.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from spyre_provenance.backends.base import Backend
+from spyre_provenance.capture import trace_log
 from spyre_provenance.capture.tracking import tracking
 from spyre_provenance.compile import numerics
 from spyre_provenance.compile.numerics import PrecisionCheck
@@ -256,29 +256,12 @@ def _fallback_random_run(model: Any, calls: list[tuple[Any, ...]], chosen: Backe
     torch._dynamo.reset()
     chosen.install(None)
     try:  # the tracked compile's own backend, writing no bundle and no cache entry
-        with chosen.writing_nothing(), config.patch(fallback_random=True), _structured_trace_off():
+        with chosen.writing_nothing(), config.patch(fallback_random=True), trace_log.off():
             model, calls = _placed(chosen, model, calls)
             return _on_cpu(_run(torch.compile(model, backend=chosen.compiler()), model, calls, train))
     finally:
         chosen.uninstall()
         torch._dynamo.reset()
-
-
-@contextlib.contextmanager
-def _structured_trace_off() -> Iterator[None]:
-    """No TORCH_TRACE records while inside: torch logs structured records only when its
-    trace logger has handlers, so they are set aside (not closed) and put back."""
-    import logging
-
-    logger = logging.getLogger("torch.__trace")
-    handlers = list(logger.handlers)
-    for handler in handlers:
-        logger.removeHandler(handler)
-    try:
-        yield
-    finally:
-        for handler in handlers:
-            logger.addHandler(handler)
 
 
 def tracked_compile(
