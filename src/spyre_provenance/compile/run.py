@@ -163,16 +163,11 @@ def compile_model(
     ``after_run``: called once after the tracked run, still tracking, with a function that
     runs the same compiled model on the same calls again (``compile --profile`` profiles it).
     """
-
     if reference is None:
         reference = run_eager(loaded, train=train)
     loaded.model.train(train)
     # as the eager run found them: the tracked run updates buffers (BatchNorm's statistics)
     pristine = copy.deepcopy(loaded.model)
-
-    redact: bool | Path = redact_paths
-    if redact_paths and ":" in loaded.spec:  # the project is the model file's
-        redact = Path(loaded.spec.split(":", 1)[0]).resolve().parent
     try:
         session, got = _tracked(
             loaded.model,
@@ -180,46 +175,73 @@ def compile_model(
             backend,
             train=train,
             layout=layout,
-            redact_paths=redact,
+            redact_paths=_redaction(loaded, redact_paths),
             keep_run_failure=keep_run_failure,
             audit=audit,
             after_run=after_run,
         )
     except RunFailed as exc:
-        return CompileReport(
-            model=loaded.spec,
-            backend=backend.name,
-            dtype=loaded.dtype,
-            train=train,
-            graphs=exc.graphs,
-            matches_eager=False,
-            max_abs_error=float("nan"),
-            run_error=str(exc),
-            calls=len(loaded.calls),
-        )
+        return _report(loaded, backend, train, exc.graphs, run_error=str(exc))
+    return _compared_with_eager(loaded, backend, train, session, got, pristine, reference)
+
+
+def _redaction(loaded: LoadedModel, redact_paths: bool) -> bool | Path:
+    """``tracking.enable``'s ``redact_paths``: a file model's project is its file's folder."""
+    if redact_paths and ":" in loaded.spec:
+        return Path(loaded.spec.split(":", 1)[0]).resolve().parent
+    return redact_paths
+
+
+def _compared_with_eager(
+    loaded: LoadedModel,
+    backend: Backend,
+    train: bool,
+    session: Any,
+    got: list[Any],
+    pristine: Any,
+    reference: list[Any],
+) -> CompileReport:
+    """The report of a compile whose run finished: its outputs against eager's (those of
+    a second, untracked compile with ATen's random numbers when a graph draws any), and
+    past the tolerance against a float64 eager run of the ``pristine`` model."""
     graphs = session.results
     compared = COMPARED_TRACKED
     if any(g.random_ops for g in graphs):
         calls = [_copies(call) for call in loaded.calls]
         got = _fallback_random_run(copy.deepcopy(pristine), calls, backend, train)
         compared = COMPARED_FALLBACK_RANDOM
-
     compared_with = numerics.compare(
         got, reference, lambda: _float64_run(pristine, [_copies(call) for call in loaded.calls], train)
     )
+    return _report(
+        loaded,
+        backend,
+        train,
+        graphs,
+        matches_eager=compared_with.matches,
+        max_abs_error=compared_with.max_abs_error,
+        tracking_level=session.probe.tracking_level if session.probe is not None else 0,
+        compared=compared,
+        precision=compared_with.precision,
+        output_scale=compared_with.output_scale,
+    )
+
+
+def _report(
+    loaded: LoadedModel, backend: Backend, train: bool, graphs: list[GraphResult], **found: Any
+) -> CompileReport:
+    """A ``CompileReport`` of ``loaded`` on ``backend``; without ``found``, that of a run that
+    failed (no eager comparison)."""
+    found.setdefault("matches_eager", False)
+    found.setdefault("max_abs_error", float("nan"))
     return CompileReport(
         model=loaded.spec,
         backend=backend.name,
         dtype=loaded.dtype,
         train=train,
         graphs=graphs,
-        matches_eager=compared_with.matches,
-        max_abs_error=compared_with.max_abs_error,
-        tracking_level=session.probe.tracking_level if session.probe is not None else 0,
-        compared=compared,
         calls=len(loaded.calls),
-        precision=compared_with.precision,
-        output_scale=compared_with.output_scale,
+        **found,
     )
 
 
