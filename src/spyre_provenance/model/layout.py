@@ -161,6 +161,11 @@ class Layout(msgspec.Struct, frozen=True):
     def viewer_page(self) -> Path:
         return self.out / VIEWER_PAGE
 
+    @property
+    def compare_page(self) -> Path:
+        """The viewer's page of this folder beside another (``view --compare``)."""
+        return self.out / f"compare.{VIEWER_PAGE}"
+
     # --- what one model's run owns ---------------------------------------------------------
 
     def own_folders(self) -> list[Path]:
