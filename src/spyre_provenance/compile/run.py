@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from spyre_provenance.backends.base import Backend
-from spyre_provenance.capture import trace_log
+from spyre_provenance.capture import inductor, trace_log
 from spyre_provenance.capture.tracking import tracking
 from spyre_provenance.compile import numerics
 from spyre_provenance.compile.numerics import PrecisionCheck
@@ -272,13 +272,12 @@ def _fallback_random_run(model: Any, calls: list[tuple[Any, ...]], chosen: Backe
     from the same seed they draw the same numbers and a difference left is the kernels'.
     The tracked compile, the one the pages show, keeps Inductor's own random numbers."""
     import torch
-    from torch._inductor import config
 
     model.train(train)
     torch._dynamo.reset()
     chosen.install(None)
     try:  # the tracked compile's own backend, writing no bundle and no cache entry
-        with chosen.writing_nothing(), config.patch(fallback_random=True), trace_log.off():
+        with chosen.writing_nothing(), inductor.fallback_random(), trace_log.off():
             model, calls = _placed(chosen, model, calls)
             return _on_cpu(_run(torch.compile(model, backend=chosen.compiler()), model, calls, train))
     finally:
