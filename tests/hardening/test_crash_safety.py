@@ -129,6 +129,7 @@ def test_cleanup_spares_a_live_writers_temporaries(tmp_path: Path) -> None:
 
 def test_emit_clears_dead_writers_temporaries_before_writing(tmp_path: Path) -> None:
     from spyre_provenance.capture import emit
+    from spyre_provenance.model.layout import Layout
     from spyre_provenance.model.records import GraphDiagnostics, GraphResult
 
     result = GraphResult(
@@ -149,7 +150,7 @@ def test_emit_clears_dead_writers_temporaries_before_writing(tmp_path: Path) -> 
     dead.wait()
     stale = folder / f"{files.TMP_PREFIX}{dead.pid}-x.part"
     stale.write_bytes(b"half an artifact")
-    emit.write_files(emit.artifact_files(result), emit.graph_folders(result, None, tmp_path))
+    emit.write_files(emit.artifact_files(result), emit.graph_folders(result, None, Layout(tmp_path, result.label)))
     assert sorted(p.name for p in folder.iterdir()) == [f"{KERNEL_STACK_TRACES}.json"]
 
 

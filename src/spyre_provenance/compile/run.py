@@ -340,8 +340,7 @@ def _tracked(
     model, calls = _placed(backend, model, calls)
     session = None
     try:
-        out_dir, label = (layout.out, layout.label) if layout is not None else (None, None)
-        with tracking(backend, out_dir=out_dir, label=label, redact_paths=redact_paths, audit=audit) as session:
+        with tracking(backend, layout=layout, redact_paths=redact_paths, audit=audit) as session:
             compiled = torch.compile(model, backend=backend.compiler())
             before = _State(model, calls) if after_run is not None else None
             got = _on_cpu(_run(compiled, model, calls, train))
