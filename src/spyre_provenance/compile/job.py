@@ -35,7 +35,7 @@ from spyre_provenance.base.errors import UnsupportedTorch, UnusableInput
 from spyre_provenance.capture import trace_log
 from spyre_provenance.compile import out_folder
 from spyre_provenance.compile.outcome import NO_TORCH_SPYRE_KERNEL, AuditFiles, CompileOutcome, judge
-from spyre_provenance.compile.request import CompileRequest
+from spyre_provenance.compile.request import CompileRequest, resolved_model
 from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
 from spyre_provenance.model.layout import Layout
 
@@ -216,7 +216,7 @@ def _compile_into(
     (``out_folder.claimed``) and says why in one line (``_refusals``)."""
     from spyre_provenance.compile import run as compile_run
 
-    with out_folder.claimed(layout, model_origin(request)), _refusals(request.model):
+    with out_folder.claimed(layout, resolved_model(request)), _refusals(request.model):
         return compile_run.compile_model(
             loaded,
             reference,
@@ -326,14 +326,6 @@ def _graph_pages(tlparse: str, log: Path, out: Path) -> tuple[list[Path], list[s
         return [page.page for page in render_pages(tlparse, log, out) if page.has_mapping], []
     except TlparseError as exc:
         return [], [str(exc)]
-
-
-def model_origin(request: CompileRequest) -> str:
-    """What a label stands for: a file model's resolved path and factory, or the name."""
-    if ":" in request.model and request.instance is None:
-        path, _, factory = request.model.partition(":")
-        return f"{Path(path).resolve()}:{factory}"
-    return request.model
 
 
 _LINE = 400  # characters of a refusal's reason

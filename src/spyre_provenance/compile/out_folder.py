@@ -31,15 +31,15 @@ def refuse_file(out: Path) -> None:
 
 
 @contextlib.contextmanager
-def claimed(layout: Layout | None, origin: str) -> Iterator[None]:
-    """``prepare`` the folder for the model ``origin`` names, and discard what the run wrote
+def claimed(layout: Layout | None, model: str) -> Iterator[None]:
+    """``prepare`` the folder for ``model`` (``request.resolved_model``), and discard what the run wrote
     when it fails (whatever it raises): a failed run leaves no half-named log, no stale
     folder. Nothing to do for a run that writes nothing (None)."""
     if layout is None:
         yield
         return
     created = [p for p in (layout.out, layout.trace_dir) if not p.exists()]
-    prepare(layout, origin)
+    prepare(layout, model)
     try:
         yield
     except BaseException:
@@ -47,17 +47,17 @@ def claimed(layout: Layout | None, origin: str) -> Iterator[None]:
         raise
 
 
-def prepare(layout: Layout, origin: str) -> None:
+def prepare(layout: Layout, model: str) -> None:
     """Remove this model's output of an earlier run, and nothing else. A label ``out``
     already holds for another model is refused (exit 2) before anything is removed."""
     try:
-        held = layout.origin_marker.read_text(encoding="utf-8").strip()
+        held = layout.model_marker.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         held = None
-    if held and held != origin:
+    if held and held != model:
         raise UnusableInput(
             str(layout.out),
-            f"holds the output of {held} under the label {layout.label!r}; {origin} would replace it: use another --out",
+            f"holds the output of {held} under the label {layout.label!r}; {model} would replace it: use another --out",
         )
     if layout.out.is_dir():
         remove_stale_temporaries(layout.out)  # a killed writer's leftovers; live writers' stay
@@ -66,7 +66,7 @@ def prepare(layout: Layout, origin: str) -> None:
                 shutil.rmtree(folder)
         layout.trace_log.unlink(missing_ok=True)
     layout.trace_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(layout.origin_marker, origin + "\n")
+    atomic_write_text(layout.model_marker, model + "\n")
 
 
 def discard(layout: Layout, created: list[Path]) -> None:
@@ -78,7 +78,7 @@ def discard(layout: Layout, created: list[Path]) -> None:
     log = claim_log(layout)
     if log is not None:
         log.unlink(missing_ok=True)
-    layout.origin_marker.unlink(missing_ok=True)
+    layout.model_marker.unlink(missing_ok=True)
     for folder in [*layout.shared_folders(), *sorted(created, key=lambda p: -len(p.parts))]:
         with contextlib.suppress(OSError):
             folder.rmdir()  # only when empty
@@ -100,7 +100,7 @@ def forget_extra_ranks(layout: Layout, ranks: int) -> None:
         for own in ranked.own_folders():
             shutil.rmtree(own, ignore_errors=True)
         ranked.trace_log.unlink(missing_ok=True)
-        ranked.origin_marker.unlink(missing_ok=True)
+        ranked.model_marker.unlink(missing_ok=True)
         for empty in (ranked.trace_dir, *ranked.shared_folders(), ranked.out):
             with contextlib.suppress(OSError):
                 empty.rmdir()
@@ -118,7 +118,7 @@ def discard_torn_log(ranked: Layout, pid: int) -> None:
             if match and int(match["pid"]) == pid:
                 log.unlink()
     if not ranked.trace_log.exists():
-        ranked.origin_marker.unlink(missing_ok=True)
+        ranked.model_marker.unlink(missing_ok=True)
     for empty in (ranked.trace_dir, ranked.out):
         with contextlib.suppress(OSError):
             empty.rmdir()

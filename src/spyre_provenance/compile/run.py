@@ -48,8 +48,11 @@ class RunFailed(Exception):
 
 
 class LoadedModel(msgspec.Struct):
-    spec: str
-    model: Any
+    """A model ready to compile: the model as the user named it (``mlp``, ``PATH.py:FACTORY``),
+    the module its name built, and its calls."""
+
+    model: str
+    module: Any
     calls: list[tuple[Any, ...]]  # the inputs of each call, in order (new shapes recompile)
     dtype: str  # "float32", ... or AS_BUILT
 
@@ -93,24 +96,24 @@ class CompileReport(msgspec.Struct):
         return list(dict.fromkeys(op for g in self.graphs for op in g.random_ops))
 
 
-def load(spec: str, dtype: str | None = None) -> LoadedModel:
-    """The model of ``spec`` (built-in name or ``PATH.py:FACTORY``) in ``dtype``; None keeps
+def load(model: str, dtype: str | None = None) -> LoadedModel:
+    """The ``model`` (built-in name or ``PATH.py:FACTORY``) loaded in ``dtype``; None keeps
     a file model's own dtypes (float32 for the built-in ones). Raises ModelLoadError."""
     import torch
 
     from spyre_provenance.compile.examples import EXAMPLES, RANKED_EXAMPLES, load_calls
 
-    if dtype is None and (spec in EXAMPLES or spec in RANKED_EXAMPLES):
+    if dtype is None and (model in EXAMPLES or model in RANKED_EXAMPLES):
         dtype = "float32"
-    model, calls = load_calls(spec, None if dtype is None else getattr(torch, dtype))
-    return LoadedModel(spec, model, calls, dtype or AS_BUILT)
+    module, calls = load_calls(model, None if dtype is None else getattr(torch, dtype))
+    return LoadedModel(model, module, calls, dtype or AS_BUILT)
 
 
 def check_trainable(loaded: LoadedModel) -> None:
     """``--train`` needs a parameter or an input that requires grad: NotCompilable if not."""
     import torch
 
-    if any(p.requires_grad for p in loaded.model.parameters()):
+    if any(p.requires_grad for p in loaded.module.parameters()):
         return
     if all(any(isinstance(x, torch.Tensor) and x.requires_grad for x in call) for call in loaded.calls):
         return
@@ -126,8 +129,8 @@ def run_eager(loaded: LoadedModel, *, train: bool = False) -> list[Any]:
     differentiate or the model fails."""
     if train:
         check_trainable(loaded)
-    loaded.model.train(train)
-    model, calls = copy.deepcopy(loaded.model), [_copies(call) for call in loaded.calls]
+    loaded.module.train(train)
+    model, calls = copy.deepcopy(loaded.module), [_copies(call) for call in loaded.calls]
     try:
         return _run(model, model, calls, train)
     except NotCompilable:
@@ -165,12 +168,12 @@ def compile_model(
     """
     if reference is None:
         reference = run_eager(loaded, train=train)
-    loaded.model.train(train)
+    loaded.module.train(train)
     # as the eager run found them: the tracked run updates buffers (BatchNorm's statistics)
-    pristine = copy.deepcopy(loaded.model)
+    pristine = copy.deepcopy(loaded.module)
     try:
         session, got = _tracked(
-            loaded.model,
+            loaded.module,
             loaded.calls,
             backend,
             train=train,
@@ -187,8 +190,8 @@ def compile_model(
 
 def _redaction(loaded: LoadedModel, redact_paths: bool) -> bool | Path:
     """``tracking.enable``'s ``redact_paths``: a file model's project is its file's folder."""
-    if redact_paths and ":" in loaded.spec:
-        return Path(loaded.spec.split(":", 1)[0]).resolve().parent
+    if redact_paths and ":" in loaded.model:
+        return Path(loaded.model.split(":", 1)[0]).resolve().parent
     return redact_paths
 
 
@@ -235,7 +238,7 @@ def _report(
     found.setdefault("matches_eager", False)
     found.setdefault("max_abs_error", float("nan"))
     return CompileReport(
-        model=loaded.spec,
+        model=loaded.model,
         backend=backend.name,
         dtype=loaded.dtype,
         train=train,
