@@ -65,7 +65,7 @@ def compile_request(request: CompileRequest, *, announce: Announce | None = None
     if request.ranks is None:
         if layout is not None:
             out_folder.refuse_file(layout.out)
-        return _compile(request, layout, announce)
+        return _tracked_compile(request, layout, announce)
     from spyre_provenance.compile import process_group
 
     assert layout is not None  # _refuse_contradictions: ranks write into an out folder
@@ -109,42 +109,26 @@ def _compile_rank(
             f"rank {rank}", f"cannot join the process group: {type(exc).__name__}: {_first_line(exc)}"
         ) from None
     try:
-        return _compile(request, ranked, announce, ranked=True)
+        return _tracked_compile(request, ranked, announce, ranked=True)
     finally:
         process_group.leave()
 
 
-def _compile(
-    request: CompileRequest, layout: Layout | None, announce: Announce | None, *, ranked: bool = False
-) -> CompileOutcome:
-    """``_tracked_compile``, with ``request.profile`` under the profiler."""
-    if not request.profile or layout is None:
-        return _tracked_compile(request, layout, announce, ranked=ranked)
-    from spyre_provenance.compile import profile as profiled_run
-
-    with profiled_run.profiling(layout) as profiler:
-        return _tracked_compile(request, layout, announce, ranked=ranked, profiler=profiler)
-
-
 def _tracked_compile(
-    request: CompileRequest,
-    layout: Layout | None,
-    announce: Announce | None,
-    *,
-    ranked: bool = False,
-    profiler: Profiler | None = None,
+    request: CompileRequest, layout: Layout | None, announce: Announce | None, *, ranked: bool = False
 ) -> CompileOutcome:
     """The tracked compile of ``request.model`` into ``layout`` (None: nothing written),
     checked and judged. ``ranked``: a rank of ``compile --ranks`` (its trace folder is set
     already, and a compiled run that fails, a peer gone, keeps the artifacts its compile
     wrote). The steps, in the order they must run:"""
-    previous = _previous_audit(request)  # a bad --against: exit 2 before any work
-    backend, choice = _trace_then_backend(request, layout, announce, ranked=ranked)
-    loaded, reference = _load_and_run_eager(request)  # all that may refuse the model, before out is touched
-    report = _compile_into(layout, request, loaded, reference, backend, ranked=ranked, profiler=profiler)
-    written = _read_back(request, layout, report, previous)  # the log claimed, outputs checked, pages, audit
-    profile = profiler.finish() if profiler is not None else None  # annotated from the claimed log
-    viewer = _viewer_page(request, layout, report)  # last: the page shows every file written
+    with _profiler(request, layout) as profiler:  # first: before torch is imported
+        previous = _previous_audit(request)  # a bad --against: exit 2 before any work
+        backend, choice = _trace_then_backend(request, layout, announce, ranked=ranked)
+        loaded, reference = _load_and_run_eager(request)  # all that may refuse the model, before out is touched
+        report = _compile_into(layout, request, loaded, reference, backend, ranked=ranked, profiler=profiler)
+        written = _read_back(request, layout, report, previous)  # the log claimed, outputs checked, pages, audit
+        profile = profiler.finish() if profiler is not None else None  # annotated from the claimed log
+        viewer = _viewer_page(request, layout, report)  # last: the page shows every file written
     return CompileOutcome(
         request,
         layout.out if layout is not None else None,
@@ -158,6 +142,16 @@ def _tracked_compile(
         profile=profile,
         viewer=viewer,
     )
+
+
+def _profiler(request: CompileRequest, layout: Layout | None) -> contextlib.AbstractContextManager[Profiler | None]:
+    """With ``request.profile``, the profiler the compiled model is rerun under
+    (``compile.profile``), Inductor's kernel profiling on for the whole compile; else none."""
+    if not request.profile or layout is None:
+        return contextlib.nullcontext()
+    from spyre_provenance.compile import profile as profiled_run
+
+    return profiled_run.profiling(layout)
 
 
 def _previous_audit(request: CompileRequest) -> AuditV1 | None:
