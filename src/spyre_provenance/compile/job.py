@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from spyre_provenance.base.errors import UnsupportedTorch, UnusableInput
 from spyre_provenance.capture import trace_log
-from spyre_provenance.compile import out_folder
+from spyre_provenance.compile import eager_run, out_folder
 from spyre_provenance.compile.outcome import NO_TORCH_SPYRE_KERNEL, AuditFiles, CompileOutcome, judge
 from spyre_provenance.compile.request import CompileRequest, resolved_model
 from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
@@ -41,10 +41,11 @@ from spyre_provenance.model.layout import Layout
 
 if TYPE_CHECKING:
     from spyre_provenance.backends.base import Backend
+    from spyre_provenance.compile.eager_run import LoadedModel
     from spyre_provenance.compile.output_check import OutputCheck
     from spyre_provenance.compile.profile import Profiler
     from spyre_provenance.compile.ranks import RanksOutcome
-    from spyre_provenance.compile.run import CompileReport, LoadedModel
+    from spyre_provenance.compile.run import CompileReport
     from spyre_provenance.model.audit_records import AuditV1
 
 #: where these lived before ``compile.outcome``: still importable from here
@@ -180,18 +181,17 @@ def _trace_then_backend(
 def _load_and_run_eager(request: CompileRequest) -> tuple[LoadedModel, list[Any]]:
     """The model (handed in, or loaded by name) and its eager reference run: a model that
     does not load or fails eagerly is refused (exit 2) here, before ``out`` is touched."""
-    from spyre_provenance.compile import run as compile_run
     from spyre_provenance.compile.examples import ModelLoadError
 
     try:
         if request.instance is not None:
             module, inputs = request.instance
-            dtype = request.dtype or compile_run.AS_BUILT
-            loaded = compile_run.LoadedModel(request.model, module, [tuple(inputs)], dtype)
+            dtype = request.dtype or eager_run.AS_BUILT
+            loaded = eager_run.LoadedModel(request.model, module, [tuple(inputs)], dtype)
         else:
-            loaded = compile_run.load(request.model, request.dtype)
-        return loaded, compile_run.run_eager(loaded, train=request.train)
-    except (ModelLoadError, compile_run.NotCompilable) as exc:
+            loaded = eager_run.load(request.model, request.dtype)
+        return loaded, eager_run.run_eager(loaded, train=request.train)
+    except (ModelLoadError, eager_run.NotCompilable) as exc:
         raise UnusableInput(request.model, str(exc)) from None
 
 
@@ -228,13 +228,11 @@ def _compile_into(
 def _refusals(model: str) -> Iterator[None]:
     """What a failed compile raises, as the one line the command prints (exit 2): the model
     ran eagerly, so an error here is torch.compile refusing it."""
-    from spyre_provenance.compile.run import NotCompilable
-
     try:
         yield
     except UnsupportedTorch:  # enable() refused this torch before compiling: its own line
         raise
-    except NotCompilable as exc:  # the device cannot hold the model: its own line
+    except eager_run.NotCompilable as exc:  # the device cannot hold the model: its own line
         raise UnusableInput(model, str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - the model's compile, whatever it raised: one line
         raise UnusableInput(model, f"torch.compile failed: {_cause_line(exc)}") from None

@@ -2,10 +2,11 @@
 
 ``tracked_compile`` is the one way this project compiles with tracking on; every entry
 point reaches it through ``compile.job.compile_request`` and ``compile_model`` (the bench
-calls it directly). ``compile_model`` runs the eager reference first, on copies of the
-model and its inputs: a model that fails in eager mode, or a training run with nothing to
-differentiate, is refused before anything is compiled or written. Whether the compiled
-output matches eager is ``compile.numerics``'s to say.
+calls it directly). ``compile_model`` runs the eager reference first
+(``compile.eager_run``, on copies of the model and its inputs): a model that fails in eager
+mode, or a training run with nothing to differentiate, is refused before anything is
+compiled or written. Whether the compiled output matches eager is ``compile.numerics``'s
+to say.
 """
 
 from __future__ import annotations
@@ -21,19 +22,24 @@ from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture import inductor, trace_log
 from spyre_provenance.capture.tracking import tracking
 from spyre_provenance.compile import numerics
+from spyre_provenance.compile.eager_run import (
+    AS_BUILT,
+    RNG_SEED,
+    LoadedModel,
+    NotCompilable,
+    copies,
+    float64_run,
+    load,
+    run_calls,
+    run_eager,
+)
 from spyre_provenance.compile.numerics import PrecisionCheck
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.names import COMPARED_FALLBACK_RANDOM, COMPARED_TRACKED
 from spyre_provenance.model.records import GraphResult
 
-AS_BUILT = "as built"  # the dtype label of a file model compiled without --dtype
-#: The random seed set before every run that is compared (eager, compiled, the check
-#: compile), so runs that draw random numbers the same way draw the same ones.
-RNG_SEED = 0
-
-
-class NotCompilable(Exception):
-    """The model cannot be compiled the way it was asked for; ``str(exc)`` is one line."""
+#: what lived here before ``compile.eager_run``: still importable from here
+__all__ = ["AS_BUILT", "RNG_SEED", "CompileReport", "LoadedModel", "NotCompilable", "load", "run_eager"]
 
 
 class RunFailed(Exception):
@@ -45,21 +51,6 @@ class RunFailed(Exception):
         text = str(error).strip()
         super().__init__(f"{type(error).__name__}: {text.splitlines()[0] if text else '(no message)'}")
         self.graphs = graphs
-
-
-class LoadedModel(msgspec.Struct):
-    """A model ready to compile: the model as the user named it (``mlp``, ``PATH.py:FACTORY``),
-    the module its name built, and its calls."""
-
-    model: str
-    module: Any
-    calls: list[tuple[Any, ...]]  # the inputs of each call, in order (new shapes recompile)
-    dtype: str  # "float32", ... or AS_BUILT
-
-    @property
-    def inputs(self) -> tuple[Any, ...]:
-        """The first call's inputs."""
-        return self.calls[0]
 
 
 class CompileReport(msgspec.Struct):
@@ -94,49 +85,6 @@ class CompileReport(msgspec.Struct):
     def random_ops(self) -> list[Any]:
         """The ops of the compiled graphs that draw random numbers, once each."""
         return list(dict.fromkeys(op for g in self.graphs for op in g.random_ops))
-
-
-def load(model: str, dtype: str | None = None) -> LoadedModel:
-    """The ``model`` (built-in name or ``PATH.py:FACTORY``) loaded in ``dtype``; None keeps
-    a file model's own dtypes (float32 for the built-in ones). Raises ModelLoadError."""
-    import torch
-
-    from spyre_provenance.compile.examples import EXAMPLES, RANKED_EXAMPLES, load_calls
-
-    if dtype is None and (model in EXAMPLES or model in RANKED_EXAMPLES):
-        dtype = "float32"
-    module, calls = load_calls(model, None if dtype is None else getattr(torch, dtype))
-    return LoadedModel(model, module, calls, dtype or AS_BUILT)
-
-
-def check_trainable(loaded: LoadedModel) -> None:
-    """``--train`` needs a parameter or an input that requires grad: NotCompilable if not."""
-    import torch
-
-    if any(p.requires_grad for p in loaded.module.parameters()):
-        return
-    if all(any(isinstance(x, torch.Tensor) and x.requires_grad for x in call) for call in loaded.calls):
-        return
-    raise NotCompilable(
-        "--train needs something to differentiate: the model has no parameter that requires grad"
-        " and no input requires grad (return inputs with requires_grad=True from the factory)"
-    )
-
-
-def run_eager(loaded: LoadedModel, *, train: bool = False) -> list[Any]:
-    """The eager reference: outputs (and gradients, when training) of copies of the model
-    and its inputs, in train or eval mode. Raises NotCompilable when there is nothing to
-    differentiate or the model fails."""
-    if train:
-        check_trainable(loaded)
-    loaded.module.train(train)
-    model, calls = copy.deepcopy(loaded.module), [_copies(call) for call in loaded.calls]
-    try:
-        return _run(model, model, calls, train)
-    except NotCompilable:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the user's model: one line, never a traceback
-        raise NotCompilable(f"the model fails in eager mode: {type(exc).__name__}: {exc}") from None
 
 
 def compile_model(
@@ -210,11 +158,11 @@ def _compared_with_eager(
     graphs = session.results
     compared = COMPARED_TRACKED
     if any(g.random_ops for g in graphs):
-        calls = [_copies(call) for call in loaded.calls]
+        calls = [copies(call) for call in loaded.calls]
         got = _fallback_random_run(copy.deepcopy(pristine), calls, backend, train)
         compared = COMPARED_FALLBACK_RANDOM
     compared_with = numerics.compare(
-        got, reference, lambda: _float64_run(pristine, [_copies(call) for call in loaded.calls], train)
+        got, reference, lambda: float64_run(pristine, [copies(call) for call in loaded.calls], train)
     )
     return _report(
         loaded,
@@ -248,27 +196,6 @@ def _report(
     )
 
 
-def _float64_run(model: Any, calls: list[tuple[Any, ...]], train: bool) -> list[Any] | None:
-    """Eager in float64, the judge past the tolerance (``numerics.compare``); None when the
-    model cannot run in float64 (then the tolerance's verdict stands)."""
-    import torch
-
-    wide = copy.deepcopy(model).double()
-    widened = [
-        tuple(
-            x.detach().double().requires_grad_(x.requires_grad)
-            if isinstance(x, torch.Tensor) and x.is_floating_point()
-            else x
-            for x in call
-        )
-        for call in calls
-    ]
-    try:
-        return _run(wide, wide, widened, train)
-    except Exception:  # noqa: BLE001 - an op without float64 support: no verdict from here
-        return None
-
-
 def _fallback_random_run(model: Any, calls: list[tuple[Any, ...]], chosen: Backend, train: bool) -> list[Any]:
     """Outputs of a second compile of the untouched model on the same backend, untracked
     and unlogged, with ``fallback_random``: its random ops call ATen as eager does, so
@@ -282,7 +209,7 @@ def _fallback_random_run(model: Any, calls: list[tuple[Any, ...]], chosen: Backe
     try:  # the tracked compile's own backend, writing no bundle and no cache entry
         with chosen.writing_nothing(), inductor.fallback_random(), trace_log.off():
             model, calls = _placed(chosen, model, calls)
-            return _on_cpu(_run(torch.compile(model, backend=chosen.compiler()), model, calls, train))
+            return _on_cpu(run_calls(torch.compile(model, backend=chosen.compiler()), model, calls, train))
     finally:
         chosen.uninstall()
         torch._dynamo.reset()
@@ -346,7 +273,7 @@ def _tracked(
         with tracking(backend, layout=layout, redact_paths=redact_paths, audit=audit) as session:
             compiled = torch.compile(model, backend=backend.compiler())
             before = _State(model, calls) if after_run is not None else None
-            got = _on_cpu(_run(compiled, model, calls, train))
+            got = _on_cpu(run_calls(compiled, model, calls, train))
             if after_run is not None and before is not None:
                 again = before.restore(model)  # before the profiler starts: no copies in its trace
                 after_run(lambda: _rerun(compiled, model, again, train))
@@ -366,7 +293,7 @@ class _State:
     (a step counter), so a second run sees what the first did and recompiles nothing."""
 
     def __init__(self, model: Any, calls: list[tuple[Any, ...]]) -> None:
-        self.calls = [_copies(call) for call in calls]
+        self.calls = [copies(call) for call in calls]
         self.tensors = {name: t.detach().clone() for name, t in [*model.named_parameters(), *model.named_buffers()]}
         self.attributes = [
             (module, {k: v for k, v in vars(module).items() if isinstance(v, (bool, int, float, str, type(None)))})
@@ -384,7 +311,7 @@ class _State:
         for module, attributes in self.attributes:
             for key, value in attributes.items():
                 setattr(module, key, value)
-        return [_copies(call) for call in self.calls]
+        return [copies(call) for call in self.calls]
 
 
 def _rerun(compiled: Any, model: Any, calls: list[tuple[Any, ...]], train: bool) -> list[Any]:
@@ -395,7 +322,7 @@ def _rerun(compiled: Any, model: Any, calls: list[tuple[Any, ...]], train: bool)
     import torch
 
     with torch.compiler.set_stance("fail_on_recompile"):
-        return _run(compiled, model, calls, train)
+        return run_calls(compiled, model, calls, train)
 
 
 def _placed(backend: Backend, model: Any, calls: list[tuple[Any, ...]]) -> tuple[Any, list[tuple[Any, ...]]]:
@@ -412,50 +339,3 @@ def _placed(backend: Backend, model: Any, calls: list[tuple[Any, ...]]) -> tuple
 def _on_cpu(tensors: list[Any]) -> list[Any]:
     """Outputs and gradients where eager's are, to compare them."""
     return [t.cpu() for t in tensors]
-
-
-def _copies(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Fresh tensors for the eager run: the gradients of inputs must not add up."""
-    import torch
-
-    return tuple(
-        x.detach().clone().requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else copy.deepcopy(x)
-        for x in inputs
-    )
-
-
-def _run(fn: Any, module: Any, calls: list[tuple[Any, ...]], train: bool) -> list[Any]:
-    """Outputs and, when training, the gradients of the parameters and of the inputs that
-    require grad, of every call in order, as one flat list of tensors. Each call starts
-    from the same random seed and, when training, from no gradients."""
-    import torch
-
-    got: list[Any] = []
-    for inputs in calls:
-        torch.manual_seed(RNG_SEED)
-        if not train:
-            with torch.no_grad():
-                got += _flatten(fn(*inputs))
-            continue
-        leaves = [*module.parameters(), *(x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad)]
-        for leaf in leaves:
-            leaf.grad = None
-        outputs = _flatten(fn(*inputs), detach=False)  # the loss needs their autograd graph
-        differentiable = [o for o in outputs if o.is_floating_point() and o.requires_grad]
-        if not differentiable:
-            raise NotCompilable("--train: no output of the model depends on something that requires grad")
-        sum(o.float().sum() for o in differentiable).backward()
-        got += [o.detach() for o in outputs] + [t.grad for t in leaves if t.grad is not None]
-    return got
-
-
-def _flatten(value: Any, detach: bool = True) -> list[Any]:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [value.detach() if detach else value]
-    if isinstance(value, (list, tuple)):
-        return [t for item in value for t in _flatten(item, detach)]
-    if isinstance(value, dict):
-        return [t for key in sorted(value) for t in _flatten(value[key], detach)]
-    return []
