@@ -129,6 +129,7 @@ def test_cleanup_spares_a_live_writers_temporaries(tmp_path: Path) -> None:
 
 def test_emit_clears_dead_writers_temporaries_before_writing(tmp_path: Path) -> None:
     from spyre_provenance.capture import emit
+    from spyre_provenance.model.layout import Layout
     from spyre_provenance.model.records import GraphDiagnostics, GraphResult
 
     result = GraphResult(
@@ -149,12 +150,12 @@ def test_emit_clears_dead_writers_temporaries_before_writing(tmp_path: Path) -> 
     dead.wait()
     stale = folder / f"{files.TMP_PREFIX}{dead.pid}-x.part"
     stale.write_bytes(b"half an artifact")
-    emit.write_files(emit.artifact_files(result), emit.graph_folders(result, None, tmp_path))
+    emit.write_files(emit.artifact_files(result), emit.graph_folders(result, None, Layout(tmp_path, result.label)))
     assert sorted(p.name for p in folder.iterdir()) == [f"{KERNEL_STACK_TRACES}.json"]
 
 
 def test_compile_prepare_removes_only_this_models_output(tmp_path: Path) -> None:
-    from spyre_provenance.compile import job as compile_job
+    from spyre_provenance.compile import out_folder
     from spyre_provenance.model.layout import Layout
 
     out = tmp_path / "out"
@@ -178,7 +179,7 @@ def test_compile_prepare_removes_only_this_models_output(tmp_path: Path) -> None
     stale.write_bytes(b"x")
     live.write_bytes(b"x")
 
-    compile_job._prepare(Layout(out, "mlp"), "mlp")
+    out_folder.prepare(Layout(out, "mlp"), "mlp")
     assert not any(folder.exists() for folder in mine)
     assert all((folder / "a.json").is_file() for folder in theirs)
     # mlp's log is gone; the marker naming the model its label stands for is written anew

@@ -106,7 +106,7 @@ def test_the_rule_is_torch_spyre_descriptor(torch_spyre_python, spec):
         loaded = load({spec!r}, "float16")
         torch._dynamo.reset()
         with torch.no_grad():
-            torch.compile(loaded.model, backend=route.spyre_inductor)(*loaded.calls[0])
+            torch.compile(loaded.module, backend=route.spyre_inductor)(*loaded.calls[0])
         print(json.dumps(seen))
         """
     )

@@ -224,3 +224,40 @@ def test_module_imports_without_torch(module):
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+#: torch's internals a compile touches only through ``capture/`` (``capture.trace_log``,
+#: ``capture.inductor``): its trace logger and handler, Inductor's config and modules
+TORCH_INTERNALS = ("torch._inductor", "torch._logging", "torch.__trace")
+
+
+def test_compile_touches_torch_internals_only_through_capture():
+    touching = sorted(
+        f"{path.relative_to(PACKAGE)}: {name}"
+        for path in sorted((PACKAGE / "compile").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        for name in _internals(node)
+    )
+    assert touching == []
+
+
+def _internals(node: ast.AST) -> list[str]:
+    """The torch internals an import or a string (a logger's name) of ``node`` names."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom) and node.module:
+        names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        names = [node.value]
+    else:
+        return []
+    return [n for n in names if any(n == t or n.startswith(t + ".") for t in TORCH_INTERNALS)]
+
+
+def test_the_internals_check_finds_a_touch():
+    found = [
+        n
+        for node in ast.walk(ast.parse("from torch._inductor import config\nlog = 'torch.__trace'"))
+        for n in _internals(node)
+    ]
+    assert found == ["torch._inductor", "torch._inductor.config", "torch.__trace"]

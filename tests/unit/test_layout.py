@@ -20,7 +20,7 @@ OUT_PATH = re.compile(
     r'/\s*"(?:trace|sdsc|tlparse|profile|view\.html|inductor-spyre)"'
     r'|glob\("(?:trace|sdsc|tlparse|profile|rank)[/*]'
     r'|\.name\s*==\s*"(?:trace|sdsc|tlparse|profile)"'
-    r"|\b(?:TRACE_FOLDER|SDSC_FOLDER|SPYRE_BUNDLES_FOLDER|TLPARSE_FOLDER|PROFILE_FOLDER|RANK_PREFIX|ORIGIN_SUFFIX"
+    r"|\b(?:TRACE_FOLDER|SDSC_FOLDER|SPYRE_BUNDLES_FOLDER|TLPARSE_FOLDER|PROFILE_FOLDER|RANK_PREFIX|MODEL_SUFFIX"
     r"|rank_folder)\b"
 )
 
@@ -56,7 +56,7 @@ def test_every_path_of_a_model_is_under_its_out_folder_and_named_after_its_label
     layout = Layout(tmp_path, "mlp")
     paths = [
         layout.trace_log,
-        layout.origin_marker,
+        layout.model_marker,
         layout.graph_folder(0, "0/0", "inference"),
         layout.bundle_root,
         layout.pages,

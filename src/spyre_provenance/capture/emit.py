@@ -63,14 +63,12 @@ def graph_folder_name(result: GraphResult, label: str | None = None, first: int 
     return graph_folder(first + result.index, result.compile_id, result.kind, chosen)
 
 
-def graph_folders(result: GraphResult, debug_dir: Path | None, out_dir: Path | None, first: int = 0) -> list[Path]:
-    """Where the graph's files go: Inductor's debug folder (when tracing) and ``--out``'s
-    graph folder."""
+def graph_folders(result: GraphResult, debug_dir: Path | None, layout: Layout | None, first: int = 0) -> list[Path]:
+    """Where the graph's files go: Inductor's debug folder (when tracing) and its folder in
+    the session's out folder (``layout``, named after the model's label)."""
     folders = [debug_dir] if debug_dir is not None else []
-    if out_dir is not None:
-        folders.append(
-            Layout(Path(out_dir), result.label).graph_folder(first + result.index, result.compile_id, result.kind)
-        )
+    if layout is not None:
+        folders.append(layout.graph_folder(first + result.index, result.compile_id, result.kind))
     return folders
 
 

@@ -33,6 +33,7 @@ from spyre_provenance.capture.faults import Faults
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.links import inference, mapping
 from spyre_provenance.model import folders
+from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.names import DIAGNOSTICS, MODEL_LABEL, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.post_grad_graph import PreGradSubgraphs
 from spyre_provenance.model.records import BundleHandlesV4, GraphDiagnostics, GraphResult, KernelRecord, RandomOp
@@ -64,15 +65,16 @@ class Session:
     :ivar results: one ``GraphResult`` per compiled graph, in compile order (a training
         compile: forward, then backward; a graph break: one per frame).
     :ivar backend: the backend adapter in use (``backend.name``: reference, spyre, inductor).
-    :ivar out_dir: where each graph's artifacts are written (None: only logged, and written
-        into Inductor's debug folder when its trace is on).
-    :ivar label: the model label graph folders are named with (None: ``graph_00_...``).
+    :ivar layout: the out folder each graph's artifacts are written into, named after its
+        label (None: only logged, and written into Inductor's debug folder when its trace is on).
+    :ivar label: the model label graph folders are named with (None: ``graph_00_...``); the
+        layout's when there is one.
     """
 
     def __init__(
         self,
         backend: Backend,
-        out_dir: Path | None,
+        layout: Layout | None,
         label: str | None = None,
         redactor: Any = None,
         inductor: Inductor | None = None,
@@ -80,8 +82,8 @@ class Session:
     ) -> None:
         self.backend = backend
         self.inductor = inductor if inductor is not None else Inductor()  # what is read from Inductor
-        self.out_dir = out_dir
-        self.label = label
+        self.layout = layout
+        self.label = layout.label if layout is not None else label
         self.redactor = redactor  # a redact.Redactor: paths in written/emitted artifacts rewritten
         self.results: list[GraphResult] = []
         self._pending: dict[int, list[KernelRecord]] = {}
@@ -419,14 +421,14 @@ class Session:
         return total
 
     def _folders(self, result: GraphResult) -> list[Path]:
-        return emit.graph_folders(result, self.inductor.debug_dir(), self.out_dir, self._first_order())
+        return emit.graph_folders(result, self.inductor.debug_dir(), self.layout, self._first_order())
 
     def _first_order(self) -> int:
         """Where this session's graph folders start numbering: 0 with a label (the command
-        removes a label's old folders first), else after the unlabeled folders ``out_dir``
+        removes a label's old folders first), else after the unlabeled folders the layout
         already holds, read once, at the session's first graph."""
         if self._first is None:
-            out = Path(self.out_dir) if self.out_dir is not None and self.label is None else None
+            out = self.layout.out if self.layout is not None and self.label is None else None
             names = [p.name for p in out.iterdir()] if out is not None and out.is_dir() else []
             self._first = folders.next_unlabeled_order(names)
         return self._first

@@ -432,3 +432,11 @@ def _op_name(node: Any) -> str:
     if isinstance(target, torch._ops.HigherOrderOperator):
         return f"{target.namespace}.{target.name()}"
     return "python"
+
+
+def fallback_random() -> Any:
+    """A context in which Inductor's random ops call ATen as eager does
+    (``torch._inductor.config.fallback_random``): from one seed they draw eager's numbers."""
+    from torch._inductor import config
+
+    return config.patch(fallback_random=True)

@@ -20,6 +20,7 @@ from spyre_provenance.base.errors import TorchNotInstalled, UnsupportedTorch
 from spyre_provenance.base.process import torch_missing
 from spyre_provenance.capture.hook import DUMP_FUNCTION, Session
 from spyre_provenance.capture.inductor import Inductor
+from spyre_provenance.model.layout import Layout
 
 #: The torch releases the test suite runs on (``make test``, ``make test-torch-next``).
 TESTED_TORCH = "2.13.0, 2.14.1 and 2.15.0"
@@ -81,6 +82,7 @@ def enable(
     inductor: Inductor | None = None,
     audit: bool = False,
     beyond_upstream: bool = False,
+    layout: Layout | None = None,
 ) -> Session:
     """Start tracking every compile in this process; returns the session (its results).
 
@@ -100,6 +102,8 @@ def enable(
     every stage carries (``capture.audit_probe``; each graph's ``GraphResult.audit``).
     ``beyond_upstream``: on stock Inductor, complete the mapping as the Spyre backends do
     (``backends.base.StockInductor``) instead of logging torch's own.
+    ``layout``: ``out_dir`` and ``label`` as the one value the compile door and an attached
+    process hold (``model.layout.Layout``), handed down whole; give it or them, not both.
 
     Raises ``UnsupportedTorch`` (a RuntimeError, one line) when the installed torch lacks a
     seam the hook patches (``missing_seams``), and ``TorchNotInstalled`` (an ImportError,
@@ -119,11 +123,21 @@ def enable(
 
             start = Path.cwd() if redact_paths is True else Path(redact_paths)
             redactor = Redactor.default(find_project(start, Path.home()))
-        session = Session(chosen, Path(out_dir) if out_dir is not None else None, label, redactor, inductor, audit)
+        session = Session(chosen, _layout(layout, out_dir, label), label, redactor, inductor, audit)
         chosen.path_redactor = redactor  # files the backend writes itself (SuperDSC bundles)
         session.install()
         _session = session
         return session
+
+
+def _layout(layout: Layout | None, out_dir: str | Path | None, label: str | None) -> Layout | None:
+    """``enable``'s out folder as one ``Layout``: the one given, or built once from
+    ``out_dir`` and ``label`` (the public arguments)."""
+    if layout is None:
+        return Layout(Path(out_dir), label) if out_dir is not None else None
+    if out_dir is not None or label is not None:
+        raise ValueError("give enable() a layout or an out_dir and label, not both")
+    return layout
 
 
 def current() -> Session | None:
@@ -166,6 +180,7 @@ def tracking(
     inductor: Inductor | None = None,
     audit: bool = False,
     beyond_upstream: bool = False,
+    layout: Layout | None = None,
 ) -> Iterator[Session]:
     """``with tracking(...) as session: torch.compile(model)(x)``: ``enable`` for the block,
     ``disable`` when it ends (also on an exception). Takes ``enable``'s arguments and yields
@@ -178,6 +193,7 @@ def tracking(
         inductor=inductor,
         audit=audit,
         beyond_upstream=beyond_upstream,
+        layout=layout,
     )
     try:
         yield session

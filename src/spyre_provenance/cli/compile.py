@@ -22,6 +22,12 @@ from spyre_provenance.compile.request import default_out
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options, in ``--help``'s order; each has its spelling in ``compile.request``."""
+    _what_to_compile(parser)
+    _what_to_write(parser)
+
+
+def _what_to_compile(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="built-in example (mlp, residual, ...) or PATH.py:FACTORY")
     parser.add_argument(
         "--backend",
@@ -57,6 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "group; rank r compiles into OUT/rank<r>/ and OUT/tlparse/<model>/ gets tlparse's multi-rank report "
         "(in a process torchrun started: compile as its rank RANK)",
     )
+
+
+def _what_to_write(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--redact-paths",
         action="store_true",

@@ -54,9 +54,8 @@ def run(args: argparse.Namespace) -> int:
     per_log = len(logs) > 1 or (args.out is None and Layout.of_log(logs[0]) is not None)
     pages: list[tlparse_run.GraphPage] = []
     for log in logs:
-        log_out = out / log.stem if per_log else out
         try:
-            pages += tlparse_run.render_pages(tlparse, log, log_out)
+            pages += tlparse_run.render_pages(tlparse, log, _log_out(args, out, log) if per_log else out)
         except tlparse_run.TlparseError as exc:
             raise UnusableInput(str(log), str(exc)) from None
 
@@ -87,7 +86,8 @@ def _open_ranks(args: argparse.Namespace, target: Path) -> int:
     pages: list[tlparse_run.GraphPage] = []
     for stem, logs in models.items():
         try:
-            report = tlparse_run.render_all_ranks(tlparse, logs, out if len(models) == 1 else out / stem)
+            where = out if len(models) == 1 else Layout(target, stem).pages if args.out is None else out / stem
+            report = tlparse_run.render_all_ranks(tlparse, logs, where)
         except tlparse_run.TlparseError as exc:
             raise UnusableInput(str(target), str(exc)) from None
         landings.append(report.landing)
@@ -175,6 +175,13 @@ def _print_viewer(target: Path, width: int) -> None:
     if out.is_dir() and data.has_graph_folders(out):
         line = view.beside(out)
         print(f"{'viewer'.ljust(width)}  {line.removeprefix('viewer page: ')}")
+
+
+def _log_out(args: argparse.Namespace, out: Path, log: Path) -> Path:
+    """One log's pages among several: by default where ``compile`` wrote them (its
+    ``Layout.pages``), else in a folder of ``--out`` named after the log."""
+    owner = Layout.of_log(log, log.stem)
+    return owner.pages if args.out is None and owner is not None else out / log.stem
 
 
 def _default_out(target: Path, log: Path) -> Path:

@@ -21,15 +21,12 @@ claimed it.
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from spyre_provenance.base.patches import Patches
+from spyre_provenance.capture import trace_log
 from spyre_provenance.model.layout import Layout
-
-_ENV = "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"
 
 
 class Profiler:
@@ -68,24 +65,13 @@ def profiling(layout: Layout) -> Iterator[Profiler]:
     and the profiler its run hands the compiled model to. A compile that fails leaves no
     raw trace behind."""
     with Patches() as patches:
-        _kernel_profile_on(patches)
+        trace_log.kernel_profile_on(patches)
         profiler = Profiler(layout)
         try:
             yield profiler
         except BaseException:
             profiler.raw.unlink(missing_ok=True)
             raise
-
-
-def _kernel_profile_on(patches: Patches) -> None:
-    """Before torch is imported the environment variable sets it (and ``compile`` must not
-    import torch before pointing TORCH_TRACE); after, the config value."""
-    if "torch" in sys.modules:
-        import torch._inductor.config as inductor_config
-
-        patches.setattr(inductor_config.cpp, "enable_kernel_profile", True)
-    else:
-        patches.setitem(os.environ, _ENV, "1")
 
 
 def _annotate(raw: Path, layout: Layout) -> str:

@@ -44,9 +44,9 @@ from typing import TYPE_CHECKING, NamedTuple
 import msgspec
 
 from spyre_provenance.base.errors import EXIT_FOUND_WANTING, UnusableInput, Verdict
+from spyre_provenance.compile import out_folder
 from spyre_provenance.compile.request import CompileRequest, command_line
 from spyre_provenance.logs.tlparse_run import TlparseError, render_all_ranks, tlparse_binary
-from spyre_provenance.logs.tracelog import GLOG_PREFIX
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.viewer import page as viewer_page
 
@@ -148,17 +148,16 @@ def run(request: CompileRequest, layout: Layout) -> RanksOutcome:
     out = layout.out
     if request.ranks < 1:
         raise UnusableInput("--ranks", f"{request.ranks}: needs at least 1 rank")
-    if out.exists() and not out.is_dir():
-        raise UnusableInput(str(out), "exists and is not a folder")
+    out_folder.refuse_file(out)
     arguments = command_line(msgspec.structs.replace(request, tlparse=False))  # the parent renders the pages
     out.mkdir(parents=True, exist_ok=True)
-    _forget_extra_ranks(layout, request.ranks)
+    out_folder.forget_extra_ranks(layout, request.ranks)
     with tempfile.TemporaryDirectory(prefix="spyre-provenance-ranks-") as work:
         ended = _launch(request.ranks, arguments, Path(work))
         ranks = [_result(layout, r, end, Path(work)) for r, end in sorted(ended.items())]
     for r, end in ended.items():
         if end.code < 0 and end.pid is not None:
-            _discard_torn_log(layout.rank(r), end.pid)
+            out_folder.discard_torn_log(layout.rank(r), end.pid)
 
     problems: list[str] = []
     report, pages = None, []
@@ -303,39 +302,3 @@ def _own_signal_handlers() -> Iterator[None]:
             os.environ.pop("TORCHELASTIC_SIGNALS_TO_HANDLE", None)
         else:
             os.environ["TORCHELASTIC_SIGNALS_TO_HANDLE"] = env
-
-
-def _forget_extra_ranks(layout: Layout, ranks: int) -> None:
-    """This model's output in ``rank<r>/`` folders of an earlier run with more ranks: gone,
-    so validate, golden and diff see this run's ranks only. Each rank of this run clears
-    its own folder itself, as any compile does."""
-    import shutil
-
-    for rank, ranked in layout.ranks():
-        if rank < ranks:
-            continue
-        for own in ranked.own_folders():
-            shutil.rmtree(own, ignore_errors=True)
-        ranked.trace_log.unlink(missing_ok=True)
-        ranked.origin_marker.unlink(missing_ok=True)
-        for empty in (ranked.trace_dir, *ranked.shared_folders(), ranked.out):
-            with contextlib.suppress(OSError):
-                empty.rmdir()
-
-
-def _discard_torn_log(ranked: Layout, pid: int) -> None:
-    """A rank killed mid-compile leaves torch's log under its temporary name, unclaimed.
-    It is this rank's when its records carry the rank's pid (every glog line does): other
-    runs' logs in the same folder stay. Without a log of the label, the marker naming the
-    model the label stands for marks nothing and goes too, and so do the folders it leaves
-    empty."""
-    for log in sorted(ranked.trace_dir.glob("dedicated_log_torch_trace_*.log")):
-        with contextlib.suppress(OSError), open(log, "rb") as fh:
-            match = GLOG_PREFIX.match(fh.readline())
-            if match and int(match["pid"]) == pid:
-                log.unlink()
-    if not ranked.trace_log.exists():
-        ranked.origin_marker.unlink(missing_ok=True)
-    for empty in (ranked.trace_dir, ranked.out):
-        with contextlib.suppress(OSError):
-            empty.rmdir()

@@ -53,6 +53,7 @@ class CompileRequest(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def label(self) -> str:
+        """The model's label: what its files are named after (``run_label``)."""
         return run_label(self.model)
 
 
@@ -116,19 +117,31 @@ _SPELLING: dict[str, Callable[[Any], list[str]]] = {
 }
 
 
-def default_out(spec: str) -> Path:
-    """The command line's ``--out`` when none is given: ``out/<model>``, the model file's stem
-    (transliterated as labels are) or the built-in model's name."""
-    if ":" not in spec:
-        return Path("out") / spec
-    return Path("out") / (folders.transliterate(Path(spec.split(":", 1)[0]).stem) or "model")
+def default_out(model: str) -> Path:
+    """The command line's ``--out`` when none is given: ``out/<name>``, the built-in model's
+    name or the model file's stem (transliterated as labels are): one folder per file, which
+    the labels of its factories share."""
+    if ":" not in model:
+        return Path("out") / model
+    return Path("out") / (folders.transliterate(Path(model.split(":", 1)[0]).stem) or "model")
 
 
-def run_label(spec: str) -> str:
-    """What this run's files are named after: the built-in model's name, or for
-    ``PATH.py:FACTORY`` the file's stem and the factory (two factories of one file are two
-    models). Letters, digits, ``.`` and ``-`` only."""
-    if ":" in spec:
-        path, _, factory = spec.partition(":")
+def run_label(model: str) -> str:
+    """The model's label, the one name derived from it: what its files are named after.
+    The built-in model's name, or for ``PATH.py:FACTORY`` the file's stem and the factory
+    (two factories of one file are two models). Letters, digits, ``.`` and ``-`` only."""
+    if ":" in model:
+        path, _, factory = model.partition(":")
         return folders.model_label(f"{Path(path).stem}-{factory}")
-    return folders.model_label(spec)
+    return folders.model_label(model)
+
+
+def resolved_model(request: CompileRequest) -> str:
+    """The model as the same string from any folder: a file model's path resolved (its
+    factory kept), a built-in or handed-in model's name as given. Written beside the model's
+    log (``Layout.model_marker``), so two models whose labels agree never share an out
+    folder's files."""
+    if ":" in request.model and request.instance is None:
+        path, _, factory = request.model.partition(":")
+        return f"{Path(path).resolve()}:{factory}"
+    return request.model

@@ -2,38 +2,44 @@
 
 ``tracked_compile`` is the one way this project compiles with tracking on; every entry
 point reaches it through ``compile.job.compile_request`` and ``compile_model`` (the bench
-calls it directly). ``compile_model`` runs the eager reference first, on copies of the
-model and its inputs: a model that fails in eager mode, or a training run with nothing to
-differentiate, is refused before anything is compiled or written. Whether the compiled
-output matches eager is ``compile.numerics``'s to say.
+calls it directly). ``compile_model`` runs the eager reference first
+(``compile.eager_run``, on copies of the model and its inputs): a model that fails in eager
+mode, or a training run with nothing to differentiate, is refused before anything is
+compiled or written. Whether the compiled output matches eager is ``compile.numerics``'s
+to say.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from spyre_provenance.backends.base import Backend
+from spyre_provenance.capture import inductor, trace_log
 from spyre_provenance.capture.tracking import tracking
 from spyre_provenance.compile import numerics
+from spyre_provenance.compile.eager_run import (
+    AS_BUILT,
+    RNG_SEED,
+    LoadedModel,
+    NotCompilable,
+    copies,
+    float64_run,
+    load,
+    run_calls,
+    run_eager,
+)
 from spyre_provenance.compile.numerics import PrecisionCheck
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.names import COMPARED_FALLBACK_RANDOM, COMPARED_TRACKED
 from spyre_provenance.model.records import GraphResult
 
-AS_BUILT = "as built"  # the dtype label of a file model compiled without --dtype
-#: The random seed set before every run that is compared (eager, compiled, the check
-#: compile), so runs that draw random numbers the same way draw the same ones.
-RNG_SEED = 0
-
-
-class NotCompilable(Exception):
-    """The model cannot be compiled the way it was asked for; ``str(exc)`` is one line."""
+#: what lived here before ``compile.eager_run``: still importable from here
+__all__ = ["AS_BUILT", "RNG_SEED", "CompileReport", "LoadedModel", "NotCompilable", "load", "run_eager"]
 
 
 class RunFailed(Exception):
@@ -45,18 +51,6 @@ class RunFailed(Exception):
         text = str(error).strip()
         super().__init__(f"{type(error).__name__}: {text.splitlines()[0] if text else '(no message)'}")
         self.graphs = graphs
-
-
-class LoadedModel(msgspec.Struct):
-    spec: str
-    model: Any
-    calls: list[tuple[Any, ...]]  # the inputs of each call, in order (new shapes recompile)
-    dtype: str  # "float32", ... or AS_BUILT
-
-    @property
-    def inputs(self) -> tuple[Any, ...]:
-        """The first call's inputs."""
-        return self.calls[0]
 
 
 class CompileReport(msgspec.Struct):
@@ -93,49 +87,6 @@ class CompileReport(msgspec.Struct):
         return list(dict.fromkeys(op for g in self.graphs for op in g.random_ops))
 
 
-def load(spec: str, dtype: str | None = None) -> LoadedModel:
-    """The model of ``spec`` (built-in name or ``PATH.py:FACTORY``) in ``dtype``; None keeps
-    a file model's own dtypes (float32 for the built-in ones). Raises ModelLoadError."""
-    import torch
-
-    from spyre_provenance.compile.examples import EXAMPLES, RANKED_EXAMPLES, load_calls
-
-    if dtype is None and (spec in EXAMPLES or spec in RANKED_EXAMPLES):
-        dtype = "float32"
-    model, calls = load_calls(spec, None if dtype is None else getattr(torch, dtype))
-    return LoadedModel(spec, model, calls, dtype or AS_BUILT)
-
-
-def check_trainable(loaded: LoadedModel) -> None:
-    """``--train`` needs a parameter or an input that requires grad: NotCompilable if not."""
-    import torch
-
-    if any(p.requires_grad for p in loaded.model.parameters()):
-        return
-    if all(any(isinstance(x, torch.Tensor) and x.requires_grad for x in call) for call in loaded.calls):
-        return
-    raise NotCompilable(
-        "--train needs something to differentiate: the model has no parameter that requires grad"
-        " and no input requires grad (return inputs with requires_grad=True from the factory)"
-    )
-
-
-def run_eager(loaded: LoadedModel, *, train: bool = False) -> list[Any]:
-    """The eager reference: outputs (and gradients, when training) of copies of the model
-    and its inputs, in train or eval mode. Raises NotCompilable when there is nothing to
-    differentiate or the model fails."""
-    if train:
-        check_trainable(loaded)
-    loaded.model.train(train)
-    model, calls = copy.deepcopy(loaded.model), [_copies(call) for call in loaded.calls]
-    try:
-        return _run(model, model, calls, train)
-    except NotCompilable:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the user's model: one line, never a traceback
-        raise NotCompilable(f"the model fails in eager mode: {type(exc).__name__}: {exc}") from None
-
-
 def compile_model(
     loaded: LoadedModel,
     reference: list[Any] | None = None,
@@ -163,85 +114,86 @@ def compile_model(
     ``after_run``: called once after the tracked run, still tracking, with a function that
     runs the same compiled model on the same calls again (``compile --profile`` profiles it).
     """
-
     if reference is None:
         reference = run_eager(loaded, train=train)
-    loaded.model.train(train)
+    loaded.module.train(train)
     # as the eager run found them: the tracked run updates buffers (BatchNorm's statistics)
-    pristine = copy.deepcopy(loaded.model)
-
-    redact: bool | Path = redact_paths
-    if redact_paths and ":" in loaded.spec:  # the project is the model file's
-        redact = Path(loaded.spec.split(":", 1)[0]).resolve().parent
+    pristine = copy.deepcopy(loaded.module)
     try:
         session, got = _tracked(
-            loaded.model,
+            loaded.module,
             loaded.calls,
             backend,
             train=train,
             layout=layout,
-            redact_paths=redact,
+            redact_paths=_redaction(loaded, redact_paths),
             keep_run_failure=keep_run_failure,
             audit=audit,
             after_run=after_run,
         )
     except RunFailed as exc:
-        return CompileReport(
-            model=loaded.spec,
-            backend=backend.name,
-            dtype=loaded.dtype,
-            train=train,
-            graphs=exc.graphs,
-            matches_eager=False,
-            max_abs_error=float("nan"),
-            run_error=str(exc),
-            calls=len(loaded.calls),
-        )
+        return _report(loaded, backend, train, exc.graphs, run_error=str(exc))
+    return _compared_with_eager(loaded, backend, train, session, got, pristine, reference)
+
+
+def _redaction(loaded: LoadedModel, redact_paths: bool) -> bool | Path:
+    """``tracking.enable``'s ``redact_paths``: a file model's project is its file's folder."""
+    if redact_paths and ":" in loaded.model:
+        return Path(loaded.model.split(":", 1)[0]).resolve().parent
+    return redact_paths
+
+
+def _compared_with_eager(
+    loaded: LoadedModel,
+    backend: Backend,
+    train: bool,
+    session: Any,
+    got: list[Any],
+    pristine: Any,
+    reference: list[Any],
+) -> CompileReport:
+    """The report of a compile whose run finished: its outputs against eager's (those of
+    a second, untracked compile with ATen's random numbers when a graph draws any), and
+    past the tolerance against a float64 eager run of the ``pristine`` model."""
     graphs = session.results
     compared = COMPARED_TRACKED
     if any(g.random_ops for g in graphs):
-        calls = [_copies(call) for call in loaded.calls]
+        calls = [copies(call) for call in loaded.calls]
         got = _fallback_random_run(copy.deepcopy(pristine), calls, backend, train)
         compared = COMPARED_FALLBACK_RANDOM
-
     compared_with = numerics.compare(
-        got, reference, lambda: _float64_run(pristine, [_copies(call) for call in loaded.calls], train)
+        got, reference, lambda: float64_run(pristine, [copies(call) for call in loaded.calls], train)
     )
-    return CompileReport(
-        model=loaded.spec,
-        backend=backend.name,
-        dtype=loaded.dtype,
-        train=train,
-        graphs=graphs,
+    return _report(
+        loaded,
+        backend,
+        train,
+        graphs,
         matches_eager=compared_with.matches,
         max_abs_error=compared_with.max_abs_error,
         tracking_level=session.probe.tracking_level if session.probe is not None else 0,
         compared=compared,
-        calls=len(loaded.calls),
         precision=compared_with.precision,
         output_scale=compared_with.output_scale,
     )
 
 
-def _float64_run(model: Any, calls: list[tuple[Any, ...]], train: bool) -> list[Any] | None:
-    """Eager in float64, the judge past the tolerance (``numerics.compare``); None when the
-    model cannot run in float64 (then the tolerance's verdict stands)."""
-    import torch
-
-    wide = copy.deepcopy(model).double()
-    widened = [
-        tuple(
-            x.detach().double().requires_grad_(x.requires_grad)
-            if isinstance(x, torch.Tensor) and x.is_floating_point()
-            else x
-            for x in call
-        )
-        for call in calls
-    ]
-    try:
-        return _run(wide, wide, widened, train)
-    except Exception:  # noqa: BLE001 - an op without float64 support: no verdict from here
-        return None
+def _report(
+    loaded: LoadedModel, backend: Backend, train: bool, graphs: list[GraphResult], **found: Any
+) -> CompileReport:
+    """A ``CompileReport`` of ``loaded`` on ``backend``; without ``found``, that of a run that
+    failed (no eager comparison)."""
+    found.setdefault("matches_eager", False)
+    found.setdefault("max_abs_error", float("nan"))
+    return CompileReport(
+        model=loaded.model,
+        backend=backend.name,
+        dtype=loaded.dtype,
+        train=train,
+        graphs=graphs,
+        calls=len(loaded.calls),
+        **found,
+    )
 
 
 def _fallback_random_run(model: Any, calls: list[tuple[Any, ...]], chosen: Backend, train: bool) -> list[Any]:
@@ -250,35 +202,17 @@ def _fallback_random_run(model: Any, calls: list[tuple[Any, ...]], chosen: Backe
     from the same seed they draw the same numbers and a difference left is the kernels'.
     The tracked compile, the one the pages show, keeps Inductor's own random numbers."""
     import torch
-    from torch._inductor import config
 
     model.train(train)
     torch._dynamo.reset()
     chosen.install(None)
     try:  # the tracked compile's own backend, writing no bundle and no cache entry
-        with chosen.writing_nothing(), config.patch(fallback_random=True), _structured_trace_off():
+        with chosen.writing_nothing(), inductor.fallback_random(), trace_log.off():
             model, calls = _placed(chosen, model, calls)
-            return _on_cpu(_run(torch.compile(model, backend=chosen.compiler()), model, calls, train))
+            return _on_cpu(run_calls(torch.compile(model, backend=chosen.compiler()), model, calls, train))
     finally:
         chosen.uninstall()
         torch._dynamo.reset()
-
-
-@contextlib.contextmanager
-def _structured_trace_off() -> Iterator[None]:
-    """No TORCH_TRACE records while inside: torch logs structured records only when its
-    trace logger has handlers, so they are set aside (not closed) and put back."""
-    import logging
-
-    logger = logging.getLogger("torch.__trace")
-    handlers = list(logger.handlers)
-    for handler in handlers:
-        logger.removeHandler(handler)
-    try:
-        yield
-    finally:
-        for handler in handlers:
-            logger.addHandler(handler)
 
 
 def tracked_compile(
@@ -336,11 +270,10 @@ def _tracked(
     model, calls = _placed(backend, model, calls)
     session = None
     try:
-        out_dir, label = (layout.out, layout.label) if layout is not None else (None, None)
-        with tracking(backend, out_dir=out_dir, label=label, redact_paths=redact_paths, audit=audit) as session:
+        with tracking(backend, layout=layout, redact_paths=redact_paths, audit=audit) as session:
             compiled = torch.compile(model, backend=backend.compiler())
             before = _State(model, calls) if after_run is not None else None
-            got = _on_cpu(_run(compiled, model, calls, train))
+            got = _on_cpu(run_calls(compiled, model, calls, train))
             if after_run is not None and before is not None:
                 again = before.restore(model)  # before the profiler starts: no copies in its trace
                 after_run(lambda: _rerun(compiled, model, again, train))
@@ -360,7 +293,7 @@ class _State:
     (a step counter), so a second run sees what the first did and recompiles nothing."""
 
     def __init__(self, model: Any, calls: list[tuple[Any, ...]]) -> None:
-        self.calls = [_copies(call) for call in calls]
+        self.calls = [copies(call) for call in calls]
         self.tensors = {name: t.detach().clone() for name, t in [*model.named_parameters(), *model.named_buffers()]}
         self.attributes = [
             (module, {k: v for k, v in vars(module).items() if isinstance(v, (bool, int, float, str, type(None)))})
@@ -378,7 +311,7 @@ class _State:
         for module, attributes in self.attributes:
             for key, value in attributes.items():
                 setattr(module, key, value)
-        return [_copies(call) for call in self.calls]
+        return [copies(call) for call in self.calls]
 
 
 def _rerun(compiled: Any, model: Any, calls: list[tuple[Any, ...]], train: bool) -> list[Any]:
@@ -389,7 +322,7 @@ def _rerun(compiled: Any, model: Any, calls: list[tuple[Any, ...]], train: bool)
     import torch
 
     with torch.compiler.set_stance("fail_on_recompile"):
-        return _run(compiled, model, calls, train)
+        return run_calls(compiled, model, calls, train)
 
 
 def _placed(backend: Backend, model: Any, calls: list[tuple[Any, ...]]) -> tuple[Any, list[tuple[Any, ...]]]:
@@ -406,50 +339,3 @@ def _placed(backend: Backend, model: Any, calls: list[tuple[Any, ...]]) -> tuple
 def _on_cpu(tensors: list[Any]) -> list[Any]:
     """Outputs and gradients where eager's are, to compare them."""
     return [t.cpu() for t in tensors]
-
-
-def _copies(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Fresh tensors for the eager run: the gradients of inputs must not add up."""
-    import torch
-
-    return tuple(
-        x.detach().clone().requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else copy.deepcopy(x)
-        for x in inputs
-    )
-
-
-def _run(fn: Any, module: Any, calls: list[tuple[Any, ...]], train: bool) -> list[Any]:
-    """Outputs and, when training, the gradients of the parameters and of the inputs that
-    require grad, of every call in order, as one flat list of tensors. Each call starts
-    from the same random seed and, when training, from no gradients."""
-    import torch
-
-    got: list[Any] = []
-    for inputs in calls:
-        torch.manual_seed(RNG_SEED)
-        if not train:
-            with torch.no_grad():
-                got += _flatten(fn(*inputs))
-            continue
-        leaves = [*module.parameters(), *(x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad)]
-        for leaf in leaves:
-            leaf.grad = None
-        outputs = _flatten(fn(*inputs), detach=False)  # the loss needs their autograd graph
-        differentiable = [o for o in outputs if o.is_floating_point() and o.requires_grad]
-        if not differentiable:
-            raise NotCompilable("--train: no output of the model depends on something that requires grad")
-        sum(o.float().sum() for o in differentiable).backward()
-        got += [o.detach() for o in outputs] + [t.grad for t in leaves if t.grad is not None]
-    return got
-
-
-def _flatten(value: Any, detach: bool = True) -> list[Any]:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [value.detach() if detach else value]
-    if isinstance(value, (list, tuple)):
-        return [t for item in value for t in _flatten(item, detach)]
-    if isinstance(value, dict):
-        return [t for key in sorted(value) for t in _flatten(value[key], detach)]
-    return []

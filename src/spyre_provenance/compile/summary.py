@@ -3,16 +3,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from spyre_provenance.compile.job import NO_TORCH_SPYRE_KERNEL, CompileOutcome
+from spyre_provenance.compile.outcome import NO_TORCH_SPYRE_KERNEL, CompileOutcome
 from spyre_provenance.compile.output_check import GraphCheck
 from spyre_provenance.model.names import COMPARED_FALLBACK_RANDOM
 from spyre_provenance.model.records import BundleHandlesV4, GraphResult, UpstreamComparison
 from spyre_provenance.runtime.lookup import graph_per_op
 from spyre_provenance.validate import coverage
+
+if TYPE_CHECKING:
+    from spyre_provenance.compile.run import CompileReport
 
 #: Below this, every output of a model is so small that any output would match eager.
 TINY_OUTPUTS = 1e-6
@@ -36,42 +39,8 @@ def render(outcome: CompileOutcome) -> str:
     lines = [
         f"compiled {report.model} ({report.dtype}{', train' if report.train else ''}{calls}) "
         f"{where}: {len(report.graphs)} graph(s)",
-        f"  output vs eager: {'match' if report.matches_eager else 'MISMATCH'} "
-        f"(max abs error {report.max_abs_error:.3g})"
-        if report.run_error is None
-        else f"  output vs eager: NOT CHECKED: the compiled code failed as it ran ({report.run_error})",
+        *_eager_lines(report),
     ]
-    precision = report.precision
-    if report.run_error is None and precision is not None:
-        lines[1] = (
-            f"  output vs eager: {'match within float32 precision' if precision.within else 'MISMATCH'} "
-            f"(max abs error {report.max_abs_error:.3g})"
-        )
-        lines.append(
-            f"    past the tolerance, so compared with a float64 run of eager (Dynamo's accuracy rule): eager"
-            f" float32 itself is {precision.eager_max_error:.3g} off it"
-            + (", so the model amplifies rounding" if precision.eager_max_error > report.max_abs_error / 10 else "")
-            + f"; at worst the compiled output's RMSE from it is {precision.compiled_rmse:.3g} where eager's is"
-            f" {precision.eager_rmse:.3g}"
-            + (
-                f" (within {precision.multiplier:g}x eager's own)"
-                if precision.within
-                else f" (more than {precision.multiplier:g}x eager's own)"
-            )
-        )
-    if report.run_error is None and report.graphs and 0 < report.output_scale < TINY_OUTPUTS:
-        lines.append(
-            f"    note: every output is below {TINY_OUTPUTS:g} in magnitude ({report.output_scale:.3g}): the"
-            " comparison says little about the kernels"
-        )
-    if report.run_error is None and report.compared == COMPARED_FALLBACK_RANDOM:
-        ops = report.random_ops
-        shown = ", ".join(map(str, ops[:3])) + (f" and {len(ops) - 3} more" if len(ops) > 3 else "")
-        lines.append(
-            f"    compared on a second compile with fallback_random, which draws random numbers as eager does:"
-            f" the model draws them ({shown}); the artifacts and pages are the first compile's, with"
-            " Inductor's own random numbers"
-        )
     if not report.graphs:
         lines.append("  NO GRAPH RECORDED: the hook saw no kernel code generation")
     elif report.torch_spyre_kernels == 0:
@@ -88,6 +57,44 @@ def render(outcome: CompileOutcome) -> str:
     if viewer is not None:
         lines.append(f"  {viewer}")
     return "\n".join(lines)
+
+
+def _eager_lines(report: CompileReport) -> list[str]:
+    """How the compiled output compared with eager, and what qualifies the comparison."""
+    if report.run_error is not None:
+        return [f"  output vs eager: NOT CHECKED: the compiled code failed as it ran ({report.run_error})"]
+    precision = report.precision
+    verdict = "match" if report.matches_eager else "MISMATCH"
+    if precision is not None:
+        verdict = "match within float32 precision" if precision.within else "MISMATCH"
+    lines = [f"  output vs eager: {verdict} (max abs error {report.max_abs_error:.3g})"]
+    if precision is not None:
+        lines.append(
+            f"    past the tolerance, so compared with a float64 run of eager (Dynamo's accuracy rule): eager"
+            f" float32 itself is {precision.eager_max_error:.3g} off it"
+            + (", so the model amplifies rounding" if precision.eager_max_error > report.max_abs_error / 10 else "")
+            + f"; at worst the compiled output's RMSE from it is {precision.compiled_rmse:.3g} where eager's is"
+            f" {precision.eager_rmse:.3g}"
+            + (
+                f" (within {precision.multiplier:g}x eager's own)"
+                if precision.within
+                else f" (more than {precision.multiplier:g}x eager's own)"
+            )
+        )
+    if report.graphs and 0 < report.output_scale < TINY_OUTPUTS:
+        lines.append(
+            f"    note: every output is below {TINY_OUTPUTS:g} in magnitude ({report.output_scale:.3g}): the"
+            " comparison says little about the kernels"
+        )
+    if report.compared == COMPARED_FALLBACK_RANDOM:
+        ops = report.random_ops
+        shown = ", ".join(map(str, ops[:3])) + (f" and {len(ops) - 3} more" if len(ops) > 3 else "")
+        lines.append(
+            f"    compared on a second compile with fallback_random, which draws random numbers as eager does:"
+            f" the model draws them ({shown}); the artifacts and pages are the first compile's, with"
+            " Inductor's own random numbers"
+        )
+    return lines
 
 
 def _graphs_lines(graphs: list[GraphResult], paired: list[GraphCheck | None]) -> list[str]:

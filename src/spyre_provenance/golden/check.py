@@ -61,13 +61,14 @@ class CaseCompile:
 
 
 def coverage_violations(compiled: CaseCompile, fresh: Provenance) -> list[coverage.Violation]:
+    out = Layout(compiled.out)
     ranks = compiled.rank_logs()
     if not ranks:
-        return _log_violations(compiled.log(), list(fresh.graphs), Layout(Path()).trace_dir.name)
+        return _log_violations(compiled.log(), list(fresh.graphs), out.trace_dir.relative_to(out.out).as_posix())
     found = []
-    for name, log in ranks.items():  # each rank's log judged with its own graphs' names
-        where = Layout(Path(name)).trace_dir.as_posix()
-        found += _log_violations(log, [g for g in fresh.graphs if g.startswith(name + "/")], where)
+    for _, ranked in out.ranks():  # each rank's log judged with its own graphs' names
+        name, where = ranked.out.name, ranked.trace_dir.relative_to(out.out).as_posix()
+        found += _log_violations(ranks[name], [g for g in fresh.graphs if g.startswith(name + "/")], where)
     return found
 
 

@@ -1,7 +1,7 @@
 """Where everything under an ``--out`` folder goes, in one value: ``Layout(out, label)``.
 
 A compile builds one ``Layout`` (its ``--out`` folder and the model's label,
-``compile.job.run_label``) and hands it down; every writer and every reader names its
+``compile.request.run_label``) and hands it down; every writer and every reader names its
 paths through it, and no other module spells a folder of ``OUT``
 (``tests/unit/test_layout.py`` holds that)::
 
@@ -45,7 +45,7 @@ TLPARSE_FOLDER = "tlparse"  # tlparse's pages: <model>/...
 PROFILE_FOLDER = "profile"  # compile --profile's traces: <model>.trace.json
 #: Beside a model's log, ``<label>.model`` names the model its folders are of: two models
 #: whose labels agree (``a/model.py:build`` and ``b/model.py:build``) never share them.
-ORIGIN_SUFFIX = ".model"
+MODEL_SUFFIX = ".model"
 VIEWER_PAGE = "view.html"
 #: Folders of an ``OUT`` that hold no compile's log (tlparse copies it there as ``raw.log``):
 #: a reader walking ``OUT`` for logs skips them.
@@ -73,8 +73,8 @@ class Layout(msgspec.Struct, frozen=True):
         return self.trace_dir / f"{self._named}.log"
 
     @property
-    def origin_marker(self) -> Path:
-        return self.trace_dir / f"{self._named}{ORIGIN_SUFFIX}"
+    def model_marker(self) -> Path:
+        return self.trace_dir / f"{self._named}{MODEL_SUFFIX}"
 
     def trace_logs(self) -> list[Path]:
         """Every model's log in ``trace/``, in name order."""
@@ -160,6 +160,11 @@ class Layout(msgspec.Struct, frozen=True):
     @property
     def viewer_page(self) -> Path:
         return self.out / VIEWER_PAGE
+
+    @property
+    def compare_page(self) -> Path:
+        """The viewer's page of this folder beside another (``view --compare``)."""
+        return self.out / f"compare.{VIEWER_PAGE}"
 
     # --- what one model's run owns ---------------------------------------------------------
 

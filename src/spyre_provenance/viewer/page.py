@@ -62,8 +62,13 @@ def write_page(
     where = out if compare is None else _path_of(str(out))
     if target is None:  # a log's page goes beside it; a folder's into it
         name = PAGE if compare is None else f"compare.{PAGE}"
+        layout = Layout(where)
         target = (
-            where.with_name(f"{where.stem}.{name}") if where.is_file() else Layout(where).viewer_page.with_name(name)
+            where.with_name(f"{where.stem}.{name}")
+            if where.is_file()
+            else layout.viewer_page
+            if compare is None
+            else layout.compare_page
         )
     if target.is_dir():
         raise UnusableInput(str(target), "is a folder; name the page's file")
