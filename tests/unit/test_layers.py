@@ -36,7 +36,7 @@ TORCH_ON_IMPORT = (
     "backends.reference.backend",
     "backends.reference.lowering",
     "backends.reference.ops",
-    "backends.reference.opspecs",
+    "backends.reference.opspecs_from_nodes",
     "compile.examples",
 )
 

@@ -17,8 +17,8 @@ import msgspec
 import pytest
 
 import spyre_provenance
-from spyre_provenance.backends.reference import handles
-from spyre_provenance.backends.reference.handles import (
+from spyre_provenance.backends.reference import handles_from_origins as handles
+from spyre_provenance.backends.reference.handles_from_origins import (
     build_debug_handle,
     make_handle,
     source_from_stack_trace,
@@ -241,7 +241,7 @@ def test_id_changes_with_any_content() -> None:
 #: against torch-spyre's own ``_stable_id``.
 PINNED_ID = 8234212150934510323
 PINNED_PROGRAM = (
-    "from spyre_provenance.backends.reference.handles import make_handle\n"
+    "from spyre_provenance.backends.reference.handles_from_origins import make_handle\n"
     "from spyre_provenance.backends.reference.lookalike import SourceLoc\n"
     "h = make_handle(SourceLoc('model.py', 5), 'aten.add.Tensor', ('add', 'buf0'))\n"
     "print(h.id)\n"

@@ -23,7 +23,7 @@ import torch
 from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
 
 from spyre_provenance.backends.base import Backend
-from spyre_provenance.backends.reference.handles import TRANSFORMS_META_KEY
+from spyre_provenance.backends.reference.handles_from_origins import TRANSFORMS_META_KEY
 from spyre_provenance.backends.reference.ops import ATEN_FALLBACKS, DEVICE
 
 aten = torch.ops.aten
@@ -39,8 +39,8 @@ CODE_FILES = tuple(
         "backend.py",
         "lowering.py",
         "ops.py",
-        "opspecs.py",
-        "handles.py",
+        "opspecs_from_nodes.py",
+        "handles_from_origins.py",
         "lookalike.py",
         "../torch_spyre/opspecs.py",
         "../base.py",

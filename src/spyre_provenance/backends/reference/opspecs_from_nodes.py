@@ -17,7 +17,7 @@ from torch._inductor.dependencies import MemoryDep, StarDep, WeakDep
 from torch._inductor.utils import get_fused_kernel_name
 from torch._inductor.virtualized import V
 
-from spyre_provenance.backends.reference.handles import build_debug_handle
+from spyre_provenance.backends.reference.handles_from_origins import build_debug_handle
 from spyre_provenance.backends.reference.lookalike import DebugHandle, OpSpec, TensorArg
 from spyre_provenance.backends.torch_spyre import opspecs as readers
 from spyre_provenance.model import kernel_keys
