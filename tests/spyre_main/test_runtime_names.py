@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.where import ZOO  # tests/ is on sys.path
+from helpers.compute_step import cb_name  # tests/ is on sys.path
+from helpers.where import ZOO
 from spyre_provenance.model import kernel_keys
 from spyre_provenance.model.frames import frames, is_user_frame
 from spyre_provenance.runtime import index as kernel_index
@@ -153,6 +154,9 @@ def test_every_name_form_resolves_to_the_mapping_line(compiled):
                 bundle["provenance_key"],
                 folder,
                 folder.split("_", 1)[1],  # as a device error prints it: <kernel>_<mkdtemp 8>
+                cb_name(
+                    str(case.inductor_cache / "inductor-spyre" / folder), 2
+                ),  # a compute step's, no provenance name
                 *(f"{folder} {kind}" for kind in ("Cmpt Exec", "Cmpt Prep", "DmaI", "DmaO")),
             ]
             by_name = [f"{span}{kernel}" for span in ("launch_jobplan:", "prepare_kernel:", "dxp_standalone:")]
