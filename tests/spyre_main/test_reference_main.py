@@ -77,9 +77,9 @@ def _restickify(spec: dict[str, Any], handles: dict[str, Any]) -> bool:
     return spec["op"] == RESTICKIFY or chain[0].startswith(RESTICKIFY_NODE)
 
 
-def _compute_specs(log: Any) -> list[list[tuple[str, list[tuple[str, list[Any]]]]]]:
+def _compute_specs(log: Any) -> list[list[tuple[str, list[tuple[str, list[Any], str | None, bool]]]]]:
     """Per graph, per Spyre kernel in call order, its name and its OpSpecs' (op, iteration
-    space), restickify aside."""
+    space, handle's ATen op, whether the handle fuses a transpose), restickify aside."""
     graphs = []
     for graph in read_log_graphs(log):
         table = graph.opspec_handles or {}
@@ -87,12 +87,18 @@ def _compute_specs(log: Any) -> list[list[tuple[str, list[tuple[str, list[Any]]]
         ordered = sorted(kernels.items(), key=lambda item: int(item[0].rsplit(":", 1)[1]))
         graphs.append(
             [
-                (key.rsplit(":", 1)[0], [(s["op"], s["iteration_space"]) for s in specs if not _restickify(s, handles)])
+                (key.rsplit(":", 1)[0], [_spec(s, handles) for s in specs if not _restickify(s, handles)])
                 for key, specs in ordered
                 if specs
             ]
         )
     return graphs
+
+
+def _spec(spec: dict[str, Any], handles: dict[str, Any]) -> tuple[str, list[Any], str | None, bool]:
+    handle = handles.get(spec.get("debug_handle") or "") or {}
+    transposed = any(node.startswith(("permute", "transpose")) for node in handle.get("ir_chain") or ())
+    return spec["op"], spec["iteration_space"], handle.get("aten_op"), transposed
 
 
 def _names(graphs: list[list[tuple[str, Any]]]) -> list[list[str]]:
@@ -149,6 +155,27 @@ def test_each_op_iterates_as_on_main(request: pytest.FixtureRequest, compile_cas
     3-D input a batchmatmul ``[B, M, N, K]``, an exx2 one element per row."""
     on_main, on_reference = _both(request, compile_case, spec)
     assert _project(on_reference, 1) == _project(on_main, 1)
+
+
+@pytest.mark.parametrize("spec", _cases())
+def test_a_matmul_of_a_transposed_operand_names_main_s_aten_op(
+    request: pytest.FixtureRequest, compile_case: Any, spec: str
+) -> None:
+    """A matmul whose handle fuses an operand's transpose (``q @ k^T``, a linear's weight)
+    says main's ATen op: the matmul's (``aten.mm``, ``aten.bmm``) or the linear's, not None
+    for the transpose's disagreeing ``aten.transpose``."""
+    on_main, on_reference = _both(request, compile_case, spec)
+
+    def matmuls(graphs: list[list[tuple[str, list[Any]]]]) -> list[list[Any]]:
+        return [[(s[2], s[3]) for _, specs in graph for s in specs if s[0] == "batchmatmul"] for graph in graphs]
+
+    pairs = [
+        (mine, theirs)
+        for graph_main, graph_reference in zip(matmuls(on_main), matmuls(on_reference), strict=True)
+        for mine, theirs in zip(graph_reference, graph_main, strict=True)
+        if mine[1] or theirs[1]
+    ]
+    assert [mine[0] for mine, _ in pairs] == [theirs[0] for _, theirs in pairs]
 
 
 def _bundle_layout(case: Any, root_of: Any) -> list[tuple[str, list[tuple[str, ...]]]]:
