@@ -238,6 +238,33 @@ def test_a_torch_spyre_trace_is_annotated_with_its_fields_unchanged(compiled, tm
             assert ours["stack"] and ours[f"{PREFIX}source"]
 
 
+def test_device_events_named_by_their_cb_name_are_annotated(compiled, tmp_path):
+    """A kernel without a provenance name: its device event is named by its compute step's
+    ``cb_name`` (``<bundle folder>/spyreCodeDir/bundle.mlir#<step>``) and carries no key or
+    handles; annotate places it by the bundle folder, on the call site's source line."""
+    case, graphs = compiled
+    raw = _profiler_trace(graphs)
+    folders = {
+        kernel_keys.event_name(_aten_ops(opspecs, key), bundle["provenance_key"]): (key, bundle["folder"], traces)
+        for opspecs, _, traces in graphs
+        for key, bundle in opspecs["bundles"].items()
+    }
+    expected = {}
+    for event in raw["traceEvents"]:
+        if event["cat"] == "kernel":
+            key, folder, traces = folders[event["name"].rsplit("#", 1)[0]]
+            event["name"] = cb_name(str(case.inductor_cache / "inductor-spyre" / folder), 0)
+            event["args"] = {k: v for k, v in event["args"].items() if k not in ("provenance_key", "debug_handles")}
+            expected[event["name"]] = _user_line(traces[key])
+    (tmp_path / "t.json").write_text(json.dumps(raw))
+    summary = annotate(tmp_path / "t.json", kernel_index.build([case.out]), tmp_path / "a.json")
+    assert summary.annotated == summary.kernel_events == len(raw["traceEvents"]) - 1
+    for event in json.loads((tmp_path / "a.json").read_text())["traceEvents"]:
+        if event["cat"] == "kernel":
+            source = event["args"][f"{PREFIX}source"]
+            assert expected[event["name"]] in source, (event["name"], source)
+
+
 def test_a_trace_of_another_build_is_reported_not_annotated(compiled, tmp_path):
     case, graphs = compiled
     raw = _profiler_trace(graphs)
