@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.where import ZOO  # tests/ is on sys.path
+from helpers.compute_step import cb_name  # tests/ is on sys.path
+from helpers.where import ZOO
 from spyre_provenance.model import kernel_keys
 from spyre_provenance.model.frames import frames, is_user_frame
 from spyre_provenance.runtime import index as kernel_index
@@ -153,6 +154,9 @@ def test_every_name_form_resolves_to_the_mapping_line(compiled):
                 bundle["provenance_key"],
                 folder,
                 folder.split("_", 1)[1],  # as a device error prints it: <kernel>_<mkdtemp 8>
+                cb_name(
+                    str(case.inductor_cache / "inductor-spyre" / folder), 2
+                ),  # a compute step's, no provenance name
                 *(f"{folder} {kind}" for kind in ("Cmpt Exec", "Cmpt Prep", "DmaI", "DmaO")),
             ]
             by_name = [f"{span}{kernel}" for span in ("launch_jobplan:", "prepare_kernel:", "dxp_standalone:")]
@@ -232,6 +236,33 @@ def test_a_torch_spyre_trace_is_annotated_with_its_fields_unchanged(compiled, tm
         if before["cat"] == "kernel":
             assert after["args"][f"{PREFIX}bundle"]["provenance_key"] == before["args"]["provenance_key"]
             assert ours["stack"] and ours[f"{PREFIX}source"]
+
+
+def test_device_events_named_by_their_cb_name_are_annotated(compiled, tmp_path):
+    """A kernel without a provenance name: its device event is named by its compute step's
+    ``cb_name`` (``<bundle folder>/spyreCodeDir/bundle.mlir#<step>``) and carries no key or
+    handles; annotate places it by the bundle folder, on the call site's source line."""
+    case, graphs = compiled
+    raw = _profiler_trace(graphs)
+    folders = {
+        kernel_keys.event_name(_aten_ops(opspecs, key), bundle["provenance_key"]): (key, bundle["folder"], traces)
+        for opspecs, _, traces in graphs
+        for key, bundle in opspecs["bundles"].items()
+    }
+    expected = {}
+    for event in raw["traceEvents"]:
+        if event["cat"] == "kernel":
+            key, folder, traces = folders[event["name"].rsplit("#", 1)[0]]
+            event["name"] = cb_name(str(case.inductor_cache / "inductor-spyre" / folder), 0)
+            event["args"] = {k: v for k, v in event["args"].items() if k not in ("provenance_key", "debug_handles")}
+            expected[event["name"]] = _user_line(traces[key])
+    (tmp_path / "t.json").write_text(json.dumps(raw))
+    summary = annotate(tmp_path / "t.json", kernel_index.build([case.out]), tmp_path / "a.json")
+    assert summary.annotated == summary.kernel_events == len(raw["traceEvents"]) - 1
+    for event in json.loads((tmp_path / "a.json").read_text())["traceEvents"]:
+        if event["cat"] == "kernel":
+            source = event["args"][f"{PREFIX}source"]
+            assert expected[event["name"]] in source, (event["name"], source)
 
 
 def test_a_trace_of_another_build_is_reported_not_annotated(compiled, tmp_path):

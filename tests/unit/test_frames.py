@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from spyre_provenance.backends.reference.handles import source_from_stack_trace
+from spyre_provenance.backends.reference.handles_from_origins import source_from_stack_trace
 from spyre_provenance.model.frames import Frame, frames, is_user_frame, user_frame
 from spyre_provenance.runtime.lookup import source_lines
 

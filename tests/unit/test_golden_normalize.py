@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import spyre_provenance
 from helpers.where import GOLDEN  # tests/ is on sys.path
 from spyre_provenance import golden
-from spyre_provenance.backends.reference.handles import make_handle
+from spyre_provenance.backends.reference.handles_from_origins import make_handle
 from spyre_provenance.backends.reference.lookalike import OpSpec, ProvenanceTransform, SourceLoc
 from spyre_provenance.backends.torch_spyre.opspecs import opspec_record
 from spyre_provenance.links import mapping

@@ -39,7 +39,7 @@ TORCH_ON_IMPORT = (
     "backends.reference.backend",
     "backends.reference.lowering",
     "backends.reference.ops",
-    "backends.reference.opspecs",
+    "backends.reference.opspecs_from_nodes",
     "compile.examples",
 )
 

@@ -17,8 +17,8 @@ import msgspec
 import pytest
 
 import spyre_provenance
-from spyre_provenance.backends.reference import handles
-from spyre_provenance.backends.reference.handles import (
+from spyre_provenance.backends.reference import handles_from_origins as handles
+from spyre_provenance.backends.reference.handles_from_origins import (
     build_debug_handle,
     make_handle,
     source_from_stack_trace,
@@ -37,8 +37,9 @@ USER_FILE = "/home/user/project/model.py"
 class Node:
     """An FX node as the handle builder sees it: a name and a meta dict; hashable by identity."""
 
-    def __init__(self, name: str, **meta: Any) -> None:
+    def __init__(self, name: str, target: str = "", **meta: Any) -> None:
         self.name = name
+        self.target = target  # an FX target: its text names the op as an OpOverload's packet would
         self.meta = meta
 
 
@@ -121,6 +122,26 @@ def test_aten_op_null_when_origins_disagree() -> None:
     h = build_debug_handle(Buffer([mm, t]))
     assert h.aten_op is None
     assert [c.aten_op for c in h.fused_from] == ["aten.addmm.default", "aten.t.default"]
+
+
+def test_aten_op_is_the_computing_origins_when_the_rest_only_re_index() -> None:
+    """``q @ k^T``: the matmul's buffer has the key's transpose (and, batched, views) among
+    its origins; its op is the matmul's, as torch-spyre main's handle says (its
+    ``origin_node``, the one computing origin), and every origin stays in ``fused_from``."""
+    mm = Node("mm", "mm", original_aten="aten.mm.default")
+    t = Node("permute_3", "permute", original_aten="aten.transpose.int")
+    h = build_debug_handle(Buffer([mm, t]))
+    assert h.aten_op == "aten.mm.default"
+    assert [c.aten_op for c in h.fused_from] == ["aten.mm.default", "aten.transpose.int"]
+    views = [Node(f"view_{i}", "view", original_aten="aten.matmul.default") for i in range(3)]
+    bmm = Node("bmm", "bmm", original_aten="aten.bmm.default")
+    assert build_debug_handle(Buffer([bmm, t, *views])).aten_op == "aten.bmm.default"
+    # two origins that compute and disagree: no op, views or not
+    add = Node("add", "add", original_aten="aten.add.Tensor")
+    assert build_debug_handle(Buffer([mm, add, t])).aten_op is None
+    # a buffer of views only (a copy): the agreement of all of them
+    assert build_debug_handle(Buffer(views)).aten_op == "aten.matmul.default"
+    assert handles.compute_origins([t, *views]) == [t, *views]
 
 
 def test_aten_op_ignores_origins_without_one() -> None:
@@ -241,7 +262,7 @@ def test_id_changes_with_any_content() -> None:
 #: against torch-spyre's own ``_stable_id``.
 PINNED_ID = 8234212150934510323
 PINNED_PROGRAM = (
-    "from spyre_provenance.backends.reference.handles import make_handle\n"
+    "from spyre_provenance.backends.reference.handles_from_origins import make_handle\n"
     "from spyre_provenance.backends.reference.lookalike import SourceLoc\n"
     "h = make_handle(SourceLoc('model.py', 5), 'aten.add.Tensor', ('add', 'buf0'))\n"
     "print(h.id)\n"

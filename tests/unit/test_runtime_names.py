@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from helpers.compute_step import cb_name  # tests/ is on sys.path
 from spyre_provenance.model.lookup_records import QUERY_FORMS
 from spyre_provenance.runtime import kernel_names
 
@@ -94,3 +95,19 @@ def test_a_compiled_kernels_path_is_its_bundle_folder_and_launch_spec(text, spec
 @pytest.mark.parametrize("text", ["a/b", "sdsc_fused_add_0", "launch_spec.json", "/x/y/z.json"])
 def test_other_paths_are_no_launch_spec(text):
     assert kernel_names.parse(text).launch_spec is None
+
+
+@pytest.mark.parametrize("step", [0, 3])
+def test_a_compute_steps_cb_name_is_its_bundle_folder_or_its_event(step):
+    query = kernel_names.parse(cb_name(f"/root/.cache/inductor-spyre/{FOLDER}", step))
+    assert (query.form, query.name, query.launch_spec) == ("kernel", FOLDER, None)
+    event = f"spyre_kernel_v1_fused_linear_relu_{KEY}"
+    query = kernel_names.parse(cb_name(f"/root/.cache/inductor-spyre/{FOLDER}", step, event))
+    assert (query.form, query.provenance_key) == ("event", KEY)
+
+
+@pytest.mark.parametrize(
+    "text", ["spyreCodeDir/bundle.mlir#0", f"{FOLDER}/bundle.mlir#0", f"{FOLDER}/spyreCodeDir/x.mlir#0"]
+)
+def test_other_mlir_paths_are_no_compute_step(text):
+    assert kernel_names.parse(text).name != FOLDER

@@ -155,10 +155,10 @@ def layernorm_gated_mlp():
 class GeluResidual(nn.Module):
     """A GELU MLP with a residual connection, no norm."""
 
-    def __init__(self, dim: int = WIDTH) -> None:
+    def __init__(self, dim: int = WIDTH, hidden: int = 2 * WIDTH) -> None:
         super().__init__()
-        self.up = nn.Linear(dim, 2 * dim)
-        self.down = nn.Linear(2 * dim, dim)
+        self.up = nn.Linear(dim, hidden)
+        self.down = nn.Linear(hidden, dim)
 
     def forward(self, x: Tensor) -> Tensor:
         return x + self.down(F.gelu(self.up(x)))
@@ -167,6 +167,12 @@ class GeluResidual(nn.Module):
 def gelu_residual():
     torch.manual_seed(SEED)
     return GeluResidual(), (torch.randn(8, WIDTH),)
+
+
+def gelu_mlp_batched():
+    """``GeluResidual`` on a batch of sequences (``[2, 8, 64]``), hidden 256."""
+    torch.manual_seed(SEED)
+    return GeluResidual(hidden=4 * WIDTH), (torch.randn(2, 8, WIDTH),)
 
 
 def single_head_attention():
@@ -185,6 +191,7 @@ SPYRE_ZOO = {
     "tied_embedding": "an embedding gather (indirect access) and a tied output projection",
     "layernorm_gated_mlp": "LayerNorm, then a SiLU-gated MLP and a residual",
     "gelu_residual": "a GELU MLP with a residual: GELU reads a matmul's result",
+    "gelu_mlp_batched": "the GELU MLP on [2, 8, 64], hidden 256: main copies the first matmul's result (LX relayout)",
     "single_head_attention": "softmax attention on a 2-D input: one input read by three projections",
 }
 

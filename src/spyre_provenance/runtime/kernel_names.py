@@ -19,6 +19,13 @@ Forms (REFERENCE.md section 6):
   (``codegen/kernel_launchspec.py``; its ``kernel_name`` is the wrapper's name), and what
   ``spyre launch`` is given; read as the bundle folder's name, and ``lookup`` reads the
   file's ``kernel_name`` where the folder is none it knows (a cache folder is named by its key);
+- ``<bundle folder>/spyreCodeDir/bundle.mlir#<step>``: the compute step's name (its
+  ``cb_name``, FLEX JSON's ``CBName``, the AIUPTI activity's name) as torch-spyre main's
+  ``prepare_kernel`` names it when the kernel has no provenance name
+  (``csrc/prepare_kernel.cpp:344-368`` at 9a6b71e: the last two folders of its
+  ``spyreCodeDir`` path and ``bundle.mlir``, then ``#<step>``); read as the bundle folder.
+  With a provenance name the step is ``<device event>#<step>``, read as an event; a name the
+  SpyreCode's own ``ComputeOnDevice`` command carries is read as any kernel name;
 - ``<bundle folder> Cmpt Exec`` (``Cmpt Prep``, ``DmaI``, ``DmaO``): the device timeline as
   IBM's trace analyzer (``acelyzer``) names it, by the kernel's bundle folder; and a device
   event as acelyzer renames it, digits dropped (``spyre_kernel_v_fused_add_vsancadvtjfcqcv#``).
@@ -95,6 +102,9 @@ def parse(text: str) -> Query:
     timeline = DEVICE_TIMELINE.fullmatch(text)
     if timeline:
         return Query(text, "device_timeline", timeline["folder"])
+    step = COMPUTE_STEP.fullmatch(text)
+    if step:
+        return Query(text, "kernel", step["folder"])
     spec = launch_spec_of(text)
     if spec is not None:
         return Query(text, "kernel", spec[0], launch_spec=spec[1])
@@ -110,6 +120,8 @@ SPYRECODE_DIR = "spyreCodeDir"
 LAUNCH_SPEC_FILE = "launch_spec.json"
 #: the folder torch-spyre writes every kernel's bundle folder in (``get_output_dir``)
 BUNDLE_ROOT = "inductor-spyre"
+#: a compute step's ``cb_name`` without a provenance name (``prepare_kernel.cpp:363-366``)
+COMPUTE_STEP = re.compile(rf"(?:.*[/\\])?(?P<folder>[^/\\]+)[/\\]{SPYRECODE_DIR}[/\\]bundle\.mlir(?:#[0-9]+)?")
 
 
 def launch_spec_of(text: str) -> tuple[str, str] | None:

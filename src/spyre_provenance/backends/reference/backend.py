@@ -14,7 +14,7 @@ provenance is concerned:
 - One kernel per consecutive run of nodes, as main's ``spyre_fuse_nodes`` makes one SuperDSC
   bundle per run (Inductor's C++ kernel group, flushed only by an extern call), named
   ``sdsc_<fused original-aten names>_<n>``: the seed MLP is ``sdsc_fused_linear_relu_0``.
-- Each kernel gets one OpSpec per buffer with a DebugHandle (``handles.build_debug_handle``,
+- Each kernel gets one OpSpec per buffer with a DebugHandle (``handles_from_origins.build_debug_handle``,
   ids by torch-spyre's version-2 rule) and, when ``bundle_dir`` is set, one SuperDSC-like
   JSON bundle per OpSpec, in a folder laid out as main's:
   ``<bundle_dir>/inductor-spyre/<uuid8>_<kernel>_<suffix>/sdsc_<i>.json``, its name derived
@@ -59,7 +59,7 @@ from torch._inductor.virtualized import V
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.backends.reference import ops as reference_ops
 from spyre_provenance.backends.reference import sdsc_kernel
-from spyre_provenance.backends.reference.handles import build_debug_handle
+from spyre_provenance.backends.reference.handles_from_origins import build_debug_handle
 from spyre_provenance.backends.reference.lookalike import DebugHandle, OpSpec
 from spyre_provenance.backends.reference.lowering import (
     DEVICE,
@@ -67,7 +67,7 @@ from spyre_provenance.backends.reference.lowering import (
     keep_loop_dimensions,
     realize_every_op,
 )
-from spyre_provenance.backends.reference.opspecs import (
+from spyre_provenance.backends.reference.opspecs_from_nodes import (
     build_opspec,
     bundle_document,
     bundle_identity,
@@ -319,7 +319,7 @@ class ReferenceBackend(Backend):
         return specs
 
     def debug_handle(self, buffer: Any) -> DebugHandle | None:
-        """The DebugHandle of one IR buffer (``handles.build_debug_handle``)."""
+        """The DebugHandle of one IR buffer (``handles_from_origins.build_debug_handle``)."""
         return build_debug_handle(buffer)
 
     def _build_opspecs(self, nodes: Sequence[Any], call_args: Sequence[str]) -> tuple[list[OpSpec], list[str | None]]:

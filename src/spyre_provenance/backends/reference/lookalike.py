@@ -4,7 +4,7 @@ torch-spyre builds one ``OpSpec`` per ComputedBuffer of a kernel and (newer rele
 ``DebugHandle`` on it that says where the op came from. The dataclasses below have the field
 names, order and defaults of torch-spyre main's (``torch_spyre/_inductor/op_spec.py``), so code
 written against them reads real OpSpecs too: the reference backend builds them
-(``reference.handles``, ``reference.opspecs``) and the torch-spyre adapter's readers
+(``reference.handles_from_origins``, ``reference.opspecs_from_nodes``) and the torch-spyre adapter's readers
 (``torch_spyre.opspecs``) turn them into records as they do torch-spyre's own. No torch import.
 """
 

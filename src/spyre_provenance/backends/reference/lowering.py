@@ -23,7 +23,7 @@ import torch
 from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
 
 from spyre_provenance.backends.base import Backend
-from spyre_provenance.backends.reference.handles import TRANSFORMS_META_KEY
+from spyre_provenance.backends.reference.handles_from_origins import TRANSFORMS_META_KEY
 from spyre_provenance.backends.reference.ops import ATEN_FALLBACKS, DEVICE
 
 aten = torch.ops.aten
@@ -39,8 +39,8 @@ CODE_FILES = tuple(
         "backend.py",
         "lowering.py",
         "ops.py",
-        "opspecs.py",
-        "handles.py",
+        "opspecs_from_nodes.py",
+        "handles_from_origins.py",
         "lookalike.py",
         "../torch_spyre/opspecs.py",
         "../base.py",
@@ -242,6 +242,17 @@ def batch_linear(gm: torch.fx.GraphModule) -> int:
     return count
 
 
+def _matmul_op(addmm: torch.fx.Node, weight: Any) -> Any:
+    """The op an addmm's matmul was traced from: a linear's, when its weight operand is a
+    node ``label_linear`` named by it, else the addmm's own. Inductor folds ``x + linear(h)``
+    into one addmm that keeps the add's ``original_aten``; main keeps the linear whole
+    (``WHOLE_OPS``), so its matmul's handle says ``aten.linear``, the add's ``aten.add``."""
+    whole = {str(op) for op, _, _ in WHOLE_OPS}
+    mine = addmm.meta.get("original_aten", aten.addmm.default)
+    theirs = weight.meta.get("original_aten") if isinstance(weight, torch.fx.Node) else None
+    return theirs if str(theirs) in whole and str(mine) not in whole else mine
+
+
 def split_addmm(gm: torch.fx.GraphModule) -> int:
     """Rewrite every ``addmm(bias, a, b, beta, alpha)`` as ``alpha*mm(a, b) + beta*bias``.
 
@@ -266,6 +277,7 @@ def split_addmm(gm: torch.fx.GraphModule) -> int:
         emit = functools.partial(_emit_split_node, graph, node, created)
         with graph.inserting_before(node):
             result = emit("mm", aten.mm.default, (mat1, mat2))
+            result.meta["original_aten"] = _matmul_op(node, mat2)
             if alpha != 1:
                 result = emit("mul", aten.mul.Tensor, (result, alpha))
             if beta != 0:

@@ -6,8 +6,11 @@ of objects with ``name`` and ``meta``, ``get_name()``), so it is unit-testable o
 
 Where this model deliberately differs from torch-spyre (documented so nobody "fixes" it back):
 - torch-spyre prefers ``buffer.origin_node`` for ``source``/``aten_op`` when Inductor set it;
-  that attribute is run-dependent (REFERENCE.md section 5), so here provenance rides ``origins``
-  only.
+  that attribute is run-dependent (REFERENCE.md section 5: on a tensor-parallel linear it is
+  the collective's ``wait_tensor``, not the matmul), so here provenance rides ``origins`` only.
+  Where ``origin_node`` is the one origin that computes and the others only re-index (a
+  matmul with its operand's transpose or views, ``q @ k^T``), the ``aten_op`` is the same
+  either way: the computing origins' (``compute_origins``).
 - none about ids: ``stable_id`` is torch-spyre's version-2 rule (``model.handles.handle_id``).
 """
 
@@ -23,6 +26,13 @@ from spyre_provenance.model.handles import handle_id
 #: FX ``node.meta`` key under which a graph pass records what it did to the nodes it created,
 #: as a tuple of ``(kind, pass_name, reason)`` tuples (plain data: node meta gets copied).
 TRANSFORMS_META_KEY = "spyre_provenance_transforms"
+
+#: FX targets (by overload packet) that only re-index a tensor or pick a tuple element: an
+#: origin of one of them computes nothing, and never names a buffer's op.
+VIEW_OPS = frozenset(
+    "view reshape _unsafe_view permute t transpose expand unsqueeze squeeze slice select "
+    "alias as_strided getitem".split()
+)
 
 #: Marks the n -> 1 fusion of several FX nodes into one buffer during Inductor lowering.
 LOWERING_FUSION_PASS = "inductor.lowering"
@@ -45,6 +55,19 @@ def aten_op_name(original_aten: Any) -> str | None:
 
 def _meta(node: Any) -> Mapping[str, Any]:
     return getattr(node, "meta", None) or {}
+
+
+def packet_name(target: Any) -> str:
+    """An FX target's op name without its overload: ``relu`` for ``aten.relu.default``."""
+    packet = getattr(target, "_overloadpacket", None)
+    return getattr(packet, "__name__", None) or getattr(target, "__name__", str(target)).split(".")[0]
+
+
+def compute_origins(nodes: Sequence[Any]) -> list[Any]:
+    """The origins that compute: those whose target is no view op (``VIEW_OPS``); all of
+    them when every one is a view (a buffer that only copies)."""
+    computing = [n for n in nodes if packet_name(getattr(n, "target", "")) not in VIEW_OPS]
+    return computing or list(nodes)
 
 
 def _sort_key(node: Any) -> tuple[str, str]:
@@ -106,7 +129,8 @@ def build_debug_handle(buffer: Any) -> DebugHandle | None:
     - origins sorted by name (the set's own order is not stable);
     - ``source``: each origin's innermost non-internal stack frame; the headline only when all
       origins that have one agree, else None (the per-origin sources live in ``fused_from``);
-    - ``aten_op``: the same agreement rule over ``meta["original_aten"]``;
+    - ``aten_op``: the same agreement rule over the ``meta["original_aten"]`` of the origins
+      that compute (``compute_origins``: a transpose or view fused into a matmul is none);
     - ``ir_chain``: origin names, then the buffer name;
     - ``fused_from``: one single-origin child handle per origin when there are several;
     - ``transform_history``: what passes recorded (decomposition, ...) plus ``fusion`` when
@@ -130,9 +154,10 @@ def build_debug_handle(buffer: Any) -> DebugHandle | None:
     fused_from: tuple[DebugHandle, ...] = ()
     if len(per_node) > 1:
         fused_from = tuple(make_handle(src, aten, (name,)) for name, src, aten in per_node)
+    computing = {id(n) for n in compute_origins(nodes)}
     return make_handle(
         source=_single(src for _, src, _ in per_node),
-        aten_op=_single(aten for _, _, aten in per_node),
+        aten_op=_single(aten for n, (_, _, aten) in zip(nodes, per_node, strict=True) if id(n) in computing),
         ir_chain=ir_chain,
         fused_from=fused_from,
         transform_history=_transforms_of(buffer, nodes),

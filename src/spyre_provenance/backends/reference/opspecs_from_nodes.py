@@ -17,7 +17,7 @@ from torch._inductor.dependencies import MemoryDep, StarDep, WeakDep
 from torch._inductor.utils import get_fused_kernel_name
 from torch._inductor.virtualized import V
 
-from spyre_provenance.backends.reference.handles import build_debug_handle
+from spyre_provenance.backends.reference.handles_from_origins import VIEW_OPS, build_debug_handle, packet_name
 from spyre_provenance.backends.reference.lookalike import DebugHandle, OpSpec, TensorArg
 from spyre_provenance.backends.torch_spyre import opspecs as readers
 from spyre_provenance.model import kernel_keys
@@ -50,12 +50,6 @@ _SPYRE_OPS = {
 # (its mm_to_bmm_pass), a mean and layer norm's exx2 its own reductions.
 _SPYRE_REDUCTIONS = {"mm": "batchmatmul", "bmm": "batchmatmul", "mean": "mean", "exx2": "exx2"}
 
-# Ops that only re-index (views) or pick a tuple element: they never name a buffer's op.
-_VIEW_OPS = frozenset(
-    "view reshape _unsafe_view permute t transpose expand unsqueeze squeeze slice select "
-    "alias as_strided getitem".split()
-)
-
 
 def _op_name(buffer: Any) -> tuple[str, bool, dict[str, Any]]:
     """(op, is_reduction, op_info) of one buffer, named the way Spyre names its ops."""
@@ -67,7 +61,7 @@ def _op_name(buffer: Any) -> tuple[str, bool, dict[str, Any]]:
         if rtype == "sum" and named:  # a reduction main names by its op: a bmm, a mean, exx2
             return named[0], True, {"reduction_type": rtype}
         return rtype, True, {"reduction_type": rtype}
-    compute = [t for t in targets if t not in _VIEW_OPS]
+    compute = [t for t in targets if t not in VIEW_OPS]
     if compute == ["div"] and _by_scalar(buffer) is not None:
         compute = ["mul"]  # main multiplies by the reciprocal of a scalar divisor
     elif compute == ["pow"] and _by_scalar(buffer) == 2:
@@ -89,12 +83,7 @@ def _origin_ops(buffer: Any) -> list[str]:
     """The aten op names (``relu``, ``copy_``) of the FX nodes lowered into a buffer, by
     node name; graph inputs among the origins compute nothing and are left out."""
     origins = sorted(getattr(buffer, "origins", ()) or (), key=lambda n: n.name)
-    return [_packet_name(o.target) for o in origins if getattr(o, "op", None) == "call_function"]
-
-
-def _packet_name(target: Any) -> str:
-    packet = getattr(target, "_overloadpacket", None)
-    return getattr(packet, "__name__", None) or getattr(target, "__name__", str(target)).split(".")[0]
+    return [packet_name(o.target) for o in origins if getattr(o, "op", None) == "call_function"]
 
 
 def kernel_descriptor(nodes: Sequence[Any]) -> str:
