@@ -39,11 +39,13 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and the API pages (
     from spyre_provenance.capture.hook import Session
     from spyre_provenance.capture.inductor import Inductor
     from spyre_provenance.capture.tracking import disable, enable, tracking
-    from spyre_provenance.compile.job import AuditFiles, CompileOutcome, CompileRequest, compile_request
+    from spyre_provenance.compile.job import CompileRequest, compile_request
+    from spyre_provenance.compile.outcome import AuditFiles, CompileOutcome
     from spyre_provenance.compile.output_check import OutputCheck
     from spyre_provenance.compile.ranks import RankPage, RankResult, RanksOutcome
     from spyre_provenance.compile.run import CompileReport
     from spyre_provenance.model.compare_records import Comparison
+    from spyre_provenance.model.layout import Layout
     from spyre_provenance.model.lookup_records import LookupDocument
     from spyre_provenance.model.records import GraphDiagnostics, GraphResult, KernelRecord
     from spyre_provenance.plugin.pytest_fixture import ProvenanceRegression, ProvenanceToolchainHint
@@ -60,6 +62,7 @@ __all__ = [
     "disable",
     "tracking",
     "Session",
+    "Layout",
     "Backend",
     "Inductor",
     "GraphResult",
@@ -111,10 +114,11 @@ _LAZY = {
     "disable": "spyre_provenance.capture.tracking",
     "tracking": "spyre_provenance.capture.tracking",
     "Session": "spyre_provenance.capture.hook",
+    "Layout": "spyre_provenance.model.layout",  # enable(layout=...): where a session writes
     "compile_request": "spyre_provenance.compile.job",
     "CompileRequest": "spyre_provenance.compile.job",
-    "CompileOutcome": "spyre_provenance.compile.job",
-    "AuditFiles": "spyre_provenance.compile.job",
+    "CompileOutcome": "spyre_provenance.compile.outcome",
+    "AuditFiles": "spyre_provenance.compile.outcome",
     "CompileReport": "spyre_provenance.compile.run",
     "OutputCheck": "spyre_provenance.compile.output_check",
     "RanksOutcome": "spyre_provenance.compile.ranks",  # what compile_request returns for ranks=N
