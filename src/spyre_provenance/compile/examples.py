@@ -22,7 +22,7 @@ SEED = 0
 
 
 class ModelLoadError(Exception):
-    """The model spec names nothing loadable; ``str(exc)`` is a one-line reason."""
+    """The model names nothing loadable; ``str(exc)`` is a one-line reason."""
 
 
 class MLP(nn.Module):
@@ -181,36 +181,36 @@ data_parallel.__doc__ = DataParallelSyncNorm.__doc__
 RANKED_EXAMPLES: dict[str, Factory] = {"tensor_parallel": tensor_parallel, "data_parallel": data_parallel}
 
 
-def load_model(spec: str, dtype: torch.dtype | None = torch.float32) -> tuple[nn.Module, tuple[Tensor, ...]]:
+def load_model(model: str, dtype: torch.dtype | None = torch.float32) -> tuple[nn.Module, tuple[Tensor, ...]]:
     """A built-in name, or ``PATH.py:FACTORY`` where ``FACTORY()`` returns (module, inputs):
     the module and the inputs of its first call (``load_calls`` has every call)."""
-    model, calls = load_calls(spec, dtype)
-    return model, calls[0]
+    module, calls = load_calls(model, dtype)
+    return module, calls[0]
 
 
-def load_calls(spec: str, dtype: torch.dtype | None = torch.float32) -> tuple[nn.Module, list[tuple[Tensor, ...]]]:
+def load_calls(model: str, dtype: torch.dtype | None = torch.float32) -> tuple[nn.Module, list[tuple[Tensor, ...]]]:
     """A built-in name, or ``PATH.py:FACTORY`` where ``FACTORY()`` returns (module, inputs).
 
-    ``inputs`` is a tuple of the model's arguments (a single tensor is one argument), or a
-    list of such tuples: the model is then called once per tuple, in order, so inputs of
+    ``inputs`` is a tuple of the module's arguments (a single tensor is one argument), or a
+    list of such tuples: the module is then called once per tuple, in order, so inputs of
     new shapes recompile it (compile ids 0/0, 0/1, ...). Returns the module and every
     call's inputs. The dtype is applied to the module and to the floating-point inputs
     (integer inputs, such as token ids, keep theirs); None leaves a file model as its
     factory built it (mixed dtypes stay mixed; built-in models are float32 then). Raises
     ModelLoadError with a one-line reason.
     """
-    if spec in EXAMPLES:
-        model, inputs = EXAMPLES[spec](dtype or torch.float32)
-        return model, [inputs]
-    if spec in RANKED_EXAMPLES:
-        model, inputs = RANKED_EXAMPLES[spec](dtype or torch.float32)
-        return model, [inputs]
-    path_text, sep, factory_name = spec.rpartition(":")
+    if model in EXAMPLES:
+        module, inputs = EXAMPLES[model](dtype or torch.float32)
+        return module, [inputs]
+    if model in RANKED_EXAMPLES:
+        module, inputs = RANKED_EXAMPLES[model](dtype or torch.float32)
+        return module, [inputs]
+    path_text, sep, factory_name = model.rpartition(":")
     if not sep or not path_text.endswith(".py") or not factory_name:
         names = ", ".join([*EXAMPLES, *RANKED_EXAMPLES])
         raise ModelLoadError(f"not a built-in model ({names}) nor PATH.py:FACTORY")
-    module = _import_file(Path(path_text))
-    factory = getattr(module, factory_name, None)
+    source = _import_file(Path(path_text))
+    factory = getattr(source, factory_name, None)
     if not callable(factory):
         raise ModelLoadError(f"{path_text} has no callable {factory_name!r}")
     try:
@@ -221,14 +221,14 @@ def load_calls(spec: str, dtype: torch.dtype | None = torch.float32) -> tuple[nn
         raise ModelLoadError(
             f"{factory_name}() must return (torch.nn.Module, tuple_of_inputs) or (torch.nn.Module, [tuple_of_inputs, ...])"
         )
-    model, inputs = result
+    module, inputs = result
     if isinstance(inputs, list) and inputs and all(isinstance(call, tuple) for call in inputs):
         calls = [tuple(call) for call in inputs]  # several calls, one tuple of arguments each
     else:
         calls = [tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)]
     if dtype is None:
-        return model, calls
-    return model.to(dtype), [tuple(_cast(x, dtype) for x in call) for call in calls]
+        return module, calls
+    return module.to(dtype), [tuple(_cast(x, dtype) for x in call) for call in calls]
 
 
 def _cast(value: object, dtype: torch.dtype) -> object:
