@@ -3,7 +3,7 @@
 ``python -m bench.torch_spyre_overhead [--pairs N]`` (``make
 bench-spyre-main`` runs it where torch-spyre runs on the tests' stand-in for its native
 extension). Each run is its own ``python`` process, interpreter start to exit, compiling
-one model on torch-spyre (``TorchSpyreBackend``: the model placed on ``spyre``, compiled
+one model on torch-spyre (``SpyreBackend``: the model placed on ``spyre``, compiled
 by torch-spyre's wrapped Inductor) in fp16:
 
 * arm A: under ``spyre_provenance.tracking(backend)``;
@@ -41,12 +41,12 @@ def child(arm: str, model_name: str) -> dict:
     import torch
 
     import spyre_provenance
-    from spyre_provenance.backends.torch_spyre import TorchSpyreBackend
+    from spyre_provenance.backends.spyre import SpyreBackend
     from spyre_provenance.compile.examples import load_calls
 
     model, calls = load_calls(model_name, torch.float16)
     model.train(False)
-    backend = TorchSpyreBackend()
+    backend = SpyreBackend()
     model, calls = backend.place(model, calls)
     tracking: contextlib.AbstractContextManager = (
         spyre_provenance.tracking(backend) if arm == "A" else contextlib.nullcontext()
@@ -118,9 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(json.dumps(child(*args.child)))
         return 0
-    from spyre_provenance.backends import torch_spyre
+    from spyre_provenance.backends import spyre as spyre_backend
 
-    usable, why = torch_spyre.probe()
+    usable, why = spyre_backend.probe()
     if not usable:
         print(f"tracking on torch-spyre's compile: not measured: {why}")
         return 0

@@ -188,13 +188,13 @@ def golden_compile(compile_case: Callable[..., CompiledCase]) -> Callable[[str],
     (``--backend reference`` is what ``auto`` picks without torch-spyre), so the golden
     tests share their compiles instead of adding their own."""
     from spyre_provenance import golden
-    from spyre_provenance.backends import torch_spyre
+    from spyre_provenance.backends import spyre as spyre_backend
 
     def run(name: str) -> CompiledCase:
         if golden.CASES[name].needs_torch_spyre:  # compiled on torch-spyre main: tests/spyre_main
             pytest.skip(f"{name} is a torch-spyre main case (tests/spyre_main/test_spyre_golden.py)")
         args = golden.CASES[name].compile_args()
-        if args[1:3] == ["--backend", "reference"] and not torch_spyre.available():
+        if args[1:3] == ["--backend", "reference"] and not spyre_backend.available():
             del args[1:3]
         return compile_case(*args)
 

@@ -366,7 +366,7 @@ def test_a_drop_line_names_twelve_nodes_and_counts_the_rest() -> None:
 @pytest.fixture
 def golden_check(audited, run_cli, monkeypatch):
     """``golden check mlp_fp16_audit --golden-dir DIR``, the compile replaced by the session's."""
-    from spyre_provenance.cli import golden as golden_command
+    from spyre_provenance.cli import golden_command
 
     monkeypatch.setattr(
         golden_command, "compile_case", lambda case, out: golden_command.CaseCompile(audited.out, 0, "")

@@ -76,9 +76,9 @@ def test_summary_reports_full_coverage(case, request):
 
 def test_demo_runs_on_the_reference_backend(demo):
     out, done = demo
-    from spyre_provenance.backends import torch_spyre
+    from spyre_provenance.backends import spyre as spyre_backend
 
-    usable, why = torch_spyre.probe()
+    usable, why = spyre_backend.probe()
     if usable:
         pytest.skip(f"torch_spyre is usable here: auto picks it ({why})")
     # auto says, first and in one line, what it chose and why
@@ -89,9 +89,9 @@ def test_demo_runs_on_the_reference_backend(demo):
 
 
 def test_backend_spyre_without_a_usable_torch_spyre_is_refused_in_one_line(compile_case):
-    from spyre_provenance.backends import torch_spyre
+    from spyre_provenance.backends import spyre as spyre_backend
 
-    usable, why = torch_spyre.probe()
+    usable, why = spyre_backend.probe()
     if usable:
         pytest.skip(f"torch_spyre is usable here ({why})")
     done = compile_case("mlp", "--backend", "spyre")

@@ -219,8 +219,7 @@ def test_diff_pairs_graphs_rank_by_rank(tp_run, run_cli, tmp_path):
 def test_every_rank_is_started_with_the_runs_flags(flagged_run):
     """What each rank's process was started with parses back into the parent's request, the
     pages aside (the parent renders all ranks' at once)."""
-    from spyre_provenance.cli import build_parser
-    from spyre_provenance.cli import compile as compile_command
+    from spyre_provenance.cli import build_parser, compile_command
 
     assert flagged_run.returncode == 0, flagged_run.stdout + flagged_run.stderr[-3000:]
     parent = compile_command.request(

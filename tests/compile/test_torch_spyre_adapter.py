@@ -25,9 +25,9 @@ from torch._inductor.virtualized import V
 import spyre_provenance
 from helpers.where import STAND_INS  # tests/ is on sys.path
 from spyre_provenance.backends import choose_backend, get_backend
-from spyre_provenance.backends import torch_spyre as adapter
-from spyre_provenance.backends.torch_spyre import TorchSpyreBackend, available
-from spyre_provenance.backends.torch_spyre import opspecs as readers
+from spyre_provenance.backends import spyre as adapter
+from spyre_provenance.backends.spyre import SpyreBackend, available
+from spyre_provenance.backends.spyre import opspecs as readers
 from spyre_provenance.base.errors import ProvenanceWarning
 from spyre_provenance.logs import wrapper_code
 from spyre_provenance.model.records import OpSpecRecord
@@ -86,7 +86,7 @@ def seed_mlp() -> torch.nn.Module:
 @dataclasses.dataclass
 class Compiled:
     generation: Generation
-    backend: TorchSpyreBackend
+    backend: SpyreBackend
     session: Any
     out: torch.Tensor
     expected: torch.Tensor
@@ -129,7 +129,7 @@ def compiled(request) -> Compiled:
         torch._dynamo.reset()
         torch.manual_seed(0)
         model, x = seed_mlp(), torch.randn(8, 128)
-        backend = TorchSpyreBackend(device="cpu")  # the stand-ins compute on CPU
+        backend = SpyreBackend(device="cpu")  # the stand-ins compute on CPU
         with (
             warnings.catch_warnings(record=True) as caught,
             torch.no_grad(),
@@ -347,7 +347,7 @@ def test_probe_says_yes_to_each_stand_in(no_torch_spyre, folder):
     usable, why = adapter.probe()
     assert usable and why == f"torch_spyre imports and has {SCHEDULER}.SuperDSCScheduling"
     backend, line = choose_backend("auto")
-    assert isinstance(backend, TorchSpyreBackend)
+    assert isinstance(backend, SpyreBackend)
     assert line == f"backend spyre (auto: {why})"
 
 
@@ -360,7 +360,7 @@ def test_auto_without_torch_spyre_says_reference_and_why(no_torch_spyre):
 
 def test_get_backend_spyre_is_the_adapter():
     backend = get_backend("spyre")
-    assert isinstance(backend, TorchSpyreBackend)
+    assert isinstance(backend, SpyreBackend)
     assert (backend.name, backend.device) == ("spyre", "spyre")
 
 
@@ -405,7 +405,7 @@ def test_old_generation_wrapper_records_only_when_nothing_took_a_handle(monkeypa
     # force the wrapper even for the handle-taking method: the counter guard must hold
     monkeypatch.setattr(adapter, "detect_generation", lambda cls: (False, []))
     module = _fake_module(codegen_comment)
-    backend = TorchSpyreBackend(module=module, device="spyre_test")
+    backend = SpyreBackend(module=module, device="spyre_test")
     backend.install(Recorder())
     try:
         module.SuperDSCScheduling().codegen_comment(["node"], "sdsc_fused_relu_0")
@@ -433,7 +433,7 @@ class LoopSpec:
 
 def test_opspecs_kept_at_define_kernel_and_converted(monkeypatch):
     module = _fake_module(_silent)
-    backend = TorchSpyreBackend(module=module, device="spyre_test")
+    backend = SpyreBackend(module=module, device="spyre_test")
     none_handle = types.SimpleNamespace(
         op="add", is_reduction=False, iteration_space={}, args=[], op_info={}, debug_handle=None
     )

@@ -26,7 +26,7 @@ from torch._inductor.codegen import common as codegen_common
 
 import spyre_provenance
 from helpers.where import STAND_INS  # tests/ is on sys.path
-from spyre_provenance.backends.torch_spyre import TorchSpyreBackend
+from spyre_provenance.backends.spyre import SpyreBackend
 from spyre_provenance.model.names import OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import BundleHandlesV4
 from zoo.user_models import SOURCE
@@ -50,7 +50,7 @@ def _load(path: Path) -> torch.nn.Module:
 def _compile(model: torch.nn.Module, out: Path, *, kernel_cache: bool) -> SimpleNamespace:
     importlib.import_module("torch_spyre._inductor.config").spyre_kernel_cache = kernel_cache
     torch._dynamo.reset()
-    backend = TorchSpyreBackend(device="cpu")  # the stand-ins compute on CPU
+    backend = SpyreBackend(device="cpu")  # the stand-ins compute on CPU
     with (
         warnings.catch_warnings(record=True) as caught,
         torch.no_grad(),
@@ -125,7 +125,7 @@ def test_the_artifacts_keep_this_compiles_handles(runs) -> None:
 
 
 def test_an_unreadable_bundle_is_a_fault_not_a_check(runs, tmp_path: Path) -> None:
-    backend = TorchSpyreBackend(device="cpu")
+    backend = SpyreBackend(device="cpu")
     folder = tmp_path / "k"
     folder.mkdir()
     (folder / "sdsc_0.json").write_text("[]")

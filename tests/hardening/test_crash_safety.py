@@ -198,7 +198,7 @@ GOLDEN_DRIVER = textwrap.dedent(
     import os, signal, sys, tempfile
     from pathlib import Path
     from spyre_provenance import cli; from spyre_provenance.base import files as support
-    from spyre_provenance.cli import golden as golden_command
+    from spyre_provenance.cli import golden_command
 
     out, golden_dir, kill_at, when = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     golden_command.compile_case = lambda case, _out: golden_command.CaseCompile(Path(out), 0, "")

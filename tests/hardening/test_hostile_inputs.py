@@ -185,7 +185,7 @@ def golden_check(
     compiled_mlp: Any, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> Callable[[Path], tuple[int, str, str]]:
     """``golden check mlp --golden-dir DIR``, the compile replaced by the session's."""
-    from spyre_provenance.cli import golden as golden_command
+    from spyre_provenance.cli import golden_command
 
     monkeypatch.setattr(
         golden_command, "compile_case", lambda case, out: golden_command.CaseCompile(compiled_mlp.out, 0, "")

@@ -252,7 +252,7 @@ def test_open_needs_tlparse_not_torch(bare_venv: Path, tmp_path: Path) -> None:
 def test_a_command_that_reaches_torch_anyway_gets_the_same_line(run_cli, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the up-front check (torch found, but broken, or imported by a path not listed):
     still one line and exit 2, never a traceback."""
-    from spyre_provenance.cli import diff
+    from spyre_provenance.cli import diff_command as diff
 
     def run(args):
         raise ModuleNotFoundError("No module named 'torch._inductor'", name="torch._inductor")

@@ -157,7 +157,7 @@ def spyre_main_unrouted_case(
 ) -> Iterator[Callable[..., SpyreCompiledCase]]:
     """``spyre_main_unrouted_case(*ARGS)``: ``spyre-provenance compile *ARGS --out DIR`` in a
     process where torch-spyre is booted but the route is not installed: the product's own
-    placement (``TorchSpyreBackend.place``) puts the model on ``spyre``, where the stand-in
+    placement (``SpyreBackend.place``) puts the model on ``spyre``, where the stand-in
     backs its tensors with CPU values, which Dynamo compiles as it finds them."""
     server = CompileServer(script=SERVER, env={**torch_spyre_env, "SPYRE_PROVENANCE_ROUTE": "0"})
     done: dict[tuple[str, ...], SpyreCompiledCase] = {}

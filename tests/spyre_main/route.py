@@ -91,7 +91,7 @@ def spyre_inductor(graph_module: Any, example_inputs: list[Any]) -> Any:
 
 def install() -> None:
     """Make the project's torch-spyre adapter compile through this route (for this process)."""
-    from spyre_provenance.backends.torch_spyre import TorchSpyreBackend
+    from spyre_provenance.backends.spyre import SpyreBackend
 
-    TorchSpyreBackend.place = lambda self, model, calls: (model, calls)  # type: ignore[method-assign]
-    TorchSpyreBackend.compiler = lambda self: spyre_inductor  # type: ignore[method-assign]
+    SpyreBackend.place = lambda self, model, calls: (model, calls)  # type: ignore[method-assign]
+    SpyreBackend.compiler = lambda self: spyre_inductor  # type: ignore[method-assign]

@@ -1,6 +1,6 @@
 """``compile --backend spyre`` tells the truth (issue 36 point 5).
 
-It puts the model and its inputs on ``spyre`` (``TorchSpyreBackend.place``) so
+It puts the model and its inputs on ``spyre`` (``SpyreBackend.place``) so
 torch-spyre's scheduler runs: on a card that is all it takes (torch-spyre's compile_fx
 wrapper engages for tensors on ``spyre``: verified by reading
 ``torch_spyre/_inductor/__init__.py``, and by the route's compiles in the other tests,
@@ -46,9 +46,9 @@ def test_the_model_and_its_inputs_go_to_spyre(torch_spyre_python):
     got = torch_spyre_python(
         """
         import json, torch
-        from spyre_provenance.backends.torch_spyre import TorchSpyreBackend
+        from spyre_provenance.backends.spyre import SpyreBackend
         model = torch.nn.Linear(64, 64).half()
-        placed, calls = TorchSpyreBackend().place(model, [(torch.randn(2, 64).half(), 3)])
+        placed, calls = SpyreBackend().place(model, [(torch.randn(2, 64).half(), 3)])
         print(json.dumps({
             "params": sorted({p.device.type for p in placed.parameters()}),
             "inputs": [x.device.type if isinstance(x, torch.Tensor) else x for x in calls[0]],

@@ -56,8 +56,8 @@ def test_a_failed_backward_never_spoils_the_forward_page(torch_spyre_python, tmp
         from spyre_provenance.compile.examples import load_calls
         route.install()
         model, calls = load_calls({PARAM_FREE!r}, torch.float16)
-        from spyre_provenance.backends.torch_spyre import TorchSpyreBackend
-        backend = TorchSpyreBackend()
+        from spyre_provenance.backends.spyre import SpyreBackend
+        backend = SpyreBackend()
         error = None
         try:
             with tracking(backend) as session:

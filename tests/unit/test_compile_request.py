@@ -11,8 +11,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from spyre_provenance.cli import build_parser
-from spyre_provenance.cli import compile as compile_command
+from spyre_provenance.cli import build_parser, compile_command
 from spyre_provenance.compile.request import CompileRequest, NotACommandLine, command_line
 
 #: A value for every field of the request that differs from the command line's default

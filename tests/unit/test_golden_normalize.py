@@ -15,7 +15,7 @@ from helpers.where import GOLDEN  # tests/ is on sys.path
 from spyre_provenance import golden
 from spyre_provenance.backends.reference.handles_from_origins import make_handle
 from spyre_provenance.backends.reference.lookalike import OpSpec, ProvenanceTransform, SourceLoc
-from spyre_provenance.backends.torch_spyre.opspecs import opspec_record
+from spyre_provenance.backends.spyre.opspecs import opspec_record
 from spyre_provenance.links import mapping
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import KernelRecord

@@ -25,8 +25,8 @@ from spyre_provenance.backends.reference.handles_from_origins import (
     stable_id,
 )
 from spyre_provenance.backends.reference.lookalike import DebugHandle, OpSpec, ProvenanceTransform, SourceLoc, TensorArg
-from spyre_provenance.backends.torch_spyre import opspecs as readers
-from spyre_provenance.backends.torch_spyre.opspecs import opspec_record, opspec_records
+from spyre_provenance.backends.spyre import opspecs as readers
+from spyre_provenance.backends.spyre.opspecs import opspec_record, opspec_records
 from spyre_provenance.links import mapping
 from spyre_provenance.model import frames, records
 

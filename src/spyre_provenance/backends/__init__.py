@@ -16,14 +16,14 @@ DEFAULT_BACKEND = "auto"
 
 def resolve_backend(name: str) -> tuple[str, str]:
     """(the backend ``name`` stands for, why): ``auto`` is torch-spyre when the adapter can
-    install on it (``torch_spyre.probe``), else reference; any other name is itself."""
+    install on it (``spyre_backend.probe``), else reference; any other name is itself."""
     if name not in BACKEND_NAMES:
         raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKEND_NAMES)}")
     if name != "auto":
         return name, "asked for"
-    from spyre_provenance.backends import torch_spyre
+    from spyre_provenance.backends import spyre as spyre_backend
 
-    usable, why = torch_spyre.probe()
+    usable, why = spyre_backend.probe()
     return ("spyre" if usable else "reference"), f"auto: {why}"
 
 
@@ -39,9 +39,9 @@ def resolve_attached(name: str, loaded: bool) -> tuple[str, str]:
         return name, "asked for"
     if not loaded:
         return "inductor", "auto: the program did not load torch_spyre"
-    from spyre_provenance.backends import torch_spyre
+    from spyre_provenance.backends import spyre as spyre_backend
 
-    usable, why = torch_spyre.probe()
+    usable, why = spyre_backend.probe()
     return ("spyre" if usable else "inductor"), f"auto: {why}"
 
 
@@ -74,6 +74,6 @@ def _make(name: str, bundle_dir, kernel_cache: bool = False, beyond_upstream: bo
         from spyre_provenance.backends.reference.backend import ReferenceBackend
 
         return ReferenceBackend(bundle_dir=bundle_dir, kernel_cache=kernel_cache)
-    from spyre_provenance.backends.torch_spyre import TorchSpyreBackend
+    from spyre_provenance.backends.spyre import SpyreBackend
 
-    return TorchSpyreBackend(bundle_dir=bundle_dir)
+    return SpyreBackend(bundle_dir=bundle_dir)

@@ -1,6 +1,6 @@
 """The environment variables that switch tracking on from outside a program: one place for
 their names, which the start-up hook (``plugin.startup``), the session it attaches
-(``capture.attach``) and the ``run`` command (``cli.run``) all read.
+(``capture.attach``) and the ``run`` command (``cli.run_command``) all read.
 
 Imports nothing: the start-up hook reads them in every Python process of an environment
 where the package is installed.

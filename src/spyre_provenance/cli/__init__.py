@@ -1,6 +1,6 @@
 """The spyre-provenance command: one-line errors; exit 0 ok, 1 found wanting, 2 unusable input, 3 a bug.
 
-Each subcommand lives in ``spyre_provenance.cli.<name>`` and exposes
+Each subcommand lives in ``spyre_provenance.cli.<name>_command`` and exposes
 ``add_arguments(parser)`` and ``run(args) -> int``; this module only wires them up and
 turns failures into one line on stderr. ``compile.summary`` checks and summarizes what
 ``compile`` wrote. Nothing imports the command line (it is an entry point).
@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name, help_text in COMMANDS.items():
-        module = importlib.import_module(f"spyre_provenance.cli.{name}")
+        module = importlib.import_module(f"spyre_provenance.cli.{name}_command")
         sp = sub.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(sp)
         sp.set_defaults(_run=module.run)

@@ -293,10 +293,11 @@ def _backend(request: CompileRequest, layout: Layout | None) -> tuple[Backend, s
     beyond upstream), and one line saying which and why. ``spyre`` is refused (one line,
     exit 2) when the adapter cannot install on torch-spyre, ``--kernel-cache`` on any
     backend but the reference."""
-    from spyre_provenance.backends import choose_backend, torch_spyre
+    from spyre_provenance.backends import choose_backend
+    from spyre_provenance.backends import spyre as spyre_backend
 
     if request.backend == "spyre":
-        usable, why = torch_spyre.probe()
+        usable, why = spyre_backend.probe()
         if not usable:
             raise UnusableInput("--backend spyre", why)
     chosen, line = choose_backend(

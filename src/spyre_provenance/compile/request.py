@@ -6,7 +6,7 @@ the rank's arguments are ``command_line`` of the parent's request, so every fiel
 request reaches every rank. ``command_line`` spells each field of ``CompileRequest`` in one
 table (``_SPELLING``); a field without a spelling fails the first call, and
 ``tests/unit/test_compile_request.py`` parses the arguments back into the same request, field
-by field. The table is the command line's (``cli/compile.py``) read backwards: the two change
+by field. The table is the command line's (``cli/compile_command.py``) read backwards: the two change
 together.
 
 Pure: imports no torch, nothing of ``compile`` (``job`` and ``ranks`` both import this).

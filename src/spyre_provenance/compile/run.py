@@ -328,7 +328,7 @@ def _rerun(compiled: Any, model: Any, calls: list[tuple[Any, ...]], train: bool)
 def _placed(backend: Backend, model: Any, calls: list[tuple[Any, ...]]) -> tuple[Any, list[tuple[Any, ...]]]:
     """``backend.place``: the model and its calls on the backend's device (torch-spyre:
     ``spyre``); NotCompilable, one line, when the device cannot hold them."""
-    from spyre_provenance.backends.torch_spyre import DeviceUnavailable
+    from spyre_provenance.backends.spyre import DeviceUnavailable
 
     try:
         return backend.place(model, calls)

@@ -3,7 +3,7 @@
 A PATH is a JSON artifact (told by file name, else by shape), a TORCH_TRACE log (every
 provenance artifact in it, one result per record, plus one for damage to the log itself),
 or a folder searched recursively for both. Pure: no printing, no torch; the command
-(``cli/validate.py``) prints the results and ``validate_paths`` returns them as
+(``cli/validate_command.py``) prints the results and ``validate_paths`` returns them as
 schemas.Report values.
 
 Two verdicts per result: ``status`` says whether the artifact is valid (its schema and

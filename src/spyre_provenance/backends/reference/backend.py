@@ -76,7 +76,7 @@ from spyre_provenance.backends.reference.opspecs_from_nodes import (
     kernel_descriptor,
     redact_handle,
 )
-from spyre_provenance.backends.torch_spyre.opspecs import opspec_records
+from spyre_provenance.backends.spyre.opspecs import opspec_records
 from spyre_provenance.base.files import atomic_write_text
 from spyre_provenance.base.patches import Patches
 from spyre_provenance.model import folders

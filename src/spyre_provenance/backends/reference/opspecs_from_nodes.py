@@ -19,7 +19,7 @@ from torch._inductor.virtualized import V
 
 from spyre_provenance.backends.reference.handles_from_origins import VIEW_OPS, build_debug_handle, packet_name
 from spyre_provenance.backends.reference.lookalike import DebugHandle, OpSpec, TensorArg
-from spyre_provenance.backends.torch_spyre import opspecs as readers
+from spyre_provenance.backends.spyre import opspecs as readers
 from spyre_provenance.model import kernel_keys
 
 aten = torch.ops.aten

@@ -233,7 +233,7 @@ def _spyre_wrapper() -> type:
         return PythonWrapperCodegen
 
 
-class TorchSpyreBackend(Backend):
+class SpyreBackend(Backend):
     """torch-spyre's own scheduling, hooked where it defines kernels and comments call sites."""
 
     name = "spyre"
@@ -451,7 +451,7 @@ class TorchSpyreBackend(Backend):
         """The OpSpecs ``define_kernel`` saw for this name; None for releases without OpSpecs."""
         from torch._inductor.virtualized import V
 
-        from spyre_provenance.backends.torch_spyre.opspecs import opspec_records
+        from spyre_provenance.backends.spyre.opspecs import opspec_records
 
         specs = V.graph.__dict__.get(_GRAPH_OPSPECS, {}).get(kernel_name)
         return None if specs is None else opspec_records(specs)

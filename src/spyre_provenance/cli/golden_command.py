@@ -66,9 +66,9 @@ def _runnable(cases: list[golden.Case]) -> list[golden.Case]:
     why, where torch-spyre does not import (a skip, not a failure)."""
     if not any(case.needs_torch_spyre for case in cases):
         return cases
-    from spyre_provenance.backends import torch_spyre
+    from spyre_provenance.backends import spyre as spyre_backend
 
-    usable, why = torch_spyre.probe()
+    usable, why = spyre_backend.probe()
     if usable:
         return cases
     for case in cases:

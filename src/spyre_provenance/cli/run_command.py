@@ -157,7 +157,7 @@ def _report(out: Path, *, pages: bool) -> None:
         print(line, file=sys.stderr)
     if not pages or not summaries:
         return
-    from spyre_provenance.cli.open import run_pages, run_viewers
+    from spyre_provenance.cli.open_command import run_pages, run_viewers
     from spyre_provenance.logs import tlparse_run
 
     tlparse = tlparse_run.tlparse_binary()
