@@ -583,3 +583,11 @@ def test_cache_keys_differ_and_uninstall_restores_stock(tmp_path: Path, monkeypa
     reference, stock = codes
     assert "sdsc_fused_" in reference and "extern_kernels." not in reference
     assert "extern_kernels.addmm" in stock and "sdsc_" not in stock
+
+
+def test_every_code_file_of_the_cache_key_exists():
+    """The reference's cache key hashes these files; a moved module must not leave a stale path
+    (every compile on the reference then fails to open it)."""
+    from spyre_provenance.backends.reference.lowering import CODE_FILES
+
+    assert [p for p in CODE_FILES if not Path(p).is_file()] == []

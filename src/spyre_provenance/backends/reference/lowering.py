@@ -42,7 +42,7 @@ CODE_FILES = tuple(
         "opspecs_from_nodes.py",
         "handles_from_origins.py",
         "lookalike.py",
-        "../torch_spyre/opspecs.py",
+        "../spyre/opspecs.py",
         "../base.py",
         "../../model/frames.py",
     )
