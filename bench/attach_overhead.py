@@ -53,8 +53,10 @@ RUN_TARGET = 1.01
 STARTUP_PAIRS = 40
 RUN_PAIRS = 3
 SECTION = 10  # its number in make bench's table, after compare's
-#: The run rows' arms, in a round's order (reversed every other round).
-ARMS = ("plain", "upstream", "env", "run")
+#: The run rows' arms, in a round's order (reversed every other round): each difference the
+#: section reports but one (upstream - plain) is of arms run next to each other, so the
+#: machine's load, which drifts over minutes here, lands on both sides of it alike.
+ARMS = ("plain", "run", "env", "upstream")
 ARM_NAMES = {
     "plain": "`python bench/attach_child.py`",
     "upstream": "`INDUCTOR_PROVENANCE=1` alone",
