@@ -136,10 +136,12 @@ def test_the_pages_are_one_line_per_op_kind(eager_under_run: Ran) -> None:
         line for line in eager_under_run.stderr.splitlines() if re.match(rf"  {folder.name} \[[0-9]+/[0-9]+\]", line)
     ]
     assert len(each) == disk.other_graphs  # the whole graph's page, on its own line
-    assert (
-        len(list((eager_under_run.out / "tlparse" / folder.name).glob("provenance_tracking_*.html")))
-        == sum(disk.graphs.values()) + disk.other_graphs
-    )
+    # one page per compile folder: tlparse also writes one for [-/-] (provenance_tracking_-_-_-_-.html)
+    # when a record was logged outside any compile (under load 8 a chromium event without a
+    # frame id was, once per compile, and the count failed); that page is no graph's
+    pages = (eager_under_run.out / "tlparse" / folder.name).glob("provenance_tracking_*.html")
+    graph_pages = [p for p in pages if re.fullmatch(r"provenance_tracking_-_[0-9]+_[0-9]+_[0-9]+\.html", p.name)]
+    assert len(graph_pages) == sum(disk.graphs.values()) + disk.other_graphs
 
 
 def test_validate_folds_the_run_folder_as_the_screen(eager_under_run: Ran) -> None:

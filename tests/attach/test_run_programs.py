@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ from helpers.run_program import PROGRAMS, Ran, cli, leftovers, needs_startup_hoo
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model import folders
+from spyre_provenance.model.layout import Layout
 
 pytestmark = [pytest.mark.compile, needs_startup_hook]
 needs_tlparse = pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")
@@ -130,6 +132,43 @@ def test_run_writes_the_pages_and_the_viewer(transformers_run):
     assert all(Path(page).is_file() and str(transformers_run.out / "tlparse") in page for page in printed.values())
     assert (folder / "view.html").is_file()
     assert f"{folder.name} viewer" in transformers_run.stderr
+
+
+def _copy_without_pages(run: Path, target: Path) -> Path:
+    shutil.copytree(run, target, ignore=shutil.ignore_patterns("tlparse", "view.html"))
+    return target
+
+
+@needs_tlparse
+def test_the_pages_written_while_tlparse_runs_are_opens_in_opens_order(transformers_run, tmp_path):
+    """``run`` writes the viewer pages while tlparse runs: the same pages and lines as
+    ``open``'s ``run_pages``, tlparse's first, the viewer's last."""
+    from spyre_provenance.cli import open_command
+    from spyre_provenance.cli import run_command
+
+    ours, opens = _copy_without_pages(transformers_run.out, tmp_path / "a"), tmp_path / "b"
+    _copy_without_pages(transformers_run.out, opens)
+    lines = run_command._pages(ours)
+    expected = open_command.run_pages(tlparse_run.tlparse_binary(), opens, opens / "tlparse")[0]
+    assert [(label, page.replace(str(ours), "OUT")) for label, page in lines] == [
+        (label, page.replace(str(opens), "OUT")) for label, page in expected
+    ]
+    assert lines[-1][0].endswith(" viewer") and all(Path(page).is_file() for _, page in lines)
+
+
+def test_a_tlparse_that_fails_still_leaves_the_viewer_pages(transformers_run, tmp_path, monkeypatch, capsys):
+    from spyre_provenance.cli import run_command
+
+    out = _copy_without_pages(transformers_run.out, tmp_path / "run")
+    broken = tmp_path / "tlparse"  # a stand-in for a tlparse that cannot read the log
+    broken.write_text("#!/bin/sh\necho 'cannot parse' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    monkeypatch.setattr(tlparse_run, "tlparse_binary", lambda: str(broken))
+    (folder,) = [layout.out for _, layout in Layout(out).processes()]
+    assert run_command._pages(out) == [(f"{folder.name} viewer", str(folder / "view.html"))]
+    assert (folder / "view.html").is_file() and not (out / "tlparse" / folder.name / "index.html").exists()
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if "tlparse pages" in line]
+    assert "NOT WRITTEN" in line and "exit 3" in line and "cannot parse" in line
 
 
 def test_lookup_finds_a_kernel_of_the_run_in_the_whole_run(transformers_run):

@@ -34,12 +34,12 @@ import sys
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spyre_provenance.base import environment
-from spyre_provenance.base.errors import ProvenanceWarning
-from spyre_provenance.model import folders
-from spyre_provenance.model.layout import Layout
+
+if TYPE_CHECKING:
+    from spyre_provenance.model.layout import Layout
 
 #: torch's logger of structured records (``torch._logging._internal.trace_log``)
 TRACE_LOGGER = "torch.__trace"
@@ -57,6 +57,12 @@ class _Process:
         self.stepped_aside = False  # the program enabled its own tracking
 
     def folder(self) -> Layout:
+        # imported at the first record, not with torch: torch's compile workers, and every
+        # process that never compiles, import torch without ever needing them (msgspec's import
+        # alone is some 30 ms a process)
+        from spyre_provenance.model import folders
+        from spyre_provenance.model.layout import Layout
+
         with self.lock:
             if self.layout is None:
                 program = folders.program_label(sys.argv, getattr(sys, "orig_argv", sys.argv))
@@ -209,4 +215,6 @@ def _at_exit() -> None:
 
 
 def _warn(message: str) -> None:
+    from spyre_provenance.base.errors import ProvenanceWarning
+
     warnings.warn(f"spyre-provenance: {message} (the program goes on)", ProvenanceWarning, stacklevel=2)

@@ -128,11 +128,14 @@ def _open_run(args: argparse.Namespace, target: Path) -> int:
     return EXIT_OK
 
 
-def run_pages(tlparse: str, target: Path, out: Path) -> tuple[list[tuple[str, str]], Path | None, Path | None]:
+def run_pages(
+    tlparse: str, target: Path, out: Path, *, viewers: bool = True
+) -> tuple[list[tuple[str, str]], Path | None, Path | None]:
     """The pages of a ``run`` folder into ``out`` (``open`` and ``run`` write the same):
     (label, page) lines, the first multi-rank landing page, the first page with a mapping.
     One multi-rank report per program run by torchrun's ranks (``out/<program>/``), the
-    pages of every other process (``out/<process folder>/``), each process's viewer page."""
+    pages of every other process (``out/<process folder>/``), each process's viewer page
+    (``viewers=False``: not those, which ``run`` writes while tlparse runs)."""
     ranked, others = tlparse_run.find_process_logs(target)
     lines: list[tuple[str, str]] = []
     landing = mapped = None
@@ -151,7 +154,7 @@ def run_pages(tlparse: str, target: Path, out: Path) -> tuple[list[tuple[str, st
         note = "" if page.has_mapping else "  (no provenance mapping logged: nothing is linked)"
         lines.append((f"{owner} {page.label}", f"{page.page}{note}"))
         mapped = mapped or (page.page if page.has_mapping else None)
-    return [*lines, *run_viewers(target)], landing, mapped
+    return [*lines, *(run_viewers(target) if viewers else [])], landing, mapped
 
 
 def run_viewers(target: Path) -> list[tuple[str, str]]:

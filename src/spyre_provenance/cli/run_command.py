@@ -157,23 +157,33 @@ def _report(out: Path, *, pages: bool) -> None:
         print(line, file=sys.stderr)
     if not pages or not summaries:
         return
+    lines = fold_pages(_pages(out), summaries)
+    width = max((len(label) for label, _ in lines), default=0)
+    for label, where in lines:
+        print(f"  {label.ljust(width)}  {where}", file=sys.stderr)
+
+
+def _pages(out: Path) -> list[tuple[str, str]]:
+    """tlparse's pages and the viewer's, (label, page) lines in that order. tlparse runs in
+    processes of its own while this one writes the viewer pages (they read and write
+    different files), so the program's user waits for the longer of the two, not both."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from spyre_provenance.cli.open_command import run_pages, run_viewers
     from spyre_provenance.logs import tlparse_run
 
     tlparse = tlparse_run.tlparse_binary()
     if tlparse is None:
         print(f"  tlparse pages: NOT WRITTEN: tlparse is not installed ({tlparse_run.INSTALL_HINT})", file=sys.stderr)
-        lines = run_viewers(out)
-    else:
+        return run_viewers(out)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        tlparse_pages = pool.submit(run_pages, tlparse, out, Layout(out).pages_root, viewers=False)
+        viewers = run_viewers(out)
         try:
-            lines = run_pages(tlparse, out, Layout(out).pages_root)[0]
+            return [*tlparse_pages.result()[0], *viewers]
         except UnusableInput as exc:
             print(f"  tlparse pages: NOT WRITTEN: {exc}", file=sys.stderr)
-            lines = run_viewers(out)
-    lines = fold_pages(lines, summaries)
-    width = max((len(label) for label, _ in lines), default=0)
-    for label, where in lines:
-        print(f"  {label.ljust(width)}  {where}", file=sys.stderr)
+            return viewers
 
 
 def fold_pages(lines: list[tuple[str, str]], summaries: list[ProcessSummary]) -> list[tuple[str, str]]:
