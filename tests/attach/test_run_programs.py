@@ -143,8 +143,7 @@ def _copy_without_pages(run: Path, target: Path) -> Path:
 def test_the_pages_written_while_tlparse_runs_are_opens_in_opens_order(transformers_run, tmp_path):
     """``run`` writes the viewer pages while tlparse runs: the same pages and lines as
     ``open``'s ``run_pages``, tlparse's first, the viewer's last."""
-    from spyre_provenance.cli import open_command
-    from spyre_provenance.cli import run_command
+    from spyre_provenance.cli import open_command, run_command
 
     ours, opens = _copy_without_pages(transformers_run.out, tmp_path / "a"), tmp_path / "b"
     _copy_without_pages(transformers_run.out, opens)
