@@ -15,8 +15,15 @@ import pytest
 from helpers.where import REPO  # tests/ is on sys.path
 from spyre_provenance.links.redact import Redactor, find_project
 from spyre_provenance.logs import tracelog
-from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.names import (
+    DIAGNOSTICS,
+    KERNEL_INFORMATION,
+    KERNEL_STACK_TRACES,
+    NODE_MAPPINGS,
+    OPSPEC_DEBUG_HANDLES,
+)
 from spyre_provenance.validate import paths as path_validation
+from spyre_provenance.validate.kinds import KINDS
 from zoo.user_models import SOURCE
 
 PACKAGE_ROOT = REPO / "src"
@@ -82,15 +89,20 @@ def test_artifacts(redactor: Redactor) -> None:
             }
         },
     }
-    out = redactor.artifact(OPSPEC_DEBUG_HANDLES, handles)
+    out = KINDS[OPSPEC_DEBUG_HANDLES].redact(redactor, handles)
     assert out["handles"]["7"]["source"]["file"] == "<project>/m.py"
     assert out["handles"]["7"]["transform_history"][0]["reason"] == "see <project>/pass.py"
     assert list(out["handles"]) == ["7"]  # ids stay: the bundles refer to them
     assert handles["handles"]["7"]["source"]["file"] == "/home/alice/proj/m.py"  # a copy
     diag = {"faults": [{"stage": "build", "error": "OSError: /home/alice/proj/x"}]}
-    assert redactor.artifact(DIAGNOSTICS, diag)["faults"][0]["error"] == "OSError: <project>/x"
+    assert KINDS[DIAGNOSTICS].redact(redactor, diag)["faults"][0]["error"] == "OSError: <project>/x"
     traces = {"k:1": ['File "/home/alice/proj/m.py", line 1']}
-    assert redactor.artifact(KERNEL_STACK_TRACES, traces) == {"k:1": ['File "<project>/m.py", line 1']}
+    assert KINDS[KERNEL_STACK_TRACES].redact(redactor, traces) == {"k:1": ['File "<project>/m.py", line 1']}
+    info = {"k:1": {"stack_traces": traces["k:1"], "kernel_type": "x"}}
+    assert KINDS[KERNEL_INFORMATION].redact(redactor, info)["k:1"]["stack_traces"] == ['File "<project>/m.py", line 1']
+    assert info["k:1"]["stack_traces"] == traces["k:1"]  # a copy
+    mappings = {"version": 2.0, "preToPost": {"/home/alice/proj": ["x"]}}
+    assert KINDS[NODE_MAPPINGS].redact(redactor, mappings) is mappings  # names only: as is
 
 
 def test_project_is_found_upwards_but_never_home_or_root(tmp_path: Path) -> None:

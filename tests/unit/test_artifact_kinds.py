@@ -16,6 +16,7 @@ import pytest
 from helpers.where import GOLDEN
 from spyre_provenance import golden
 from spyre_provenance.golden import normalize
+from spyre_provenance.links import redact
 from spyre_provenance.model import names
 from spyre_provenance.model.detect import Detected, Problem, artifact_for_filename
 from spyre_provenance.model.names import (
@@ -96,7 +97,7 @@ def test_tlparses_file_of_the_hooks_label_record_is_no_artifact(run_cli, tmp_pat
 
 # --- one record per kind (validate.kinds): its parts, and the engines reading it -------------
 
-PARTS = ("version", "fast", "full", "rules", "normalize")
+PARTS = ("version", "fast", "full", "rules", "normalize", "redact")
 
 
 @pytest.mark.parametrize("kind", kinds.KINDS.values(), ids=lambda k: k.name)
@@ -156,6 +157,7 @@ def test_kind(monkeypatch: pytest.MonkeyPatch) -> kinds.Kind:
         full=_Spy(lambda schema, doc: dict(doc)),
         rules=_Spy([Problem("$", "the test kind's rule")]),
         normalize=_Spy({"normalized": True}),
+        redact=_Spy({"redacted": True}),
         schema=SOURCE_LINES,
     )
     monkeypatch.setitem(kinds.KINDS, kind.name, kind)
@@ -210,12 +212,13 @@ def kinds_named(source: str, allowed: set[str] = frozenset()) -> set[str]:
         (fastpath, set()),
         (rules, set()),
         (normalize, set()),
+        (redact, set()),  # each kind's redaction is its record's part
         (schemas, {"check_built_artifacts"}),  # the hook's four arguments, named
     ],
     ids=lambda m: getattr(m, "__name__", "").rpartition(".")[2],
 )
 def test_the_consumers_name_no_kind(module: Any, allowed: set[str]) -> None:
-    """The four places that chose a kind by if-chains name no kind now (but the emitter's
+    """The places that chose a kind by if-chains (and ``Redactor.artifact``) name no kind now (but the emitter's
     gate, whose arguments are four kinds): every choice goes through the registry."""
     assert kinds_named(inspect.getsource(module), allowed) == set()
 

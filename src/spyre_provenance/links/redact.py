@@ -39,13 +39,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from spyre_provenance.model.names import (
-    DIAGNOSTICS,
-    KERNEL_INFORMATION,
-    KERNEL_STACK_TRACES,
-    OPSPEC_DEBUG_HANDLES,
-)
-
 # an absolute path up to and including its site-packages (or dist-packages) folder
 _PACKAGES = re.compile(r"""(?:[A-Za-z]:)?[/\\][^\s"'`]*?[/\\](?:site|dist)-packages[/\\]""")
 PROJECT_MARKERS = (".git", "pyproject.toml")
@@ -115,36 +108,35 @@ class Redactor:
                 return replacement.rstrip("/") or "."
         return self.redact_text(path)
 
-    # -- artifacts --------------------------------------------------------------------------
+    # -- artifacts: each kind's ``redact`` part (``validate.kinds``) is one of these -----------
+    # A redacted copy of one document (None stays None). OpSpec handle ids are left alone:
+    # they are the compiler's own ids (content hashes of the unredacted handle), and the
+    # SuperDSC bundles refer to a handle by them.
 
-    def artifact(self, artifact: str, doc: Any) -> Any:
-        """A redacted copy of one artifact document (node mappings hold no paths: as is).
-
-        OpSpec handle ids are left alone: they are the compiler's own ids (content hashes of
-        the unredacted handle), and the SuperDSC bundles refer to a handle by them.
-        """
-        if doc is None:
-            return None
-        if artifact == KERNEL_STACK_TRACES:
-            return self.stack_traces(doc)
-        if artifact == KERNEL_INFORMATION:
-            doc = copy.deepcopy(doc)
-            for entry in doc.values():
-                entry["stack_traces"] = [self.redact_text(t) for t in entry.get("stack_traces", [])]
-            return doc
-        if artifact == OPSPEC_DEBUG_HANDLES:
-            return self.opspec_handles(doc)
-        if artifact == DIAGNOSTICS:
-            doc = copy.deepcopy(doc)
-            for fault in doc.get("faults", []):
-                fault["error"] = self.redact_text(fault["error"])
-            return doc
+    def unchanged(self, doc: Any) -> Any:
+        """A kind that holds no paths (node mappings: names only): as it is."""
         return doc
 
     def stack_traces(self, traces: dict[str, list[str]] | None) -> dict[str, list[str]] | None:
         if traces is None:
             return None
         return {key: [self.redact_text(t) for t in values] for key, values in traces.items()}
+
+    def kernel_information(self, doc: dict[str, Any] | None) -> dict[str, Any] | None:
+        if doc is None:
+            return None
+        doc = copy.deepcopy(doc)
+        for entry in doc.values():
+            entry["stack_traces"] = [self.redact_text(t) for t in entry.get("stack_traces", [])]
+        return doc
+
+    def diagnostics(self, doc: dict[str, Any] | None) -> dict[str, Any] | None:
+        if doc is None:
+            return None
+        doc = copy.deepcopy(doc)
+        for fault in doc.get("faults", []):
+            fault["error"] = self.redact_text(fault["error"])
+        return doc
 
     def opspec_handles(self, doc: dict[str, Any] | None) -> dict[str, Any] | None:
         if doc is None:

@@ -7,12 +7,13 @@ lower layers read, and its ``schemas/<name>/v<N>.schema.json``):
 
 - ``fastpath`` picks the kind's fast decoder, ``schemas`` its schema, full-path decoder and
   current version, both engines apply its ``rules``;
-- ``golden.normalize`` applies its ``normalize``;
+- ``golden.normalize`` applies its ``normalize``; ``--redact-paths`` its ``redact``;
 - tlparse files a logged artifact by its TORCH_TRACE name as ``<name>_<n>.json``, which
   ``filing.file_pattern`` matches (``detect.artifact_for_filename``).
 
-The record sits here, in validate, because its rules and decoders do; its normalizer is a
-pure transform a layer below (``links.portable``), so golden reads it through this record.
+The record sits here, in validate, because its rules and decoders do; its normalizer and its
+redaction are pure transforms a layer below (``links.portable``, ``links.redact``), so golden
+and the hook read them through this record.
 
 Pure: no torch, no jsonschema.
 """
@@ -53,6 +54,9 @@ FullDecoder = Callable[[int, Mapping[str, Any]], Any]
 Rules = Callable[[int, Any], list[Problem]]
 #: A machine-independent copy of a document (a copy the normalizer may change).
 Normalizer = Callable[[Any, Redactor], Any]
+#: A copy of a document with its absolute paths and user name rewritten (``--redact-paths``):
+#: a ``Redactor`` method, so the record names it unbound (``Redactor.stack_traces``).
+Redaction = Callable[[Redactor, Any], Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,13 +76,14 @@ class Kind:
     full: FullDecoder
     rules: Rules
     normalize: Normalizer
+    redact: Redaction
     #: its schema folder, ``schemas/<schema>/v<N>.schema.json``; by default its name
     schema: str = ""
 
     def __post_init__(self) -> None:
         if not self.schema:
             object.__setattr__(self, "schema", self.filing.name)
-        for part in ("version", "full", "rules", "normalize"):
+        for part in ("version", "full", "rules", "normalize", "redact"):
             if not callable(getattr(self, part)):
                 raise TypeError(f"artifact kind {self.filing.name}: {part} is not a function")
         if self.fast is None and self.filing.provenance:
@@ -118,6 +123,7 @@ KINDS = registry(
         full=decoders.typed_node_mappings,
         rules=rules.check_node_mappings,
         normalize=portable.as_is,  # names only
+        redact=Redactor.unchanged,
     ),
     Kind(
         _FILING[names.KERNEL_STACK_TRACES],
@@ -127,6 +133,7 @@ KINDS = registry(
         full=decoders.as_parsed,
         rules=rules.check_stack_traces,
         normalize=portable.normalize_stack_traces,
+        redact=Redactor.stack_traces,
     ),
     Kind(
         _FILING[names.KERNEL_INFORMATION],
@@ -136,6 +143,7 @@ KINDS = registry(
         full=decoders.typed_kernel_information,
         rules=rules.check_kernel_information,
         normalize=portable.normalize_kernel_information,
+        redact=Redactor.kernel_information,
     ),
     Kind(
         _FILING[names.OPSPEC_DEBUG_HANDLES],
@@ -145,6 +153,7 @@ KINDS = registry(
         full=decoders.typed_opspec,
         rules=rules.check_opspec,
         normalize=portable.normalize_opspecs,
+        redact=Redactor.opspec_handles,
     ),
     Kind(
         _FILING[names.DIAGNOSTICS],
@@ -154,6 +163,7 @@ KINDS = registry(
         full=decoders.typed_diagnostics,
         rules=diagnostics_rules.check_diagnostics,
         normalize=portable.as_is,  # never compared by golden files
+        redact=Redactor.diagnostics,
     ),
     Kind(
         _FILING[names.AUDIT],
@@ -163,6 +173,7 @@ KINDS = registry(
         full=decoders.typed_audit,
         rules=check_audit,
         normalize=portable.normalize_audit,
+        redact=Redactor.unchanged,
     ),
     Kind(
         _FILING[names.SOURCE_LINES],
@@ -172,6 +183,7 @@ KINDS = registry(
         full=decoders.as_parsed,
         rules=rules.no_rules,
         normalize=portable.as_is,
+        redact=Redactor.unchanged,
     ),
     Kind(
         _FILING[names.SPYRE_SIDECAR],
@@ -181,6 +193,7 @@ KINDS = registry(
         full=decoders.as_parsed,
         rules=spyre_sidecar.check,
         normalize=portable.as_is,
+        redact=Redactor.unchanged,
     ),
 )
 
