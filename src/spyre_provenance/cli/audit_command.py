@@ -20,23 +20,10 @@ from spyre_provenance.base.errors import Verdict
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from spyre_provenance.backends import BACKEND_NAMES, DEFAULT_BACKEND
+    from spyre_provenance.cli.compile_options import add_model_options
 
-    parser.add_argument("model", metavar="MODEL", help="built-in example (mlp, residual, ...) or PATH.py:FACTORY")
-    parser.add_argument(
-        "--backend",
-        choices=BACKEND_NAMES,
-        default=DEFAULT_BACKEND,
-        help="auto = torch-spyre when the adapter can install on it, else the reference backend",
-    )
-    parser.add_argument(
-        "--dtype",
-        choices=("float32", "float16", "bfloat16"),
-        default=None,
-        help="cast the model and its floating-point inputs (as compile --dtype)",
-    )
+    add_model_options(parser)
     parser.add_argument("--train", action="store_true", help="compile and audit forward and backward")
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default: out/<model>)")
     parser.add_argument(
         "--against",
         type=Path,

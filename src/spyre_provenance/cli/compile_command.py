@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from spyre_provenance.backends import BACKEND_NAMES, DEFAULT_BACKEND
+from spyre_provenance.cli.compile_options import add_model_options
 from spyre_provenance.compile import job as compile_job
 from spyre_provenance.compile import summary
 from spyre_provenance.compile.ranks import RanksOutcome
@@ -28,22 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _what_to_compile(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="built-in example (mlp, residual, ...) or PATH.py:FACTORY")
-    parser.add_argument(
-        "--backend",
-        choices=BACKEND_NAMES,
-        default=DEFAULT_BACKEND,
-        help="auto = torch-spyre when the adapter can install on it, else the reference "
-        "backend (the choice and its reason are printed)",
-    )
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default: out/<model>)")
-    parser.add_argument(
-        "--dtype",
-        choices=("float32", "float16", "bfloat16"),
-        default=None,
-        help="cast the model and its floating-point inputs (default: float32 for built-in models, "
-        "a PATH.py:FACTORY model as its factory builds it)",
-    )
+    add_model_options(parser)
     parser.add_argument("--train", action="store_true", help="compile forward and backward")
     parser.add_argument("--no-tlparse", action="store_true", help="do not run tlparse afterwards")
     parser.add_argument(

@@ -6,8 +6,8 @@ the rank's arguments are ``command_line`` of the parent's request, so every fiel
 request reaches every rank. ``command_line`` spells each field of ``CompileRequest`` in one
 table (``_SPELLING``); a field without a spelling fails the first call, and
 ``tests/unit/test_compile_request.py`` parses the arguments back into the same request, field
-by field. The table is the command line's (``cli/compile_command.py``) read backwards: the two change
-together.
+by field. The table is the command line's (``cli/compile_command.py``, with the options it
+shares with ``audit`` in ``cli/compile_options.py``) read backwards: the two change together.
 
 Pure: imports no torch, nothing of ``compile`` (``job`` and ``ranks`` both import this).
 """
@@ -23,6 +23,10 @@ import msgspec
 from spyre_provenance.backends import DEFAULT_BACKEND
 from spyre_provenance.model import folders
 
+#: The dtypes a model can be cast to (``dtype``), as ``torch`` names them: the command
+#: line's ``--dtype`` choices.
+DTYPES = ("float32", "float16", "bfloat16")
+
 
 class CompileRequest(msgspec.Struct, frozen=True, kw_only=True):
     """What to compile, on what, and what to write. The defaults are the command line's."""
@@ -33,7 +37,7 @@ class CompileRequest(msgspec.Struct, frozen=True, kw_only=True):
     instance: tuple[Any, tuple[Any, ...]] | None = None
     backend: str = DEFAULT_BACKEND
     out: Path | None = None  # None: write nothing (no folders, no log, no pages)
-    dtype: str | None = None  # None: float32 for a built-in model, a file model as built
+    dtype: str | None = None  # one of DTYPES; None: float32 for a built-in model, a file model as built
     train: bool = False  # forward and backward
     tlparse: bool = True  # render the provenance pages (when tlparse is installed)
     kernel_cache: bool = False  # as torch-spyre's kernel cache (reference backend only)
