@@ -18,13 +18,14 @@ from spyre_provenance import golden
 from spyre_provenance.golden import normalize
 from spyre_provenance.links import redact
 from spyre_provenance.model import names
-from spyre_provenance.model.detect import Detected, Problem, artifact_for_filename
+from spyre_provenance.model.detect import Detected, Problem, artifact_for_filename, keyed
 from spyre_provenance.model.names import (
     ARTIFACT_KINDS,
     ARTIFACTS,
     COMPANION_DOCUMENTS,
     DIAGNOSTICS,
     GOLDEN_ARTIFACTS,
+    KERNEL_STACK_TRACES,
     KINDS,
     LOGGED_ARTIFACTS,
     NODE_MAPPINGS,
@@ -158,6 +159,7 @@ def test_kind(monkeypatch: pytest.MonkeyPatch) -> kinds.Kind:
         rules=_Spy([Problem("$", "the test kind's rule")]),
         normalize=_Spy({"normalized": True}),
         redact=_Spy({"redacted": True}),
+        shape=keyed("test_notes", "test_kernels"),
         schema=SOURCE_LINES,
     )
     monkeypatch.setitem(kinds.KINDS, kind.name, kind)
@@ -184,6 +186,21 @@ def test_the_engines_and_golden_read_every_registered_kind(test_kind: kinds.Kind
     assert golden.normalize("test_kind", doc) == {"normalized": True}
     assert test_kind.normalize.calls == 1
     assert schemas.check_built_artifacts(None) == []  # the gate reads the records too
+    # told by its shape, before the looser shapes (a keyed document is a bare map too)
+    shaped = {"test_notes": {"k:1": []}, "test_kernels": {}}
+    assert schemas.guess_artifact(shaped, strict=False) == "test_kind"
+    assert schemas.validate_bytes(json.dumps(shaped)).artifact == "test_kind"
+
+
+def test_a_kind_is_told_by_its_tightest_shape() -> None:
+    """Each tier before the next, the registry's order within one: keys of a kind's own
+    before a mapping field before a bare map (every document here is a bare map too)."""
+    assert kinds.guess_artifact({"preToPost": {}, "faults": [], "partial": False}) == DIAGNOSTICS
+    assert kinds.guess_artifact({"preToPost": {}, "x": []}) == NODE_MAPPINGS
+    assert kinds.guess_artifact({"x": []}) == KERNEL_STACK_TRACES
+    assert kinds.guess_artifact({"x": {}}) == names.KERNEL_INFORMATION
+    assert kinds.guess_artifact({"x": 1}) is None
+    assert kinds.KINDS[SOURCE_LINES].shape is None  # told by its file name only
 
 
 _KIND_NAMES = {name for name, value in vars(names).items() if isinstance(value, str) and value in kinds.KINDS}

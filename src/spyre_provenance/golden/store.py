@@ -32,7 +32,7 @@ from spyre_provenance.golden.normalize import (
 from spyre_provenance.logs import tracelog
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model import folders, jsonio
-from spyre_provenance.model.detect import guess_artifact, json_type
+from spyre_provenance.model.detect import json_type
 from spyre_provenance.model.folders import (
     GRAPH_PREFIX,
     graph_folder,
@@ -131,7 +131,7 @@ def _read_artifact(path: Path, artifact: str | None = None) -> tuple[str, Any]:
     doc = jsonio.load_json(jsonio.read_file(path), location=str(path))
     if not isinstance(doc, dict):
         raise UnusableInput(str(path), f"top level is a JSON {json_type(doc)}, expected an object")
-    artifact = artifact or schemas.artifact_for_filename(path.name) or guess_artifact(doc)
+    artifact = artifact or schemas.artifact_for_filename(path.name) or schemas.guess_artifact(doc)
     if artifact is None:
         raise UnusableInput(str(path), "not a provenance artifact (node mappings, stack traces, OpSpec handles)")
     return artifact, doc

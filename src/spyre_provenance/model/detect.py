@@ -1,8 +1,10 @@
 """What a document is: which artifact, which version, and how to say where it is wrong.
 
-``guess_artifact`` and ``artifact_for_filename`` name the artifact (by shape, by file
-name), each kind's version reader (``*_version``: the ``version`` part of its record in
-``validate.kinds``, whose ``detect`` applies it) its version; a ``Problem`` is one thing
+``artifact_for_filename`` names the artifact by file name, ``guess_by_shape`` by shape
+from each kind's ``Shape`` (``*_shape``: the ``shape`` part of its record in
+``validate.kinds``, whose ``guess_artifact`` gives them), each kind's version reader
+(``*_version``: its record's ``version``, which ``validate.kinds.detect`` applies) its
+version; a ``Problem`` is one thing
 wrong at a JSON path: fields dotted (``$.preToPost``), map keys bracketed and quoted
 (``["relu"]``), list indices bracketed (``[0]``); ``quote`` cuts a hostile value to a
 readable size. Used by the validators, the log reader and golden.
@@ -15,24 +17,13 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
-from spyre_provenance.model.names import (
-    AUDIT,
-    DIAGNOSTICS,
-    FILENAME_PATTERNS,
-    KERNEL_INFORMATION,
-    KERNEL_STACK_TRACES,
-    MAP_FIELDS,
-    NODE_MAPPINGS,
-    NOT_ARTIFACT_PATTERNS,
-    OPSPEC_DEBUG_HANDLES,
-    SPYRE_SIDECAR,
-)
+from spyre_provenance.model.names import FILENAME_PATTERNS, MAP_FIELDS, NOT_ARTIFACT_PATTERNS
 from spyre_provenance.model.wire import KERNEL_INFO_V2_MARK
 
 # The schema files' pattern strings, applied as jsonschema applies them (re.search), so both
@@ -85,31 +76,60 @@ def artifact_for_filename(name: str) -> str | None:
     return None
 
 
-def guess_artifact(doc: Mapping[str, Any], *, strict: bool = False) -> str | None:
-    """The artifact a top-level object's shape says it is, or None.
+#: A shape test: does a top-level object (values decoded or ``msgspec.Raw``) look like the
+#: kind? ``strict`` (folder scans) also wants debug-handle keys on a bare map, so
+#: ``{"a": ["b"]}`` is not taken for one.
+ShapeTest = Callable[[Mapping[str, Any], bool], bool]
 
-    Values may be decoded or still ``msgspec.Raw``. ``strict`` (for folder scans) also wants
-    debug-handle keys on the two bare-map artifacts, so ``{"a": ["b"]}`` is not taken for one.
-    """
-    keys = doc.keys()
-    if "schemaVersion" in keys and "kernelIdentities" in keys:
-        return SPYRE_SIDECAR
-    if "kernels" in keys and "handles" in keys:
-        return OPSPEC_DEBUG_HANDLES
-    if "faults" in keys and "partial" in keys:
-        return DIAGNOSTICS
-    if "graphs" in keys and "toolchain" in keys:
-        return AUDIT
-    if any(f in keys for f in MAP_FIELDS) or list(keys) == ["version"]:
-        return NODE_MAPPINGS
-    if not doc or (strict and not all(KERNEL_KEY_RE.search(k) for k in keys)):
-        return None
-    first = _kind(next(iter(doc.values())))
-    if first == "array":
-        return KERNEL_STACK_TRACES
-    if first == "object":
-        return KERNEL_INFORMATION
-    return None
+KEYED, FIELD, BARE = 0, 1, 2
+
+
+class Shape(NamedTuple):
+    """How a kind is told by its shape: the ``shape`` part of its record (``validate.kinds``).
+
+    ``tier`` says how telling its test is, so a looser test never takes a document a tighter
+    one would: ``KEYED``, two keys of its own; ``FIELD``, one of its fields; ``BARE``, a bare
+    map of kernel keys told only by its first value (a keyed document is a map too)."""
+
+    test: ShapeTest
+    tier: int
+
+
+def keyed(*keys: str) -> Shape:
+    """A kind told by top-level keys only it has."""
+    return Shape(lambda doc, strict: all(key in doc for key in keys), KEYED)
+
+
+def _mapping_fields(doc: Mapping[str, Any], strict: bool) -> bool:
+    return any(f in doc for f in MAP_FIELDS) or list(doc.keys()) == ["version"]
+
+
+def bare_map(first_value: str) -> Shape:
+    """A map of kernel keys whose first value is of the JSON type ``first_value``."""
+
+    def test(doc: Mapping[str, Any], strict: bool) -> bool:
+        if not doc or (strict and not all(KERNEL_KEY_RE.search(k) for k in doc)):
+            return False
+        return _kind(next(iter(doc.values()))) == first_value
+
+    return Shape(test, BARE)
+
+
+sidecar_shape = keyed("schemaVersion", "kernelIdentities")
+opspec_shape = keyed("kernels", "handles")
+diagnostics_shape = keyed("faults", "partial")
+audit_shape = keyed("graphs", "toolchain")
+mapping_shape = Shape(_mapping_fields, FIELD)
+stack_traces_shape = bare_map("array")
+kernel_information_shape = bare_map("object")
+
+
+def guess_by_shape(doc: Mapping[str, Any], shapes: Iterable[tuple[str, Shape]], *, strict: bool = False) -> str | None:
+    """The first of ``shapes`` (artifact, shape) whose test ``doc`` passes, tier by tier (in
+    the order given within a tier), or None. ``validate.kinds.guess_artifact`` gives the
+    registry's shapes."""
+    ordered = sorted(shapes, key=lambda named: named[1].tier)  # stable: the registry's order within a tier
+    return next((artifact for artifact, shape in ordered if shape.test(doc, strict)), None)
 
 
 #: How a kind tells its version from a document (``detect``): the ``version`` part of its

@@ -18,9 +18,9 @@ import msgspec
 
 from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.base.process import gc_paused
-from spyre_provenance.model.detect import Detected, Problem, guess_artifact
+from spyre_provenance.model.detect import Detected, Problem
 from spyre_provenance.validate.decoding import Decoding, Tally
-from spyre_provenance.validate.kinds import kind_of
+from spyre_provenance.validate.kinds import guess_artifact, kind_of
 
 
 class FullOnly(Exception):

@@ -5,6 +5,7 @@ the order reports list them. The engines and golden read it and nothing else, so
 kind is adding its record here (with its name and filing row in ``model.names``, which the
 lower layers read, and its ``schemas/<name>/v<N>.schema.json``):
 
+- ``guess_artifact`` tells a document without a name by each kind's ``shape``;
 - ``fastpath`` picks the kind's fast decoder, ``schemas`` its schema, full-path decoder and
   current version, both engines apply its ``rules``;
 - ``golden.normalize`` applies its ``normalize``; ``--redact-paths`` its ``redact``;
@@ -30,15 +31,23 @@ from spyre_provenance.model import names
 from spyre_provenance.model.detect import (
     Detected,
     Problem,
+    Shape,
     VersionReader,
+    audit_shape,
     audit_version,
+    diagnostics_shape,
     diagnostics_version,
-    guess_artifact,
+    guess_by_shape,
+    kernel_information_shape,
     kernel_information_version,
+    mapping_shape,
     mapping_version,
+    opspec_shape,
     opspec_version,
+    sidecar_shape,
     sidecar_version,
     source_lines_version,
+    stack_traces_shape,
     stack_traces_version,
 )
 from spyre_provenance.model.names import ArtifactKind
@@ -77,6 +86,9 @@ class Kind:
     rules: Rules
     normalize: Normalizer
     redact: Redaction
+    #: how it is told by its shape, when it has no file name (``model.detect``'s shapes);
+    #: None: only by its name
+    shape: Shape | None
     #: its schema folder, ``schemas/<schema>/v<N>.schema.json``; by default its name
     schema: str = ""
 
@@ -88,6 +100,8 @@ class Kind:
                 raise TypeError(f"artifact kind {self.filing.name}: {part} is not a function")
         if self.fast is None and self.filing.provenance:
             raise TypeError(f"artifact kind {self.filing.name}: a provenance artifact needs its fast decoder")
+        if self.shape is not None and not isinstance(self.shape, Shape):
+            raise TypeError(f"artifact kind {self.filing.name}: shape is not a model.detect.Shape")
         if self.fast is not None and not callable(self.fast):
             raise TypeError(f"artifact kind {self.filing.name}: fast is not a function")
 
@@ -124,6 +138,7 @@ KINDS = registry(
         rules=rules.check_node_mappings,
         normalize=portable.as_is,  # names only
         redact=Redactor.unchanged,
+        shape=mapping_shape,
     ),
     Kind(
         _FILING[names.KERNEL_STACK_TRACES],
@@ -134,6 +149,7 @@ KINDS = registry(
         rules=rules.check_stack_traces,
         normalize=portable.normalize_stack_traces,
         redact=Redactor.stack_traces,
+        shape=stack_traces_shape,
     ),
     Kind(
         _FILING[names.KERNEL_INFORMATION],
@@ -144,6 +160,7 @@ KINDS = registry(
         rules=rules.check_kernel_information,
         normalize=portable.normalize_kernel_information,
         redact=Redactor.kernel_information,
+        shape=kernel_information_shape,
     ),
     Kind(
         _FILING[names.OPSPEC_DEBUG_HANDLES],
@@ -154,6 +171,7 @@ KINDS = registry(
         rules=rules.check_opspec,
         normalize=portable.normalize_opspecs,
         redact=Redactor.opspec_handles,
+        shape=opspec_shape,
     ),
     Kind(
         _FILING[names.DIAGNOSTICS],
@@ -164,6 +182,7 @@ KINDS = registry(
         rules=diagnostics_rules.check_diagnostics,
         normalize=portable.as_is,  # never compared by golden files
         redact=Redactor.diagnostics,
+        shape=diagnostics_shape,
     ),
     Kind(
         _FILING[names.AUDIT],
@@ -174,6 +193,7 @@ KINDS = registry(
         rules=check_audit,
         normalize=portable.normalize_audit,
         redact=Redactor.unchanged,
+        shape=audit_shape,
     ),
     Kind(
         _FILING[names.SOURCE_LINES],
@@ -184,6 +204,7 @@ KINDS = registry(
         rules=rules.no_rules,
         normalize=portable.as_is,
         redact=Redactor.unchanged,
+        shape=None,  # told by its file name only
     ),
     Kind(
         _FILING[names.SPYRE_SIDECAR],
@@ -194,6 +215,7 @@ KINDS = registry(
         rules=spyre_sidecar.check,
         normalize=portable.as_is,
         redact=Redactor.unchanged,
+        shape=sidecar_shape,
     ),
 )
 
@@ -204,6 +226,16 @@ def kind_of(artifact: str) -> Kind:
         return KINDS[artifact]
     except KeyError:
         raise ValueError(f"unknown artifact {artifact!r}; known: {', '.join(names.ARTIFACTS)}") from None
+
+
+def guess_artifact(doc: Mapping[str, Any], *, strict: bool = False) -> str | None:
+    """The artifact a top-level object's shape says it is (each record's ``shape``), or None.
+
+    Values may be decoded or still ``msgspec.Raw``. ``strict`` (for folder scans) also wants
+    debug-handle keys on the two bare-map artifacts, so ``{"a": ["b"]}`` is not taken for one.
+    """
+    shapes = ((kind.name, kind.shape) for kind in KINDS.values() if kind.shape is not None)
+    return guess_by_shape(doc, shapes, strict=strict)
 
 
 def detect(artifact: str | None, doc: Mapping[str, Any]) -> Detected:

@@ -40,7 +40,6 @@ from spyre_provenance.model.detect import (  # re-exported: the public API lives
     Detected,
     Problem,
     artifact_for_filename,
-    guess_artifact,
     json_type,
     quote,
 )
@@ -55,7 +54,7 @@ from spyre_provenance.model.names import (
     PRINTED_DOCUMENTS,
 )
 from spyre_provenance.validate import fastpath, rules
-from spyre_provenance.validate.kinds import KINDS, detect, kind_of
+from spyre_provenance.validate.kinds import KINDS, detect, guess_artifact, kind_of  # re-exported too
 
 __all__ = [
     "ARTIFACTS",
