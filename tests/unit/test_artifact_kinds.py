@@ -17,7 +17,7 @@ from helpers.where import GOLDEN
 from spyre_provenance import golden
 from spyre_provenance.golden import normalize
 from spyre_provenance.links import redact
-from spyre_provenance.model import names
+from spyre_provenance.model import detect, names
 from spyre_provenance.model.detect import Detected, Problem, artifact_for_filename, keyed
 from spyre_provenance.model.names import (
     ARTIFACT_KINDS,
@@ -230,6 +230,7 @@ def kinds_named(source: str, allowed: set[str] = frozenset()) -> set[str]:
         (rules, set()),
         (normalize, set()),
         (redact, set()),  # each kind's redaction is its record's part
+        (detect, set()),  # each kind's shape and version reader are its record's parts
         (schemas, {"check_built_artifacts"}),  # the hook's four arguments, named
     ],
     ids=lambda m: getattr(m, "__name__", "").rpartition(".")[2],
