@@ -52,6 +52,14 @@ def text_problem(data: bytes) -> str | None:
     return None if report.ok else str(report.problems[0])
 
 
+def file_problem(data: bytes, doc: Any) -> str | None:
+    """``problem`` of a file's text ``data``, parsed as ``doc``: the fast engine's verdict
+    (the schema's), in the schema's words when it refuses the document, so jsonschema is
+    imported only then, not by every ``run`` that writes a viewer page."""
+    wrong = text_problem(data)
+    return None if wrong is None else problem(doc) or wrong
+
+
 def handle_lines(handle: Mapping[str, Any] | None, handles: Mapping[str, Any]) -> Iterator[tuple[str, int]]:
     """(file, line) of a debug handle's source and of its fused-from children's, depth first.
 
