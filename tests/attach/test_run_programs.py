@@ -223,6 +223,15 @@ def test_tracking_changes_nothing_the_program_computes_or_set(env_only):
     assert "graph_breaks logged True" in tracked  # TORCH_LOGS=graph_breaks, as torch set it
 
 
+def test_a_tracked_process_checks_what_it_writes_without_jsonschema(env_only):
+    """The hook checks each artifact on the fast engine, the source-lines snapshot too: the
+    program's process never pays for importing jsonschema (0.1 s)."""
+    assert env_only.tracked.returncode == 0, env_only.tracked.stderr[-3000:]
+    (graph,) = env_only.out.glob("*/graph_*")
+    assert (graph / "spyre_source_lines.json").is_file()  # the snapshot was checked and written
+    assert "jsonschema imported False" in env_only.tracked.stdout.splitlines()
+
+
 @needs_tlparse
 def test_the_users_torch_trace_gets_the_whole_log_with_the_artifacts(env_only, tmp_path):
     (log,) = env_only.user_trace.glob("*.log")

@@ -32,6 +32,7 @@ from spyre_provenance.model.names import (
     MAP_FIELDS,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
+    SOURCE_LINES,
 )
 from spyre_provenance.model.records import DiagnosticsV2
 from spyre_provenance.validate import schemas
@@ -318,6 +319,58 @@ CORPUS += [
 ]
 
 
+# spyre_source_lines: the hook checks it on the fast engine (no jsonschema in the program's
+# processes); the viewer reads it with the schema
+def _lines(**changes: Any) -> str:
+    entry = {"made": [9, 10], "lines": {"8": "def f(x):", "9": "    y = x + 1", "10": "    return y"}, "error": None}
+    doc: dict[str, Any] = {
+        "version": 1,
+        "context": 1,
+        "files": {"/m/model.py": entry, "gone.py": {"made": [3], "lines": {}, "error": "No such file"}},
+    }
+    for key, value in changes.items():
+        target = entry if key in entry or key.startswith("entry_") else doc
+        key = key.removeprefix("entry_")
+        if value is ...:
+            del target[key]
+        else:
+            target[key] = value
+    return json.dumps(doc)
+
+
+CORPUS += [
+    ("lines-valid", _lines(), SOURCE_LINES),
+    ("lines-not-told-by-shape", _lines(), None),
+    ("lines-integral-floats", _lines(context=1.0, made=[9.0, 10]), SOURCE_LINES),
+    ("lines-no-files", _lines(files={}), SOURCE_LINES),
+    ("lines-version-1.0", _lines(version=1.0), SOURCE_LINES),
+    ("lines-version-2", _lines(version=2), SOURCE_LINES),
+    ("lines-version-true", _lines(version=True), SOURCE_LINES),
+    ("lines-no-version", _lines(version=...), SOURCE_LINES),
+    ("lines-negative-context", _lines(context=-1), SOURCE_LINES),
+    ("lines-fractional-context", _lines(context=1.5), SOURCE_LINES),
+    ("lines-bool-context", _lines(context=True), SOURCE_LINES),
+    ("lines-line-zero", _lines(made=[0]), SOURCE_LINES),
+    ("lines-fractional-line", _lines(made=[9.5]), SOURCE_LINES),
+    ("lines-line-twice", _lines(made=[9, 9]), SOURCE_LINES),
+    ("lines-line-twice-as-float", _lines(made=[9, 9.0]), SOURCE_LINES),
+    ("lines-made-string", _lines(made=["9"]), SOURCE_LINES),
+    ("lines-key-zero", _lines(lines={"0": "x"}), SOURCE_LINES),
+    ("lines-key-leading-zero", _lines(lines={"09": "x"}), SOURCE_LINES),
+    ("lines-key-word", _lines(lines={"nine": "x"}), SOURCE_LINES),
+    ("lines-key-trailing-newline", _lines(lines={"9\n": "x"}), SOURCE_LINES),  # re.search: "$" before "\n"
+    ("lines-text-number", _lines(lines={"9": 9}), SOURCE_LINES),
+    ("lines-error-number", _lines(error=1), SOURCE_LINES),
+    ("lines-no-error", _lines(error=...), SOURCE_LINES),
+    ("lines-file-extra-key", _lines(entry_extra=1), SOURCE_LINES),
+    ("lines-extra-key", _lines(extra=1), SOURCE_LINES),
+    ("lines-no-context", _lines(context=...), SOURCE_LINES),
+    ("lines-files-array", _lines(files=[]), SOURCE_LINES),
+    ("lines-repeated-key", _lines().replace('"context"', '"context": 1, "context"', 1), SOURCE_LINES),
+    ("lines-array", "[]", SOURCE_LINES),
+]
+
+
 @pytest.mark.parametrize("name, data, artifact", CORPUS, ids=[c[0] for c in CORPUS])
 def test_corpus_agreement(name: str, data: str | bytes, artifact: str | None) -> None:
     assert_agree(data, artifact)
@@ -596,12 +649,25 @@ def diagnostics_v2(draw: st.DrawFn) -> dict[str, Any]:
     return {key: doc[key] for key in DiagnosticsV2.__struct_fields__}
 
 
+@st.composite
+def source_lines(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid source-lines document: each file's made lines, their text or why it is unread."""
+    files = {}
+    for name in draw(st.lists(st.text(max_size=6), unique=True, max_size=3)):
+        made = draw(st.lists(st.integers(1, 500), unique=True, max_size=3))
+        read = draw(st.booleans())
+        lines = {str(n): draw(st.text(max_size=8)) for n in made} if read else {}
+        files[name] = {"made": sorted(made), "lines": lines, "error": None if read else draw(st.text(max_size=8))}
+    return {"version": 1, "context": draw(st.integers(0, 5)), "files": files}
+
+
 GENERATED = {
     DIAGNOSTICS: diagnostics() | diagnostics_v2(),
     NODE_MAPPINGS: node_mappings(),
     KERNEL_STACK_TRACES: stack_traces(),
     KERNEL_INFORMATION: kernel_information() | kernel_information_v2(),
     OPSPEC_DEBUG_HANDLES: opspec_handles(),
+    SOURCE_LINES: source_lines(),
 }
 AGREEMENT_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

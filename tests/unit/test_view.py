@@ -87,6 +87,26 @@ def test_unusable_input_is_one_line_exit_2_and_writes_nothing(problem, run_cli, 
     assert expected in err, err
 
 
+def test_a_valid_snapshot_is_read_without_importing_jsonschema(out, tmp_path):
+    """The fast engine judges the source lines (``run`` writes a page per process); the
+    schema's words are fetched only for a snapshot it refuses (``bad_sources`` above)."""
+    import subprocess
+    import sys
+
+    model = tmp_path / "model.py"
+    model.write_text("def f(x):\n    return x + 1\n")
+    (out / "graph_00_0-0_forward" / "spyre_source_lines.json").write_text(
+        json.dumps(sources.snapshot({str(model): {2}}))
+    )
+    code = "import sys; from spyre_provenance.cli import main; rc = main(sys.argv[1:]); print(rc, 'jsonschema' in sys.modules)"
+    page = tmp_path / "p.html"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "view", str(out), "-o", str(page)], capture_output=True, text=True
+    )
+    assert done.stdout.splitlines()[-1] == "0 False", done.stdout + done.stderr
+    assert "    return x + 1" in json.dumps(_embedded(page))
+
+
 def test_the_snapshot_keeps_made_lines_with_context_and_says_what_it_could_not_read(tmp_path):
     model = tmp_path / "model.py"
     model.write_text("".join(f"line {n}\n" for n in range(1, 21)))

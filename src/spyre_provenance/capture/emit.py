@@ -35,20 +35,23 @@ def artifact_files(result: GraphResult) -> dict[str, bytes]:
         NODE_MAPPINGS: result.node_mappings,
         KERNEL_STACK_TRACES: result.stack_traces,
         OPSPEC_DEBUG_HANDLES: result.opspec_handles,
-        SOURCE_LINES: _source_lines(result),
     }
-    return {KINDS[name].file: mapping.to_json_bytes(doc) for name, doc in documents.items() if doc is not None}
+    files = {KINDS[name].file: mapping.to_json_bytes(doc) for name, doc in documents.items() if doc is not None}
+    source_lines = _source_lines(result)
+    if source_lines is not None:
+        files[KINDS[SOURCE_LINES].file] = source_lines
+    return files
 
 
-def _source_lines(result: GraphResult) -> Any:
+def _source_lines(result: GraphResult) -> bytes | None:
     """The source lines that made the graph's kernels, read now: where the viewer's page is
     opened, the file may have changed or be gone. None when there are none, or when the
-    snapshot does not pass its own check (never emit what was not checked)."""
+    text does not pass its own check (never emit what was not checked)."""
     made = sources.made_lines(result.stack_traces, result.opspec_handles)
     if not made:
         return None
-    snapshot = sources.snapshot(made)
-    return snapshot if sources.problem(snapshot) is None else None
+    data = mapping.to_json_bytes(sources.snapshot(made))
+    return data if sources.text_problem(data) is None else None
 
 
 def diagnostics_file(document: Any) -> dict[str, bytes]:

@@ -16,7 +16,7 @@ import argparse
 import importlib
 import os
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from spyre_provenance.base.errors import EXIT_UNUSABLE, TORCH_EXTRA, UnusableInput
 from spyre_provenance.base.process import torch_missing
@@ -54,16 +54,30 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_UNUSABLE, f"{self.prog}: error: {message}\n")
 
 
+class _Commands(argparse._SubParsersAction):
+    """The subcommands, each filled in (its module imported, its arguments added) only when
+    argparse has chosen it: the top-level help needs no command's arguments, and a command
+    (``run`` above all, whose cost is measured against the bare program) imports no other
+    command's module. argparse still says which names exist and words every usage error."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: Any = None
+    ) -> None:
+        chosen = self._name_parser_map.get(values[0])
+        if chosen is not None and chosen.get_default("_run") is None:
+            module = importlib.import_module(f"spyre_provenance.cli.{values[0]}_command")
+            module.add_arguments(chosen)
+            chosen.set_defaults(_run=module.run)
+        super().__call__(parser, namespace, values, option_string)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="spyre-provenance", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, action=_Commands)
     sub.required = True
     for name, help_text in COMMANDS.items():
-        module = importlib.import_module(f"spyre_provenance.cli.{name}_command")
-        sp = sub.add_parser(name, help=help_text, description=help_text)
-        module.add_arguments(sp)
-        sp.set_defaults(_run=module.run)
+        sub.add_parser(name, help=help_text, description=help_text)
     return parser
 
 

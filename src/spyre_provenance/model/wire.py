@@ -206,6 +206,22 @@ def opspec_fields(schema: int) -> tuple[str, ...]:
 KERNEL_INFO_FIELDS = KernelInfoEntry.__struct_fields__  # the lists each entry of every version has
 
 
+class SourceLinesFile(msgspec.Struct, forbid_unknown_fields=True):
+    """What ``spyre_source_lines`` holds of one file (``viewer.sources.snapshot``)."""
+
+    made: list[int | float]  # integral, >= 1, each once: rules.check_source_lines_types
+    lines: dict[str, str]  # keys are line numbers: rules.check_source_lines_types
+    error: str | None
+
+
+class SourceLinesDoc(msgspec.Struct, forbid_unknown_fields=True):
+    """``spyre_source_lines`` version 1, field order as written."""
+
+    version: int | float
+    context: int | float  # integral, >= 0: rules.check_source_lines_types
+    files: dict[str, SourceLinesFile]
+
+
 # --- a SuperDSC bundle's debug_handle_ (torch-spyre's DebugHandle.to_dict()) ---------------
 # Another shape than HandleEntry: constituents nested (not ids), a transform's reason may be null.
 

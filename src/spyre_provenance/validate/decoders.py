@@ -31,6 +31,7 @@ from spyre_provenance.model.names import (
     MAP_FIELDS,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
+    SOURCE_LINES,
 )
 from spyre_provenance.model.records import NodeMap
 from spyre_provenance.validate import diagnostics_rules, rules
@@ -197,6 +198,25 @@ def fast_audit(run: Decoding) -> Decoded:
     if run.problems:
         return det, None, None
     return det, doc, add(tally_keys(top), tally(list(values.values())))
+
+
+def fast_source_lines(run: Decoding) -> Decoded:
+    """The viewer's source lines: small, but checked in every tracked process as the hook
+    writes them, where importing jsonschema alone would cost more than the compile's check."""
+    det, version = run.versioned(SOURCE_LINES, detect.source_lines_version)
+    if det.schema is None:
+        return det, None, None
+    top = run.top()
+    run.keys_of(wire.SourceLinesDoc.__struct_fields__)
+    context = run.decode(top["context"], int | float, "$.context") if "context" in top else MISSING
+    files = run.decode_map(top["files"], wire.SourceLinesFile, "$.files") if "files" in top else MISSING
+    if run.problems:
+        return det, None, None
+    doc = wire.SourceLinesDoc(version, context, files)
+    run.problems.extend(rules.check_source_lines_types(doc))
+    if run.problems:
+        return det, None, None
+    return det, doc, add(tally_keys(top), tally(files))
 
 
 # --- the full path: a parsed, schema-valid document (of schema version ``schema``) --------

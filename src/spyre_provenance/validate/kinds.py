@@ -199,7 +199,7 @@ KINDS = registry(
         _FILING[names.SOURCE_LINES],
         version=source_lines_version,
         current="1",
-        fast=None,
+        fast=decoders.fast_source_lines,
         full=decoders.as_parsed,
         rules=rules.no_rules,
         normalize=portable.as_is,

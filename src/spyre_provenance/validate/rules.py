@@ -41,6 +41,7 @@ from spyre_provenance.model.wire import (
     KernelInfoEntryV2,
     OpSpecDebugHandles,
     OpSpecDebugHandlesV2,
+    SourceLinesDoc,
 )
 from spyre_provenance.validate.audit_rules import check_audit_types  # noqa: F401 - re-exported
 
@@ -97,6 +98,34 @@ def check_types(doc: OpSpecDebugHandles | OpSpecDebugHandlesV2) -> list[Problem]
                 path = f"{base}.transform_history[{i}].kind"
                 problems.append(Problem(path, f"expected one of {options}, got {quote(step.kind)}"))
     return problems
+
+
+LINE_NUMBER_PATTERN = r"^[1-9][0-9]*$"  # spyre_source_lines' line keys, applied as jsonschema does (re.search)
+LINE_NUMBER_RE = re.compile(LINE_NUMBER_PATTERN)
+
+
+def check_source_lines_types(doc: SourceLinesDoc) -> list[Problem]:
+    """What the spyre_source_lines schema says about integers, line keys and unique made
+    lines that the wire types leave open, worded as the full path words them."""
+    problems = _at_least(doc.context, 0, "$.context")
+    for file, entry in doc.files.items():
+        base = key_path("$.files", file)
+        for i, line in enumerate(entry.made):
+            problems += _at_least(line, 1, f"{base}.made[{i}]")
+        if len(set(entry.made)) != len(entry.made):  # 3 and 3.0 are one number, as in JSON Schema
+            problems.append(Problem(f"{base}.made", f"duplicate entry {quote(first_duplicate(entry.made))}"))
+        problems += [
+            Problem(key_path(f"{base}.lines", n), f"does not match {LINE_NUMBER_PATTERN}")
+            for n in entry.lines
+            if not LINE_NUMBER_RE.search(n)
+        ]
+    return problems
+
+
+def _at_least(value: float, least: int, path: str) -> list[Problem]:
+    if isinstance(value, float) and not value.is_integer():
+        return [Problem(path, "expected integer, got number")]
+    return [Problem(path, f"must be >= {least}, got {quote(value)}")] if value < least else []
 
 
 # kernel_information v2: the pairs torch writes together (the schema's dependentRequired)

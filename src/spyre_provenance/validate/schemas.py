@@ -156,8 +156,8 @@ def validate_bytes(
     """
     if isinstance(data, bytearray):
         data = bytes(data)
-    # a companion document (the viewer's source lines) has no fast engine: it is small, and
-    # jsonschema says all there is to say of it
+    # a companion document without a fast decoder (torch-spyre's sidecar) is small, and
+    # jsonschema with its kind's rules says all there is to say of it
     full = full or (artifact in KINDS and KINDS[artifact].fast is None)
     with _depth_guard(location):
         if full:

@@ -48,7 +48,7 @@ from spyre_provenance.validate import schemas, spyre_sidecar
 from spyre_provenance.validate.coverage import handle_nodes
 from spyre_provenance.viewer.logged import LoggedGraphInput, LogGraphs, graph_code, log_of, logged_inputs, wrapper_calls
 from spyre_provenance.viewer.relation import relation
-from spyre_provenance.viewer.sources import handle_lines, kernel_lines, problem
+from spyre_provenance.viewer.sources import file_problem, handle_lines, kernel_lines
 
 DOCUMENT_VERSION = 1
 #: A bundle's JSON is shown up to this many characters, and all of a page's bundles up to
@@ -158,8 +158,9 @@ def _source_lines(folder: Path) -> dict[str, Any] | None:
     path = folder / artifact_file(SOURCE_LINES)
     if not path.is_file():
         return None
-    doc = jsonio.load_json(jsonio.read_file(path), location=str(path))
-    wrong = problem(doc)
+    data = jsonio.read_file(path)
+    doc = jsonio.load_json(data, location=str(path))
+    wrong = file_problem(data, doc)
     if wrong is not None:
         raise UnusableInput(str(path), wrong)
     return doc

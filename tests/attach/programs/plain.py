@@ -1,8 +1,10 @@
 """A user's script that knows nothing of spyre-provenance: one compiled function, its result
-printed in full, then the settings a tracker must leave as the user set them."""
+printed in full, then the settings a tracker must leave as the user set them, and whether
+jsonschema was imported (the tracker checks what it writes without it)."""
 
 import logging
 import os
+import sys
 
 import torch
 
@@ -16,3 +18,4 @@ print("INDUCTOR_PROVENANCE", os.environ.get("INDUCTOR_PROVENANCE"))
 print("TORCH_DEVICE_BACKEND_AUTOLOAD", os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD"))
 print("graph_breaks logged", torch._logging._internal.log_state.is_artifact_enabled("graph_breaks"))
 print("torch logger", logging.getLogger("torch").level, logging.getLogger("torch._dynamo").level)
+print("jsonschema imported", "jsonschema" in sys.modules)
