@@ -19,7 +19,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +98,16 @@ def claim(target: Path) -> Path | None:
 def off() -> Iterator[None]:
     """No TORCH_TRACE records while inside: torch logs structured records only when its
     trace logger has handlers, so they are set aside (not closed) and put back."""
+    with handlers_aside(lambda handler: True):
+        yield
+
+
+@contextlib.contextmanager
+def handlers_aside(which: Callable[[logging.Handler], bool]) -> Iterator[None]:
+    """The trace logger's handlers that ``which`` picks, taken off while inside and put
+    back after (not closed): ``off`` takes them all, the pytest fixture only pytest's."""
     logger = logging.getLogger(_TRACE_LOGGER)
-    handlers = list(logger.handlers)
+    handlers = [handler for handler in logger.handlers if which(handler)]
     for handler in handlers:
         logger.removeHandler(handler)
     try:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
-import logging
 import re
 import warnings
 from collections.abc import Callable, Iterator
@@ -233,15 +232,10 @@ def _quiet_trace_log() -> Iterator[None]:
     """Keep torch's structured-trace records (hundreds of machine-readable DEBUG lines per
     compile) out of pytest's captured log, so a failure shows the diff, not the trace.
     Only handlers pytest attached are detached; torch's own (TORCH_TRACE) stay."""
-    trace_log = logging.getLogger("torch.__trace")
-    detached = [h for h in trace_log.handlers if type(h).__module__.startswith("_pytest")]
-    for handler in detached:
-        trace_log.removeHandler(handler)
-    try:
+    from spyre_provenance.capture import trace_log
+
+    with trace_log.handlers_aside(lambda handler: type(handler).__module__.startswith("_pytest")):
         yield
-    finally:
-        for handler in detached:
-            trace_log.addHandler(handler)
 
 
 def _model_name(model: Any) -> str:
