@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from spyre_provenance.compile.job import NO_TORCH_SPYRE_KERNEL
+from spyre_provenance.compile.outcome import NO_TORCH_SPYRE_KERNEL
 
 pytestmark = pytest.mark.compile
 

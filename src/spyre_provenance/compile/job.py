@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from spyre_provenance.base.errors import UnsupportedTorch, UnusableInput
 from spyre_provenance.capture import trace_log
 from spyre_provenance.compile import eager_run, out_folder
-from spyre_provenance.compile.outcome import NO_TORCH_SPYRE_KERNEL, AuditFiles, CompileOutcome, judge
+from spyre_provenance.compile.outcome import AuditFiles, CompileOutcome, judge
 from spyre_provenance.compile.request import CompileRequest, resolved_model
 from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
 from spyre_provenance.model.layout import Layout
@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from spyre_provenance.compile.run import CompileReport
     from spyre_provenance.model.audit_records import AuditV1
 
-#: where these lived before ``compile.outcome``: still importable from here
-__all__ = ["NO_TORCH_SPYRE_KERNEL", "AuditFiles", "CompileOutcome", "CompileRequest", "compile_request", "judge"]
+#: the door's request and outcome, as its callers (the command line, the fixture) name them
+__all__ = ["AuditFiles", "CompileOutcome", "CompileRequest", "compile_request", "judge"]
 
 Announce = Callable[[str], None]
 

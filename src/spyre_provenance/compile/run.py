@@ -23,13 +23,10 @@ from spyre_provenance.capture import inductor, trace_log
 from spyre_provenance.capture.tracking import tracking
 from spyre_provenance.compile import numerics
 from spyre_provenance.compile.eager_run import (
-    AS_BUILT,
-    RNG_SEED,
     LoadedModel,
     NotCompilable,
     copies,
     float64_run,
-    load,
     run_calls,
     run_eager,
 )
@@ -37,9 +34,6 @@ from spyre_provenance.compile.numerics import PrecisionCheck
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.names import COMPARED_FALLBACK_RANDOM, COMPARED_TRACKED
 from spyre_provenance.model.records import GraphResult
-
-#: what lived here before ``compile.eager_run``: still importable from here
-__all__ = ["AS_BUILT", "RNG_SEED", "CompileReport", "LoadedModel", "NotCompilable", "load", "run_eager"]
 
 
 class RunFailed(Exception):

@@ -65,7 +65,7 @@ What the adapter does with that
   * ``place`` puts the model and its tensor inputs on ``spyre`` before ``torch.compile``:
     torch-spyre's ``compile_fx`` wrapper (``_inductor/__init__.py``, ``_uses_spyre``) engages
     only for a graph with a tensor there. A compile in which no kernel came from its
-    scheduling is judged as not torch-spyre's (``compile_job.NO_TORCH_SPYRE_KERNEL``).
+    scheduling is judged as not torch-spyre's (``compile.outcome.NO_TORCH_SPYRE_KERNEL``).
     torch-spyre main 9a6b71e runs in the test suite on a stand-in for its ``_C`` alone
     (``tests/spyre_main``, docs/torch-spyre-main.md).
   * ``install`` finds ``SuperDSCScheduling`` (the device registry, else
