@@ -26,7 +26,7 @@ from spyre_provenance import golden
 from spyre_provenance.audit import report
 from spyre_provenance.base.errors import ProvenanceWarning
 from spyre_provenance.capture.audit_probe import AuditProbe
-from spyre_provenance.golden.normalize import TOOLCHAIN_TEXT
+from spyre_provenance.links.portable import TOOLCHAIN_TEXT
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
 from spyre_provenance.model.audit_records import FIELDS, STAGE_TITLES

@@ -95,7 +95,7 @@ def test_a_kernel_name_too_long_for_a_file_name_is_cut_in_its_folder_name(tmp_pa
     """A training graph's one bundle can name every op it runs (gpt2's backward kernel is
     longer than 240 characters): its folder is still a name the filesystem takes, and golden
     still reads the kernel from it."""
-    from spyre_provenance.golden.normalize import bundle_folder_kernel
+    from spyre_provenance.links.portable import bundle_folder_kernel
     from spyre_provenance.model.folders import NAME_MAX
 
     kernel = "sdsc_fused_" + "_".join(f"op{i}" for i in range(80)) + "_0"

@@ -38,7 +38,6 @@ from spyre_provenance.golden.normalize import (
     BUNDLE_HANDLES,
     Roots,
     dumps,
-    handle_id,
     normalize,
     normalize_bundle_handles,
     normalize_path,
@@ -55,6 +54,7 @@ from spyre_provenance.golden.store import (
     stale_files,
     write_case,
 )
+from spyre_provenance.links.portable import handle_id
 
 __all__ = [
     "ARTIFACT_FILES",

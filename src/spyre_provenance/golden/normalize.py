@@ -25,14 +25,6 @@ from typing import Any
 
 from spyre_provenance.golden.cases import source_checkout
 from spyre_provenance.links import portable
-from spyre_provenance.links.portable import (  # noqa: F401 - re-exported: golden's vocabulary
-    ADDRESS,
-    ADDRESS_TEXT,
-    GENERATED_TEXT,
-    TOOLCHAIN_TEXT,
-    bundle_folder_kernel,
-    handle_id,
-)
 from spyre_provenance.links.redact import Redactor, path_variants
 from spyre_provenance.validate.kinds import KINDS
 
