@@ -264,8 +264,12 @@ def test_a_killed_rank_leaves_the_other_ranks_artifacts_whole(killed_run, run_cl
     ]
     # rank 0 compiled before its all_reduce found the peer gone: its artifacts are all there
     stdout = killed_run.stdout
-    assert "[rank 0]   output vs eager: NOT CHECKED: the compiled code failed as it ran" in stdout
-    assert "Connection closed by peer" in stdout and "[rank 0]   artifacts: 9 validated, all valid" in stdout
+    (reason,) = [line for line in stdout.splitlines() if line.startswith("[rank 0]   output vs eager: ")]
+    assert reason.startswith("[rank 0]   output vs eager: NOT CHECKED: the compiled code failed as it ran")
+    # gloo words the lost peer by timing ("Connection closed by peer", "... reset by peer"): it
+    # is gloo's RuntimeError either way, which is what rank 0 must report
+    assert "(RuntimeError: " in reason and "gloo" in reason, reason
+    assert "[rank 0]   artifacts: 9 validated, all valid" in stdout
     kept = _graph_dir(out, 0)
     (graph,) = read_log_graphs(next((_rank_dir(out, 0) / "trace").glob("*.log")))
     assert json.loads((kept / MAPPINGS).read_text()) == graph.node_mappings
