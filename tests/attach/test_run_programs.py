@@ -47,19 +47,18 @@ class EnvOnly:
 
     def __init__(self, root: Path) -> None:
         self.out, self.user_trace, self.plain_trace = root / "out", root / "user-trace", root / "plain-trace"
+        self.ended = root / "ended"  # where run would hear which processes ended (run_end)
+        self.ended.mkdir()
         user = {"INDUCTOR_PROVENANCE": "1", "TORCH_LOGS": "graph_breaks", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
-        self.tracked = self._python(
-            PROGRAMS / "plain.py", {**user, "SPYRE_PROVENANCE_OUT": str(self.out), "TORCH_TRACE": str(self.user_trace)}
-        )
+        ours = {"SPYRE_PROVENANCE_OUT": str(self.out), "SPYRE_PROVENANCE_ENDED": str(self.ended)}
+        self.tracked = self._python(PROGRAMS / "plain.py", {**user, **ours, "TORCH_TRACE": str(self.user_trace)})
         self.untracked = self._python(PROGRAMS / "plain.py", {**user, "TORCH_TRACE": str(self.plain_trace)})
         self.torch_free = self._python(
             "-c",
             {"SPYRE_PROVENANCE_OUT": str(self.out)},
             "import sys; print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'msgspec')))",
         )
-        self.idle = self._python(
-            "-c", {"SPYRE_PROVENANCE_OUT": str(self.out)}, "import torch; print(torch.ones(2).sum().item())"
-        )
+        self.idle = self._python("-c", ours, "import torch; print(torch.ones(2).sum().item())")
 
     @staticmethod
     def _python(program: object, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -248,6 +247,50 @@ def test_a_process_that_compiles_nothing_leaves_nothing(env_only):
     assert env_only.torch_free.returncode == 0 and env_only.torch_free.stdout.strip() == "[]"
     assert env_only.idle.returncode == 0, env_only.idle.stderr[-2000:]
     assert len(list(env_only.out.iterdir())) == 1  # plain.py's folder alone
+    # ... and says nothing to run; the process that compiled says it ended, by its folder's name
+    assert [p.name for p in env_only.ended.iterdir()] == [p.name for p in env_only.out.iterdir()]
+
+
+@needs_tlparse
+def test_runs_early_end_is_what_the_end_makes_and_is_dropped_when_the_folder_changes(env_only, tmp_path):
+    """What ``run`` makes of a process that said it ended (run_end) equals what its end makes
+    of the same folder; a folder that changed afterwards has its early end dropped."""
+    from spyre_provenance.cli.open_command import run_pages, run_viewers
+    from spyre_provenance.cli.run_end import EarlyEnd
+    from spyre_provenance.runtime.lookup import logged_per_op
+    from spyre_provenance.validate import run_summary
+
+    out = tmp_path / "run"
+    shutil.copytree(env_only.out, out)
+    (name,) = [p.name for p in env_only.ended.iterdir()]
+    tlparse = tlparse_run.tlparse_binary()
+    assert tlparse is not None
+    for changed in (False, True):
+        early = EarlyEnd(out, pages=True, tlparse=tlparse)
+        try:
+            early.poll()
+            assert early.ended() == {}  # nothing said yet
+            (early.markers / name).touch()
+            early.poll()
+            if changed:  # a record after the word: the log grew
+                (log,) = out.glob("*/trace/*.log")
+                with log.open("a") as f:
+                    f.write("\n")
+            ended = early.ended()
+        finally:
+            early.close()
+        assert not early.markers.exists()
+        if changed:
+            assert ended == {}
+            continue
+        ((got_name, got),) = ended.items()
+        assert got_name == name
+        ((process, layout),) = Layout(out).processes()
+        assert got.summary == run_summary.summarize_process(process, layout, logged_per_op)
+        assert got.summary.graphs >= 1 and got.pages
+        assert [("x", got.viewer)] == [("x", where) for _, where in run_viewers(out)]
+        lines, _, _ = run_pages(tlparse, out, Layout(out).pages_root, viewers=False)
+        assert [str(page.page) for page in got.pages] == [where.split("  (")[0] for _, where in lines]
 
 
 def test_the_variable_set_imports_no_torch_and_unset_not_even_the_package():

@@ -12,6 +12,10 @@ OUT = "SPYRE_PROVENANCE_OUT"
 #: The backend the attached session tracks (``backends.BACKEND_NAMES``); unset: ``auto``,
 #: torch-spyre when the program loaded it, else stock Inductor (``backends.resolve_attached``).
 BACKEND = "SPYRE_PROVENANCE_BACKEND"
+#: A folder ``run`` makes: a tracked process that ends creates a file named after its own
+#: folder there, once its log is flushed, so ``run`` begins its end while the process is
+#: still tearing down (``cli.run_end``). Unset: nothing is said.
+ENDED = "SPYRE_PROVENANCE_ENDED"
 #: The file the wheel (and the editable install) puts into site-packages; its one line
 #: starts ``plugin.startup`` where ``OUT`` is set (pyproject.toml's force-include).
 STARTUP_FILE = "spyre_provenance_startup.pth"

@@ -20,8 +20,10 @@ removed again (torch may have logged a compile that reached no Inductor code).
 
 Every finished graph's files are written atomically when it finishes (``hook``) and the
 log is flushed at every record, so a program that raises, exits, is interrupted or killed
-leaves them whole; nothing here waits for the end of the process. Nothing here breaks the
-program either: a failure is one warning, and the program goes on untracked.
+leaves them whole; nothing here waits for the end of the process. At exit the process says
+it has ended where ``run`` asked it to (``environment.ENDED``), so ``run`` writes its pages
+while the interpreter tears down. Nothing here breaks the program either: a failure is one
+warning, and the program goes on untracked.
 """
 
 from __future__ import annotations
@@ -203,6 +205,7 @@ def _at_exit() -> None:
     if session is not None and session.results:
         if handler is not None:
             handler.flush()
+        _say_ended()
         return
     if handler is None or handler.path is None:
         return
@@ -212,6 +215,19 @@ def _at_exit() -> None:
     held = [p for p in layout.out.rglob("*") if p.is_file()] if layout.out.is_dir() else []
     if all(p == handler.path for p in held):  # nothing but the log of no graph
         shutil.rmtree(layout.out, ignore_errors=True)
+
+
+def _say_ended() -> None:
+    """Tell ``run`` (when it launched this process) that this process's folder is whole: a
+    file named after the folder in the folder it named (``environment.ENDED``)."""
+    said = os.environ.get(environment.ENDED)
+    if not said:
+        return
+    try:
+        with open(os.path.join(said, _process.folder().out.name), "w"):
+            pass
+    except OSError:  # run ends it after the process instead, as without the word
+        pass
 
 
 def _warn(message: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 import webbrowser
+from collections.abc import Mapping
 from pathlib import Path
 
 from spyre_provenance.base.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
@@ -129,13 +130,19 @@ def _open_run(args: argparse.Namespace, target: Path) -> int:
 
 
 def run_pages(
-    tlparse: str, target: Path, out: Path, *, viewers: bool = True
+    tlparse: str,
+    target: Path,
+    out: Path,
+    *,
+    viewers: bool = True,
+    rendered: Mapping[str, list[tlparse_run.GraphPage]] | None = None,
 ) -> tuple[list[tuple[str, str]], Path | None, Path | None]:
     """The pages of a ``run`` folder into ``out`` (``open`` and ``run`` write the same):
     (label, page) lines, the first multi-rank landing page, the first page with a mapping.
     One multi-rank report per program run by torchrun's ranks (``out/<program>/``), the
     pages of every other process (``out/<process folder>/``), each process's viewer page
-    (``viewers=False``: not those, which ``run`` writes while tlparse runs)."""
+    (``viewers=False``: not those, which ``run`` writes while tlparse runs). ``rendered``:
+    the pages already made of processes of no rank, by folder name (``run``'s early end)."""
     ranked, others = tlparse_run.find_process_logs(target)
     lines: list[tuple[str, str]] = []
     landing = mapped = None
@@ -147,7 +154,11 @@ def run_pages(
             lines.append((f"{stem} ranks", str(report.landing)))
             pages += [(stem, page) for page in report.pages]
         for name, log in others:
-            pages += [(name, page) for page in tlparse_run.render_pages(tlparse, log, out / name)]
+            made = (rendered or {}).get(name)
+            pages += [
+                (name, page)
+                for page in (made if made is not None else tlparse_run.render_pages(tlparse, log, out / name))
+            ]
     except tlparse_run.TlparseError as exc:
         raise UnusableInput(str(target), str(exc)) from None
     for owner, page in pages:
@@ -157,12 +168,17 @@ def run_pages(
     return [*lines, *(run_viewers(target) if viewers else [])], landing, mapped
 
 
-def run_viewers(target: Path) -> list[tuple[str, str]]:
-    """Each process's viewer page of a ``run`` folder, written now: (label, page) lines."""
+def run_viewers(target: Path, written: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """Each process's viewer page of a ``run`` folder, written now unless ``written`` holds
+    its line already (by folder name): (label, page) lines."""
     from spyre_provenance.viewer import page as view
 
+    written = written or {}
     return [
-        (f"{layout.out.name} viewer", view.beside(layout.out).removeprefix("viewer page: "))
+        (
+            f"{layout.out.name} viewer",
+            written.get(layout.out.name) or view.beside(layout.out).removeprefix("viewer page: "),
+        )
         for _, layout in Layout(target).processes()
     ]
 

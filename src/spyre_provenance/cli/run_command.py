@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING
 from spyre_provenance.backends import BACKEND_NAMES
 from spyre_provenance.base import environment
 from spyre_provenance.base.errors import UnusableInput
+from spyre_provenance.cli.run_end import POLL, EarlyEnd, ProcessEnd
 from spyre_provenance.model.layout import Layout
 
 if TYPE_CHECKING:
@@ -78,8 +80,13 @@ def run(args: argparse.Namespace) -> int:
             " (an install from before it existed?): no process will be tracked; reinstall spyre-provenance",
             file=sys.stderr,
         )
-    status = _launch(command, _environment(out, args.backend))
-    _report(out, pages=not args.no_pages)
+    pages = not args.no_pages
+    early = EarlyEnd(out, pages=pages, tlparse=_tlparse() if pages else None)
+    try:
+        status = _launch(command, {**_environment(out, args.backend), **early.environment}, early.poll)
+        _report(out, early.ended(), pages=pages)
+    finally:
+        early.close()
     return status
 
 
@@ -102,8 +109,9 @@ def _environment(out: Path, backend: str | None) -> dict[str, str]:
     return env
 
 
-def _launch(command: list[str], env: dict[str, str]) -> int:
-    """COMMAND to its end, SIGINT and SIGTERM passed on; its exit status as a shell gives it."""
+def _launch(command: list[str], env: dict[str, str], waiting: Callable[[], None]) -> int:
+    """COMMAND to its end, SIGINT and SIGTERM passed on, ``waiting`` called every ``POLL``
+    seconds meanwhile; its exit status as a shell gives it."""
     try:
         child = subprocess.Popen(command, env=env)
     except FileNotFoundError:
@@ -119,7 +127,12 @@ def _launch(command: list[str], env: dict[str, str]) -> int:
 
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED}
     try:
-        code = child.wait()
+        while True:
+            try:
+                code = child.wait(timeout=POLL)
+                break
+            except subprocess.TimeoutExpired:
+                waiting()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -146,24 +159,36 @@ def _prepare(out: Path) -> None:
             path.unlink()
 
 
-def _report(out: Path, *, pages: bool) -> None:
+def _report(out: Path, ended: dict[str, ProcessEnd], *, pages: bool) -> None:
     """The run's screen on stderr, then its pages (their lines on stderr too: stdout is the
-    program's)."""
+    program's); what was made early of a process that had ended (``run_end``) is not made
+    again."""
     from spyre_provenance.runtime.lookup import logged_per_op
     from spyre_provenance.validate import run_summary
 
-    summaries = run_summary.summarize_run(out, logged_per_op)
+    summaries = [
+        ended[layout.out.name].summary
+        if layout.out.name in ended
+        else run_summary.summarize_process(process, layout, logged_per_op)
+        for process, layout in Layout(out).processes()
+    ]
     for line in run_summary.render(summaries, out):
         print(line, file=sys.stderr)
     if not pages or not summaries:
         return
-    lines = fold_pages(_pages(out), summaries)
+    lines = fold_pages(_pages(out, ended), summaries)
     width = max((len(label) for label, _ in lines), default=0)
     for label, where in lines:
         print(f"  {label.ljust(width)}  {where}", file=sys.stderr)
 
 
-def _pages(out: Path) -> list[tuple[str, str]]:
+def _tlparse() -> str | None:
+    from spyre_provenance.logs import tlparse_run
+
+    return tlparse_run.tlparse_binary()
+
+
+def _pages(out: Path, ended: dict[str, ProcessEnd] | None = None) -> list[tuple[str, str]]:
     """tlparse's pages and the viewer's, (label, page) lines in that order. tlparse runs in
     processes of its own while this one writes the viewer pages (they read and write
     different files), so the program's user waits for the longer of the two, not both."""
@@ -172,13 +197,16 @@ def _pages(out: Path) -> list[tuple[str, str]]:
     from spyre_provenance.cli.open_command import run_pages, run_viewers
     from spyre_provenance.logs import tlparse_run
 
-    tlparse = tlparse_run.tlparse_binary()
+    ended = ended or {}
+    rendered = {name: end.pages for name, end in ended.items() if end.pages is not None}
+    written = {name: end.viewer for name, end in ended.items() if end.viewer is not None}
+    tlparse = _tlparse()
     if tlparse is None:
         print(f"  tlparse pages: NOT WRITTEN: tlparse is not installed ({tlparse_run.INSTALL_HINT})", file=sys.stderr)
-        return run_viewers(out)
+        return run_viewers(out, written)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        tlparse_pages = pool.submit(run_pages, tlparse, out, Layout(out).pages_root, viewers=False)
-        viewers = run_viewers(out)
+        tlparse_pages = pool.submit(run_pages, tlparse, out, Layout(out).pages_root, viewers=False, rendered=rendered)
+        viewers = run_viewers(out, written)
         try:
             return [*tlparse_pages.result()[0], *viewers]
         except UnusableInput as exc:

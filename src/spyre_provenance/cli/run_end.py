@@ -1,0 +1,133 @@
+"""``run``'s end, begun while the program is still ending.
+
+A tracked process says it has ended: at exit, once its log is flushed, it creates a file
+named after its folder in the folder ``SPYRE_PROVENANCE_ENDED`` names (``capture.attach``),
+which ``run`` made for it. Its line of the screen, its tlparse pages (a process of no rank:
+torchrun's ranks share a report, made when all have ended) and its viewer page are read from
+its own folder alone, so ``run`` makes them then, while the interpreter is still tearing
+down (over a second, for a program that compiled with torch here) instead of after it.
+
+Nothing is claimed that the end would not have said: what was made early is kept only when
+the process's folder is still as it was when the work began (every file's inode, size and
+modification time; the viewer page, which that work writes, aside), else it is made again at
+the end, as is everything that failed early (where its error is reported as usual).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from spyre_provenance.base import environment
+from spyre_provenance.model import folders
+from spyre_provenance.model.layout import VIEWER_PAGE, Layout
+
+if TYPE_CHECKING:  # imported when a process has ended, not before COMMAND starts
+    from spyre_provenance.validate.run_summary import ProcessSummary
+
+#: how often ``run`` looks for processes that ended, while it waits for COMMAND (seconds)
+POLL = 0.05
+
+#: a folder as it was: (path under it, inode, size, modification time in ns) of every file
+FolderState = tuple[tuple[str, int, int, int], ...]
+
+
+class ProcessEnd(msgspec.Struct):
+    """What ``run`` made of one process's folder once the process said it had ended."""
+
+    summary: ProcessSummary
+    pages: list | None = None  # tlparse_run.GraphPage of a process of no rank; None: not made
+    viewer: str | None = None  # the viewer page, or why it was not written; None: not made
+
+
+def folder_state(folder: Path) -> FolderState:
+    found = []
+    for root, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(root, name)
+            relative = os.path.relpath(path, folder)
+            if relative == VIEWER_PAGE:  # written by the early end itself
+                continue
+            try:
+                stat = os.stat(path)
+            except OSError:  # gone meanwhile: the state differs by its absence
+                continue
+            found.append((relative, stat.st_ino, stat.st_size, stat.st_mtime_ns))
+    return tuple(sorted(found))
+
+
+class EarlyEnd:
+    """The processes of one ``run`` that said they ended, and what was made of each."""
+
+    def __init__(self, out: Path, *, pages: bool, tlparse: str | None) -> None:
+        self.out = out
+        self.pages = pages
+        self.tlparse = tlparse
+        self.markers = Path(tempfile.mkdtemp(prefix="spyre-provenance-ended-"))
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="spyre-provenance-end")
+        self._begun: dict[str, tuple[FolderState, Future[ProcessEnd], Future[list] | None]] = {}
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """What COMMAND's environment needs for its processes to say they ended."""
+        return {environment.ENDED: str(self.markers)}
+
+    def poll(self) -> None:
+        """Begin the end of every process that said it ended since the last look."""
+        try:
+            said = os.listdir(self.markers)
+        except OSError:
+            return
+        for name in sorted(said):
+            process = folders.process_of_folder(name)
+            if name in self._begun or process is None:
+                continue
+            layout = Layout(self.out).process(process)
+            state = folder_state(layout.out)
+            self._begun[name] = (state, *self._end(process, layout))
+
+    def ended(self) -> dict[str, ProcessEnd]:
+        """Every process's end made early that still holds (by its folder's name), once made."""
+        self.poll()
+        kept: dict[str, ProcessEnd] = {}
+        for name, (state, made, pages) in self._begun.items():
+            try:
+                end = made.result()
+                if pages is not None:
+                    end.pages = pages.result()
+            except Exception:  # noqa: BLE001 - made again at the end, where its error is told
+                continue
+            if folder_state(self.out / name) == state:
+                kept[name] = end
+        return kept
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        shutil.rmtree(self.markers, ignore_errors=True)
+
+    def _end(self, process: folders.ProcessFolder, layout: Layout) -> tuple[Future[ProcessEnd], Future[list] | None]:
+        """The summary and the viewer page in one thread, tlparse's pages (a process of its
+        own) in the other: the end waits for the longer, not both."""
+        from spyre_provenance.logs import tlparse_run
+
+        logs = layout.trace_logs()
+        pages: Future[list] | None = None
+        if self.pages and self.tlparse is not None and process.rank is None and len(logs) == 1:
+            pages_out = Layout(self.out).pages_root / layout.out.name
+            pages = self._pool.submit(tlparse_run.render_pages, self.tlparse, logs[0], pages_out)
+        return self._pool.submit(self._summary_and_viewer, process, layout), pages
+
+    def _summary_and_viewer(self, process: folders.ProcessFolder, layout: Layout) -> ProcessEnd:
+        from spyre_provenance.runtime.lookup import logged_per_op
+        from spyre_provenance.validate import run_summary
+        from spyre_provenance.viewer import page as view
+
+        summary = run_summary.summarize_process(process, layout, logged_per_op)
+        viewer = view.beside(layout.out).removeprefix("viewer page: ") if self.pages else None
+        return ProcessEnd(summary, viewer=viewer)
