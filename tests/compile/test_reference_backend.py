@@ -29,10 +29,12 @@ from spyre_provenance.backends import get_backend
 from spyre_provenance.backends.reference.backend import ReferenceBackend, ReferenceScheduling, ReferenceWrapperCodegen
 from spyre_provenance.backends.reference.lowering import (
     CLONE_INPUTS_PASS,
+    LX_RELAYOUT_PASS,
     SPLIT_ADDMM_PASS,
     SplitAddmmPass,
     clone_shared_inputs,
     label_linear,
+    lx_relayout_copies,
     split_addmm,
 )
 from spyre_provenance.compile import examples
@@ -193,6 +195,42 @@ def test_a_written_input_is_not_cloned() -> None:
     assert any(n.target is aten.copy_.default for n in gm.graph.nodes)
     assert clone_shared_inputs(gm) == 0
     assert not [n for n in gm.graph.nodes if n.target is aten.clone.default]
+
+
+def _batched_linear_gelu(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A linear on a batch as main computes it (``batch_linear``), then GELU."""
+    weight = w.unsqueeze(0).expand(x.shape[0], *w.shape)
+    return torch.nn.functional.gelu(torch.bmm(x, weight) + b)
+
+
+@pytest.mark.parametrize(
+    ("batch", "tokens", "hidden", "dtype", "copies"),
+    [
+        (2, 8, 256, torch.float16, 1),  # gelu_mlp_batched: main's matmul 2 x 4 x 4, the add 8 x 4
+        (2, 8, 128, torch.float16, 0),  # tied_embedding's head: both 2 x 8 x 2
+        (2, 8, 256, torch.float32, 0),  # not 2-byte floats: not modelled
+    ],
+)
+def test_a_matmul_result_is_copied_where_main_relayouts_it(
+    batch: int, tokens: int, hidden: int, dtype: torch.dtype, copies: int
+) -> None:
+    """The clone main's LX relayout makes (``core_division``): right after the matmul, read
+    by its bias add instead, the backend's own node; the graph computes the same."""
+    args = (
+        torch.randn(batch, tokens, 64, dtype=dtype),
+        torch.randn(64, hidden, dtype=dtype),
+        torch.randn(hidden, dtype=dtype),
+    )
+    gm = make_fx(_batched_linear_gelu, tracing_mode="fake")(*args)
+    assert lx_relayout_copies(gm) == copies
+    clones = [n for n in gm.graph.nodes if n.target is aten.clone.default]
+    assert len(clones) == copies
+    for clone in clones:
+        assert clone.prev.target is aten.bmm.default and clone.args == (clone.prev,)
+        assert [u.target for u in clone.users] == [aten.add.Tensor]
+        assert list(clone.prev.users) == [clone]
+        assert [(s.name, s.pass_name) for s in clone.meta["from_node"]] == [("", LX_RELAYOUT_PASS)]
+    torch.testing.assert_close(gm(*args), _batched_linear_gelu(*args))
 
 
 def test_label_linear_names_only_what_a_linear_became() -> None:

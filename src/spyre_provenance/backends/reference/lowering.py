@@ -23,6 +23,7 @@ import torch
 from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
 
 from spyre_provenance.backends.base import Backend
+from spyre_provenance.backends.reference import core_division
 from spyre_provenance.backends.reference.handles_from_origins import TRANSFORMS_META_KEY
 from spyre_provenance.backends.reference.ops import ATEN_FALLBACKS, DEVICE
 
@@ -42,6 +43,7 @@ CODE_FILES = tuple(
         "opspecs_from_nodes.py",
         "handles_from_origins.py",
         "lookalike.py",
+        "core_division.py",
         "../spyre/opspecs.py",
         "../base.py",
         "../../model/frames.py",
@@ -391,6 +393,80 @@ def clone_shared_inputs(gm: torch.fx.GraphModule) -> int:
     return count
 
 
+# --- main's LX relayout copy of a matmul's result --------------------------------------
+
+LX_RELAYOUT_PASS = "spyre_reference.lx_relayout"
+_MATMULS = frozenset((aten.mm.default, aten.bmm.default))
+
+
+def _static_val(node: Any) -> torch.Tensor | None:
+    """A node's fake value on the device with static sizes, else None."""
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or val.device.type != DEVICE:
+        return None
+    return val if all(isinstance(d, int) for d in val.shape) else None
+
+
+def _matmul(node: torch.fx.Node) -> core_division.Matmul | None:
+    """The matmul an ``mm``/``bmm`` node is, in the terms of main's work division; None
+    where the model does not reach: sizes of 1 (main's loops drop them), a left operand
+    not stored row by row (its stick would not be K), or not 2-byte floats (64 a stick)."""
+    out, left, right = (_static_val(n) for n in (node, *node.args[:2]))
+    if out is None or left is None or right is None or out.dtype.itemsize != 2:
+        return None
+    if 1 in out.shape or left.shape[-1] == 1 or not left.is_contiguous():
+        return None
+    *batch, m, n = out.shape
+    shared = not batch or right.stride()[0] == 0  # a linear's weight, expanded over the batch
+    return core_division.Matmul(tuple(batch), m, n, left.shape[-1], shared)
+
+
+def _pointwise_reader(node: torch.fx.Node, user: torch.fx.Node) -> bool:
+    """Whether ``user`` is a pointwise op of ``node``'s shape reading it once, element for
+    element, its other operands stored row by row (their stick the last dimension)."""
+    out, mine = _static_val(user), _static_val(node)
+    if user.op != "call_function" or torch.Tag.pointwise not in getattr(user.target, "tags", ()):
+        return False
+    if out is None or mine is None or out.shape != mine.shape:
+        return False
+    operands = [a for a in (*user.args, *user.kwargs.values()) if isinstance(a, torch.fx.Node)]
+    if operands.count(node) != 1:
+        return False
+    others = [_static_val(a) for a in operands if a is not node]
+    return all(v is not None and v.dim() <= out.dim() and v.is_contiguous() for v in others)
+
+
+def lx_relayout_copies(gm: torch.fx.GraphModule) -> int:
+    """Copy a matmul's result for its readers where torch-spyre main does: an ``aten.clone``
+    right after the matmul, read by them instead (main's LX relayout ``identity``,
+    ``scratchpad/lx_relayout.py:356-371``; the rule in ``core_division``). Only a matmul
+    whose every reader is a pointwise op of its shape (``_pointwise_reader``) is judged:
+    main gives up on a tensor any reader of which it cannot relayout (``:271-345``).
+    The copy is the backend's node, as ``clone_shared_inputs``'s. Returns how many."""
+    from torch.fx.traceback import NodeSource, NodeSourceAction
+
+    graph = gm.graph
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in _MATMULS:
+            continue
+        matmul, readers = _matmul(node), list(node.users)
+        if matmul is None or not readers or not all(_pointwise_reader(node, r) for r in readers):
+            continue
+        if not core_division.matmul_result_copied(matmul, len(readers), core_division.STICK_BYTES // 2):
+            continue
+        with graph.inserting_after(node):
+            clone = graph.create_node("call_function", aten.clone.default, (node,), name="clone")
+        clone.meta["val"] = _fake_value(aten.clone.default, (node,))
+        clone.meta["from_node"] = [NodeSource(None, LX_RELAYOUT_PASS, NodeSourceAction.CREATE)]
+        for reader in readers:
+            reader.replace_input_with(node, clone)
+        count += 1
+    if count:
+        gm.recompile()
+    return count
+
+
 # --- loops as the op's own dimensions ---------------------------------------------------
 
 
@@ -427,6 +503,7 @@ class SplitAddmmPass(CustomGraphModulePass):
         batch_linear(gm)
         split_addmm(gm)
         clone_shared_inputs(gm)
+        lx_relayout_copies(gm)
         if observer is not None:
             observer(gm.graph, "out")
 
