@@ -115,10 +115,10 @@ def _model(spec: str) -> str:
     return spec.rsplit(":", 1)[-1] if ":" in spec else spec
 
 
-#: models on which main copies a matmul's result for its readers (an LX relayout ``identity``,
+#: models on which main copies an op's result for its readers (an LX relayout ``identity``,
 #: ``scratchpad/lx_relayout.py:218-371``), and how many times: the reference makes it by
 #: main's work division (``backends/reference/core_division.py``, docs/backends.md)
-LX_RELAYOUT_COPIES = {"gelu_mlp_batched": 1}
+LX_RELAYOUT_COPIES = {"gelu_mlp_batched": 1, "gelu_mlp_wide": 2}
 
 
 def _cases() -> list[Any]:
@@ -167,26 +167,31 @@ def test_each_op_iterates_as_on_main(request: pytest.FixtureRequest, compile_cas
 
 
 def _relayout_copies(graphs: list[list[tuple[str, list[Any]]]]) -> list[list[Any]]:
-    """Each ``identity`` right after a ``batchmatmul`` over the matmul's output (its space
-    without K): the copy of its result main's LX relayout makes, as (kernel, position)."""
+    """Each ``identity`` of no ATen op right after an op, over that op's output (a
+    ``batchmatmul``'s space without K): the copy of its result main's LX relayout makes,
+    as (kernel, position)."""
+
+    def output(spec: Any) -> list[Any]:
+        return spec[1][:-1] if spec[0] == "batchmatmul" else spec[1]
+
     return [
         [
             (kernel, i)
             for kernel, specs in graph
             for i, (before, spec) in enumerate(itertools.pairwise(specs), start=1)
-            if before[0] == "batchmatmul" and spec[0] == "identity" and spec[1] == before[1][:-1]
+            if spec[0] == "identity" and spec[2] is None and spec[1] == output(before)
         ]
         for graph in graphs
     ]
 
 
 @pytest.mark.parametrize("spec", _cases())
-def test_the_reference_copies_a_matmul_result_where_main_relayouts_it(
+def test_the_reference_copies_a_result_where_main_relayouts_it(
     request: pytest.FixtureRequest, compile_case: Any, spec: str
 ) -> None:
-    """Main copies a matmul's result where its readers divide it among the cores in other
-    slices (``LX_RELAYOUT_COPIES``, none elsewhere), and the reference makes the same copy
-    in the same place: the op-sequence tests above do not pass for want of one."""
+    """Main copies a result where its readers divide it among the cores in other slices
+    (``LX_RELAYOUT_COPIES``, none elsewhere), and the reference makes the same copies in
+    the same places: the op-sequence tests above do not pass for want of one."""
     on_main, on_reference = _both(request, compile_case, spec)
     expected = LX_RELAYOUT_COPIES.get(_model(spec), 0)
     assert sum(map(len, _relayout_copies(on_main))) == expected

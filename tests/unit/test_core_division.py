@@ -15,7 +15,9 @@ from spyre_provenance.backends.reference.core_division import (
     core_split,
     default_division,
     matmul_division,
-    matmul_result_copied,
+    matmul_division_of,
+    pointwise_division,
+    relayouts,
     view,
 )
 
@@ -45,7 +47,10 @@ def test_a_matmul_divides_as_main_divided_it(mm: Matmul, splits: tuple[int, ...]
 
 @pytest.mark.parametrize(("mm", "copied"), [(m, c) for _, m, _, c in MAIN_MATMULS], ids=[c[0] for c in MAIN_MATMULS])
 def test_main_copies_a_matmul_result_only_where_its_readers_slice_it_otherwise(mm: Matmul, copied: bool) -> None:
-    assert matmul_result_copied(mm, 1, STICK) is copied
+    """The matmul's bias add (a pointwise op of its output's shape) reads a copy or not."""
+    add = pointwise_division([*mm.batch, mm.m, mm.n], STICK)
+    found = relayouts(matmul_division_of(mm, "out", STICK), [add])
+    assert (found is not None and found[0] is not None) is copied
 
 
 @pytest.mark.parametrize(
@@ -88,3 +93,28 @@ def test_slices_that_cannot_be_copied_core_to_core_are_not_compatible() -> None:
     whole = view((8, 1), [0, 1])
     assert not compatible(whole, view((4, 1), [0, 1]), 8)  # fewer cores than the writer's
     assert not compatible(view((8, 4), [0, 1]), view((8, 4), [0, None]), 32)  # not one slice a core
+
+
+def test_a_pointwise_result_is_copied_for_a_matmul_that_reads_it_in_other_slices() -> None:
+    """``spyre_models.py:gelu_mlp_wide`` (``[4, 16, 64]``, hidden 512), as main divided it:
+    the first matmul batch 4 x hidden 8, its bias add and the GELU tokens 16 x hidden 2,
+    the second matmul batch 2 x tokens 16; main copied the matmul's result for the add
+    and the GELU's for the second matmul."""
+    up, down = Matmul((4,), 16, 512, 64, True), Matmul((4,), 16, 64, 512, True)
+    assert matmul_division(up, STICK) == (4, 1, 8, 1)
+    assert matmul_division(down, STICK) == (2, 16, 1, 1)
+    gelu = pointwise_division([4, 16, 512], STICK)
+    assert gelu.splits == (1, 16, 2)
+    (copy,) = relayouts(matmul_division_of(up, "out", STICK), [gelu])  # the bias add reads as the GELU
+    assert copy == gelu.view()
+    (copy,) = relayouts(gelu, [matmul_division_of(down, "left", STICK)])
+    assert copy == ((0, 2, 1), (1, 16, 2))  # main: batch core_id % 2, tokens core_id // 2 % 16
+    assert relayouts(gelu, [gelu]) == [None]  # the same slices: no copy
+
+
+def test_no_copy_of_partial_sums_nor_for_a_reader_of_another_core_count() -> None:
+    mlp_up = Matmul((), 8, 256, 128, True)  # the built-in mlp: K split 2
+    assert relayouts(matmul_division_of(mlp_up, "out", STICK), [pointwise_division([8, 256], STICK)]) is None
+    gelu = pointwise_division([2, 8, 256], STICK)  # gelu_mlp_batched: its down matmul splits K
+    assert relayouts(gelu, [matmul_division_of(Matmul((2,), 8, 64, 256, True), "left", STICK)]) is None
+    assert relayouts(pointwise_division([8, 128], STICK), [pointwise_division([8, 64], STICK)]) is None

@@ -237,22 +237,57 @@ def compatible(source: View, destination: View, cores: int) -> bool:
     return bool(edges) and len(fan_out) == 1 and len(fan_in) == 1
 
 
-def matmul_result_copied(mm: Matmul, readers: int, elems_per_stick: int, max_cores: int = MAX_CORES) -> bool:
-    """Whether main copies a matmul's result for ``readers`` (>= 1) pointwise ops of its
-    output's shape, which read it element for element: when the matmul's division leaves
-    no partial sums (K whole on each core), both use as many cores, and the readers'
-    slices differ from the matmul's yet can be copied core to core
-    (``lx_relayout.py:234-345``). Those readers all divide alike, so one copy serves all."""
-    if readers < 1:
-        return False
+class Division(msgspec.Struct, frozen=True):
+    """How an op divides a tensor it writes or reads among the cores."""
+
+    #: each iteration dimension's split
+    splits: tuple[int, ...]
+    #: the tensor's dimension each iteration dimension indexes (None: none of the tensor's)
+    tensor_dims: tuple[int | None, ...]
+    #: a reduced dimension is split: each core holds partial sums (``pass_utils.py:1764``)
+    partial: bool = False
+
+    @property
+    def cores(self) -> int:
+        return math.prod(self.splits)
+
+    def view(self) -> View:
+        return view(self.splits, self.tensor_dims)
+
+
+def pointwise_division(shape: Sequence[int], elems_per_stick: int, max_cores: int = MAX_CORES) -> Division:
+    """A pointwise op of ``shape`` (its stick the last dimension) on its own output, or on
+    a tensor of that shape it reads element for element: main's default division."""
+    dims = [*(Dim(size) for size in shape[:-1]), stick_dim(shape[-1], elems_per_stick)]
+    splits = default_division(dims, elems_per_stick, max_cores)
+    return Division(splits, tuple(range(len(shape))))
+
+
+def matmul_division_of(mm: Matmul, operand: str, elems_per_stick: int, max_cores: int = MAX_CORES) -> Division:
+    """A matmul on its result (``operand="out"``, ``[*batch, M, N]``) or on its left
+    operand (``"left"``, ``[*batch, M, K]``); partial where K is split."""
     splits = matmul_division(mm, elems_per_stick, max_cores)
-    if splits[-1] > 1:  # a split K: partial sums, which main never relayouts
-        return False
-    out = mm.dims(elems_per_stick)[:-1]
-    reader = default_division(out, elems_per_stick, max_cores)
-    cores = math.prod(splits)
-    if cores != math.prod(reader) or cores <= 1:
-        return False
-    written = view(splits, [*range(len(out)), None])
-    read = view(reader, range(len(out)))
-    return written != read and compatible(written, read, cores)
+    rows = tuple(range(len(mm.batch) + 1))
+    last = len(rows)
+    dims = (*rows, last, None) if operand == "out" else (*rows, None, last)
+    return Division(splits, dims, partial=splits[-1] > 1)
+
+
+def relayouts(writer: Division, readers: Sequence[Division]) -> list[View | None] | None:
+    """Per reader of a tensor, the view of the copy main makes for it (None: it reads the
+    tensor as written), or None for all when main makes no copy of this tensor
+    (``collect_lx_relayout_plans``, ``lx_relayout.py:234-345``): never of partial sums;
+    none when a reader holds partial sums, uses another number of cores, or divides the
+    tensor in slices that cannot be copied core to core. Readers with the same view share
+    one copy (``:336-345``)."""
+    if writer.partial:
+        return None
+    written, found = writer.view(), []
+    for reader in readers:
+        if reader.partial or reader.cores != writer.cores:
+            return None
+        read = reader.view()
+        if read != written and not compatible(written, read, writer.cores):
+            return None
+        found.append(None if read == written else read)
+    return found

@@ -412,7 +412,7 @@ def _matmul(node: torch.fx.Node) -> core_division.Matmul | None:
     where the model does not reach: sizes of 1 (main's loops drop them), a left operand
     not stored row by row (its stick would not be K), or not 2-byte floats (64 a stick)."""
     out, left, right = (_static_val(n) for n in (node, *node.args[:2]))
-    if out is None or left is None or right is None or out.dtype.itemsize != 2:
+    if node.op != "call_function" or out is None or left is None or right is None or out.dtype.itemsize != 2:
         return None
     if 1 in out.shape or left.shape[-1] == 1 or not left.is_contiguous():
         return None
@@ -421,47 +421,83 @@ def _matmul(node: torch.fx.Node) -> core_division.Matmul | None:
     return core_division.Matmul(tuple(batch), m, n, left.shape[-1], shared)
 
 
-def _pointwise_reader(node: torch.fx.Node, user: torch.fx.Node) -> bool:
-    """Whether ``user`` is a pointwise op of ``node``'s shape reading it once, element for
-    element, its other operands stored row by row (their stick the last dimension)."""
-    out, mine = _static_val(user), _static_val(node)
-    if user.op != "call_function" or torch.Tag.pointwise not in getattr(user.target, "tags", ()):
+def _pointwise(node: torch.fx.Node, shape: Any) -> bool:
+    """Whether ``node`` is a pointwise op of ``shape`` whose operands are stored row by row
+    (their stick the last dimension, as the output's), all 2-byte floats (main counts a
+    stick by the widest elements of an op's tensors, ``work_division.py:317-360``) but
+    for scalars, no size of 1."""
+    out = _static_val(node)
+    if node.op != "call_function" or torch.Tag.pointwise not in getattr(node.target, "tags", ()):
         return False
-    if out is None or mine is None or out.shape != mine.shape:
+    if out is None or out.shape != shape or out.dtype.itemsize != 2 or 1 in out.shape:
         return False
-    operands = [a for a in (*user.args, *user.kwargs.values()) if isinstance(a, torch.fx.Node)]
-    if operands.count(node) != 1:
-        return False
-    others = [_static_val(a) for a in operands if a is not node]
-    return all(v is not None and v.dim() <= out.dim() and v.is_contiguous() for v in others)
+    operands = [_static_val(a) for a in (*node.args, *node.kwargs.values()) if isinstance(a, torch.fx.Node)]
+    return all(
+        v is not None and v.dim() <= out.dim() and v.is_contiguous() and (v.dim() == 0 or v.dtype.itemsize == 2)
+        for v in operands
+    )
+
+
+def _division(node: torch.fx.Node, tensor: torch.fx.Node) -> core_division.Division | None:
+    """How ``node`` divides ``tensor`` (its own result, or one it reads once, element for
+    element): a pointwise op of its shape, or a matmul on it or on its left operand; None
+    where the model does not reach."""
+    shape = _static_val(tensor).shape  # type: ignore[union-attr]  # checked by the caller
+    reads = [a for a in (*node.args, *node.kwargs.values()) if a is tensor]
+    if node is not tensor and len(reads) != 1:
+        return None
+    if node.op == "call_function" and node.target in _MATMULS:
+        matmul = _matmul(node)
+        operand = "out" if node is tensor else "left" if node.args[0] is tensor else None
+        if matmul is None or operand is None:
+            return None
+        return core_division.matmul_division_of(matmul, operand, _STICK)
+    return core_division.pointwise_division(shape, _STICK) if _pointwise(node, shape) else None
+
+
+_STICK = core_division.STICK_BYTES // 2  # 2-byte floats (``_matmul``, ``_pointwise``)
+
+
+def _copy_views(node: torch.fx.Node) -> list[tuple[Any, torch.fx.Node]]:
+    """The copies main makes of ``node``'s result: (view, the readers reading it)."""
+    readers = list(node.users)
+    if _static_val(node) is None or not readers:
+        return []
+    writer = _division(node, node)
+    divisions = [_division(reader, node) for reader in readers]
+    if writer is None or any(d is None for d in divisions):
+        return []
+    found = core_division.relayouts(writer, divisions)  # type: ignore[arg-type]  # no None left
+    groups: dict[Any, list[torch.fx.Node]] = {}
+    for reader, copied in zip(readers, found or (), strict=False):
+        if copied is not None:
+            groups.setdefault(copied, []).append(reader)
+    return list(groups.items())
 
 
 def lx_relayout_copies(gm: torch.fx.GraphModule) -> int:
-    """Copy a matmul's result for its readers where torch-spyre main does: an ``aten.clone``
-    right after the matmul, read by them instead (main's LX relayout ``identity``,
-    ``scratchpad/lx_relayout.py:356-371``; the rule in ``core_division``). Only a matmul
-    whose every reader is a pointwise op of its shape (``_pointwise_reader``) is judged:
-    main gives up on a tensor any reader of which it cannot relayout (``:271-345``).
-    The copy is the backend's node, as ``clone_shared_inputs``'s. Returns how many."""
+    """Copy a result for its readers where torch-spyre main does: an ``aten.clone`` right
+    after the op, read by them instead (main's LX relayout ``identity``,
+    ``scratchpad/lx_relayout.py:356-371``; the rule in ``core_division``). Judged where the
+    op and every reader of its result are pointwise ops of its shape or matmuls on it
+    (``_division``): main gives up on a tensor any reader of which it cannot relayout
+    (``:271-345``). The copy is the backend's node, as ``clone_shared_inputs``'s.
+    Returns how many copies were made."""
     from torch.fx.traceback import NodeSource, NodeSourceAction
 
     graph = gm.graph
     count = 0
     for node in list(graph.nodes):
-        if node.op != "call_function" or node.target not in _MATMULS:
-            continue
-        matmul, readers = _matmul(node), list(node.users)
-        if matmul is None or not readers or not all(_pointwise_reader(node, r) for r in readers):
-            continue
-        if not core_division.matmul_result_copied(matmul, len(readers), core_division.STICK_BYTES // 2):
-            continue
-        with graph.inserting_after(node):
-            clone = graph.create_node("call_function", aten.clone.default, (node,), name="clone")
-        clone.meta["val"] = _fake_value(aten.clone.default, (node,))
-        clone.meta["from_node"] = [NodeSource(None, LX_RELAYOUT_PASS, NodeSourceAction.CREATE)]
-        for reader in readers:
-            reader.replace_input_with(node, clone)
-        count += 1
+        place = node
+        for _, readers in _copy_views(node):
+            with graph.inserting_after(place):
+                clone = graph.create_node("call_function", aten.clone.default, (node,), name="clone")
+            clone.meta["val"] = _fake_value(aten.clone.default, (node,))
+            clone.meta["from_node"] = [NodeSource(None, LX_RELAYOUT_PASS, NodeSourceAction.CREATE)]
+            for reader in readers:
+                reader.replace_input_with(node, clone)
+            place = clone
+            count += 1
     if count:
         gm.recompile()
     return count
