@@ -1,26 +1,29 @@
 """How torch-spyre main (9a6b71e) divides an op's work among a card's cores, and when that
-makes it copy a matmul's result for a reader: its LX relayout ``identity``.
+makes it copy an op's result for a reader: its LX relayout ``identity``.
 
 Main keeps a tensor in a core's scratchpad (LX) between the op that writes it and the ops
 that read it, each core holding the slice it computed. Where a reader divides the tensor
 among the same cores in other slices, main copies it, slice to slice
 (``_inductor/scratchpad/lx_relayout.py:218-353``, the copy made at ``:356-371``). Which
 slices an op's cores take comes from its work division (``_inductor/work_division.py``).
-This module is that decision, in the sizes of the ops' iteration spaces, for what the
-reference's models need (``lowering.lx_relayout_copies`` applies it):
+This module is that decision, in the sizes of the ops' iteration spaces, for the op kinds
+it models (``lowering.lx_relayout_copies`` applies it to a graph):
 
-- a matmul ``[*batch, M, N, K]`` writes the tensor: its division is main's cost model
-  (``work_division.py:1656-1753``, ``_matmul_split_cost`` ``:1143-1301``, the planner
-  ``:1338-1499``), or main's default one where the model finds nothing better;
-- pointwise ops of the matmul's output shape read it: their division is main's default
-  (``_default_split``, ``work_division.py:1004-1052``): the output's dimensions, largest
-  (in sticks, for the stick dimension) first, each the largest divisor of the cores left.
+- a matmul ``[*batch, M, N, K]`` (on its result, or on its left operand ``[*batch, M,
+  K]``): main's cost model (``work_division.py:1656-1753``, ``_matmul_split_cost``
+  ``:1200-1325``, the planner ``:1367-1499``), or main's default division where the
+  model finds nothing better or does not apply;
+- a pointwise op (on its result, or on a tensor of its shape it reads element for
+  element): main's default division (``_default_split``, ``work_division.py:1001-1049``):
+  the output's dimensions, largest (in sticks, for the stick dimension) first, each the
+  largest divisor of the cores left, then one reduced dimension.
 
-Not modelled (no copy is made): another writer or reader (a reduction, a matmul reading
-it, a reader through a view), sizes of 1, symbolic sizes, main's span limit
-(``MAX_SPAN_BYTES``, 256 MB a core, far above the reference's models), work-division
-hints, and whether main's scratchpad planner finds room in LX for both tensors (it drops
-the copy where it does not: ``scratchpad/allocator.py:268-300``).
+Not modelled (no copy is made): other writers or readers (a reduction, a matmul's right
+operand, a reader through a view or a broadcast), tensors other than 2-byte floats, sizes
+of 1, symbolic sizes, main's span limit (``MAX_SPAN_BYTES``, 256 MB a core, far above the
+reference's models), work-division hints, and whether main's scratchpad planner finds
+room in LX for both tensors (it drops the copy where it does not:
+``scratchpad/allocator.py:269-297``).
 """
 
 from __future__ import annotations
@@ -65,14 +68,14 @@ class Matmul(msgspec.Struct, frozen=True):
 
 def stick_dim(size: int, elems_per_stick: int) -> Dim:
     """An output's stick dimension. Main finds an output's dimensions in its coordinates
-    on the card, the stick's index among them (``work_division.py:712``); one stick's
+    on the card, the stick's index among them (``work_division.py:623``); one stick's
     worth or less has the index 0 always, so that dimension counts as one the op reduces
     (main's log orders it after the reduced ones: ``priorities=[d1, d0, d3, d2]`` for
     ``[2, 8, 64, 256]``), and the matmul planner, which needs it, keeps the default."""
     return Dim(size, stick=True, output=size > elems_per_stick)
 
 
-# --- the default division (work_division.py:168-282, 692-727, 1004-1052) ------------------
+# --- the default division (work_division.py:168-282, 605-638, 1001-1049) ------------------
 
 
 def core_split(size: int, cores: int) -> int:
@@ -109,7 +112,7 @@ def default_division(dims: Sequence[Dim], elems_per_stick: int, max_cores: int =
     return tuple(splits)
 
 
-# --- the matmul cost model (work_division.py:1115-1301, 1338-1499) ------------------------
+# --- the matmul cost model (work_division.py:1170-1499, 1338-1499) ------------------------
 
 _PEAK_MACS_PER_US_CORE = 98.304e12 / 2 / 32 / 1e6
 _HBM_BYTES_PER_US = 204.8 * 1000
@@ -123,7 +126,7 @@ def _log2_over(value: float, reference: float) -> float:
 def matmul_cost(axes: tuple[tuple[int, int], ...], max_cores: int = MAX_CORES, shared_weight: bool = False) -> float:
     """Main's estimated time (microseconds) of a matmul with ``axes`` = ((B, b), (M, m),
     (N, n), (K, k)), sizes in elements and their splits (``_matmul_split_cost``,
-    ``work_division.py:1143-1301``): compute derated for short row tiles, HBM traffic with
+    ``work_division.py:1200-1325``): compute derated for short row tiles, HBM traffic with
     its broadcast contention, partial sums of a split K, and its penalties on tile shapes."""
     (big_b, b), (big_m, m), (big_n, n), (big_k, k) = axes
     cores = b * m * n * k
@@ -160,7 +163,7 @@ def matmul_division(mm: Matmul, elems_per_stick: int, max_cores: int = MAX_CORES
     it uses fewer cores than the default division, which it then keeps
     (``work_division.py:1441-1491``)."""
     default = default_division(mm.dims(elems_per_stick), elems_per_stick, max_cores)
-    if mm.n <= elems_per_stick:  # no N among the output's coordinates (``stick_dim``): :1358-1360
+    if mm.n <= elems_per_stick:  # no N among the output's coordinates (``stick_dim``): :1394-1401
         return default
     n_sticks, k_sticks = -(-mm.n // elems_per_stick), -(-mm.k // elems_per_stick)
     big_b = math.prod(mm.batch)
@@ -244,7 +247,7 @@ class Division(msgspec.Struct, frozen=True):
     splits: tuple[int, ...]
     #: the tensor's dimension each iteration dimension indexes (None: none of the tensor's)
     tensor_dims: tuple[int | None, ...]
-    #: a reduced dimension is split: each core holds partial sums (``pass_utils.py:1764``)
+    #: a reduced dimension is split: each core holds partial sums (``pass_utils.py:1752``)
     partial: bool = False
 
     @property

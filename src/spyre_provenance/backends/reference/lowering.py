@@ -5,6 +5,9 @@
   (``original_aten``), a ``linear`` on a batch is a ``bmm`` over it, and ``addmm`` becomes
   ``mm`` + a bias ``add``, all with the linear's stack trace: Linear = permute + mm + add,
   as torch-spyre main decomposes it (REFERENCE.md section 4.1).
+- ``clone_shared_inputs`` and ``lx_relayout_copies``: the copies main's scratchpad makes, of a
+  graph input read more than once, and of a result its reader takes in other slices among
+  the cores (an LX relayout, by main's work division: ``core_division``).
 - ``realize_every_op``: every pointwise op its own buffer (one buffer, one op, one OpSpec).
 
 ``backend.ReferenceBackend.install`` puts them in place and takes them out again.
