@@ -29,10 +29,12 @@ from spyre_provenance.backends import get_backend
 from spyre_provenance.backends.reference.backend import ReferenceBackend, ReferenceScheduling, ReferenceWrapperCodegen
 from spyre_provenance.backends.reference.lowering import (
     CLONE_INPUTS_PASS,
+    LX_RELAYOUT_PASS,
     SPLIT_ADDMM_PASS,
     SplitAddmmPass,
     clone_shared_inputs,
     label_linear,
+    lx_relayout_copies,
     split_addmm,
 )
 from spyre_provenance.compile import examples
@@ -193,6 +195,42 @@ def test_a_written_input_is_not_cloned() -> None:
     assert any(n.target is aten.copy_.default for n in gm.graph.nodes)
     assert clone_shared_inputs(gm) == 0
     assert not [n for n in gm.graph.nodes if n.target is aten.clone.default]
+
+
+def _batched_gelu_mlp(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
+    """A GELU MLP on a batch, its linears as main computes them (``batch_linear``)."""
+
+    def linear(a: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        return torch.bmm(a, weight.unsqueeze(0).expand(a.shape[0], *weight.shape))
+
+    return linear(torch.nn.functional.gelu(linear(x, w) + b), w2)
+
+
+@pytest.mark.parametrize(
+    ("batch", "tokens", "hidden", "dtype", "copied"),
+    [
+        (2, 8, 256, torch.float16, ["bmm"]),  # gelu_mlp_batched: the matmul 2 x 4 x 4, the add 8 x 4
+        (4, 16, 512, torch.float16, ["bmm", "gelu"]),  # gelu_mlp_wide: the GELU 16 x 2, the matmul 2 x 16
+        (2, 8, 128, torch.float16, []),  # as tied_embedding's head: both 2 x 8 x 2
+        (2, 8, 256, torch.float32, []),  # not 2-byte floats: not modelled
+    ],
+)
+def test_a_result_is_copied_where_main_relayouts_it(
+    batch: int, tokens: int, hidden: int, dtype: torch.dtype, copied: list[str]
+) -> None:
+    """The clones main's LX relayout makes (``core_division``): right after the op whose
+    result they copy, read by its reader instead, the backend's own nodes; the graph
+    computes the same."""
+    shapes = [(batch, tokens, 64), (64, hidden), (hidden,), (hidden, 64)]
+    args = tuple(torch.randn(*shape, dtype=dtype) for shape in shapes)
+    gm = make_fx(_batched_gelu_mlp, tracing_mode="fake")(*args)
+    assert lx_relayout_copies(gm) == len(copied)
+    clones = [n for n in gm.graph.nodes if n.target is aten.clone.default]
+    assert [c.prev.target.__name__.split(".")[0] for c in clones] == copied
+    for clone in clones:
+        assert clone.args == (clone.prev,) and list(clone.prev.users) == [clone]
+        assert [(s.name, s.pass_name) for s in clone.meta["from_node"]] == [("", LX_RELAYOUT_PASS)]
+    torch.testing.assert_close(gm(*args), _batched_gelu_mlp(*args))
 
 
 def test_label_linear_names_only_what_a_linear_became() -> None:

@@ -12,6 +12,7 @@ it they skip and say so.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -43,6 +44,7 @@ def _fixture(request: pytest.FixtureRequest, name: str) -> Any:
 # torch-spyre's own id function on a handle table's content: its SourceLoc and DebugHandle,
 # children passed as handles whose ids are the table's (the rule hashes only their ids)
 TORCH_SPYRE_IDS = """
+import itertools
 import json
 from torch_spyre._inductor.op_spec import DebugHandle, SourceLoc
 from torch_spyre._inductor.provenance import _stable_id
@@ -113,28 +115,17 @@ def _model(spec: str) -> str:
     return spec.rsplit(":", 1)[-1] if ":" in spec else spec
 
 
-#: models on which the reference lacks a copy main makes, and why (docs/backends.md)
-LX_RELAYOUT = {
-    "gelu_mlp_batched": (
-        "main copies the first matmul's result for its bias add (an LX relayout identity, "
-        "scratchpad/lx_relayout.py:196-371): the matmul divides its work over 32 cores as "
-        "batch 2 x tokens 4 x hidden 4, the add as tokens 8 x hidden 4; the reference "
-        "divides no work among cores, so it has no such copy"
-    ),
-}
+#: models on which main copies an op's result for its readers (an LX relayout ``identity``,
+#: ``scratchpad/lx_relayout.py:218-371``), and how many times: the reference makes it by
+#: main's work division (``backends/reference/core_division.py``, docs/backends.md)
+LX_RELAYOUT_COPIES = {"gelu_mlp_batched": 1, "gelu_mlp_wide": 2}
 
 
-def _cases(lx_relayout_missing: bool = False) -> list[Any]:
-    """Every model main compiles here; with ``lx_relayout_missing``, the ``LX_RELAYOUT``
-    ones strictly expected to fail (main's copy is in the compared sequence)."""
+def _cases() -> list[Any]:
+    """Every model main compiles here."""
     if not ACCEPTED:
         return [pytest.param("mlp", marks=pytest.mark.skip(reason=HARNESS_MISSING))]
-    cases = []
-    for spec in ACCEPTED:
-        reason = LX_RELAYOUT.get(_model(spec)) if lx_relayout_missing else None
-        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-        cases.append(pytest.param(spec, id=_model(spec), marks=marks))
-    return cases
+    return [pytest.param(spec, id=_model(spec)) for spec in ACCEPTED]
 
 
 def _both(request: pytest.FixtureRequest, compile_case: Any, spec: str) -> tuple[list, list]:
@@ -159,14 +150,14 @@ def test_kernels_are_named_as_on_main(request: pytest.FixtureRequest, compile_ca
     assert _names(on_reference) == _names(on_main)
 
 
-@pytest.mark.parametrize("spec", _cases(lx_relayout_missing=True))
+@pytest.mark.parametrize("spec", _cases())
 def test_each_kernel_computes_main_s_ops(request: pytest.FixtureRequest, compile_case: Any, spec: str) -> None:
     """The same compute ops in the same order, clones (``identity``) where main makes them."""
     on_main, on_reference = _both(request, compile_case, spec)
     assert _project(on_reference, 0) == _project(on_main, 0)
 
 
-@pytest.mark.parametrize("spec", _cases(lx_relayout_missing=True))
+@pytest.mark.parametrize("spec", _cases())
 def test_each_op_iterates_as_on_main(request: pytest.FixtureRequest, compile_case: Any, spec: str) -> None:
     """Each compute op's iteration space is main's: its output's dimensions (main leaves
     Inductor's loops unmerged), a reduction's reduced dimensions after them; a linear on a
@@ -175,20 +166,36 @@ def test_each_op_iterates_as_on_main(request: pytest.FixtureRequest, compile_cas
     assert _project(on_reference, 1) == _project(on_main, 1)
 
 
-@pytest.mark.parametrize("spec", [s for s in _cases() if _model(str(s.values[0])) in LX_RELAYOUT])
-def test_main_s_lx_relayout_copy_is_all_the_reference_lacks(
+def _relayout_copies(graphs: list[list[tuple[str, list[Any]]]]) -> list[list[Any]]:
+    """Each ``identity`` of no ATen op right after an op, over that op's output (a
+    ``batchmatmul``'s space without K): the copy of its result main's LX relayout makes,
+    as (kernel, position)."""
+
+    def output(spec: Any) -> list[Any]:
+        return spec[1][:-1] if spec[0] == "batchmatmul" else spec[1]
+
+    return [
+        [
+            (kernel, i)
+            for kernel, specs in graph
+            for i, (before, spec) in enumerate(itertools.pairwise(specs), start=1)
+            if spec[0] == "identity" and spec[2] is None and spec[1] == output(before)
+        ]
+        for graph in graphs
+    ]
+
+
+@pytest.mark.parametrize("spec", _cases())
+def test_the_reference_copies_a_result_where_main_relayouts_it(
     request: pytest.FixtureRequest, compile_case: Any, spec: str
 ) -> None:
-    """Where main makes an LX relayout copy (``LX_RELAYOUT``), the reference's ops with an
-    ``identity`` after the first matmul are main's, over the same iteration spaces: the
-    copy is the one difference the strict xfails above stand for."""
+    """Main copies a result where its readers divide it among the cores in other slices
+    (``LX_RELAYOUT_COPIES``, none elsewhere), and the reference makes the same copies in
+    the same places: the op-sequence tests above do not pass for want of one."""
     on_main, on_reference = _both(request, compile_case, spec)
-    ((kernel, specs),) = on_reference[0]
-    first = [s[0] for s in specs].index("batchmatmul")
-    copy = ("identity", specs[first][1][:-1], None, False)  # the matmul's output, copied
-    with_copy = [(kernel, [*specs[: first + 1], copy, *specs[first + 1 :]])]
-    assert _project([with_copy], 0) == _project(on_main[:1], 0)
-    assert _project([with_copy], 1) == _project(on_main[:1], 1)
+    expected = LX_RELAYOUT_COPIES.get(_model(spec), 0)
+    assert sum(map(len, _relayout_copies(on_main))) == expected
+    assert _relayout_copies(on_reference) == _relayout_copies(on_main)
 
 
 @pytest.mark.parametrize("spec", _cases())

@@ -175,6 +175,13 @@ def gelu_mlp_batched():
     return GeluResidual(hidden=4 * WIDTH), (torch.randn(2, 8, WIDTH),)
 
 
+def gelu_mlp_wide():
+    """``GeluResidual`` on ``[4, 16, 64]``, hidden 512: main copies the first matmul's
+    result for its bias add and the GELU's for the second matmul (two LX relayouts)."""
+    torch.manual_seed(SEED)
+    return GeluResidual(hidden=8 * WIDTH), (torch.randn(4, 16, WIDTH),)
+
+
 def single_head_attention():
     """``SoftmaxAttention`` on one sequence (2-D: tokens x width), no batch dimension."""
     torch.manual_seed(SEED)
@@ -193,6 +200,7 @@ SPYRE_ZOO = {
     "gelu_residual": "a GELU MLP with a residual: GELU reads a matmul's result",
     "gelu_mlp_batched": "the GELU MLP on [2, 8, 64], hidden 256: main copies the first matmul's result (LX relayout)",
     "single_head_attention": "softmax attention on a 2-D input: one input read by three projections",
+    "gelu_mlp_wide": "the GELU MLP on [4, 16, 64], hidden 512: main copies the first matmul's and the GELU's results",
 }
 
 

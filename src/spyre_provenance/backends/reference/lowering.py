@@ -5,6 +5,9 @@
   (``original_aten``), a ``linear`` on a batch is a ``bmm`` over it, and ``addmm`` becomes
   ``mm`` + a bias ``add``, all with the linear's stack trace: Linear = permute + mm + add,
   as torch-spyre main decomposes it (REFERENCE.md section 4.1).
+- ``clone_shared_inputs`` and ``lx_relayout_copies``: the copies main's scratchpad makes, of a
+  graph input read more than once, and of a result its reader takes in other slices among
+  the cores (an LX relayout, by main's work division: ``core_division``).
 - ``realize_every_op``: every pointwise op its own buffer (one buffer, one op, one OpSpec).
 
 ``backend.ReferenceBackend.install`` puts them in place and takes them out again.
@@ -23,6 +26,7 @@ import torch
 from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
 
 from spyre_provenance.backends.base import Backend
+from spyre_provenance.backends.reference import core_division
 from spyre_provenance.backends.reference.handles_from_origins import TRANSFORMS_META_KEY
 from spyre_provenance.backends.reference.ops import ATEN_FALLBACKS, DEVICE
 
@@ -42,6 +46,7 @@ CODE_FILES = tuple(
         "opspecs_from_nodes.py",
         "handles_from_origins.py",
         "lookalike.py",
+        "core_division.py",
         "../spyre/opspecs.py",
         "../base.py",
         "../../model/frames.py",
@@ -391,6 +396,116 @@ def clone_shared_inputs(gm: torch.fx.GraphModule) -> int:
     return count
 
 
+# --- main's LX relayout copy of a matmul's result --------------------------------------
+
+LX_RELAYOUT_PASS = "spyre_reference.lx_relayout"
+_MATMULS = frozenset((aten.mm.default, aten.bmm.default))
+
+
+def _static_val(node: Any) -> torch.Tensor | None:
+    """A node's fake value on the device with static sizes, else None."""
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or val.device.type != DEVICE:
+        return None
+    return val if all(isinstance(d, int) for d in val.shape) else None
+
+
+def _matmul(node: torch.fx.Node) -> core_division.Matmul | None:
+    """The matmul an ``mm``/``bmm`` node is, in the terms of main's work division; None
+    where the model does not reach: sizes of 1 (main's loops drop them), a left operand
+    not stored row by row (its stick would not be K), or not 2-byte floats (64 a stick)."""
+    out, left, right = (_static_val(n) for n in (node, *node.args[:2]))
+    if node.op != "call_function" or out is None or left is None or right is None or out.dtype.itemsize != 2:
+        return None
+    if 1 in out.shape or left.shape[-1] == 1 or not left.is_contiguous():
+        return None
+    *batch, m, n = out.shape
+    shared = not batch or right.stride()[0] == 0  # a linear's weight, expanded over the batch
+    return core_division.Matmul(tuple(batch), m, n, left.shape[-1], shared)
+
+
+def _pointwise(node: torch.fx.Node, shape: Any) -> bool:
+    """Whether ``node`` is a pointwise op of ``shape`` whose operands are stored row by row
+    (their stick the last dimension, as the output's), all 2-byte floats (main counts a
+    stick by the widest elements of an op's tensors, ``work_division.py:317-360``) but
+    for scalars, no size of 1."""
+    out = _static_val(node)
+    if node.op != "call_function" or torch.Tag.pointwise not in getattr(node.target, "tags", ()):
+        return False
+    if out is None or out.shape != shape or out.dtype.itemsize != 2 or 1 in out.shape:
+        return False
+    operands = [_static_val(a) for a in (*node.args, *node.kwargs.values()) if isinstance(a, torch.fx.Node)]
+    return all(
+        v is not None and v.dim() <= out.dim() and v.is_contiguous() and (v.dim() == 0 or v.dtype.itemsize == 2)
+        for v in operands
+    )
+
+
+def _division(node: torch.fx.Node, tensor: torch.fx.Node) -> core_division.Division | None:
+    """How ``node`` divides ``tensor`` (its own result, or one it reads once, element for
+    element): a pointwise op of its shape, or a matmul on it or on its left operand; None
+    where the model does not reach."""
+    shape = _static_val(tensor).shape  # type: ignore[union-attr]  # checked by the caller
+    reads = [a for a in (*node.args, *node.kwargs.values()) if a is tensor]
+    if node is not tensor and len(reads) != 1:
+        return None
+    if node.op == "call_function" and node.target in _MATMULS:
+        matmul = _matmul(node)
+        operand = "out" if node is tensor else "left" if node.args[0] is tensor else None
+        if matmul is None or operand is None:
+            return None
+        return core_division.matmul_division_of(matmul, operand, _STICK)
+    return core_division.pointwise_division(shape, _STICK) if _pointwise(node, shape) else None
+
+
+_STICK = core_division.STICK_BYTES // 2  # 2-byte floats (``_matmul``, ``_pointwise``)
+
+
+def _copy_views(node: torch.fx.Node) -> list[tuple[Any, torch.fx.Node]]:
+    """The copies main makes of ``node``'s result: (view, the readers reading it)."""
+    readers = list(node.users)
+    if _static_val(node) is None or not readers:
+        return []
+    writer = _division(node, node)
+    divisions = [_division(reader, node) for reader in readers]
+    if writer is None or any(d is None for d in divisions):
+        return []
+    found = core_division.relayouts(writer, divisions)  # type: ignore[arg-type]  # no None left
+    groups: dict[Any, list[torch.fx.Node]] = {}
+    for reader, copied in zip(readers, found or (), strict=False):
+        if copied is not None:
+            groups.setdefault(copied, []).append(reader)
+    return list(groups.items())
+
+
+def lx_relayout_copies(gm: torch.fx.GraphModule) -> int:
+    """Copy a result for its readers where torch-spyre main does: an ``aten.clone`` right
+    after the op, read by them instead (main's LX relayout ``identity``,
+    ``scratchpad/lx_relayout.py:356-371``; the rule in ``core_division``). Judged where the
+    op and every reader of its result are pointwise ops of its shape or matmuls on it
+    (``_division``): main gives up on a tensor any reader of which it cannot relayout
+    (``:271-345``). The copy is the backend's node, as ``clone_shared_inputs``'s.
+    Returns how many copies were made."""
+    from torch.fx.traceback import NodeSource, NodeSourceAction
+
+    graph = gm.graph
+    count = 0
+    for node in list(graph.nodes):
+        place = node
+        for _, readers in _copy_views(node):
+            with graph.inserting_after(place):
+                clone = graph.create_node("call_function", aten.clone.default, (node,), name="clone")
+            clone.meta["val"] = _fake_value(aten.clone.default, (node,))
+            clone.meta["from_node"] = [NodeSource(None, LX_RELAYOUT_PASS, NodeSourceAction.CREATE)]
+            for reader in readers:
+                reader.replace_input_with(node, clone)
+            place = clone
+            count += 1
+    if count:
+        gm.recompile()
+    return count
+
+
 # --- loops as the op's own dimensions ---------------------------------------------------
 
 
@@ -427,6 +542,7 @@ class SplitAddmmPass(CustomGraphModulePass):
         batch_linear(gm)
         split_addmm(gm)
         clone_shared_inputs(gm)
+        lx_relayout_copies(gm)
         if observer is not None:
             observer(gm.graph, "out")
 
