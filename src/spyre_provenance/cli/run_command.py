@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -125,14 +126,20 @@ def _launch(command: list[str], env: dict[str, str], waiting: Callable[[], None]
         if child.poll() is None:
             child.send_signal(signum)
 
+    # a thread blocks in wait() while this one wakes once per POLL (Popen.wait(timeout)
+    # would wake every 0.5 to 50 ms) and still runs the signal handlers above
+    exited = threading.Event()
+
+    def wait() -> None:
+        child.wait()
+        exited.set()
+
+    threading.Thread(target=wait, daemon=True).start()
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED}
     try:
-        while True:
-            try:
-                code = child.wait(timeout=POLL)
-                break
-            except subprocess.TimeoutExpired:
-                waiting()
+        while not exited.wait(POLL):
+            waiting()
+        code = child.wait()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
