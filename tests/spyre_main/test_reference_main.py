@@ -258,3 +258,32 @@ def test_both_backends_lay_bundles_out_alike(request: pytest.FixtureRequest, com
             assert [p[0] for p in paths] == ["inductor-spyre"] * len(paths)
             assert [p[2] for p in paths] == [f"sdsc_{i}.json" for i in range(len(paths))]
     assert [k for k, _ in on_reference] == [k for k, _ in on_main]  # the same kernels, named alike
+
+
+#: models on which a handle's ATen op differs from main's, and why: the one difference the
+#: reference keeps on purpose (backends/reference/handles_from_origins.py)
+ORIGIN_NODE_OPS = (
+    "main names an op by Inductor's origin_node when set (torch_spyre/_inductor/provenance.py:166-172), "
+    "which torch's assign_origin_node (_inductor/ir.py) gives to the last FX node whose lowering "
+    "returned the op's still unrealized buffer; seen here: the op before a batched linear's restickify "
+    "(a relu, a gelu, a layer norm's last step) says 'aten.linear', an add and a softmax's div say "
+    "'aten.expand'. The reference names an op by its computing origins (REFERENCE.md section 5: "
+    "provenance rides origins; origin_node is run-dependent)"
+)
+ORIGIN_NODE_MODELS = ("residual", "softmax_attention", "tied_embedding", "gelu_mlp_batched", "gelu_mlp_wide")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param(*p.values, id=p.id, marks=[*p.marks, pytest.mark.xfail(strict=True, reason=ORIGIN_NODE_OPS)])
+        if p.id in ORIGIN_NODE_MODELS
+        else p
+        for p in _cases()
+    ],
+)
+def test_every_handle_names_main_s_aten_op(request: pytest.FixtureRequest, compile_case: Any, spec: str) -> None:
+    """Every compute op's handle says the ATen op main's says (``DebugHandle.aten_op``),
+    restickify aside, but where main's ``origin_node`` moved it (``ORIGIN_NODE_MODELS``)."""
+    on_main, on_reference = _both(request, compile_case, spec)
+    assert _project(on_reference, 2) == _project(on_main, 2)
