@@ -29,6 +29,7 @@ from spyre_provenance.model import folders
 from spyre_provenance.model.layout import VIEWER_PAGE, Layout
 
 if TYPE_CHECKING:  # imported when a process has ended, not before COMMAND starts
+    from spyre_provenance.logs.tlparse_run import GraphPage
     from spyre_provenance.validate.run_summary import ProcessSummary
 
 #: how often ``run`` looks for processes that ended, while it waits for COMMAND (seconds)
@@ -42,7 +43,7 @@ class ProcessEnd(msgspec.Struct):
     """What ``run`` made of one process's folder once the process said it had ended."""
 
     summary: ProcessSummary
-    pages: list | None = None  # tlparse_run.GraphPage of a process of no rank; None: not made
+    pages: list[GraphPage] | None = None  # tlparse's, of a process of no rank; None: not made
     viewer: str | None = None  # the viewer page, or why it was not written; None: not made
 
 
@@ -71,7 +72,7 @@ class EarlyEnd:
         self.tlparse = tlparse
         self.markers = Path(tempfile.mkdtemp(prefix="spyre-provenance-ended-"))
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="spyre-provenance-end")
-        self._begun: dict[str, tuple[FolderState, Future[ProcessEnd], Future[list] | None]] = {}
+        self._begun: dict[str, tuple[FolderState, Future[ProcessEnd], Future[list[GraphPage]] | None]] = {}
 
     @property
     def environment(self) -> dict[str, str]:
@@ -111,13 +112,15 @@ class EarlyEnd:
         self._pool.shutdown(wait=True)
         shutil.rmtree(self.markers, ignore_errors=True)
 
-    def _end(self, process: folders.ProcessFolder, layout: Layout) -> tuple[Future[ProcessEnd], Future[list] | None]:
+    def _end(
+        self, process: folders.ProcessFolder, layout: Layout
+    ) -> tuple[Future[ProcessEnd], Future[list[GraphPage]] | None]:
         """The summary and the viewer page in one thread, tlparse's pages (a process of its
         own) in the other: the end waits for the longer, not both."""
         from spyre_provenance.logs import tlparse_run
 
         logs = layout.trace_logs()
-        pages: Future[list] | None = None
+        pages: Future[list[GraphPage]] | None = None
         if self.pages and self.tlparse is not None and process.rank is None and len(logs) == 1:
             pages_out = Layout(self.out).pages_root / layout.out.name
             pages = self._pool.submit(tlparse_run.render_pages, self.tlparse, logs[0], pages_out)
