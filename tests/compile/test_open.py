@@ -232,8 +232,32 @@ def test_render_pages_gives_forward_and_backward_their_own_page(training_log, tm
         parsed = tlparse_page.parse_page(page.page.read_text())
         (kernel,) = tlparse_page.kernel_lines(parsed)
         assert kernel.key == f"k_{tag}:1" and kernel.post_grad_nodes == [f"n_{tag}"]
-    # a compile folder with one graph keeps tlparse's own page of the whole log
-    assert pages[2].page.parent == tmp_path / "out"
+    # a compile folder with one graph keeps tlparse's own page of the whole log, and so does
+    # the last graph of a folder when it logs again every kind the earlier ones did: that
+    # page is byte for byte what tlparse makes of the graph's own log
+    assert [p.page.parent for p in pages] == [tmp_path / "out" / "graphs" / "-_0_0_0_forward", *[tmp_path / "out"] * 2]
+    records = tlparse_run.read_records(training_log)
+    graphs = tlparse_run.graphs_of(records)
+    own_log = tmp_path / "backward.log"
+    own_log.write_bytes(tlparse_run.graph_log(records, graphs, graphs[1]))
+    tlparse_run.run_tlparse_raw(tlparse_run.tlparse_binary(), own_log, tmp_path / "own")
+    assert pages[1].page.read_bytes() == (tmp_path / "own" / pages[1].page.name).read_bytes()
+
+
+@needs_tlparse
+def test_a_last_graph_missing_a_kind_gets_its_own_log(training_log, tmp_path):
+    """A backward that logged no mapping: the whole log's page would read the forward's, so
+    the backward gets its own log and a page whose kernel is linked to nothing."""
+    text = training_log.read_text()
+    backward_mapping = _graph("backward", "bwd")[2]
+    training_log.write_text(text.replace(backward_mapping, ""))
+    pages = tlparse_run.render_pages(tlparse_run.tlparse_binary(), training_log, tmp_path / "out")
+    assert [p.label for p in pages] == ["[0/0] forward", "[0/0] backward", "[1/0] inference"]
+    assert pages[1].page.parent == tmp_path / "out" / "graphs" / "-_0_0_0_backward"
+    (kernel,) = tlparse_page.kernel_lines(tlparse_page.parse_page(pages[1].page.read_text()))
+    assert (kernel.key, kernel.post_grad_nodes) == ("k_bwd:1", [])
+    # the whole log's page read the forward's mapping: not the backward's page
+    assert pages[1].page.read_bytes() != (tmp_path / "out" / pages[1].page.name).read_bytes()
 
 
 @pytest.mark.compile

@@ -6,7 +6,8 @@ compile logs forward and backward under one compile id, so tlparse's own page sh
 the backward graph. This module gives every graph its page: for a compile folder holding
 several graphs, it writes one log per graph (the records of that compile id up to the end
 of that graph, minus the earlier graphs' post-grad graphs, code and mappings) and runs
-tlparse on each. Records are copied byte for byte, envelopes and payloads alike, so every
+tlparse on each, but for the last graph when tlparse's page of the whole log already is its
+own (it logs again every kind of artifact the earlier graphs did: tlparse keeps the last). Records are copied byte for byte, envelopes and payloads alike, so every
 ``has_payload`` MD5 stays valid. Compile folders with one graph use tlparse's page of the
 whole log, the same page ``tlparse -i`` gives.
 
@@ -268,7 +269,7 @@ def _graph_pages(tlparse: str, log: Path, out: Path) -> list[GraphPage]:
         if folder is None:
             continue
         siblings = [g for g in every if g.compile_id == graph.compile_id]
-        if len(siblings) == 1:
+        if len(siblings) == 1 or _whole_log_page_is(records, siblings, graph):
             page = out / f"provenance_tracking_{folder}.html"
         else:
             name = f"{folder}_{graph.kind or 'graph'}"
@@ -282,6 +283,20 @@ def _graph_pages(tlparse: str, log: Path, out: Path) -> list[GraphPage]:
         if page.exists():
             pages.append(GraphPage(graph.compile_id, graph.position, graph.kind, page, graph.has_mapping))
     return pages
+
+
+def _whole_log_page_is(records: list[RawRecord], siblings: list[LogGraph], graph: LogGraph) -> bool:
+    """Whether tlparse's page of the whole log already is ``graph``'s own page: ``graph`` is
+    its compile id's last graph and logs again every kind of artifact its earlier graphs
+    logged, so tlparse, which keeps the last of each, reads ``graph``'s copies alone (its own
+    log would give the same page: one tlparse run saved, the costliest part of ``run``'s end)."""
+    if graph.position != siblings[-1].position:  # siblings: graphs_of(with_code=False)
+        return False
+
+    def kinds(g: LogGraph) -> set[str | None]:
+        return {r.name for r in records[g.first : g.last + 1] if r.name in GRAPH_ARTIFACTS}
+
+    return set().union(*map(kinds, siblings[:-1])) <= kinds(graph)
 
 
 def _compile_folders(out: Path) -> dict[str, str]:
