@@ -286,3 +286,24 @@ def test_one_rule_splits_a_compile_id_into_graphs():
         (1, False),
         (2, True),
     ]
+
+
+def test_a_log_is_read_once_inside_reading_each_log_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run``'s end reads a process's log for its line and for its viewer page: inside
+    ``reading_each_log_once`` an unchanged log is parsed once, a changed one again, and
+    outside it every call parses."""
+    from spyre_provenance.logs import graphs
+
+    log = tmp_path / "dedicated_log_torch_trace_test.log"
+    log.write_text(artifact(NODE_MAPPINGS, MAPPING))
+    parsed: list[str] = []
+    real = tracelog.artifact_payloads
+    monkeypatch.setattr(tracelog, "artifact_payloads", lambda *a, **k: parsed.append("x") or real(*a, **k))
+    with graphs.reading_each_log_once():
+        first, second = graphs.read_log_graphs(log), graphs.read_log_graphs(log)
+        assert len(parsed) == 1 and first == second and first is not second
+        with open(log, "a") as fh:  # the log grows: its size says so
+            fh.write(artifact(NODE_MAPPINGS, '{"version": 2.0, "preToPost": {}}', ids={"frame_id": 1}))
+        assert len(graphs.read_log_graphs(log)) == 2 and len(parsed) == 2
+    graphs.read_log_graphs(log), graphs.read_log_graphs(log)
+    assert len(parsed) == 4

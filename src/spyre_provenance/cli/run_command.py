@@ -170,6 +170,13 @@ def _report(out: Path, ended: dict[str, ProcessEnd], *, pages: bool) -> None:
     """The run's screen on stderr, then its pages (their lines on stderr too: stdout is the
     program's); what was made early of a process that had ended (``run_end``) is not made
     again."""
+    from spyre_provenance.logs.graphs import reading_each_log_once
+
+    with reading_each_log_once():  # each log is read for its process's line and viewer page
+        _report_read(out, ended, pages=pages)
+
+
+def _report_read(out: Path, ended: dict[str, ProcessEnd], *, pages: bool) -> None:
     from spyre_provenance.runtime.lookup import logged_per_op
     from spyre_provenance.validate import run_summary
 

@@ -127,10 +127,12 @@ class EarlyEnd:
         return self._pool.submit(self._summary_and_viewer, process, layout), pages
 
     def _summary_and_viewer(self, process: folders.ProcessFolder, layout: Layout) -> ProcessEnd:
+        from spyre_provenance.logs.graphs import reading_each_log_once
         from spyre_provenance.runtime.lookup import logged_per_op
         from spyre_provenance.validate import run_summary
         from spyre_provenance.viewer import page as view
 
-        summary = run_summary.summarize_process(process, layout, logged_per_op)
-        viewer = view.beside(layout.out).removeprefix("viewer page: ") if self.pages else None
+        with reading_each_log_once():
+            summary = run_summary.summarize_process(process, layout, logged_per_op)
+            viewer = view.beside(layout.out).removeprefix("viewer page: ") if self.pages else None
         return ProcessEnd(summary, viewer=viewer)

@@ -11,6 +11,9 @@ Pure: no torch.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import msgspec
 
@@ -62,9 +65,36 @@ class LoggedGraph(msgspec.Struct):
         return self.opspec_handles is None
 
 
+#: A log's graphs by (path, inode, size, modification time), inside ``reading_each_log_once``
+_READ: ContextVar[dict[tuple[str, int, int, int], list[LoggedGraph]] | None] = ContextVar("logs_read", default=None)
+
+
+@contextmanager
+def reading_each_log_once() -> Iterator[None]:
+    """Inside it (this thread), ``read_log_graphs`` reads an unchanged log once and gives
+    every later caller the same graphs, which they must then only read: ``run``'s end reads
+    a process's log for its line of the screen and again for its viewer page."""
+    token = _READ.set({})
+    try:
+        yield
+    finally:
+        _READ.reset(token)
+
+
 def read_log_graphs(path: str | os.PathLike[str]) -> list[LoggedGraph]:
     """The graphs of a TORCH_TRACE log, in compile order, split by ``tracelog.GraphSplitter``
     (the rule ``logs.tlparse_run`` splits logs by, too)."""
+    read = _READ.get()
+    if read is None:
+        return _read_log_graphs(path)
+    stat = os.stat(path)
+    key = (os.path.realpath(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    if key not in read:
+        read[key] = _read_log_graphs(path)
+    return list(read[key])
+
+
+def _read_log_graphs(path: str | os.PathLike[str]) -> list[LoggedGraph]:
     artifacts = {
         NODE_MAPPINGS: "node_mappings",
         KERNEL_STACK_TRACES: "stack_traces",
