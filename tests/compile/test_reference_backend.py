@@ -28,14 +28,17 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from spyre_provenance.backends import get_backend
 from spyre_provenance.backends.reference.backend import ReferenceBackend, ReferenceScheduling, ReferenceWrapperCodegen
 from spyre_provenance.backends.reference.lowering import (
-    CLONE_INPUTS_PASS,
-    LX_RELAYOUT_PASS,
     SPLIT_ADDMM_PASS,
     SplitAddmmPass,
-    clone_shared_inputs,
+    batch_linear,
     label_linear,
-    lx_relayout_copies,
     split_addmm,
+)
+from spyre_provenance.backends.reference.scratchpad import (
+    CLONE_INPUTS_PASS,
+    LX_RELAYOUT_PASS,
+    clone_shared_inputs,
+    lx_relayout_copies,
 )
 from spyre_provenance.compile import examples
 from spyre_provenance.compile.examples import EXAMPLES, ModelLoadError, load_model
@@ -197,13 +200,66 @@ def test_a_written_input_is_not_cloned() -> None:
     assert not [n for n in gm.graph.nodes if n.target is aten.clone.default]
 
 
+def _batched(a: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """A linear on a batch as main computes it (``batch_linear``): the input expanded to
+    its own shape, the weight to the batch, a ``bmm``."""
+    return torch.bmm(a.expand(a.shape), weight.unsqueeze(0).expand(a.shape[0], *weight.shape))
+
+
 def _batched_gelu_mlp(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
-    """A GELU MLP on a batch, its linears as main computes them (``batch_linear``)."""
+    """A GELU MLP on a batch, its linears as main computes them."""
+    return _batched(torch.nn.functional.gelu(_batched(x, w) + b), w2)
 
-    def linear(a: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        return torch.bmm(a, weight.unsqueeze(0).expand(a.shape[0], *weight.shape))
 
-    return linear(torch.nn.functional.gelu(linear(x, w) + b), w2)
+def test_batch_linear_makes_main_s_nodes() -> None:
+    """A linear on a batch, which the CPU made ``addmm`` on the input viewed as 2-D and
+    viewed back, becomes the nodes of main's ``spyre_linear``: the input's ``expand`` to
+    its own shape, the weight's ``unsqueeze`` and ``expand``, ``bmm``, the bias ``add``,
+    read by the relu as it is (no view back); the graph computes the same."""
+
+    def f(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.relu(torch.nn.functional.linear(x, w, b))
+
+    args = (torch.randn(2, 4, 8), torch.randn(6, 8), torch.randn(6))
+    gm = make_fx(f, tracing_mode="fake")(*args)
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is not aten.relu.default:
+            node.meta["original_aten"] = aten.linear.default  # as label_linear names them
+    assert batch_linear(gm) == 1
+    nodes = [n for n in gm.graph.nodes if n.op == "call_function"]
+    assert [n.target for n in nodes] == [
+        aten.t.default,
+        aten.expand.default,
+        aten.unsqueeze.default,
+        aten.expand.default,
+        aten.bmm.default,
+        aten.add.Tensor,
+        aten.relu.default,
+    ]
+    expand, bmm, add, relu = nodes[1], nodes[4], nodes[5], nodes[6]
+    assert expand.args == (gm.graph.find_nodes(op="placeholder")[0], [2, 4, 8]) and bmm.args[0] is expand
+    assert relu.args == (add,)
+    torch.testing.assert_close(gm(*args), f(*args))
+
+
+def test_an_input_clone_is_read_past_no_op_expands() -> None:
+    """An input two linears read, each through its no-op ``expand``: the matmuls read the
+    clone itself, and the expands keep reading the input with no readers left. Main
+    clones at scheduling, after lowering: no expand is lowered on its clone, so none
+    re-points the clone's ``origin_node`` (``handles_from_origins``)."""
+
+    def f(x: torch.Tensor, w: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
+        return _batched(x, w) + _batched(x, w2)
+
+    args = (torch.randn(2, 8, 64), torch.randn(64, 64), torch.randn(64, 64))
+    gm = make_fx(f, tracing_mode="fake")(*args)
+    assert clone_shared_inputs(gm) == 1
+    (clone,) = [n for n in gm.graph.nodes if n.target is aten.clone.default]
+    assert [u.target for u in clone.users] == [aten.bmm.default, aten.bmm.default]
+    x = gm.graph.find_nodes(op="placeholder")[0]
+    no_ops = [n for n in gm.graph.nodes if n.target is aten.expand.default and n.args[0] is x]
+    assert len(no_ops) == 2 and all(not n.users for n in no_ops)
+    torch.testing.assert_close(gm(*args), f(*args))
 
 
 @pytest.mark.parametrize(
@@ -228,7 +284,9 @@ def test_a_result_is_copied_where_main_relayouts_it(
     clones = [n for n in gm.graph.nodes if n.target is aten.clone.default]
     assert [c.prev.target.__name__.split(".")[0] for c in clones] == copied
     for clone in clones:
-        assert clone.args == (clone.prev,) and list(clone.prev.users) == [clone]
+        # the op's other reader is a no-op expand, if any, left with none (``clone_shared_inputs``)
+        assert clone.args == (clone.prev,) and [u for u in clone.prev.users if u.users] == [clone]
+        assert all(u.target is aten.expand.default for u in clone.prev.users if u is not clone)
         assert [(s.name, s.pass_name) for s in clone.meta["from_node"]] == [("", LX_RELAYOUT_PASS)]
     torch.testing.assert_close(gm(*args), _batched_gelu_mlp(*args))
 

@@ -79,9 +79,10 @@ def _restickify(spec: dict[str, Any], handles: dict[str, Any]) -> bool:
     return spec["op"] == RESTICKIFY or chain[0].startswith(RESTICKIFY_NODE)
 
 
-def _compute_specs(log: Any) -> list[list[tuple[str, list[tuple[str, list[Any], str | None, bool]]]]]:
+def _compute_specs(log: Any) -> list[list[tuple[str, list[tuple[str, list[Any], str | None, bool, Any]]]]]:
     """Per graph, per Spyre kernel in call order, its name and its OpSpecs' (op, iteration
-    space, handle's ATen op, whether the handle fuses a transpose), restickify aside."""
+    space, handle's ATen op, whether the handle fuses a transpose, handle's source),
+    restickify aside."""
     graphs = []
     for graph in read_log_graphs(log):
         table = graph.opspec_handles or {}
@@ -97,10 +98,10 @@ def _compute_specs(log: Any) -> list[list[tuple[str, list[tuple[str, list[Any], 
     return graphs
 
 
-def _spec(spec: dict[str, Any], handles: dict[str, Any]) -> tuple[str, list[Any], str | None, bool]:
+def _spec(spec: dict[str, Any], handles: dict[str, Any]) -> tuple[str, list[Any], str | None, bool, Any]:
     handle = handles.get(spec.get("debug_handle") or "") or {}
     transposed = any(node.startswith(("permute", "transpose")) for node in handle.get("ir_chain") or ())
-    return spec["op"], spec["iteration_space"], handle.get("aten_op"), transposed
+    return spec["op"], spec["iteration_space"], handle.get("aten_op"), transposed, handle.get("source")
 
 
 def _names(graphs: list[list[tuple[str, Any]]]) -> list[list[str]]:
@@ -260,30 +261,20 @@ def test_both_backends_lay_bundles_out_alike(request: pytest.FixtureRequest, com
     assert [k for k, _ in on_reference] == [k for k, _ in on_main]  # the same kernels, named alike
 
 
-#: models on which a handle's ATen op differs from main's, and why: the one difference the
-#: reference keeps on purpose (backends/reference/handles_from_origins.py)
-ORIGIN_NODE_OPS = (
-    "main names an op by Inductor's origin_node when set (torch_spyre/_inductor/provenance.py:166-172), "
-    "which torch's assign_origin_node (_inductor/ir.py) gives to the last FX node whose lowering "
-    "returned the op's still unrealized buffer; seen here: the op before a batched linear's restickify "
-    "(a relu, a gelu, a layer norm's last step) says 'aten.linear', an add and a softmax's div say "
-    "'aten.expand'. The reference names an op by its computing origins (REFERENCE.md section 5: "
-    "provenance rides origins; origin_node is run-dependent)"
-)
-ORIGIN_NODE_MODELS = ("residual", "softmax_attention", "tied_embedding", "gelu_mlp_batched", "gelu_mlp_wide")
-
-
-@pytest.mark.parametrize(
-    "spec",
-    [
-        pytest.param(*p.values, id=p.id, marks=[*p.marks, pytest.mark.xfail(strict=True, reason=ORIGIN_NODE_OPS)])
-        if p.id in ORIGIN_NODE_MODELS
-        else p
-        for p in _cases()
-    ],
-)
+@pytest.mark.parametrize("spec", _cases())
 def test_every_handle_names_main_s_aten_op(request: pytest.FixtureRequest, compile_case: Any, spec: str) -> None:
     """Every compute op's handle says the ATen op main's says (``DebugHandle.aten_op``),
-    restickify aside, but where main's ``origin_node`` moved it (``ORIGIN_NODE_MODELS``)."""
+    restickify aside: Inductor's ``origin_node`` where it is set, and a later no-op that
+    returns an op's result unchanged re-points it (the op a linear reads says
+    ``aten.linear``, the operand of a matmul ``aten.expand``), in both graphs alike."""
     on_main, on_reference = _both(request, compile_case, spec)
     assert _project(on_reference, 2) == _project(on_main, 2)
+
+
+@pytest.mark.parametrize("spec", _cases())
+def test_every_handle_points_at_main_s_line(request: pytest.FixtureRequest, compile_case: Any, spec: str) -> None:
+    """Every compute op's handle gives the source line main's gives (``DebugHandle.source``),
+    by the same rule: the ``origin_node``'s line where it is set (a relu a linear reads is
+    that linear's line), restickify aside."""
+    on_main, on_reference = _both(request, compile_case, spec)
+    assert _project(on_reference, 4) == _project(on_main, 4)

@@ -40,6 +40,7 @@ TORCH_ON_IMPORT = (
     "backends.reference.lowering",
     "backends.reference.ops",
     "backends.reference.opspecs_from_nodes",
+    "backends.reference.scratchpad",
     "compile.examples",
 )
 

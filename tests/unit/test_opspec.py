@@ -47,6 +47,7 @@ class Node:
 class Buffer:
     origins: Any
     name: str = "buf0"
+    origin_node: Any = None  # Inductor's, when it set one
 
     def get_name(self) -> str:
         return self.name
@@ -124,24 +125,43 @@ def test_aten_op_null_when_origins_disagree() -> None:
     assert [c.aten_op for c in h.fused_from] == ["aten.addmm.default", "aten.t.default"]
 
 
-def test_aten_op_is_the_computing_origins_when_the_rest_only_re_index() -> None:
-    """``q @ k^T``: the matmul's buffer has the key's transpose (and, batched, views) among
-    its origins; its op is the matmul's, as torch-spyre main's handle says (its
-    ``origin_node``, the one computing origin), and every origin stays in ``fused_from``."""
-    mm = Node("mm", "mm", original_aten="aten.mm.default")
-    t = Node("permute_3", "permute", original_aten="aten.transpose.int")
-    h = build_debug_handle(Buffer([mm, t]))
-    assert h.aten_op == "aten.mm.default"
+def test_origin_node_names_the_op_when_inductor_set_it() -> None:
+    """``q @ k^T``: the matmul's buffer has the key's transpose among its origins, which
+    disagree; Inductor's ``origin_node`` (the matmul) names its op and line, as torch-spyre
+    main's handle does, and every origin stays in ``fused_from``."""
+    mm = Node("mm", "mm", stack_trace=frame(USER_FILE, 9), original_aten="aten.mm.default")
+    t = Node("permute_3", "permute", stack_trace=frame(USER_FILE, 8), original_aten="aten.transpose.int")
+    assert build_debug_handle(Buffer([mm, t])).aten_op is None  # no origin_node: they disagree
+    h = build_debug_handle(Buffer([mm, t], origin_node=mm))
+    assert (h.aten_op, h.source) == ("aten.mm.default", SourceLoc(USER_FILE, 9))
     assert [c.aten_op for c in h.fused_from] == ["aten.mm.default", "aten.transpose.int"]
+
+
+def test_origin_node_re_pointed_by_a_later_no_op_is_what_names_the_op() -> None:
+    """Inductor gives a buffer the last FX node whose lowering returned it unchanged, an
+    origin or not: a relu read by a linear's ``expand`` to its own shape is named by it."""
+    relu = Node("relu", "relu", stack_trace=frame(USER_FILE, 12), original_aten="aten.relu.default")
+    expand = Node("expand_2", "expand", stack_trace=frame(USER_FILE, 13), original_aten="aten.linear.default")
+    h = build_debug_handle(Buffer([relu], "buf5", origin_node=expand))
+    assert (h.aten_op, h.source) == ("aten.linear.default", SourceLoc(USER_FILE, 13))
+    assert h.ir_chain == ("relu", "buf5")  # the origins, not the origin_node
+
+
+def test_origin_node_without_a_line_or_an_op() -> None:
+    """An ``origin_node`` without a stack trace takes the origins' agreed line; one without
+    ``original_aten`` names no op, whatever the origins say (main's rule)."""
+    add = Node("add", "add", stack_trace=frame(USER_FILE, 4), original_aten="aten.add.Tensor")
+    bare = Node("clone", "clone")
+    h = build_debug_handle(Buffer([add], origin_node=bare))
+    assert (h.aten_op, h.source) == (None, SourceLoc(USER_FILE, 4))
+
+
+def test_without_origin_node_every_origin_must_agree() -> None:
+    """Views among the origins count: a matmul with its operand's transpose names no op."""
     views = [Node(f"view_{i}", "view", original_aten="aten.matmul.default") for i in range(3)]
     bmm = Node("bmm", "bmm", original_aten="aten.bmm.default")
-    assert build_debug_handle(Buffer([bmm, t, *views])).aten_op == "aten.bmm.default"
-    # two origins that compute and disagree: no op, views or not
-    add = Node("add", "add", original_aten="aten.add.Tensor")
-    assert build_debug_handle(Buffer([mm, add, t])).aten_op is None
-    # a buffer of views only (a copy): the agreement of all of them
+    assert build_debug_handle(Buffer([bmm, *views])).aten_op is None
     assert build_debug_handle(Buffer(views)).aten_op == "aten.matmul.default"
-    assert handles.compute_origins([t, *views]) == [t, *views]
 
 
 def test_aten_op_ignores_origins_without_one() -> None:

@@ -7,7 +7,7 @@ among the same cores in other slices, main copies it, slice to slice
 (``_inductor/scratchpad/lx_relayout.py:218-353``, the copy made at ``:356-371``). Which
 slices an op's cores take comes from its work division (``_inductor/work_division.py``).
 This module is that decision, in the sizes of the ops' iteration spaces, for the op kinds
-it models (``lowering.lx_relayout_copies`` applies it to a graph):
+it models (``scratchpad.lx_relayout_copies`` applies it to a graph):
 
 - a matmul ``[*batch, M, N, K]`` (on its result, or on its left operand ``[*batch, M,
   K]``): main's cost model (``work_division.py:1656-1753``, ``_matmul_split_cost``

@@ -1,17 +1,23 @@
-"""Building a DebugHandle from a buffer's ``origins``, as torch-spyre's ``provenance.py`` does
-(REFERENCE.md section 4): the reference backend's handles.
+"""Building a DebugHandle from a buffer's ``origins`` and ``origin_node``, as torch-spyre
+main's ``provenance.build_debug_handle`` does (``torch_spyre/_inductor/provenance.py:133-208``,
+REFERENCE.md section 4): the reference backend's handles.
 
 No torch import: the builder works on anything shaped like an Inductor buffer (``origins``
-of objects with ``name`` and ``meta``, ``get_name()``), so it is unit-testable on fakes.
+of objects with ``name`` and ``meta``, ``origin_node``, ``get_name()``), so it is
+unit-testable on fakes.
 
-Where this model deliberately differs from torch-spyre (documented so nobody "fixes" it back):
-- torch-spyre prefers ``buffer.origin_node`` for ``source``/``aten_op`` when Inductor set it;
-  that attribute is run-dependent (REFERENCE.md section 5: on a tensor-parallel linear it is
-  the collective's ``wait_tensor``, not the matmul), so here provenance rides ``origins`` only.
-  Where ``origin_node`` is the one origin that computes and the others only re-index (a
-  matmul with its operand's transpose or views, ``q @ k^T``), the ``aten_op`` is the same
-  either way: the computing origins' (``compute_origins``).
-- none about ids: ``stable_id`` is torch-spyre's version-2 rule (``model.handles.handle_id``).
+The rule is main's, with no deliberate difference:
+- ``origin_node``, when Inductor set it, names the op (``aten_op``) and its line (``source``).
+  Inductor's ``assign_origin_node`` (``torch/_inductor/ir.py``, called per FX node from
+  ``GraphLowering.run_node``) gives a buffer the *last* FX node whose lowering returned it
+  unchanged, so a no-op that passes a result through re-points it: the op a linear reads is
+  named by that linear's ``expand`` of its input to its own shape (``aten.linear``), the
+  operand of ``q @ k^T`` by the matmul's (``aten.expand``), a tensor-parallel matmul by the
+  collective's ``wait_tensor``. It is run-dependent in that sense (REFERENCE.md section 5);
+  the reference's graph makes the same pass-through nodes as main's (``lowering``), so it
+  lands where main's does.
+- else the origins' agreement (none where they disagree; the per-origin ones in ``fused_from``).
+- ``stable_id`` is torch-spyre's version-2 rule (``model.handles.handle_id``).
 """
 
 from __future__ import annotations
@@ -26,13 +32,6 @@ from spyre_provenance.model.handles import handle_id
 #: FX ``node.meta`` key under which a graph pass records what it did to the nodes it created,
 #: as a tuple of ``(kind, pass_name, reason)`` tuples (plain data: node meta gets copied).
 TRANSFORMS_META_KEY = "spyre_provenance_transforms"
-
-#: FX targets (by overload packet) that only re-index a tensor or pick a tuple element: an
-#: origin of one of them computes nothing, and never names a buffer's op.
-VIEW_OPS = frozenset(
-    "view reshape _unsafe_view permute t transpose expand unsqueeze squeeze slice select "
-    "alias as_strided getitem".split()
-)
 
 #: Marks the n -> 1 fusion of several FX nodes into one buffer during Inductor lowering.
 LOWERING_FUSION_PASS = "inductor.lowering"
@@ -55,19 +54,6 @@ def aten_op_name(original_aten: Any) -> str | None:
 
 def _meta(node: Any) -> Mapping[str, Any]:
     return getattr(node, "meta", None) or {}
-
-
-def packet_name(target: Any) -> str:
-    """An FX target's op name without its overload: ``relu`` for ``aten.relu.default``."""
-    packet = getattr(target, "_overloadpacket", None)
-    return getattr(packet, "__name__", None) or getattr(target, "__name__", str(target)).split(".")[0]
-
-
-def compute_origins(nodes: Sequence[Any]) -> list[Any]:
-    """The origins that compute: those whose target is no view op (``VIEW_OPS``); all of
-    them when every one is a view (a buffer that only copies)."""
-    computing = [n for n in nodes if packet_name(getattr(n, "target", "")) not in VIEW_OPS]
-    return computing or list(nodes)
 
 
 def _sort_key(node: Any) -> tuple[str, str]:
@@ -124,13 +110,14 @@ def _transforms_of(buffer: Any, nodes: Sequence[Any]) -> tuple[ProvenanceTransfo
 
 
 def build_debug_handle(buffer: Any) -> DebugHandle | None:
-    """The DebugHandle of one buffer, from its ``origins`` (REFERENCE.md section 4).
+    """The DebugHandle of one buffer, from its ``origins`` and ``origin_node`` (REFERENCE.md
+    section 4, main's ``provenance.build_debug_handle``).
 
     - origins sorted by name (the set's own order is not stable);
-    - ``source``: each origin's innermost non-internal stack frame; the headline only when all
-      origins that have one agree, else None (the per-origin sources live in ``fused_from``);
-    - ``aten_op``: the same agreement rule over the ``meta["original_aten"]`` of the origins
-      that compute (``compute_origins``: a transpose or view fused into a matmul is none);
+    - ``source`` and ``aten_op``: the ``origin_node``'s innermost user frame and
+      ``meta["original_aten"]`` when Inductor set one (its source, when it has no stack
+      trace, the origins' agreed one); else each the one value all origins that have one
+      agree on, else None (the per-origin values live in ``fused_from``);
     - ``ir_chain``: origin names, then the buffer name;
     - ``fused_from``: one single-origin child handle per origin when there are several;
     - ``transform_history``: what passes recorded (decomposition, ...) plus ``fusion`` when
@@ -140,25 +127,29 @@ def build_debug_handle(buffer: Any) -> DebugHandle | None:
     nodes = sorted(getattr(buffer, "origins", None) or (), key=_sort_key)
     if not nodes:
         return None
-    per_node = [
-        (
-            str(getattr(n, "name", "")),
-            source_from_stack_trace(_meta(n).get("stack_trace")),
-            aten_op_name(_meta(n).get("original_aten")),
-        )
-        for n in nodes
-    ]
+    per_node = [(str(getattr(n, "name", "")), *_provenance_of(n)) for n in nodes]
+    source = _single(src for _, src, _ in per_node)
+    aten_op = _single(aten for _, _, aten in per_node)
+    origin_node = getattr(buffer, "origin_node", None)
+    if origin_node is not None:
+        origin_source, aten_op = _provenance_of(origin_node)
+        source = origin_source or source
     get_name = getattr(buffer, "get_name", None)
     buffer_name = get_name() if callable(get_name) else None
     ir_chain = [name for name, _, _ in per_node] + ([buffer_name] if buffer_name else [])
     fused_from: tuple[DebugHandle, ...] = ()
     if len(per_node) > 1:
         fused_from = tuple(make_handle(src, aten, (name,)) for name, src, aten in per_node)
-    computing = {id(n) for n in compute_origins(nodes)}
     return make_handle(
-        source=_single(src for _, src, _ in per_node),
-        aten_op=_single(aten for n, (_, _, aten) in zip(nodes, per_node, strict=True) if id(n) in computing),
+        source=source,
+        aten_op=aten_op,
         ir_chain=ir_chain,
         fused_from=fused_from,
         transform_history=_transforms_of(buffer, nodes),
     )
+
+
+def _provenance_of(node: Any) -> tuple[SourceLoc | None, str | None]:
+    """An FX node's source line and ATen op (``meta["stack_trace"]``, ``["original_aten"]``)."""
+    meta = _meta(node)
+    return source_from_stack_trace(meta.get("stack_trace")), aten_op_name(meta.get("original_aten"))

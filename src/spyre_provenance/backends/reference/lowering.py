@@ -5,9 +5,10 @@
   (``original_aten``), a ``linear`` on a batch is a ``bmm`` over it, and ``addmm`` becomes
   ``mm`` + a bias ``add``, all with the linear's stack trace: Linear = permute + mm + add,
   as torch-spyre main decomposes it (REFERENCE.md section 4.1).
-- ``clone_shared_inputs`` and ``lx_relayout_copies``: the copies main's scratchpad makes, of a
-  graph input read more than once, and of a result its reader takes in other slices among
-  the cores (an LX relayout, by main's work division: ``core_division``).
+- ``clone_shared_inputs`` and ``lx_relayout_copies`` (``scratchpad``, run by the same pass):
+  the copies main's scratchpad makes, of a graph input read more than once, and of a result
+  its reader takes in other slices among the cores (an LX relayout, by main's work
+  division: ``core_division``).
 - ``realize_every_op``: every pointwise op its own buffer (one buffer, one op, one OpSpec).
 
 ``backend.ReferenceBackend.install`` puts them in place and takes them out again.
@@ -15,10 +16,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
-import operator
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +25,18 @@ import torch
 from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
 
 from spyre_provenance.backends.base import Backend
-from spyre_provenance.backends.reference import core_division
 from spyre_provenance.backends.reference.handles_from_origins import TRANSFORMS_META_KEY
-from spyre_provenance.backends.reference.ops import ATEN_FALLBACKS, DEVICE
+from spyre_provenance.backends.reference.ops import DEVICE
+from spyre_provenance.backends.reference.scratchpad import (
+    clone_shared_inputs,
+    fake_value,
+    lx_relayout_copies,
+    static_shape,
+)
 
 aten = torch.ops.aten
 
 SPLIT_ADDMM_PASS = "spyre_reference.split_addmm"
-CLONE_INPUTS_PASS = "spyre_reference.clone_shared_inputs"
 #: Bumped when generated code changes in a way the source-file hash would not show.
 CACHE_FORMAT = "spyre-reference-backend/1"
 #: The reference backend's own code: its hash joins Inductor's cache keys (``_cache_uuid``).
@@ -47,6 +50,7 @@ CODE_FILES = tuple(
         "handles_from_origins.py",
         "lookalike.py",
         "core_division.py",
+        "scratchpad.py",
         "../spyre/opspecs.py",
         "../base.py",
         "../../model/frames.py",
@@ -66,16 +70,6 @@ def _cache_uuid() -> bytes:
     invalidates its old entries.
     """
     return get_hash_for_files(CODE_FILES, extra=CACHE_FORMAT)
-
-
-def _fake_value(target: Any, args: tuple[Any, ...]) -> Any:
-    """``node.meta["val"]`` for a new node: run the op on its inputs' fake values."""
-    from torch._guards import detect_fake_mode
-
-    vals = [a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in args]
-    fake_mode = detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)])
-    with fake_mode if fake_mode is not None else contextlib.nullcontext():
-        return target(*vals)
 
 
 # What every node of the split inherits from the addmm node. torch-spyre main decomposes
@@ -102,7 +96,7 @@ def _emit_split_node(
     new = graph.create_node("call_function", target, args, name=name)
     new.meta.update({k: addmm.meta[k] for k in _SPLIT_META_KEYS if k in addmm.meta})
     new.meta["original_aten"] = addmm.meta.get("original_aten", aten.addmm.default)
-    new.meta["val"] = _fake_value(target, args)
+    new.meta["val"] = fake_value(target, args)
     new.meta[TRANSFORMS_META_KEY] = transform
     created.append(new)
     return new
@@ -170,14 +164,6 @@ _RESHAPES = frozenset((aten.view.default, aten.reshape.default, aten._unsafe_vie
 _BATCH_TRANSFORM = (("decomposition", SPLIT_ADDMM_PASS, "linear on a batch -> bmm over the batch + bias add"),)
 
 
-def _static_shape(node: Any) -> list[int] | None:
-    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    if not isinstance(val, torch.Tensor) or val.device.type != DEVICE:
-        return None
-    shape = list(val.shape)
-    return shape if all(isinstance(d, int) for d in shape) else None
-
-
 def _flattened_batch(node: torch.fx.Node) -> tuple[torch.fx.Node, list[int]] | None:
     """The input of a ``linear`` on 3 or more dimensions that the CPU flattened to 2 for
     its ``addmm``/``mm`` (``x.reshape(-1, K)``): that input and its shape; else None."""
@@ -188,8 +174,8 @@ def _flattened_batch(node: torch.fx.Node) -> tuple[torch.fx.Node, list[int]] | N
         or not isinstance(mat1.args[0], torch.fx.Node)
     ):
         return None
-    source, flat, weight = mat1.args[0], _static_shape(mat1), _static_shape(mat2)
-    shape = _static_shape(source)
+    source, flat, weight = mat1.args[0], static_shape(mat1), static_shape(mat2)
+    shape = static_shape(source)
     if shape is None or flat is None or weight is None or len(shape) < 3 or len(weight) != 2:
         return None
     if flat != [math.prod(shape[:-1]), shape[-1]]:
@@ -199,13 +185,16 @@ def _flattened_batch(node: torch.fx.Node) -> tuple[torch.fx.Node, list[int]] | N
 
 def batch_linear(gm: torch.fx.GraphModule) -> int:
     """Make each ``linear`` on an input of 3 or more dimensions a ``bmm`` over its batch,
-    as torch-spyre main computes it: its ``spyre_linear`` (``decompositions.py:373-383``)
-    unsqueezes the transposed weight to the input's rank and writes ``input @ weight``, a
-    ``bmm`` of ``[B, M, K]`` by the weight expanded to ``[B, K, N]`` (a ``batchmatmul``
-    ``[B, M, N, K]``), then the bias ``add`` on ``[B, M, N]``. On the CPU the dispatcher
-    made it ``addmm`` (``mm`` without a bias) on the input viewed as 2-D ``[B*M, K]``.
-    The result is viewed back as the 2-D tensor the graph's readers expect. Returns how
-    many linears changed."""
+    with the nodes torch-spyre main's graph has for it: its ``spyre_linear``
+    (``decompositions.py:373-383``) unsqueezes the transposed weight to the input's rank and
+    writes ``input @ weight``, which torch's matmul makes an ``expand`` of the input to its
+    own shape, the weight's ``expand`` to ``[B, K, N]``, a ``bmm`` (a ``batchmatmul``
+    ``[B, M, N, K]``), then the bias ``add`` on ``[B, M, N]``, read as it is. On the CPU the
+    dispatcher made it ``addmm`` (``mm`` without a bias) on the input viewed as 2-D
+    ``[B*M, K]``, read through a view back to ``[B, M, N]``; those views go (a reader that
+    wants the 2-D tensor reads a view of the result). The input's no-op ``expand`` stays:
+    Inductor lowers it to the input itself, which re-points the input's ``origin_node`` to
+    it (``handles_from_origins``), as on main. Returns how many linears changed."""
 
     graph = gm.graph
     count = 0
@@ -219,25 +208,15 @@ def batch_linear(gm: torch.fx.GraphModule) -> int:
             continue
         source, shape = found
         flat_input, weight = node.args[-2], node.args[-1]
-        *batch, rows, depth = shape
-        columns = _static_shape(weight)[1]  # type: ignore[index]  # checked by _flattened_batch
         created: list[torch.fx.Node] = []
         emit = functools.partial(_emit_split_node, graph, node, created, transform=_BATCH_TRANSFORM)
         with graph.inserting_before(node):
-            batched = source
-            if len(batch) > 1:  # matmul views a deeper batch as one
-                batched = emit("view", aten.view.default, (source, [math.prod(batch), rows, depth]))
-            expanded = emit(
-                "expand",
-                aten.expand.default,
-                (emit("unsqueeze", aten.unsqueeze.default, (weight, 0)), [math.prod(batch), depth, columns]),
-            )
-            result = emit("bmm", aten.bmm.default, (batched, expanded))
-            if len(batch) > 1:
-                result = emit("view", aten.view.default, (result, [*batch, rows, columns]))
-            if node.target is aten.addmm.default:
-                result = emit("add", aten.add.Tensor, (result, node.args[0]))
-            result = emit("view", aten.view.default, (result, [math.prod(shape[:-1]), columns]))
+            result = _batched_linear(emit, node, source, shape, weight)
+            _read_unflattened(graph, node, result)
+            if node.users:
+                result = emit(
+                    "view", aten.view.default, (result, [math.prod(shape[:-1]), result.meta["val"].shape[-1]])
+                )
         _replace(graph, node, result, created)
         if not flat_input.users:
             graph.erase_node(flat_input)
@@ -245,6 +224,38 @@ def batch_linear(gm: torch.fx.GraphModule) -> int:
     if count:
         gm.recompile()
     return count
+
+
+def _batched_linear(emit: Any, node: torch.fx.Node, source: Any, shape: list[int], weight: Any) -> torch.fx.Node:
+    """The nodes of main's ``input @ weight`` (+ bias) on ``source`` of ``shape``: the
+    input's ``expand``, the weight's ``unsqueeze`` and ``expand``, the ``bmm`` (over one
+    batch dimension: a deeper batch is viewed as one, and the result viewed back), the
+    bias ``add``; the last of them."""
+    *batch, rows, depth = shape
+    columns = static_shape(weight)[1]  # type: ignore[index]  # checked by _flattened_batch
+    batched = emit("expand", aten.expand.default, (source, shape))
+    if len(batch) > 1:  # matmul views a deeper batch as one
+        batched = emit("view", aten.view.default, (batched, [math.prod(batch), rows, depth]))
+    expanded = emit(
+        "expand",
+        aten.expand.default,
+        (emit("unsqueeze", aten.unsqueeze.default, (weight, 0)), [math.prod(batch), depth, columns]),
+    )
+    result = emit("bmm", aten.bmm.default, (batched, expanded))
+    if len(batch) > 1:
+        result = emit("view", aten.view.default, (result, [*batch, rows, columns]))
+    if node.target is aten.addmm.default:
+        result = emit("add", aten.add.Tensor, (result, node.args[0]))
+    return result
+
+
+def _read_unflattened(graph: torch.fx.Graph, flat: torch.fx.Node, result: torch.fx.Node) -> None:
+    """Each reader of the 2-D ``flat`` that only views it back as ``result``'s shape reads
+    ``result`` itself, and the view goes: main's graph has no such views."""
+    for user in list(flat.users):
+        if user.target in _RESHAPES and static_shape(user) == static_shape(result):
+            user.replace_all_uses_with(result)
+            graph.erase_node(user)
 
 
 def _matmul_op(addmm: torch.fx.Node, weight: Any) -> Any:
@@ -290,217 +301,6 @@ def split_addmm(gm: torch.fx.GraphModule) -> int:
                 result = emit("add", aten.add.Tensor, (result, scaled_bias))
         _replace(graph, node, result, created)
         count += 1
-    if count:
-        gm.recompile()
-    return count
-
-
-# --- main's clone of a graph input read more than once ----------------------------------
-
-#: ops that only re-index their input: a read through them is a read of the input
-_VIEWS = frozenset(
-    getattr(aten, name).default
-    for name in ("view", "reshape", "_unsafe_view", "permute", "t", "expand", "unsqueeze", "squeeze", "alias")
-)
-#: ops that read an input indirectly (a gather's table): main's scratchpad never clones those
-#: and an input an extern (ATen fallback) call reads is not cloned either
-_UNCLONED = frozenset(
-    (aten.embedding.default, aten.index.Tensor, aten.gather.default, aten.index_select.default, *ATEN_FALLBACKS)
-)
-
-
-#: views that keep the layout: a read through any other (a transpose, a broadcast) is a
-#: layout change, which on a card is a restickify, and main's scratchpad does not clone
-_SAME_LAYOUT = frozenset(getattr(aten, name).default for name in ("view", "reshape", "_unsafe_view", "alias"))
-
-
-def _readers(node: torch.fx.Node) -> list[torch.fx.Node] | None:
-    """The ops reading ``node`` through views that keep its layout; None when a read
-    changes its layout or broadcasts it (a transpose, an expand, a smaller operand), or
-    when an op writes it (a BatchNorm running statistic's ``copy_`` write-back): main
-    clones what is read, and a write redirected to the clone would never reach the input."""
-    found: list[torch.fx.Node] = []
-    for user in node.users:
-        if _writes(user, node):
-            return None
-        if user.target in _VIEWS:
-            if user.target not in _SAME_LAYOUT:
-                return None
-            inner = _readers(user)
-            if inner is None:
-                return None
-            found.extend(inner)
-        elif _broadcast(node, user):
-            return None
-        else:
-            found.append(user)
-    return found
-
-
-def _writes(user: torch.fx.Node, node: torch.fx.Node) -> bool:
-    """Whether ``user`` mutates ``node`` (an argument its schema marks written, ``Tensor(a!)``)."""
-    schema = getattr(user.target, "_schema", None)
-    if schema is None:
-        return False
-    for position, argument in enumerate(schema.arguments):
-        value = user.args[position] if position < len(user.args) else user.kwargs.get(argument.name)
-        if value is node and argument.alias_info is not None and argument.alias_info.is_write:
-            return True
-    return False
-
-
-def _broadcast(node: torch.fx.Node, user: torch.fx.Node) -> bool:
-    """Whether ``user`` reads ``node`` broadcast (its result larger than ``node``)."""
-    mine, out = node.meta.get("val"), user.meta.get("val")
-    return isinstance(mine, torch.Tensor) and isinstance(out, torch.Tensor) and out.numel() > mine.numel()
-
-
-def clone_shared_inputs(gm: torch.fx.GraphModule) -> int:
-    """Clone each CPU graph input that two or more ops read, before anything else runs,
-    and let them read the clone, as torch-spyre main's scratchpad allocator does: it pins
-    such an input in the core's scratchpad (LX) by a ``clone`` (``scratchpad/allocator.py``:
-    an input read more than once, in full, not indirectly, by no extern kernel, behind no
-    restickify). Its further conditions depend on a card's memory and core division,
-    which the CPU has not. Returns how many were cloned.
-
-    A clone is the backend's own node: no stack trace, and a ``from_node`` that says only
-    that this pass created it, as main's clone (made at scheduling, outside any graph pass)
-    has none. The input it copies is no origin of it: Inductor's node-replace hook would
-    record the input as the node the clone replaced, and a backward graph's input (a
-    forward activation AOTAutograd saved) carries the forward node's ``from_node``, which
-    would link the clone to a pre-grad op of another source line."""
-    from torch.fx.traceback import NodeSource, NodeSourceAction
-
-    graph = gm.graph
-    inputs = [n for n in graph.nodes if n.op == "placeholder"]
-    count = 0
-    for node in inputs:
-        val = node.meta.get("val")
-        if not isinstance(val, torch.Tensor) or val.device.type != DEVICE:
-            continue
-        readers = _readers(node)
-        if (
-            readers is None
-            or len(readers) < 2
-            or any(r.op != "call_function" or r.target in _UNCLONED for r in readers)
-        ):
-            continue
-        with graph.inserting_after(inputs[-1]):
-            clone = graph.create_node("call_function", aten.clone.default, (node,), name="clone")
-        clone.meta["val"] = _fake_value(aten.clone.default, (node,))
-        node.replace_all_uses_with(clone, delete_user_cb=functools.partial(operator.is_not, clone))
-        clone.meta["from_node"] = [NodeSource(None, CLONE_INPUTS_PASS, NodeSourceAction.CREATE)]
-        count += 1
-    if count:
-        gm.recompile()
-    return count
-
-
-# --- main's LX relayout copy of a matmul's result --------------------------------------
-
-LX_RELAYOUT_PASS = "spyre_reference.lx_relayout"
-_MATMULS = frozenset((aten.mm.default, aten.bmm.default))
-
-
-def _static_val(node: Any) -> torch.Tensor | None:
-    """A node's fake value on the device with static sizes, else None."""
-    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    if not isinstance(val, torch.Tensor) or val.device.type != DEVICE:
-        return None
-    return val if all(isinstance(d, int) for d in val.shape) else None
-
-
-def _matmul(node: torch.fx.Node) -> core_division.Matmul | None:
-    """The matmul an ``mm``/``bmm`` node is, in the terms of main's work division; None
-    where the model does not reach: sizes of 1 (main's loops drop them), a left operand
-    not stored row by row (its stick would not be K), or not 2-byte floats (64 a stick)."""
-    out, left, right = (_static_val(n) for n in (node, *node.args[:2]))
-    if node.op != "call_function" or out is None or left is None or right is None or out.dtype.itemsize != 2:
-        return None
-    if 1 in out.shape or left.shape[-1] == 1 or not left.is_contiguous():
-        return None
-    *batch, m, n = out.shape
-    shared = not batch or right.stride()[0] == 0  # a linear's weight, expanded over the batch
-    return core_division.Matmul(tuple(batch), m, n, left.shape[-1], shared)
-
-
-def _pointwise(node: torch.fx.Node, shape: Any) -> bool:
-    """Whether ``node`` is a pointwise op of ``shape`` whose operands are stored row by row
-    (their stick the last dimension, as the output's), all 2-byte floats (main counts a
-    stick by the widest elements of an op's tensors, ``work_division.py:317-360``) but
-    for scalars, no size of 1."""
-    out = _static_val(node)
-    if node.op != "call_function" or torch.Tag.pointwise not in getattr(node.target, "tags", ()):
-        return False
-    if out is None or out.shape != shape or out.dtype.itemsize != 2 or 1 in out.shape:
-        return False
-    operands = [_static_val(a) for a in (*node.args, *node.kwargs.values()) if isinstance(a, torch.fx.Node)]
-    return all(
-        v is not None and v.dim() <= out.dim() and v.is_contiguous() and (v.dim() == 0 or v.dtype.itemsize == 2)
-        for v in operands
-    )
-
-
-def _division(node: torch.fx.Node, tensor: torch.fx.Node) -> core_division.Division | None:
-    """How ``node`` divides ``tensor`` (its own result, or one it reads once, element for
-    element): a pointwise op of its shape, or a matmul on it or on its left operand; None
-    where the model does not reach."""
-    shape = _static_val(tensor).shape  # type: ignore[union-attr]  # checked by the caller
-    reads = [a for a in (*node.args, *node.kwargs.values()) if a is tensor]
-    if node is not tensor and len(reads) != 1:
-        return None
-    if node.op == "call_function" and node.target in _MATMULS:
-        matmul = _matmul(node)
-        operand = "out" if node is tensor else "left" if node.args[0] is tensor else None
-        if matmul is None or operand is None:
-            return None
-        return core_division.matmul_division_of(matmul, operand, _STICK)
-    return core_division.pointwise_division(shape, _STICK) if _pointwise(node, shape) else None
-
-
-_STICK = core_division.STICK_BYTES // 2  # 2-byte floats (``_matmul``, ``_pointwise``)
-
-
-def _copy_views(node: torch.fx.Node) -> list[tuple[Any, torch.fx.Node]]:
-    """The copies main makes of ``node``'s result: (view, the readers reading it)."""
-    readers = list(node.users)
-    if _static_val(node) is None or not readers:
-        return []
-    writer = _division(node, node)
-    divisions = [_division(reader, node) for reader in readers]
-    if writer is None or any(d is None for d in divisions):
-        return []
-    found = core_division.relayouts(writer, divisions)  # type: ignore[arg-type]  # no None left
-    groups: dict[Any, list[torch.fx.Node]] = {}
-    for reader, copied in zip(readers, found or (), strict=False):
-        if copied is not None:
-            groups.setdefault(copied, []).append(reader)
-    return list(groups.items())
-
-
-def lx_relayout_copies(gm: torch.fx.GraphModule) -> int:
-    """Copy a result for its readers where torch-spyre main does: an ``aten.clone`` right
-    after the op, read by them instead (main's LX relayout ``identity``,
-    ``scratchpad/lx_relayout.py:356-371``; the rule in ``core_division``). Judged where the
-    op and every reader of its result are pointwise ops of its shape or matmuls on it
-    (``_division``): main gives up on a tensor any reader of which it cannot relayout
-    (``:271-345``). The copy is the backend's node, as ``clone_shared_inputs``'s.
-    Returns how many copies were made."""
-    from torch.fx.traceback import NodeSource, NodeSourceAction
-
-    graph = gm.graph
-    count = 0
-    for node in list(graph.nodes):
-        place = node
-        for _, readers in _copy_views(node):
-            with graph.inserting_after(place):
-                clone = graph.create_node("call_function", aten.clone.default, (node,), name="clone")
-            clone.meta["val"] = _fake_value(aten.clone.default, (node,))
-            clone.meta["from_node"] = [NodeSource(None, LX_RELAYOUT_PASS, NodeSourceAction.CREATE)]
-            for reader in readers:
-                reader.replace_input_with(node, clone)
-            place = clone
-            count += 1
     if count:
         gm.recompile()
     return count

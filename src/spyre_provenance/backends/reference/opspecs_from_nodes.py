@@ -17,7 +17,7 @@ from torch._inductor.dependencies import MemoryDep, StarDep, WeakDep
 from torch._inductor.utils import get_fused_kernel_name
 from torch._inductor.virtualized import V
 
-from spyre_provenance.backends.reference.handles_from_origins import VIEW_OPS, build_debug_handle, packet_name
+from spyre_provenance.backends.reference.handles_from_origins import build_debug_handle
 from spyre_provenance.backends.reference.lookalike import DebugHandle, OpSpec, TensorArg
 from spyre_provenance.backends.spyre import opspecs as readers
 from spyre_provenance.model import kernel_keys
@@ -44,6 +44,20 @@ _SPYRE_OPS = {
     "embedding": "identity",  # a gather: main's identity with indirect coordinates
     "convert_element_type": "identity",
 }
+
+
+#: FX targets (by overload packet) that only re-index a tensor or pick a tuple element: an
+#: origin of one of them computes nothing, and gives a buffer's op no name.
+VIEW_OPS = frozenset(
+    "view reshape _unsafe_view permute t transpose expand unsqueeze squeeze slice select "
+    "alias as_strided getitem".split()
+)
+
+
+def packet_name(target: Any) -> str:
+    """An FX target's op name without its overload: ``relu`` for ``aten.relu.default``."""
+    packet = getattr(target, "_overloadpacket", None)
+    return getattr(packet, "__name__", None) or getattr(target, "__name__", str(target)).split(".")[0]
 
 
 # Reductions (sums here) that main names by their op: mm and bmm are main's batchmatmul
