@@ -14,7 +14,10 @@ compile everything, and only the plain side writes those caches), no ``TORCH_TRA
 ``TORCH_LOGS``, and this package's bytecode compiled first, as ``pip install`` does (else
 every tracked process would compile the hook's source again, a cost of the checkout).
 
-Two more arms say where the difference goes, each the same program: ``upstream``,
+More arms say where the difference goes, each the same program: ``trace``,
+``TORCH_TRACE=DIR INDUCTOR_PROVENANCE=1``, the flow torch-spyre's debugging guide gives its
+users (torch's structured log and upstream's provenance, pages by tlparse by hand), so
+``run`` - ``trace`` is what this project costs beyond it; ``upstream``,
 ``INDUCTOR_PROVENANCE=1`` alone (upstream's own provenance tracking, which tracking turns
 on: stack traces recorded per node, the graph-pass observers), and ``env``,
 ``SPYRE_PROVENANCE_OUT=DIR`` alone (tracking in the process, without ``run``'s launcher and
@@ -56,9 +59,10 @@ SECTION = 10  # its number in make bench's table, after compare's
 #: The run rows' arms, in a round's order (reversed every other round): each difference the
 #: section reports but one (upstream - plain) is of arms run next to each other, so the
 #: machine's load, which drifts over minutes here, lands on both sides of it alike.
-ARMS = ("plain", "run", "env", "upstream")
+ARMS = ("plain", "trace", "run", "env", "upstream")
 ARM_NAMES = {
     "plain": "`python bench/attach_child.py`",
+    "trace": "`TORCH_TRACE=DIR INDUCTOR_PROVENANCE=1`",
     "upstream": "`INDUCTOR_PROVENANCE=1` alone",
     "env": "`SPYRE_PROVENANCE_OUT=DIR` alone",
     "run": "`spyre-provenance run --out DIR --`",
@@ -130,6 +134,8 @@ def _arm(arm: str, scratch: Path) -> tuple[list[str], dict[str, str]]:
     child = [sys.executable, str(CHILD)]
     if arm == "upstream":
         env["INDUCTOR_PROVENANCE"] = "1"
+    elif arm == "trace":  # where logging_overhead finds it: out/<folder>/trace/*.log
+        env.update(TORCH_TRACE=str(scratch / "out" / "torch" / "trace"), INDUCTOR_PROVENANCE="1")
     elif arm == "env":
         env["SPYRE_PROVENANCE_OUT"] = str(scratch / "out")
     elif arm == "run":
@@ -198,7 +204,7 @@ def render_section(results: AttachResults, number: int) -> str:
         f" | {'ok' if statistics.median(cpu) <= RUN_TARGET else 'OVER'} |",
         "",
     ]
-    if "upstream" in runs and "env" in runs:
+    if len(runs) > 2:
         lines += [*_breakdown(results), ""]
     if not results.bytecode:
         lines += ["This package's bytecode was not cached: each tracked process compiled the hook's source.", ""]
@@ -211,17 +217,29 @@ def _breakdown(results: AttachResults) -> list[str]:
     def both(arm: str, base: str) -> str:
         return f"{results.gap(arm, base):+.2f} s wall, {results.gap(arm, base, 'cpu'):+.2f} s CPU"
 
-    logged = statistics.median(r.logging for r in results.runs["env"])
-    return [
+    runs = results.runs
+    lines = [
         "Where it goes (median differences per round; "
-        + ", ".join(f"{arm} = {name}" for arm, name in ARM_NAMES.items())
+        + ", ".join(f"{arm} = {name}" for arm, name in ARM_NAMES.items() if arm in runs)
         + "):",
         "",
-        f"- upstream's own provenance tracking (upstream - plain): {both('upstream', 'plain')}",
-        f"- tracking in the process beyond it (env - upstream): {both('env', 'upstream')};"
-        f" torch counts {logged:.2f} s of it for its structured log",
-        f"- `run`'s launcher and its summary and pages at the end (run - env): {both('run', 'env')}",
     ]
+    if "trace" in runs:
+        logged = statistics.median(r.logging for r in runs["trace"])
+        lines += [
+            f"- torch-spyre's documented flow, torch's structured log and upstream's provenance (trace - plain):"
+            f" {both('trace', 'plain')}; torch counts {logged:.2f} s of it for its structured log",
+            f"- `run` beyond that flow, its pages written (run - trace): {both('run', 'trace')}",
+        ]
+    if "upstream" in runs and "env" in runs:
+        logged = statistics.median(r.logging for r in runs["env"])
+        lines += [
+            f"- upstream's own provenance tracking (upstream - plain): {both('upstream', 'plain')}",
+            f"- tracking in the process beyond it (env - upstream): {both('env', 'upstream')};"
+            f" torch counts {logged:.2f} s of it for its structured log",
+            f"- `run`'s launcher and its summary and pages at the end (run - env): {both('run', 'env')}",
+        ]
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -233,14 +251,15 @@ def main(argv: list[str] | None = None) -> int:
         "--arms",
         type=lambda text: tuple(text.split(",")),
         default=ARMS,
-        help="the run rows' arms, comma-separated, plain and run among them (default: all four; plain,run alone"
+        help="the run rows' arms, comma-separated, plain and run among them (default: all five; plain,run alone"
         " gives twice the rounds of the target's ratio in the same time, without the breakdown)",
     )
     args = parser.parse_args(argv)
     load = os.getloadavg()[0]
     if not {"plain", "run"} <= set(args.arms) or not set(args.arms) <= set(ARMS):
         parser.error(f"--arms: plain and run, and only of {', '.join(ARMS)}")
-    results = run(args.pairs, args.startup_pairs, lambda m: print(m, file=sys.stderr, flush=True), args.arms)
+    arms = tuple(arm for arm in ARMS if arm in args.arms)  # the rounds' order is ARMS'
+    results = run(args.pairs, args.startup_pairs, lambda m: print(m, file=sys.stderr, flush=True), arms)
     if args.json:
         args.json.write_bytes(msgspec.json.encode(results))
     sys.stdout.write(render_section(results, SECTION))

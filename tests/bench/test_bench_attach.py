@@ -18,6 +18,7 @@ def test_startup_pairs_are_measured_side_by_side_and_leave_no_folder():
 def _results(plain: list[float], run: list[float]) -> AttachResults:
     runs = {
         "plain": [RunMeasure(w, w / 2) for w in plain],
+        "trace": [RunMeasure(w + 0.5, w / 2 + 0.5, logging=0.4) for w in plain],
         "upstream": [RunMeasure(w + 0.25, w / 2 + 0.25) for w in plain],
         "env": [RunMeasure(w + 1.0, w / 2 + 0.5, logging=0.3) for w in plain],
         "run": [RunMeasure(w, w / 2 + 0.75) for w in run],
@@ -36,6 +37,15 @@ def test_the_breakdown_is_the_arms_differences_round_by_round():
     assert "(upstream - plain): +0.25 s wall, +0.25 s CPU" in text
     assert "(env - upstream): +0.75 s wall, +0.25 s CPU; torch counts 0.30 s" in text
     assert "(run - env): +1.00 s wall, +1.25 s CPU" in text
+    assert "(trace - plain): +0.50 s wall, +0.50 s CPU; torch counts 0.40 s" in text
+    assert "(run - trace): +1.50 s wall, +1.25 s CPU" in text
+
+
+def test_two_arms_give_the_ratio_alone():
+    results = _results([10.0, 20.0], [12.0, 22.0])
+    results.runs = {arm: results.runs[arm] for arm in ("plain", "run")}
+    text = attach_overhead.render_section(results, 10)
+    assert "1.150x" in text and "Where it goes" not in text
 
 
 def test_the_logging_overhead_is_read_from_the_processes_logs(tmp_path: Path):
