@@ -32,7 +32,10 @@ class Edited(nn.Module):
 
 def build():
     torch.manual_seed(0)
-    return Edited(), (torch.randn(2, 4, 64),)
+    # 2-D: torch-spyre main names the op a batched linear reads by that linear (its handle's
+    # origin_node is the linear's no-op expand, docs/torch-spyre-main.md), which would move
+    # the relu's OpSpec to fc2's line in both compiles; here each op keeps its own line
+    return Edited(), (torch.randn(8, 64),)
 """
 INSERTED = "        h = torch.nn.functional.gelu(h)\n"
 
