@@ -204,26 +204,23 @@ def render_section(results: AttachResults, number: int) -> str:
         f" | {'ok' if statistics.median(cpu) <= RUN_TARGET else 'OVER'} |",
         "",
     ]
-    if len(runs) > 2:
-        lines += [*_breakdown(results), ""]
+    breakdown = _breakdown(results)
+    if breakdown:
+        lines += [*breakdown, ""]
     if not results.bytecode:
         lines += ["This package's bytecode was not cached: each tracked process compiled the hook's source.", ""]
     return "\n".join(lines) + "\n"
 
 
 def _breakdown(results: AttachResults) -> list[str]:
-    """Where `run`'s extra time goes: the arms' differences, median per round, wall and CPU."""
+    """Where `run`'s extra time goes: the arms' differences, median per round, wall and CPU;
+    no lines where the arms run make none of them."""
 
     def both(arm: str, base: str) -> str:
         return f"{results.gap(arm, base):+.2f} s wall, {results.gap(arm, base, 'cpu'):+.2f} s CPU"
 
     runs = results.runs
-    lines = [
-        "Where it goes (median differences per round; "
-        + ", ".join(f"{arm} = {name}" for arm, name in ARM_NAMES.items() if arm in runs)
-        + "):",
-        "",
-    ]
+    lines: list[str] = []
     if "trace" in runs:
         logged = statistics.median(r.logging for r in runs["trace"])
         lines += [
@@ -239,7 +236,10 @@ def _breakdown(results: AttachResults) -> list[str]:
             f" torch counts {logged:.2f} s of it for its structured log",
             f"- `run`'s launcher and its summary and pages at the end (run - env): {both('run', 'env')}",
         ]
-    return lines
+    if not lines:  # plain and run alone, or arms that make no difference the section names
+        return []
+    names = ", ".join(f"{arm} = {name}" for arm, name in ARM_NAMES.items() if arm in runs)
+    return [f"Where it goes (median differences per round; {names}):", "", *lines]
 
 
 def main(argv: list[str] | None = None) -> int:

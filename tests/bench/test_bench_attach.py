@@ -59,3 +59,9 @@ def test_the_logging_overhead_is_read_from_the_processes_logs(tmp_path: Path):
     )
     assert attach_overhead.logging_overhead(tmp_path) == 1.75
     assert attach_overhead.logging_overhead(tmp_path / "none") == 0.0
+
+
+def test_arms_that_make_no_named_difference_give_no_breakdown():
+    results = _results([10.0, 20.0], [12.0, 22.0])
+    results.runs = {arm: results.runs[arm] for arm in ("plain", "run", "env")}
+    assert "Where it goes" not in attach_overhead.render_section(results, 10)

@@ -171,26 +171,21 @@ def _report(out: Path, ended: dict[str, ProcessEnd], *, pages: bool) -> None:
     program's); what was made early of a process that had ended (``run_end``) is not made
     again."""
     from spyre_provenance.logs.graphs import reading_each_log_once
-
-    with reading_each_log_once():  # each log is read for its process's line and viewer page
-        _report_read(out, ended, pages=pages)
-
-
-def _report_read(out: Path, ended: dict[str, ProcessEnd], *, pages: bool) -> None:
     from spyre_provenance.runtime.lookup import logged_per_op
     from spyre_provenance.validate import run_summary
 
-    summaries = [
-        ended[layout.out.name].summary
-        if layout.out.name in ended
-        else run_summary.summarize_process(process, layout, logged_per_op)
-        for process, layout in Layout(out).processes()
-    ]
-    for line in run_summary.render(summaries, out):
-        print(line, file=sys.stderr)
-    if not pages or not summaries:
-        return
-    lines = fold_pages(_pages(out, ended), summaries)
+    with reading_each_log_once():  # each log is read for its process's line and viewer page
+        summaries = [
+            ended[layout.out.name].summary
+            if layout.out.name in ended
+            else run_summary.summarize_process(process, layout, logged_per_op)
+            for process, layout in Layout(out).processes()
+        ]
+        for line in run_summary.render(summaries, out):
+            print(line, file=sys.stderr)
+        if not pages or not summaries:
+            return
+        lines = fold_pages(_pages(out, ended), summaries)
     width = max((len(label) for label, _ in lines), default=0)
     for label, where in lines:
         print(f"  {label.ljust(width)}  {where}", file=sys.stderr)

@@ -6,10 +6,11 @@ compile logs forward and backward under one compile id, so tlparse's own page sh
 the backward graph. This module gives every graph its page: for a compile folder holding
 several graphs, it writes one log per graph (the records of that compile id up to the end
 of that graph, minus the earlier graphs' post-grad graphs, code and mappings) and runs
-tlparse on each, but for the last graph when tlparse's page of the whole log already is its
-own (it logs again every kind of artifact the earlier graphs did: tlparse keeps the last). Records are copied byte for byte, envelopes and payloads alike, so every
+tlparse on each. Records are copied byte for byte, envelopes and payloads alike, so every
 ``has_payload`` MD5 stays valid. Compile folders with one graph use tlparse's page of the
-whole log, the same page ``tlparse -i`` gives.
+whole log, the same page ``tlparse -i`` gives, and so does a folder's last graph when that
+page already is its own (it logs again every kind of artifact the earlier graphs did, and
+tlparse keeps the last of each).
 
 No torch import: this reads and writes files and runs the ``tlparse`` binary.
 """
@@ -255,7 +256,8 @@ def render_all_ranks(tlparse: str, logs: dict[int, Path], out: Path) -> MultiRan
 
 def _graph_pages(tlparse: str, log: Path, out: Path) -> list[GraphPage]:
     """The page of each graph of ``log``, whose tlparse output is ``out``; compile folders
-    with several graphs get one log and tlparse run per graph (``out/graphs/``)."""
+    with several graphs get one log and tlparse run per graph (``out/graphs/``), but for a
+    last graph whose page the whole log's already is (``_whole_log_page_is``)."""
     folders = _compile_folders(out)
     records = read_records(log)
     graphs = graphs_of(records)
