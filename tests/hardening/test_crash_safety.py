@@ -12,6 +12,7 @@ import inspect
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -125,6 +126,31 @@ def test_cleanup_spares_a_live_writers_temporaries(tmp_path: Path) -> None:
     assert files.remove_stale_temporaries(tmp_path) == 1
     assert not old_style.exists()
     assert live.exists() and mine.exists() and other.exists()
+
+
+def test_cleanup_passes_over_a_folder_another_process_removes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two compiles into one --out: one sweeps the whole folder for dead writers' temporaries
+    # while the other replaces its own model's output (sdsc/<model>). Here the folder goes
+    # right after its parent was listed, the window the CI run hit (FileNotFoundError).
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    going = tmp_path / "sdsc" / "mlp" / "inductor-spyre"
+    going.mkdir(parents=True)
+    (going / "sdsc_0.json").write_bytes(b"{}")
+    stale = tmp_path / "sdsc" / "residual" / f"{files.TMP_PREFIX}{dead.pid}-abc.part"
+    stale.parent.mkdir()
+    stale.write_bytes(b"x")
+    listed = os.scandir
+
+    def scandir_then_remove(path: Any) -> Any:
+        entries = listed(path)
+        if isinstance(path, (str, os.PathLike)) and Path(path) == tmp_path / "sdsc":  # rmtree lists fds
+            shutil.rmtree(tmp_path / "sdsc" / "mlp")
+        return entries
+
+    monkeypatch.setattr(os, "scandir", scandir_then_remove)
+    assert files.remove_stale_temporaries(tmp_path) == 1
+    assert not stale.exists() and not going.exists()
 
 
 def test_emit_clears_dead_writers_temporaries_before_writing(tmp_path: Path) -> None:

@@ -100,20 +100,23 @@ def _umask() -> int:
 def remove_stale_temporaries(folder: str | os.PathLike[str], *, recursive: bool = True) -> int:
     """Delete the temporaries a killed writer left in ``folder`` (and below, when
     ``recursive``); returns how many. A temporary whose writer is still running (its pid is
-    in the name) is left alone; one without a pid (an older version's) counts as stale."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        return 0
-    found = folder.rglob(f"{TMP_PREFIX}*.part") if recursive else folder.glob(f"{TMP_PREFIX}*.part")
+    in the name) is left alone; one without a pid (an older version's) counts as stale.
+
+    Another process may be removing folders under ``folder`` meanwhile (a concurrent compile
+    into the same ``--out`` replaces its own model's output): ``os.walk`` passes over a folder
+    that is gone by the time it is listed, where ``Path.rglob`` raises."""
     removed = 0
-    for tmp in found:
-        if not is_stale_temporary(tmp.name):
-            continue
-        try:
-            tmp.unlink()
-            removed += 1
-        except FileNotFoundError:  # another cleaner was first
-            pass
+    for root, dirs, names in os.walk(folder):
+        if not recursive:
+            dirs.clear()
+        for name in names:
+            if not is_stale_temporary(name):
+                continue
+            try:
+                os.unlink(os.path.join(root, name))
+                removed += 1
+            except FileNotFoundError:  # another cleaner was first
+                pass
     return removed
 
 
