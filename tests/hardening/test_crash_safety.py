@@ -12,7 +12,6 @@ import inspect
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from helpers.where import REPO  # tests/ is on sys.path
+from helpers.vanishing import remove_after_listing  # tests/ is on sys.path
+from helpers.where import REPO
 from spyre_provenance.base import files
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
 from spyre_provenance.validate import schemas
@@ -140,15 +140,7 @@ def test_cleanup_passes_over_a_folder_another_process_removes(tmp_path: Path, mo
     stale = tmp_path / "sdsc" / "residual" / f"{files.TMP_PREFIX}{dead.pid}-abc.part"
     stale.parent.mkdir()
     stale.write_bytes(b"x")
-    listed = os.scandir
-
-    def scandir_then_remove(path: Any) -> Any:
-        entries = listed(path)
-        if isinstance(path, (str, os.PathLike)) and Path(path) == tmp_path / "sdsc":  # rmtree lists fds
-            shutil.rmtree(tmp_path / "sdsc" / "mlp")
-        return entries
-
-    monkeypatch.setattr(os, "scandir", scandir_then_remove)
+    remove_after_listing(monkeypatch, tmp_path / "sdsc", tmp_path / "sdsc" / "mlp")
     assert files.remove_stale_temporaries(tmp_path) == 1
     assert not stale.exists() and not going.exists()
 

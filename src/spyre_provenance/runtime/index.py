@@ -284,7 +284,11 @@ def _graph_folder_graphs(folder: Path) -> list[IndexedGraph]:
     """Graph folders without their log: the artifact files alone (no wrapper code)."""
     found = []
     candidates = [folder] if (folder / artifact_file(NODE_MAPPINGS)).is_file() else []
-    candidates += sorted(p for p in folder.rglob(folders.GRAPH_PREFIX + "*") if p.is_dir())
+    # os.walk, not rglob: a compile writing into ``folder`` meanwhile may remove a folder
+    # between its parent's listing and its own, which os.walk passes over and rglob raises on
+    candidates += sorted(
+        Path(root, d) for root, dirs, _ in os.walk(folder) for d in dirs if d.startswith(folders.GRAPH_PREFIX)
+    )
     for sub in candidates:
         mapping_file = sub / artifact_file(NODE_MAPPINGS)
         if not mapping_file.is_file():

@@ -515,8 +515,9 @@ def served_bundles(roots: list[Path]) -> dict[str, dict[str, Any]]:
     for root in roots:
         if not root.is_dir():
             raise UnusableInput(str(root), "no such folder (--bundles names a folder of SuperDSC bundle folders)")
-        for first in sorted(root.rglob(folders.BUNDLE_FILE.format(0))):
-            folder = first.parent
+        first = folders.BUNDLE_FILE.format(0)
+        # os.walk, not rglob: passes over a bundle folder a running compile removes meanwhile
+        for folder in sorted(Path(r) for r, _, files in os.walk(root) if first in files):
             for path in bundle_files(folder):
                 bundle = _bundle_file(path, f"{folder.name}/{path.name}")
                 found.setdefault(bundle["path"], bundle)
