@@ -6,10 +6,12 @@ fixture; the tests marked ``compile`` read its results.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,13 +159,26 @@ def test_split_addmm_is_exact_and_keeps_provenance(beta: float, alpha: float) ->
         assert node.meta["stack_trace"] == addmm.meta["stack_trace"]
 
 
+@contextlib.contextmanager
+def _observed(gm: torch.fx.GraphModule) -> Iterator[None]:
+    """As Inductor runs a post-grad pass with provenance tracking on: under a
+    GraphTransformObserver, which hooks node creation and replacement only at
+    ``trace.provenance_tracking_level`` 1."""
+    from torch.fx.passes.graph_transform_observer import GraphTransformObserver
+
+    with inductor_config.patch({"trace.provenance_tracking_level": 1}):
+        observer = GraphTransformObserver(gm, "post_grad_custom_post_pass")
+        assert observer.active
+        with observer:
+            yield
+
+
 def test_a_shared_input_clone_has_no_origin_of_the_input() -> None:
     """The clone of an input two ops read is the backend's own node. Inductor runs the pass
     under a GraphTransformObserver, whose replace hook would record the input as the node
     the clone replaced; a backward graph's input (a saved forward activation) carries the
     forward node's ``from_node``, so the clone would reach that pre-grad op and its line
     (tests/zoo/models.py:conv_groupnorm --train linked the mean backward to the group norm)."""
-    from torch.fx.passes.graph_transform_observer import GraphTransformObserver
     from torch.fx.traceback import NodeSource, NodeSourceAction
 
     def f(x: torch.Tensor) -> torch.Tensor:
@@ -175,7 +190,7 @@ def test_a_shared_input_clone_has_no_origin_of_the_input() -> None:
     forward_op = next(n for n in gm.graph.nodes if n.target is aten.exp.default)
     x.meta["from_node"] = [NodeSource(forward_op, "saved_activation", NodeSourceAction.CREATE)]
 
-    with GraphTransformObserver(gm, "post_grad_custom_post_pass"):
+    with _observed(gm):
         assert clone_shared_inputs(gm) == 1
     (clone,) = [n for n in gm.graph.nodes if n.target is aten.clone.default]
     assert [(s.name, s.pass_name) for s in clone.meta["from_node"]] == [("", CLONE_INPUTS_PASS)]
@@ -275,12 +290,15 @@ def test_a_result_is_copied_where_main_relayouts_it(
     batch: int, tokens: int, hidden: int, dtype: torch.dtype, copied: list[str]
 ) -> None:
     """The clones main's LX relayout makes (``core_division``): right after the op whose
-    result they copy, read by its reader instead, the backend's own nodes; the graph
-    computes the same."""
+    result they copy, read by its reader instead, the backend's own nodes, also under the
+    GraphTransformObserver Inductor runs the pass in, whose replace hook would link a clone
+    to what it replaced (the op, or the reader's no-op expand: gelu_mlp_wide's GELU copy
+    was linked to the second linear); the graph computes the same."""
     shapes = [(batch, tokens, 64), (64, hidden), (hidden,), (hidden, 64)]
     args = tuple(torch.randn(*shape, dtype=dtype) for shape in shapes)
     gm = make_fx(_batched_gelu_mlp, tracing_mode="fake")(*args)
-    assert lx_relayout_copies(gm) == len(copied)
+    with _observed(gm):
+        assert lx_relayout_copies(gm) == len(copied)
     clones = [n for n in gm.graph.nodes if n.target is aten.clone.default]
     assert [c.prev.target.__name__.split(".")[0] for c in clones] == copied
     for clone in clones:

@@ -87,14 +87,36 @@ def _through_no_op_expands(node: torch.fx.Node) -> list[tuple[torch.fx.Node, tor
     return reads
 
 
-def _read_copy(reads: list[tuple[torch.fx.Node, torch.fx.Node]], copy: torch.fx.Node) -> None:
-    """Let each ``(reader, via)`` read ``copy`` instead of ``via``. A no-op ``expand``
-    between the original and its readers keeps reading the original, with no readers left:
-    main copies after lowering (its scratchpad, at scheduling), so that expand, lowered
-    before, re-pointed the original's ``origin_node``, never the copy's; Inductor still
-    lowers it, as it lowers every node of the graph."""
+def _copy(
+    graph: torch.fx.Graph,
+    node: torch.fx.Node,
+    after: torch.fx.Node,
+    reads: list[tuple[torch.fx.Node, torch.fx.Node]],
+    made_by: str,
+) -> torch.fx.Node:
+    """An ``aten.clone`` of ``node`` right after ``after``, which each ``(reader, via)`` of
+    ``reads`` reads instead of ``via``: the backend's own node, with no stack trace and a
+    ``from_node`` that says only that the pass ``made_by`` created it, as main's copy (made
+    at scheduling, outside any graph pass) has none.
+
+    ``from_node`` is set after the reads move: Inductor runs the pass under a
+    GraphTransformObserver, whose replace hook records each ``via`` as a node the clone
+    replaced, and so links the clone to ``via``'s pre-grad op and line (a graph input's, a
+    forward activation's in a backward graph, or the op whose no-op ``expand`` it is).
+
+    A no-op ``expand`` between ``node`` and its readers keeps reading ``node``, with no
+    readers left: main copies after lowering (its scratchpad, at scheduling), so that
+    expand, lowered before, re-pointed ``node``'s ``origin_node``, never the copy's;
+    Inductor still lowers it, as it lowers every node of the graph."""
+    from torch.fx.traceback import NodeSource, NodeSourceAction
+
+    with graph.inserting_after(after):
+        clone = graph.create_node("call_function", aten.clone.default, (node,), name="clone")
+    clone.meta["val"] = fake_value(aten.clone.default, (node,))
     for reader, via in reads:
-        reader.replace_input_with(via, copy)
+        reader.replace_input_with(via, clone)
+    clone.meta["from_node"] = [NodeSource(None, made_by, NodeSourceAction.CREATE)]
+    return clone
 
 
 def _readers(node: torch.fx.Node) -> list[torch.fx.Node] | None:
@@ -146,14 +168,9 @@ def clone_shared_inputs(gm: torch.fx.GraphModule) -> int:
     restickify). Its further conditions depend on a card's memory and core division,
     which the CPU has not. Returns how many were cloned.
 
-    A clone is the backend's own node: no stack trace, and a ``from_node`` that says only
-    that this pass created it, as main's clone (made at scheduling, outside any graph pass)
-    has none. The input it copies is no origin of it: Inductor's node-replace hook would
-    record the input as the node the clone replaced, and a backward graph's input (a
-    forward activation AOTAutograd saved) carries the forward node's ``from_node``, which
-    would link the clone to a pre-grad op of another source line."""
-    from torch.fx.traceback import NodeSource, NodeSourceAction
-
+    A clone is the backend's own node (``_copy``): the input it copies is no origin of it,
+    where a backward graph's input (a forward activation AOTAutograd saved) would link it
+    to a pre-grad op of another source line."""
     graph = gm.graph
     inputs = [n for n in graph.nodes if n.op == "placeholder"]
     count = 0
@@ -168,12 +185,7 @@ def clone_shared_inputs(gm: torch.fx.GraphModule) -> int:
             or any(r.op != "call_function" or r.target in _UNCLONED for r in readers)
         ):
             continue
-        reads = _through_no_op_expands(node)
-        with graph.inserting_after(inputs[-1]):
-            clone = graph.create_node("call_function", aten.clone.default, (node,), name="clone")
-        clone.meta["val"] = fake_value(aten.clone.default, (node,))
-        _read_copy(reads, clone)
-        clone.meta["from_node"] = [NodeSource(None, CLONE_INPUTS_PASS, NodeSourceAction.CREATE)]
+        _copy(graph, node, inputs[-1], _through_no_op_expands(node), CLONE_INPUTS_PASS)
         count += 1
     if count:
         gm.recompile()
@@ -261,21 +273,15 @@ def lx_relayout_copies(gm: torch.fx.GraphModule) -> int:
     ``scratchpad/lx_relayout.py:356-371``; the rule in ``core_division``). Judged where the
     op and every reader of its result are pointwise ops of its shape or matmuls on it
     (``_division``): main gives up on a tensor any reader of which it cannot relayout
-    (``:271-345``). The copy is the backend's node, as ``clone_shared_inputs``'s.
+    (``:271-345``). The copy is the backend's own node (``_copy``): not the op's whose
+    result it copies, nor, through its no-op ``expand``, the reader's.
     Returns how many copies were made."""
-    from torch.fx.traceback import NodeSource, NodeSourceAction
-
     graph = gm.graph
     count = 0
     for node in list(graph.nodes):
         place = node
         for _, reads in _copy_views(node):
-            with graph.inserting_after(place):
-                clone = graph.create_node("call_function", aten.clone.default, (node,), name="clone")
-            clone.meta["val"] = fake_value(aten.clone.default, (node,))
-            clone.meta["from_node"] = [NodeSource(None, LX_RELAYOUT_PASS, NodeSourceAction.CREATE)]
-            _read_copy(reads, clone)
-            place = clone
+            place = _copy(graph, node, place, reads, LX_RELAYOUT_PASS)
             count += 1
     if count:
         gm.recompile()
