@@ -88,7 +88,10 @@ AUDIT_DOCS: dict[int, type[AuditDocV1]] = {1: AuditDocV1}
 
 #: The wire form of each diagnostics version, by the N of its schema file.
 DIAGNOSTICS_DOCS: dict[
-    int, type[DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5 | DiagnosticsDocV6]
+    int,
+    type[
+        DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5 | DiagnosticsDocV6
+    ],
 ] = {
     1: DiagnosticsDocV1,
     2: DiagnosticsDocV2,

@@ -41,7 +41,9 @@ from spyre_provenance.validate.rules import MSG_EMPTY, MSG_KERNEL_KEY, NO_DUPLIC
 DIAGNOSTICS_COUNTS = ("kernels", "opspecs", "handleless_opspecs")
 EXEMPT_COUNTS = ExemptNodes.__struct_fields__
 
-DiagnosticsDoc = DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5 | DiagnosticsDocV6
+DiagnosticsDoc = (
+    DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5 | DiagnosticsDocV6
+)
 
 
 def _counts_of(struct: Any, *, skip: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -74,7 +76,10 @@ def check_diagnostics_types(doc: DiagnosticsDoc) -> list[Problem]:
         for i, violation in enumerate(doc.violations):
             if violation.rule not in COVERAGE_RULES:
                 problems.append(Problem(f"$.violations[{i}].rule", _not_one_of(COVERAGE_RULES, violation.rule)))
-    if isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4, DiagnosticsDocV5, DiagnosticsDocV6)) and doc.bundle_handles is not None:
+    if (
+        isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4, DiagnosticsDocV5, DiagnosticsDocV6))
+        and doc.bundle_handles is not None
+    ):
         counts += [
             (f"$.bundle_handles.{name}", getattr(doc.bundle_handles, name)) for name in _counts_of(doc.bundle_handles)
         ]
@@ -131,13 +136,20 @@ def _check_diagnostics(doc: DiagnosticsDoc, problems: list[Problem]) -> None:
         problems.append(Problem("$.disagreements", f"duplicate entry {quote(dup)}"))
     if not isinstance(doc, DiagnosticsDocV1):  # later versions keep version 2's rules
         _check_diagnostics_v2(doc, problems)
-    if isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4, DiagnosticsDocV5, DiagnosticsDocV6)) and doc.bundle_handles is not None:
+    if (
+        isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4, DiagnosticsDocV5, DiagnosticsDocV6))
+        and doc.bundle_handles is not None
+    ):
         bundles = doc.bundle_handles
         shared = getattr(bundles, "shared", 0)
         if bundles.stale + bundles.missing + shared > bundles.checked:
             message = (
                 f"{quote(bundles.stale)} stale plus {quote(bundles.missing)} missing"
-                + (f" plus {quote(shared)} shared" if isinstance(doc, (DiagnosticsDocV4, DiagnosticsDocV5, DiagnosticsDocV6)) else "")
+                + (
+                    f" plus {quote(shared)} shared"
+                    if isinstance(doc, (DiagnosticsDocV4, DiagnosticsDocV5, DiagnosticsDocV6))
+                    else ""
+                )
                 + f" is more than the {quote(bundles.checked)} bundles checked"
             )
             problems.append(Problem("$.bundle_handles", message))
@@ -200,7 +212,8 @@ def _check_diagnostics_v4(doc: DiagnosticsDocV4 | DiagnosticsDocV5 | Diagnostics
 
 
 def _check_diagnostics_v2(
-    doc: DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5 | DiagnosticsDocV6, problems: list[Problem]
+    doc: DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5 | DiagnosticsDocV6,
+    problems: list[Problem],
 ) -> None:
     # complete == not partial and coverage judged and no violation; say which condition fails
     lacking = [
