@@ -17,7 +17,7 @@ import pytest
 
 from helpers import tlparse_page
 from helpers.fresh_process import FRESH  # tests/ is on sys.path
-from spyre_provenance.golden import normalize
+from spyre_provenance.golden.normalize import normalize
 from spyre_provenance.logs import tlparse_run, tracelog
 from spyre_provenance.model.names import DIAGNOSTICS, NODE_MAPPINGS
 
@@ -87,7 +87,7 @@ def test_a_hit_writes_every_artifact_the_miss_wrote(pair: Pair) -> None:
             assert (cold_doc.pop("cache"), hot_doc.pop("cache")) == ("compiled", "cached"), name
             assert cold_doc == hot_doc, name
             continue
-        docs = (normalize.normalize(name.stem, json.loads(path.read_bytes())) for path in (cold, hot))
+        docs = (normalize(name.stem, json.loads(path.read_bytes())) for path in (cold, hot))
         assert next(docs) == next(docs), name
     cold_bundles = sorted(p.relative_to(pair.cold_out) for p in pair.cold_out.glob("sdsc/**/*.json"))
     assert cold_bundles == sorted(p.relative_to(pair.warm_out) for p in pair.warm_out.glob("sdsc/**/*.json"))
