@@ -11,6 +11,7 @@ it): the hit is counted "cached without provenance", partial, never complete.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -96,3 +97,59 @@ def test_an_entry_without_provenance_is_counted_partial(tmp_path) -> None:
     doc = json.loads(diag.read_bytes())
     assert (doc["cache"], doc["partial"], doc["complete"]) == ("cached without provenance", True, False)
     assert any("holds no provenance" in fault["error"] for fault in doc["faults"])
+
+
+def _vllm_or_skip() -> None:
+    """vLLM is installed beside torch 2.13.0 (``make venv``: ``--no-deps vllm==0.27.1``, which
+    pins that torch); a missing one skips elsewhere and fails in CI on that torch."""
+    import importlib.util
+
+    import torch
+
+    if importlib.util.find_spec("vllm") is not None:
+        return
+    if os.environ.get("CI") == "true" and torch.__version__.startswith("2.13."):
+        pytest.fail("vllm is not installed (make venv installs vllm==0.27.1 --no-deps)")
+    pytest.skip(f"vllm 0.27.1 is installed only beside torch 2.13 (this is {torch.__version__})")
+
+
+VLLM_PROGRAM = Path(__file__).parent / "programs" / "vllm_adaptor.py"
+
+
+@pytest.mark.parametrize(
+    "aot, write, read",
+    [("0", "compile", "load"), ("1", "aot", "aot-load")],
+    ids=["CompiledArtifact.save-load", "mega-AOT-serialize-deserialize"],
+)
+def test_vllms_own_adaptor_saves_and_a_warm_start_is_recorded(tmp_path, aot, write, read) -> None:
+    """vLLM's InductorStandaloneAdaptor, as its worker calls it: compile and save (or
+    serialize) tracked, then a fresh process that only loads; both folders complete."""
+    _vllm_or_skip()
+    where = tmp_path / ("artifacts" if aot == "0" else "artifact.bin")
+    outputs, folders = [], []
+    for action in (write, read):
+        env = environment(
+            {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"cache_{action}"), "VLLM_USE_MEGA_AOT_ARTIFACT": aot}
+        )
+        env["SPYRE_PROVENANCE_OUT"] = str(tmp_path / action)
+        done = subprocess.run(
+            [sys.executable, str(VLLM_PROGRAM), action, str(where)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+            cwd=VLLM_PROGRAM.parent,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+        outputs.append(done.stdout.splitlines()[-1])
+        folders.append(_graph_folder(tmp_path / action))
+    assert outputs[0] == outputs[1]
+    saved, loaded = folders
+    names = sorted(p.name for p in saved.glob("*.json"))
+    assert "inductor_provenance_tracking_node_mappings.json" in names
+    assert sorted(p.name for p in loaded.glob("*.json")) == names
+    diagnostics = json.loads((loaded / "spyre_provenance_diagnostics.json").read_bytes())
+    assert (diagnostics["cache"], diagnostics["complete"]) == ("cached", True)
+    for name in names:
+        if name != "spyre_provenance_diagnostics.json":
+            assert (saved / name).read_bytes() == (loaded / name).read_bytes(), name
