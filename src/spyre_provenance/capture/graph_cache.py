@@ -140,6 +140,9 @@ class Entries:
                 bundles=self.session.backend.written_bundles(names),
             )
             setattr(compiled, ATTRIBUTE, cached_graph.encode(stored))
+            if result.moved_post_grad is not None and hasattr(compiled, "inductor_post_grad_graph_str"):
+                # what a hit logs as the post-grad graph: the one the kernels and handles name
+                compiled.inductor_post_grad_graph_str = result.moved_post_grad
         except Exception as exc:  # noqa: BLE001 - the entry is saved without; a hit then says so
             self.session.faults.note(
                 "emit", id(result), f"{type(exc).__name__}: not stored with the cache entry: {exc}"

@@ -98,6 +98,7 @@ class Session:
         #: pre-grad graph id -> its higher-order ops' subgraphs (or why they could not be read)
         self._subgraphs: dict[int, PreGradSubgraphs | str] = {}
         self._first: int | None = None  # the order of this session's first graph folder
+        self._moved_post_grad: dict[int, str] = {}  # graph key -> its post-grad graph logged again
         #: counts the provenance fields of every stage (``audit=True``); None: no audit, no cost
         self.probe = None
         if audit:  # imported only then: a compile without the audit pays nothing for it
@@ -174,7 +175,7 @@ class Session:
         wrapper code, which ends a graph in the log, is not logged yet."""
         with self.faults.stage("emit", graph_key):
             if self.inductor.post_grad_graph_moved(graph):
-                self.inductor.log_post_grad_graph(graph)
+                self._moved_post_grad[graph_key] = self.inductor.log_post_grad_graph(graph)
 
     def _record(self, node_schedule: Any, kernel_name: str, handle: int, is_extern: bool) -> None:
         graph = self.inductor.graph()
@@ -310,6 +311,7 @@ class Session:
             opspec_handles=None,
             upstream_node_mappings=upstream or None,
             diagnostics=GraphDiagnostics(),
+            moved_post_grad=self._moved_post_grad.pop(graph_key, None),
         )
         self.results.append(result)
         self._current = (graph_key, result)

@@ -461,3 +461,7 @@ class GraphResult(msgspec.Struct):
     audit: GraphAudit | None = None  # the provenance audit of the graph (tracking with audit=True)
     #: the graph's ops that draw random numbers: compiled and eager draw different ones
     random_ops: list[RandomOp] = []
+    #: the post-grad graph as the backend's own passes left it, logged again because they
+    #: changed it after compile_fx logged it (torch-spyre's restickify nodes); None: unchanged.
+    #: Stored with the cache entry, so a hit logs the graph the kernels name.
+    moved_post_grad: str | None = None
