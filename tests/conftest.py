@@ -3,13 +3,24 @@ belong in their test module."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from helpers.fresh_process import FRESH, FreshProcess  # tests/ is on sys.path
+from helpers.fresh_process import FRESH, FreshProcess  # tests/ is on sys.path (imports no torch)
+
+# Inductor's FX-graph and AOTAutograd caches off for the suite's compiles, as a user who sets
+# these variables has them (tracking keeps whatever the user chose): each test's compile is
+# its own, whatever the suite or an earlier run compiled, and a test that injects a fault
+# into the hook leaves no entry a later test would replay. Kernel caches stay shared. The
+# tests of warm starts set both to 1 for their own processes (tests/compile/test_cache.py,
+# tests/attach/test_warm_runs.py, test_cached_artifacts.py, ...). Set here, before any
+# torch import, and inherited by every process the suite starts.
+for _variable in ("TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_AUTOGRAD_CACHE"):
+    os.environ.setdefault(_variable, "0")
 
 DATA = Path(__file__).parent / "data"
 

@@ -23,10 +23,12 @@ from helpers.fresh_process import environment
 pytestmark = pytest.mark.compile
 
 PROGRAM = Path(__file__).parent / "programs" / "standalone_artifact.py"
+#: the suite turns both caches off (tests/conftest.py); these tests are of them on
+CACHES_ON = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
 
 
 def _run(action: str, artifact: Path, out: Path | None, cache: Path) -> subprocess.CompletedProcess[str]:
-    env = environment({"TORCHINDUCTOR_CACHE_DIR": str(cache)})
+    env = environment({**CACHES_ON, "TORCHINDUCTOR_CACHE_DIR": str(cache)})
     env.pop("SPYRE_PROVENANCE_OUT", None)
     if out is not None:
         env["SPYRE_PROVENANCE_OUT"] = str(out)
@@ -75,7 +77,7 @@ def test_an_entry_without_provenance_is_counted_partial(tmp_path) -> None:
     """A compile whose provenance could not be stored leaves an entry without it; the next
     tracked hit says so on the screen and in its diagnostics."""
     cache = tmp_path / "cache"
-    env = environment({"TORCHINDUCTOR_CACHE_DIR": str(cache)})
+    env = environment({**CACHES_ON, "TORCHINDUCTOR_CACHE_DIR": str(cache)})
     # the writer: tracked, but nothing stored with the entry (as when storing failed)
     unstored = "from spyre_provenance.capture import graph_cache; graph_cache.Entries.store = lambda *a: None"
     cli = "from spyre_provenance.cli import main; raise SystemExit(main())"
@@ -129,7 +131,11 @@ def test_vllms_own_adaptor_saves_and_a_warm_start_is_recorded(tmp_path, aot, wri
     outputs, folders = [], []
     for action in (write, read):
         env = environment(
-            {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"cache_{action}"), "VLLM_USE_MEGA_AOT_ARTIFACT": aot}
+            {
+                **CACHES_ON,
+                "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"cache_{action}"),
+                "VLLM_USE_MEGA_AOT_ARTIFACT": aot,
+            }
         )
         env["SPYRE_PROVENANCE_OUT"] = str(tmp_path / action)
         done = subprocess.run(

@@ -19,10 +19,11 @@ from spyre_provenance.logs import tracelog
 pytestmark = [pytest.mark.compile, needs_startup_hook]
 
 HIT_ARTIFACTS = ("fx_graph_cache_hit", "aotautograd_cache_hit")
+CACHES_ON = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1"}
 
 
 def _twice(root: Path, *command: object) -> tuple[Ran, Ran]:
-    env = {"TORCHINDUCTOR_CACHE_DIR": str(root / "cache")}
+    env = {**CACHES_ON, "TORCHINDUCTOR_CACHE_DIR": str(root / "cache")}
     cold = run_program(root / "cold", *command, env=env)
     warm = run_program(root / "warm", *command, env=env)
     return cold, warm

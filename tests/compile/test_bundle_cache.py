@@ -24,7 +24,9 @@ pytestmark = pytest.mark.compile
 
 def compile_with_cache(model: Path, out: Path, cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """``model`` (a copy of ``zoo/user_models.py``) compiled in a fresh process with its own
-    Inductor cache dir, where the kernel cache keeps its bundles."""
+    Inductor cache dir, where the kernel cache keeps its bundles; the FX-graph and AOTAutograd
+    caches on, as a user's are (the suite turns them off): a model whose lines moved must not
+    be served the entry of its old lines (``graph_cache.source_digest``)."""
     return FRESH.run(
         "compile",
         f"{model}:summed_block",
@@ -34,7 +36,11 @@ def compile_with_cache(model: Path, out: Path, cache: Path, *extra: str) -> subp
         out,
         "--no-tlparse",
         *extra,
-        env={"TORCHINDUCTOR_CACHE_DIR": str(cache)},
+        env={
+            "TORCHINDUCTOR_CACHE_DIR": str(cache),
+            "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
+            "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
+        },
         timeout=600,
     )
 

@@ -75,6 +75,7 @@ def test_provenance_regression(pytester: pytest.Pytester, monkeypatch: pytest.Mo
     cache = pytester.path / "inductor-cache"
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
     monkeypatch.setenv("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
+    monkeypatch.setenv("TORCHINDUCTOR_AUTOGRAD_CACHE", "1")
 
     # -p: also when the entry point is not installed (a no-op when it is: same name)
     def run(*args):

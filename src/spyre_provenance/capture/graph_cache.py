@@ -5,10 +5,11 @@ A cache hit generates no kernel, so the hook sees nothing of it. Upstream's answ
 its two provenance strings on the cached ``CompiledFxGraph`` and log them again on a hit; this
 does the same with everything the hook recorded (``model.cached_graph``), through four seams:
 
-* ``FxGraphHashDetails.__init__``: one more field, ``key_component``, so a tracked compile
-  never hits an entry an untracked one wrote (its wrapper has no handle comments the mapping
-  could name, and no provenance of ours) and tracked compiles of different backends or
-  settings never share one. The AOTAutograd cache's details inherit it.
+* ``FxGraphHashDetails.__init__``: one more field, ``key_component`` and the graph's
+  ``source_digest``, so a tracked compile never hits an entry an untracked one wrote (its
+  wrapper has no handle comments the mapping could name, and no provenance of ours), tracked
+  compiles of different backends or settings never share one, and a model whose lines moved
+  is compiled again. The AOTAutograd cache's details inherit it.
 * ``compile_fx.fx_codegen_and_compile``: the graph it returns (the one compile_fx then
   saves into the FX-graph cache, or AOTAutograd bundles) gets the stored form of the graph
   the hook just finished, as the attribute ``ATTRIBUTE``.
@@ -54,6 +55,19 @@ def key_component(backend: Any, redactor: Any) -> str:
     )
 
 
+def source_digest(gm: Any) -> str:
+    """A hash of where each node of the graph (and its subgraphs) came from in the user's
+    code. Inductor's own key leaves stack traces out: a model whose lines only moved (a
+    comment added above them) hits the entry of the old lines, and its provenance would
+    name them. Keyed on them, it compiles again and names the lines as they are."""
+    digest = hashlib.sha256()
+    for module in gm.modules() if gm is not None else ():
+        graph = getattr(module, "graph", None)
+        for node in getattr(graph, "nodes", ()):
+            digest.update(f"{node.name}\0{node.stack_trace or ''}\0".encode())
+    return digest.hexdigest()[:16]
+
+
 def keep(patches: Patches, session: Any) -> None:
     """Install the four seams for ``session`` (a ``capture.hook.Session``)."""
     import torch._inductor.compile_fx as compile_fx
@@ -63,9 +77,10 @@ def keep(patches: Patches, session: Any) -> None:
     entries = Entries(session)
 
     def wrap_details(original: Any) -> Any:
-        def __init__(details: Any, *args: Any, **kwargs: Any) -> None:
-            original(details, *args, **kwargs)
-            details.spyre_provenance = component  # hashed with every other field
+        def __init__(details: Any, gm: Any, *args: Any, **kwargs: Any) -> None:
+            original(details, gm, *args, **kwargs)
+            # hashed with every other field
+            details.spyre_provenance = f"{component}; source lines {source_digest(gm)}"
 
         __init__.__wrapped__ = original  # type: ignore[attr-defined]
         return __init__
