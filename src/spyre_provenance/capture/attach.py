@@ -1,6 +1,6 @@
 """Tracking switched on from outside the program: one process, its own folder, the usual session.
 
-``plugin.startup`` (the ``.pth`` start-up hook, the vLLM plugin) calls the two functions
+``spyre_provenance_startup`` (the ``.pth`` start-up hook, and the vLLM plugin) calls the two functions
 here when ``SPYRE_PROVENANCE_OUT=DIR`` is set:
 
 * ``torch_imported``: the process's TORCH_TRACE log gets a handler of its own, writing

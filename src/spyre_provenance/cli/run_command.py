@@ -3,7 +3,7 @@ unmodified, with every ``torch.compile`` in it and in every Python process it st
 
 A launcher, as ``torchrun``, ``nsys profile`` or ``py-spy record --`` are: COMMAND runs with
 ``SPYRE_PROVENANCE_OUT=OUT`` (and ``SPYRE_PROVENANCE_BACKEND``) in its environment, which
-every Python process of this environment reads at start-up (``plugin.startup``), so a
+every Python process of this environment reads at start-up (``spyre_provenance_startup``), so a
 script, ``python -m``, ``torchrun``, a console script or a shell script that starts Python
 are all tracked, each process into its own folder of OUT (``Layout.processes``). This
 environment's ``bin`` comes first on COMMAND's ``PATH``, so ``python`` and ``torchrun`` are
