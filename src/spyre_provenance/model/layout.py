@@ -204,6 +204,12 @@ class Layout(msgspec.Struct, frozen=True):
         found = [(f, p) for p in self.out.iterdir() if p.is_dir() and (f := folders.process_of_folder(p.name))]
         return [(f, self.process(f)) for f, _ in sorted(found, key=lambda item: item[0].order)]
 
+    def holds_runs(self) -> bool:
+        """Whether ``out`` holds what ``compile`` or ``run`` writes: a ``trace/`` folder, rank
+        folders or process folders. Then its ``NO_LOG_FOLDERS`` hold copies and bundles,
+        which a reader of every artifact in ``out`` passes over."""
+        return self.trace_dir.is_dir() or bool(self.ranks()) or bool(self.processes())
+
     @property
     def _named(self) -> str:
         if self.label is None:
