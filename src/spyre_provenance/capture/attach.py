@@ -13,10 +13,15 @@ here when ``SPYRE_PROVENANCE_OUT=DIR`` is set:
   first compile starts the session (``tracking.attach``, ``hook.Session`` into the
   process's folder): the same session as ``enable``, not a copy of the compile door.
 
-A fork's child gets a folder of its own (its pid), and its compiles a session of their own.
+A process claims its folder (``_Process.claim``): it makes it itself, and a name something in
+``OUT`` already has (another process's folder: pids repeat across containers sharing a
+volume; a link) is passed over for the next, ``train_pid1-2``, said on stderr. So no process
+appends to or replaces another's files, or writes through a link it did not make. A fork's
+child gets a folder of its own (its pid), and its compiles a session of their own.
 A program that enables tracking itself (``enable``, the ``compile`` command) takes over:
 the attached session steps aside. At exit, a folder whose session recorded no graph is
-removed again (torch may have logged a compile that reached no Inductor code).
+removed again (torch may have logged a compile that reached no Inductor code), and so are the
+folders up to ``OUT`` the process made for it, when they are empty.
 
 Every finished graph's files are written atomically when it finishes (``hook``) and the
 log is flushed at every record, so a program that raises, exits, is interrupted or killed
@@ -45,6 +50,8 @@ if TYPE_CHECKING:
 
 #: torch's logger of structured records (``torch._logging._internal.trace_log``)
 TRACE_LOGGER = "torch.__trace"
+#: how many names a process tries for its folder (``train_pid1``, ``train_pid1-2``, ...)
+CLAIMS = 1000
 
 
 class _Process:
@@ -57,20 +64,44 @@ class _Process:
         self.session: Any = None  # hook.Session, once the first compile started it
         self.started = False  # the session was started (or refused) for this process
         self.stepped_aside = False  # the program enabled its own tracking
+        self.made: list[Path] = []  # the folders up to OUT this process made, outermost first
 
     def folder(self) -> Layout:
+        """This process's folder, claimed at its first use."""
+        with self.lock:
+            if self.layout is None:
+                self.layout = self.claim()
+            return self.layout
+
+    def claim(self) -> Layout:
+        """Make this process's folder in ``OUT``, a name no one has (``files.claim_folder``):
+        ``train_pid1``, else ``train_pid1-2`` and on, said on stderr."""
         # imported at the first record, not with torch: torch's compile workers, and every
         # process that never compiles, import torch without ever needing them (msgspec's import
         # alone is some 30 ms a process)
+        from spyre_provenance.base import files
         from spyre_provenance.model import folders
         from spyre_provenance.model.layout import Layout
 
-        with self.lock:
-            if self.layout is None:
-                program = folders.program_label(sys.argv, getattr(sys, "orig_argv", sys.argv))
-                process = folders.process_folder(program, os.getpid(), os.environ)
-                self.layout = Layout(Path(os.environ[environment.OUT])).process(process)
-            return self.layout
+        program = folders.program_label(sys.argv, getattr(sys, "orig_argv", sys.argv))
+        first = folders.process_folder(program, os.getpid(), os.environ)
+        names = {p.name: p for p in (first._replace(claim=n) for n in range(1, CLAIMS + 1))}
+        out = Path(os.environ[environment.OUT])
+        self.made = files.make_folders(out)
+        claimed = files.claim_folder(out, list(names))
+        if claimed.name != first.name:
+            _tell(
+                f"{out / first.name} is taken (another process's folder, or a link): this process's folder is {claimed}"
+            )
+        return Layout(out).process(names[claimed.name])
+
+    def remove_made(self) -> None:
+        """The folders up to ``OUT`` this process made, where it left them empty."""
+        for folder in reversed(self.made):
+            try:
+                folder.rmdir()
+            except OSError:  # another process's folder is in it, or it is gone
+                return
 
 
 _process = _Process()
@@ -90,7 +121,8 @@ class _ProcessLog(logging.StreamHandler):
             if self.stream is None:
                 self.path = _process.folder().trace_log
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.stream = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - open for the process's life
+                # "x": a new file in the process's own folder, never another's appended to
+                self.stream = open(self.path, "x", encoding="utf-8")  # noqa: SIM115 - open for the process's life
         except OSError as exc:
             _warn(f"cannot write the process's log: {exc}")
             logging.getLogger(TRACE_LOGGER).removeHandler(self)
@@ -185,6 +217,7 @@ def _after_fork() -> None:
     """In a forked child: a folder, a log and (at its first compile) a session of its own."""
     _process.lock = threading.RLock()
     _process.layout = None
+    _process.made = []  # the parent's to remove, not the child's
     if _process.handler is not None:
         _process.handler.forget_stream()
     if _process.session is not None and not _process.stepped_aside:
@@ -215,6 +248,7 @@ def _at_exit() -> None:
     held = [p for p in layout.out.rglob("*") if p.is_file()] if layout.out.is_dir() else []
     if all(p == handler.path for p in held):  # nothing but the log of no graph
         shutil.rmtree(layout.out, ignore_errors=True)
+        _process.remove_made()
 
 
 def _say_ended() -> None:
@@ -227,6 +261,16 @@ def _say_ended() -> None:
         with open(os.path.join(said, _process.folder().out.name), "w"):
             pass
     except OSError:  # run ends it after the process instead, as without the word
+        pass
+
+
+def _tell(message: str) -> None:
+    """One line on stderr, where the program's user sees it (not a warning: a program that
+    turns warnings into errors must not fail on it)."""
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write(f"spyre-provenance: {message}\n")
+    except (OSError, ValueError):  # stderr closed: nowhere left to say it
         pass
 
 

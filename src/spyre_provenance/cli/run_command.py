@@ -155,7 +155,8 @@ def _prepare(out: Path) -> None:
         return
     layout = Layout(out)
     ours = {layout.out / f.name for f, _ in layout.processes()} | {layout.pages_root, layout.viewer_page}
-    strangers = sorted(p.name for p in out.iterdir() if p not in ours)
+    # a link is no run's output, whatever its name: never removed through, never replaced
+    strangers = sorted(p.name for p in out.iterdir() if p not in ours or p.is_symlink())
     if strangers:
         shown = ", ".join(strangers[:3]) + (f" and {len(strangers) - 3} more" if len(strangers) > 3 else "")
         raise UnusableInput(str(out), f"holds what no run wrote ({shown}); use another --out")
