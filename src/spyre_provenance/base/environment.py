@@ -16,6 +16,11 @@ BACKEND = "SPYRE_PROVENANCE_BACKEND"
 #: folder there, once its log is flushed, so ``run`` begins its end while the process is
 #: still tearing down (``cli.run_end``). Unset: nothing is said.
 ENDED = "SPYRE_PROVENANCE_ENDED"
+#: A folder in ``ENDED``: a tracked process whose compiles all went to a backend tracking does
+#: not record (``aot_eager``, ``eager``, the program's own function; no Inductor code ran)
+#: creates a file there named after its folder, the backends' names in it one a line, so
+#: ``run`` can say what the run used instead (``cli.run_end``).
+OTHER_BACKENDS = "other-backends"
 #: The file the wheel (and the editable install) puts into site-packages; its one line
 #: starts ``spyre_provenance_startup`` where ``OUT`` is set (pyproject.toml's force-include).
 STARTUP_FILE = "spyre_provenance_startup.pth"

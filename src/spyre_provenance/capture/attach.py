@@ -20,7 +20,8 @@ appends to or replaces another's files, or writes through a link it did not make
 child gets a folder of its own (its pid), and its compiles a session of their own.
 A program that enables tracking itself (``enable``, the ``compile`` command) takes over:
 the attached session steps aside. At exit, a folder whose session recorded no graph is
-removed again (torch may have logged a compile that reached no Inductor code), and so are the
+removed again (torch may have logged a compile that reached no Inductor code: one of another
+backend, ``aot_eager`` or the program's own, whose names it tells ``run``), and so are the
 folders up to ``OUT`` the process made for it, when they are empty.
 
 Every finished graph's files are written atomically when it finishes (``hook``) and the
@@ -245,6 +246,8 @@ def _at_exit() -> None:
     logging.getLogger(TRACE_LOGGER).removeHandler(handler)
     handler.close()
     layout = _process.folder()
+    if not _process.started:  # torch logged compiles, and not one reached Inductor's entry
+        _say_other_backends(layout.out.name)
     held = [p for p in layout.out.rglob("*") if p.is_file()] if layout.out.is_dir() else []
     if all(p == handler.path for p in held):  # nothing but the log of no graph
         shutil.rmtree(layout.out, ignore_errors=True)
@@ -262,6 +265,39 @@ def _say_ended() -> None:
             pass
     except OSError:  # run ends it after the process instead, as without the word
         pass
+
+
+def _say_other_backends(folder: str) -> None:
+    """Tell ``run`` (when it launched this process) which backends compiled here instead of
+    Inductor: a file named after the process's folder in ``ENDED``'s ``OTHER_BACKENDS``."""
+    said = os.environ.get(environment.ENDED)
+    if not said:
+        return
+    try:
+        where = os.path.join(said, environment.OTHER_BACKENDS)
+        os.makedirs(where, exist_ok=True)
+        with open(os.path.join(where, folder), "w", encoding="utf-8") as names:
+            names.write("".join(f"{name}\n" for name in other_backends()))
+    except OSError:  # run then says what it says of a process that compiled nothing
+        pass
+
+
+def other_backends() -> list[str]:
+    """The backends other than Inductor the program handed ``torch.compile``, by name: torch
+    keeps each in ``torch._dynamo.eval_frame.cached_backends`` (until ``torch._dynamo.reset``)
+    as ``torch.compile``'s wrapper (its ``compiler_name``: ``aot_eager``) or the function
+    itself. Nothing is imported: at exit, a process that compiled has them loaded."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    try:
+        backends = list(getattr(eval_frame, "cached_backends", {}).values())
+    except Exception:  # noqa: BLE001 - torch's internals moved: nothing to name
+        return []
+    names = {
+        str(getattr(b, "compiler_name", None) or getattr(b, "__name__", None) or type(b).__name__)
+        for b in backends
+        if b is not None  # a disabling context's (torch._dynamo.disable, run): no backend
+    }
+    return sorted(names - {"inductor"})
 
 
 def _tell(message: str) -> None:

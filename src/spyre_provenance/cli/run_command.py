@@ -22,6 +22,7 @@ the verdict: ``validate OUT`` judges.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if not command:
         raise UnusableInput("COMMAND", "nothing to run: spyre-provenance run [--out OUT] -- COMMAND [ARGS...]")
     out: Path = args.out.absolute()
+    users = out.is_dir() and not any(out.iterdir())  # an empty folder the user made: stays
     _prepare(out)
     if not startup_hook_installed():
         print(
@@ -85,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
     early = EarlyEnd(out, pages=pages, tlparse=_tlparse() if pages else None)
     try:
         status = _launch(command, {**_environment(out, args.backend), **early.environment}, early.poll)
-        _report(out, early.ended(), pages=pages)
+        if not users:
+            _remove_if_empty(out)
+        _report(out, early.ended(), early.other_backends(), pages=pages)
     finally:
         early.close()
     return status
@@ -167,7 +171,14 @@ def _prepare(out: Path) -> None:
             path.unlink()
 
 
-def _report(out: Path, ended: dict[str, ProcessEnd], *, pages: bool) -> None:
+def _remove_if_empty(out: Path) -> None:
+    """``out`` goes when no process left anything in it (a program that compiled nothing
+    tracking records): an empty folder says nothing."""
+    with contextlib.suppress(OSError):  # not empty, or not there: it stays as it is
+        out.rmdir()
+
+
+def _report(out: Path, ended: dict[str, ProcessEnd], other_backends: dict[str, list[str]], *, pages: bool) -> None:
     """The run's screen on stderr, then its pages (their lines on stderr too: stdout is the
     program's); what was made early of a process that had ended (``run_end``) is not made
     again."""
@@ -182,7 +193,7 @@ def _report(out: Path, ended: dict[str, ProcessEnd], *, pages: bool) -> None:
             else run_summary.summarize_process(process, layout, logged_per_op)
             for process, layout in Layout(out).processes()
         ]
-        for line in run_summary.render(summaries, out):
+        for line in run_summary.render(summaries, out, other_backends):
             print(line, file=sys.stderr)
         if not pages or not summaries:
             return
