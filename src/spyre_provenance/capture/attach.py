@@ -66,6 +66,8 @@ class _Process:
         self.started = False  # the session was started (or refused) for this process
         self.stepped_aside = False  # the program enabled its own tracking
         self.made: list[Path] = []  # the folders up to OUT this process made, outermost first
+        #: OUT as it was when tracking started: the program may change or drop the variable
+        self.out: str | None = None
 
     def folder(self) -> Layout:
         """This process's folder, claimed at its first use."""
@@ -87,7 +89,10 @@ class _Process:
         program = folders.program_label(sys.argv, getattr(sys, "orig_argv", sys.argv))
         first = folders.process_folder(program, os.getpid(), os.environ)
         names = {p.name: p for p in (first._replace(claim=n) for n in range(1, CLAIMS + 1))}
-        out = Path(os.environ[environment.OUT])
+        where = self.out or os.environ.get(environment.OUT)
+        if not where:
+            raise OSError(f"{environment.OUT} is no longer set")
+        out = Path(where)
         self.made = files.make_folders(out)
         claimed = files.claim_folder(out, list(names))
         if claimed.name != first.name:
@@ -124,8 +129,8 @@ class _ProcessLog(logging.StreamHandler):
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 # "x": a new file in the process's own folder, never another's appended to
                 self.stream = open(self.path, "x", encoding="utf-8")  # noqa: SIM115 - open for the process's life
-        except OSError as exc:
-            _warn(f"cannot write the process's log: {exc}")
+        except Exception as exc:  # noqa: BLE001 - raised here, it would break the compile that logged
+            _warn(f"cannot write the process's log: {type(exc).__name__}: {exc}")
             logging.getLogger(TRACE_LOGGER).removeHandler(self)
             return
         super().emit(record)
@@ -150,6 +155,7 @@ def torch_imported(torch: Any = None) -> None:
     with _process.lock:
         if _process.handler is not None:
             return
+        _process.out = os.environ.get(environment.OUT)  # set: this is called only then
         handler = _ProcessLog()
         handler.setFormatter(_internal.TorchLogsFormatter(trace=True))
         trace_log = logging.getLogger(TRACE_LOGGER)
@@ -306,11 +312,18 @@ def _tell(message: str) -> None:
     try:
         if sys.stderr is not None:
             sys.stderr.write(f"spyre-provenance: {message}\n")
-    except (OSError, ValueError):  # stderr closed: nowhere left to say it
+    except Exception:  # noqa: BLE001 - stderr closed or replaced: nowhere left to say it
         pass
 
 
 def _warn(message: str) -> None:
+    """A ``ProvenanceWarning``, where warnings are shown; never an exception. Most of these
+    are said from inside torch's logging call, in the middle of a compile: a program whose
+    filters turn warnings into errors (``-W error``, a strict suite), or whose stderr is
+    closed, would have its compile broken by one. Then the line goes to stderr (``_tell``)."""
     from spyre_provenance.base.errors import ProvenanceWarning
 
-    warnings.warn(f"spyre-provenance: {message} (the program goes on)", ProvenanceWarning, stacklevel=2)
+    try:
+        warnings.warn(f"spyre-provenance: {message} (the program goes on)", ProvenanceWarning, stacklevel=2)
+    except Exception:  # noqa: BLE001 - the program's filters made it an error: not ours to raise
+        _tell(f"{message} (the program goes on)")
