@@ -17,6 +17,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[test,tlparse]'
+	# vLLM's real plugin loader and compile adaptor for the suite, beside torch 2.13.0 CPU
+	# (the release pins it); --no-deps: its own dependencies pull a GPU torch and 4 GB
+	$(PY) -m pip install -q --no-deps vllm==0.27.1
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -87,6 +87,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench import attach_overhead
 
         attach_results = attach_overhead.run(attach_overhead.RUN_PAIRS, attach_overhead.STARTUP_PAIRS, progress)
+    warm_results = None
+    if not quick:  # fresh processes, two programs, warm and cold: minutes, never in the smoke run
+        from bench import warm_start
+
+        warm_results = warm_start.run(warm_start.ROUNDS, progress)
     artifact_results = artifacts.run(
         artifacts.QUICK_SIZES if quick else artifacts.FULL_SIZES,
         artifacts.QUICK_OUTER if quick else artifacts.OUTER,
@@ -113,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import attach_overhead
 
         table += "\n" + attach_overhead.render_section(attach_results, attach_overhead.SECTION)
+    if warm_results is not None:
+        from bench import warm_start
+
+        table += "\n" + warm_start.render_section(warm_results)
     if args.json:
         raw = {
             "compile": compile_results,
@@ -123,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             "viewer": viewer_results,
             "compare": compare_results,
             "attach": attach_results,
+            "warm_start": warm_results,
             "started": started.isoformat(),
         }
         args.json.write_bytes(msgspec.json.encode(raw))

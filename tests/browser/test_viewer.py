@@ -10,7 +10,7 @@ bundle files, never the page's embedded data), element by element:
 
     post-grad node -> its pre-grad nodes, the OpSpecs whose handle names it (ir_chain,
                       fused-from children's), their lines and bundles
-    pre-grad node  -> its post-grad nodes, the OpSpecs naming them, their bundles
+    pre-grad node  -> its post-grad nodes, the OpSpecs naming them, their lines and bundles
     OpSpec         -> its handle's lines, the post-grad nodes it names, its bundle
     bundle         -> its OpSpecs and what each lights
     source line    -> the OpSpecs from it, the nodes they name, those nodes' pre-grad nodes
@@ -194,7 +194,7 @@ class Relation:
         elif kind == "pre":
             nodes = self._of(element, "post", self.down)
             specs = {s for s, named in self.named.items() if named & nodes}
-            found |= nodes
+            found |= nodes | {line for s in specs for line in self._of(s, "line", self.up)}
             wide = {c for p in nodes for c in self._of(p, "call", self.down)}
         elif kind == "line":
             specs = self._of(element, "spec", self.down)
@@ -368,6 +368,14 @@ def test_the_seed_mlps_relu_lights_its_pre_grad_node_line_and_opspec_only(browse
         assert page.boxed() == {("call", key)}
         assert page.page.eval_on_selector(".row.box", "e => getComputedStyle(e).outlineStyle") == "dashed"
         assert page.page.eval_on_selector(".row.lit", "e => getComputedStyle(e).outlineStyle") != "dashed"
+        # issue 55 point 9: pre-grad linear_1 lights its own line 39 (fc2's), as line 39 lights
+        # linear_1: the relation is the same both ways
+        fc2_line = line + 1  # the seed MLP's next line: return self.fc2(h)
+        assert Path(source).read_text().splitlines()[fc2_line - 1].strip() == "return self.fc2(h)"
+        page.click("pre", "linear_1")
+        assert ("line", f"{source}:{fc2_line}") in page.lit()
+        page.click("line", f"{source}:{fc2_line}")
+        assert ("pre", "linear_1") in page.lit()
     finally:
         page.close()
 

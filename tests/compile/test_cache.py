@@ -1,15 +1,15 @@
-"""Cache hits: a second run with a warm Inductor cache gives the same mapping and a page
-whose pre-grad panel is linked.
+"""Inductor's caches stay on under tracking, and a hit is recorded as fully as the miss that
+wrote its entry (issue 54; ``capture.graph_cache``).
 
-Tracking bypasses the FX-graph and AOTAutograd caches (README, "Python API"): a cache hit
-generates no kernels, so nothing would be recorded, and upstream's replay logs no pre-grad
-graph. Both runs here share one TORCHINDUCTOR_CACHE_DIR with both caches switched on by
-environment, as a user's would be; kernel-level caches do get warm and are used.
-Two compiles of the seed MLP (~10 s each).
+Each case compiles once cold into a fresh TORCHINDUCTOR_CACHE_DIR (with the FX-graph and
+AOTAutograd caches forced on by environment, as a user's would be) and once warm from it,
+each in a fresh process; every test reads those two runs. Inference on the reference
+backend and on stock Inductor, training (forward and backward) on the reference.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -17,50 +17,97 @@ import pytest
 
 from helpers import tlparse_page
 from helpers.fresh_process import FRESH  # tests/ is on sys.path
+from spyre_provenance.golden.normalize import normalize
 from spyre_provenance.logs import tlparse_run, tracelog
-from spyre_provenance.model.names import NODE_MAPPINGS
+from spyre_provenance.model.names import DIAGNOSTICS, NODE_MAPPINGS
 
 pytestmark = [
     pytest.mark.compile,
     pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed"),
 ]
 
-CACHE_HITS = ("fx_graph_cache_hit", "aotautograd_cache_hit")
+HIT_ARTIFACTS = ("fx_graph_cache_hit", "aotautograd_cache_hit")
+CASES = {
+    "reference": ("mlp",),
+    "inductor": ("mlp", "--backend", "inductor"),
+    "train": ("mlp", "--train"),
+}
 
 
-def _compile(out: Path, cache: Path) -> subprocess.CompletedProcess[str]:
-    return FRESH.run(
-        "compile",
-        "mlp",
-        "--out",
-        out,
-        env={
-            "TORCHINDUCTOR_CACHE_DIR": str(cache),
-            "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
-            "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
-        },
-    )
+def _compile(args: tuple[str, ...], out: Path, cache: Path, extra: dict[str, str] | None = None):
+    env = {
+        "TORCHINDUCTOR_CACHE_DIR": str(cache),
+        "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
+        "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
+        **(extra or {}),
+    }
+    done = FRESH.run("compile", *args, "--out", out, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    return done
 
 
-def test_warm_cache_run_gives_the_same_mapping_and_a_linked_pre_grad_panel(tmp_path):
-    cache = tmp_path / "inductor_cache"
-    cold = _compile(tmp_path / "cold", cache)
-    assert cold.returncode == 0, cold.stdout + cold.stderr[-3000:]
-    assert any(p.is_file() for p in cache.rglob("*")), "the first run left the cache dir empty"
-    warm = _compile(tmp_path / "warm", cache)
-    assert warm.returncode == 0, warm.stdout + warm.stderr[-3000:]
+class Pair:
+    def __init__(self, root: Path, args: tuple[str, ...]) -> None:
+        self.cache = root / "inductor_cache"
+        self.cold_out, self.warm_out = root / "cold", root / "warm"
+        self.cold: subprocess.CompletedProcess[str] = _compile(args, self.cold_out, self.cache)
+        self.warm: subprocess.CompletedProcess[str] = _compile(args, self.warm_out, self.cache)
 
-    files = sorted(p.relative_to(tmp_path / "cold") for p in (tmp_path / "cold").glob("graph_*/*.json"))
+    def graph_files(self) -> list[Path]:
+        return sorted(p.relative_to(self.cold_out) for p in self.cold_out.glob("graph_*/*.json"))
+
+    def log(self, out: Path) -> Path:
+        (log,) = (out / "trace").glob("*.log")
+        return log
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def pair(request, tmp_path_factory) -> Pair:
+    return Pair(tmp_path_factory.mktemp(f"cache_{request.param}"), CASES[request.param])
+
+
+def _hits(log: Path) -> list[str]:
+    return [name for _, name, _ in tracelog.artifact_payloads(log) if name in HIT_ARTIFACTS]
+
+
+def test_the_warm_run_hits_the_cache_the_cold_run_wrote(pair: Pair) -> None:
+    assert _hits(pair.log(pair.cold_out)) == []
+    assert _hits(pair.log(pair.warm_out)), "tracking kept the warm run from Inductor's cache"
+
+
+def test_a_hit_writes_every_artifact_the_miss_wrote(pair: Pair) -> None:
+    files = pair.graph_files()
     assert any(p.name == f"{NODE_MAPPINGS}.json" for p in files)
+    warm = sorted(p.relative_to(pair.warm_out) for p in pair.warm_out.glob("graph_*/*.json"))
+    assert warm == files
     for name in files:
-        assert (tmp_path / "cold" / name).read_bytes() == (tmp_path / "warm" / name).read_bytes(), name
-    (log,) = (tmp_path / "warm" / "trace").glob("*.log")
-    payloads = [text for _, _, text in tracelog.artifact_payloads(log)]
-    assert not any(hit in text for text in payloads for hit in CACHE_HITS), "the warm run hit a graph cache"
+        cold, hot = (out / name for out in (pair.cold_out, pair.warm_out))
+        if name.name == f"{DIAGNOSTICS}.json":
+            cold_doc, hot_doc = json.loads(cold.read_bytes()), json.loads(hot.read_bytes())
+            assert (cold_doc.pop("cache"), hot_doc.pop("cache")) == ("compiled", "cached"), name
+            assert cold_doc == hot_doc, name
+            continue
+        docs = (normalize(name.stem, json.loads(path.read_bytes())) for path in (cold, hot))
+        assert next(docs) == next(docs), name
+    cold_bundles = sorted(p.relative_to(pair.cold_out) for p in pair.cold_out.glob("sdsc/**/*.json"))
+    assert cold_bundles == sorted(p.relative_to(pair.warm_out) for p in pair.warm_out.glob("sdsc/**/*.json"))
+    for name in cold_bundles:
+        assert (pair.cold_out / name).read_bytes() == (pair.warm_out / name).read_bytes(), name
 
-    (page_path,) = (tmp_path / "warm" / "tlparse" / "mlp").glob("provenance_tracking_-_0_0_0.html")
-    page = tlparse_page.parse_page(page_path.read_text())
-    assert any(line.strip() for line in page.pre_grad), "no pre-grad graph on the warm run's page"
-    assert page.links.get("preToPost") and page.links.get("postToPre")
-    kernels = tlparse_page.kernel_lines(page)
+
+def test_the_screen_says_which_graphs_came_from_the_cache(pair: Pair) -> None:
+    graphs = [line for line in pair.warm.stdout.splitlines() if line.startswith("  graph ")]
+    assert graphs and all(line.endswith("(cached: from Inductor's cache)") for line in graphs), pair.warm.stdout
+    assert "from Inductor's cache" not in pair.cold.stdout
+
+
+def test_the_page_of_a_hit_links_pre_grad_nodes_as_the_miss_does(pair: Pair) -> None:
+    pages = {}
+    for out in (pair.cold_out, pair.warm_out):
+        (page_path,) = (out / "tlparse").glob("*/provenance_tracking_-_0_0_0.html")
+        pages[out] = tlparse_page.parse_page(page_path.read_text())
+    cold, warm = pages[pair.cold_out], pages[pair.warm_out]
+    assert any(line.strip() for line in warm.pre_grad), "no pre-grad graph on the warm run's page"
+    assert warm.links == cold.links
+    kernels = tlparse_page.kernel_lines(warm)
     assert kernels and all(kernel.post_grad_lines for kernel in kernels)

@@ -18,7 +18,7 @@ import pytest
 from helpers import tlparse_page
 from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
-from spyre_provenance.model.names import NODE_MAPPINGS
+from spyre_provenance.model.names import DIAGNOSTICS, NODE_MAPPINGS
 
 CASES = [
     ("mlp",),
@@ -42,9 +42,14 @@ def test_every_page_links_every_announced_kernel(case, open_case):
     assert opened.case.returncode == 0, opened.case.stdout + opened.case.stderr[-3000:]
     assert opened.returncode == 0, opened.stderr
     logged = read_log_graphs(opened.case.log)
+    # every page tlparse wrote is listed: a compile that compiled no graph (the graph-break
+    # model's first attempt, restarted as [0/0_1]) as what it is
+    compiled = [(label, path) for label, path in opened.pages if not label.endswith(" no compiled graph")]
+    uncompiled = {label.split(" ", 1)[0] for label, _ in opened.pages} - {g.compile_id for g in logged}
+    assert len(opened.pages) - len(compiled) == len(uncompiled), opened.stdout
     # one page per graph, in log order, each showing its own graph's code
-    assert len(opened.pages) == len(logged) >= 1, opened.stdout
-    for (label, path), graph in zip(opened.pages, logged, strict=True):
+    assert len(compiled) == len(logged) >= 1, opened.stdout
+    for (label, path), graph in zip(compiled, logged, strict=True):
         page = tlparse_page.parse_page(path.read_text())
         assert "\n".join(page.code).strip() == graph.output_code.strip(), f"{label}: another graph's code"
         announced = wrapper_code.handle_comments(graph.output_code)
@@ -132,9 +137,11 @@ def test_default_out_is_beside_the_compile(run_cli, tmp_path, training_log):
 
 @needs_tlparse
 def test_a_log_without_compiled_code_is_found_wanting(run_cli, data_dir, tmp_path):
-    """The seed log holds a mapping but no output code: nothing a page could link."""
+    """The seed log holds a mapping but no output code: nothing a page could link. The page
+    tlparse wrote of it is listed as what it is."""
     code, out, err = run_cli("open", data_dir / "logs" / "seed_mlp.log", "--out", tmp_path / "o", "--no-browser")
-    assert code == 1 and out == "" and err.count("\n") == 1 and "no compiled graph" in err
+    assert code == 1 and err.count("\n") == 1 and "no compiled graph" in err
+    assert out.startswith("[0/0] no compiled graph  ") and out.count("\n") == 1
 
 
 # --- splitting a log per graph, on a hand-written log ------------------------------------------
@@ -279,3 +286,69 @@ def test_open_after_compile_keeps_the_pages_compile_printed(compile_case, run_cl
     opened = [Path(line.split("  ", 1)[1].strip()).relative_to(copy) for line in out.splitlines()]
     assert opened == printed
     assert all((copy / page).is_file() for page in printed)
+
+
+# --- every page tlparse writes, labelled as the graph folders are (issue 55, point 3) -------
+
+
+def _no_compile_id_record(name: str, payload: str, graph_dump: bool = False) -> str:
+    """A record as torch logs an AOTInductor compile's: no compile id in the envelope."""
+    envelope: dict = (
+        {"graph_dump": {"name": name, "type": "cpp", "filename": "/tmp/x.wrapper.cpp"}}
+        if graph_dump
+        else {"artifact": {"name": name, "encoding": "string"}}
+    )
+    envelope["has_payload"] = hashlib.md5(payload.encode()).hexdigest()
+    head = f"V0101 00:00:00.000000 1 torch/x.py:1] {json.dumps(envelope)}\n"
+    return head + "".join(f"\t{line}\n" for line in payload.split("\n"))
+
+
+@pytest.fixture
+def mixed_log(tmp_path) -> Path:
+    """[0/0]: a graph whose code says ``_forward`` but whose diagnostics (the graph folder's
+    kind) say inference; [1/0]: a compile id Dynamo logged a graph for, with no Inductor code
+    (``torch.export``'s trace); then an AOTInductor compile, with no compile id at all."""
+    aoti_mapping = {
+        "preToPost": {},
+        "postToPre": {},
+        "cppCodeToPost": {"aoti_k:1": ["n_aoti"]},
+        "postToCppCode": {"n_aoti": ["aoti_k:1"]},
+        "version": 2.0,
+    }
+    log = tmp_path / "mixed.log"
+    log.write_text(
+        _record("before_pre_grad_graph", "class P(torch.nn.Module):\n    x = l_x_")
+        + "".join(_graph("forward", "fwd")[:2])
+        + _record(DIAGNOSTICS, json.dumps({"compile_id": "0/0", "graph": "inference"}))
+        + _graph("forward", "fwd")[2]
+        + _record("dynamo_output_graph", "class E(torch.nn.Module):\n    y = l_y_", cid=(1, 0, 0))
+        + _no_compile_id_record("before_pre_grad_graph", "class A(torch.nn.Module):\n    a = l_a_")
+        + _no_compile_id_record("inductor_post_grad_graph", "class G(torch.nn.Module):\n    n_aoti = x")
+        + _no_compile_id_record("inductor_aot_wrapper_code", "void run() {\n    aoti_k(buf);\n}", graph_dump=True)
+        + _no_compile_id_record(DIAGNOSTICS, json.dumps({"compile_id": "none", "graph": "inference"}))
+        + _no_compile_id_record(NODE_MAPPINGS, json.dumps(aoti_mapping))
+    )
+    return log
+
+
+def test_graphs_take_the_folders_kind_and_aotinductor_is_a_compile(mixed_log):
+    graphs = tlparse_run.graphs_of(tlparse_run.read_records(mixed_log), with_code=False)
+    assert [(g.compile_id, g.kind, g.has_code, g.has_mapping) for g in graphs] == [
+        ("[0/0]", "inference", True, True),  # the diagnostics win over the code's "_forward"
+        ("[1/0]", None, False, False),
+        (tlparse_run.NO_COMPILE_ID, "inference", True, True),
+    ]
+
+
+@needs_tlparse
+def test_open_lists_every_page_tlparse_wrote(mixed_log, run_cli, tmp_path):
+    code, out, err = run_cli("open", mixed_log, "--out", tmp_path / "pages", "--no-browser")
+    assert code == 0, err
+    listed = [(line.split("  ", 1)[0].strip(), line.split("  ", 1)[1].strip()) for line in out.splitlines()]
+    written = sorted(p.name for p in (tmp_path / "pages").glob("provenance_tracking_*.html"))
+    assert sorted(Path(where.split("  ")[0]).name for _, where in listed) == written
+    assert [label for label, _ in listed] == ["[0/0] inference", "[1/0] no compiled graph", "AOTInductor inference"]
+    assert listed[1][1].endswith("(no compiled code logged for this compile: nothing to link)")
+    # the AOTInductor page is tlparse's page of the records without a compile id: its graph's
+    aoti = tlparse_page.parse_page(Path(listed[2][1]).read_text())
+    assert any("n_aoti" in line for line in aoti.post_grad)

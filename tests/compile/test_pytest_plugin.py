@@ -62,9 +62,19 @@ def _files(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def _cache_entries(cache: Path) -> list[Path]:
+    return sorted(p for p in (cache / "fxgraph").rglob("*") if p.is_file())
+
+
 @pytest.mark.compile
-def test_provenance_regression(pytester: pytest.Pytester):
+def test_provenance_regression(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+    """The first run compiles cold into a cache dir of its own; the edited and regenerated
+    runs start warm from it (issue 54: tracking keeps Inductor's caches, and a hit's
+    artifacts are the miss's, so the golden holds)."""
     pytester.makepyfile(test_tiny=TEST_MODULE)
+    cache = pytester.path / "inductor-cache"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    monkeypatch.setenv("TORCHINDUCTOR_FX_GRAPH_CACHE", "1")
 
     # -p: also when the entry point is not installed (a no-op when it is: same name)
     def run(*args):
@@ -80,6 +90,8 @@ def test_provenance_regression(pytester: pytest.Pytester):
         ["*provenance golden created in test_tiny/test_tiny: manifest.json, graph_00_0-0_inference/*"]
     )
     written = _files(case)
+    entries = _cache_entries(cache)
+    assert entries, "the first run wrote no FX-graph cache entry"
     assert set(written) == {
         "manifest.json",
         f"{GRAPH}/inductor_provenance_tracking_node_mappings.json",
@@ -114,6 +126,7 @@ def test_provenance_regression(pytester: pytest.Pytester):
         ]
     )
     assert _files(case) == written
+    assert _cache_entries(cache) == entries, "a warm run compiled again instead of hitting the cache"
 
 
 DIFFERS_MODULE = """

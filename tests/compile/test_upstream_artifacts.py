@@ -182,3 +182,12 @@ def test_tlparse_renders_the_aoti_page_from_the_folder_the_warning_names(aoti_lo
     assert filed.parent.name == "-_-_-_-"
     page = parse_page((out / "provenance_tracking_-_-_-_-.html").read_text())
     assert page.links.get("cppCodeToPost")  # the page links the C++ wrapper's calls: not empty
+
+
+@pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")
+def test_open_lists_the_aoti_page(aoti_log: Path, tmp_path: Path, run_cli) -> None:
+    """Issue 55 point 3: ``open`` lists tlparse's page of an AOTInductor compile (no
+    compile id: tlparse's ``-_-_-_-``) as what it is, with its mapping."""
+    code, out, err = run_cli("open", aoti_log, "--out", tmp_path / "pages", "--no-browser")
+    assert code == 0, err
+    assert out.splitlines() == [f"AOTInductor graph  {tmp_path / 'pages' / 'provenance_tracking_-_-_-_-.html'}"]

@@ -47,6 +47,7 @@ from spyre_provenance.model.records import (
     DiagnosticsV2,
     DiagnosticsV4,
     DiagnosticsV5,
+    DiagnosticsV6,
     ExemptNodes,
     Fault,
     Inferred,
@@ -109,7 +110,7 @@ def test_versions_on_disk() -> None:
     assert schemas.available_versions(KERNEL_STACK_TRACES) == [1, 2]
     assert schemas.available_versions(KERNEL_INFORMATION) == [1, 2]
     assert schemas.available_versions(OPSPEC_DEBUG_HANDLES) == [1, 2]
-    assert schemas.available_versions(DIAGNOSTICS) == [1, 2, 3, 4, 5]
+    assert schemas.available_versions(DIAGNOSTICS) == [1, 2, 3, 4, 5, 6]
 
 
 def test_load_schema_returns_a_copy() -> None:
@@ -669,6 +670,7 @@ DIAG_V5 = {
         ],
     },
 }
+DIAG_V6 = {**DIAG_V5, "version": 6, "cache": "cached"}
 VIOLATION = {
     "rule": "node-reach",
     "where": "0/0: add",
@@ -1147,9 +1149,25 @@ BROKEN_DIAGNOSTICS: dict[str, tuple[str, dict[str, str], str | None]] = {
         {"$.matches_upstream.added": "must be >= 0, got -1"},
         "5",
     ),
-    "version-6": (
+    "v6-unknown-cache": (
+        _diag(DIAG_V6, cache="warm"),
+        {"$.cache": '"warm"'},
+        "6",
+    ),
+    "v6-cached-without-provenance-complete": (
+        # the entry held no provenance: nothing was recorded, so the graph cannot be whole
+        _diag(DIAG_V6, cache="cached without provenance"),
+        {"$.partial": "cached without provenance"},
+        "6",
+    ),
+    "v6-without-cache": (
         _diag(DIAG_V5, version=6),
-        {"$.version": "unsupported version 6 (this validator knows 1, 2, 3, 4, 5)"},
+        {"$": "cache"},
+        "6",
+    ),
+    "version-7": (
+        _diag(DIAG_V6, version=7),
+        {"$.version": "unsupported version 7 (this validator knows 1, 2, 3, 4, 5, 6)"},
         None,
     ),
 }
@@ -1166,11 +1184,11 @@ def test_each_broken_diagnostics_document_reports_exactly_its_paths(case: str) -
             assert any(str(p).startswith(f"{path}: ") and part in p.message for p in report.problems), report
 
 
-def test_diagnostics_gate_wants_version_5() -> None:
-    built = msgspec.convert(DIAG_V5, DiagnosticsV5)
+def test_diagnostics_gate_wants_version_6() -> None:
+    built = msgspec.convert(DIAG_V6, DiagnosticsV6)
     assert schemas.check_built_artifacts(None, diagnostics=built) == []
-    assert schemas.check_built_artifacts(None, diagnostics=msgspec.convert(DIAG_V4, DiagnosticsV4)) == [
-        f"{DIAGNOSTICS}: built as version 4, expected 5"
+    assert schemas.check_built_artifacts(None, diagnostics=msgspec.convert(DIAG_V5, DiagnosticsV5)) == [
+        f"{DIAGNOSTICS}: built as version 5, expected 6"
     ]
     built.complete = False
     assert schemas.check_built_artifacts(None, diagnostics=built) == [
@@ -1236,7 +1254,7 @@ def test_guess_artifact(doc: dict, strict: bool, artifact: str | None) -> None:
         (DIAGNOSTICS, {"version": 3}, "3", 3),
         (DIAGNOSTICS, {"version": 4}, "4", 4),
         (DIAGNOSTICS, {"version": 5}, "5", 5),
-        (DIAGNOSTICS, {"version": 6}, None, None),
+        (DIAGNOSTICS, {"version": 7}, None, None),
         (DIAGNOSTICS, {"version": "2"}, None, None),
     ],
 )

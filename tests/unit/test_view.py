@@ -239,8 +239,13 @@ def test_a_click_lights_element_by_element_and_marks_the_kernel_holding_them():
     assert lit("post", 0) == {"pre": [0], "spec": [0], "line": [10], "bundle": [0], "box": [0]}
     # a node no OpSpec names: the mapping's kernel-wide link lights the kernel itself
     assert lit("post", 2) == {"pre": [1], "call": [0]}
-    # a pre-grad node: its nodes and their OpSpecs (with bundles), not their lines
-    assert lit("pre", 1) == {"post": [1, 2], "spec": [1], "bundle": [1], "box": [0]}
+    # a pre-grad node: its nodes, their OpSpecs (with bundles) and those OpSpecs' lines: the
+    # lines that light it (issue 55 point 9: pre-grad linear_1 left its own line 39 dark)
+    assert lit("pre", 1) == {"line": [11], "post": [1, 2], "spec": [1], "bundle": [1], "box": [0]}
+    # the relation is the same both ways: a line lights a pre-grad node iff the node lights it
+    for q in range(len(rel["pre"])):
+        for line in (10, 11, 12):
+            assert (line in lit("pre", q).get("line", [])) == (q in lit("line", line).get("pre", [])), (q, line)
     # a line: the OpSpec from it, the node it names and that node's pre-grad node
     assert lit("line", 11) == {"pre": [1], "post": [1], "spec": [1], "bundle": [1], "box": [0]}
     # a line only a stack trace names, and a kernel without OpSpecs: kernel-wide

@@ -188,6 +188,30 @@ def single_head_attention():
     return SoftmaxAttention(), (torch.randn(WIDTH, WIDTH),)
 
 
+class AttentionBlock(nn.Module):
+    """Single-head attention without an output projection: q, k and v linears of one input,
+    ``q @ k^T * scale``, softmax, ``@ v``."""
+
+    def __init__(self, dim: int = 2 * WIDTH) -> None:
+        super().__init__()
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim)
+        self.v = nn.Linear(dim, dim)
+        self.scale = 1 / math.sqrt(dim)
+
+    def forward(self, x: Tensor) -> Tensor:
+        q, k, v = self.q(x), self.k(x), self.v(x)
+        return torch.softmax(q @ k.transpose(-2, -1) * self.scale, dim=-1) @ v
+
+
+def attention_block():
+    """``AttentionBlock`` on one sequence of 64 tokens, 128 wide (2-D): main divides each
+    linear's N among the cores, so its slices of the shared input cover half of them, and
+    main does not clone that input (one kernel of 14 OpSpecs, issue 55 point 10)."""
+    torch.manual_seed(SEED)
+    return AttentionBlock(), (torch.randn(WIDTH, 2 * WIDTH),)
+
+
 #: name -> what the model is there to cover on torch-spyre main
 SPYRE_ZOO = {
     "gated_mlp": "RMSNorm (rsqrt, mean) and a SwiGLU MLP: three matmuls, pointwise ops between",
@@ -201,6 +225,7 @@ SPYRE_ZOO = {
     "gelu_mlp_batched": "the GELU MLP on [2, 8, 64], hidden 256: main copies the first matmul's result (LX relayout)",
     "single_head_attention": "softmax attention on a 2-D input: one input read by three projections",
     "gelu_mlp_wide": "the GELU MLP on [4, 16, 64], hidden 512: main copies the first matmul's and the GELU's results",
+    "attention_block": "q, k, v linears of one [64, 128] input, softmax: main splits N, so no clone of the input",
 }
 
 

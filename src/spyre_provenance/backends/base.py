@@ -109,6 +109,18 @@ class Backend:
         hook reports them like its own, on the graph being compiled."""
         return []
 
+    def written_bundles(self, kernel_names: Sequence[str]) -> dict[str, list[str]]:
+        """The bundle files the backend wrote for these kernels at code generation, by
+        kernel name: each folder's name, then each file's text (stored with the Inductor
+        cache entry, so a hit writes them again: ``restore_bundles``). Empty when the
+        backend's bundles are made when the generated module loads, as torch-spyre's are,
+        or it has none."""
+        return {}
+
+    def restore_bundles(self, bundles: dict[str, list[str]]) -> None:
+        """Write again the bundles ``written_bundles`` gave, on an Inductor cache hit: a hit
+        generates no kernel, so the backend wrote nothing. Failures go to ``take_faults``."""
+
 
 class StockInductor(Backend):
     """Inductor's own CPU code generation, unchanged: extern GEMMs, ``cpp_fused_*`` kernels.

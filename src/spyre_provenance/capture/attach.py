@@ -9,9 +9,10 @@ here when ``SPYRE_PROVENANCE_OUT=DIR`` is set:
   torch's own handler is left as the user set it: a user's ``TORCH_TRACE`` folder still
   receives the whole log, the provenance artifacts included (tlparse on it shows the
   pages), and ``torch._logging``'s settings are not touched.
-* ``compile_fx_imported``: Inductor's entry (``compile_fx.compile_fx``) is wrapped, and the
-  first compile starts the session (``tracking.attach``, ``hook.Session`` into the
-  process's folder): the same session as ``enable``, not a copy of the compile door.
+* ``compile_fx_imported``: Inductor's entry (``compile_fx.compile_fx``) and its cache hits
+  (``FxGraphCache.cache_hit_post_compile``, for a process that only loads) are wrapped, and
+  the first compile or hit starts the session (``tracking.attach``, ``hook.Session`` into
+  the process's folder): the same session as ``enable``, not a copy of the compile door.
 
 A process claims its folder (``_Process.claim``): it makes it itself, and a name something in
 ``OUT`` already has (another process's folder: pids repeat across containers sharing a
@@ -181,6 +182,28 @@ def compile_fx_imported(compile_fx: Any) -> None:
     compile_fx_entry.__wrapped__ = original  # type: ignore[attr-defined]
     compile_fx_entry._spyre_provenance_attached = True  # type: ignore[attr-defined]
     compile_fx.compile_fx = compile_fx_entry
+    _start_at_first_hit()
+
+
+def _start_at_first_hit() -> None:
+    """A process that only loads compiled graphs (vLLM's warm start: ``CompiledArtifact.load``,
+    no ``compile_fx``) starts its session at the first cache hit, which every load goes
+    through (``capture.graph_cache``); that hit is then replayed by the new session."""
+    from torch._inductor.codecache import FxGraphCache
+
+    name = "cache_hit_post_compile"
+    original = FxGraphCache.__dict__[name].__func__
+
+    def cache_hit_entry(*args: Any, **kwargs: Any) -> Any:
+        if not _process.started:
+            _start_session()
+            current = FxGraphCache.__dict__[name].__func__
+            if current is not cache_hit_entry:  # the session's own seam, which calls this again
+                return current(*args, **kwargs)
+        return original(*args, **kwargs)
+
+    cache_hit_entry.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(FxGraphCache, name, staticmethod(cache_hit_entry))
 
 
 def _start_session() -> None:

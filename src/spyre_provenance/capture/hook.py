@@ -11,12 +11,13 @@ Two seams in Inductor, both patched only while tracking is enabled:
   graph after code generation and logs what it returns as the graph's
   ``inductor_provenance_tracking_node_mappings``. Answering it with our mapping makes ours
   the only mapping artifact of the graph (never a second, contradicting one), and puts it
-  into the FX-graph cache entry, so cache hits replay it.
+  into the FX-graph cache entry, so cache hits replay it (with the rest: ``graph_cache``).
 
 Nothing in here may break a compile: every stage runs under ``Faults.stage``
 (``capture.faults``), which turns an exception into one warning and a diagnostics entry,
-and marks the graph partial. What tracking changes in Inductor beyond the two seams (caches
-off, fallbacks' handle comments, the audit's observers) is ``capture.inductor_setup``.
+and marks the graph partial. What tracking changes in Inductor beyond the two seams (fallbacks'
+handle comments, the audit's observers) is ``capture.inductor_setup``; how its graph caches
+stay on and a hit is recorded as its miss was, ``capture.graph_cache``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import msgspec
 
 from spyre_provenance.backends.base import TRACING_FUNCTION, Backend
 from spyre_provenance.base.patches import Patches
-from spyre_provenance.capture import emit, inductor_setup
+from spyre_provenance.capture import emit, graph_cache, inductor_setup
 from spyre_provenance.capture.faults import Faults
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.links import inference, mapping
@@ -97,6 +98,7 @@ class Session:
         #: pre-grad graph id -> its higher-order ops' subgraphs (or why they could not be read)
         self._subgraphs: dict[int, PreGradSubgraphs | str] = {}
         self._first: int | None = None  # the order of this session's first graph folder
+        self._moved_post_grad: dict[int, str] = {}  # graph key -> its post-grad graph logged again
         #: counts the provenance fields of every stage (``audit=True``); None: no audit, no cost
         self.probe = None
         if audit:  # imported only then: a compile without the audit pays nothing for it
@@ -124,7 +126,10 @@ class Session:
         inductor_setup.announce_fallbacks(self._patches, self.faults.fault)
         if config.trace.provenance_tracking_level == 0:
             self._patches.setattr(config.trace, "provenance_tracking_level", 1)
-        inductor_setup.bypass_graph_caches(self._patches)
+        if self.probe is None:
+            graph_cache.keep(self._patches, self)
+        else:  # the audit counts what every stage carries: only a compile has stages
+            inductor_setup.bypass_graph_caches(self._patches)
         self.inductor.reset_handle_counter()  # same model, same N, whatever this process compiled before
         if self.probe is not None:
             inductor_setup.observe_for_audit(self._patches, self.probe, self.inductor, self.backend)
@@ -170,7 +175,7 @@ class Session:
         wrapper code, which ends a graph in the log, is not logged yet."""
         with self.faults.stage("emit", graph_key):
             if self.inductor.post_grad_graph_moved(graph):
-                self.inductor.log_post_grad_graph(graph)
+                self._moved_post_grad[graph_key] = self.inductor.log_post_grad_graph(graph)
 
     def _record(self, node_schedule: Any, kernel_name: str, handle: int, is_extern: bool) -> None:
         graph = self.inductor.graph()
@@ -306,6 +311,7 @@ class Session:
             opspec_handles=None,
             upstream_node_mappings=upstream or None,
             diagnostics=GraphDiagnostics(),
+            moved_post_grad=self._moved_post_grad.pop(graph_key, None),
         )
         self.results.append(result)
         self._current = (graph_key, result)
@@ -392,6 +398,17 @@ class Session:
         """Into the log (what tlparse and CI read), then into the graph's folders."""
         with self.faults.stage("emit", graph_key):
             self.inductor.replace_kernel_stack_traces(result.stack_traces)
+        self._log_and_write(result, graph_key)
+
+    def emit_replayed(self, result: GraphResult, graph_key: int) -> None:
+        """A graph of an Inductor cache hit, logged and written as its miss was
+        (``graph_cache``): the hit itself logs the mapping and the stack traces."""
+        if result.node_mappings is not None:
+            self._log_and_write(result, graph_key)
+        self._emit_diagnostics(result, graph_key)
+
+    def _log_and_write(self, result: GraphResult, graph_key: int) -> None:
+        with self.faults.stage("emit", graph_key):
             if result.opspec_handles is not None:
                 self.inductor.log_artifact(OPSPEC_DEBUG_HANDLES, result.opspec_handles)
             if self.label:  # the model's name for lookup and annotate, whatever the log's file name

@@ -334,7 +334,7 @@ class Inductor:
         added = [name for name in now if name not in set(logged)]
         return added or list(now)
 
-    def log_post_grad_graph(self, graph: Any) -> None:
+    def log_post_grad_graph(self, graph: Any) -> str:
         """Log the post-grad graph again, as it is now, under the current compile id and
         printed as compile_fx prints it; noted, so a later check compares with this one.
 
@@ -356,6 +356,7 @@ class Inductor:
             payload_fn=lambda: text,
         )
         self.note_logged_post_grad_graph(graph)
+        return text
 
     def log_artifact(self, name: str, document: Any) -> None:
         """One structured-log artifact (encoding json) under the current compile id."""

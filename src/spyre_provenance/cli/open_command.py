@@ -63,8 +63,7 @@ def run(args: argparse.Namespace) -> int:
     mapped = [page for page in pages if page.has_mapping]
     width = max((len(page.label) for page in pages), default=0)
     for page in pages:
-        note = "" if page.has_mapping else "  (no provenance mapping logged: nothing is linked)"
-        print(f"{page.label.ljust(width)}  {page.page}{note}")
+        print(f"{page.label.ljust(width)}  {page.page}{page.note}")
     _print_viewer(target, width)
     if not mapped:
         print(f"{target}: no compiled graph with a provenance mapping in the log", file=sys.stderr)
@@ -97,8 +96,7 @@ def _open_ranks(args: argparse.Namespace, target: Path) -> int:
     for landing in landings:
         print(f"{'ranks'.ljust(width)}  {landing}")
     for page in pages:
-        note = "" if page.has_mapping else "  (no provenance mapping logged: nothing is linked)"
-        print(f"{page.label.ljust(width)}  {page.page}{note}")
+        print(f"{page.label.ljust(width)}  {page.page}{page.note}")
     _print_viewer(target, width)
     if not any(page.has_mapping for page in pages):
         print(f"{target}: no compiled graph with a provenance mapping in the ranks' logs", file=sys.stderr)
@@ -162,8 +160,7 @@ def run_pages(
     except tlparse_run.TlparseError as exc:
         raise UnusableInput(str(target), str(exc)) from None
     for owner, page in pages:
-        note = "" if page.has_mapping else "  (no provenance mapping logged: nothing is linked)"
-        lines.append((f"{owner} {page.label}", f"{page.page}{note}"))
+        lines.append((f"{owner} {page.label}", f"{page.page}{page.note}"))
         mapped = mapped or (page.page if page.has_mapping else None)
     return [*lines, *(run_viewers(target) if viewers else [])], landing, mapped
 

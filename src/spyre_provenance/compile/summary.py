@@ -10,7 +10,7 @@ import msgspec
 from spyre_provenance.compile.outcome import NO_TORCH_SPYRE_KERNEL, CompileOutcome
 from spyre_provenance.compile.output_check import GraphCheck
 from spyre_provenance.model.names import COMPARED_FALLBACK_RANDOM
-from spyre_provenance.model.records import BundleHandlesV4, GraphResult, UpstreamComparison
+from spyre_provenance.model.records import CACHE_STATES, BundleHandlesV4, GraphResult, UpstreamComparison
 from spyre_provenance.runtime.lookup import graph_per_op
 from spyre_provenance.validate import coverage
 
@@ -148,7 +148,8 @@ def _graph_lines(graph: GraphResult, logged: GraphCheck | None) -> list[str]:
     """One graph's block: its call sites, coverage, OpSpecs and what is amiss."""
     d = graph.diagnostics
     lines = []
-    lines.append(f"  graph {graph.compile_id} {graph.kind}: {len(graph.records)} kernel call site(s)")
+    cached = "" if d.cache == CACHE_STATES[0] else f" ({d.cache}: from Inductor's cache)"
+    lines.append(f"  graph {graph.compile_id} {graph.kind}: {len(graph.records)} kernel call site(s){cached}")
     cov = logged.coverage if logged is not None else None
     if cov is None:
         lines.append("    coverage: NOT JUDGED (the log holds no code for this graph)")

@@ -25,7 +25,7 @@ from spyre_provenance.model.records import (
     SHOWN_UPSTREAM_DIFFERENCES,
     BundleHandlesV4,
     DebugHandle,
-    DiagnosticsV5,
+    DiagnosticsV6,
     GraphDiagnostics,
     GraphResult,
     Inferred,
@@ -488,7 +488,7 @@ def diagnostics_document(result: GraphResult) -> dict[str, Any]:
     """The ``spyre_provenance_diagnostics`` document of a graph, as it is logged and written."""
     diag = result.diagnostics
     return msgspec.to_builtins(
-        DiagnosticsV5(
+        DiagnosticsV6(
             compile_id=result.compile_id,
             graph=result.kind,
             backend=result.backend,
@@ -510,6 +510,7 @@ def diagnostics_document(result: GraphResult) -> dict[str, Any]:
             inferred_pre_grad=list(diag.inferred_pre_grad),
             without_source=list(diag.without_source),
             without_pre_grad=list(diag.without_pre_grad),
+            cache=diag.cache,
         )
     )
 

@@ -30,17 +30,31 @@ import msgspec
 from spyre_provenance.logs.tracelog import GLOG_PREFIX, GraphSplitter, compile_id, record_name
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.names import (
+    DIAGNOSTICS,
     KERNEL_STACK_TRACES,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
     OUTPUT_CODE,
     POST_GRAD_GRAPHS,
+    PRE_GRAD_GRAPH,
 )
 
 INSTALL_HINT = "pip install 'spyre-provenance[tlparse]'"
 
+#: AOTInductor's wrapper code: a ``graph_dump`` record (named by its ``name``), where a
+#: ``torch.compile`` logs ``inductor_output_code``.
+AOT_WRAPPER_CODE = "inductor_aot_wrapper_code"
+
 #: What tlparse (or this project) reads per graph: an earlier graph's copy must not win.
-GRAPH_ARTIFACTS = frozenset({*POST_GRAD_GRAPHS, OUTPUT_CODE, NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES})
+GRAPH_ARTIFACTS = frozenset(
+    {*POST_GRAD_GRAPHS, OUTPUT_CODE, AOT_WRAPPER_CODE, NODE_MAPPINGS, KERNEL_STACK_TRACES, OPSPEC_DEBUG_HANDLES}
+)
+
+#: tlparse's compile id (its ``compile_directory.json`` key, folder ``-_-_-_-``) for records
+#: whose envelope has none. AOTInductor compiles log so, outside any Dynamo compile: a
+#: graph's records there (below) are read as that "compile"'s, and its page is the folder's.
+NO_COMPILE_ID = "[-/-]"
+_NO_COMPILE_ID_GRAPH_RECORDS = GRAPH_ARTIFACTS | {DIAGNOSTICS, PRE_GRAD_GRAPH}
 
 _AOT_ID = re.compile(r"#\s*AOT ID:\s*\['[^']*?_(?P<kind>inference|forward|backward)'\]")
 
@@ -128,7 +142,13 @@ def _name_and_id(envelope_text: bytes) -> tuple[str | None, str | None]:
         return None, None
     if not isinstance(envelope, dict):
         return None, None
-    return record_name(envelope), compile_id(envelope)
+    name, cid = record_name(envelope), compile_id(envelope)
+    dump = envelope.get("graph_dump")
+    if name == "graph_dump" and isinstance(dump, dict) and isinstance(dump.get("name"), str):
+        name = dump["name"]  # AOTInductor's code: inductor_aot_wrapper_code, inductor_aot_kernel_code
+    if cid is None and name in _NO_COMPILE_ID_GRAPH_RECORDS:
+        cid = NO_COMPILE_ID  # an AOTInductor compile's graph: where tlparse files it
+    return name, cid
 
 
 class LogGraph(msgspec.Struct):
@@ -138,9 +158,39 @@ class LogGraph(msgspec.Struct):
     position: int  # 0-based among the graphs of its compile id
     first: int  # index into the record list of the graph's first record (GraphSplitter)
     last: int  # index of its last record (the compile id's tail goes to its last graph)
-    kind: str | None = None  # inference | forward | backward (the code's "# AOT ID:" line)
+    code_kind: str | None = None  # inference | forward | backward (the code's "# AOT ID:" line)
+    logged_kind: str | None = None  # what the hook's diagnostics say (its graph folder's kind)
     has_code: bool = False
     has_mapping: bool = False
+
+    @property
+    def kind(self) -> str | None:
+        """The graph's kind as its graph folder names it (the hook's diagnostics, from
+        Inductor's own flag), else as the code's ``# AOT ID:`` line does. The two differ:
+        AOTAutograd names a graph ``_forward`` when it traced it for autograd, and Inductor
+        may still compile it as an inference graph."""
+        return self.logged_kind or self.code_kind
+
+
+def _splitter_name(record: RawRecord) -> str | None:
+    """The record's name as ``GraphSplitter`` reads it: AOTInductor's wrapper code is the
+    graph's code, and, since every AOTInductor compile of a process shares one compile id,
+    its pre-grad graph begins the next graph."""
+    if record.name == AOT_WRAPPER_CODE:
+        return OUTPUT_CODE
+    if record.compile_id == NO_COMPILE_ID and record.name == PRE_GRAD_GRAPH:
+        return POST_GRAD_GRAPHS[0]
+    return record.name
+
+
+def _diagnosed_kind(record: RawRecord) -> str | None:
+    """The graph kind the hook's diagnostics record holds (its one-line JSON payload)."""
+    try:
+        value = json.loads(record.first_payload_line)
+    except ValueError:
+        return None
+    kind = value.get("graph") if isinstance(value, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def graphs_of(records: list[RawRecord], *, with_code: bool = True) -> list[LogGraph]:
@@ -159,18 +209,20 @@ def graphs_of(records: list[RawRecord], *, with_code: bool = True) -> list[LogGr
         if cid is None:
             continue
         tail[cid] = index
-        position, starts = splitter.place(cid, name)
+        position, starts = splitter.place(cid, _splitter_name(record))
         if starts:
             graph = current[cid] = LogGraph(cid, position, index, index)
             graphs.append(graph)
         graph = current[cid]
         graph.last = index
-        if name == OUTPUT_CODE:
+        if name in (OUTPUT_CODE, AOT_WRAPPER_CODE):
             graph.has_code = True
             kind = _AOT_ID.search(record.first_payload_line)
-            graph.kind = kind["kind"] if kind else None
+            graph.code_kind = kind["kind"] if kind else None
         elif name == NODE_MAPPINGS:
             graph.has_mapping = True
+        elif name == DIAGNOSTICS:
+            graph.logged_kind = _diagnosed_kind(record)
     for graph in current.values():  # metrics, guards after the last graph stay with it
         graph.last = tail[graph.compile_id]
     return [g for g in graphs if g.has_code or not with_code]
@@ -200,17 +252,30 @@ def graph_log(records: list[RawRecord], graphs: list[LogGraph], graph: LogGraph)
 
 
 class GraphPage(msgspec.Struct):
-    compile_id: str  # "[0/0]"
+    compile_id: str  # "[0/0]"; NO_COMPILE_ID: AOTInductor's
     position: int
     kind: str | None
     page: Path
     has_mapping: bool
     rank: int | None = None  # of a multi-rank report
+    has_code: bool = True  # False: tlparse's page of a compile that compiled no graph
 
     @property
     def label(self) -> str:
-        graph = f"{self.compile_id} {self.kind or f'graph {self.position}'}"
+        if not self.has_code:
+            graph = f"{self.compile_id} no compiled graph"
+        elif self.compile_id == NO_COMPILE_ID:
+            graph = f"AOTInductor {self.kind or 'graph'}" + (f" {self.position}" if self.position else "")
+        else:
+            graph = f"{self.compile_id} {self.kind or f'graph {self.position}'}"
         return graph if self.rank is None else f"rank {self.rank} {graph}"
+
+    @property
+    def note(self) -> str:
+        """What a line listing the page says beside it: why nothing on it is linked."""
+        if not self.has_code:
+            return "  (no compiled code logged for this compile: nothing to link)"
+        return "" if self.has_mapping else "  (no provenance mapping logged: nothing is linked)"
 
 
 def render_pages(tlparse: str, log: Path, out: Path) -> list[GraphPage]:
@@ -284,7 +349,30 @@ def _graph_pages(tlparse: str, log: Path, out: Path) -> list[GraphPage]:
             page = out / "graphs" / name / f"provenance_tracking_{folder}.html"
         if page.exists():
             pages.append(GraphPage(graph.compile_id, graph.position, graph.kind, page, graph.has_mapping))
-    return pages
+    return _in_log_order(records, pages + _pages_of_no_graph(out, folders, every))
+
+
+def _pages_of_no_graph(out: Path, folders: dict[str, str], every: list[LogGraph]) -> list[GraphPage]:
+    """tlparse's pages of the compiles that compiled no graph (a Dynamo trace that
+    ``torch.export`` handed to AOTInductor, a frame Dynamo gave up on): tlparse writes one for
+    every compile id, so they are listed too, as what they are. The page of the records with
+    no compile id is only listed as AOTInductor's, when it holds an AOTInductor graph."""
+    compiled = {g.compile_id for g in every if g.has_code}
+    return [
+        GraphPage(cid, 0, None, page, has_mapping=False, has_code=False)
+        for cid, folder in folders.items()
+        if cid not in compiled
+        and cid != NO_COMPILE_ID
+        and (page := out / f"provenance_tracking_{folder}.html").exists()
+    ]
+
+
+def _in_log_order(records: list[RawRecord], pages: list[GraphPage]) -> list[GraphPage]:
+    """Pages by where their compile id first appears in the log, then by graph."""
+    first: dict[str | None, int] = {}
+    for index, record in enumerate(records):
+        first.setdefault(record.compile_id, index)
+    return sorted(pages, key=lambda p: (first.get(p.compile_id, len(records)), p.position))
 
 
 def _whole_log_page_is(records: list[RawRecord], siblings: list[LogGraph], graph: LogGraph) -> bool:

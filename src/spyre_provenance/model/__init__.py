@@ -6,6 +6,7 @@
 ``wire``     the artifacts as on disk, derived from the records where they are written as is
 ``detect``   which artifact and version a document is; ``Problem`` and JSON paths
 ``folders``  graph-folder names (written by capture and compile, read by golden)
+``cached_graph``  what a tracked compile stores with its Inductor cache entry
 
 Pure: no torch, nothing above ``base/``.
 """

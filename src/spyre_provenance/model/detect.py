@@ -171,7 +171,7 @@ def versions(*known: int) -> VersionReader:
 
 
 opspec_version = versions(1, 2)
-diagnostics_version = versions(1, 2, 3, 4, 5)
+diagnostics_version = versions(1, 2, 3, 4, 5, 6)
 audit_version = versions(1)
 source_lines_version = versions(1)
 

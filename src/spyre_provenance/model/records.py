@@ -353,6 +353,22 @@ class DiagnosticsV5(DiagnosticsV4, kw_only=True):
     matches_upstream: UpstreamComparison | None = None  # type: ignore[assignment]
 
 
+#: Where a graph's provenance came from (``GraphDiagnostics.cache``, diagnostics version 6):
+#: recorded while Inductor compiled it; replayed from an Inductor cache entry the tracked
+#: compile that wrote it stored it in (FX-graph cache, AOTAutograd cache, a loaded
+#: ``CompiledArtifact``); or an entry that held none, so nothing could be recorded.
+CACHE_STATES = ("compiled", "cached", "cached without provenance")
+
+
+class DiagnosticsV6(DiagnosticsV5, kw_only=True):
+    """``spyre_provenance_diagnostics`` version 6: version 5, with ``cache`` saying whether
+    the graph was compiled or came from an Inductor cache entry (``CACHE_STATES``). Fields
+    keep version 5's order, the new one last."""
+
+    version: int = 6
+    cache: str = "compiled"
+
+
 # --- what the hook produced per graph ---------------------------------------------------
 
 
@@ -391,6 +407,7 @@ class GraphDiagnostics(msgspec.Struct):
     inferred_pre_grad: list[InferredPreGrad] = []  # pre-grad links beyond from_node chains
     without_source: list[KernelGap] = []  # kernels with no source line, and why
     without_pre_grad: list[KernelGap] = []  # kernels reaching no pre-grad node, and why
+    cache: str = "compiled"  # one of CACHE_STATES: compiled, or replayed from a cache entry
 
     @property
     def complete(self) -> bool:
@@ -444,3 +461,7 @@ class GraphResult(msgspec.Struct):
     audit: GraphAudit | None = None  # the provenance audit of the graph (tracking with audit=True)
     #: the graph's ops that draw random numbers: compiled and eager draw different ones
     random_ops: list[RandomOp] = []
+    #: the post-grad graph as the backend's own passes left it, logged again because they
+    #: changed it after compile_fx logged it (torch-spyre's restickify nodes); None: unchanged.
+    #: Stored with the cache entry, so a hit logs the graph the kernels name.
+    moved_post_grad: str | None = None

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     DiagnosticsDocV3 = records.DiagnosticsV3
     DiagnosticsDocV4 = records.DiagnosticsV4
     DiagnosticsDocV5 = records.DiagnosticsV5
+    DiagnosticsDocV6 = records.DiagnosticsV6
     AuditDocV1 = audit_records.AuditV1
 else:
     SourceEntry = wire_form(records.SourceLoc)
@@ -79,6 +80,7 @@ else:
     DiagnosticsDocV3 = wire_form(records.DiagnosticsV3)
     DiagnosticsDocV4 = wire_form(records.DiagnosticsV4)
     DiagnosticsDocV5 = wire_form(records.DiagnosticsV5)
+    DiagnosticsDocV6 = wire_form(records.DiagnosticsV6)
     AuditDocV1 = wire_form(audit_records.AuditV1)
 
 #: The wire form of each provenance audit version, by the N of its schema file.
@@ -86,13 +88,17 @@ AUDIT_DOCS: dict[int, type[AuditDocV1]] = {1: AuditDocV1}
 
 #: The wire form of each diagnostics version, by the N of its schema file.
 DIAGNOSTICS_DOCS: dict[
-    int, type[DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5]
+    int,
+    type[
+        DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5 | DiagnosticsDocV6
+    ],
 ] = {
     1: DiagnosticsDocV1,
     2: DiagnosticsDocV2,
     3: DiagnosticsDocV3,
     4: DiagnosticsDocV4,
     5: DiagnosticsDocV5,
+    6: DiagnosticsDocV6,
 }
 
 

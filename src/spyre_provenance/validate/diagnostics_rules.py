@@ -25,13 +25,14 @@ from spyre_provenance.model.names import (
     INFERRED_SOURCE_REASONS,
     MAPPING_SOURCES,
 )
-from spyre_provenance.model.records import UPSTREAM_RELATIONS, ExemptNodes
+from spyre_provenance.model.records import CACHE_STATES, UPSTREAM_RELATIONS, ExemptNodes
 from spyre_provenance.model.wire import (
     DiagnosticsDocV1,
     DiagnosticsDocV2,
     DiagnosticsDocV3,
     DiagnosticsDocV4,
     DiagnosticsDocV5,
+    DiagnosticsDocV6,
 )
 from spyre_provenance.validate.rules import MSG_EMPTY, MSG_KERNEL_KEY, NO_DUPLICATE, first_duplicate
 
@@ -40,7 +41,9 @@ from spyre_provenance.validate.rules import MSG_EMPTY, MSG_KERNEL_KEY, NO_DUPLIC
 DIAGNOSTICS_COUNTS = ("kernels", "opspecs", "handleless_opspecs")
 EXEMPT_COUNTS = ExemptNodes.__struct_fields__
 
-DiagnosticsDoc = DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5
+DiagnosticsDoc = (
+    DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5 | DiagnosticsDocV6
+)
 
 
 def _counts_of(struct: Any, *, skip: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -73,11 +76,14 @@ def check_diagnostics_types(doc: DiagnosticsDoc) -> list[Problem]:
         for i, violation in enumerate(doc.violations):
             if violation.rule not in COVERAGE_RULES:
                 problems.append(Problem(f"$.violations[{i}].rule", _not_one_of(COVERAGE_RULES, violation.rule)))
-    if isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4, DiagnosticsDocV5)) and doc.bundle_handles is not None:
+    if (
+        isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4, DiagnosticsDocV5, DiagnosticsDocV6))
+        and doc.bundle_handles is not None
+    ):
         counts += [
             (f"$.bundle_handles.{name}", getattr(doc.bundle_handles, name)) for name in _counts_of(doc.bundle_handles)
         ]
-    if isinstance(doc, (DiagnosticsDocV4, DiagnosticsDocV5)):
+    if isinstance(doc, (DiagnosticsDocV4, DiagnosticsDocV5, DiagnosticsDocV6)):
         for field, reasons in (
             ("inferred_sources", INFERRED_SOURCE_REASONS),
             ("inferred_pre_grad", INFERRED_PRE_GRAD_REASONS),
@@ -89,7 +95,9 @@ def check_diagnostics_types(doc: DiagnosticsDoc) -> list[Problem]:
             problems.extend(
                 Problem(f"$.{field}[{i}].why", MSG_EMPTY) for i, gap in enumerate(getattr(doc, field)) if gap.why == ""
             )
-    if isinstance(doc, DiagnosticsDocV5) and doc.matches_upstream is not None:
+    if isinstance(doc, DiagnosticsDocV6) and doc.cache not in CACHE_STATES:
+        problems.append(Problem("$.cache", _not_one_of(CACHE_STATES, doc.cache)))
+    if isinstance(doc, (DiagnosticsDocV5, DiagnosticsDocV6)) and doc.matches_upstream is not None:
         compared = doc.matches_upstream
         if compared.relation not in UPSTREAM_RELATIONS:
             problems.append(Problem("$.matches_upstream.relation", _not_one_of(UPSTREAM_RELATIONS, compared.relation)))
@@ -128,20 +136,30 @@ def _check_diagnostics(doc: DiagnosticsDoc, problems: list[Problem]) -> None:
         problems.append(Problem("$.disagreements", f"duplicate entry {quote(dup)}"))
     if not isinstance(doc, DiagnosticsDocV1):  # later versions keep version 2's rules
         _check_diagnostics_v2(doc, problems)
-    if isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4, DiagnosticsDocV5)) and doc.bundle_handles is not None:
+    if (
+        isinstance(doc, (DiagnosticsDocV3, DiagnosticsDocV4, DiagnosticsDocV5, DiagnosticsDocV6))
+        and doc.bundle_handles is not None
+    ):
         bundles = doc.bundle_handles
         shared = getattr(bundles, "shared", 0)
         if bundles.stale + bundles.missing + shared > bundles.checked:
             message = (
                 f"{quote(bundles.stale)} stale plus {quote(bundles.missing)} missing"
-                + (f" plus {quote(shared)} shared" if isinstance(doc, (DiagnosticsDocV4, DiagnosticsDocV5)) else "")
+                + (
+                    f" plus {quote(shared)} shared"
+                    if isinstance(doc, (DiagnosticsDocV4, DiagnosticsDocV5, DiagnosticsDocV6))
+                    else ""
+                )
                 + f" is more than the {quote(bundles.checked)} bundles checked"
             )
             problems.append(Problem("$.bundle_handles", message))
-    if isinstance(doc, (DiagnosticsDocV4, DiagnosticsDocV5)):
+    if isinstance(doc, (DiagnosticsDocV4, DiagnosticsDocV5, DiagnosticsDocV6)):
         _check_diagnostics_v4(doc, problems)
-    if isinstance(doc, DiagnosticsDocV5) and doc.matches_upstream is not None:
+    if isinstance(doc, (DiagnosticsDocV5, DiagnosticsDocV6)) and doc.matches_upstream is not None:
         _check_upstream_comparison(doc.matches_upstream, problems)
+    if isinstance(doc, DiagnosticsDocV6) and doc.cache == CACHE_STATES[2] and not doc.partial:
+        # an entry that held no provenance recorded nothing: never a complete graph
+        problems.append(Problem("$.partial", f"is false, but the graph was {quote(doc.cache)}"))
 
 
 def _check_upstream_comparison(compared: Any, problems: list[Problem]) -> None:
@@ -163,7 +181,7 @@ def _check_upstream_comparison(compared: Any, problems: list[Problem]) -> None:
         problems.append(Problem("$.matches_upstream.differences", f"duplicate link {quote(dup)}"))
 
 
-def _check_diagnostics_v4(doc: DiagnosticsDocV4 | DiagnosticsDocV5, problems: list[Problem]) -> None:
+def _check_diagnostics_v4(doc: DiagnosticsDocV4 | DiagnosticsDocV5 | DiagnosticsDocV6, problems: list[Problem]) -> None:
     cov = doc.coverage
     if cov is not None:
         for name in ("kernels_with_source", "kernels_with_pre_grad"):
@@ -194,7 +212,8 @@ def _check_diagnostics_v4(doc: DiagnosticsDocV4 | DiagnosticsDocV5, problems: li
 
 
 def _check_diagnostics_v2(
-    doc: DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5, problems: list[Problem]
+    doc: DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5 | DiagnosticsDocV6,
+    problems: list[Problem],
 ) -> None:
     # complete == not partial and coverage judged and no violation; say which condition fails
     lacking = [

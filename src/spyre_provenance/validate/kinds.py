@@ -176,7 +176,7 @@ KINDS = registry(
     Kind(
         _FILING[names.DIAGNOSTICS],
         version=diagnostics_version,
-        current="5",
+        current="6",
         fast=decoders.fast_diagnostics,
         full=decoders.typed_diagnostics,
         rules=diagnostics_rules.check_diagnostics,

@@ -27,6 +27,7 @@ from spyre_provenance.logs import tracelog
 from spyre_provenance.logs.graphs import LoggedGraph, read_log_graphs
 from spyre_provenance.model.folders import ProcessFolder
 from spyre_provenance.model.layout import Layout
+from spyre_provenance.model.records import CACHE_STATES
 from spyre_provenance.validate import coverage
 
 COMPLETE = "complete"
@@ -72,6 +73,9 @@ class ProcessSummary(msgspec.Struct):
     complete_graphs: int = 0  # of them, those whose coverage is complete
     call_sites: int = 0  # kernel call sites of the finished graphs
     linked_call_sites: int = 0  # of them, those the mapping links (tlparse highlights them)
+    #: compile id of each finished graph that came from an Inductor cache entry, and how
+    #: (diagnostics ``cache``: cached, cached without provenance)
+    cached: dict[str, str] = msgspec.field(default_factory=dict)
     unfinished: list[str] = msgspec.field(default_factory=list)  # compile ids, as tlparse names them
     failed: list[str] = msgspec.field(default_factory=list)  # compiles torch records as failed
     problems: list[str] = msgspec.field(default_factory=list)  # a log that cannot be read
@@ -115,6 +119,9 @@ def _count_log(summary: ProcessSummary, log: Path, per_op: PerOp | None) -> None
         summary.complete_graphs += verdict.complete
         summary.call_sites += verdict.counts.call_sites
         summary.linked_call_sites += verdict.counts.linked_call_sites
+        cache = graph.diagnostics.get("cache", CACHE_STATES[0])
+        if cache != CACHE_STATES[0]:
+            summary.cached[graph.compile_id] = str(cache)
         op = per_op(graph) if per_op is not None else None
         if op is not None:
             summary.per_op.setdefault(op, Tally()).add(graph.compile_id, verdict)
@@ -146,9 +153,14 @@ def render(
     width = max(len(s.folder.name) for s in summaries)
     for s in summaries:
         lines.append(
-            f"  {s.folder.name.ljust(width)}  {s.graphs} graph(s), {s.linked_call_sites}/{s.call_sites}"
+            f"  {s.folder.name.ljust(width)}  {s.graphs} graph(s){_from_cache(s)}, {s.linked_call_sites}/{s.call_sites}"
             f" kernel call site(s) linked: {s.verdict}"
         )
+        lines += [
+            f"    compile {cid} CACHED WITHOUT PROVENANCE: its Inductor cache entry held none"
+            for cid, how in s.cached.items()
+            if how == CACHE_STATES[2]
+        ]
         lines += [f"    compile {cid} UNFINISHED: the process stopped in the middle of it" for cid in s.unfinished]
         lines += [f"    {failure}" for failure in s.failed]
         lines += [f"    {problem}" for problem in s.problems]
@@ -165,6 +177,11 @@ def _other_backends(other: dict[str, list[str]]) -> tuple[str, str]:
     backends = " and ".join(names) or "a backend other than Inductor"
     shown = ", ".join(sorted(other)[:3]) + (f" and {len(other) - 3} more" if len(other) > 3 else "")
     return backends, shown
+
+
+def _from_cache(s: ProcessSummary) -> str:
+    """How many of the process's graphs a cache entry gave, when any did."""
+    return f" ({len(s.cached)} from Inductor's cache)" if s.cached else ""
 
 
 def per_op_lines(s: ProcessSummary) -> list[str]:

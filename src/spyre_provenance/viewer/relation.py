@@ -6,7 +6,8 @@ The page only follows this (``rel`` in each graph of the document); the rule is 
 - a **post-grad node**: its pre-grad nodes (the mapping), the OpSpecs whose debug handle
   names it (``ir_chain``, fused-from children's included), and those OpSpecs' source lines
   and bundles;
-- a **pre-grad node**: its post-grad nodes, the OpSpecs naming them and their bundles;
+- a **pre-grad node**: its post-grad nodes, the OpSpecs naming them, their bundles and
+  their source lines (exactly the lines that light the node: the two light each other);
 - an **OpSpec**: its handle's source lines, the post-grad nodes its handle names, its bundle;
 - a **bundle**: its OpSpecs (a kernel called from several call sites has one set) and
   what each of them lights;
@@ -111,7 +112,9 @@ def _pre(ix: _Index, q: int) -> dict[str, list[int]]:
     lit.sets["pre"].add(q)
     for p in ix.g["pp"][q]:
         lit.sets["post"].add(p)
-        lit.specs(ix.post_specs[p], posts=False, lines=False)  # its nodes and OpSpecs, not their lines
+        # its nodes, their OpSpecs and those OpSpecs' lines: exactly the lines that light this
+        # node (``_line``), so the relation is the same both ways
+        lit.specs(ix.post_specs[p], posts=False)
         lit.wide.update(ix.post_calls[p])
     return lit.entry()
 

@@ -210,6 +210,8 @@ class ReferenceBackend(Backend):
         self.call_sites: list[tuple[str, list[OpSpec]]] = []
         #: Every bundle file written since ``install()``.
         self.bundles_written: list[Path] = []
+        #: kernel name -> its bundle folder's name, then each file's text (``written_bundles``)
+        self._texts: dict[str, list[str]] = {}
         #: Faults of the backend's own work (bundle writes) not yet handed to the hook.
         self.faults: list[Fault] = []
         # Why each OpSpec of the last call site has no handle (None: it has one).
@@ -264,6 +266,7 @@ class ReferenceBackend(Backend):
         self.bundles_written.clear()
         self._served.clear()
         self._bundles.clear()
+        self._texts.clear()
         self.faults.clear()
 
     def uninstall(self) -> None:
@@ -363,13 +366,31 @@ class ReferenceBackend(Backend):
             name = folders.bundle_folder_name(kernel_name, "".join(texts).encode("utf-8"))
             folder = kernel_bundle_folder(self.bundle_dir, name)
             self._bundles[kernel_name] = bundle_identity(specs, folder)
+            self._texts[kernel_name] = [name, *texts]
         self._served[kernel_name] = [handle_of(d, strict=False) for d in documents]
+        self._write_texts(folder, texts)
+
+    def _write_texts(self, folder: Path, texts: Sequence[str]) -> None:
         for i, text in enumerate(texts):
             path = folder / BUNDLE_FILE.format(i)
             try:
                 self.bundles_written.append(atomic_write_text(path, text))
             except Exception as exc:  # noqa: BLE001 - a bundle is a by-product: never fail a compile over it
                 self.faults.append(Fault("file write", f"{type(exc).__name__}: bundle {path}: {exc}"))
+
+    def written_bundles(self, kernel_names: Sequence[str]) -> dict[str, list[str]]:
+        """The bundle folders written into ``bundle_dir``; none with the kernel cache on,
+        whose folders stay in Inductor's cache dir beside the entry."""
+        return {name: self._texts[name] for name in kernel_names if name in self._texts}
+
+    def restore_bundles(self, bundles: dict[str, list[str]]) -> None:
+        if self.bundle_dir is None:
+            return
+        for name, (folder_name, *texts) in bundles.items():
+            documents = [json.loads(text) for text in texts]
+            self._served[name] = [handle_of(d, strict=False) for d in documents]
+            self._texts[name] = [folder_name, *texts]
+            self._write_texts(kernel_bundle_folder(self.bundle_dir, folder_name), texts)
 
 
 def bundle_cache_key(documents: Sequence[dict[str, Any]]) -> str:

@@ -11,6 +11,7 @@ main; and the node facts they and ``lowering``'s passes read (``fake_value``,
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Any
 
 import torch
@@ -165,8 +166,9 @@ def clone_shared_inputs(gm: torch.fx.GraphModule) -> int:
     and let them read the clone, as torch-spyre main's scratchpad allocator does: it pins
     such an input in the core's scratchpad (LX) by a ``clone`` (``scratchpad/allocator.py``:
     an input read more than once, in full, not indirectly, by no extern kernel, behind no
-    restickify). Its further conditions depend on a card's memory and core division,
-    which the CPU has not. Returns how many were cloned.
+    restickify), and where its readers divide it alike among the cores (``_divided_unlike``,
+    main's work division). Its further conditions depend on a card's memory, which the CPU
+    has not. Returns how many were cloned.
 
     A clone is the backend's own node (``_copy``): the input it copies is no origin of it,
     where a backward graph's input (a forward activation AOTAutograd saved) would link it
@@ -183,6 +185,7 @@ def clone_shared_inputs(gm: torch.fx.GraphModule) -> int:
             readers is None
             or len(readers) < 2
             or any(r.op != "call_function" or r.target in _UNCLONED for r in readers)
+            or _divided_unlike(node)
         ):
             continue
         _copy(graph, node, inputs[-1], _through_no_op_expands(node), CLONE_INPUTS_PASS)
@@ -190,6 +193,22 @@ def clone_shared_inputs(gm: torch.fx.GraphModule) -> int:
     if count:
         gm.recompile()
     return count
+
+
+def _divided_unlike(node: torch.fx.Node) -> bool:
+    """Whether main's readers of a shared graph input divide it so that main keeps it in
+    HBM, uncloned (a core-division mismatch, ``get_ncores_for_buffers``,
+    ``scratchpad/utils.py:449-513``, which ``allocator.py:_input_residency_reason`` turns
+    down): a reader whose slices of the input cover fewer cores than it runs on (a matmul
+    splitting N reads the whole of its left operand on the cores N is split over: a
+    broadcast read; main's division of a linear at width 128 does), or two readers slicing
+    it differently. Judged by main's work division (``_division``) where the model reaches
+    the reader; one it does not reach is taken as agreeing, as before."""
+    divisions = [_division(reader, via) for reader, via in _through_no_op_expands(node)]
+    known = [d for d in divisions if d is not None]
+    if any(math.prod(split for _, split, _ in d.view()) != d.cores for d in known):
+        return True
+    return len({d.view() for d in known}) > 1
 
 
 # --- main's LX relayout copy of a matmul's result --------------------------------------
