@@ -2,7 +2,7 @@
 
 * **start-up**: ``python -c pass`` with ``SPYRE_PROVENANCE_OUT`` set against the same without
   it: what every process of an environment with the variable set pays, torch never imported
-  (the ``.pth`` line, ``plugin.startup``, the import watcher). Target: under 10 ms.
+  (the ``.pth`` line, ``spyre_provenance_startup``, the import watcher). Target: under 10 ms.
 * **run**: ``spyre-provenance run -- python bench/attach_child.py`` (a Granite training step,
   every page written at the end) against ``python bench/attach_child.py``, whole process.
   Target: at most 1.01x.

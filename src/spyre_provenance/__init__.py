@@ -21,8 +21,8 @@ import os  # loaded at every interpreter's start-up already
 # written once, in base/ where every layer can read it (pyproject reads it there too)
 from spyre_provenance.base.version import __version__
 
-# not ``from typing import TYPE_CHECKING``: the package is imported at every interpreter's
-# start-up when SPYRE_PROVENANCE_OUT is set (plugin.startup), and typing costs milliseconds
+# not ``from typing import TYPE_CHECKING``: with SPYRE_PROVENANCE_OUT set the package is imported
+# in every process that imports torch (spyre_provenance_startup), and typing costs milliseconds
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers and the API pages (read statically)

@@ -1,8 +1,9 @@
 """vLLM's general plugin (issue 45 point 2): the entry point ``spyre_provenance`` of the group
 ``vllm.general_plugins`` switches tracking on in a vLLM process, following vLLM's rules
 (``VLLM_PLUGINS`` unset: every plugin; set: the named ones only), called the way vLLM's loader
-calls it (``programs/vllm_loader.py``: vLLM's releases pin a torch other than this
-environment's, so vLLM itself is not installed here). Three processes at once, one compile each.
+calls it (``programs/vllm_loader.py``: a stand-in of the loader, for an environment without
+vLLM, whose releases pin a torch other than this one; ``test_vllm_loader.py`` runs vLLM's own
+loader where it is installed). Three processes at once, one compile each.
 """
 
 from __future__ import annotations

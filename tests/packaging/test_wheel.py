@@ -59,10 +59,13 @@ def test_wheel_holds_the_package_and_nothing_else(wheel: Path) -> None:
     the checkout) and the tests stay out."""
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
-    # and the start-up hook's .pth file, which site-packages must hold at its top (issue 45)
-    assert {t for t in tops if not t.endswith(".dist-info")} == {"spyre_provenance", "spyre_provenance_startup.pth"}
+    # and the start-up hook's .pth file, which site-packages must hold at its top (issue 45), with
+    # the module its line imports beside it, outside the package (issue 55)
+    hook = {"spyre_provenance_startup.pth", "spyre_provenance_startup.py"}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"spyre_provenance", *hook}
     source = REPO / "src"
     on_disk = {p.relative_to(source).as_posix() for p in (source / "spyre_provenance").rglob("*.py")}
+    on_disk.add("spyre_provenance_startup.py")
     assert {n for n in names if n.endswith(".py")} == on_disk
     assert not [n for n in names if "bench" in n.split("/")[:-1]]
 
@@ -71,7 +74,9 @@ def test_the_wheels_startup_hook_reads_one_variable_and_starts_the_plugin(wheel:
     """The ``.pth`` line site runs at every start-up: unset, only the variable is read."""
     line = zipfile.ZipFile(wheel).read("spyre_provenance_startup.pth").decode()
     assert line.startswith("import os; ") and line.count("\n") <= 1
-    assert 'os.environ.get("SPYRE_PROVENANCE_OUT") and ' in line and "spyre_provenance.plugin.startup" in line
+    assert 'os.environ.get("SPYRE_PROVENANCE_OUT") and ' in line
+    # the module beside the package, never the package: pytest would find it imported (issue 55)
+    assert '__import__("spyre_provenance_startup").start()' in line and "spyre_provenance." not in line
 
 
 def test_every_module_of_the_wheel_imports_from_it(wheel: Path, tmp_path: Path) -> None:

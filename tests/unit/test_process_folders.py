@@ -73,3 +73,51 @@ def test_layout_lists_the_processes_ranks_first_and_names_their_files(tmp_path: 
     process, layout = found[0]
     assert layout == Layout(tmp_path / process.name, "train")
     assert layout.trace_log == tmp_path / process.name / "trace" / "train.log"
+
+
+def test_a_second_claim_of_a_name_reads_back_with_its_number():
+    again = folders.process_folder("train", 1, {})._replace(claim=2)
+    assert again.name == "train_pid1-2"
+    assert folders.process_of_folder("train_pid1-2") == again
+    assert folders.process_of_folder("train_rank0_local0_pid1-12").claim == 12
+    assert folders.process_of_folder("train_pid1").claim == 1
+
+
+@pytest.mark.parametrize("name", ["train_pid1-1", "train_pid1-0", "train_pid1-02", "train_pid1-", "train_pid1-2-2"])
+def test_a_claim_number_is_two_or_more_written_once(name):
+    assert folders.process_of_folder(name) is None
+
+
+def test_a_claimed_folder_is_a_name_nothing_had(tmp_path: Path):
+    """Issue 55 point 11: a folder, a file, a link to a folder and a dangling link all keep
+    their names; the claim makes the first name that is free, and writes nothing through
+    the links."""
+    from spyre_provenance.base import files
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a").mkdir()
+    (out / "b").write_text("x")
+    (out / "c").symlink_to(theirs)
+    (out / "d").symlink_to(tmp_path / "nowhere")
+    assert files.claim_folder(out, ["a", "b", "c", "d", "e", "f"]) == out / "e"
+    assert (out / "e").is_dir() and not (out / "e").is_symlink()
+    assert list(theirs.iterdir()) == [] and not (tmp_path / "nowhere").exists()
+    with pytest.raises(FileExistsError):
+        files.claim_folder(out, ["a", "e"])
+
+
+def test_the_folders_made_for_out_are_the_ones_that_were_missing(tmp_path: Path):
+    from spyre_provenance.base import files
+
+    assert files.make_folders(tmp_path / "x" / "y") == [tmp_path / "x", tmp_path / "x" / "y"]
+    assert files.make_folders(tmp_path / "x" / "y") == []
+
+
+def test_a_link_in_out_is_no_process_folder(tmp_path: Path):
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "train_pid1").mkdir()
+    (tmp_path / "train_pid1-2").symlink_to(tmp_path / "theirs")
+    assert [p.name for p, _ in Layout(tmp_path).processes()] == ["train_pid1"]

@@ -555,3 +555,32 @@ def test_pre_commit_hook_definition() -> None:
     for name in ["package.json", "kernel_information.json.bak", "my_kernel_information.json", "mappings.json"]:
         assert not files.search(name), name
         assert artifact_for_filename(name) is None, name
+
+
+def test_a_folder_says_a_logged_artifact_and_its_graph_folder_file_once(
+    run_cli: RunCli, data_dir: Path, tmp_path: Path
+) -> None:
+    """An OUT holds a logged artifact in its log and in its graph folder, and tlparse's pages
+    copy both (issue 55 point 4): one line, while both are valid; an invalid copy its own."""
+    root = tmp_path / "out"
+    log = root / "trace" / "seed.log"
+    shutil.copy(data_dir / "logs" / "seed_mlp.log", write(log, ""))
+    graph = root / "graph_seed_00_0-0_inference"
+    write(graph / MAPPINGS_NAME, SEED_TEXT)
+    shutil.copy(log, write(root / "tlparse" / "seed" / "raw.log", ""))  # tlparse's copy
+    code, out, err = run_cli("validate", root)
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        f"OK      v2.0  {NODE_MAPPINGS}  {log}:[0/0] (line 21), and {graph.name}/{MAPPINGS_NAME}",
+        f"OK      v2    {KERNEL_STACK_TRACES}  {log}:[0/0] (line 23)",
+    ]
+    broken_seed(graph / MAPPINGS_NAME)
+    code, out, _ = run_cli("validate", root)
+    heads = [line for line in out.splitlines() if not line.startswith(" ")]
+    assert code == 1 and heads == [
+        f"INVALID v2.0  {NODE_MAPPINGS}  {graph / MAPPINGS_NAME}",
+        f"OK      v2.0  {NODE_MAPPINGS}  {log}:[0/0] (line 21)",
+        f"OK      v2    {KERNEL_STACK_TRACES}  {log}:[0/0] (line 23)",
+    ]
+    code, out, _ = run_cli("validate", root / "tlparse")  # named, tlparse's copy is checked
+    assert code == 0 and f"{root / 'tlparse' / 'seed' / 'raw.log'}:[0/0] (line 21)" in out

@@ -1,5 +1,5 @@
 """The environment variables that switch tracking on from outside a program: one place for
-their names, which the start-up hook (``plugin.startup``), the session it attaches
+their names, which the start-up hook (``spyre_provenance_startup``, which spells ``OUT`` again), the session it attaches
 (``capture.attach``) and the ``run`` command (``cli.run_command``) all read.
 
 Imports nothing: the start-up hook reads them in every Python process of an environment
@@ -16,6 +16,11 @@ BACKEND = "SPYRE_PROVENANCE_BACKEND"
 #: folder there, once its log is flushed, so ``run`` begins its end while the process is
 #: still tearing down (``cli.run_end``). Unset: nothing is said.
 ENDED = "SPYRE_PROVENANCE_ENDED"
+#: A folder in ``ENDED``: a tracked process whose compiles all went to a backend tracking does
+#: not record (``aot_eager``, ``eager``, the program's own function; no Inductor code ran)
+#: creates a file there named after its folder, the backends' names in it one a line, so
+#: ``run`` can say what the run used instead (``cli.run_end``).
+OTHER_BACKENDS = "other-backends"
 #: The file the wheel (and the editable install) puts into site-packages; its one line
-#: starts ``plugin.startup`` where ``OUT`` is set (pyproject.toml's force-include).
+#: starts ``spyre_provenance_startup`` where ``OUT`` is set (pyproject.toml's force-include).
 STARTUP_FILE = "spyre_provenance_startup.pth"

@@ -66,6 +66,37 @@ def _new_temporary(folder: Path) -> tuple[int, Path]:
             continue
 
 
+def make_folders(path: str | os.PathLike[str]) -> list[Path]:
+    """``path`` and its missing parents made, as ``mkdir -p`` makes them; returns the ones
+    this call made, outermost first, so that its caller can remove them again (``rmdir``,
+    only while empty) when it leaves nothing in them. One made meanwhile by another process
+    is that process's, and not in the list."""
+    path = Path(os.path.abspath(path))
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    made = []
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            continue
+        made.append(folder)
+    return made
+
+
+def claim_folder(parent: str | os.PathLike[str], names: list[str]) -> Path:
+    """The first of ``names`` made as a new folder in ``parent`` by this call. ``mkdir`` fails
+    on a name anything has (a folder, a file, a link, which it never follows), so the folder
+    claimed is the caller's alone: no other process writes in it, and nothing in it leads
+    elsewhere. Raises ``FileExistsError`` when every name is taken."""
+    for name in names:
+        try:
+            os.mkdir(os.path.join(parent, name))
+        except FileExistsError:
+            continue
+        return Path(parent, name)
+    raise FileExistsError(f"{parent}: {names[0]} and the {len(names) - 1} names after it are taken")
+
+
 def plain_mode(*, folder: bool = False) -> int:
     """The mode ``open(path, "w")`` gives a new file (``os.mkdir`` a new folder): 0o666
     (0o777) less this process's umask."""

@@ -1,6 +1,6 @@
 """Tracking switched on from outside the program: one process, its own folder, the usual session.
 
-``plugin.startup`` (the ``.pth`` start-up hook, the vLLM plugin) calls the two functions
+``spyre_provenance_startup`` (the ``.pth`` start-up hook, and the vLLM plugin) calls the two functions
 here when ``SPYRE_PROVENANCE_OUT=DIR`` is set:
 
 * ``torch_imported``: the process's TORCH_TRACE log gets a handler of its own, writing
@@ -14,10 +14,16 @@ here when ``SPYRE_PROVENANCE_OUT=DIR`` is set:
   the first compile or hit starts the session (``tracking.attach``, ``hook.Session`` into
   the process's folder): the same session as ``enable``, not a copy of the compile door.
 
-A fork's child gets a folder of its own (its pid), and its compiles a session of their own.
+A process claims its folder (``_Process.claim``): it makes it itself, and a name something in
+``OUT`` already has (another process's folder: pids repeat across containers sharing a
+volume; a link) is passed over for the next, ``train_pid1-2``, said on stderr. So no process
+appends to or replaces another's files, or writes through a link it did not make. A fork's
+child gets a folder of its own (its pid), and its compiles a session of their own.
 A program that enables tracking itself (``enable``, the ``compile`` command) takes over:
 the attached session steps aside. At exit, a folder whose session recorded no graph is
-removed again (torch may have logged a compile that reached no Inductor code).
+removed again (torch may have logged a compile that reached no Inductor code: one of another
+backend, ``aot_eager`` or the program's own, whose names it tells ``run``), and so are the
+folders up to ``OUT`` the process made for it, when they are empty.
 
 Every finished graph's files are written atomically when it finishes (``hook``) and the
 log is flushed at every record, so a program that raises, exits, is interrupted or killed
@@ -46,6 +52,8 @@ if TYPE_CHECKING:
 
 #: torch's logger of structured records (``torch._logging._internal.trace_log``)
 TRACE_LOGGER = "torch.__trace"
+#: how many names a process tries for its folder (``train_pid1``, ``train_pid1-2``, ...)
+CLAIMS = 1000
 
 
 class _Process:
@@ -58,20 +66,49 @@ class _Process:
         self.session: Any = None  # hook.Session, once the first compile started it
         self.started = False  # the session was started (or refused) for this process
         self.stepped_aside = False  # the program enabled its own tracking
+        self.made: list[Path] = []  # the folders up to OUT this process made, outermost first
+        #: OUT as it was when tracking started: the program may change or drop the variable
+        self.out: str | None = None
 
     def folder(self) -> Layout:
+        """This process's folder, claimed at its first use."""
+        with self.lock:
+            if self.layout is None:
+                self.layout = self.claim()
+            return self.layout
+
+    def claim(self) -> Layout:
+        """Make this process's folder in ``OUT``, a name no one has (``files.claim_folder``):
+        ``train_pid1``, else ``train_pid1-2`` and on, said on stderr."""
         # imported at the first record, not with torch: torch's compile workers, and every
         # process that never compiles, import torch without ever needing them (msgspec's import
         # alone is some 30 ms a process)
+        from spyre_provenance.base import files
         from spyre_provenance.model import folders
         from spyre_provenance.model.layout import Layout
 
-        with self.lock:
-            if self.layout is None:
-                program = folders.program_label(sys.argv, getattr(sys, "orig_argv", sys.argv))
-                process = folders.process_folder(program, os.getpid(), os.environ)
-                self.layout = Layout(Path(os.environ[environment.OUT])).process(process)
-            return self.layout
+        program = folders.program_label(sys.argv, getattr(sys, "orig_argv", sys.argv))
+        first = folders.process_folder(program, os.getpid(), os.environ)
+        names = {p.name: p for p in (first._replace(claim=n) for n in range(1, CLAIMS + 1))}
+        where = self.out or os.environ.get(environment.OUT)
+        if not where:
+            raise OSError(f"{environment.OUT} is no longer set")
+        out = Path(where)
+        self.made = files.make_folders(out)
+        claimed = files.claim_folder(out, list(names))
+        if claimed.name != first.name:
+            _tell(
+                f"{out / first.name} is taken (another process's folder, or a link): this process's folder is {claimed}"
+            )
+        return Layout(out).process(names[claimed.name])
+
+    def remove_made(self) -> None:
+        """The folders up to ``OUT`` this process made, where it left them empty."""
+        for folder in reversed(self.made):
+            try:
+                folder.rmdir()
+            except OSError:  # another process's folder is in it, or it is gone
+                return
 
 
 _process = _Process()
@@ -91,9 +128,10 @@ class _ProcessLog(logging.StreamHandler):
             if self.stream is None:
                 self.path = _process.folder().trace_log
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.stream = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - open for the process's life
-        except OSError as exc:
-            _warn(f"cannot write the process's log: {exc}")
+                # "x": a new file in the process's own folder, never another's appended to
+                self.stream = open(self.path, "x", encoding="utf-8")  # noqa: SIM115 - open for the process's life
+        except Exception as exc:  # noqa: BLE001 - raised here, it would break the compile that logged
+            _warn(f"cannot write the process's log: {type(exc).__name__}: {exc}")
             logging.getLogger(TRACE_LOGGER).removeHandler(self)
             return
         super().emit(record)
@@ -118,6 +156,7 @@ def torch_imported(torch: Any = None) -> None:
     with _process.lock:
         if _process.handler is not None:
             return
+        _process.out = os.environ.get(environment.OUT)  # set: this is called only then
         handler = _ProcessLog()
         handler.setFormatter(_internal.TorchLogsFormatter(trace=True))
         trace_log = logging.getLogger(TRACE_LOGGER)
@@ -208,6 +247,7 @@ def _after_fork() -> None:
     """In a forked child: a folder, a log and (at its first compile) a session of its own."""
     _process.lock = threading.RLock()
     _process.layout = None
+    _process.made = []  # the parent's to remove, not the child's
     if _process.handler is not None:
         _process.handler.forget_stream()
     if _process.session is not None and not _process.stepped_aside:
@@ -235,9 +275,12 @@ def _at_exit() -> None:
     logging.getLogger(TRACE_LOGGER).removeHandler(handler)
     handler.close()
     layout = _process.folder()
+    if not _process.started:  # torch logged compiles, and not one reached Inductor's entry
+        _say_other_backends(layout.out.name)
     held = [p for p in layout.out.rglob("*") if p.is_file()] if layout.out.is_dir() else []
     if all(p == handler.path for p in held):  # nothing but the log of no graph
         shutil.rmtree(layout.out, ignore_errors=True)
+        _process.remove_made()
 
 
 def _say_ended() -> None:
@@ -253,7 +296,57 @@ def _say_ended() -> None:
         pass
 
 
+def _say_other_backends(folder: str) -> None:
+    """Tell ``run`` (when it launched this process) which backends compiled here instead of
+    Inductor: a file named after the process's folder in ``ENDED``'s ``OTHER_BACKENDS``."""
+    said = os.environ.get(environment.ENDED)
+    if not said:
+        return
+    try:
+        where = os.path.join(said, environment.OTHER_BACKENDS)
+        os.makedirs(where, exist_ok=True)
+        with open(os.path.join(where, folder), "w", encoding="utf-8") as names:
+            names.write("".join(f"{name}\n" for name in other_backends()))
+    except OSError:  # run then says what it says of a process that compiled nothing
+        pass
+
+
+def other_backends() -> list[str]:
+    """The backends other than Inductor the program handed ``torch.compile``, by name: torch
+    keeps each in ``torch._dynamo.eval_frame.cached_backends`` (until ``torch._dynamo.reset``)
+    as ``torch.compile``'s wrapper (its ``compiler_name``: ``aot_eager``) or the function
+    itself. Nothing is imported: at exit, a process that compiled has them loaded."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    try:
+        backends = list(getattr(eval_frame, "cached_backends", {}).values())
+    except Exception:  # noqa: BLE001 - torch's internals moved: nothing to name
+        return []
+    names = {
+        str(getattr(b, "compiler_name", None) or getattr(b, "__name__", None) or type(b).__name__)
+        for b in backends
+        if b is not None  # a disabling context's (torch._dynamo.disable, run): no backend
+    }
+    return sorted(names - {"inductor"})
+
+
+def _tell(message: str) -> None:
+    """One line on stderr, where the program's user sees it (not a warning: a program that
+    turns warnings into errors must not fail on it)."""
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write(f"spyre-provenance: {message}\n")
+    except Exception:  # noqa: BLE001 - stderr closed or replaced: nowhere left to say it
+        pass
+
+
 def _warn(message: str) -> None:
+    """A ``ProvenanceWarning``, where warnings are shown; never an exception. Most of these
+    are said from inside torch's logging call, in the middle of a compile: a program whose
+    filters turn warnings into errors (``-W error``, a strict suite), or whose stderr is
+    closed, would have its compile broken by one. Then the line goes to stderr (``_tell``)."""
     from spyre_provenance.base.errors import ProvenanceWarning
 
-    warnings.warn(f"spyre-provenance: {message} (the program goes on)", ProvenanceWarning, stacklevel=2)
+    try:
+        warnings.warn(f"spyre-provenance: {message} (the program goes on)", ProvenanceWarning, stacklevel=2)
+    except Exception:  # noqa: BLE001 - the program's filters made it an error: not ours to raise
+        _tell(f"{message} (the program goes on)")

@@ -3,7 +3,7 @@ unmodified, with every ``torch.compile`` in it and in every Python process it st
 
 A launcher, as ``torchrun``, ``nsys profile`` or ``py-spy record --`` are: COMMAND runs with
 ``SPYRE_PROVENANCE_OUT=OUT`` (and ``SPYRE_PROVENANCE_BACKEND``) in its environment, which
-every Python process of this environment reads at start-up (``plugin.startup``), so a
+every Python process of this environment reads at start-up (``spyre_provenance_startup``), so a
 script, ``python -m``, ``torchrun``, a console script or a shell script that starts Python
 are all tracked, each process into its own folder of OUT (``Layout.processes``). This
 environment's ``bin`` comes first on COMMAND's ``PATH``, so ``python`` and ``torchrun`` are
@@ -22,6 +22,7 @@ the verdict: ``validate OUT`` judges.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if not command:
         raise UnusableInput("COMMAND", "nothing to run: spyre-provenance run [--out OUT] -- COMMAND [ARGS...]")
     out: Path = args.out.absolute()
+    users = out.is_dir() and not any(out.iterdir())  # an empty folder the user made: stays
     _prepare(out)
     if not startup_hook_installed():
         print(
@@ -85,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
     early = EarlyEnd(out, pages=pages, tlparse=_tlparse() if pages else None)
     try:
         status = _launch(command, {**_environment(out, args.backend), **early.environment}, early.poll)
-        _report(out, early.ended(), pages=pages)
+        if not users:
+            _remove_if_empty(out)
+        _report(out, early.ended(), early.other_backends(), pages=pages)
     finally:
         early.close()
     return status
@@ -155,7 +159,8 @@ def _prepare(out: Path) -> None:
         return
     layout = Layout(out)
     ours = {layout.out / f.name for f, _ in layout.processes()} | {layout.pages_root, layout.viewer_page}
-    strangers = sorted(p.name for p in out.iterdir() if p not in ours)
+    # a link is no run's output, whatever its name: never removed through, never replaced
+    strangers = sorted(p.name for p in out.iterdir() if p not in ours or p.is_symlink())
     if strangers:
         shown = ", ".join(strangers[:3]) + (f" and {len(strangers) - 3} more" if len(strangers) > 3 else "")
         raise UnusableInput(str(out), f"holds what no run wrote ({shown}); use another --out")
@@ -166,7 +171,14 @@ def _prepare(out: Path) -> None:
             path.unlink()
 
 
-def _report(out: Path, ended: dict[str, ProcessEnd], *, pages: bool) -> None:
+def _remove_if_empty(out: Path) -> None:
+    """``out`` goes when no process left anything in it (a program that compiled nothing
+    tracking records): an empty folder says nothing."""
+    with contextlib.suppress(OSError):  # not empty, or not there: it stays as it is
+        out.rmdir()
+
+
+def _report(out: Path, ended: dict[str, ProcessEnd], other_backends: dict[str, list[str]], *, pages: bool) -> None:
     """The run's screen on stderr, then its pages (their lines on stderr too: stdout is the
     program's); what was made early of a process that had ended (``run_end``) is not made
     again."""
@@ -181,7 +193,7 @@ def _report(out: Path, ended: dict[str, ProcessEnd], *, pages: bool) -> None:
             else run_summary.summarize_process(process, layout, logged_per_op)
             for process, layout in Layout(out).processes()
         ]
-        for line in run_summary.render(summaries, out):
+        for line in run_summary.render(summaries, out, other_backends):
             print(line, file=sys.stderr)
         if not pages or not summaries:
             return

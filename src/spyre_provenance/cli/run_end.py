@@ -108,6 +108,16 @@ class EarlyEnd:
                 kept[name] = end
         return kept
 
+    def other_backends(self) -> dict[str, list[str]]:
+        """The processes whose compiles all went to backends tracking does not record (their
+        folders, removed at their exit, by name) and those backends' names."""
+        where = self.markers / environment.OTHER_BACKENDS
+        try:
+            said = sorted(where.iterdir()) if where.is_dir() else []
+            return {p.name: p.read_text(encoding="utf-8").split() for p in said}
+        except OSError:
+            return {}
+
     def close(self) -> None:
         self._pool.shutdown(wait=True)
         shutil.rmtree(self.markers, ignore_errors=True)

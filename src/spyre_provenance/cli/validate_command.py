@@ -6,7 +6,9 @@ A PATH is one of:
   it is validated, one result per record (``log:[0/0] (line 1168)``); damage to the log
   itself (bad lines, payloads failing their MD5) is one more result;
 - a folder, searched recursively for artifact JSON files (by name, or by an unmistakable
-  shape) and for logs (``*.log``, ``dedicated_log_torch_trace_*``).
+  shape) and for logs (``*.log``, ``dedicated_log_torch_trace_*``); tlparse's pages folder
+  of an OUT in it is not (its copies), and each artifact is said once: a log record and its
+  graph folder's file, both valid, are one line (``... (line 1486), and graph_.../x.json``).
 
 Two verdicts, kept apart. Whether an artifact is valid (its schema and invariants; damage to
 its log record): ``INVALID`` and its problems, exit 1. Whether tlparse will file and render it
@@ -28,6 +30,7 @@ not one this version of the tool accepts.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -147,12 +150,22 @@ def render(r: Result) -> str:
     problems and the warnings indented below."""
     version = f"v{r.version}" if r.version else "-"
     head = "WARN" if r.status == "ok" and r.warnings else r.status.upper()
-    lines = [f"{head:<7} {version:<5} {r.artifact}  {r.where()}"]
+    lines = [f"{head:<7} {version:<5} {r.artifact}  {r.where()}" + "".join(_copy(r, c) for c in r.copies)]
     lines += [f"  {p}" for p in r.problems]
     if r.omitted:
         lines.append(f"  ... and {r.omitted} more problems")
     lines += [f"  warning: {w}" for w in r.warnings]
     return "\n".join(lines)
+
+
+def _copy(r: Result, copy: str) -> str:
+    """A file holding the same valid artifact as ``r`` (``fold_copies``), named from the
+    folder of ``r``'s log's ``trace/``."""
+    try:
+        shown = os.path.relpath(copy, os.path.dirname(os.path.dirname(r.path)))
+    except ValueError:  # another drive
+        shown = copy
+    return f", and {shown}"
 
 
 def _size(text: str) -> int:

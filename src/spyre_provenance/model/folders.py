@@ -173,32 +173,38 @@ def kernel_of_bundle_folder(name: str) -> str | None:
 
 # --- the processes of a run (``spyre-provenance run``, ``SPYRE_PROVENANCE_OUT``) ---------------
 
-#: ``<program>[_rank<R>][_local<L>]_pid<P>``: one folder per tracked process under a run's
-#: ``OUT``. The program is a label (no ``_``), so the parts never run into each other.
+#: ``<program>[_rank<R>][_local<L>]_pid<P>[-<N>]``: one folder per tracked process under a
+#: run's ``OUT``. The program is a label (no ``_``), so the parts never run into each other.
+#: ``-<N>``: the N-th process of that name to claim a folder in ``OUT`` (pids repeat: in a
+#: container the program is pid 1 on every start).
 _PROCESS_FOLDER = re.compile(
-    r"(?P<program>[0-9A-Za-z.-]+)(?:_rank(?P<rank>0|[1-9][0-9]*))?(?:_local(?P<local>0|[1-9][0-9]*))?_pid(?P<pid>[1-9][0-9]*)"
+    r"(?P<program>[0-9A-Za-z.-]+)(?:_rank(?P<rank>0|[1-9][0-9]*))?(?:_local(?P<local>0|[1-9][0-9]*))?"
+    r"_pid(?P<pid>[1-9][0-9]*)(?:-(?P<claim>[2-9]|[1-9][0-9]+))?"
 )
 
 
 class ProcessFolder(NamedTuple):
     """What a tracked process's folder name says: the program, torchrun's ``RANK`` and
-    ``LOCAL_RANK`` (None: not a torchrun worker), the pid."""
+    ``LOCAL_RANK`` (None: not a torchrun worker), the pid, and which claim of that name
+    it is (1: the first, whose name has no ``-<N>``)."""
 
     program: str
     rank: int | None
     local_rank: int | None
     pid: int
+    claim: int = 1
 
     @property
     def name(self) -> str:
         rank = "" if self.rank is None else f"_rank{self.rank}"
         local = "" if self.local_rank is None else f"_local{self.local_rank}"
-        return f"{model_label(self.program)}{rank}{local}_pid{self.pid}"
+        again = "" if self.claim == 1 else f"-{self.claim}"
+        return f"{model_label(self.program)}{rank}{local}_pid{self.pid}{again}"
 
     @property
-    def order(self) -> tuple[bool, int, int, str, int]:
+    def order(self) -> tuple[bool, int, int, str, int, int]:
         """Ranks first in rank order, then the other processes by program and pid."""
-        return (self.rank is None, self.rank or 0, self.local_rank or 0, self.program, self.pid)
+        return (self.rank is None, self.rank or 0, self.local_rank or 0, self.program, self.pid, self.claim)
 
 
 def process_folder(program: str, pid: int, environ: Mapping[str, str]) -> ProcessFolder:
@@ -219,7 +225,11 @@ def process_of_folder(name: str) -> ProcessFolder | None:
         return None
     rank, local = match["rank"], match["local"]
     return ProcessFolder(
-        match["program"], None if rank is None else int(rank), None if local is None else int(local), int(match["pid"])
+        match["program"],
+        None if rank is None else int(rank),
+        None if local is None else int(local),
+        int(match["pid"]),
+        int(match["claim"] or 1),
     )
 
 

@@ -198,11 +198,22 @@ class Layout(msgspec.Struct, frozen=True):
         return Layout(self.out / process.name, process.program)
 
     def processes(self) -> list[tuple[folders.ProcessFolder, Layout]]:
-        """The tracked processes' folders ``out`` holds, ranks first in rank order."""
+        """The tracked processes' folders ``out`` holds, ranks first in rank order. A link is
+        no process's folder (a process makes its own, ``capture.attach``): it is passed over."""
         if not self.out.is_dir():
             return []
-        found = [(f, p) for p in self.out.iterdir() if p.is_dir() and (f := folders.process_of_folder(p.name))]
+        found = [
+            (f, p)
+            for p in self.out.iterdir()
+            if p.is_dir() and not p.is_symlink() and (f := folders.process_of_folder(p.name))
+        ]
         return [(f, self.process(f)) for f, _ in sorted(found, key=lambda item: item[0].order)]
+
+    def holds_runs(self) -> bool:
+        """Whether ``out`` holds what ``compile`` or ``run`` writes: a ``trace/`` folder, rank
+        folders or process folders. Then its ``NO_LOG_FOLDERS`` hold copies and bundles,
+        which a reader of every artifact in ``out`` passes over."""
+        return self.trace_dir.is_dir() or bool(self.ranks()) or bool(self.processes())
 
     @property
     def _named(self) -> str:

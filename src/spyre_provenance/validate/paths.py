@@ -2,7 +2,7 @@
 
 A PATH is a JSON artifact (told by file name, else by shape), a TORCH_TRACE log (every
 provenance artifact in it, one result per record, plus one for damage to the log itself),
-or a folder searched recursively for both. Pure: no printing, no torch; the command
+or a folder searched recursively for both, saying each artifact once (``fold_copies``). Pure: no printing, no torch; the command
 (``cli/validate_command.py``) prints the results and ``validate_paths`` returns them as
 schemas.Report values.
 
@@ -25,6 +25,7 @@ from spyre_provenance.base.files import TMP_PREFIX
 from spyre_provenance.logs import tracelog
 from spyre_provenance.model import folders, jsonio
 from spyre_provenance.model.detect import Problem
+from spyre_provenance.model.layout import NO_LOG_FOLDERS, Layout
 from spyre_provenance.model.names import LOGGED_ARTIFACTS
 from spyre_provenance.validate import schemas
 
@@ -50,6 +51,9 @@ class Result(msgspec.Struct):
     #: the rank of a multi-rank run: a log record's own (torch stamps it), else the
     #: ``rank<r>`` folder the file is in (``compile --ranks N``); None: no rank
     rank: int | None = None
+    #: files holding the same artifact, checked and found as valid (a log record's graph
+    #: folder file, ``fold_copies``): said on this result's line, not on lines of their own
+    copies: list[str] = []
 
     def where(self) -> str:
         """``path``, or ``path:[0/0] (line 1168)`` for an artifact inside a log."""
@@ -189,16 +193,61 @@ def _check_folder(folder: Path, options: Options) -> list[Result]:
             results.append(Result(path=str(path), status="unusable", error=exc.strerror or str(exc)))
     if not results:
         raise UnusableInput(str(folder), "no provenance artifacts or TORCH_TRACE logs in this folder")
-    return results
+    return fold_copies(results)
 
 
 def _walk(folder: Path) -> list[Path]:
-    """Files under ``folder`` in a stable order, skipping hidden folders and temporaries."""
+    """Files under ``folder`` in a stable order, skipping hidden folders and temporaries, and
+    the folders of an ``OUT`` that hold no log of its own (``NO_LOG_FOLDERS``: tlparse's
+    pages, with its copy of each log and artifact, validated when named itself; the bundles)."""
     found = []
     for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        copies = NO_LOG_FOLDERS if Layout(Path(root)).holds_runs() else frozenset()
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in copies)
         found += [Path(root, f) for f in sorted(files) if not f.startswith(TMP_PREFIX)]
     return found
+
+
+#: one artifact of one compile in one ``OUT``: (the OUT, the model label, compile id, artifact)
+_Key = tuple[str, str, str, str]
+
+
+def fold_copies(results: list[Result]) -> list[Result]:
+    """Each artifact once. A compile's folder holds every logged artifact twice: the record
+    in ``trace/<label>.log`` and the file in ``graph_<label>_NN_<compile id>_<kind>/``. Where
+    both are valid, the file is named on the record's result instead of a result of its own.
+    Records and files of one compile id pair in order (log line, compile order), and only
+    where their counts agree; anything invalid, or unpaired, keeps its own result."""
+    records: dict[_Key, list[Result]] = {}
+    files: dict[_Key, list[Result]] = {}
+    for r in results:
+        key = _record_key(r) if r.line is not None else _file_key(r)
+        if key is not None and r.status == "ok":
+            (records if r.line is not None else files).setdefault(key, []).append(r)
+    folded: set[int] = set()
+    for key, found in files.items():
+        logged = records.get(key, [])
+        if len(logged) != len(found):
+            continue
+        for record, file in zip(logged, sorted(found, key=lambda f: f.path), strict=True):
+            record.copies.append(file.path)
+            folded.add(id(file))
+    return [r for r in results if id(r) not in folded]
+
+
+def _record_key(r: Result) -> _Key | None:
+    layout = Layout.of_log(Path(r.path))
+    if layout is None or r.artifact is None or r.compile_id in (None, "[-/-]"):
+        return None
+    return str(layout.out), folders.model_label(Path(r.path).stem), (r.compile_id or "").strip("[]"), r.artifact
+
+
+def _file_key(r: Result) -> _Key | None:
+    folder = Path(r.path).parent
+    found = folders.label_and_compile_id(folder.name)
+    if found is None or found[0] is None or r.artifact is None:
+        return None
+    return str(folder.parent), found[0], found[1], r.artifact
 
 
 def _sniff_artifact(path: Path) -> str | None:

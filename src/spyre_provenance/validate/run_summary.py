@@ -17,7 +17,7 @@ Pure: reads files, imports no torch.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import msgspec
@@ -37,6 +37,11 @@ NO_GRAPH = "no graph"  # the process logged no compiled graph
 
 #: a logged graph's ATen op when it is a per-op compile (``links.per_op``), else None
 PerOp = Callable[[LoggedGraph], str | None]
+#: what tracking records, said where a run's compiles went to another backend
+RECORDED = (
+    "tracking records torch.compile's compiles through Inductor"
+    ' (backend "inductor", the default; torch-spyre\'s compile through it too)'
+)
 
 
 class Tally(msgspec.Struct):
@@ -124,12 +129,27 @@ def _count_log(summary: ProcessSummary, log: Path, per_op: PerOp | None) -> None
     summary.failed += [str(failure) for failure in tracelog.compile_failures(log)]
 
 
-def render(summaries: list[ProcessSummary], out: Path) -> list[str]:
+def render(
+    summaries: list[ProcessSummary], out: Path, other_backends: Mapping[str, list[str]] | None = None
+) -> list[str]:
     """The run's screen: one line per process (what it is, graphs, call sites linked,
-    verdict), then what is unfinished or failed; never more than was counted."""
+    verdict), then what is unfinished or failed; never more than was counted.
+    ``other_backends``: the processes (by folder name) whose compiles all went to backends
+    tracking does not record, and their names."""
+    other = dict(other_backends or {})
     if not summaries:
-        return [f"spyre-provenance run: no process compiled anything tracking could record; nothing in {out}"]
+        left = f"nothing in {out}" if out.is_dir() else f"no folder left at {out}"
+        if other:
+            backends, shown = _other_backends(other)
+            return [
+                f"spyre-provenance run: nothing recorded: {RECORDED}; this run compiled with {backends} instead"
+                f" ({shown}); {left}"
+            ]
+        return [f"spyre-provenance run: no process compiled anything tracking could record; {left}"]
     lines = [f"spyre-provenance run: {len(summaries)} process(es) compiled, in {out}"]
+    if other:
+        backends, shown = _other_backends(other)
+        lines.append(f"  not recorded: {shown} compiled with {backends} only; {RECORDED}")
     width = max(len(s.folder.name) for s in summaries)
     for s in summaries:
         lines.append(
@@ -148,6 +168,15 @@ def render(summaries: list[ProcessSummary], out: Path) -> list[str]:
         if s.complete_graphs < s.graphs:
             lines.append(f"    {s.graphs - s.complete_graphs} graph(s) with incomplete coverage: validate {s.folder}")
     return lines
+
+
+def _other_backends(other: dict[str, list[str]]) -> tuple[str, str]:
+    """The backends (``aot_eager and my_backend``) and the processes (``ae_pid12``) of
+    ``other``, as said on the screen."""
+    names = sorted({name for names in other.values() for name in names})
+    backends = " and ".join(names) or "a backend other than Inductor"
+    shown = ", ".join(sorted(other)[:3]) + (f" and {len(other) - 3} more" if len(other) > 3 else "")
+    return backends, shown
 
 
 def _from_cache(s: ProcessSummary) -> str:

@@ -1,6 +1,7 @@
 """vLLM's plugin loading, as ``vllm/plugins/__init__.py`` does it (``load_general_plugins``,
-``load_plugins_by_group``; vLLM itself cannot be installed beside the CPU torch here: its
-releases pin another torch): torch is imported first, then every entry point of the group
+``load_plugins_by_group``), for an environment without vLLM (its releases pin another torch;
+``--no-deps`` installs it beside this one, and ``vllm_real_loader.py`` runs vLLM's own loader
+there): torch is imported first, then every entry point of the group
 ``vllm.general_plugins`` whose name ``VLLM_PLUGINS`` allows (unset: all; else the
 comma-separated names) is loaded and called; vLLM may do so more than once in a process.
 Then the process compiles, as a vLLM worker does.
