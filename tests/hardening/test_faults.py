@@ -321,4 +321,4 @@ def test_compile_command_reports_the_loss(tmp_path: Path, fresh_process) -> None
     assert schemas.validate(logged[NODE_MAPPINGS], NODE_MAPPINGS).ok
     validated = fresh_process.run("validate", out)
     assert validated.returncode == 0, validated.stdout + validated.stderr
-    assert f"OK      v5    {DIAGNOSTICS}" in validated.stdout
+    assert f"OK      v6    {DIAGNOSTICS}" in validated.stdout

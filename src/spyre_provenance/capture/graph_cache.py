@@ -135,12 +135,18 @@ class Entries:
             text = payload_fn()
             try:
                 if metadata_fn().get("name") == PRE_GRAD_GRAPH and isinstance(text, str):
-                    self._pre_grad[self.session.inductor.compile_id()] = text
+                    self._pre_grad[self._compile_id()] = text
             except Exception as exc:  # noqa: BLE001 - never break the log line
                 self.session.faults.fault("record collection", None, exc)
             return text
 
         return payload
+
+    def _compile_id(self) -> str:
+        try:
+            return str(self.session.inductor.compile_id())
+        except Exception:  # noqa: BLE001 - the graph's own stages report an unreadable id
+            return "unknown"
 
     def store(self, compiled: Any, finished: list[GraphResult]) -> None:
         """Give ``compiled`` the stored form of the graph the hook just finished with it."""
@@ -185,10 +191,7 @@ class Entries:
         """Record a hit as its miss was recorded: the graph's result, its log artifacts
         beside the ones the hit logs itself (mapping, stack traces), its files and bundles."""
         session = self.session
-        try:
-            compile_id = session.inductor.compile_id()
-        except Exception:  # noqa: BLE001 - still counted, under no id
-            compile_id = "unknown"
+        compile_id = self._compile_id()
         cached = cached_graph.decode(stored)
         self._graph_keys += 1
         graph_key = -self._graph_keys  # no Inductor graph exists for a hit: a key of its own
