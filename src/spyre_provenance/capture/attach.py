@@ -177,6 +177,9 @@ def compile_fx_imported(compile_fx: Any) -> None:
     def compile_fx_entry(*args: Any, **kwargs: Any) -> Any:
         if not _process.started:
             _start_session()
+            current = compile_fx.compile_fx
+            if current is not compile_fx_entry:  # the session's own entry, which calls this again
+                return current(*args, **kwargs)
         return original(*args, **kwargs)
 
     compile_fx_entry.__wrapped__ = original  # type: ignore[attr-defined]

@@ -112,7 +112,6 @@ class Session:
         import torch._inductor.codegen.cpp as cpp_codegen
         import torch._inductor.compile_fx as compile_fx
         import torch._inductor.debug as inductor_debug
-        from torch._inductor import config
         from torch._inductor.graph import GraphLowering
 
         self.backend.install(self)
@@ -124,8 +123,7 @@ class Session:
         self._patches.wrap(compile_fx, PRE_GRAD_FUNCTION, self._wrap_pre_grad)
         # on stock Inductor too: torch's own mapping then lists them
         inductor_setup.announce_fallbacks(self._patches, self.faults.fault)
-        if config.trace.provenance_tracking_level == 0:
-            self._patches.setattr(config.trace, "provenance_tracking_level", 1)
+        inductor_setup.keep_provenance_on(self._patches)
         if self.probe is None:
             graph_cache.keep(self._patches, self)
         else:  # the audit counts what every stage carries: only a compile has stages

@@ -1,11 +1,13 @@
-"""Inductor as tracking needs it, beyond the hook's two seams: the graph caches off, a handle
-comment for the fallbacks written without one, and the audit's observers.
+"""Inductor as tracking needs it, beyond the hook's two seams: its provenance tracking kept
+on, a handle comment for the fallbacks written without one, and the audit's observers (with
+the graph caches off, for the audit alone).
 
 Each change goes through the session's ``Patches``, so ``Session.uninstall`` undoes it.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +22,70 @@ UNANNOUNCED_FALLBACKS = (
     "InplaceBernoulliFallback",
     "MutatingFirstArgExternKernel",
 )
+
+
+#: Inductor's setting that turns its provenance tracking on (0: off; 1: normal; 2: basic).
+TRACKING_LEVEL = "trace.provenance_tracking_level"
+
+
+#: compile_fx's functions a compile runs through: its entry (Dynamo's backend, AOTInductor,
+#: ``standalone_compile``; AOTAutograd's cache key and the pre-grad passes run under it) and
+#: each graph's compile, forward and backward alike (the FX-graph cache key, code generation).
+COMPILE_ENTRIES = ("compile_fx", "_compile_fx_inner")
+
+
+def keep_provenance_on(patches: Patches) -> None:
+    """Inductor's provenance tracking on inside every compile while tracking, whatever the
+    program sets or patches: at the level the program has when the compile starts, or 1
+    where that is 0.
+
+    Programs switch it themselves (PyTorch's own tests compile under
+    ``config.patch("trace.provenance_tracking_level", 1)``), so a value set once at the start
+    would be undone when such a patch ends, and every later compile would go unrecorded.
+    torch lets a forced value (what its ``env_name_force`` variables set) win over every
+    assignment and patch; it is forced only while a compile runs, so outside one the
+    program reads back what it set, and its own patches stay its own.
+    """
+    import torch._inductor.compile_fx as compile_fx
+    from torch._inductor import config
+
+    entry = getattr(config, "_config", {}).get(TRACKING_LEVEL)
+    if entry is None or not hasattr(entry, "env_value_force"):  # a torch without forced values
+        if config.trace.provenance_tracking_level == 0:
+            patches.setattr(config.trace, "provenance_tracking_level", 1)
+        return
+    forced = _Forced(config, entry)
+    for name in COMPILE_ENTRIES:
+        if callable(getattr(compile_fx, name, None)):
+            patches.wrap(compile_fx, name, forced.around)
+
+
+class _Forced:
+    """The level forced for the outermost compile running, put back when it ends."""
+
+    def __init__(self, config: Any, entry: Any) -> None:
+        self.config, self.entry = config, entry
+        self.depth = 0
+        self.before: Any = None  # the forced value the outermost compile found
+        self.lock = threading.RLock()
+
+    def around(self, original: Any) -> Any:
+        def compile_entry(*args: Any, **kwargs: Any) -> Any:
+            with self.lock:
+                if self.depth == 0:
+                    self.before = self.entry.env_value_force
+                    self.entry.env_value_force = int(self.config.trace.provenance_tracking_level) or 1
+                self.depth += 1
+            try:
+                return original(*args, **kwargs)
+            finally:
+                with self.lock:
+                    self.depth -= 1
+                    if self.depth == 0:
+                        self.entry.env_value_force = self.before
+
+        compile_entry.__wrapped__ = original  # type: ignore[attr-defined]
+        return compile_entry
 
 
 def bypass_graph_caches(patches: Patches) -> None:

@@ -77,6 +77,9 @@ class ProcessSummary(msgspec.Struct):
     #: (diagnostics ``cache``: cached, cached without provenance)
     cached: dict[str, str] = msgspec.field(default_factory=dict)
     unfinished: list[str] = msgspec.field(default_factory=list)  # compile ids, as tlparse names them
+    #: compile ids of graphs Inductor finished (their code logged) with no diagnostics: the
+    #: hook never saw them, so their provenance was not recorded; not unfinished
+    unrecorded: list[str] = msgspec.field(default_factory=list)
     failed: list[str] = msgspec.field(default_factory=list)  # compiles torch records as failed
     problems: list[str] = msgspec.field(default_factory=list)  # a log that cannot be read
     #: ATen op -> its per-op compiles among the finished graphs (counted in the fields above too)
@@ -86,7 +89,7 @@ class ProcessSummary(msgspec.Struct):
     def verdict(self) -> str:
         if self.unfinished:
             return UNFINISHED
-        if self.problems or self.complete_graphs < self.graphs:
+        if self.problems or self.unrecorded or self.complete_graphs < self.graphs:
             return PARTIAL
         return COMPLETE if self.graphs else NO_GRAPH
 
@@ -109,8 +112,12 @@ def summarize_process(process: ProcessFolder, layout: Layout, per_op: PerOp | No
 def _count_log(summary: ProcessSummary, log: Path, per_op: PerOp | None) -> None:
     unfinished = tracelog.unfinished_compiles(log)
     for graph in read_log_graphs(log):
+        if graph.output_code is not None and graph.diagnostics is None:
+            if graph.compile_id not in unfinished:  # finished, but nothing of the hook's logged
+                summary.unrecorded.append(graph.compile_id)
+            continue
         if graph.output_code is None or graph.diagnostics is None:
-            # the post-grad graph was logged, its code or its diagnostics never were
+            # the post-grad graph was logged, its code never was
             if graph.compile_id not in unfinished:
                 unfinished.append(graph.compile_id)
             continue
@@ -162,6 +169,7 @@ def render(
             if how == CACHE_STATES[2]
         ]
         lines += [f"    compile {cid} UNFINISHED: the process stopped in the middle of it" for cid in s.unfinished]
+        lines += [f"    compile {cid} NOT RECORDED: compiled, but the hook saw none of it" for cid in s.unrecorded]
         lines += [f"    {failure}" for failure in s.failed]
         lines += [f"    {problem}" for problem in s.problems]
         lines += per_op_lines(s)
