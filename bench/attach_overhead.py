@@ -8,9 +8,8 @@
   Target: at most 1.01x.
 
 The run rows are fair to both sides: every run gets a fresh, empty
-``TORCHINDUCTOR_CACHE_DIR`` (the tracked side turns Inductor's FX-graph and AOTAutograd
-caches off while it tracks, so a warm cache would be hit by the plain side only; cold, both
-compile everything, and only the plain side writes those caches), no ``TORCH_TRACE`` or
+``TORCHINDUCTOR_CACHE_DIR`` (a cold start for every arm, each compiling everything and
+writing its cache entries; ``bench.warm_start`` measures warm starts), no ``TORCH_TRACE`` or
 ``TORCH_LOGS``, and this package's bytecode compiled first, as ``pip install`` does (else
 every tracked process would compile the hook's source again, a cost of the checkout).
 
