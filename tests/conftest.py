@@ -23,6 +23,8 @@ for _variable in ("TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_AUTOGRAD_CACHE"
     os.environ.setdefault(_variable, "0")
 
 DATA = Path(__file__).parent / "data"
+#: programs the tests run as a user would, a test suite of a user's among them: not ours to collect
+collect_ignore = ["attach/programs"]
 
 
 @pytest.fixture(scope="session")

@@ -674,6 +674,9 @@ def test_cache_keys_differ_and_uninstall_restores_stock(tmp_path: Path, monkeypa
     from torch._dynamo.utils import counters
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))
+    # the suite forces the FX-graph cache off by environment (tests/conftest.py), which wins
+    # over config.patch: this test is of the cache on
+    monkeypatch.setattr(inductor_config._config["fx_graph_cache"], "env_value_force", True)
     model, (x,) = load_model("mlp", torch.float32)
     backend = ReferenceBackend()
     codes: list[str] = []

@@ -147,7 +147,8 @@ def observe_for_audit(patches: Patches, probe: Any, inductor: Any, backend: Any)
     from torch._inductor import config
     from torch._inductor.custom_graph_pass import CustomGraphPass, get_custom_graph_passes
 
-    probe.tracking_level = int(config.trace.provenance_tracking_level)
+    # the level every compile runs with while tracking (``keep_provenance_on``)
+    probe.tracking_level = int(config.trace.provenance_tracking_level) or 1
     record_pre_grad = probe.pre_grad
 
     class PreGradObserver(CustomGraphPass):

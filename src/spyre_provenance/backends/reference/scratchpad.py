@@ -252,7 +252,10 @@ def _division(node: torch.fx.Node, tensor: torch.fx.Node) -> core_division.Divis
     """How ``node`` divides ``tensor`` (its own result, or one it reads once, element for
     element): a pointwise op of its shape, or a matmul on it or on its left operand; None
     where the model does not reach."""
-    shape = static_val(tensor).shape  # type: ignore[union-attr]  # checked by the caller
+    value = static_val(tensor)
+    if value is None:  # dynamic sizes (a shared input of a dynamic-shape graph): not reached
+        return None
+    shape = value.shape
     reads = [a for a in (*node.args, *node.kwargs.values()) if a is tensor]
     if node is not tensor and len(reads) != 1:
         return None
