@@ -548,3 +548,18 @@ def test_fuzz_duplicate_keys_are_always_reported() -> None:
             jsonio.load_json(text)
 
     run()
+
+
+@pytest.mark.parametrize("version", [{"k:1": []}, [2], "2"])
+def test_diff_of_opspec_handles_with_a_hostile_version_is_unusable_not_internal(tmp_path, run_cli, version) -> None:
+    """Found by the fuzz above: an OpSpec document whose ``version`` is an object made
+    ``diff`` fail inside (exit 3, "unhashable type"); it is unusable input, exit 2."""
+    for side in ("a", "b"):
+        (tmp_path / side).mkdir()
+        doc = {"version": version, "sdsc_x_0:1": [], "handles": {}}
+        (tmp_path / side / "spyre_opspec_debug_handles.json").write_text(json.dumps(doc))
+    code, out, err = run_cli(
+        "diff", tmp_path / "a" / "spyre_opspec_debug_handles.json", tmp_path / "b" / "spyre_opspec_debug_handles.json"
+    )
+    assert code == 2 and "internal error" not in err, (code, out, err)
+    assert len(err.strip().splitlines()) == 1, err

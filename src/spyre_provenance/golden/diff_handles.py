@@ -32,6 +32,8 @@ from spyre_provenance.model import wire
 def resolved_opspecs(doc: Any, side: str) -> dict[str, list[dict[str, Any]]]:
     try:
         version = doc.get("version") if isinstance(doc, dict) else None
+        if not isinstance(version, (int, type(None))):  # a hostile "version" (an object, a list)
+            version = None
         typed = msgspec.convert(doc, wire.OPSPEC_DOCS.get(version, wire.OpSpecDebugHandles))  # type: ignore[arg-type]
     except msgspec.ValidationError as exc:
         raise Malformed(side, f"OpSpec handles are not well-formed ({exc})") from None
