@@ -111,3 +111,29 @@ def test_the_page_of_a_hit_links_pre_grad_nodes_as_the_miss_does(pair: Pair) -> 
     assert warm.links == cold.links
     kernels = tlparse_page.kernel_lines(warm)
     assert kernels and all(kernel.post_grad_lines for kernel in kernels)
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
+    """``compile tensor_parallel --ranks 2`` twice over one cache dir: cold, the two ranks
+    write the same dir at once; warm, both start from it."""
+    root = tmp_path_factory.mktemp("cache_ranks")
+    args = ("tensor_parallel", "--ranks", "2")
+    _compile(args, root / "cold", root / "inductor_cache")
+    warm = _compile(args, root / "warm", root / "inductor_cache")
+    return root / "cold", root / "warm", warm
+
+
+def test_every_rank_of_a_warm_ranked_compile_records_what_its_cold_one_did(ranks) -> None:
+    cold, warm, done = ranks
+    for rank in ("rank0", "rank1"):
+        files = sorted(p.relative_to(cold / rank) for p in (cold / rank).glob("graph_*/*.json"))
+        assert files and files == sorted(p.relative_to(warm / rank) for p in (warm / rank).glob("graph_*/*.json"))
+        for name in files:
+            docs = [json.loads((out / rank / name).read_bytes()) for out in (cold, warm)]
+            if name.name == f"{DIAGNOSTICS}.json":
+                assert (docs[0].pop("cache"), docs[1].pop("cache")) == ("compiled", "cached"), rank
+                assert docs[1]["complete"], rank
+            assert normalize(name.stem, docs[0]) == normalize(name.stem, docs[1]), (rank, name)
+    graphs = [line for line in done.stdout.splitlines() if "kernel call site(s)" in line and "graph " in line]
+    assert len(graphs) == 2 and all("(cached: from Inductor's cache)" in line for line in graphs), done.stdout
