@@ -41,3 +41,25 @@ def test_some_processes_recorded_and_others_not(tmp_path: Path) -> None:
         "linked:",
         "complete",
     ]
+
+
+def test_a_graph_the_hook_never_saw_is_not_recorded_not_unfinished(tmp_path: Path) -> None:
+    """A finished graph without the hook's diagnostics (issue 55 point 1: a program switched
+    provenance off around it) is partial and said so; unfinished is only a compile that
+    never ended."""
+    summary = ProcessSummary(ProcessFolder("toggles", None, None, 3), tmp_path / "toggles_pid3", graphs=1)
+    summary.complete_graphs = summary.call_sites = summary.linked_call_sites = 1
+    summary.unrecorded = ["[1/0]"]
+    assert summary.verdict == "partial"
+    lines = render([summary], tmp_path, {})
+    assert "    compile [1/0] NOT RECORDED: compiled, but the hook saw none of it" in lines
+    assert not any("UNFINISHED" in line for line in lines)
+
+
+def test_the_screen_says_how_many_graphs_came_from_inductors_cache(tmp_path: Path) -> None:
+    summary = ProcessSummary(ProcessFolder("serve", None, None, 4), tmp_path / "serve_pid4", graphs=2)
+    summary.complete_graphs, summary.call_sites, summary.linked_call_sites = 1, 2, 2
+    summary.cached = {"[0/0]": "cached", "[1/0]": "cached without provenance"}
+    lines = render([summary], tmp_path, {})
+    assert any("serve_pid4  2 graph(s) (2 from Inductor's cache), 2/2 kernel call site(s)" in line for line in lines)
+    assert "    compile [1/0] CACHED WITHOUT PROVENANCE: its Inductor cache entry held none" in lines
