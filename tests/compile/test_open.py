@@ -267,6 +267,41 @@ def test_a_last_graph_missing_a_kind_gets_its_own_log(training_log, tmp_path):
     assert pages[1].page.read_bytes() != (tmp_path / "out" / pages[1].page.name).read_bytes()
 
 
+@needs_tlparse
+def test_pages_follow_the_graphs_not_their_compile_ids(tmp_path):
+    """A graph break, trained: Dynamo restarts the first frame ([0/0] compiles nothing,
+    [0/0_1] does), and the first frame's backward is compiled when the backward runs, after
+    the second frame's graphs. The pages go in the log's order of the graphs (the graph
+    folders' and the summary's), each page its own graph's, the empty attempt's where its
+    compile id begins: not grouped by compile id, which put [0/0_1]'s backward page second."""
+    log = tmp_path / "break.log"
+    log.write_text(
+        _record("torch_version", "2.13.0", cid=None)
+        + _record("dynamo_graph_break_reason", "Tensor.item")
+        + _record("before_pre_grad_graph", "class P(torch.nn.Module):\n    x = l_x_", cid=(0, 0, 1))
+        + "".join(_graph("forward", "fwd")).replace('"attempt": 0', '"attempt": 1')
+        + _record("before_pre_grad_graph", "class Q(torch.nn.Module):\n    y = l_y_", cid=(1, 0, 0))
+        + "".join(_graph("forward", "fwd1")).replace('"frame_id": 0', '"frame_id": 1')
+        + "".join(_graph("backward", "bwd1")).replace('"frame_id": 0', '"frame_id": 1')
+        + "".join(_graph("backward", "bwd")).replace('"attempt": 0', '"attempt": 1')
+    )
+    pages = tlparse_run.render_pages(tlparse_run.tlparse_binary(), log, tmp_path / "out")
+    assert [p.label for p in pages] == [
+        "[0/0] no compiled graph",
+        "[0/0_1] forward",
+        "[1/0] forward",
+        "[1/0] backward",
+        "[0/0_1] backward",
+    ]
+    logged = [g for g in read_log_graphs(log) if g.output_code is not None]
+    assert [g.compile_id for g in logged] == [p.compile_id for p in pages[1:]]
+    for page, graph, tag in zip(pages[1:], logged, ["fwd", "fwd1", "bwd1", "bwd"], strict=True):
+        parsed = tlparse_page.parse_page(page.page.read_text())
+        assert "\n".join(parsed.code).strip() == graph.output_code.strip(), f"{page.label}: another graph's code"
+        (kernel,) = tlparse_page.kernel_lines(parsed)
+        assert kernel.key == f"k_{tag}:1" and kernel.post_grad_nodes == [f"n_{tag}"]
+
+
 @pytest.mark.compile
 @needs_tlparse
 def test_open_after_compile_keeps_the_pages_compile_printed(compile_case, run_cli, tmp_path):

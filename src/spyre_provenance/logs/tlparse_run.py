@@ -330,7 +330,7 @@ def _graph_pages(tlparse: str, log: Path, out: Path) -> list[GraphPage]:
     # failed after its forward compiled): tlparse's page of the folder would read that
     # one, so the forward gets a log and a page of its own
     every = graphs_of(records, with_code=False)
-    pages: list[GraphPage] = []
+    pages: list[tuple[int, GraphPage]] = []  # (index of the graph's first record, its page)
     for graph in graphs:
         folder = folders.get(graph.compile_id)
         if folder is None:
@@ -348,8 +348,9 @@ def _graph_pages(tlparse: str, log: Path, out: Path) -> list[GraphPage]:
             run_tlparse_raw(tlparse, split_log, out / "graphs" / name)
             page = out / "graphs" / name / f"provenance_tracking_{folder}.html"
         if page.exists():
-            pages.append(GraphPage(graph.compile_id, graph.position, graph.kind, page, graph.has_mapping))
-    return _in_log_order(records, pages + _pages_of_no_graph(out, folders, every))
+            listed = GraphPage(graph.compile_id, graph.position, graph.kind, page, graph.has_mapping)
+            pages.append((graph.first, listed))
+    return _in_log_order(records, pages, _pages_of_no_graph(out, folders, every))
 
 
 def _pages_of_no_graph(out: Path, folders: dict[str, str], every: list[LogGraph]) -> list[GraphPage]:
@@ -367,12 +368,20 @@ def _pages_of_no_graph(out: Path, folders: dict[str, str], every: list[LogGraph]
     ]
 
 
-def _in_log_order(records: list[RawRecord], pages: list[GraphPage]) -> list[GraphPage]:
-    """Pages by where their compile id first appears in the log, then by graph."""
+def _in_log_order(
+    records: list[RawRecord], graph_pages: list[tuple[int, GraphPage]], no_graph: list[GraphPage]
+) -> list[GraphPage]:
+    """The pages in log order: a graph's where the graph begins, a compile's that compiled
+    no graph where its compile id first appears. Not grouped by compile id: a training
+    compile's backward is compiled when the first backward runs, after the graphs of the
+    frames that ran later (a graph break's ``[0/0_1]`` forward, ``[1/0]`` forward and
+    backward, then ``[0/0_1]`` backward), and the pages go in the order of the graphs: the
+    order of the graph folders, of the summary's graphs and of ``read_log_graphs``."""
     first: dict[str | None, int] = {}
     for index, record in enumerate(records):
         first.setdefault(record.compile_id, index)
-    return sorted(pages, key=lambda p: (first.get(p.compile_id, len(records)), p.position))
+    keyed = graph_pages + [(first.get(page.compile_id, len(records)), page) for page in no_graph]
+    return [page for _, page in sorted(keyed, key=lambda item: item[0])]
 
 
 def _whole_log_page_is(records: list[RawRecord], siblings: list[LogGraph], graph: LogGraph) -> bool:
