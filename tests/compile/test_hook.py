@@ -47,13 +47,23 @@ def test_records_carry_kernel_metadata(compiled):
     assert fused.opspecs is None  # stock Inductor has no OpSpecs
 
 
-def test_tracking_level_is_restored():
+def test_tracking_level_is_forced_inside_compiles_only_and_restored():
+    """Every compile is tracked whatever the program set (issue 55 point 1), and the program
+    reads back its own value outside a compile, during tracking and after it."""
     from torch._inductor import config
 
-    before = config.trace.provenance_tracking_level
-    with spyre_provenance.tracking():
-        assert config.trace.provenance_tracking_level >= 1
-    assert config.trace.provenance_tracking_level == before
+    entry = config._config["trace.provenance_tracking_level"]
+    forced_before = entry.env_value_force
+    with config.patch("trace.provenance_tracking_level", 0):
+        with spyre_provenance.tracking("inductor") as session:
+            assert config.trace.provenance_tracking_level == 0
+            torch._dynamo.reset()
+            torch.compile(torch.tanh)(torch.randn(4, 8))
+            assert config.trace.provenance_tracking_level == 0
+        (graph,) = session.results
+        assert graph.node_mappings is not None and graph.node_mappings.cppCodeToPost
+        assert config.trace.provenance_tracking_level == 0
+    assert entry.env_value_force is forced_before
 
 
 def test_a_second_unlabeled_session_keeps_the_first_ones_folders(tmp_path):
