@@ -86,3 +86,22 @@ def test_on_a_2d_input_every_handle_names_its_own_op_and_line(compile_case):
     assert diag["misnamed_handles"] == [] and diag["disagreements"] == []
     assert "handle/origin disagreements: 0" in done.stdout
     assert "torch-spyre handles naming another" not in done.stdout
+
+
+def test_the_time_summary_names_the_misnamed_handle_of_a_timed_kernel(compile_case, run_cli):
+    done = compile_case(f"{MODEL}:batched", "--backend", "reference", "--dtype", "float16", "--profile")
+    assert done.returncode == 0, done.stderr[-2000:]
+    (misnamed,) = _diagnostics(done.out)["misnamed_handles"]
+    (trace,) = (done.out / "profile").glob("*.trace.json")
+    code, out, err = run_cli("annotate", trace, "--from", done.out, "--summary")
+    assert code == 0, err
+    assert (
+        "  torch-spyre handles naming another op or line than their node: 1; the rows follow each kernel's stack"
+        f" traces (Inductor's), not its handles ({ORIGIN_NODE_RULE})"
+    ) in out.splitlines()
+    (note,) = [line for line in out.splitlines() if f"OpSpec mul -> {misnamed['buffer']}" in line]
+    assert note.endswith(f"says aten.linear.default at {LINEAR}; its node mul_1 is aten.mul.Tensor at {MULTIPLY}")
+    code, out, err = run_cli("annotate", trace, "--from", done.out, "--summary", "--format", "json")
+    doc = json.loads(out)
+    jsonschema.validate(doc, json.loads((SCHEMAS / "provenance_time_summary" / "v2.schema.json").read_text()))
+    assert doc["misnamed"] == [note.strip()]

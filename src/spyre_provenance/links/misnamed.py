@@ -19,6 +19,9 @@ a handle without an op or a line is judged on what it has. Pure: no torch.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+import msgspec
 
 from spyre_provenance.model.frames import frames, user_frame
 from spyre_provenance.model.handles import named_nodes
@@ -98,3 +101,16 @@ def beside(nodes: Sequence[str], ops: Sequence[str], lines: Sequence[str], diffe
         f"its node {', '.join(nodes)}: {own or '(no op or line recorded)'};"
         f" the handle names another {' and '.join(differs)}: {ORIGIN_NODE_RULE}"
     )
+
+
+def read_misnamed(diagnostics: Any) -> list[MisnamedHandle]:
+    """The ``misnamed_handles`` of a diagnostics document as read from a file or a log
+    (entries of another shape are passed over: ``validate`` is what reports them)."""
+    entries = diagnostics.get("misnamed_handles") if isinstance(diagnostics, dict) else None
+    found = []
+    for entry in entries if isinstance(entries, list) else ():
+        try:
+            found.append(msgspec.convert(entry, MisnamedHandle))
+        except msgspec.ValidationError:
+            continue
+    return found

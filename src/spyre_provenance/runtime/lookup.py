@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from spyre_provenance.links.misnamed import read_misnamed
 from spyre_provenance.links.per_op import per_op_kind
 from spyre_provenance.logs.graphs import LoggedGraph
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
@@ -229,18 +230,12 @@ class GraphView:
 def own_nodes(diagnostics: dict[str, Any] | None) -> dict[tuple[Any, Any, Any], OwnNode]:
     """(call site, buffer, handle id) -> what the nodes of an OpSpec whose handle names
     another op or line are themselves (the diagnostics' ``misnamed_handles``, as written)."""
-    found: dict[tuple[Any, Any, Any], OwnNode] = {}
-    entries = (diagnostics or {}).get("misnamed_handles")
-    for entry in entries if isinstance(entries, list) else ():
-        if not isinstance(entry, dict):
-            continue
-        nodes, ops, lines, differs = (
-            [x for x in values if isinstance(x, str)] if isinstance(values := entry.get(field), list) else []
-            for field in ("nodes", "node_ops", "node_lines", "differs")
+    return {
+        (m.kernel, m.buffer, m.handle): OwnNode(
+            nodes=m.nodes, aten_ops=m.node_ops, sources=m.node_lines, differs=m.differs
         )
-        own = OwnNode(nodes=nodes, aten_ops=ops, sources=lines, differs=differs)
-        found[(entry.get("kernel"), entry.get("buffer"), entry.get("handle"))] = own
-    return found
+        for m in read_misnamed(diagnostics)
+    }
 
 
 def _wrapper_aten(code: str | None) -> dict[str, list[str]]:
