@@ -670,7 +670,7 @@ DIAG_V5 = {
         ],
     },
 }
-DIAG_V6 = {**DIAG_V5, "version": 6, "cache": "cached"}
+DIAG_V6 = {**DIAG_V5, "version": 6, "cache": "cached", "misnamed_handles": []}
 VIOLATION = {
     "rule": "node-reach",
     "where": "0/0: add",

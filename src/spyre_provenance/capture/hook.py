@@ -348,7 +348,9 @@ class Session:
         if self.redactor is not None:  # before validation: what is checked is what is emitted
             result.stack_traces = self.redactor.stack_traces(result.stack_traces)
             result.opspec_handles = self.redactor.opspec_handles(result.opspec_handles)
-        mapping.cross_check(records, diag)
+        mapping.cross_check(records, diag, graph_model)
+        if self.redactor is not None:  # its lines as the OpSpec artifact's handles write them
+            diag.misnamed_handles = [self.redactor.misnamed_handle(m) for m in diag.misnamed_handles]
         diag.matches_upstream = mapping.matches_upstream(result.node_mappings, upstream)
         built.done = True
 

@@ -412,6 +412,7 @@ def _facts(meta: dict[str, Any]) -> NodeFacts:
         stack_trace=trace if isinstance(trace, str) and trace.strip() else None,
         seq_nr=seq_nr if isinstance(seq_nr, int) and not isinstance(seq_nr, bool) else None,
         gradient_acc=bool(meta.get("is_gradient_acc", False)),
+        original_aten=None if meta.get("original_aten") is None else str(meta["original_aten"]),
     )
 
 

@@ -9,8 +9,15 @@ import msgspec
 
 from spyre_provenance.compile.outcome import NO_TORCH_SPYRE_KERNEL, CompileOutcome
 from spyre_provenance.compile.output_check import GraphCheck
+from spyre_provenance.links import misnamed as misnamed_rule
 from spyre_provenance.model.names import COMPARED_FALLBACK_RANDOM
-from spyre_provenance.model.records import CACHE_STATES, BundleHandlesV4, GraphResult, UpstreamComparison
+from spyre_provenance.model.records import (
+    CACHE_STATES,
+    BundleHandlesV4,
+    GraphResult,
+    MisnamedHandle,
+    UpstreamComparison,
+)
 from spyre_provenance.runtime.lookup import graph_per_op
 from spyre_provenance.validate import coverage
 
@@ -161,6 +168,7 @@ def _graph_lines(graph: GraphResult, logged: GraphCheck | None) -> list[str]:
             f"handle/origin disagreements: {len(d.disagreements)}"
             + (f" ({', '.join(d.disagreements)})" if d.disagreements else "")
         )
+        lines += misnamed_lines(d.misnamed_handles)
     lines += spyre_provenance_lines(logged)
     lines += _upstream_lines(d.matches_upstream)
     lines += _bundle_lines(d.bundle_handles)
@@ -170,6 +178,21 @@ def _graph_lines(graph: GraphResult, logged: GraphCheck | None) -> list[str]:
             lines.append("    mapping left out: the log holds Inductor's own mapping for this graph")
     for problem in logged.inconsistent if logged is not None else ():
         lines.append(f"    INCONSISTENT: {problem}")
+    return lines
+
+
+def misnamed_lines(misnamed: list[MisnamedHandle]) -> list[str]:
+    """The OpSpecs whose torch-spyre handle names another op or line than its node, each
+    with both, and why (``links.misnamed``); nothing where there are none."""
+    if not misnamed:
+        return []
+    lines = [
+        f"      torch-spyre handles naming another op or line than their node: {len(misnamed)}"
+        f" ({misnamed_rule.ORIGIN_NODE_RULE})"
+    ]
+    lines += [f"        {misnamed_rule.describe(m)}" for m in misnamed[:SHOWN_VIOLATIONS]]
+    if len(misnamed) > SHOWN_VIOLATIONS:
+        lines.append(f"        ... and {len(misnamed) - SHOWN_VIOLATIONS} more")
     return lines
 
 

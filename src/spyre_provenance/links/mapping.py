@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from spyre_provenance.base.process import gc_paused
+from spyre_provenance.links.misnamed import misnamed_handles
 from spyre_provenance.model.handles import named_nodes
 from spyre_provenance.model.post_grad_graph import PostGradGraph
 from spyre_provenance.model.records import (
@@ -439,15 +440,20 @@ def infer_links(records: Sequence[KernelRecord], graph: PostGradGraph) -> list[I
 # --- the graph's diagnostics ------------------------------------------------------------------
 
 
-def cross_check(records: list[KernelRecord], diag: GraphDiagnostics) -> None:
-    """Count handle-less OpSpecs and call sites whose handles disagree with the origins."""
+def cross_check(records: list[KernelRecord], diag: GraphDiagnostics, graph: PostGradGraph | None = None) -> None:
+    """Count handle-less OpSpecs and call sites whose handles disagree with the origins: on
+    the nodes, or, where the FX graph is at hand, on a node's own op or line
+    (``links.misnamed``: torch-spyre main's ``origin_node`` rule, each OpSpec listed in
+    ``misnamed_handles``)."""
+    diag.misnamed_handles = misnamed_handles(records, graph) if graph is not None else []
+    misnamed = {m.kernel for m in diag.misnamed_handles}
     for record in records:
         if record.opspecs is None:
             continue
         nodes = kernel_nodes(record)
         diag.opspecs += len(record.opspecs)
         diag.handleless_opspecs += nodes.handleless_opspecs
-        if not nodes.agrees:
+        if (not nodes.agrees or record.key in misnamed) and record.key not in diag.disagreements:
             diag.disagreements.append(record.key)
 
 
@@ -511,6 +517,7 @@ def diagnostics_document(result: GraphResult) -> dict[str, Any]:
             without_source=list(diag.without_source),
             without_pre_grad=list(diag.without_pre_grad),
             cache=diag.cache,
+            misnamed_handles=list(diag.misnamed_handles),
         )
     )
 

@@ -39,6 +39,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from spyre_provenance.model.records import MisnamedHandle
+
 # an absolute path up to and including its site-packages (or dist-packages) folder
 _PACKAGES = re.compile(r"""(?:[A-Za-z]:)?[/\\][^\s"'`]*?[/\\](?:site|dist)-packages[/\\]""")
 PROJECT_MARKERS = (".git", "pyproject.toml")
@@ -136,7 +140,24 @@ class Redactor:
         doc = copy.deepcopy(doc)
         for fault in doc.get("faults", []):
             fault["error"] = self.redact_text(fault["error"])
+        for misnamed in doc.get("misnamed_handles", []):
+            if isinstance(misnamed.get("handle_line"), str):
+                misnamed["handle_line"] = self.redact_line(misnamed["handle_line"])
+            misnamed["node_lines"] = [self.redact_line(line) for line in misnamed.get("node_lines", [])]
         return doc
+
+    def misnamed_handle(self, misnamed: MisnamedHandle) -> MisnamedHandle:
+        """A misnamed handle's lines redacted as its handle's source is (``opspec_handles``)."""
+        return msgspec.structs.replace(
+            misnamed,
+            handle_line=None if misnamed.handle_line is None else self.redact_line(misnamed.handle_line),
+            node_lines=[self.redact_line(line) for line in misnamed.node_lines],
+        )
+
+    def redact_line(self, line: str) -> str:
+        """``file:line`` with its file redacted as a handle's source file is."""
+        file, colon, number = line.rpartition(":")
+        return self.redact_path(file) + colon + number if colon else self.redact_path(line)
 
     def opspec_handles(self, doc: dict[str, Any] | None) -> dict[str, Any] | None:
         if doc is None:

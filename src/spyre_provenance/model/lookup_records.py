@@ -26,6 +26,16 @@ class SourceLine(msgspec.Struct, frozen=True):
     user: bool  # the user's frame (not torch's, not the standard library's)
 
 
+class OwnNode(msgspec.Struct, frozen=True):
+    """Where an OpSpec's handle names another op or line than its nodes (the diagnostics'
+    ``misnamed_handles``, torch-spyre main's ``origin_node`` rule): what the nodes are."""
+
+    nodes: list[str]
+    aten_ops: list[str]
+    sources: list[str]  # ``file:line`` of the nodes' own stack traces
+    differs: list[str]  # "op", "line": what the handle names otherwise
+
+
 class OpSpecEntry(msgspec.Struct, frozen=True):
     """One OpSpec of a Spyre kernel call site, with its debug handle."""
 
@@ -34,6 +44,7 @@ class OpSpecEntry(msgspec.Struct, frozen=True):
     debug_handle: str | None
     aten_op: str | None = None
     source: str | None = None  # ``file:line`` of the handle's SourceLoc
+    own: OwnNode | None = None  # where the handle names another op or line than its nodes
 
 
 class CallSite(msgspec.Struct, frozen=True):

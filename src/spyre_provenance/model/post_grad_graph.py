@@ -86,6 +86,8 @@ class NodeFacts(msgspec.Struct, frozen=True):
     seq_nr: int | None = None
     #: AOTAutograd's ``is_gradient_acc``: a sum of gradient contributions, no op's own
     gradient_acc: bool = False
+    #: the ATen op the node came from (``meta["original_aten"]``, ``aten.mul.Tensor``)
+    original_aten: str | None = None
 
 
 NO_FACTS = NodeFacts()

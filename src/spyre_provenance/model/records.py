@@ -360,13 +360,38 @@ class DiagnosticsV5(DiagnosticsV4, kw_only=True):
 CACHE_STATES = ("compiled", "cached", "cached without provenance")
 
 
+#: What a misnamed handle names otherwise than its nodes (``MisnamedHandle.differs``).
+MISNAMED_PARTS = ("op", "line")
+
+
+class MisnamedHandle(msgspec.Struct, frozen=True):
+    """An OpSpec whose debug handle names another ATen op or source line than the post-grad
+    nodes it says the OpSpec computes (its ``ir_chain``) carry themselves: torch-spyre
+    main's ``origin_node`` rule (``links.misnamed``), a disagreement of torch-spyre's
+    provenance, not of this project's. Lines are ``file:line``."""
+
+    kernel: str  # "<kernel>:<N>"
+    opspec: str  # the OpSpec's op ("mul")
+    buffer: str | None
+    handle: str  # the handle's id, as the OpSpec artifact writes it
+    nodes: list[str]  # the post-grad nodes the handle names
+    handle_op: str | None
+    handle_line: str | None
+    node_ops: list[str]  # the nodes' own ``original_aten``
+    node_lines: list[str]  # the nodes' own lines (their stack traces' user frames)
+    differs: list[str]  # of MISNAMED_PARTS: what the handle names otherwise
+
+
 class DiagnosticsV6(DiagnosticsV5, kw_only=True):
     """``spyre_provenance_diagnostics`` version 6: version 5, with ``cache`` saying whether
-    the graph was compiled or came from an Inductor cache entry (``CACHE_STATES``). Fields
-    keep version 5's order, the new one last."""
+    the graph was compiled or came from an Inductor cache entry (``CACHE_STATES``), and
+    ``misnamed_handles``, the OpSpecs whose handle names another op or line than its nodes
+    do (their kernels are among ``disagreements``). Fields keep version 5's order, the new
+    ones last."""
 
     version: int = 6
     cache: str = "compiled"
+    misnamed_handles: list[MisnamedHandle] = msgspec.field(default_factory=list)
 
 
 # --- what the hook produced per graph ---------------------------------------------------
@@ -380,7 +405,8 @@ class GraphDiagnostics(msgspec.Struct):
     :ivar partial: true exactly when ``faults`` is not empty.
     :ivar mapping: whose node mapping the log holds: ``hook`` or ``upstream``.
     :ivar opspecs: the graph's OpSpecs; ``handleless_opspecs`` of them without a debug handle.
-    :ivar disagreements: kernel keys whose OpSpec handles and Inductor origins disagree.
+    :ivar disagreements: kernel keys whose OpSpec handles and Inductor origins disagree: on
+        the nodes, or on the op or line of a node (``misnamed_handles``).
     :ivar coverage: the coverage judge's counts (None: not judged).
     :ivar violations: the coverage rules the graph breaks, one per finding.
     :ivar hints: gaps that are no failure (stock Inductor's own mapping).
@@ -388,6 +414,8 @@ class GraphDiagnostics(msgspec.Struct):
     :ivar bundle_handles: the SuperDSC bundles' ``debug_handle_`` check (None: no bundles).
     :ivar without_source: kernels with no source line, and why.
     :ivar without_pre_grad: kernels reaching no pre-grad node, and why.
+    :ivar misnamed_handles: OpSpecs whose handle names another op or line than its nodes
+        (torch-spyre main's ``origin_node`` rule, ``links.misnamed``).
     """
 
     faults: list[str] = []  # "stage: ExcType: message"
@@ -408,6 +436,7 @@ class GraphDiagnostics(msgspec.Struct):
     without_source: list[KernelGap] = []  # kernels with no source line, and why
     without_pre_grad: list[KernelGap] = []  # kernels reaching no pre-grad node, and why
     cache: str = "compiled"  # one of CACHE_STATES: compiled, or replayed from a cache entry
+    misnamed_handles: list[MisnamedHandle] = []  # handles naming another op or line than their nodes
 
     @property
     def complete(self) -> bool:

@@ -61,6 +61,8 @@ class IndexedGraph:
     bundle_root: Path | None = None  # sdsc/<model>/ (model.layout.kernel_bundle_folder)
     #: torch-spyre's own provenance logged in this graph's compile (PR #3449's sidecar)
     spyre_provenance: dict[str, Any] | None = None
+    #: the hook's diagnostics of the graph (``spyre_provenance_diagnostics``), where logged
+    diagnostics: dict[str, Any] | None = None
     #: call site -> the kernel provenance key torch-spyre's sidecar gives it (``KernelIndex``)
     sidecar_keys: dict[str, str] = dataclasses.field(default_factory=dict)
     #: call site -> the ids of its kernel's handles in that sidecar, fused constituents too
@@ -254,6 +256,7 @@ def _log_graphs(log: Path) -> list[IndexedGraph]:
                 post_grad_graph=logged.post_grad_graph,
                 bundle_root=bundles if bundles is not None and bundles.is_dir() else None,
                 spyre_provenance=logged.spyre_provenance,
+                diagnostics=logged.diagnostics if isinstance(logged.diagnostics, dict) else None,
             )
         )
     return found
@@ -312,6 +315,7 @@ def _graph_folder_graphs(folder: Path) -> list[IndexedGraph]:
                 stack_traces=docs[KERNEL_STACK_TRACES] or {},
                 opspecs=docs[OPSPEC_DEBUG_HANDLES],
                 bundle_root=bundles if bundles.is_dir() else None,
+                diagnostics=diagnostics,
             )
         )
     return found

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from spyre_provenance.links.misnamed import read_misnamed
 from spyre_provenance.links.per_op import per_op_kind
 from spyre_provenance.logs.graphs import LoggedGraph
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
@@ -33,6 +34,7 @@ from spyre_provenance.model.lookup_records import (
     LookupDocument,
     Match,
     OpSpecEntry,
+    OwnNode,
     SourceLine,
 )
 from spyre_provenance.runtime import kernel_names
@@ -145,6 +147,7 @@ class GraphView:
         self.kernel_opspecs = (graph.opspecs or {}).get("kernels") or {}
         self.handles = (graph.opspecs or {}).get("handles") or {}
         self._wrapper_aten = _wrapper_aten(graph.output_code)
+        self.own_nodes = own_nodes(graph.diagnostics)
         self._node_ops: dict[str, str] | None = None
         self._per_op: tuple[str | None] | None = None
 
@@ -170,18 +173,21 @@ class GraphView:
             source=source_lines(self.graph.stack_traces.get(key) or []),
             aten_ops=aten,
             aten_from=aten_from,
-            opspecs=[self._opspec(o) for o in self.kernel_opspecs.get(key, []) if isinstance(o, dict)],
+            opspecs=[self._opspec(key, o) for o in self.kernel_opspecs.get(key, []) if isinstance(o, dict)],
             bundle_files=_bundle_files(self.graph, bundle.get("folder")),
             provenance_key=bundle.get("provenance_key") or self.graph.sidecar_keys.get(key),
             bundle_folder=bundle.get("folder"),
         )
 
-    def _opspec(self, opspec: dict[str, Any]) -> OpSpecEntry:
+    def _opspec(self, key: str, opspec: dict[str, Any]) -> OpSpecEntry:
         handle_id = opspec.get("debug_handle")
         handle = self.handles.get(handle_id) if isinstance(handle_id, str) else None
         source = (handle or {}).get("source")
         where = f"{source['file']}:{source['start_line']}" if isinstance(source, dict) and "file" in source else None
-        return OpSpecEntry(str(opspec.get("op")), opspec.get("buffer"), handle_id, (handle or {}).get("aten_op"), where)
+        own = self.own_nodes.get((key, opspec.get("buffer"), handle_id))
+        return OpSpecEntry(
+            str(opspec.get("op")), opspec.get("buffer"), handle_id, (handle or {}).get("aten_op"), where, own
+        )
 
     def handle_closure(self, key: str) -> set[str]:
         """The ids of a call site's OpSpec handles and of every handle they were fused from."""
@@ -219,6 +225,17 @@ class GraphView:
                 graph = parse_post_grad_graph(self.graph.post_grad_graph)
                 self._node_ops = {n.name: n.op for n in graph.nodes if n.kind == "call" and n.op}
         return self._node_ops
+
+
+def own_nodes(diagnostics: dict[str, Any] | None) -> dict[tuple[Any, Any, Any], OwnNode]:
+    """(call site, buffer, handle id) -> what the nodes of an OpSpec whose handle names
+    another op or line are themselves (the diagnostics' ``misnamed_handles``, as written)."""
+    return {
+        (m.kernel, m.buffer, m.handle): OwnNode(
+            nodes=m.nodes, aten_ops=m.node_ops, sources=m.node_lines, differs=m.differs
+        )
+        for m in read_misnamed(diagnostics)
+    }
 
 
 def _wrapper_aten(code: str | None) -> dict[str, list[str]]:

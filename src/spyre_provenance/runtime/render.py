@@ -5,6 +5,7 @@ Pure: no torch.
 
 from __future__ import annotations
 
+from spyre_provenance.links.misnamed import beside
 from spyre_provenance.model.lookup_records import Answer, CallSite, LookupDocument, Match
 
 _FORMS = {
@@ -84,6 +85,9 @@ def _call_site(site: CallSite) -> list[str]:
             f"      OpSpec {opspec.op} -> {opspec.buffer or '?'}: handle {opspec.debug_handle or '(none)'}"
             + (f"  ({'; '.join(extra)})" if extra else "")
         )
+        if opspec.own is not None:
+            own = opspec.own
+            lines.append("        " + beside(own.nodes, own.aten_ops, own.sources, own.differs))
     if site.provenance_key or site.bundle_folder:
         key, folder = site.provenance_key or "(not recorded)", site.bundle_folder or "(none)"
         lines.append(f"      provenance key: {key}, bundle folder: {folder}")

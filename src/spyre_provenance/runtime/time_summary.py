@@ -33,6 +33,7 @@ from typing import Any
 
 import msgspec
 
+from spyre_provenance.links.misnamed import ORIGIN_NODE_RULE, describe, read_misnamed
 from spyre_provenance.model import kernel_keys
 from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.frames import frames as stack_frames
@@ -92,6 +93,9 @@ class TimeSummary(msgspec.Struct, frozen=True):
     per_op_events: int = 0  # placed events of per-op compiles (links.per_op)
     unplaced: int = 0  # per-op events whose launch the trace's stacks do not hold: in no line
     unplaced_us: float = 0.0
+    #: the timed kernels' OpSpecs whose torch-spyre handle names another op or line than
+    #: their node (the diagnostics' ``misnamed_handles``): ``<graph>: <both sides>``
+    misnamed: list[str] = []
 
 
 class _Cell:
@@ -178,7 +182,20 @@ def summarize(
         tally.per_op_events,
         tally.unplaced,
         tally.unplaced_us,
+        _misnamed(index, tally.lines),
     )
+
+
+def _misnamed(index: KernelIndex, lines: dict[tuple[str, str, int, str], _Cell]) -> list[str]:
+    """The OpSpecs of the timed call sites whose handle names another op or line than their
+    node, each ``<graph>: <OpSpec, handle's op and line, the node's>`` (``links.misnamed``)."""
+    timed = {site for cell in lines.values() for site in cell.kernels if isinstance(site, tuple) and site[0] != PER_OP}
+    found: list[str] = []
+    for position, graph in enumerate(index.graphs):
+        for misnamed in read_misnamed(graph.diagnostics):
+            if (position, misnamed.kernel) in timed:
+                found.append(f"{graph.label}: {describe(misnamed)}")
+    return list(dict.fromkeys(found))
 
 
 _Where = list[tuple[str, int, str]]
@@ -349,6 +366,12 @@ def render_text(summary: TimeSummary) -> str:
     ]
     out.append("  (a kernel fused from several lines counts under each; a module counts what runs under its call)")
     out.extend(_per_op_notes(summary))
+    if summary.misnamed:
+        out.append(
+            f"  torch-spyre handles naming another op or line than their node: {len(summary.misnamed)}; the rows"
+            f" follow each kernel's stack traces (Inductor's), not its handles ({ORIGIN_NODE_RULE})"
+        )
+        out.extend(f"    {line}" for line in summary.misnamed)
     for title, rows in (("source line", summary.lines), ("module (the call into it)", summary.modules)):
         for phase in ("forward", "backward"):
             chosen = [r for r in rows if r.phase == phase]

@@ -25,7 +25,7 @@ from spyre_provenance.model.names import (
     INFERRED_SOURCE_REASONS,
     MAPPING_SOURCES,
 )
-from spyre_provenance.model.records import CACHE_STATES, UPSTREAM_RELATIONS, ExemptNodes
+from spyre_provenance.model.records import CACHE_STATES, MISNAMED_PARTS, UPSTREAM_RELATIONS, ExemptNodes
 from spyre_provenance.model.wire import (
     DiagnosticsDocV1,
     DiagnosticsDocV2,
@@ -34,7 +34,14 @@ from spyre_provenance.model.wire import (
     DiagnosticsDocV5,
     DiagnosticsDocV6,
 )
-from spyre_provenance.validate.rules import MSG_EMPTY, MSG_KERNEL_KEY, NO_DUPLICATE, first_duplicate
+from spyre_provenance.validate.rules import (
+    HANDLE_ID_RE,
+    MSG_EMPTY,
+    MSG_HANDLE_ID,
+    MSG_KERNEL_KEY,
+    NO_DUPLICATE,
+    first_duplicate,
+)
 
 # the integer fields of a diagnostics document that must be >= 0 (coverage and
 # bundle_handles: those of the document's version, read off its wire type)
@@ -97,6 +104,8 @@ def check_diagnostics_types(doc: DiagnosticsDoc) -> list[Problem]:
             )
     if isinstance(doc, DiagnosticsDocV6) and doc.cache not in CACHE_STATES:
         problems.append(Problem("$.cache", _not_one_of(CACHE_STATES, doc.cache)))
+    if isinstance(doc, DiagnosticsDocV6):
+        _check_misnamed_types(doc, problems)
     if isinstance(doc, (DiagnosticsDocV5, DiagnosticsDocV6)) and doc.matches_upstream is not None:
         compared = doc.matches_upstream
         if compared.relation not in UPSTREAM_RELATIONS:
@@ -108,6 +117,33 @@ def check_diagnostics_types(doc: DiagnosticsDoc) -> list[Problem]:
         elif value < 0:
             problems.append(Problem(path, f"must be >= 0, got {quote(value)}"))
     return problems
+
+
+def _check_misnamed_types(doc: DiagnosticsDocV6, problems: list[Problem]) -> None:
+    """``misnamed_handles``: a handle id, and what differs said once each, at least once."""
+    for i, misnamed in enumerate(doc.misnamed_handles):
+        where = f"$.misnamed_handles[{i}]"
+        if not HANDLE_ID_RE.search(misnamed.handle):
+            problems.append(Problem(f"{where}.handle", MSG_HANDLE_ID))
+        if not misnamed.differs:
+            problems.append(Problem(f"{where}.differs", "is empty: a misnamed handle names an op or a line otherwise"))
+        for j, part in enumerate(misnamed.differs):
+            if part not in MISNAMED_PARTS:
+                problems.append(Problem(f"{where}.differs[{j}]", _not_one_of(MISNAMED_PARTS, part)))
+        dup = first_duplicate(misnamed.differs)
+        if dup is not NO_DUPLICATE:
+            problems.append(Problem(f"{where}.differs", f"duplicate entry {quote(dup)}"))
+
+
+def _check_misnamed(doc: DiagnosticsDocV6, problems: list[Problem]) -> None:
+    """Each misnamed handle's kernel is a kernel key, counted in ``disagreements``."""
+    disagreements = set(doc.disagreements)
+    for i, misnamed in enumerate(doc.misnamed_handles):
+        if not KERNEL_KEY_RE.search(misnamed.kernel):
+            problems.append(Problem(f"$.misnamed_handles[{i}].kernel", MSG_KERNEL_KEY))
+        elif misnamed.kernel not in disagreements:
+            message = f"{quote(misnamed.kernel)} is not among the disagreements"
+            problems.append(Problem(f"$.misnamed_handles[{i}].kernel", message))
 
 
 def _not_one_of(options: Iterable[str], value: Any) -> str:
@@ -157,6 +193,8 @@ def _check_diagnostics(doc: DiagnosticsDoc, problems: list[Problem]) -> None:
         _check_diagnostics_v4(doc, problems)
     if isinstance(doc, (DiagnosticsDocV5, DiagnosticsDocV6)) and doc.matches_upstream is not None:
         _check_upstream_comparison(doc.matches_upstream, problems)
+    if isinstance(doc, DiagnosticsDocV6):
+        _check_misnamed(doc, problems)
     if isinstance(doc, DiagnosticsDocV6) and doc.cache == CACHE_STATES[2] and not doc.partial:
         # an entry that held no provenance recorded nothing: never a complete graph
         problems.append(Problem("$.partial", f"is false, but the graph was {quote(doc.cache)}"))

@@ -45,7 +45,7 @@ from spyre_provenance.model.wire import (
 )
 from spyre_provenance.validate.audit_rules import check_audit_types  # noqa: F401 - re-exported
 
-_HANDLE_ID_RE = re.compile(HANDLE_ID_PATTERN)
+HANDLE_ID_RE = re.compile(HANDLE_ID_PATTERN)
 
 MSG_KERNEL_KEY = 'not a kernel key "<kernel>:<N>" (N a positive integer)'
 MSG_BARE_NAME = 'has a ":<N>" debug handle suffix, which version 1 kernel names do not have'
@@ -389,7 +389,7 @@ def _check_opspec(doc: OpSpecDebugHandles | OpSpecDebugHandlesV2, problems: list
 
 
 def _id_problem(hid: str) -> str | None:
-    if not _HANDLE_ID_RE.search(hid):
+    if not HANDLE_ID_RE.search(hid):
         return MSG_HANDLE_ID
     if int(hid) >= HANDLE_ID_LIMIT:
         return f"handle id {hid} is not below 2**63"

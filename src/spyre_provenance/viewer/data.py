@@ -27,6 +27,7 @@ from typing import Any
 import msgspec
 
 from spyre_provenance.base.errors import UnusableInput
+from spyre_provenance.links.misnamed import beside
 from spyre_provenance.logs import tracelog
 from spyre_provenance.logs.graphs import LoggedGraph
 from spyre_provenance.model import folders, jsonio
@@ -43,7 +44,7 @@ from spyre_provenance.model.names import (
 from spyre_provenance.model.superdsc import handle_of
 from spyre_provenance.runtime import index
 from spyre_provenance.runtime.index import IndexedGraph
-from spyre_provenance.runtime.lookup import GraphView
+from spyre_provenance.runtime.lookup import GraphView, own_nodes
 from spyre_provenance.validate import schemas, spyre_sidecar
 from spyre_provenance.validate.coverage import handle_nodes
 from spyre_provenance.viewer.logged import LoggedGraphInput, LogGraphs, graph_code, log_of, logged_inputs, wrapper_calls
@@ -273,6 +274,8 @@ class _CallSites:
         self.recorded: Any = doc.get("bundles") or {}
         self.specs: list[dict[str, Any]] = []
         self.used_handles: dict[str, Any] = {}
+        #: OpSpecs whose handle names another op or line than its nodes (the diagnostics')
+        self.own_nodes = own_nodes(g.diagnostics)
 
     def call(self, c: int, key: str, posts: set[str], wrapped: Any) -> dict[str, Any]:
         """Call site number ``c``; ``wrapped``: its handle comment and call in the wrapper, as logged."""
@@ -281,7 +284,7 @@ class _CallSites:
         folder = folder if isinstance(folder, str) and folder else name or key
         kernel_specs = self.kernels.get(key) or ()
         written = {s.get("buffer") for s in kernel_specs if s.get("buffer")}
-        spec_at = [self._spec(c, i, spec, folder, written) for i, spec in enumerate(kernel_specs)]
+        spec_at = [self._spec((c, key), i, spec, folder, written) for i, spec in enumerate(kernel_specs)]
         return {
             "k": key,
             "p": sorted(self.post_at[p] for p in posts),
@@ -290,8 +293,10 @@ class _CallSites:
             "w": wrapped,
         }
 
-    def _spec(self, c: int, i: int, spec: dict[str, Any], folder: str, written: set[Any]) -> int:
-        """The ``i``-th OpSpec of call site ``c``, added to ``specs``: its index there."""
+    def _spec(self, call: tuple[int, str], i: int, spec: dict[str, Any], folder: str, written: set[Any]) -> int:
+        """The ``i``-th OpSpec of call site ``call`` (its number and key), added to ``specs``:
+        its index there."""
+        c, key = call
         hid: Any = spec.get("debug_handle")
         handle = self.handles.get(hid) if isinstance(hid, str) else None
         if handle is not None:
@@ -299,6 +304,7 @@ class _CallSites:
             for child in _children(handle, self.handles):
                 self.used_handles[child] = self.handles[child]
         b = self.bundles.place(folder, i, hid, len(self.specs))
+        own = self.own_nodes.get((key, spec.get("buffer"), hid))
         self.specs.append(
             {
                 "c": c,
@@ -320,6 +326,8 @@ class _CallSites:
                 # whether the bundle's debug_handle_ is this OpSpec's (a kernel-cache hit
                 # serves an earlier compile's bundle): said, not assumed
                 "ba": b is not None and str(self.bundles.found[b]["id"]) == str(hid),
+                # where its handle names another op or line than its nodes: theirs, and why
+                "own": None if own is None else beside(own.nodes, own.aten_ops, own.sources, own.differs),
             }
         )
         return len(self.specs) - 1

@@ -125,7 +125,8 @@
       spec: {
         html: [].concat(...g.calls.map((c, ci) => c.s.length ? ['<div class="group" data-call="' + ci + '">' + esc(c.k) + "</div>"].concat(c.s.map((s) => {
           const x = g.specs[s];
-          return row("spec", s, () => "  #" + x.i + " " + esc(x.op) + (x.buf ? " \u2192 " + esc(x.buf) : "") + '  <span class="muted">handle ' + esc(x.h || "none") + esc(handleText(g, x.h)) + "</span>");
+          return row("spec", s, () => "  #" + x.i + " " + esc(x.op) + (x.buf ? " \u2192 " + esc(x.buf) : "") + '  <span class="muted">handle ' + esc(x.h || "none") + esc(handleText(g, x.h)) + "</span>" +
+            (x.own ? ' <span class="warn own">\u2260 its node</span>' : ""));
         })) : [])),
         count: g.specs.length,
       },
@@ -236,6 +237,7 @@
       const text = ["OpSpec #" + x.i + " of " + g.calls[x.c].k + ": " + x.op + (x.red ? " (reduction)" : "") + ", iteration space " + JSON.stringify(x.it) + (x.buf ? ", buffer " + x.buf : "")];
       text.push(handleDescription(g, x.h, h, ""));
       if (x.miss) text.push("no handle: " + x.miss);
+      if (x.own) text.push(x.own);
       const b = x.b !== null ? g.bundles[x.b] : null;
       let body = b ? b.text : "";
       if (b && !b.cut) body = JSON.stringify(JSON.parse(b.text), null, 1);
