@@ -22,3 +22,11 @@ SCRIPTS = TESTS / "scripts"
 def regressions(module: Path) -> Path:
     """The pytest-regressions data folder of a test module (``data/regressions/<stem>``)."""
     return DATA / "regressions" / Path(module).stem
+
+
+def on_measured_torch() -> bool:
+    """Whether this is the torch the goldens and figures were made with (2.13.0), not one of
+    ``make test-torch-next``'s."""
+    import importlib.metadata
+
+    return importlib.metadata.version("torch").startswith("2.13.")
