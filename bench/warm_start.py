@@ -20,7 +20,7 @@ Rows:
 
 Runs go in rounds, one run of each arm per round, the order reversed every other round, so
 drift on the shared machine lands on every arm alike; a row is the median of the rounds'
-ratios, with their range. ``python -m bench.warm_start [--rounds N]`` runs this
+ratios, with their range. ``python -m bench.warm_start [--rounds N] [--caches warm]`` runs this
 section alone; ``make bench`` runs it after the attach section.
 """
 
@@ -92,20 +92,20 @@ def _one(program: str, arm: str, cache: Path, scratch: Path) -> Measure:
     return Measure(reported["wall"], reported["cpu"], outer)
 
 
-def run(rounds: int, progress: Callable[[str], None] = lambda _: None) -> Results:
+def run(rounds: int, progress: Callable[[str], None] = lambda _: None, caches: tuple[str, ...] = CACHES) -> Results:
     from bench.whole_process import compile_bytecode
 
     compile_bytecode()  # as pip install does: no tracked process compiles the hook's source
     runs: dict[str, dict[str, dict[str, list[Measure]]]] = {}
     with tempfile.TemporaryDirectory(prefix="spyre-bench-warm-") as root:
         for program in PROGRAMS:
-            runs[program] = {cache: {arm: [] for arm in ARMS} for cache in CACHES}
+            runs[program] = {cache: {arm: [] for arm in ARMS} for cache in caches}
             warm = {arm: Path(root) / f"{program}-{arm}-cache" for arm in ARMS}
             for arm in ARMS:  # each arm's own warm cache, written by that arm
                 with tempfile.TemporaryDirectory(dir=root) as scratch:
                     _one(program, arm, warm[arm], Path(scratch))
             for i in range(rounds):
-                for cache in CACHES:
+                for cache in caches:
                     for arm in ARMS if i % 2 == 0 else ARMS[::-1]:
                         with tempfile.TemporaryDirectory(dir=root) as scratch:
                             where = warm[arm] if cache == "warm" else Path(scratch) / "cache"
@@ -127,7 +127,7 @@ def render_section(results: Results, number: int = SECTION) -> str:
         "|---|---|---|---|---|---|",
     ]
     for program in PROGRAMS:
-        for cache in CACHES:
+        for cache in results.runs[program]:
             rows = results.runs[program][cache]
             for arm in ("env", "run"):
                 wall, cpu = (results.ratios(program, cache, arm, m) for m in ("wall", "cpu"))
@@ -149,9 +149,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.warm_start", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"rounds per program and cache (default {ROUNDS})")
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
+    parser.add_argument(
+        "--caches", type=lambda text: tuple(text.split(",")), default=CACHES, help="warm, cold or both (default)"
+    )
     args = parser.parse_args(argv)
+    if not args.caches or not set(args.caches) <= set(CACHES):
+        parser.error(f"--caches: of {', '.join(CACHES)}")
     start = time.perf_counter()
-    results = run(args.rounds, lambda m: print(f"[bench {time.perf_counter() - start:6.0f}s] {m}", file=sys.stderr))
+    progress = lambda m: print(f"[bench {time.perf_counter() - start:6.0f}s] {m}", file=sys.stderr)  # noqa: E731
+    results = run(args.rounds, progress, args.caches)
     if args.json:
         args.json.write_bytes(msgspec.json.encode(results))
     sys.stdout.write(render_section(results))
