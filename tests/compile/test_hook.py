@@ -7,6 +7,7 @@ import torch
 from torch._inductor.utils import run_and_get_code
 
 import spyre_provenance
+from spyre_provenance.base.errors import ProvenanceWarning
 from spyre_provenance.logs import wrapper_code
 
 pytestmark = pytest.mark.compile
@@ -79,3 +80,30 @@ def test_a_second_unlabeled_session_keeps_the_first_ones_folders(tmp_path):
     assert written == [["graph_00_0-0_inference"], ["graph_00_0-0_inference", "graph_01_0-0_inference"]]
     first = (tmp_path / "graph_00_0-0_inference" / "inductor_provenance_tracking_node_mappings.json").read_text()
     assert "sort" in first
+
+
+def test_a_cache_key_the_hook_cannot_read_never_breaks_the_compile(monkeypatch, tmp_path):
+    """The source-line digest tracking adds to Inductor's cache key (``graph_cache``) fails:
+    the compile goes on and is recorded whole (only its cache entry is keyed never to be hit),
+    and a warning says so."""
+    from torch._inductor import config
+
+    from spyre_provenance.capture import graph_cache
+
+    def unreadable(gm):
+        raise RuntimeError("no stack traces today")
+
+    monkeypatch.setattr(graph_cache, "source_digest", unreadable)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    # the suite forces the FX-graph cache off (tests/conftest.py): the key is made only with it on
+    monkeypatch.setattr(config._config["fx_graph_cache"], "env_value_force", True)
+    torch._dynamo.reset()
+    with (
+        pytest.warns(ProvenanceWarning, match="no stack traces today"),
+        spyre_provenance.tracking("inductor") as session,
+    ):
+        out = torch.compile(torch.tanh)(torch.ones(4, 8))
+    torch._dynamo.reset()
+    assert torch.allclose(out, torch.tanh(torch.ones(4, 8)))
+    (graph,) = session.results
+    assert graph.node_mappings is not None and graph.node_mappings.cppCodeToPost

@@ -25,10 +25,13 @@ Each change goes through the session's ``Patches``; nothing here raises into a c
 from __future__ import annotations
 
 import hashlib
+import os
+import warnings
 from typing import Any
 
 import msgspec
 
+from spyre_provenance.base.errors import ProvenanceWarning
 from spyre_provenance.base.patches import Patches
 from spyre_provenance.base.version import __version__
 from spyre_provenance.model import cached_graph
@@ -76,15 +79,6 @@ def keep(patches: Patches, session: Any) -> None:
     component = key_component(session.backend, session.redactor)
     entries = Entries(session)
 
-    def wrap_details(original: Any) -> Any:
-        def __init__(details: Any, gm: Any, *args: Any, **kwargs: Any) -> None:
-            original(details, gm, *args, **kwargs)
-            # hashed with every other field
-            details.spyre_provenance = f"{component}; source lines {source_digest(gm)}"
-
-        __init__.__wrapped__ = original  # type: ignore[attr-defined]
-        return __init__
-
     def wrap_codegen(original: Any) -> Any:
         def fx_codegen_and_compile(*args: Any, **kwargs: Any) -> Any:
             before = len(session.results)
@@ -102,7 +96,10 @@ def keep(patches: Patches, session: Any) -> None:
         entries.before_replay(stored)
         loaded = original_hit(graph, *args, **kwargs)
         if loaded[0] is not None:  # None: the entry could not be loaded, compile_fx compiles
-            entries.replay(stored, graph)
+            try:
+                entries.replay(stored, graph)
+            except Exception as exc:  # noqa: BLE001 - a bug outside the stages: never break the load
+                session.faults.fault("emit", None, exc)
         return loaded
 
     def wrap_trace(original: Any) -> Any:
@@ -114,10 +111,33 @@ def keep(patches: Patches, session: Any) -> None:
         trace_structured.__wrapped__ = original  # type: ignore[attr-defined]
         return trace_structured
 
-    patches.wrap(FxGraphHashDetails, "__init__", wrap_details)
+    patches.wrap(FxGraphHashDetails, "__init__", lambda original: _keyed(original, component, entries))
     patches.wrap(compile_fx, "fx_codegen_and_compile", wrap_codegen)
     patches.setattr(FxGraphCache, "cache_hit_post_compile", staticmethod(cache_hit_post_compile))
     patches.wrap(compile_fx, "trace_structured", wrap_trace)
+
+
+def _keyed(original: Any, component: str, entries: Entries) -> Any:
+    """``FxGraphHashDetails.__init__``, adding tracking's part of the key (``key_component``
+    and the graph's ``source_digest``)."""
+
+    def __init__(details: Any, gm: Any, *args: Any, **kwargs: Any) -> None:
+        original(details, gm, *args, **kwargs)
+        try:
+            sources = source_digest(gm)
+        except Exception as exc:  # noqa: BLE001 - never break a compile: this entry is then never hit
+            entries.unkeyed += 1
+            sources = f"unread in process {os.getpid()}, graph {entries.unkeyed}"
+            # the graph is still recorded whole: only its cache entry is lost, so no fault of it
+            warnings.warn(
+                f"spyre-provenance: cache key: {type(exc).__name__}: {exc} (this graph's cache entry will not be hit)",
+                ProvenanceWarning,
+                stacklevel=2,
+            )
+        details.spyre_provenance = f"{component}; source lines {sources}"  # hashed with every other field
+
+    __init__.__wrapped__ = original  # type: ignore[attr-defined]
+    return __init__
 
 
 class Entries:
@@ -127,6 +147,7 @@ class Entries:
         self.session = session
         self._pre_grad: dict[str, str] = {}  # compile id -> its before_pre_grad_graph text
         self._graph_keys = 0
+        self.unkeyed = 0  # graphs whose source lines could not be read into their key
 
     def keep_pre_grad_text(self, metadata_fn: Any, payload_fn: Any) -> Any:
         """``payload_fn``, keeping its text when the artifact is the pre-grad graph."""
