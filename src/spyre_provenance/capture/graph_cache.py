@@ -14,8 +14,8 @@ does the same with everything the hook recorded (``model.cached_graph``), throug
   saves into the FX-graph cache, or AOTAutograd bundles) gets the stored form of the graph
   the hook just finished, as the attribute ``ATTRIBUTE``.
 * ``FxGraphCache.cache_hit_post_compile``: every hit goes through it (the FX-graph cache,
-  the AOTAutograd cache's entries, a loaded ``CompiledArtifact``); the session replays the
-  stored graph there (``Session.replay_cached``).
+  the AOTAutograd cache's entries, a loaded ``CompiledArtifact``); the stored graph is
+  replayed there (``Entries.replay``, then ``Session.emit_replayed``).
 * ``compile_fx.trace_structured``: the ``before_pre_grad_graph`` text compile_fx logs, kept
   for the entry, because a hit logs none.
 
@@ -36,13 +36,12 @@ from spyre_provenance.base.patches import Patches
 from spyre_provenance.base.version import __version__
 from spyre_provenance.model import cached_graph
 from spyre_provenance.model.cached_graph import CACHE_FORMAT, CachedGraph
+from spyre_provenance.model.names import PRE_GRAD_GRAPH
 from spyre_provenance.model.records import CACHE_STATES, GraphDiagnostics, GraphResult
 
 #: The attribute of a ``CompiledFxGraph`` holding its ``model.cached_graph`` bytes; pickled
 #: with the entry, since the graph's ``__dict__`` is.
 ATTRIBUTE = "_spyre_provenance"
-#: The artifact compile_fx logs the pre-grad graph as (``run_pre_grad_passes``).
-PRE_GRAD_GRAPH = "before_pre_grad_graph"
 
 
 def key_component(backend: Any, redactor: Any) -> str:
@@ -92,14 +91,14 @@ def keep(patches: Patches, session: Any) -> None:
     original_hit = FxGraphCache.__dict__["cache_hit_post_compile"].__func__
 
     def cache_hit_post_compile(graph: Any, *args: Any, **kwargs: Any) -> Any:
-        stored = getattr(graph, ATTRIBUTE, None)
-        entries.before_replay(stored)
+        cached = cached_graph.decode(getattr(graph, ATTRIBUTE, None))
+        lost = entries.before_replay(cached)
         loaded = original_hit(graph, *args, **kwargs)
         if loaded[0] is not None:  # None: the entry could not be loaded, compile_fx compiles
             try:
-                entries.replay(stored, graph)
+                entries.replay(cached, graph, lost)
             except Exception as exc:  # noqa: BLE001 - a bug outside the stages: never break the load
-                session.faults.fault("emit", None, exc)
+                _warn(f"a cache hit not recorded: {type(exc).__name__}: {exc}")
         return loaded
 
     def wrap_trace(original: Any) -> Any:
@@ -129,11 +128,7 @@ def _keyed(original: Any, component: str, entries: Entries) -> Any:
             entries.unkeyed += 1
             sources = f"unread in process {os.getpid()}, graph {entries.unkeyed}"
             # the graph is still recorded whole: only its cache entry is lost, so no fault of it
-            warnings.warn(
-                f"spyre-provenance: cache key: {type(exc).__name__}: {exc} (this graph's cache entry will not be hit)",
-                ProvenanceWarning,
-                stacklevel=2,
-            )
+            _warn(f"cache key: {type(exc).__name__}: {exc} (this graph's cache entry will not be hit)")
         details.spyre_provenance = f"{component}; source lines {sources}"  # hashed with every other field
 
     __init__.__wrapped__ = original  # type: ignore[attr-defined]
@@ -157,8 +152,8 @@ class Entries:
             try:
                 if metadata_fn().get("name") == PRE_GRAD_GRAPH and isinstance(text, str):
                     self._pre_grad[self._compile_id()] = text
-            except Exception as exc:  # noqa: BLE001 - never break the log line
-                self.session.faults.fault("record collection", None, exc)
+            except Exception as exc:  # noqa: BLE001 - never break the log line; the entry lacks it
+                _warn(f"the pre-grad graph not kept for the cache entry: {type(exc).__name__}: {exc}")
             return text
 
         return payload
@@ -185,17 +180,14 @@ class Entries:
             if result.moved_post_grad is not None and hasattr(compiled, "inductor_post_grad_graph_str"):
                 # what a hit logs as the post-grad graph: the one the kernels and handles name
                 compiled.inductor_post_grad_graph_str = result.moved_post_grad
-        except Exception as exc:  # noqa: BLE001 - the entry is saved without; a hit then says so
-            self.session.faults.note(
-                "emit", id(result), f"{type(exc).__name__}: not stored with the cache entry: {exc}"
-            )
+        except Exception as exc:  # noqa: BLE001 - this graph is whole; a hit of its entry says it lacks it
+            _warn(f"provenance not stored with the cache entry: {type(exc).__name__}: {exc}")
 
-    def before_replay(self, stored: Any) -> None:
+    def before_replay(self, cached: CachedGraph | None) -> str | None:
         """Log the pre-grad graph a hit would not, before the hit logs the post-grad graph,
-        as compile_fx orders them on a miss."""
-        cached = cached_graph.decode(stored)
+        as compile_fx orders them on a miss. Returns what failed, for the hit's graph."""
         if cached is None or cached.pre_grad_graph is None:
-            return
+            return None
         try:
             from torch._logging import trace_structured
 
@@ -206,16 +198,19 @@ class Entries:
                 payload_fn=lambda: text,
             )
         except Exception as exc:  # noqa: BLE001 - the page then links no pre-grad node
-            self.session.faults.fault("emit", None, exc)
+            return f"{type(exc).__name__}: the pre-grad graph not logged: {exc}"
+        return None
 
-    def replay(self, stored: Any, compiled: Any) -> None:
+    def replay(self, cached: CachedGraph | None, compiled: Any, lost: str | None = None) -> None:
         """Record a hit as its miss was recorded: the graph's result, its log artifacts
-        beside the ones the hit logs itself (mapping, stack traces), its files and bundles."""
+        beside the ones the hit logs itself (mapping, stack traces), its files and bundles;
+        ``lost``: what ``before_replay`` could not log."""
         session = self.session
         compile_id = self._compile_id()
-        cached = cached_graph.decode(stored)
         self._graph_keys += 1
         graph_key = -self._graph_keys  # no Inductor graph exists for a hit: a key of its own
+        if lost is not None:
+            session.faults.note("emit", graph_key, lost)
         if cached is None:
             result = _without_provenance(compile_id, _kind(compiled), session)
             session.faults.note(
@@ -232,6 +227,12 @@ class Entries:
             session.backend.restore_bundles(cached.bundles)
         session.results.append(result)
         session.emit_replayed(result, graph_key)
+
+
+def _warn(message: str) -> None:
+    """A loss of the cache's alone (the graph in hand is recorded whole): said once, never a
+    fault of a graph."""
+    warnings.warn(f"spyre-provenance: {message}", ProvenanceWarning, stacklevel=3)
 
 
 def _kind(compiled: Any) -> str:
