@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -67,10 +66,12 @@ class Results(msgspec.Struct):
 
 
 def _env(cache: Path, times: Path, extra: dict[str, str]) -> dict[str, str]:
-    dropped = ("TORCH_TRACE", "TORCH_LOGS", "TORCH_COMPILE_DEBUG", "SPYRE_PROVENANCE_OUT", "INDUCTOR_PROVENANCE")
-    env = {k: v for k, v in os.environ.items() if k not in dropped}
-    env.update(TORCHINDUCTOR_CACHE_DIR=str(cache), SPYRE_BENCH_TIMES=str(times), PYTHONHASHSEED="0", **extra)
-    return env
+    """The environment of section 10's runs (no trace, no tracking unless an arm adds it)."""
+    from bench.attach_overhead import _env as attach_env
+
+    return attach_env(
+        {"TORCHINDUCTOR_CACHE_DIR": str(cache), "SPYRE_BENCH_TIMES": str(times), "PYTHONHASHSEED": "0", **extra}
+    )
 
 
 def _one(program: str, arm: str, cache: Path, scratch: Path) -> Measure:
