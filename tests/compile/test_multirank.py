@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import msgspec
@@ -27,6 +28,7 @@ from helpers import tlparse_page
 from helpers.fresh_process import FRESH  # tests/ is on sys.path
 from helpers.where import DATA, GOLDEN  # tests/ is on sys.path
 from spyre_provenance import golden
+from spyre_provenance.compile import process_group, ranks
 from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model import folders
@@ -328,3 +330,41 @@ def test_a_model_that_needs_ranks_is_refused_without_them(compile_case):
     assert done.returncode == 2
     assert done.stderr.strip().endswith("tensor_parallel runs on several ranks: compile it with --ranks N (N >= 2)")
     assert list(done.out.iterdir()) == []
+
+
+def test_failures_torchrun_saw_in_one_second_are_ordered_by_the_moments_the_ranks_noted():
+    # rank 0's collective found rank 1 gone; torchrun saw both in one look and recorded rank 0 first
+    assert ranks.failure_order([(0, 7), (1, 7)], {0: 7_300, 1: 7_200}) == [1, 0]
+    # seconds apart, torchrun's seconds decide, whatever was noted
+    assert ranks.failure_order([(0, 7), (1, 8)], {0: 9_000, 1: 1_000}) == [0, 1]
+    # a rank that noted nothing (killed: SIGKILL) keeps its place; the others share theirs
+    assert ranks.failure_order([(0, 7), (1, 7), (2, 7), (3, 9)], {0: 50, 2: 40, 3: 1}) == [2, 1, 0, 3]
+    assert ranks.failure_order([(1, 7)], {}) == [1]
+
+
+def test_a_rank_notes_when_it_failed_where_its_parent_said(tmp_path, monkeypatch):
+    at = tmp_path / "rank1.failed_at"
+    monkeypatch.setenv(process_group.ENV_FAILED_AT, str(at))
+    before = time.time_ns()
+    process_group.note_failure()
+    assert before <= int(at.read_text()) <= time.time_ns()
+    monkeypatch.setenv(process_group.ENV_FAILED_AT, str(tmp_path / "missing" / "rank1.failed_at"))
+    process_group.note_failure()  # a folder gone: the rank's own error is what it reports
+
+
+def test_a_rank_ends_with_its_code_and_its_output_flushed_without_finalization(tmp_path):
+    """What a rank leaves undone at exit (gloo's threads holding a failed collective's work)
+    cannot abort it once it has said why it exits: its end skips the interpreter's
+    finalization, atexit handlers included, after flushing what it printed."""
+    program = (
+        "import atexit, sys\n"
+        "from spyre_provenance.compile import process_group\n"
+        "atexit.register(lambda: print('finalized'))\n"
+        "process_group.end(5)\n"  # joined no group: returns
+        "print('still here', end='')\n"
+        "sys.stderr.write('why')\n"
+        "process_group._joined = True\n"
+        "process_group.end(2)\n"
+    )
+    done = FRESH.run(driver=program)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "still here", "why")

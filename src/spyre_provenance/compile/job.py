@@ -106,11 +106,15 @@ def _compile_rank(
         # record: torch names the log after the rank and stamps the rank on every record
         process_group.join(rank, world_size)
     except Exception as exc:  # noqa: BLE001 - whatever joining raises (gloo, rendezvous): the rank's one line
+        process_group.note_failure()
         raise UnusableInput(
             f"rank {rank}", f"cannot join the process group: {type(exc).__name__}: {_first_line(exc)}"
         ) from None
     try:
         return _tracked_compile(request, ranked, announce, ranked=True)
+    except BaseException:
+        process_group.note_failure()  # before leaving: its peers see it gone only then
+        raise
     finally:
         process_group.leave()
 

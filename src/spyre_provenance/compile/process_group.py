@@ -17,14 +17,22 @@ torch is imported inside the functions: this module loads without it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import logging
 import os
 import signal
+import sys
 import threading
+import time
 
 #: Bounds every collective and the rendezvous: a rank whose peer hangs gives up after this.
 DEFAULT_TIMEOUT_S = 300.0
 ENV_TIMEOUT = "SPYRE_PROVENANCE_RANK_TIMEOUT"
+#: Where a rank notes the moment it failed (``compile.ranks`` sets it per rank).
+ENV_FAILED_AT = "SPYRE_PROVENANCE_RANK_FAILED_AT"
+
+_joined = False  # this process joined a group: it ends through ``end``
 
 
 def timeout_seconds() -> float:
@@ -63,8 +71,10 @@ def join(rank: int, world_size: int) -> None:
     """Join the gloo process group torchrun's variables describe (``env://``)."""
     import torch.distributed as dist
 
+    global _joined
     timeout = datetime.timedelta(seconds=timeout_seconds())
     dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world_size, timeout=timeout)
+    _joined = True
 
 
 def leave() -> None:
@@ -73,3 +83,31 @@ def leave() -> None:
 
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def note_failure() -> None:
+    """Note, in the file ``$SPYRE_PROVENANCE_RANK_FAILED_AT`` names, the moment this rank
+    failed (nanoseconds since the epoch), before it leaves the group. torchrun stamps a
+    failure with the whole second it saw it, and sees the rank that failed on its own and
+    the peer whose collective then found it gone in one look as often as not; this rank's
+    connections close only when it leaves, so a peer that fails because of it notes a later
+    moment. Never raises: the rank's own error is what it reports."""
+    path = os.environ.get(ENV_FAILED_AT, "")
+    if path:
+        with contextlib.suppress(OSError), open(path, "w", encoding="ascii") as file:
+            file.write(str(time.time_ns()))
+
+
+def end(code: int) -> None:
+    """End a process that joined a group with ``code``, once its output is flushed, without
+    the interpreter's finalization: there, gloo's threads still holding work of a
+    collective that failed (its peer gone) can abort the process (SIGABRT, "terminate
+    called without an active exception") after it printed why it exits 2. Its artifacts
+    are written and its log closed by then. A process that joined no group returns."""
+    if not _joined:
+        return
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)

@@ -37,14 +37,14 @@ import signal
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 
 from spyre_provenance.base.errors import EXIT_FOUND_WANTING, UnusableInput, Verdict
-from spyre_provenance.compile import out_folder
+from spyre_provenance.compile import out_folder, process_group
 from spyre_provenance.compile.request import CompileRequest, command_line
 from spyre_provenance.logs.tlparse_run import TlparseError, render_all_ranks, tlparse_binary
 from spyre_provenance.model.layout import Layout
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from torch.distributed.elastic.multiprocessing import LogsSpecs
 
 #: torchrun's signals: the ones its agent turns into an interrupt of the parent
+_FAILED_AT = "rank{rank}.failed_at"  # in the work folder: the moment a rank noted it failed
 _TORCHRUN_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 
@@ -220,6 +221,7 @@ def _rank_files(work: Path) -> LogsSpecs:
             errors = {r: str(work / f"rank{r}.error.json") for r in envs}
             for r, env in envs.items():
                 env["TORCHELASTIC_ERROR_FILE"] = errors[r]  # where a rank would report its error
+                env[process_group.ENV_FAILED_AT] = str(work / _FAILED_AT.format(rank=r))
             return LogsDest(
                 stdouts={r: str(work / f"rank{r}.out") for r in envs},
                 stderrs={r: str(work / f"rank{r}.err") for r in envs},
@@ -260,14 +262,39 @@ def _launch(ranks: int, arguments: list[str], work: Path) -> dict[int, _Ended]:
             raise KeyboardInterrupt(exc.sigval.name) from None
         else:
             return {r: _Ended(0, False, 0, None) for r in range(ranks)}
-    # torchrun records the failures it saw first, then those of the ranks it stopped; sorted
-    # by their time (in seconds) that order stays
-    order = {r: i for i, r in enumerate(sorted(failures, key=lambda r: failures[r].timestamp))}
+    seen = [(r, failures[r].timestamp) for r in failures]
+    order = {r: i for i, r in enumerate(failure_order(seen, _failed_at(work, failures)))}
     ended = {r: _Ended(0, False, len(order), None) for r in range(ranks)}
     for r, failure in failures.items():
         stopped = order[r] > 0 and failure.exitcode < 0
         ended[r] = _Ended(failure.exitcode, stopped, order[r], failure.pid)
     return ended
+
+
+def failure_order(seen: list[tuple[int, int]], failed_at: Mapping[int, int]) -> list[int]:
+    """The failed ranks, first to fail first. ``seen``: each rank and the second torchrun
+    saw it fail, in the order it recorded them (the failures it saw first, then those of
+    the ranks it stopped); ``failed_at``: the moment (ns) a rank noted it failed, for the
+    ranks that did. Sorted by the second, torchrun's order stays, except among the ranks of
+    one second that noted a moment: they take their places in the order of their moments.
+    torchrun sees the rank that failed on its own and the peer that failed because of it in
+    one look as often as not, and then records them by rank."""
+    order = [r for r, _ in sorted(seen, key=lambda item: item[1])]
+    second = dict(seen)
+    for moment in sorted(set(second.values())):
+        places = [at for at, r in enumerate(order) if second[r] == moment and r in failed_at]
+        for at, r in zip(places, sorted((order[at] for at in places), key=failed_at.__getitem__), strict=True):
+            order[at] = r
+    return order
+
+
+def _failed_at(work: Path, ranks: Iterable[int]) -> dict[int, int]:
+    """The moments the failed ranks noted (``process_group.note_failure``), of those that did."""
+    noted = {}
+    for r in ranks:
+        with contextlib.suppress(OSError, ValueError):
+            noted[r] = int((work / _FAILED_AT.format(rank=r)).read_text(encoding="ascii"))
+    return noted
 
 
 @contextlib.contextmanager
