@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 OUT    ?= out/demo
 
-.PHONY: venv demo test lint test-models test-spyre-main test-torch-next bench bench-spyre-main golden golden-spyre-main docs docs-outputs clean
+.PHONY: venv demo test lint test-models test-programs test-spyre-main test-torch-next bench bench-spyre-main golden golden-spyre-main docs docs-outputs clean
 
 venv: $(STAMP)
 
@@ -31,11 +31,16 @@ PYTEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
 # `make test` leaves out the real-architecture zoo (marker `models`: 32 compiles of
-# transformers models, ~9 minutes on two workers here) and torch-spyre main's own compiler
-# (marker `spyre_main`); `make test-models` and `make test-spyre-main` run them, and
-# .ci/run runs all three.
+# transformers models, ~5 minutes on two workers here), torch-spyre main's own compiler
+# (marker `spyre_main`) and whole programs run as a user runs them (marker `programs`,
+# tests/attach: fresh interpreters, torchrun jobs, a peer's test suite, ~4 minutes);
+# `make test-models`, `make test-spyre-main` and `make test-programs` run them, and
+# .ci/run runs all four.
 test: $(STAMP)
-	$(PY) -m pytest $(XDIST) -m "not models and not spyre_main" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not models and not spyre_main and not programs" $(PYTEST_ARGS)
+
+test-programs: $(STAMP)
+	$(PY) -m pytest $(XDIST) -m programs $(PYTEST_ARGS)
 
 # torch-spyre main's real Inductor backend on the stand-in for its native extension
 # (tests/spyre_main; docs/torch-spyre-main.md): its source from ../shared/torch-spyre or

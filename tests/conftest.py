@@ -25,6 +25,18 @@ for _variable in ("TORCHINDUCTOR_FX_GRAPH_CACHE", "TORCHINDUCTOR_AUTOGRAD_CACHE"
 DATA = Path(__file__).parent / "data"
 #: programs the tests run as a user would, a test suite of a user's among them: not ours to collect
 collect_ignore = ["attach/programs"]
+ATTACH = Path(__file__).resolve().parent / "attach"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test of ``tests/attach`` is a ``programs`` test: whole programs run as a user
+    runs them, each in fresh interpreters (torchrun jobs, vLLM's loader, a peer's test
+    suite). Minutes of the suite: ``make test-programs`` runs them, ``make test`` leaves them
+    out, ``.ci/run`` runs both. (A marker set here: a conftest of that folder would shadow
+    this one's ``from conftest import``.)"""
+    for item in items:
+        if ATTACH in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.programs)
 
 
 @pytest.fixture(scope="session")
