@@ -1,6 +1,3 @@
-from spyre_provenance.cli import main
-from spyre_provenance.compile import process_group
+from spyre_provenance.cli import exit_with, main
 
-code = main()
-process_group.end(code)  # a rank of ``compile --ranks`` ends here: it does not return
-raise SystemExit(code)
+exit_with(main())

@@ -108,6 +108,16 @@ def main(argv: list[str] | None = None) -> int:
         return _internal_error(args.command, exc)
 
 
+def exit_with(code: int) -> NoReturn:
+    """The end of ``python -m spyre_provenance``. A rank of ``compile --ranks`` (the parent
+    starts each so) ends through ``compile.process_group.end``, without the interpreter's
+    finalization; every other process exits as usual."""
+    from spyre_provenance.compile import process_group
+
+    process_group.end(code)
+    raise SystemExit(code)
+
+
 def _internal_error(command: str, exc: BaseException) -> int:
     print(
         f"spyre-provenance {command}: internal error: {type(exc).__name__}: {exc} (please report this)",
