@@ -19,6 +19,8 @@ README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 OUTPUTS = DOCS / "outputs"
 MAX_README_LINES = 220
+#: a transcript's exit status: part of the output of the command above it, not a command
+ECHO_STATUS = "$ echo $?"
 
 
 def _load(path: Path, name: str):
@@ -70,13 +72,13 @@ def test_every_readme_command_is_a_documented_output():
         if info in ("python", "yaml"):
             continue
         for i, line in enumerate(lines):
-            if not line.startswith("$ "):
+            if not line.startswith("$ ") or line == ECHO_STATUS:
                 continue
             command = line[2:]
             assert command in outputs, f"README runs `{command}`, which no docs/outputs file shows"
             shown = []
             for after in lines[i + 1 :]:
-                if after.startswith("$ "):
+                if after.startswith("$ ") and after != ECHO_STATUS:
                     break
                 shown.append(after)
             if shown:  # what the README prints under it is the real output, whole
