@@ -122,6 +122,16 @@ def test_the_site_lists_every_page_and_only_pages_that_exist():
     assert written | {schema_page.PAGE} == set(pages)
 
 
+def test_the_home_page_sends_a_reader_to_every_page():
+    """docs/index.md's "Where to go next" links every page of the nav, so a page added to
+    the site is added there too."""
+    home = (DOCS / "index.md").read_text()
+    table = home.split("## Where to go next", 1)[1].split("\n## ", 1)[0]
+    linked = {link.split("#")[0] for link in links(table)}
+    missing = [page for page in nav_pages() if page != "index.md" and page not in linked]
+    assert missing == [], f"docs/index.md's Where to go next leaves out {missing}"
+
+
 def test_every_documented_output_is_shown_on_a_page():
     included = set()
     for page in DOCS.glob("*.md"):
