@@ -4,15 +4,18 @@
     python docs/scripts/regen_outputs.py --into DIR # write them into DIR instead (the test does)
 
 Each entry of ``COMMANDS`` is one shell line run in a scratch folder that holds a link to
-this checkout's ``golden/`` and a copy of one hand-made bad artifact, so every path a
-command prints is relative (``out/demo/...``) and the same on any machine. Its output file
+this checkout's ``golden/``, a copy of one hand-made bad artifact and a copy of
+``your_script.py`` (the user's program ``run`` tracks), so every path a command prints is
+relative (``out/demo/...``) and the same on any machine; the absolute ones (``run``'s screen,
+the script's source lines) show the scratch folder as ``/home/you/project``. Its output file
 ``docs/outputs/<name>.txt`` holds the command line after ``$ ``, then stdout and stderr as
 printed, then ``$ echo $?`` and the status when it is not 0. The pages include these files
 (``--8<-- "outputs/<name>.txt"``); nothing in them is typed by hand.
 
 ``tests/compile/test_docs_outputs.py`` runs this script into a temporary folder and compares with
 the committed files after ``normalize`` (the volatile parts: the float error against
-eager, and record line numbers in torch's log). Commands run in order: later ones read what earlier ones wrote.
+eager, record line numbers in torch's log, the process id in a run's folder names).
+Commands run in order: later ones read what earlier ones wrote.
 
 The outputs are made with torch 2.13.0 (the goldens' torch): on another torch the test
 skips, as the golden byte comparisons do.
@@ -38,6 +41,8 @@ TORCH = "2.13.0"
 #: where the outputs show this checkout: lookup prints source files as the artifacts hold
 #: them (absolute), and a reader's checkout is somewhere of its own
 DISPLAY_ROOT = "/home/you/spyre-provenance"
+#: where the outputs show the scratch folder, the user's own project that holds your_script.py
+DISPLAY_WORK = "/home/you/project"
 #: what torch's profiler (kineto) prints to stderr, stamped with the time and process id
 PROFILER_NOISE = re.compile(r"^(?:USDT|STAGE):\d{4}-\d\d-\d\d .*\n", re.MULTILINE)
 
@@ -98,10 +103,23 @@ COMMANDS: list[Command] = [
     Command("view-invalid", "spyre-provenance view bad"),
     Command("help-view", "spyre-provenance view --help"),
     Command("help-run", "spyre-provenance run --help"),
+    # the front door (README, docs/any-program.md): a user's unmodified program, then what it wrote
+    Command("run", "spyre-provenance run -- python your_script.py", compiles=True),
+    Command("open-run", "spyre-provenance open out/run --no-browser"),
+    Command("lookup-run", "spyre-provenance lookup cpp_fused_relu_0 --from out/run"),
+    # the same program on the Spyre-modelled reference backend, set beside stock Inductor's
+    Command(
+        "run-reference",
+        "spyre-provenance run --out out/ref --backend reference -- python your_script.py",
+        compiles=True,
+    ),
+    Command("compare-run", "spyre-provenance compare out/run out/ref"),
 ]
 
 #: what ``bad/`` holds: a mapping whose inverse maps disagree (from the hostile-input corpus)
 BAD_ARTIFACT = ROOT / "tests" / "hostile" / "invalid" / "mapping-inverse-maps-disagree"
+#: the user's program ``run`` tracks: a small model and one torch.compile, nothing of ours in it
+USER_SCRIPT = Path(__file__).resolve().parent / "your_script.py"
 
 
 def normalize(text: str) -> str:
@@ -115,6 +133,8 @@ def normalize(text: str) -> str:
     # the viewer's page holds the source files' paths, so its size moves with the checkout's
     text = re.sub(r"\([0-9.]+ MB\)", "(<SIZE> MB)", text)
     text = re.sub(r"handle \d+", "handle <ID>", text)
+    # a tracked process's folder is named after its process id (your-script_pid14666)
+    text = re.sub(r"_pid\d+", "_pid<PID>", text)
     # the reference backend names a kernel's bundle folder <uuid8>_<kernel>_<suffix> from a
     # hash of its bundles' bytes, which hold those paths and ids too
     text = re.sub(r"\b[0-9a-f]{8}_(sdsc_[0-9A-Za-z_]+)_[a-z0-9_]{8}(?=[/,\s]|$)", r"<uuid8>_\1_<suffix>", text)
@@ -154,10 +174,12 @@ def expand(line: str, work: Path) -> str:
 
 
 def workdir() -> Path:
-    """A scratch folder holding a link to ``golden/`` and the bad artifact in ``bad/``."""
+    """A scratch folder holding a link to ``golden/``, the bad artifact in ``bad/`` and the
+    user's program ``your_script.py``."""
     work = Path(tempfile.mkdtemp(prefix="spyre-provenance-docs-"))
     (work / "golden").symlink_to(ROOT / "golden", target_is_directory=True)
     shutil.copytree(BAD_ARTIFACT, work / "bad")
+    shutil.copyfile(USER_SCRIPT, work / USER_SCRIPT.name)
     return work
 
 
@@ -175,16 +197,28 @@ def transcript(line: str, output: str, returncode: int) -> str:
 
 def run_command(command: Command, work: Path) -> str:
     """Run one command in ``work`` (a ``workdir()``) with this interpreter's
-    ``spyre-provenance``; returns its transcript."""
+    ``spyre-provenance``; returns its transcript. Inductor's FX-graph and AOTAutograd caches
+    are off, as in the suite (``tests/conftest.py``): a program ``run`` tracks compiles cold,
+    as on its first run, whatever an earlier run left in the cache (``compile`` bypasses them
+    itself)."""
     line = expand(command.line, work)
     argv = shlex.split(line)
     argv[0] = str(Path(sys.executable).parent / "spyre-provenance")
-    env = {**os.environ, "PYTHONHASHSEED": "0", "COLUMNS": "100"}
+    env = {
+        **os.environ,
+        "PYTHONHASHSEED": "0",
+        "COLUMNS": "100",
+        "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
+        "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
+    }
     env.pop("TORCH_TRACE", None)
     done = subprocess.run(
         argv, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False
     )
-    return transcript(line, done.stdout, done.returncode)
+    output = done.stdout
+    for folder in sorted({str(work.resolve()), str(work)}, key=len, reverse=True):  # the user's project
+        output = output.replace(folder, DISPLAY_WORK)
+    return transcript(line, output, done.returncode)
 
 
 def run(into: Path, only: list[str] | None = None) -> dict[str, str]:

@@ -1,11 +1,12 @@
 """The command outputs the docs show (``docs/outputs/*.txt``) are what the commands print now.
 
 Each file is compared, after ``regen_outputs.normalize`` (the float error against eager,
-record line numbers in torch's log), with a fresh run of its command. The compiles the
-suite already makes are reused: ``compile mlp`` and ``compile mlp --train`` are the
-session's ``compile_case`` runs (their output folder stands in for ``out/demo`` and
+record line numbers in torch's log, a run's process ids), with a fresh run of its command.
+The compiles the suite already makes are reused: ``compile mlp`` and ``compile mlp --train``
+are the session's ``compile_case`` runs (their output folder stands in for ``out/demo`` and
 ``out/train``), ``open`` is ``open_case``'s; the other commands run for real in the
-script's scratch folder, where ``out/demo`` links to the session's compile. When a file
+script's scratch folder, where ``out/demo`` links to the session's compile (``run`` tracks
+``your_script.py`` there, and the commands after it read its ``out/run``). When a file
 differs, ``make docs-outputs`` rewrites them all (and the diff shows what changed).
 
 The outputs are made with the goldens' torch; on another torch these tests skip, as the
@@ -49,6 +50,8 @@ READ_TRAIN = ("lookup-key",)
 READ_BOTH = ("compare",)
 #: commands that read out/profiled, which compile-profile writes in the scratch folder
 READ_PROFILED = ("annotate", "annotate-summary", "view")
+#: commands that read what `run` wrote in the scratch folder: out/run, and out/ref too
+READ_RUN = {"open-run": ("run",), "lookup-run": ("run",), "compare-run": ("run", "run-reference")}
 
 
 @pytest.fixture(autouse=True)
@@ -90,7 +93,7 @@ def test_every_command_has_its_output_and_every_output_its_command():
     [
         n
         for n, c in COMMANDS.items()
-        if not c.compiles and n not in (*READ_DEMO, *READ_TRAIN, *READ_BOTH, *READ_PROFILED, "open")
+        if not c.compiles and n not in (*READ_DEMO, *READ_TRAIN, *READ_BOTH, *READ_PROFILED, *READ_RUN, "open")
     ],
 )
 def test_output_without_a_compile(name, work):
@@ -170,4 +173,12 @@ def test_output_of_a_command_that_compiles_itself(name, compiled_here):
 @pytest.mark.parametrize("name", READ_PROFILED)
 def test_output_on_the_profiled_compile(name, work, compiled_here):
     compiled_here("compile-profile")
+    assert_same(name, regen.run_command(COMMANDS[name], work))
+
+
+@pytest.mark.compile
+@pytest.mark.parametrize("name", list(READ_RUN))
+def test_output_on_what_run_wrote(name, work, compiled_here):
+    for run in READ_RUN[name]:
+        compiled_here(run)
     assert_same(name, regen.run_command(COMMANDS[name], work))

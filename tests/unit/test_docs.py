@@ -19,6 +19,8 @@ README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 OUTPUTS = DOCS / "outputs"
 MAX_README_LINES = 220
+#: a transcript's exit status: part of the output of the command above it, not a command
+ECHO_STATUS = "$ echo $?"
 
 
 def _load(path: Path, name: str):
@@ -70,13 +72,13 @@ def test_every_readme_command_is_a_documented_output():
         if info in ("python", "yaml"):
             continue
         for i, line in enumerate(lines):
-            if not line.startswith("$ "):
+            if not line.startswith("$ ") or line == ECHO_STATUS:
                 continue
             command = line[2:]
             assert command in outputs, f"README runs `{command}`, which no docs/outputs file shows"
             shown = []
             for after in lines[i + 1 :]:
-                if after.startswith("$ "):
+                if after.startswith("$ ") and after != ECHO_STATUS:
                     break
                 shown.append(after)
             if shown:  # what the README prints under it is the real output, whole
@@ -118,6 +120,16 @@ def test_the_site_lists_every_page_and_only_pages_that_exist():
     pages = nav_pages()
     written = {p.relative_to(DOCS).as_posix() for p in DOCS.glob("*.md")}
     assert written | {schema_page.PAGE} == set(pages)
+
+
+def test_the_home_page_sends_a_reader_to_every_page():
+    """docs/index.md's "Where to go next" links every page of the nav, so a page added to
+    the site is added there too."""
+    home = (DOCS / "index.md").read_text()
+    table = home.split("## Where to go next", 1)[1].split("\n## ", 1)[0]
+    linked = {link.split("#")[0] for link in links(table)}
+    missing = [page for page in nav_pages() if page != "index.md" and page not in linked]
+    assert missing == [], f"docs/index.md's Where to go next leaves out {missing}"
 
 
 def test_every_documented_output_is_shown_on_a_page():
