@@ -29,7 +29,7 @@ import msgspec
 
 from spyre_provenance.backends.base import TRACING_FUNCTION, Backend
 from spyre_provenance.base.patches import Patches
-from spyre_provenance.capture import emit, graph_cache, inductor_setup
+from spyre_provenance.capture import call_recording, emit, graph_cache, inductor_setup
 from spyre_provenance.capture.faults import Faults
 from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.links import inference, mapping
@@ -128,6 +128,7 @@ class Session:
             graph_cache.keep(self._patches, self)
         else:  # the audit counts what every stage carries: only a compile has stages
             inductor_setup.bypass_graph_caches(self._patches)
+        call_recording.record_call_sites(self._patches)  # who called each graph, in a profiled run's trace
         self.inductor.reset_handle_counter()  # same model, same N, whatever this process compiled before
         if self.probe is not None:
             inductor_setup.observe_for_audit(self._patches, self.probe, self.inductor, self.backend)

@@ -48,6 +48,20 @@ def is_user_frame(file: str) -> bool:
     return _NOT_THE_USERS.search(file) is None
 
 
+# At run time (a call into a compiled graph, ``capture.call_recording``) torch-spyre's own package is
+# machinery too: its eager mode re-enters Python in ``torch_spyre/ops/eager.py`` for every op,
+# so the frame that called the compiled op is always its dispatch, never the user's line. At
+# compile time it stays the user's (``is_user_frame``): a model may be defined in torch_spyre,
+# and its stack traces are the model's, traced once through Dynamo with no dispatch in them.
+_TORCH_SPYRE = re.compile(r"(?:^|[/\\])torch_spyre[/\\]")
+
+
+def is_run_time_user_frame(file: str) -> bool:
+    """Is a frame running a call into a compiled graph in ``file`` the user's: the
+    compile-time rule (``is_user_frame``), and not in torch-spyre's package either."""
+    return is_user_frame(file) and _TORCH_SPYRE.search(file) is None
+
+
 def user_frame(trace: str | None) -> Frame | None:
     """The innermost user frame of an FX ``stack_trace`` (frames run outer -> inner).
 

@@ -19,7 +19,9 @@ project's fields go under one prefix no one else writes, ``spyre_provenance_``:
 ``spyre_provenance_evidence``         what placed the event in that graph (``runtime.attribution``)
 ``spyre_provenance_launch``           with a Python stack in the trace: the user's frames that
                                       launched it (``file:line in function``, outermost first)
-                                      and what tied it to them (``runtime.launches``)
+                                      and what tied it to them (``runtime.launches``); with a
+                                      call site the tracked process recorded at launch, that
+                                      line is the innermost frame (``by``: recorded at launch)
 
 A per-op compile's kernel (``links.per_op``: torch-spyre's eager mode) ran from whichever
 line called the op, not the line its compile recorded (the first call's): with stacks in the
@@ -135,8 +137,12 @@ class _Annotator:
         args = event.get("args")
         if not isinstance(args, dict):
             args = event["args"] = {}
-        if launches.per_op(self.index, verdict.site[0]) is not None:
-            self.per_op_events += 1
+        per_op = launches.per_op(self.index, verdict.site[0]) is not None
+        self.per_op_events += per_op
+        recorded = self._recorded(event, per_op)
+        if recorded is not None:
+            fields = self._recorded_fields(event, fields, recorded, per_op)
+        elif per_op:
             if self.places is not None:
                 fields = self._per_op_fields(event, fields)
         elif self.places is not None:
@@ -148,6 +154,35 @@ class _Annotator:
                 args[name] = value
         args[f"{PREFIX}evidence"] = verdict.evidence
         return verdict
+
+    def _recorded(self, event: dict[str, Any], per_op: bool) -> launches.LaunchFrame | None:
+        """The call site recorded at ``event``'s launch, unless it is a per-op call's dispatch
+        in the program's own code (``PerOpPlaces`` places those by the stack)."""
+        recorded = self.stacks.recorded(event)
+        if recorded is None or not per_op or self.places is None:
+            return recorded
+        dispatch = self.places.dispatch
+        if any(f == recorded.function and launches.same_file(recorded.file, w) for w, f in dispatch):
+            return None
+        return recorded
+
+    def _recorded_fields(
+        self, event: dict[str, Any], fields: dict[str, Any], recorded: launches.LaunchFrame, per_op: bool
+    ) -> dict[str, Any]:
+        """An event's fields with the line its launch recorded: its launch frames (the stack's
+        user frames around it, when the trace has stacks) and, for a per-op kernel, its
+        source and stack (the compile's are the first call's only)."""
+        launch = self.stacks.of(event) if self.places is not None else None
+        frames = launches.with_recorded(launches.user_frames(launch[0]) if launch else [], recorded)
+        mine = dict(fields)
+        mine[f"{PREFIX}launch"] = {
+            "by": launches.BY_RECORDED,
+            "frames": [f"{f.file}:{f.line} in {f.function}" for f in frames],
+        }
+        if per_op:
+            mine["stack"] = [launches.upstream_stack(tuple(frames))]
+            mine[f"{PREFIX}source"] = [f"{recorded.file}:{recorded.line}"]
+        return mine
 
     def _per_op_fields(self, event: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
         """A per-op event's fields: the stack and source of its own launch, or neither."""
@@ -184,8 +219,7 @@ def default_output(trace: Path) -> Path:
 def annotate(trace: str | os.PathLike[str], index: KernelIndex, output: str | os.PathLike[str]) -> AnnotateSummary:
     """Write ``trace`` with provenance to ``output`` (atomically; may be ``trace`` itself).
     Raises UnusableInput, and leaves no output file, for a trace that is not one. Reads the
-    trace twice when the index holds several graphs: the compiled-graph regions first, then
-    each event."""
+    trace twice: the compiled-graph regions, stacks and call sites first, then each event."""
     trace, output = Path(trace), Path(output)
     if not trace.is_file():
         raise UnusableInput(str(trace), "no such file")
@@ -208,12 +242,10 @@ def annotate(trace: str | os.PathLike[str], index: KernelIndex, output: str | os
 
 
 def _first_reading(trace: Path, index: KernelIndex) -> tuple[attribution.Regions, launches.Launches]:
-    """The compiled-graph regions and the Python stacks of ``trace``: read only when they
-    can tell something. The regions only tell graphs apart, and the stacks serve per-op
-    compiles: without either there is nothing to read first, and no second reading."""
-    per_op = any(launches.per_op(index, i) is not None for i in range(len(index.graphs)))
+    """The compiled-graph regions, the Python stacks and the recorded call sites of
+    ``trace``; not read when no graph is indexed (nothing can be annotated then)."""
     regions, stacks = attribution.Regions(), launches.Launches()
-    if len(index.graphs) > 1 or per_op:
+    if index.graphs:  # one graph too: the call sites its launches recorded are read here
         for kind, _, value in trace_stream.read_trace(trace):
             if kind == "event":
                 regions.add(value)

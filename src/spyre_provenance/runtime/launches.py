@@ -23,7 +23,13 @@ A kernel event's launching CPU op is found by, in order:
 The launch's stack is then the ``python_function`` events around that point on its thread,
 less those that began inside the compiled graph's region (``Torch-Compiled Region``,
 ``CompiledFunctionBackward``): the generated wrapper and the kernel's runner are the
-machinery, not who launched it. Pure: no torch.
+machinery, not who launched it.
+
+A process this project tracked records more than the profiler can: each call into a compiled
+graph runs inside a ``spyre_provenance.call_site: FILE:LINE (FUNCTION)`` range
+(``model.call_sites``) naming the line that made the call. ``recorded`` gives the innermost
+such range around a launch point: the exact line, where the Python stack gives a function.
+Pure: no torch.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
+from spyre_provenance.model import call_sites
 from spyre_provenance.model.frames import is_user_frame
 from spyre_provenance.runtime.attribution import BACKWARD_REGION, COMPILED_REGION
 from spyre_provenance.runtime.index import KernelIndex
@@ -51,6 +58,8 @@ class LaunchFrame(NamedTuple):
 
 #: how a kernel event was tied to its launch
 BY_CORRELATION, BY_FLOW, BY_NESTING = "correlation id", "flow event", "nesting in time"
+#: a launch placed at the call site the tracked process recorded (``recorded``), not by the stack
+BY_RECORDED = "recorded at launch"
 
 
 class Launches:
@@ -64,6 +73,11 @@ class Launches:
         self._regions: dict[tuple[Any, Any], list[tuple[float, float, str]]] = {}
         self._region_starts: dict[tuple[Any, Any], list[float]] = {}
         self._region_reach: dict[tuple[Any, Any], list[float]] = {}  # the latest end of regions[: i + 1]
+        # per (pid, tid): recorded call site ranges as (start, end, frame), sorted at done
+        self._sites: dict[tuple[Any, Any], list[tuple[float, float, LaunchFrame]]] = {}
+        self._site_starts: dict[tuple[Any, Any], list[float]] = {}
+        self._site_reach: dict[tuple[Any, Any], list[float]] = {}
+        self.call_sites = 0  # recorded call site ranges in the trace
         self._correlated: dict[Any, tuple[Any, Any, float]] = {}  # correlation id -> launch point
         self._flow_starts: dict[Any, tuple[Any, Any, Any]] = {}  # flow id -> launch point
         self._flow_ends: dict[tuple[Any, Any, Any], Any] = {}  # kernel point -> flow id
@@ -93,6 +107,12 @@ class Launches:
             name = event["name"]
             if name.startswith(_REGIONS):
                 self._regions.setdefault(thread, []).append((ts, ts + dur, name))
+            elif name.startswith(call_sites.PREFIX):
+                site = call_sites.parse(name)
+                if site is not None:
+                    self._sites.setdefault(thread, []).append((ts, ts + dur, LaunchFrame(*site)))
+                    self.call_sites += 1
+                return
             correlation = args.get("correlation")
             if correlation is not None and event.get("cat") != "kernel" and _ids(correlation):
                 self._correlated.setdefault(correlation, (thread[0], thread[1], ts))
@@ -110,14 +130,18 @@ class Launches:
             frames.sort(key=lambda f: (f[0], -f[1]))
             self._starts[thread] = [f[0] for f in frames]
             self._by_id[thread] = {f[2]: i for i, f in enumerate(frames) if f[2] is not None}
-        for thread, regions in self._regions.items():
-            regions.sort()
-            self._region_starts[thread] = [r[0] for r in regions]
-            reach, latest = [], float("-inf")
-            for region in regions:
-                latest = max(latest, region[1])
-                reach.append(latest)
-            self._region_reach[thread] = reach
+        for spans, starts, reaches in (
+            (self._regions, self._region_starts, self._region_reach),
+            (self._sites, self._site_starts, self._site_reach),
+        ):
+            for thread, found in spans.items():
+                found.sort(key=lambda r: (r[0], -r[1]))  # an outer span before the inner one it starts with
+                starts[thread] = [r[0] for r in found]
+                reach, latest = [], float("-inf")
+                for span in found:
+                    latest = max(latest, span[1])
+                    reach.append(latest)
+                reaches[thread] = reach
 
     @property
     def has_stacks(self) -> bool:
@@ -137,6 +161,27 @@ class Launches:
             return None
         stack = self._walk(thread, inner, self._region_start(thread, ts))
         return (stack, how) if stack else None
+
+    def recorded(self, event: dict[str, Any]) -> LaunchFrame | None:
+        """The call site recorded at launch around ``event``'s launch point: the innermost
+        ``spyre_provenance.call_site`` range enclosing it (ranges nest: the latest to begin
+        of those still running); None when the trace recorded none there."""
+        if not self.call_sites:
+            return None
+        point, _ = self._launch_point(event)
+        if point is None:
+            return None
+        thread, ts = (point[0], point[1]), point[2]
+        starts = self._site_starts.get(thread)
+        if not starts:
+            return None
+        sites, reach = self._sites[thread], self._site_reach[thread]
+        i = bisect.bisect_right(starts, ts) - 1
+        while i >= 0 and reach[i] >= ts:  # back only while some earlier range still reaches ts
+            if sites[i][1] >= ts:
+                return sites[i][2]
+            i -= 1
+        return None
 
     def region_stacks(self) -> Iterator[tuple[str, tuple[LaunchFrame, ...]]]:
         """(compile id, the stack that entered it) of each ``Torch-Compiled Region`` with a
@@ -218,6 +263,18 @@ def user_frames(stack: tuple[LaunchFrame, ...]) -> list[LaunchFrame]:
     return [f for f in stack if is_user_frame(f.file)]
 
 
+def with_recorded(user: list[LaunchFrame], recorded: LaunchFrame) -> list[LaunchFrame]:
+    """A launch's user frames with the recorded call site in place of its function's frame
+    (the profiler's, at the function's first line), and what ran inside it left out (a
+    dispatch the compile-time rule counts as the user's: torch-spyre's). Without the
+    function in the stack (no stacks, or cut), the recorded frame alone."""
+    for i in range(len(user) - 1, -1, -1):
+        frame = user[i]
+        if frame.function == recorded.function and same_file(recorded.file, frame.file):
+            return [*user[:i], recorded]
+    return [recorded]
+
+
 def upstream_stack(stack: tuple[LaunchFrame, ...]) -> str:
     """A launch stack as one stack-trace string in the form upstream's ``args["stack"]`` lists
     (``traceback.format_list``'s frame lines, outermost first; no code line: the trace has none)."""
@@ -259,7 +316,7 @@ class PerOpPlaces:
             else:
                 outside = 0  # the innermost frames in no anchor's file
                 while outside < len(common) and not any(
-                    _same_file(a, common[-1 - outside][0]) for a in self._anchor_files
+                    same_file(a, common[-1 - outside][0]) for a in self._anchor_files
                 ):
                     outside += 1
                 self._dispatch = set(common[len(common) - outside :]) if self._anchor_files else set()
@@ -289,7 +346,7 @@ def _common_tail(entries: list[tuple[tuple[str, str], ...]]) -> tuple[tuple[str,
     return tail
 
 
-def _same_file(recorded: str, written: str) -> bool:
+def same_file(recorded: str, written: str) -> bool:
     """A compile's path (absolute) and the profiler's (cut to the ``sys.path`` entry it
     is under: ``model.py``, ``torch/nn/modules/linear.py``) name the same file."""
     recorded, written = recorded.replace("\\", "/"), written.replace("\\", "/")

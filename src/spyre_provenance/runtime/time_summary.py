@@ -43,8 +43,15 @@ from spyre_provenance.runtime import attribution, kernel_names, launches, trace_
 from spyre_provenance.runtime.index import KernelIndex, Site
 
 SUMMARY_VERSION = 2
-#: where a row's place came from: the compile's stack traces, or the launch's own Python stack
-BY_COMPILE, BY_LAUNCH = "compile", "launch"
+#: where a row's place came from: the compile's stack traces, the launch's own Python stack (the
+#: profiler's frames: a function, at its first line), or the call site the tracked process
+#: recorded at launch (``model.call_sites``: the line that made the call)
+BY_COMPILE, BY_LAUNCH, BY_RECORDED = "compile", "launch", launches.BY_RECORDED
+#: the hint a summary gives for a trace whose launches are placed at functions only
+TAKE_LINES = (
+    "run it under tracking (spyre-provenance run, SPYRE_PROVENANCE_OUT or spyre_provenance.enable()) and"
+    " each call records the line that made it"
+)
 #: the call site of a row's kernel entry that stands for every per-op compile of one op
 PER_OP = "per-op"
 #: the hint a summary gives for a trace without Python stacks
@@ -74,7 +81,7 @@ class Row(msgspec.Struct, frozen=True):
     total_us: float
     share: float  # of all timed kernel time, 0..1
     kernels: list[KernelTime]
-    placed_by: str = BY_COMPILE  # BY_LAUNCH: the user's function that launched them (per-op kernels)
+    placed_by: str = BY_COMPILE  # BY_LAUNCH: the user's function that launched them; BY_RECORDED: the line
 
 
 class TimeSummary(msgspec.Struct, frozen=True):
@@ -96,6 +103,8 @@ class TimeSummary(msgspec.Struct, frozen=True):
     #: the timed kernels' OpSpecs whose torch-spyre handle names another op or line than
     #: their node (the diagnostics' ``misnamed_handles``): ``<graph>: <both sides>``
     misnamed: list[str] = []
+    call_sites: int = 0  # call site ranges the tracked process recorded at launch (model.call_sites)
+    recorded: int = 0  # placed events with such a range around their launch: placed at its line
 
 
 class _Cell:
@@ -183,6 +192,8 @@ def summarize(
         tally.unplaced,
         tally.unplaced_us,
         _misnamed(index, tally.lines),
+        stacks.call_sites,
+        tally.recorded,
     )
 
 
@@ -214,7 +225,7 @@ class _Tally:
         self.lines: dict[tuple[str, str, int, str], _Cell] = {}
         self.modules: dict[tuple[str, str, int, str], _Cell] = {}
         self.total = self.unattributed = self.unplaced_us = 0.0
-        self.attributed = self.per_op_events = self.unplaced = 0
+        self.attributed = self.per_op_events = self.unplaced = self.recorded = 0
         self.per_op_graphs: dict[str, set[int]] = {}  # op -> graph positions
         self._places: dict[Site, tuple[str, _Where, _Where]] = {}
 
@@ -232,12 +243,22 @@ class _Tally:
         phase, own, callers = self._places[site]
         op = launches.per_op(self.index, site[0])
         launch = self.stacks.of(event) if self.places is not None else None
+        user = launches.user_frames(launch[0]) if launch else []
+        recorded = self.stacks.recorded(event)
+        if recorded is not None and op is not None and self._in_dispatch(recorded):
+            recorded = None  # a program's own dispatch (its compile_once): the stack places it further out
+        if recorded is not None:
+            self.recorded += 1
+            user = launches.with_recorded(user, recorded)
         if op is None:  # a whole graph: its lines are the compile's; the launching frames call into it
-            user = launches.user_frames(launch[0]) if launch else []
-            self._count(dur, phase, own, [*callers, *(_launch_where(f) for f in user)], site, BY_COMPILE)
+            self._count(dur, phase, own, [*callers, *(_launch_where(f) for f in user)], site, BY_COMPILE, recorded)
             return
         self.per_op_events += 1
         self.per_op_graphs.setdefault(op, set()).add(site[0])
+        if recorded is not None:  # the line that made the call, and the functions around it
+            around = [_launch_where(f) for f in user[:-1]]
+            self._count(dur, phase, [_launch_where(recorded)], around, (PER_OP, op), BY_RECORDED, recorded)
+            return
         if self.places is None:  # no stacks at all: the compile's line, and the summary says so
             self._count(dur, phase, own, callers, (PER_OP, op), BY_COMPILE)
             return
@@ -249,11 +270,28 @@ class _Tally:
         inner, outer = placed
         self._count(dur, phase, [_launch_where(inner)], [_launch_where(f) for f in outer], (PER_OP, op), BY_LAUNCH)
 
-    def _count(self, dur: float, phase: str, own: _Where, callers: _Where, kernel: _KernelKey, placed_by: str) -> None:
+    def _in_dispatch(self, recorded: launches.LaunchFrame) -> bool:
+        """Whether a per-op call's recorded site is the dispatch ``PerOpPlaces`` learnt."""
+        dispatch = self.places.dispatch if self.places is not None else set()
+        return any(f == recorded.function and launches.same_file(recorded.file, w) for w, f in dispatch)
+
+    def _count(
+        self,
+        dur: float,
+        phase: str,
+        own: _Where,
+        callers: _Where,
+        kernel: _KernelKey,
+        placed_by: str,
+        recorded: launches.LaunchFrame | None = None,
+    ) -> None:
+        exact = _launch_where(recorded) if recorded is not None else None
         for where, table in ((own, self.lines), (callers, self.modules)):
             for file, line, code in dict.fromkeys(where):
                 cell = table.setdefault((phase, file, line, code), _Cell())
-                if table is self.lines:
+                if (file, line, code) == exact:
+                    cell.placed_by = BY_RECORDED
+                elif table is self.lines:
                     cell.placed_by = placed_by
                 cell.calls += 1
                 cell.total += dur
@@ -366,6 +404,7 @@ def render_text(summary: TimeSummary) -> str:
     ]
     out.append("  (a kernel fused from several lines counts under each; a module counts what runs under its call)")
     out.extend(_per_op_notes(summary))
+    out.extend(_launch_line_notes(summary))
     if summary.misnamed:
         out.append(
             f"  torch-spyre handles naming another op or line than their node: {len(summary.misnamed)}; the rows"
@@ -381,6 +420,7 @@ def render_text(summary: TimeSummary) -> str:
             out.append(f"  {'share':>6}  {'total':>10}  {'calls':>6}  where")
             for row in chosen[:LISTED_ROWS]:
                 where = NO_LINE if row.file == NO_LINE else f"{row.file}:{row.line}  {row.code}"
+                where += "  [line recorded at launch]" if row.placed_by == BY_RECORDED else ""
                 out.append(f"  {row.share:6.1%}  {_ms(row.total_us):>10}  {row.calls:>6}  {where}")
                 for kernel in row.kernels:
                     extra = f"  acelyzer: {_acelyzer_text(kernel.acelyzer)}" if kernel.acelyzer else ""
@@ -418,6 +458,19 @@ def _per_op_notes(summary: TimeSummary) -> list[str]:
             " hold no user frame launching them; counted in no line"
         )
     return notes
+
+
+def _launch_line_notes(summary: TimeSummary) -> list[str]:
+    """What the summary says of the lines launches were placed on: recorded at launch (exact),
+    or, with stacks but none recorded, the profiler's functions only, and how to get lines."""
+    if summary.recorded:
+        return [
+            f"  {summary.recorded} events placed at the line that made the call, recorded at launch by the"
+            " tracked process (rows marked [line recorded at launch])"
+        ]
+    if summary.stacks and not summary.call_sites:
+        return [f"  launches are placed at the user's function only (its first line): {TAKE_LINES}"]
+    return []
 
 
 def _acelyzer_text(row: dict[str, str]) -> str:
