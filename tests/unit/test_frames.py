@@ -12,7 +12,14 @@ from __future__ import annotations
 import pytest
 
 from spyre_provenance.backends.reference.handles_from_origins import source_from_stack_trace
-from spyre_provenance.model.frames import Frame, frames, is_user_frame, user_frame
+from spyre_provenance.model.frames import (
+    Frame,
+    frames,
+    is_run_time_user_frame,
+    is_this_package,
+    is_user_frame,
+    user_frame,
+)
 from spyre_provenance.runtime.lookup import source_lines
 
 THE_USERS = [
@@ -85,3 +92,25 @@ def test_a_frame_without_a_code_line_does_not_swallow_the_next() -> None:
     trace = frame("<string>", 1, code=None) + frame("/home/user/model.py", 3)
     assert frames(trace) == [Frame("<string>", 1, ""), Frame("/home/user/model.py", 3, "    y = f(x)")]
     assert user_frame(trace) == Frame("/home/user/model.py", 3, "    y = f(x)")
+
+
+@pytest.mark.parametrize("path", [p for p in NOT_THE_USERS if "spyre_provenance" in p])
+def test_this_packages_own_frames_are_told_apart(path: str) -> None:
+    """At run time a call into a compiled graph made by this package (``compile --profile``,
+    the pytest fixture) has no user's line: the walk stops at the first of its frames."""
+    assert is_this_package(path)
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in THE_USERS + NOT_THE_USERS if "spyre_provenance" not in p or "examples" in p]
+)
+def test_every_other_frame_is_not_this_packages(path: str) -> None:
+    assert not is_this_package(path)
+
+
+def test_at_run_time_torch_spyres_package_is_machinery() -> None:
+    """torch-spyre's eager mode dispatches every op from its own package: at run time its
+    frames are machinery, at compile time a model defined there is the user's."""
+    path = "/venv/lib/python3.11/site-packages/torch_spyre/ops/eager.py"
+    assert is_user_frame(path) and not is_run_time_user_frame(path)
+    assert all(is_run_time_user_frame(p) == is_user_frame(p) for p in THE_USERS + NOT_THE_USERS)

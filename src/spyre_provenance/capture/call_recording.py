@@ -24,9 +24,11 @@ from typing import Any
 from spyre_provenance.base.errors import ProvenanceWarning
 from spyre_provenance.base.patches import Patches
 from spyre_provenance.model import call_sites
-from spyre_provenance.model.frames import is_run_time_user_frame
+from spyre_provenance.model.frames import is_run_time_user_frame, is_this_package
 
-_users: dict[str, bool] = {}  # co_filename -> is_run_time_user_frame: the regex once per file
+#: co_filename -> what a frame there is at run time: the regexes once per file
+_kinds: dict[str, str] = {}
+_USER, _OURS, _MACHINERY = "user", "ours", "machinery"
 #: Dynamo's transformed code objects (``torch._dynamo.utils.orig_code_map``, keyed by identity).
 #: The compiled function's own frame runs one of them, in the user's file, at its ``def``
 #: line: it is the compiled region, not who called it, so it is passed over.
@@ -34,16 +36,25 @@ _transformed: Any = ()
 _warned = False
 
 
+def _kind(file: str) -> str:
+    kind = _kinds.get(file)
+    if kind is None:
+        kind = _kinds[file] = _USER if is_run_time_user_frame(file) else _OURS if is_this_package(file) else _MACHINERY
+    return kind
+
+
 def find_call_site(depth: int = 2) -> str | None:
     """The range name for the innermost frame from ``depth`` up that is the user's at run
-    time and not a function Dynamo compiled; None when no frame is."""
+    time and not a function Dynamo compiled. None when no frame is, or when this package
+    made the call (``compile --profile``, the pytest fixture): the frames above it are this
+    package's caller (its command line's script), not a line of the model."""
     frame: Any = sys._getframe(depth)
     while frame is not None:
         code = frame.f_code
-        user = _users.get(code.co_filename)
-        if user is None:
-            user = _users[code.co_filename] = is_run_time_user_frame(code.co_filename)
-        if user and code not in _transformed:
+        kind = _kind(code.co_filename)
+        if kind == _OURS:
+            return None
+        if kind == _USER and code not in _transformed:
             return call_sites.name(code.co_filename, frame.f_lineno, code.co_name)
         frame = frame.f_back
     return None

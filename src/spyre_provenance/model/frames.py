@@ -22,13 +22,16 @@ _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)[^\n]*(?:\n(?![ 
 # the user's models) or in code without a file (``<string>``, ``<eval_with_key>.3``; a redacted
 # root such as ``<project>/`` is a file). Another installed package is the user's: a model's own
 # source may live there (``transformers``' modeling files), and torch-spyre's handles name it too.
+_THIS_PACKAGE = (
+    r"""(?:^|[/\\])(?:src|site-packages|dist-packages|<site-packages>)[/\\]spyre_provenance[/\\]"""
+    r"""(?!compile[/\\]examples\.py$)"""
+)
 _NOT_THE_USERS = re.compile(
     r"""(?:^|[/\\])torch[/\\]"""
-    r"""|(?:^|[/\\])(?:src|site-packages|dist-packages|<site-packages>)[/\\]spyre_provenance[/\\]"""
-    r"""(?!compile[/\\]examples\.py$)"""
-    r"""|^<stdlib>[/\\]|[/\\]lib[/\\]python3[.0-9]*[/\\](?!(?:site|dist)-packages[/\\])"""
+    r"""|""" + _THIS_PACKAGE + r"""|^<stdlib>[/\\]|[/\\]lib[/\\]python3[.0-9]*[/\\](?!(?:site|dist)-packages[/\\])"""
     r"""|^<[^>]*>(?![/\\])"""
 )
+_OURS = re.compile(_THIS_PACKAGE)
 
 
 class Frame(NamedTuple):
@@ -54,6 +57,11 @@ def is_user_frame(file: str) -> bool:
 # compile time it stays the user's (``is_user_frame``): a model may be defined in torch_spyre,
 # and its stack traces are the model's, traced once through Dynamo with no dispatch in them.
 _TORCH_SPYRE = re.compile(r"(?:^|[/\\])torch_spyre[/\\]")
+
+
+def is_this_package(file: str) -> bool:
+    """Is ``file`` this package's own code (its example models excepted: they are the user's)."""
+    return _OURS.search(file) is not None
 
 
 def is_run_time_user_frame(file: str) -> bool:
