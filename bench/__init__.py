@@ -1,6 +1,6 @@
 """``make bench``: what provenance costs, as ratios against the anchors, in one run.
 
-Seven measurements, printed as one markdown table (``python -m bench``):
+Twelve measurements, printed as one markdown table (``python -m bench``):
 
 1. Compile overhead (``compile_overhead``): median ``torch.compile`` wall time with
    (A) the hook on, (B) upstream provenance tracking alone, (C) tracking off, interleaved
@@ -17,6 +17,9 @@ Seven measurements, printed as one markdown table (``python -m bench``):
    ``json.load`` + ``json.dump`` (time and peak memory, fresh processes), and ``lookup``'s
    whole-process time on an ``--out`` of 10k kernels. Not in ``--quick`` runs
    (``python -m bench.runtime --quick`` is its smoke run).
+8.-12. The viewer (``viewer``), ``compare`` (``compare``), tracking switched on from outside
+   (``attach_overhead``), warm and cold starts (``warm_start``) and call sites recorded at
+   launch (``call_sites``): each a module with its own ``--quick`` smoke run, in full runs only.
 
 ``--quick`` (or ``SPYRE_BENCH_QUICK=1``) runs a tiny version in seconds; the smoke test uses
 it. Timings are never asserted anywhere: they belong to the machine they ran on.

@@ -92,6 +92,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench import warm_start
 
         warm_results = warm_start.run(warm_start.ROUNDS, progress)
+    call_site_results = None
+    if not quick:  # the smoke test runs it alone (tests/bench/test_bench_call_sites.py)
+        from bench import call_sites
+
+        call_site_results = call_sites.run(call_sites.FULL, progress)
     artifact_results = artifacts.run(
         artifacts.QUICK_SIZES if quick else artifacts.FULL_SIZES,
         artifacts.QUICK_OUTER if quick else artifacts.OUTER,
@@ -122,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench import warm_start
 
         table += "\n" + warm_start.render_section(warm_results)
+    if call_site_results is not None:
+        from bench import call_sites
+
+        table += "\n" + call_sites.render_section(call_site_results)
     if args.json:
         raw = {
             "compile": compile_results,
@@ -133,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             "compare": compare_results,
             "attach": attach_results,
             "warm_start": warm_results,
+            "call_sites": call_site_results,
             "started": started.isoformat(),
         }
         args.json.write_bytes(msgspec.json.encode(raw))

@@ -1,0 +1,189 @@
+"""What recording call sites at launch costs a call (issue 56): ``CompiledFxGraph.__call__``
+as tracking wraps it (``capture.call_recording``) against the same call unwrapped, in one
+tracked process, the profiler off and on.
+
+Two workloads, compiled once on the reference backend under tracking:
+
+* **per-op eager loop**: torch-spyre's eager pattern, a Python kernel registered with the
+  dispatcher for a custom op, running a reused one-op ``torch.compile``; a model calls it from
+  four lines, so every op is one call into a compiled graph;
+* **whole graph**: one compiled MLP called per step.
+
+Each round times a block of steps with the wrapper, then without it (the order reversed
+every other round, so drift lands on both), swapping the class attribute the session
+patched; a row is the median of the rounds' ratios, with their range. With the profiler on
+it records CPU ops without stacks (``with_stack=False``: the cheapest profile, so the
+recording's share is at its largest). Target: at most 1.01x on the eager loop with the
+profiler on; off, the wrapper pays one check of the profiler's flag per call.
+``python -m bench.call_sites [--quick]`` runs this section alone; ``make bench`` runs it
+after the warm-start section.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+SECTION = 12
+TARGET = 1.01
+WORKLOADS = ("per-op eager loop", "whole graph")
+PROFILER = ("off", "on")
+
+
+class Plan(msgspec.Struct, frozen=True):
+    rounds: int
+    steps: int  # model calls per timed block
+
+
+FULL = Plan(rounds=15, steps=200)
+QUICK = Plan(rounds=2, steps=5)
+
+
+class Results(msgspec.Struct):
+    #: workload -> profiler -> per round (wrapped seconds, unwrapped seconds) of one block
+    blocks: dict[str, dict[str, list[tuple[float, float]]]]
+    calls_per_step: dict[str, int]
+    steps: int
+
+
+def _workloads(torch: Any) -> tuple[dict[str, Callable[[], Any]], dict[str, int], Any]:
+    """The two workloads as step functions, each compiled once by its first call; the
+    dispatcher's library, kept alive while they run."""
+    compiled: dict[str, Any] = {}
+
+    def mul_kernel(x: Any, y: Any) -> Any:  # torch-spyre's compile_once, in short
+        if "mul" not in compiled:
+            compiled["mul"] = torch.compile(torch.ops.aten.mul.Tensor, dynamic=False)
+        return compiled["mul"](x, y)
+
+    library = torch.library.Library("spyre_bench_call_sites", "DEF")
+    library.define("mul(Tensor x, Tensor y) -> Tensor")
+    library.impl("mul", mul_kernel, "CPU")
+    op = torch.ops.spyre_bench_call_sites.mul
+    x, y = torch.randn(16, 16), torch.randn(16, 16)
+
+    def eager_step() -> Any:
+        a = op(x, y)
+        b = op(a, y)
+        c = op(b, x)
+        return op(c, a)
+
+    mlp = torch.compile(
+        torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 16)), dynamic=False
+    )
+
+    def graph_step() -> Any:
+        return mlp(x)
+
+    return {"per-op eager loop": eager_step, "whole graph": graph_step}, {WORKLOADS[0]: 4, WORKLOADS[1]: 1}, library
+
+
+@contextlib.contextmanager
+def _unwrapped(cls: Any) -> Iterator[None]:
+    """``cls.__call__`` as Inductor defines it, for the block, then the session's again."""
+    wrapped = cls.__dict__["__call__"]
+    cls.__call__ = wrapped.__wrapped__
+    try:
+        yield
+    finally:
+        cls.__call__ = wrapped
+
+
+def _block(step: Callable[[], Any], steps: int) -> float:
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return time.perf_counter() - start
+
+
+def run(plan: Plan, progress: Callable[[str], None] = lambda _: None) -> Results:
+    import torch
+
+    import spyre_provenance
+
+    blocks: dict[str, dict[str, list[tuple[float, float]]]] = {w: {p: [] for p in PROFILER} for w in WORKLOADS}
+    with (
+        tempfile.TemporaryDirectory(prefix="spyre-bench-call-sites-") as out,
+        spyre_provenance.tracking("reference", out_dir=str(Path(out) / "out")),
+    ):
+        steps, calls, library = _workloads(torch)
+        try:
+            for step in steps.values():
+                step()  # compiles
+                _block(step, plan.steps)  # warm
+            for i in range(plan.rounds):
+                for workload, step in steps.items():
+                    for profiler in PROFILER:
+                        blocks[workload][profiler].append(_pair(torch, step, plan.steps, profiler, first=i % 2 == 0))
+                        progress(f"call sites: round {i + 1}/{plan.rounds} {workload}, profiler {profiler}")
+        finally:
+            library._destroy()
+    return Results(blocks, calls, plan.steps)
+
+
+def _pair(torch: Any, step: Callable[[], Any], steps: int, profiler: str, *, first: bool) -> tuple[float, float]:
+    """One block with the session's wrapper and one without, ``first`` saying which runs
+    first; under the profiler when it is on."""
+    from torch._inductor.output_code import CompiledFxGraph
+
+    on = profiler == "on"
+    active = (
+        torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) if on else contextlib.nullcontext()
+    )
+    with active:
+        wrapped = _block(step, steps) if first else None
+        with _unwrapped(CompiledFxGraph):
+            plain = _block(step, steps)
+        if wrapped is None:
+            wrapped = _block(step, steps)
+    return wrapped, plain
+
+
+def _ratios(rows: list[tuple[float, float]]) -> list[float]:
+    return [wrapped / plain for wrapped, plain in rows]
+
+
+def render_section(results: Results, number: int = SECTION) -> str:
+    lines = [
+        f"#### {number}. Call sites recorded at launch: a call with the wrapper against the same call without",
+        "",
+        "| workload | profiler | time, recorded / plain (median, range) | per call, added | target | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    for workload in WORKLOADS:
+        calls = results.calls_per_step[workload] * results.steps
+        for profiler in PROFILER:
+            rows = results.blocks[workload][profiler]
+            ratios = _ratios(rows)
+            added = statistics.median((w - p) / calls for w, p in rows) * 1e6
+            median = statistics.median(ratios)
+            judged = workload == WORKLOADS[0] and profiler == "on"
+            target, verdict = (f"<= {TARGET:g}x", "ok" if median <= TARGET else "OVER") if judged else ("reported", "")
+            lines.append(
+                f"| {workload}, {len(rows)} rounds of {calls} calls | {profiler} | {median:.3f}x"
+                f" ({min(ratios):.3f}-{max(ratios):.3f}) | {added:+.2f} us | {target} | {verdict} |"
+            )
+    return "\n".join([*lines, ""]) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.call_sites", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a tiny run (seconds), for the smoke test")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    progress = lambda m: print(f"[bench {time.perf_counter() - start:6.0f}s] {m}", file=sys.stderr)  # noqa: E731
+    sys.stdout.write(render_section(run(QUICK if args.quick else FULL, progress)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

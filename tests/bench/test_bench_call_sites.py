@@ -1,0 +1,40 @@
+"""``make bench``'s call-site section (``bench.call_sites``) keeps working: its quick run
+prints the full run's table, a row per workload and profiler state, the eager loop with the
+profiler on judged against its target. Timings are never asserted."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+
+import pytest
+
+from bench import call_sites
+from helpers.where import REPO
+
+pytestmark = pytest.mark.compile
+
+
+def test_quick_run_prints_a_row_per_workload_and_profiler_state():
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.call_sites", "--quick"],
+        cwd=REPO,  # bench/ is importable from the checkout, not installed
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith(f"#### {call_sites.SECTION}. Call sites recorded at launch")
+    rows = re.findall(
+        r"^\| (?P<workload>[^,|]+), \d+ rounds of \d+ calls \| (?P<profiler>on|off) \| (?P<ratio>[0-9.]+)x"
+        r" \([0-9.]+-[0-9.]+\) \| [+-][0-9.]+ us \| (?P<target>[^|]+) \| (?P<verdict>[^|]*) \|$",
+        done.stdout,
+        re.MULTILINE,
+    )
+    assert [(w, p) for w, p, *_ in rows] == [(w, p) for w in call_sites.WORKLOADS for p in call_sites.PROFILER]
+    assert all(math.isfinite(float(ratio)) and float(ratio) > 0 for _, _, ratio, _, _ in rows)
+    judged = [(w, p, v.strip()) for w, p, _, t, v in rows if t.strip() != "reported"]
+    assert len(judged) == 1 and judged[0][:2] == ("per-op eager loop", "on") and judged[0][2] in ("ok", "OVER")
