@@ -91,3 +91,14 @@ def test_phases_are_apart_and_the_cap_takes_the_heaviest_of_both():
     # the backward row took the place of the lightest forward line shown alone
     assert "/src/model.py:117  x117" in "\n".join(lines) and "/src/model.py:118  x118" not in "\n".join(lines)
     assert len(lines) <= SCREEN
+
+
+def test_the_header_lists_a_few_misnamed_handles_and_counts_the_rest():
+    summary = _summary()
+    misnamed = [f"{GRAPH}: {FUSED} OpSpec mul -> buf{i}: handle {i} says aten.linear.default" for i in range(10)]
+    noted = time_summary.TimeSummary(*[getattr(summary, f) for f in summary.__struct_fields__[:13]], misnamed)
+    lines = time_screen.render(noted).splitlines()
+    assert [line.strip() for line in lines if "OpSpec mul -> buf" in line] == misnamed[: time_screen.MISNAMED_SHOWN]
+    assert f"    ... and {10 - time_screen.MISNAMED_SHOWN} more (--all lists them)" in lines
+    assert len(lines) <= SCREEN + 1 + time_screen.MISNAMED_SHOWN  # the header grew by the note and the few listed
+    assert sum("OpSpec mul -> buf" in line for line in time_summary.render_text(noted).splitlines()) == 10

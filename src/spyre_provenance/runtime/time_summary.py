@@ -427,8 +427,9 @@ def where(row: Row) -> str:
     return text + ("  [line recorded at launch]" if row.placed_by == BY_RECORDED else "")
 
 
-def header(summary: TimeSummary) -> list[str]:
-    """The lines every text form starts with: the totals, then what to know to read the rows."""
+def header(summary: TimeSummary, misnamed_shown: int | None = None) -> list[str]:
+    """The lines every text form starts with: the totals, then what to know to read the rows;
+    ``misnamed_shown``: how many misnamed OpSpecs to list (a real model has many; None: all)."""
     out = [
         f"kernel time per source line: {ms(summary.total_us)} in {summary.timed_events} {summary.time_from}, "
         f"{summary.attributed} placed in their call site"
@@ -442,7 +443,10 @@ def header(summary: TimeSummary) -> list[str]:
             f"  torch-spyre handles naming another op or line than their node: {len(summary.misnamed)}; the rows"
             f" follow each kernel's stack traces (Inductor's), not its handles ({ORIGIN_NODE_RULE})"
         )
-        out.extend(f"    {line}" for line in summary.misnamed)
+        listed = summary.misnamed if misnamed_shown is None else summary.misnamed[:misnamed_shown]
+        out.extend(f"    {line}" for line in listed)
+        if len(listed) < len(summary.misnamed):
+            out.append(f"    ... and {len(summary.misnamed) - len(listed)} more (--all lists them)")
     return out
 
 
