@@ -141,6 +141,8 @@ def test_summary_per_line_and_module(compile_case, run_cli):
     under_lines = {(k["graph"], k["call_site"]) for r in doc["lines"] for k in r["kernels"]}
     assert len(under_lines) == len({e["name"] for e in kernel_events})
     code, text, _ = run_cli("annotate", trace, "--from", done.out, "--summary")
+    assert code == 0 and "forward, heaviest source lines (" in text and "backward, heaviest kernels (" in text
+    code, text, _ = run_cli("annotate", trace, "--from", done.out, "--summary", "--all")
     assert code == 0 and "forward, by source line:" in text and "backward, by source line:" in text
     code, table, _ = run_cli("annotate", trace, "--from", done.out, "--summary", "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(table)))

@@ -5,7 +5,8 @@ when every kernel event was annotated, 1 when some are unknown, ambiguous, malfo
 another build, 2 for unusable input.
 
 ``--summary`` writes no trace: it prints where the kernel time went, per source line and
-per module (``runtime.time_summary``), as text, ``--format json`` (schema
+per module (``runtime.time_summary``), as text that fits a screen (``runtime.time_screen``;
+``--all``: every row), ``--format json`` (schema
 ``provenance_time_summary``) or ``csv``, joined with an ``acelyzer`` summary CSV by kernel
 when ``--acelyzer`` names one; exit 1 when some timed events could not be placed."""
 
@@ -18,7 +19,7 @@ from pathlib import Path
 from spyre_provenance.base.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
 from spyre_provenance.cli.lookup_command import add_from_option
 from spyre_provenance.runtime import index as kernel_index
-from spyre_provenance.runtime import time_summary
+from spyre_provenance.runtime import time_screen, time_summary
 from spyre_provenance.runtime.annotate import annotate, default_output
 
 
@@ -43,6 +44,11 @@ def add_summary_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--format", choices=("text", "json", "csv"), default="text", help="of --summary")
     parser.add_argument(
+        "--all",
+        action="store_true",
+        help="--summary's text lists every line, kernel and module (by default the heaviest, about 60 lines)",
+    )
+    parser.add_argument(
         "--acelyzer", type=Path, default=None, metavar="CSV", help="an acelyzer summary CSV to join by kernel"
     )
 
@@ -51,12 +57,13 @@ def run(args: argparse.Namespace) -> int:
     index = kernel_index.build(args.paths or [])
     if args.summary:
         timed = time_summary.summarize(args.trace, index, args.acelyzer)
-        render = {"text": time_summary.render_text, "json": time_summary.render_json, "csv": time_summary.render_csv}
+        text = time_summary.render_text if args.all else time_screen.render
+        render = {"text": text, "json": time_summary.render_json, "csv": time_summary.render_csv}
         sys.stdout.write(render[args.format](timed))
         placed = timed.attributed == timed.timed_events and not timed.unplaced
         return EXIT_OK if placed else EXIT_FOUND_WANTING
-    if args.format != "text" or args.acelyzer is not None:
-        raise UnusableInput("annotate", "--format and --acelyzer are options of --summary")
+    if args.format != "text" or args.acelyzer is not None or args.all:
+        raise UnusableInput("annotate", "--format, --acelyzer and --all are options of --summary")
     summary = annotate(args.trace, index, args.output or default_output(args.trace))
     print(summary.line())
     placed = summary.annotated == summary.kernel_events and not summary.unplaced

@@ -9,6 +9,7 @@ bundle folders) back to the source, using the artifacts a tracked compile wrote.
 ``attribution``   which call site of which graph ran a profiler event, from evidence
 ``annotate``      a torch.profiler trace with each kernel event's provenance in ``args``
 ``time_summary``  kernel time per source line and per module (``annotate --summary``)
+``time_screen``   that summary as text on one screen: the heaviest lines, kernels, module calls
 ``compare``       two compiles side by side per source line: the rule, over typed records
 ``compare_folders`` a side of it read from a folder (``compare A B``, the viewer's ``--compare``)
 ``compare_render``  a comparison as text, CSV or JSON

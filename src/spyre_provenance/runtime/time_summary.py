@@ -60,7 +60,6 @@ TAKE_STACKS = "torch.profiler.profile(..., with_stack=True)"
 DEVICE, TIMELINE, CPU = "device kernel events", "device timeline Cmpt Exec events", "CPU kernel events"
 TIME_SOURCES = (DEVICE, TIMELINE, CPU)
 NO_LINE = "(no source line)"
-LISTED_ROWS = 20  # text: rows per table
 
 
 class KernelTime(msgspec.Struct, frozen=True):
@@ -395,12 +394,46 @@ def _acelyzer_row(joined: dict[str, dict[str, str]], kernel: str, folder: str | 
 
 
 def render_text(summary: TimeSummary) -> str:
+    """Every row with every kernel under it (``--summary --all``; the default text is
+    ``runtime.time_screen``'s, which fits a screen)."""
     if summary.time_from is None:
-        return f"{summary.trace}: no timed kernel event (no device kernel, Cmpt Exec or CPU kernel event)\n"
+        return no_timed_event(summary)
+    out = header(summary)
+    for title, rows in (("source line", summary.lines), ("module (the call into it)", summary.modules)):
+        for phase in ("forward", "backward"):
+            chosen = [r for r in rows if r.phase == phase]
+            if not chosen:
+                continue
+            out.append(f"{phase}, by {title}:")
+            out.append(f"  {'share':>6}  {'total':>10}  {'calls':>6}  where")
+            for row in chosen:
+                out.append(f"  {row.share:6.1%}  {ms(row.total_us):>10}  {row.calls:>6}  {where(row)}")
+                for kernel in row.kernels:
+                    extra = f"  acelyzer: {_acelyzer_text(kernel.acelyzer)}" if kernel.acelyzer else ""
+                    out.append(
+                        f"  {'':>6}  {ms(kernel.total_us):>10}  {kernel.calls:>6}    {kernel_label(kernel)}"
+                        f"  ({kernel.graph}){extra}"
+                    )
+    return "\n".join(out) + "\n"
+
+
+def no_timed_event(summary: TimeSummary) -> str:
+    return f"{summary.trace}: no timed kernel event (no device kernel, Cmpt Exec or CPU kernel event)\n"
+
+
+def where(row: Row) -> str:
+    """A row's place as the text prints it: ``file:line  code``, marked when recorded at launch."""
+    text = NO_LINE if row.file == NO_LINE else f"{row.file}:{row.line}  {row.code}"
+    return text + ("  [line recorded at launch]" if row.placed_by == BY_RECORDED else "")
+
+
+def header(summary: TimeSummary, misnamed_shown: int | None = None) -> list[str]:
+    """The lines every text form starts with: the totals, then what to know to read the rows;
+    ``misnamed_shown``: how many misnamed OpSpecs to list (a real model has many; None: all)."""
     out = [
-        f"kernel time per source line: {_ms(summary.total_us)} in {summary.timed_events} {summary.time_from}, "
+        f"kernel time per source line: {ms(summary.total_us)} in {summary.timed_events} {summary.time_from}, "
         f"{summary.attributed} placed in their call site"
-        + (f", {_ms(summary.unattributed_us)} not (see annotate)" if summary.unattributed_us else "")
+        + (f", {ms(summary.unattributed_us)} not (see annotate)" if summary.unattributed_us else "")
     ]
     out.append("  (a kernel fused from several lines counts under each; a module counts what runs under its call)")
     out.extend(_per_op_notes(summary))
@@ -410,30 +443,14 @@ def render_text(summary: TimeSummary) -> str:
             f"  torch-spyre handles naming another op or line than their node: {len(summary.misnamed)}; the rows"
             f" follow each kernel's stack traces (Inductor's), not its handles ({ORIGIN_NODE_RULE})"
         )
-        out.extend(f"    {line}" for line in summary.misnamed)
-    for title, rows in (("source line", summary.lines), ("module (the call into it)", summary.modules)):
-        for phase in ("forward", "backward"):
-            chosen = [r for r in rows if r.phase == phase]
-            if not chosen:
-                continue
-            out.append(f"{phase}, by {title}:")
-            out.append(f"  {'share':>6}  {'total':>10}  {'calls':>6}  where")
-            for row in chosen[:LISTED_ROWS]:
-                where = NO_LINE if row.file == NO_LINE else f"{row.file}:{row.line}  {row.code}"
-                where += "  [line recorded at launch]" if row.placed_by == BY_RECORDED else ""
-                out.append(f"  {row.share:6.1%}  {_ms(row.total_us):>10}  {row.calls:>6}  {where}")
-                for kernel in row.kernels:
-                    extra = f"  acelyzer: {_acelyzer_text(kernel.acelyzer)}" if kernel.acelyzer else ""
-                    out.append(
-                        f"  {'':>6}  {_ms(kernel.total_us):>10}  {kernel.calls:>6}    {_kernel_label(kernel)}"
-                        f"  ({kernel.graph}){extra}"
-                    )
-            if len(chosen) > LISTED_ROWS:
-                out.append(f"  ... and {len(chosen) - LISTED_ROWS} more (--format json or csv lists all)")
-    return "\n".join(out) + "\n"
+        listed = summary.misnamed if misnamed_shown is None else summary.misnamed[:misnamed_shown]
+        out.extend(f"    {line}" for line in listed)
+        if len(listed) < len(summary.misnamed):
+            out.append(f"    ... and {len(summary.misnamed) - len(listed)} more (--all lists them)")
+    return out
 
 
-def _kernel_label(kernel: KernelTime) -> str:
+def kernel_label(kernel: KernelTime) -> str:
     return kernel.kernel if kernel.call_site == PER_OP else kernel.call_site
 
 
@@ -454,7 +471,7 @@ def _per_op_notes(summary: TimeSummary) -> list[str]:
     ]
     if summary.unplaced:
         notes.append(
-            f"  NOT PLACED: {summary.unplaced} per-op events ({_ms(summary.unplaced_us)}): the trace's stacks"
+            f"  NOT PLACED: {summary.unplaced} per-op events ({ms(summary.unplaced_us)}): the trace's stacks"
             " hold no user frame launching them; counted in no line"
         )
     return notes
@@ -477,7 +494,7 @@ def _acelyzer_text(row: dict[str, str]) -> str:
     return ", ".join(f"{k}={row[k]}" for k in ("Total Time", "Calls", "Mean") if k in row)
 
 
-def _ms(us: float) -> str:
+def ms(us: float) -> str:
     return f"{us / 1000:.3f} ms" if us >= 1000 else f"{us:.1f} us"
 
 
