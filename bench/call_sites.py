@@ -21,10 +21,8 @@ after the warm-start section.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -32,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+
+from bench.section import section_main
 
 SECTION = 12
 TARGET = 1.01
@@ -175,14 +175,27 @@ def render_section(results: Results, number: int = SECTION) -> str:
     return "\n".join([*lines, ""]) + "\n"
 
 
+def verdict(results: Results) -> str:
+    """The judged row against its target, in the words the other sections' verdicts use."""
+    ratio = statistics.median(_ratios(results.blocks[WORKLOADS[0]]["on"]))
+    met = "**met**" if ratio <= TARGET else "**not met**"
+    return f"{met} ({WORKLOADS[0]}, profiler on: {ratio:.3f}x, target <= {TARGET:g}x)"
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.call_sites", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a tiny run (seconds), for the smoke test")
-    args = parser.parse_args(argv)
-    start = time.perf_counter()
-    progress = lambda m: print(f"[bench {time.perf_counter() - start:6.0f}s] {m}", file=sys.stderr)  # noqa: E731
-    sys.stdout.write(render_section(run(QUICK if args.quick else FULL, progress)))
-    return 0
+    def render(lines: list[str], results: Results) -> str:
+        lines.append(render_section(results).rstrip("\n"))
+        return verdict(results)
+
+    return section_main(
+        argv,
+        prog="python -m bench.call_sites",
+        description=__doc__.splitlines()[0],
+        run=run,
+        render_section=render,
+        quick=QUICK,
+        full=FULL,
+    )
 
 
 if __name__ == "__main__":

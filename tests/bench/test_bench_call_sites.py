@@ -6,32 +6,22 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
-import sys
 
 import pytest
 
 from bench import call_sites
-from helpers.where import REPO
+from helpers.bench_section import quick_run
 
 pytestmark = pytest.mark.compile
 
 
 def test_quick_run_prints_a_row_per_workload_and_profiler_state():
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.call_sites", "--quick"],
-        cwd=REPO,  # bench/ is importable from the checkout, not installed
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.startswith(f"#### {call_sites.SECTION}. Call sites recorded at launch")
+    text = quick_run("call_sites", timeout=600)
+    assert text.startswith(f"#### {call_sites.SECTION}. Call sites recorded at launch")
     rows = re.findall(
         r"^\| (?P<workload>[^,|]+), \d+ rounds of \d+ calls \| (?P<profiler>on|off) \| (?P<ratio>[0-9.]+)x"
         r" \([0-9.]+-[0-9.]+\) \| [+-][0-9.]+ us \| (?P<target>[^|]+) \| (?P<verdict>[^|]*) \|$",
-        done.stdout,
+        text,
         re.MULTILINE,
     )
     assert [(w, p) for w, p, *_ in rows] == [(w, p) for w in call_sites.WORKLOADS for p in call_sites.PROFILER]

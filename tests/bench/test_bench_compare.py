@@ -5,25 +5,14 @@ are never asserted."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import spyre_provenance
 from bench import compare as compare_bench
-from helpers.where import REPO
+from helpers.bench_section import quick_run
 
 
 def test_quick_run_prints_the_table_and_a_verdict():
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.compare", "--quick"],
-        cwd=REPO,  # bench/ is importable from the checkout, not installed
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    text = done.stdout
+    text = quick_run("compare", timeout=300)
     assert text.startswith(f"#### {compare_bench.SECTION}. `compare` of two 300-kernel folders")
     assert re.search(r"\| `spyre-provenance compare A B --format json` \| 1 \| [0-9.]+ \|", text)
     assert re.search(r"^- \*\*(met|not met)\*\* \(compare of two 300-kernel folders: [0-9.]+ s", text, re.MULTILINE)

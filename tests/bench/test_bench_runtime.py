@@ -6,25 +6,14 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
-import sys
 
 from bench import runtime
-from helpers.where import REPO
+from helpers.bench_section import quick_run
 from spyre_provenance.runtime import index, trace_stream
 
 
 def test_quick_run_prints_both_tables_and_a_verdict():
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.runtime", "--quick"],
-        cwd=REPO,  # bench/ is importable from the checkout, not installed
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    text = done.stdout
+    text = quick_run("runtime", timeout=300)
     assert text.startswith(f"#### {runtime.SECTION}. Run time")
     ratio = re.search(r"\| A/B \| \| ([0-9.]+) \| \| ([0-9.]+) \|", text)
     assert ratio and all(math.isfinite(float(x)) and float(x) > 0 for x in ratio.groups())

@@ -5,25 +5,14 @@ claims: a folder ``view`` reads, with the kernels, OpSpecs and bundles it says."
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 from bench import viewer
-from helpers.where import REPO
+from helpers.bench_section import quick_run
 from spyre_provenance.viewer import data
 
 
 def test_quick_run_prints_the_table_and_a_verdict():
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.viewer", "--quick"],
-        cwd=REPO,  # bench/ is importable from the checkout, not installed
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    text = done.stdout
+    text = quick_run("viewer", timeout=600)
     assert text.startswith(f"#### {viewer.SECTION}. The viewer")
     assert re.search(r"\| page size \| \| [0-9.]+ MiB \| \|", text)
     assert re.search(r"^- \*\*(met|not met|not measured)\*\* \(", text, re.MULTILINE)

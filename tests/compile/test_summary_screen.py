@@ -1,5 +1,5 @@
 """``annotate --summary`` on a real model fits a screen (issue 56 point 3): a Hugging Face
-Llama built from a tiny config with random weights (never a download), compiled under
+Granite (Llama's layout) built from a tiny config with random weights (never a download), compiled under
 tracking on the reference backend and profiled, its kernels fused from many lines. The
 default text stays within about 60 lines, names the heaviest kernel once with the lines
 fused into it, and says what it left out; ``--all`` and the JSON keep every row."""
@@ -22,6 +22,7 @@ import torch._inductor.config as inductor_config  # noqa: E402
 import spyre_provenance  # noqa: E402
 from spyre_provenance.runtime import index as kernel_index  # noqa: E402
 from spyre_provenance.runtime import time_screen, time_summary  # noqa: E402
+from zoo import hf_models  # noqa: E402
 
 SCREEN = 60
 
@@ -36,22 +37,10 @@ class Profiled:
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory):
-    """A two-layer Llama, compiled whole, called twice under the profiler."""
+    """A two-layer Granite (Llama's layout, the zoo's), compiled whole, called twice under
+    the profiler."""
     done = Profiled(tmp_path_factory.mktemp("summary-screen"))
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=32,
-        use_cache=False,
-        attn_implementation="sdpa",
-    )
-    model = transformers.LlamaForCausalLM(config).eval()
-    ids = torch.randint(0, 64, (1, 8))
+    model, (ids,) = hf_models.granite()
     profiled = inductor_config.patch({"cpp.enable_kernel_profile": True})  # each kernel a profiler event
     with profiled, torch.no_grad(), spyre_provenance.tracking("reference", out_dir=str(done.out)):
         compiled = torch.compile(model)
