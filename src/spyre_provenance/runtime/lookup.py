@@ -2,7 +2,8 @@
 
 ``lookup(names, index)`` answers each name with every kernel it matches (which model,
 compile, graph) and each of its call sites: post-grad and pre-grad nodes, source lines (the
-user's frame first), Original ATen ops, OpSpecs with their handles, bundle files. What it
+lines fused into the kernel, then the enclosing calls: ``source_lines``), Original ATen ops
+(its own nodes': ``GraphView._aten``), OpSpecs with their handles, bundle files. What it
 says comes from the mapping, the stack traces and the OpSpec handles as written; nothing is
 guessed. An unknown name gets the closest known names (difflib).
 
