@@ -24,6 +24,10 @@ class SourceLine(msgspec.Struct, frozen=True):
     line: int
     code: str
     user: bool  # the user's frame (not torch's, not the standard library's)
+    #: what the frame is (``runtime.lookup.source_lines``): "fused", a line whose node was fused
+    #: into the kernel; "enclosing", a call outside such a line on its stack (a module call);
+    #: "inner", a frame inside such a line (torch's code it ran)
+    role: str
 
 
 class OwnNode(msgspec.Struct, frozen=True):
@@ -56,7 +60,9 @@ class CallSite(msgspec.Struct, frozen=True):
     pre_grad_nodes: list[str]
     source: list[SourceLine]
     aten_ops: list[str]
-    aten_from: str | None  # "wrapper comment" | "OpSpec handles" | "post-grad nodes"; None: none known
+    #: "wrapper comment" | "wrapper comment, own nodes" (an extern call's comment, kept to its
+    #: own nodes' ops) | "OpSpec handles" | "post-grad nodes"; None: none known
+    aten_from: str | None
     opspecs: list[OpSpecEntry]
     bundle_files: list[str]
     provenance_key: str | None = None  # torch-spyre's key of the bundle it runs (version 2)

@@ -13,7 +13,7 @@ project's fields go under one prefix no one else writes, ``spyre_provenance_``:
 ``spyre_provenance_post_grad_nodes``  its post-grad nodes (``cppCodeToPost``)
 ``spyre_provenance_pre_grad_nodes``   their pre-grad nodes (``postToPre``)
 ``spyre_provenance_aten_ops``         Original ATen ops (see ``lookup``)
-``spyre_provenance_source``           ``file:line`` of each frame, the user's first
+``spyre_provenance_source``           ``file:line`` of each frame, the fused lines first (lookup's order)
 ``spyre_provenance_graph``            ``<model> <compile id> <graph kind>``
 ``spyre_provenance_bundle``           the bundle's provenance key and folder, when recorded
 ``spyre_provenance_evidence``         what placed the event in that graph (``runtime.attribution``)

@@ -2,7 +2,8 @@
 
 ``lookup(names, index)`` answers each name with every kernel it matches (which model,
 compile, graph) and each of its call sites: post-grad and pre-grad nodes, source lines (the
-user's frame first), Original ATen ops, OpSpecs with their handles, bundle files. What it
+lines fused into the kernel, then the enclosing calls: ``source_lines``), Original ATen ops
+(its own nodes': ``GraphView._aten``), OpSpecs with their handles, bundle files. What it
 says comes from the mapping, the stack traces and the OpSpec handles as written; nothing is
 guessed. An unknown name gets the closest known names (difflib).
 
@@ -21,11 +22,11 @@ from spyre_provenance.links.misnamed import read_misnamed
 from spyre_provenance.links.per_op import per_op_kind
 from spyre_provenance.logs.graphs import LoggedGraph
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
-from spyre_provenance.logs.wrapper_code import HANDLE_COMMENT
+from spyre_provenance.logs.wrapper_code import HANDLE_COMMENT, defined_kernels
 from spyre_provenance.model import folders
 from spyre_provenance.model.detect import split_key
+from spyre_provenance.model.frames import Frame, is_user_frame
 from spyre_provenance.model.frames import frames as stack_frames
-from spyre_provenance.model.frames import is_user_frame
 from spyre_provenance.model.layout import bundle_files, kernel_bundle_folder
 from spyre_provenance.model.lookup_records import (
     LOOKUP_VERSION,
@@ -147,6 +148,7 @@ class GraphView:
         self.kernel_opspecs = (graph.opspecs or {}).get("kernels") or {}
         self.handles = (graph.opspecs or {}).get("handles") or {}
         self._wrapper_aten = _wrapper_aten(graph.output_code)
+        self._defined = set(defined_kernels(graph.output_code or ""))
         self.own_nodes = own_nodes(graph.diagnostics)
         self._node_ops: dict[str, str] | None = None
         self._per_op: tuple[str | None] | None = None
@@ -202,10 +204,27 @@ class GraphView:
         return seen
 
     def _aten(self, key: str, post: list[str]) -> tuple[list[str], str | None]:
-        """Original ATen ops: the wrapper's comment on the call (Inductor's
-        ``get_kernel_metadata``), else the OpSpec handles', else the post-grad nodes' ops."""
-        if key in self._wrapper_aten:
-            return self._wrapper_aten[key], "wrapper comment"
+        """Original ATen ops: the ops of the call site's own nodes, by one rule.
+
+        The wrapper's comment on the call (Inductor's ``get_kernel_metadata``) where it is the
+        call site's own: for a kernel the wrapper defines, the comment and the mapping are
+        made from the same scheduler nodes' ``origins``. An extern call (``extern_kernels.*``,
+        a fallback op: a name the wrapper does not define) is another matter: the mapping
+        gives it its ``origin_node`` alone, while the comment lists every origin of the IR
+        node, inputs realized into it included (``[aten.relu, aten.t, aten.addmm]`` above a
+        lone ``addmm``). There only the comment's ops that are its own nodes' ops are kept
+        (``wrapper comment, own nodes``), else its nodes' ops; the comment as written only
+        when the post-grad graph is missing and nothing can tell them apart. Without a
+        comment: the OpSpec handles', else the post-grad nodes' ops."""
+        comment = self._wrapper_aten.get(key)
+        if comment is not None and split_key(key)[0] in self._defined:
+            return comment, "wrapper comment"
+        own = self._own_ops(post)
+        if comment is not None:
+            kept = [op for op in comment if _packet(op) in {_packet(o) for o in own}]
+            if kept:
+                return kept, "wrapper comment, own nodes"
+            return (own, "post-grad nodes") if own else (comment, "wrapper comment")
         from_handles = [
             a
             for h in sorted(self.handle_closure(key))
@@ -213,10 +232,13 @@ class GraphView:
         ]
         if from_handles:
             return sorted(set(from_handles)), "OpSpec handles"
+        return own, ("post-grad nodes" if own else None)
+
+    def _own_ops(self, post: list[str]) -> list[str]:
+        """The ops of the post-grad nodes ``post``, each once: ATen and prims ops only (a
+        getitem or a symbolic expression is no ATen op)."""
         ops = self.node_ops()
-        # ATen and prims ops only: a getitem or a symbolic expression is no ATen op
-        from_nodes = list(dict.fromkeys(ops[n] for n in post if "." in ops.get(n, "")))
-        return from_nodes, ("post-grad nodes" if from_nodes else None)
+        return list(dict.fromkeys(ops[n] for n in post if "." in ops.get(n, "")))
 
     def node_ops(self) -> dict[str, str]:
         if self._node_ops is None:
@@ -238,6 +260,12 @@ def own_nodes(diagnostics: dict[str, Any] | None) -> dict[tuple[Any, Any, Any], 
     }
 
 
+def _packet(op: str) -> str:
+    """An op's overload packet, as the wrapper's comment names ops: ``aten.addmm.default``
+    -> ``aten.addmm`` (a comment's ``aten.addmm`` stays itself)."""
+    return ".".join(op.split(".")[:2])
+
+
 def _wrapper_aten(code: str | None) -> dict[str, list[str]]:
     """``name:N`` -> the ops of the ``Original ATen: [...]`` comment just above its handle comment."""
     found: dict[str, list[str]] = {}
@@ -253,19 +281,30 @@ def _wrapper_aten(code: str | None) -> dict[str, list[str]]:
 
 
 def source_lines(stack_traces: list[Any]) -> list[SourceLine]:
-    """The frames of a call site's stack traces, innermost first, the user's frames
-    (``model.frames.is_user_frame``) before the rest; each ``file:line`` once."""
-    found: list[SourceLine] = []
-    seen: set[tuple[str, int]] = set()
-    for trace in stack_traces:
-        if not isinstance(trace, str):
-            continue
-        for frame in reversed(stack_frames(trace)):
-            where = (frame.file, frame.line)
-            if where not in seen:
-                seen.add(where)
-                found.append(SourceLine(frame.file, frame.line, frame.code.strip(), is_user_frame(frame.file)))
-    return [f for f in found if f.user] + [f for f in found if not f.user]
+    """The frames of a call site's stack traces, each ``file:line`` once, by what it is
+    (``SourceLine.role``): first the lines fused into the kernel, one per trace (its node's
+    innermost user frame, else its innermost frame: ``model.frames.user_frame``), in trace
+    order; then the enclosing calls (the frames outside that line on its stack: the module
+    calls that led there), innermost first; then the frames inside it (torch's code the line
+    ran). A frame that is a fused line in one trace is one, whatever it is in another."""
+    stacks = [_split_at_line(stack_frames(t)) for t in stack_traces if isinstance(t, str)]
+    found: dict[tuple[str, int], SourceLine] = {}
+    for role, part in (("fused", 1), ("enclosing", 0), ("inner", 2)):
+        for stack in stacks:
+            for frame in reversed(stack[part]):
+                if (frame.file, frame.line) not in found:
+                    found[(frame.file, frame.line)] = SourceLine(
+                        frame.file, frame.line, frame.code.strip(), is_user_frame(frame.file), role
+                    )
+    return list(found.values())
+
+
+def _split_at_line(stack: list[Frame]) -> tuple[list[Frame], list[Frame], list[Frame]]:
+    """A stack (outermost first) as the frames outside its line, its line (the innermost
+    user frame, else the innermost frame, as ``model.frames.user_frame``), the frames inside."""
+    users = [i for i, f in enumerate(stack) if is_user_frame(f.file)]
+    at = users[-1] if users else len(stack) - 1
+    return stack[:at], stack[at : at + 1], stack[at + 1 :]
 
 
 def _bundle_files(graph: IndexedGraph, folder_name: Any) -> list[str]:

@@ -64,6 +64,11 @@ PER_OP_NOTE = (
 )
 
 
+#: how each frame after the first (``source:``, the first line fused into the kernel) is
+#: labelled, so a line that is the kernel's own reads apart from the calls around it
+_ROLES = {"fused": "also fused", "enclosing": "enclosing call", "inner": "inner frame"}
+
+
 def _call_site(site: CallSite) -> list[str]:
     lines = [f"    call site {site.key}"]
     if site.source:
@@ -72,7 +77,8 @@ def _call_site(site: CallSite) -> list[str]:
         if first.code:
             lines.append(f"          {first.code}")
         for frame in rest:
-            lines.append(f"        also: {frame.file}:{frame.line}" + (f"  {frame.code}" if frame.code else ""))
+            label = _ROLES[frame.role]
+            lines.append(f"        {label}: {frame.file}:{frame.line}" + (f"  {frame.code}" if frame.code else ""))
     else:
         lines.append("      source: (no stack trace recorded)")
     lines.append(f"      post-grad nodes: {', '.join(site.post_grad_nodes) or '(none)'}")
