@@ -139,7 +139,7 @@ class _Annotator:
             args = event["args"] = {}
         per_op = launches.per_op(self.index, verdict.site[0]) is not None
         self.per_op_events += per_op
-        recorded = self._recorded(event, per_op)
+        recorded = launches.recorded_site(self.stacks, self.places, event, per_op)
         if recorded is not None:
             fields = self._recorded_fields(event, fields, recorded, per_op)
         elif per_op:
@@ -154,17 +154,6 @@ class _Annotator:
                 args[name] = value
         args[f"{PREFIX}evidence"] = verdict.evidence
         return verdict
-
-    def _recorded(self, event: dict[str, Any], per_op: bool) -> launches.LaunchFrame | None:
-        """The call site recorded at ``event``'s launch, unless it is a per-op call's dispatch
-        in the program's own code (``PerOpPlaces`` places those by the stack)."""
-        recorded = self.stacks.recorded(event)
-        if recorded is None or not per_op or self.places is None:
-            return recorded
-        dispatch = self.places.dispatch
-        if any(f == recorded.function and launches.same_file(recorded.file, w) for w, f in dispatch):
-            return None
-        return recorded
 
     def _recorded_fields(
         self, event: dict[str, Any], fields: dict[str, Any], recorded: launches.LaunchFrame, per_op: bool

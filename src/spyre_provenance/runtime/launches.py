@@ -37,7 +37,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from spyre_provenance.model import call_sites
 from spyre_provenance.model.frames import is_user_frame
@@ -48,6 +48,7 @@ from spyre_provenance.runtime.lookup import GraphView
 PYTHON_FUNCTION = "python_function"
 _FRAME_NAME = re.compile(r"(?P<file>.+)\((?P<line>[0-9]+)\): (?P<function>.+)")
 _REGIONS = (COMPILED_REGION, BACKWARD_REGION, "CompiledFunction")
+_V = TypeVar("_V")
 
 
 class LaunchFrame(NamedTuple):
@@ -62,6 +63,36 @@ BY_CORRELATION, BY_FLOW, BY_NESTING = "correlation id", "flow event", "nesting i
 BY_RECORDED = "recorded at launch"
 
 
+class _Spans(Generic[_V]):
+    """One thread's time spans that nest (compiled regions, recorded call sites): ``add``
+    each, ``done``, then ``around`` a moment."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[float, float, _V]] = []  # (start, end, what), sorted at done
+        self._starts: list[float] = []
+        self._reach: list[float] = []  # the latest end of spans[: i + 1]
+
+    def add(self, start: float, end: float, value: _V) -> None:
+        self.spans.append((start, end, value))
+
+    def done(self) -> None:
+        self.spans.sort(key=lambda span: (span[0], -span[1]))  # an outer span before the inner one it starts with
+        self._starts = [span[0] for span in self.spans]
+        self._reach, latest = [], float("-inf")
+        for span in self.spans:
+            latest = max(latest, span[1])
+            self._reach.append(latest)
+
+    def around(self, ts: float) -> Iterator[tuple[float, float, _V]]:
+        """The spans enclosing ``ts``, innermost first (the latest to begin of those still
+        running); back only while some earlier span still reaches ``ts``."""
+        i = bisect.bisect_right(self._starts, ts) - 1
+        while i >= 0 and self._reach[i] >= ts:
+            if self.spans[i][1] >= ts:
+                yield self.spans[i]
+            i -= 1
+
+
 class Launches:
     """Python stacks and launch ties of one trace: ``add`` each event, ``done``, then ``of``."""
 
@@ -70,13 +101,9 @@ class Launches:
         self._frames: dict[tuple[Any, Any], list[tuple[float, float, Any, Any, str]]] = {}
         self._starts: dict[tuple[Any, Any], list[float]] = {}
         self._by_id: dict[tuple[Any, Any], dict[Any, int]] = {}
-        self._regions: dict[tuple[Any, Any], list[tuple[float, float, str]]] = {}
-        self._region_starts: dict[tuple[Any, Any], list[float]] = {}
-        self._region_reach: dict[tuple[Any, Any], list[float]] = {}  # the latest end of regions[: i + 1]
-        # per (pid, tid): recorded call site ranges as (start, end, frame), sorted at done
-        self._sites: dict[tuple[Any, Any], list[tuple[float, float, LaunchFrame]]] = {}
-        self._site_starts: dict[tuple[Any, Any], list[float]] = {}
-        self._site_reach: dict[tuple[Any, Any], list[float]] = {}
+        # per (pid, tid): the compiled-graph regions (their names) and the recorded call sites
+        self._regions: dict[tuple[Any, Any], _Spans[str]] = {}
+        self._sites: dict[tuple[Any, Any], _Spans[LaunchFrame]] = {}
         self.call_sites = 0  # recorded call site ranges in the trace
         self._correlated: dict[Any, tuple[Any, Any, float]] = {}  # correlation id -> launch point
         self._flow_starts: dict[Any, tuple[Any, Any, Any]] = {}  # flow id -> launch point
@@ -106,11 +133,11 @@ class Launches:
                 return
             name = event["name"]
             if name.startswith(_REGIONS):
-                self._regions.setdefault(thread, []).append((ts, ts + dur, name))
+                self._regions.setdefault(thread, _Spans()).add(ts, ts + dur, name)
             elif name.startswith(call_sites.PREFIX):
                 site = call_sites.parse(name)
                 if site is not None:
-                    self._sites.setdefault(thread, []).append((ts, ts + dur, LaunchFrame(*site)))
+                    self._sites.setdefault(thread, _Spans()).add(ts, ts + dur, LaunchFrame(*site))
                     self.call_sites += 1
                 return
             correlation = args.get("correlation")
@@ -130,18 +157,10 @@ class Launches:
             frames.sort(key=lambda f: (f[0], -f[1]))
             self._starts[thread] = [f[0] for f in frames]
             self._by_id[thread] = {f[2]: i for i, f in enumerate(frames) if f[2] is not None}
-        for spans, starts, reaches in (
-            (self._regions, self._region_starts, self._region_reach),
-            (self._sites, self._site_starts, self._site_reach),
-        ):
-            for thread, found in spans.items():
-                found.sort(key=lambda r: (r[0], -r[1]))  # an outer span before the inner one it starts with
-                starts[thread] = [r[0] for r in found]
-                reach, latest = [], float("-inf")
-                for span in found:
-                    latest = max(latest, span[1])
-                    reach.append(latest)
-                reaches[thread] = reach
+        for regions in self._regions.values():
+            regions.done()
+        for sites in self._sites.values():
+            sites.done()
 
     @property
     def has_stacks(self) -> bool:
@@ -171,23 +190,15 @@ class Launches:
         point, _ = self._launch_point(event)
         if point is None:
             return None
-        thread, ts = (point[0], point[1]), point[2]
-        starts = self._site_starts.get(thread)
-        if not starts:
-            return None
-        sites, reach = self._sites[thread], self._site_reach[thread]
-        i = bisect.bisect_right(starts, ts) - 1
-        while i >= 0 and reach[i] >= ts:  # back only while some earlier range still reaches ts
-            if sites[i][1] >= ts:
-                return sites[i][2]
-            i -= 1
-        return None
+        sites = self._sites.get((point[0], point[1]))
+        innermost = next(sites.around(point[2]), None) if sites is not None else None
+        return innermost[2] if innermost is not None else None
 
     def region_stacks(self) -> Iterator[tuple[str, tuple[LaunchFrame, ...]]]:
         """(compile id, the stack that entered it) of each ``Torch-Compiled Region`` with a
         Python stack around it: who called the compiled graph, each time."""
         for thread, regions in self._regions.items():
-            for start, _, name in regions:
+            for start, _, name in regions.spans:
                 if not name.startswith(COMPILED_REGION):
                     continue
                 inner = self._innermost(thread, start)
@@ -222,16 +233,10 @@ class Launches:
 
     def _region_start(self, thread: tuple[Any, Any], ts: float) -> float:
         """Where the outermost compiled region around ``ts`` began (inf: none around it)."""
-        starts = self._region_starts.get(thread)
-        if not starts:
-            return float("inf")
-        regions, reach = self._regions[thread], self._region_reach[thread]
+        regions = self._regions.get(thread)
         found = float("inf")
-        i = bisect.bisect_right(starts, ts) - 1
-        while i >= 0 and reach[i] >= ts:  # back only while some earlier region still reaches ts
-            if regions[i][1] >= ts:
-                found = regions[i][0]
-            i -= 1
+        for start, _, _ in regions.around(ts) if regions is not None else ():
+            found = start  # the last one around is the outermost
         return found
 
     def _walk(self, thread: tuple[Any, Any], inner: int, cut: float) -> tuple[LaunchFrame, ...]:
@@ -331,6 +336,23 @@ class PerOpPlaces:
                 user = user[:-1]
             self._placed[stack] = (user[-1], user[:-1]) if user else None
         return self._placed[stack]
+
+    def is_dispatch(self, recorded: LaunchFrame) -> bool:
+        """Whether a call site recorded at launch (its file as Python knows it, absolute) is
+        one of the dispatch's frames (the profiler's, its file cut to a ``sys.path`` entry)."""
+        return any(function == recorded.function and same_file(recorded.file, file) for file, function in self.dispatch)
+
+
+def recorded_site(
+    stacks: Launches, places: PerOpPlaces | None, event: dict[str, Any], per_op: bool
+) -> LaunchFrame | None:
+    """The call site recorded at ``event``'s launch, unless the event is a per-op kernel's and
+    the site is a program's own dispatch (its ``compile_once``, which the run-time rule cannot
+    tell from the user's code): ``places`` places those by the stack."""
+    recorded = stacks.recorded(event)
+    if recorded is not None and per_op and places is not None and places.is_dispatch(recorded):
+        return None
+    return recorded
 
 
 def _common_tail(entries: list[tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:

@@ -243,9 +243,7 @@ class _Tally:
         op = launches.per_op(self.index, site[0])
         launch = self.stacks.of(event) if self.places is not None else None
         user = launches.user_frames(launch[0]) if launch else []
-        recorded = self.stacks.recorded(event)
-        if recorded is not None and op is not None and self._in_dispatch(recorded):
-            recorded = None  # a program's own dispatch (its compile_once): the stack places it further out
+        recorded = launches.recorded_site(self.stacks, self.places, event, op is not None)
         if recorded is not None:
             self.recorded += 1
             user = launches.with_recorded(user, recorded)
@@ -268,11 +266,6 @@ class _Tally:
             return
         inner, outer = placed
         self._count(dur, phase, [_launch_where(inner)], [_launch_where(f) for f in outer], (PER_OP, op), BY_LAUNCH)
-
-    def _in_dispatch(self, recorded: launches.LaunchFrame) -> bool:
-        """Whether a per-op call's recorded site is the dispatch ``PerOpPlaces`` learnt."""
-        dispatch = self.places.dispatch if self.places is not None else set()
-        return any(f == recorded.function and launches.same_file(recorded.file, w) for w, f in dispatch)
 
     def _count(
         self,
