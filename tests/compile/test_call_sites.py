@@ -177,3 +177,20 @@ def test_a_failure_finding_the_frame_never_breaks_the_call(run, monkeypatch, tmp
     assert not any(e.get("name", "").startswith(call_sites.PREFIX) for e in events)
     broke = [w for w in seen if issubclass(w.category, ProvenanceWarning) and "frame finder broke" in str(w.message)]
     assert len(broke) == 1  # once, however many calls
+
+
+def test_under_a_strict_suites_filters_the_failure_is_said_on_stderr_not_raised(run, monkeypatch, tmp_path, capfd):
+    """A program whose filters turn warnings into errors (``filterwarnings = error``) still
+    gets its call's result: the warning would be raised inside the user's call."""
+
+    def broken(depth: int = 2) -> str:
+        raise RuntimeError("frame finder broke")
+
+    monkeypatch.setattr(recording, "find_call_site", broken)
+    monkeypatch.setattr(recording, "_warned", False)
+    with spyre_provenance.tracking("reference", out_dir=str(tmp_path / "out")), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+            assert torch.allclose(model(run.x), run.expected[0])
+    said = [line for line in capfd.readouterr().err.splitlines() if "frame finder broke" in line]
+    assert said == ["spyre-provenance: a call site not recorded: RuntimeError: frame finder broke"]

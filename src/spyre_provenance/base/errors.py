@@ -5,6 +5,8 @@ goes on). Imports nothing of ours."""
 from __future__ import annotations
 
 import dataclasses
+import sys
+import warnings
 from collections.abc import Iterable
 
 EXIT_OK = 0
@@ -92,3 +94,19 @@ class TorchNotInstalled(UnusableInput, ImportError):
 
 class ProvenanceWarning(UserWarning):
     """A stage of the hook failed; the compile went on without (part of) the mapping."""
+
+
+def warn(message: str, *, stacklevel: int = 2) -> None:
+    """A ``ProvenanceWarning``, where warnings are shown; never an exception. The hook warns
+    in the middle of a compile or of a call of the user's model: a program whose filters turn
+    warnings into errors (``-W error``, a strict suite) must not have either broken by one.
+    Then the line goes to stderr, unless stderr is gone too. ``stacklevel`` as the caller's
+    own ``warnings.warn`` would take it."""
+    try:
+        warnings.warn(message, ProvenanceWarning, stacklevel=stacklevel + 1)
+    except Exception:  # noqa: BLE001 - the program's filters made it an error: not ours to raise
+        try:
+            if sys.stderr is not None:
+                sys.stderr.write(f"{message}\n")
+        except Exception:  # noqa: BLE001 - stderr closed or replaced: nowhere left to say it
+            pass

@@ -41,7 +41,6 @@ import os
 import shutil
 import sys
 import threading
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -343,13 +342,8 @@ def _tell(message: str) -> None:
 
 
 def _warn(message: str) -> None:
-    """A ``ProvenanceWarning``, where warnings are shown; never an exception. Most of these
-    are said from inside torch's logging call, in the middle of a compile: a program whose
-    filters turn warnings into errors (``-W error``, a strict suite), or whose stderr is
-    closed, would have its compile broken by one. Then the line goes to stderr (``_tell``)."""
-    from spyre_provenance.base.errors import ProvenanceWarning
+    """A ``ProvenanceWarning`` that is never an exception (``base.errors.warn``): most of
+    these are said from inside torch's logging call, in the middle of a compile."""
+    from spyre_provenance.base import errors
 
-    try:
-        warnings.warn(f"spyre-provenance: {message} (the program goes on)", ProvenanceWarning, stacklevel=2)
-    except Exception:  # noqa: BLE001 - the program's filters made it an error: not ours to raise
-        _tell(f"{message} (the program goes on)")
+    errors.warn(f"spyre-provenance: {message} (the program goes on)", stacklevel=2)

@@ -22,12 +22,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.metadata
-import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from spyre_provenance.audit import report
-from spyre_provenance.base.errors import ProvenanceWarning
+from spyre_provenance.base import errors
 from spyre_provenance.base.version import __version__
 from spyre_provenance.model.audit_records import FX_FIELDS, KernelAudit, OpSpecAudit, Stage, Toolchain
 from spyre_provenance.model.records import GraphResult, KernelRecord
@@ -307,10 +306,8 @@ class AuditProbe:
         line = f"{what}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
         if not self._warned:
             self._warned = True
-            warnings.warn(
-                f"spyre-provenance: audit: {line} (the compile goes on; the audit lacks this stage)",
-                ProvenanceWarning,
-                stacklevel=3,
+            errors.warn(
+                f"spyre-provenance: audit: {line} (the compile goes on; the audit lacks this stage)", stacklevel=3
             )
         return line
 

@@ -18,10 +18,9 @@ Finding the frame never breaks the call: a failure is warned once, the call runs
 from __future__ import annotations
 
 import sys
-import warnings
 from typing import Any
 
-from spyre_provenance.base.errors import ProvenanceWarning
+from spyre_provenance.base import errors
 from spyre_provenance.base.patches import Patches
 from spyre_provenance.model import call_sites
 from spyre_provenance.model.frames import is_run_time_user_frame, is_this_package
@@ -102,9 +101,5 @@ def _enter(record_function: Any) -> Any:
     except Exception as exc:  # noqa: BLE001 - never break a call of the user's model
         if not _warned:
             _warned = True
-            warnings.warn(
-                f"spyre-provenance: a call site not recorded: {type(exc).__name__}: {exc}",
-                ProvenanceWarning,
-                stacklevel=3,
-            )
+            errors.warn(f"spyre-provenance: a call site not recorded: {type(exc).__name__}: {exc}", stacklevel=3)
         return None

@@ -9,11 +9,10 @@ diagnostics, which makes it partial.
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from spyre_provenance.base.errors import ProvenanceWarning
+from spyre_provenance.base import errors
 from spyre_provenance.model.records import Fault, GraphDiagnostics
 
 
@@ -53,9 +52,8 @@ class Faults:
         self._by_graph.setdefault(graph_key, []).append(Fault(stage, error))
         if stage not in self._warned:
             self._warned.add(stage)
-            warnings.warn(
+            errors.warn(
                 f"spyre-provenance: {stage}: {error} (the compile goes on; this graph's provenance is partial)",
-                ProvenanceWarning,
                 stacklevel=3,
             )
 

@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import warnings
 from typing import Any
 
 import msgspec
 
-from spyre_provenance.base.errors import ProvenanceWarning
+from spyre_provenance.base import errors
 from spyre_provenance.base.patches import Patches
 from spyre_provenance.base.version import __version__
 from spyre_provenance.model import cached_graph
@@ -232,7 +231,7 @@ class Entries:
 def _warn(message: str) -> None:
     """A loss of the cache's alone (the graph in hand is recorded whole): said once, never a
     fault of a graph."""
-    warnings.warn(f"spyre-provenance: {message}", ProvenanceWarning, stacklevel=3)
+    errors.warn(f"spyre-provenance: {message}", stacklevel=3)
 
 
 def _kind(compiled: Any) -> str:

@@ -108,14 +108,13 @@ import importlib
 import importlib.util
 import inspect
 import sys
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any
 
 from spyre_provenance.backends.base import TRACING_FUNCTION, Backend, CallSiteRecorder
-from spyre_provenance.base.errors import ProvenanceWarning
+from spyre_provenance.base import errors
 from spyre_provenance.base.patches import Patches
 from spyre_provenance.model.records import Fault, OpSpecRecord
 from spyre_provenance.model.superdsc import served_handles
@@ -376,9 +375,8 @@ class SpyreBackend(Backend):
         if self._warned:
             return
         self._warned = True
-        warnings.warn(
+        errors.warn(
             f"spyre-provenance: torch-spyre adapter, {what}: {type(exc).__name__}: {exc} (the compile goes on)",
-            ProvenanceWarning,
             stacklevel=3,
         )
 
