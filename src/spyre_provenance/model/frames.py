@@ -77,4 +77,12 @@ def user_frame(trace: str | None) -> Frame | None:
     torch is still a better lead than nothing. None for a trace without frames.
     """
     found = frames(trace or "")
-    return ([f for f in found if is_user_frame(f.file)] or found)[-1] if found else None
+    at = line_index(found)
+    return found[at] if at is not None else None
+
+
+def line_index(found: list[Frame]) -> int | None:
+    """Where ``user_frame``'s frame is in ``found`` (frames outer -> inner): the innermost
+    user frame's index, else the innermost frame's; None for no frames."""
+    users = [i for i, f in enumerate(found) if is_user_frame(f.file)]
+    return users[-1] if users else (len(found) - 1 if found else None)

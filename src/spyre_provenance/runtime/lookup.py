@@ -25,7 +25,7 @@ from spyre_provenance.logs.post_grad import parse_post_grad_graph
 from spyre_provenance.logs.wrapper_code import HANDLE_COMMENT, defined_kernels
 from spyre_provenance.model import folders
 from spyre_provenance.model.detect import split_key
-from spyre_provenance.model.frames import Frame, is_user_frame
+from spyre_provenance.model.frames import Frame, is_user_frame, line_index
 from spyre_provenance.model.frames import frames as stack_frames
 from spyre_provenance.model.layout import bundle_files, kernel_bundle_folder
 from spyre_provenance.model.lookup_records import (
@@ -221,7 +221,8 @@ class GraphView:
             return comment, "wrapper comment"
         own = self._own_ops(post)
         if comment is not None:
-            kept = [op for op in comment if _packet(op) in {_packet(o) for o in own}]
+            packets = {_packet(o) for o in own}
+            kept = [op for op in comment if _packet(op) in packets]
             if kept:
                 return kept, "wrapper comment, own nodes"
             return (own, "post-grad nodes") if own else (comment, "wrapper comment")
@@ -302,8 +303,9 @@ def source_lines(stack_traces: list[Any]) -> list[SourceLine]:
 def _split_at_line(stack: list[Frame]) -> tuple[list[Frame], list[Frame], list[Frame]]:
     """A stack (outermost first) as the frames outside its line, its line (the innermost
     user frame, else the innermost frame, as ``model.frames.user_frame``), the frames inside."""
-    users = [i for i, f in enumerate(stack) if is_user_frame(f.file)]
-    at = users[-1] if users else len(stack) - 1
+    at = line_index(stack)
+    if at is None:
+        return [], [], []
     return stack[:at], stack[at : at + 1], stack[at + 1 :]
 
 
