@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from spyre_provenance.runtime.time_summary import (
     NO_LINE,
     PER_OP,
+    PHASES,
     Row,
     TimeSummary,
     header,
@@ -41,7 +42,6 @@ LINES_SHOWN, KERNELS_SHOWN, MODULES_SHOWN = 20, 12, 8
 NAMED = 3
 #: misnamed torch-spyre handles the header lists (one line each; a real model has a few per kernel)
 MISNAMED_SHOWN = 3
-PHASES = ("forward", "backward")
 
 
 @dataclass

@@ -60,6 +60,7 @@ TAKE_STACKS = "torch.profiler.profile(..., with_stack=True)"
 DEVICE, TIMELINE, CPU = "device kernel events", "device timeline Cmpt Exec events", "CPU kernel events"
 TIME_SOURCES = (DEVICE, TIMELINE, CPU)
 NO_LINE = "(no source line)"
+PHASES = ("forward", "backward")  # the order every text form prints them in
 
 
 class KernelTime(msgspec.Struct, frozen=True):
@@ -393,7 +394,7 @@ def render_text(summary: TimeSummary) -> str:
         return no_timed_event(summary)
     out = header(summary)
     for title, rows in (("source line", summary.lines), ("module (the call into it)", summary.modules)):
-        for phase in ("forward", "backward"):
+        for phase in PHASES:
             chosen = [r for r in rows if r.phase == phase]
             if not chosen:
                 continue
