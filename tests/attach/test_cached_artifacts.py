@@ -11,7 +11,6 @@ it): the hit is counted "cached without provenance", partial, never complete.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from helpers.fresh_process import environment
+from helpers.vllm_here import vllm_or_skip
 
 pytestmark = pytest.mark.compile
 
@@ -101,20 +101,6 @@ def test_an_entry_without_provenance_is_counted_partial(tmp_path) -> None:
     assert any("holds no provenance" in fault["error"] for fault in doc["faults"])
 
 
-def _vllm_or_skip() -> None:
-    """vLLM is installed beside torch 2.13.0 (``make venv``: ``--no-deps vllm==0.27.1``, which
-    pins that torch); a missing one skips elsewhere and fails in CI on that torch."""
-    import importlib.util
-
-    import torch
-
-    if importlib.util.find_spec("vllm") is not None:
-        return
-    if os.environ.get("CI") == "true" and torch.__version__.startswith("2.13."):
-        pytest.fail("vllm is not installed (make venv installs vllm==0.27.1 --no-deps)")
-    pytest.skip(f"vllm 0.27.1 is installed only beside torch 2.13 (this is {torch.__version__})")
-
-
 VLLM_PROGRAM = Path(__file__).parent / "programs" / "vllm_adaptor.py"
 
 
@@ -126,7 +112,7 @@ VLLM_PROGRAM = Path(__file__).parent / "programs" / "vllm_adaptor.py"
 def test_vllms_own_adaptor_saves_and_a_warm_start_is_recorded(tmp_path, aot, write, read) -> None:
     """vLLM's InductorStandaloneAdaptor, as its worker calls it: compile and save (or
     serialize) tracked, then a fresh process that only loads; both folders complete."""
-    _vllm_or_skip()
+    vllm_or_skip()
     where = tmp_path / ("artifacts" if aot == "0" else "artifact.bin")
     outputs, folders = [], []
     for action in (write, read):

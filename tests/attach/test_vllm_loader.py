@@ -8,13 +8,11 @@ vLLM calls a plugin with no ``try``: an exception there stops the server. So ``r
 (``plugin.startup.vllm_plugin``) never raises, whatever the environment holds, and the
 program computes what it computes untracked.
 
-Skipped where vLLM does not import; with ``CI=true`` that is a failure instead.
+Skipped where vLLM is not installed (``helpers.vllm_here``: in CI beside torch 2.13, a failure).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +21,7 @@ import pytest
 
 from helpers.fresh_process import TIMEOUT, environment
 from helpers.run_program import PROGRAMS
+from helpers.vllm_here import vllm_or_skip
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model import folders
 
@@ -30,24 +29,13 @@ OURS = "spyre_provenance"
 PROGRAM = PROGRAMS / "vllm_real_loader.py"
 
 
-def _vllm_missing() -> str | None:
-    """Why vLLM's loader cannot run here, or None."""
-    if importlib.util.find_spec("vllm") is None:
-        return "vllm is not installed (make venv installs it with --no-deps)"
+@pytest.fixture(scope="module", autouse=True)
+def vllm_loader() -> None:
+    vllm_or_skip()
     from importlib.metadata import entry_points
 
     if OURS not in {e.name for e in entry_points(group="vllm.general_plugins")}:
-        return "this environment's install predates the vllm.general_plugins entry point (reinstall the package)"
-    return None
-
-
-@pytest.fixture(scope="module", autouse=True)
-def vllm_loader() -> None:
-    missing = _vllm_missing()
-    if missing is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"vLLM's loader must be tested in CI: {missing}")
-        pytest.skip(missing)
+        pytest.fail("this environment's install predates the vllm.general_plugins entry point (reinstall the package)")
 
 
 pytestmark = [pytest.mark.compile]
