@@ -117,3 +117,54 @@ def test_each_device_kernel_goes_to_the_function_that_launched_it(spyre_eager):
     stacks.done()
     kernel = next(e for e in json.loads(trace.read_text())["traceEvents"] if e.get("cat") == "kernel")
     assert stacks.of(kernel)[1] == BY_CORRELATION
+
+
+REGISTERED = SCRIPTS / "eager" / "spyre_main_registered.py"
+
+
+@pytest.fixture(scope="session")
+def registered_run(tmp_path_factory: pytest.TempPathFactory, torch_spyre_env: dict[str, str]) -> Path:
+    root = tmp_path_factory.mktemp("spyre_registered")
+    env = {
+        **torch_spyre_env,
+        "PYTHONPATH": f"{Path(__file__).resolve().parents[2] / 'src'}:{torch_spyre_env['PYTHONPATH']}",
+    }
+    done = subprocess.run(
+        [sys.executable, str(REGISTERED), str(root / "out"), str(root / "trace.json")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return root
+
+
+def test_torch_spyre_mains_registered_kernel_is_placed_on_the_line_that_called_it(registered_run):
+    """Issue 56 point 8: what torch-spyre main's ``register_torch_compile_kernel`` registers,
+    called from two lines, is recorded at each line, never at torch-spyre's dispatch, each
+    line's time the sum of the kernel events in the ranges recorded there."""
+    from spyre_provenance.model import call_sites
+
+    source = REGISTERED.read_text().splitlines()
+    lines = {i + 1 for i, text in enumerate(source) if "= mul(a, b)" in text or "mul(first, b)" in text}
+    events = json.loads((registered_run / "trace.json").read_text())["traceEvents"]
+    ranges = [e for e in events if e.get("ph") == "X" and e["name"].startswith(call_sites.PREFIX)]
+    sites = {call_sites.parse(r["name"]) for r in ranges}
+    assert {(Path(s.file).name, s.line, s.function) for s in sites} == {(REGISTERED.name, n, "scale") for n in lines}
+    expected: dict[int, float] = {}
+    for event in events:
+        if event.get("cat") == "cpu_op" and event["name"].startswith("graph_"):
+            around = [r for r in ranges if r["tid"] == event["tid"] and r["ts"] <= event["ts"] <= r["ts"] + r["dur"]]
+            site = call_sites.parse(max(around, key=lambda r: r["ts"])["name"])
+            expected[site.line] = expected.get(site.line, 0.0) + event["dur"]
+    summary = time_summary.summarize(registered_run / "trace.json", kernel_index.build([registered_run / "out"]))
+    rows = {
+        r.line: r for r in summary.lines if r.file.endswith(REGISTERED.name) and r.placed_by != time_summary.BY_COMPILE
+    }
+    assert set(rows) == lines == set(expected), (rows, expected)
+    for line in lines:
+        assert rows[line].placed_by == time_summary.BY_RECORDED and rows[line].calls == 3
+        assert rows[line].total_us == pytest.approx(expected[line], abs=1e-6)
+    assert not any("torch_spyre" in r.file for r in [*summary.lines, *summary.modules])
