@@ -327,7 +327,7 @@ def full(schema: int, doc: Mapping[str, Any]) -> Any:
     return msgspec.convert(dict(doc), wire.DIAGNOSTICS_DOCS[schema])
 
 
-# --- golden files and --redact-paths: its machine-dependent text -------------------------------
+# --- --redact-paths: its machine-dependent text (golden files never compare it) ------------------
 
 
 def redact(doc: dict[str, Any] | None, redactor: Redactor) -> dict[str, Any] | None:

@@ -70,7 +70,7 @@ SHAPE = bare_map("object")
 
 
 def fast(run: Decoding) -> Decoded:
-    """Its version is in its entries' shape (``detect``): the entries are decoded once
+    """Its version is in its entries' shape (``read_version``): the entries are decoded once
     as raw values to tell, then as the entry type of that version."""
     det = read_version(KERNEL_INFORMATION, run.top())
     assert det.schema is not None
