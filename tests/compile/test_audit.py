@@ -26,7 +26,6 @@ from spyre_provenance import golden
 from spyre_provenance.audit import report
 from spyre_provenance.base.errors import ProvenanceWarning
 from spyre_provenance.capture.audit_probe import AuditProbe
-from spyre_provenance.links.portable import TOOLCHAIN_TEXT
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
 from spyre_provenance.model.audit_records import FIELDS, STAGE_TITLES
@@ -34,6 +33,7 @@ from spyre_provenance.model.folders import kernel_of_bundle_folder
 from spyre_provenance.model.names import DIAGNOSTICS, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.records import GraphDiagnostics, GraphResult
 from spyre_provenance.validate import schemas
+from spyre_provenance.validate.kinds.audit import TOOLCHAIN_TEXT
 
 HOSTILE_AUDIT = TESTS / "hostile" / "invalid" / "audit-present-over-total" / "provenance_audit.json"
 

@@ -89,20 +89,20 @@ def test_artifacts(redactor: Redactor) -> None:
             }
         },
     }
-    out = KINDS[OPSPEC_DEBUG_HANDLES].redact(redactor, handles)
+    out = KINDS[OPSPEC_DEBUG_HANDLES].redact(handles, redactor)
     assert out["handles"]["7"]["source"]["file"] == "<project>/m.py"
     assert out["handles"]["7"]["transform_history"][0]["reason"] == "see <project>/pass.py"
     assert list(out["handles"]) == ["7"]  # ids stay: the bundles refer to them
     assert handles["handles"]["7"]["source"]["file"] == "/home/alice/proj/m.py"  # a copy
     diag = {"faults": [{"stage": "build", "error": "OSError: /home/alice/proj/x"}]}
-    assert KINDS[DIAGNOSTICS].redact(redactor, diag)["faults"][0]["error"] == "OSError: <project>/x"
+    assert KINDS[DIAGNOSTICS].redact(diag, redactor)["faults"][0]["error"] == "OSError: <project>/x"
     traces = {"k:1": ['File "/home/alice/proj/m.py", line 1']}
-    assert KINDS[KERNEL_STACK_TRACES].redact(redactor, traces) == {"k:1": ['File "<project>/m.py", line 1']}
+    assert KINDS[KERNEL_STACK_TRACES].redact(traces, redactor) == {"k:1": ['File "<project>/m.py", line 1']}
     info = {"k:1": {"stack_traces": traces["k:1"], "kernel_type": "x"}}
-    assert KINDS[KERNEL_INFORMATION].redact(redactor, info)["k:1"]["stack_traces"] == ['File "<project>/m.py", line 1']
+    assert KINDS[KERNEL_INFORMATION].redact(info, redactor)["k:1"]["stack_traces"] == ['File "<project>/m.py", line 1']
     assert info["k:1"]["stack_traces"] == traces["k:1"]  # a copy
     mappings = {"version": 2.0, "preToPost": {"/home/alice/proj": ["x"]}}
-    assert KINDS[NODE_MAPPINGS].redact(redactor, mappings) is mappings  # names only: as is
+    assert KINDS[NODE_MAPPINGS].redact(mappings, redactor) is mappings  # names only: as is
 
 
 def test_project_is_found_upwards_but_never_home_or_root(tmp_path: Path) -> None:

@@ -1,6 +1,8 @@
 """The one table of artifact kinds (``model.names.ARTIFACT_KINDS``) and the engines reading it:
 each kind has its schema, validate tells a file's kind by the table's name pattern, and what
-golden compares and what a log is read for are the table's columns."""
+golden compares and what a log is read for are the table's columns. Each kind's record is
+its module's (``validate/kinds/``), and a new kind is three places: contributing.md's diff,
+applied to a copy of the package, is checked end to end."""
 
 from __future__ import annotations
 
@@ -9,14 +11,20 @@ import dataclasses
 import fnmatch
 import inspect
 import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers.where import GOLDEN
+from helpers.where import GOLDEN, PACKAGE, REPO, SCHEMAS
 from spyre_provenance import golden
 from spyre_provenance.golden import normalize
-from spyre_provenance.links import redact
+from spyre_provenance.links import portable, redact
 from spyre_provenance.model import detect, names
 from spyre_provenance.model.detect import Detected, Problem, artifact_for_filename, keyed
 from spyre_provenance.model.names import (
@@ -34,6 +42,7 @@ from spyre_provenance.model.names import (
     ArtifactKind,
 )
 from spyre_provenance.validate import fastpath, kinds, rules, schemas
+from spyre_provenance.validate import kind as kind_record
 
 
 @pytest.mark.parametrize("kind", ARTIFACT_KINDS, ids=lambda k: k.name)
@@ -228,6 +237,9 @@ def kinds_named(source: str, allowed: set[str] = frozenset()) -> set[str]:
     [
         (fastpath, set()),
         (rules, set()),
+        (portable, set()),  # what the kinds' normalizers are made of
+        (kind_record, set()),
+        (kinds, set()),  # the registry collects the kinds' modules, naming none
         (normalize, set()),
         (redact, set()),  # each kind's redaction is its record's part
         (detect, set()),  # each kind's shape and version reader are its record's parts
@@ -246,3 +258,92 @@ def test_an_if_chain_on_kinds_is_found() -> None:
     chain = "def normalize(artifact, doc):\n    if artifact == KERNEL_STACK_TRACES:\n        return doc\n"
     assert kinds_named(chain) == {"KERNEL_STACK_TRACES"}
     assert kinds_named(chain, {"normalize"}) == set()
+
+
+# --- adding a kind: contributing.md's diff, applied to a copy of the package ----------------
+
+#: The kind contributing.md adds: a provenance artifact with every part of its own.
+DOCUMENTED = "spyre_compile_notes"
+
+
+def documented_diff() -> str:
+    """The diff of contributing.md's "Add an artifact kind"."""
+    section = (REPO / "docs" / "contributing.md").read_text().split("## Add an artifact kind\n", 1)[1]
+    return section.split("```diff\n", 1)[1].split("```", 1)[0]
+
+
+def apply_diff(diff: str, root: Path) -> list[str]:
+    """``diff`` (unified) applied to the files under ``root`` by content: each hunk's old lines,
+    found exactly once, become its new ones (from ``/dev/null``: a new file). The files touched."""
+    touched = []
+    for section in re.split(r"^--- ", diff, flags=re.M)[1:]:
+        source, _, rest = section.partition("\n")
+        target, _, body = rest.partition("\n")
+        name = target.removeprefix("+++ b/")
+        text = "" if source == "/dev/null" else (root / name).read_text()
+        for hunk in re.split(r"^@@.*\n", body, flags=re.M)[1:]:
+            lines = [line if line.strip("\n") else " \n" for line in hunk.splitlines(keepends=True)]
+            old = "".join(line[1:] for line in lines if line[0] in " -")
+            new = "".join(line[1:] for line in lines if line[0] in " +")
+            assert not old or text.count(old) == 1, f"{name}: a hunk's lines are not found once"
+            text = text.replace(old, new, 1) if old else text + new
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+        touched.append(name)
+    return touched
+
+
+def test_a_kind_is_three_places_as_contributing_shows(tmp_path: Path) -> None:
+    """contributing.md's diff (the filing row, the kind's module, its schema) applied to a copy
+    of the package, and nothing else: validate tells the new kind's files by name and checks
+    them on both engines, golden.normalize and --redact-paths' redaction read its record."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(PACKAGE, checkout / "src" / "spyre_provenance", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(SCHEMAS, checkout / "schemas")
+    assert apply_diff(documented_diff(), checkout) == [
+        "src/spyre_provenance/model/names.py",
+        f"src/spyre_provenance/validate/kinds/{DOCUMENTED.removeprefix('spyre_')}.py",
+        f"schemas/{DOCUMENTED}/v1.schema.json",
+    ]
+    good, bad = tmp_path / "out" / "graph_0" / f"{DOCUMENTED}.json", tmp_path / "out" / "graph_1" / f"{DOCUMENTED}.json"
+    good.parent.mkdir(parents=True), bad.parent.mkdir(parents=True)
+    good.write_text(json.dumps({"version": 1, "notes": {"sdsc_mm_0:1": ["split over 4 cores"]}}))
+    bad.write_text(json.dumps({"version": 1, "notes": {"sdsc_mm_0:1": [" "], "x": []}}))
+    env = {**os.environ, "PYTHONPATH": str(checkout / "src")}
+    for engine in ("fast", "full"):
+        command = [sys.executable, "-m", "spyre_provenance", "validate", "--engine", engine, str(tmp_path / "out")]
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
+        assert (done.returncode, done.stderr) == (1, ""), engine
+        assert done.stdout.splitlines() == [
+            f"OK      v1    {DOCUMENTED}  {good}",
+            f"INVALID v1    {DOCUMENTED}  {bad}",
+            f'  $.notes["x"]: {rules.MSG_KERNEL_KEY}',
+            '  $.notes["sdsc_mm_0:1"][0]: a blank note',
+        ], engine
+    project = tmp_path / "project"
+    doc = {"version": 1, "notes": {"k:1": [f'File "{project}/m.py", line 3, at 0x7f00deadbeef']}}
+    read = (
+        "import json, sys\n"
+        "from spyre_provenance import golden\n"
+        "from spyre_provenance.links.redact import Redactor\n"
+        "from spyre_provenance.validate.kinds import KINDS\n"
+        "name, doc, project = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]\n"
+        "normal = golden.normalize(name, doc, golden.Roots(project=(project + '/',)))\n"
+        "redacted = KINDS[name].redact(doc, Redactor.default(project, home='/nowhere', user='nobody'))\n"
+        "print(json.dumps([normal, redacted]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", read, DOCUMENTED, json.dumps(doc), str(project)], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == [
+        {"version": 1, "notes": {"k:1": ['File "m.py", line 3, at 0xADDR']}},
+        {"version": 1, "notes": {"k:1": ['File "<project>/m.py", line 3, at 0x7f00deadbeef']}},
+    ]
+
+
+def test_a_hunk_that_no_longer_fits_is_refused(tmp_path: Path) -> None:
+    # the test above must fail when the documented row's context has moved, not apply it anywhere
+    (tmp_path / "names.py").write_text("A = 1\n")
+    with pytest.raises(AssertionError, match="not found once"):
+        apply_diff("--- a/names.py\n+++ b/names.py\n@@ -1,1 +1,2 @@\n B = 2\n+C = 3\n", tmp_path)

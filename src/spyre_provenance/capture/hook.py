@@ -35,10 +35,11 @@ from spyre_provenance.capture.inductor import Inductor
 from spyre_provenance.links import inference, mapping
 from spyre_provenance.model import folders
 from spyre_provenance.model.layout import Layout
-from spyre_provenance.model.names import DIAGNOSTICS, MODEL_LABEL, OPSPEC_DEBUG_HANDLES
+from spyre_provenance.model.names import DIAGNOSTICS, KERNEL_STACK_TRACES, MODEL_LABEL, OPSPEC_DEBUG_HANDLES
 from spyre_provenance.model.post_grad_graph import PreGradSubgraphs
 from spyre_provenance.model.records import BundleHandlesV4, GraphDiagnostics, GraphResult, KernelRecord, RandomOp
 from spyre_provenance.validate import coverage, schemas
+from spyre_provenance.validate.kinds import KINDS
 
 DUMP_FUNCTION = "dump_inductor_provenance_info"
 #: compile_fx's function that logs the pre-grad graph (``before_pre_grad_graph``) and runs
@@ -347,8 +348,8 @@ class Session:
         result.stack_traces = mapping.build_stack_traces(records, borrowed)
         result.opspec_handles = mapping.build_opspec_artifact(records)
         if self.redactor is not None:  # before validation: what is checked is what is emitted
-            result.stack_traces = self.redactor.stack_traces(result.stack_traces)
-            result.opspec_handles = self.redactor.opspec_handles(result.opspec_handles)
+            result.stack_traces = KINDS[KERNEL_STACK_TRACES].redact(result.stack_traces, self.redactor)
+            result.opspec_handles = KINDS[OPSPEC_DEBUG_HANDLES].redact(result.opspec_handles, self.redactor)
         mapping.cross_check(records, diag, graph_model)
         if self.redactor is not None:  # its lines as the OpSpec artifact's handles write them
             diag.misnamed_handles = [self.redactor.misnamed_handle(m) for m in diag.misnamed_handles]

@@ -1,8 +1,8 @@
 """Normalization for golden files: what varies between machines rewritten, nothing else;
 and the serializer.
 
-Each artifact kind's normalizer is a pure transform in ``links.portable``; this module gives
-them golden's conventions (``Roots``: absolute paths become relative to the project root, or
+Each artifact kind's normalizer is its record's (``validate.kinds``, made of ``links.portable``'s
+pure transforms); this module gives them golden's conventions (``Roots``: absolute paths become relative to the project root, or
 ``<site-packages>/...``, ``<stdlib>/...``, ``<tmp>/...``, the path rules being ``redact``'s
 through ``Roots.redactor``) and picks the one of a document's kind. Kernel names, handle
 numbers, node names and every order stay as compiled. Normalizing twice changes nothing.
@@ -85,7 +85,7 @@ def normalize(artifact: str | None, doc: Any, roots: Roots | None = None) -> Any
     """The one normalize function: a machine-independent copy of one artifact document
     (``artifact`` None: a file no artifact pattern names, copied as it is).
 
-    Each kind's record (``validate.kinds``) holds its normalizer (``links.portable``): node
+    Each kind's record (``validate.kinds``) holds its normalizer: node
     mappings hold only names, so they come back as they are; stack traces and handle sources
     lose their machine's paths and addresses; handle ids are recomputed from the normalized
     content (children first) and remapped wherever they are referenced. A name no kind has
@@ -99,13 +99,6 @@ def normalize(artifact: str | None, doc: Any, roots: Roots | None = None) -> Any
         return doc
     kind = KINDS.get(artifact) if artifact is not None else None
     return doc if kind is None else kind.normalize(doc, roots.redactor)
-
-
-def normalize_audit(doc: Any, roots: Roots | None = None) -> Any:
-    """A provenance audit with its generated time and toolchain fixed (the manifest holds
-    the toolchain) and the model's path (a ``PATH.py:FACTORY`` model) normalized; counts,
-    node and kernel names stay."""
-    return portable.normalize_audit(doc, (roots if roots is not None else Roots.default()).redactor)
 
 
 def normalize_bundle_handles(bundles: Mapping[str, Any], roots: Roots | None = None) -> dict[str, Any]:

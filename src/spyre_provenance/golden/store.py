@@ -26,7 +26,6 @@ from spyre_provenance.golden.normalize import (
     Roots,
     dumps,
     normalize,
-    normalize_audit,
     normalize_bundle_handles,
 )
 from spyre_provenance.logs import tracelog
@@ -89,7 +88,7 @@ class Provenance:
             self.manifest,
             None if self.bundles is None else normalize_bundle_handles(self.bundles, roots),
             self.holds_bundles,
-            None if self.audit is None else normalize_audit(self.audit, roots),
+            None if self.audit is None else normalize(AUDIT, self.audit, roots),
         )
 
     def files(self) -> dict[str, bytes]:

@@ -29,7 +29,6 @@ paths, the golden files' form).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import getpass
 import os
@@ -37,7 +36,6 @@ import re
 import sysconfig
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -112,42 +110,12 @@ class Redactor:
                 return replacement.rstrip("/") or "."
         return self.redact_text(path)
 
-    # -- artifacts: each kind's ``redact`` part (``validate.kinds``) is one of these -----------
-    # A redacted copy of one document (None stays None). OpSpec handle ids are left alone:
-    # they are the compiler's own ids (content hashes of the unredacted handle), and the
-    # SuperDSC bundles refer to a handle by them.
-
-    def unchanged(self, doc: Any) -> Any:
-        """A kind that holds no paths (node mappings: names only): as it is."""
-        return doc
-
-    def stack_traces(self, traces: dict[str, list[str]] | None) -> dict[str, list[str]] | None:
-        if traces is None:
-            return None
-        return {key: [self.redact_text(t) for t in values] for key, values in traces.items()}
-
-    def kernel_information(self, doc: dict[str, Any] | None) -> dict[str, Any] | None:
-        if doc is None:
-            return None
-        doc = copy.deepcopy(doc)
-        for entry in doc.values():
-            entry["stack_traces"] = [self.redact_text(t) for t in entry.get("stack_traces", [])]
-        return doc
-
-    def diagnostics(self, doc: dict[str, Any] | None) -> dict[str, Any] | None:
-        if doc is None:
-            return None
-        doc = copy.deepcopy(doc)
-        for fault in doc.get("faults", []):
-            fault["error"] = self.redact_text(fault["error"])
-        for misnamed in doc.get("misnamed_handles", []):
-            if isinstance(misnamed.get("handle_line"), str):
-                misnamed["handle_line"] = self.redact_line(misnamed["handle_line"])
-            misnamed["node_lines"] = [self.redact_line(line) for line in misnamed.get("node_lines", [])]
-        return doc
+    # -- each kind's redaction (its record's ``redact``, in its module in ``validate/kinds/``)
+    # is made of redact_text, redact_path and redact_line; no kind is named here.
 
     def misnamed_handle(self, misnamed: MisnamedHandle) -> MisnamedHandle:
-        """A misnamed handle's lines redacted as its handle's source is (``opspec_handles``)."""
+        """A misnamed handle's record (the diagnostics', before it is written) with its lines
+        redacted as its handle's source is in the OpSpec table."""
         return msgspec.structs.replace(
             misnamed,
             handle_line=None if misnamed.handle_line is None else self.redact_line(misnamed.handle_line),
@@ -158,20 +126,6 @@ class Redactor:
         """``file:line`` with its file redacted as a handle's source file is."""
         file, colon, number = line.rpartition(":")
         return self.redact_path(file) + colon + number if colon else self.redact_path(line)
-
-    def opspec_handles(self, doc: dict[str, Any] | None) -> dict[str, Any] | None:
-        if doc is None:
-            return None
-        doc = copy.deepcopy(doc)
-        for handle in doc.get("handles", {}).values():
-            source = handle.get("source")
-            if isinstance(source, dict) and isinstance(source.get("file"), str):
-                source["file"] = self.redact_path(source["file"])
-            for step in handle.get("transform_history", []):
-                for key in ("pass_name", "reason"):
-                    if isinstance(step.get(key), str):
-                        step[key] = self.redact_text(step[key])
-        return doc
 
 
 def find_project(start: Path, home: Path | None = None) -> Path | None:

@@ -1,13 +1,14 @@
 """What a document is: which artifact, which version, and how to say where it is wrong.
 
 ``artifact_for_filename`` names the artifact by file name, ``guess_by_shape`` by shape
-from each kind's ``Shape`` (``*_shape``: the ``shape`` part of its record in
-``validate.kinds``, whose ``guess_artifact`` gives them), each kind's version reader
-(``*_version``: its record's ``version``, which ``validate.kinds.detect`` applies) its
-version; a ``Problem`` is one thing
-wrong at a JSON path: fields dotted (``$.preToPost``), map keys bracketed and quoted
-(``["relu"]``), list indices bracketed (``[0]``); ``quote`` cuts a hostile value to a
-readable size. Used by the validators, the log reader and golden.
+(each kind's ``Shape``, made with ``keyed`` or ``bare_map``: the ``shape`` part of its record,
+which ``validate.kinds.guess_artifact`` gives), ``versions`` and ``explicit_version`` make the
+version readers of the kinds' records (their ``version``, which ``validate.kinds.detect``
+applies); a ``Problem`` is one thing wrong at a JSON path: fields dotted (``$.preToPost``), map
+keys bracketed and quoted (``["relu"]``), list indices bracketed (``[0]``); ``quote`` cuts a
+hostile value to a readable size. Used by the validators, the log reader and golden. Each
+kind's own shape and version reader live in its module (``validate/kinds/``): none is named
+here.
 
 Pure: no torch, no jsonschema.
 """
@@ -23,8 +24,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from spyre_provenance.model.names import FILENAME_PATTERNS, MAP_FIELDS, NOT_ARTIFACT_PATTERNS
-from spyre_provenance.model.wire import KERNEL_INFO_V2_MARK
+from spyre_provenance.model.names import FILENAME_PATTERNS, NOT_ARTIFACT_PATTERNS
 
 # The schema files' pattern strings, applied as jsonschema applies them (re.search), so both
 # validation paths accept exactly the same keys.
@@ -85,7 +85,7 @@ KEYED, FIELD, BARE = 0, 1, 2
 
 
 class Shape(NamedTuple):
-    """How a kind is told by its shape: the ``shape`` part of its record (``validate.kinds``).
+    """How a kind is told by its shape: the ``shape`` part of its record (``validate.kind``).
 
     ``tier`` says how telling its test is, so a looser test never takes a document a tighter
     one would: ``KEYED``, two keys of its own; ``FIELD``, one of its fields; ``BARE``, a bare
@@ -100,28 +100,15 @@ def keyed(*keys: str) -> Shape:
     return Shape(lambda doc, strict: all(key in doc for key in keys), KEYED)
 
 
-def _mapping_fields(doc: Mapping[str, Any], strict: bool) -> bool:
-    return any(f in doc for f in MAP_FIELDS) or list(doc.keys()) == ["version"]
-
-
 def bare_map(first_value: str) -> Shape:
     """A map of kernel keys whose first value is of the JSON type ``first_value``."""
 
     def test(doc: Mapping[str, Any], strict: bool) -> bool:
         if not doc or (strict and not all(KERNEL_KEY_RE.search(k) for k in doc)):
             return False
-        return _kind(next(iter(doc.values()))) == first_value
+        return raw_type(next(iter(doc.values()))) == first_value
 
     return Shape(test, BARE)
-
-
-sidecar_shape = keyed("schemaVersion", "kernelIdentities")
-opspec_shape = keyed("kernels", "handles")
-diagnostics_shape = keyed("faults", "partial")
-audit_shape = keyed("graphs", "toolchain")
-mapping_shape = Shape(_mapping_fields, FIELD)
-stack_traces_shape = bare_map("array")
-kernel_information_shape = bare_map("object")
 
 
 def guess_by_shape(doc: Mapping[str, Any], shapes: Iterable[tuple[str, Shape]], *, strict: bool = False) -> str | None:
@@ -133,28 +120,9 @@ def guess_by_shape(doc: Mapping[str, Any], shapes: Iterable[tuple[str, Shape]], 
 
 
 #: How a kind tells its version from a document (``detect``): the ``version`` part of its
-#: record (``validate.kinds``). Takes the artifact's name and the top-level object (values
+#: record (``validate.kind``). Takes the artifact's name and the top-level object (values
 #: decoded or ``msgspec.Raw``); an unknown version is a Detected with a problem.
 VersionReader = Callable[[str, Mapping[str, Any]], Detected]
-
-
-def mapping_version(artifact: str, doc: Mapping[str, Any]) -> Detected:
-    """Node mappings without ``version`` are version 1, unless their kernel keys carry
-    ``:<N>`` handles: then they are 2.0 with the key missing (which validation reports)."""
-    if "version" in doc:
-        return _explicit_version(artifact, doc["version"], {2.0: ("2.0", 2)})
-    return Detected(artifact, "2.0", 2) if _has_handle_keys(doc) else Detected(artifact, "1", 1)
-
-
-def stack_traces_version(artifact: str, doc: Mapping[str, Any]) -> Detected:
-    """Stack traces never have a version key: ``:<N>`` keys (or no keys) make them version 2."""
-    v2 = not doc or any(KERNEL_KEY_RE.search(k) for k in doc)
-    return Detected(artifact, "2", 2) if v2 else Detected(artifact, "1", 1)
-
-
-def kernel_information_version(artifact: str, doc: Mapping[str, Any]) -> Detected:
-    # the file has no version: torch 2.14 added extern_semantic_key to every entry
-    return Detected(artifact, "2", 2) if _has_v2_entries(doc) else Detected(artifact, "1", 1)
 
 
 def versions(*known: int) -> VersionReader:
@@ -164,29 +132,14 @@ def versions(*known: int) -> VersionReader:
 
     def read(artifact: str, doc: Mapping[str, Any]) -> Detected:
         if "version" in doc:
-            return _explicit_version(artifact, doc["version"], table)
+            return explicit_version(artifact, doc["version"], table)
         return Detected(artifact, "1", 1)
 
     return read
 
 
-opspec_version = versions(1, 2)
-diagnostics_version = versions(1, 2, 3, 4, 5, 6)
-audit_version = versions(1)
-source_lines_version = versions(1)
-
-
-def sidecar_version(artifact: str, doc: Mapping[str, Any]) -> Detected:
-    """torch-spyre's sidecar names its version ``schemaVersion``."""
-    if "schemaVersion" in doc:
-        found = _explicit_version(artifact, doc["schemaVersion"], {1: ("1", 1)})
-        if found.problem is not None:
-            return Detected(artifact, None, None, Problem("$.schemaVersion", found.problem.message))
-        return found
-    return Detected(artifact, "1", 1)  # validation reports the missing key
-
-
-def _explicit_version(artifact: str, value: Any, known: dict[float, tuple[str, int]]) -> Detected:
+def explicit_version(artifact: str, value: Any, known: dict[float, tuple[str, int]]) -> Detected:
+    """The version ``value`` names, of ``known`` (its number -> (as users see it, schema N))."""
     if json_type(value) in ("integer", "number") and value in known:
         shown, schema = known[value]
         return Detected(artifact, shown, schema)
@@ -195,36 +148,7 @@ def _explicit_version(artifact: str, value: Any, known: dict[float, tuple[str, i
     return Detected(artifact, None, None, Problem("$.version", message))
 
 
-def _has_handle_keys(doc: Mapping[str, Any]) -> bool:
-    kernels = doc.get("cppCodeToPost")
-    if isinstance(kernels, dict) and any(KERNEL_KEY_RE.search(k) for k in kernels):
-        return True
-    posts = doc.get("postToCppCode")
-    return isinstance(posts, dict) and any(
-        isinstance(n, str) and KERNEL_KEY_RE.search(n)
-        for names in posts.values()
-        if isinstance(names, list)
-        for n in names
-    )
-
-
-def _has_v2_entries(doc: Mapping[str, Any]) -> bool:
-    """Whether some kernel_information entry (decoded or ``msgspec.Raw``) has the field only
-    version 2 has. An entry that is not an object says nothing; validation reports it."""
-    for value in doc.values():
-        if isinstance(value, msgspec.Raw):
-            if _kind(value) != "object":
-                continue
-            try:
-                value = msgspec.json.decode(value, type=dict[str, msgspec.Raw])
-            except msgspec.MsgspecError:
-                continue
-        if isinstance(value, Mapping) and KERNEL_INFO_V2_MARK in value:
-            return True
-    return False
-
-
-def _kind(value: Any) -> str:
+def raw_type(value: Any) -> str:
     """JSON type of a value, decoded or ``msgspec.Raw`` (which starts at its first byte)."""
     if isinstance(value, msgspec.Raw):
         first = bytes(memoryview(value)[:1])

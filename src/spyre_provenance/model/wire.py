@@ -2,7 +2,7 @@
 
 Every field is required and every object closed, as in the schemas. Integers are typed
 ``int | float`` because JSON Schema's "integer" accepts 3.0; the rules
-(``validate.rules.check_types``) then demand integral values, so both engines agree.
+(each kind's ``check_types``, ``validate/kinds/``) then demand integral values, so both engines agree.
 
 Where the hook writes a record as it is (diagnostics, a handle's source and transforms),
 the wire form is derived from that record (``wire_form``): one definition of the shape,
@@ -131,7 +131,7 @@ class KernelInfoEntry(msgspec.Struct, forbid_unknown_fields=True):
     pre_grad_nodes: list[str]
 
 
-Dim = int | float | str  # a static size (integral: rules.check_kernel_info_types) or a symbolic one
+Dim = int | float | str  # a static size (integral: kinds.kernel_information.check_types) or a symbolic one
 
 
 class KernelInfoEntryV2(msgspec.Struct, forbid_unknown_fields=True):
@@ -215,8 +215,8 @@ KERNEL_INFO_FIELDS = KernelInfoEntry.__struct_fields__  # the lists each entry o
 class SourceLinesFile(msgspec.Struct, forbid_unknown_fields=True):
     """What ``spyre_source_lines`` holds of one file (``viewer.sources.snapshot``)."""
 
-    made: list[int | float]  # integral, >= 1, each once: rules.check_source_lines_types
-    lines: dict[str, str]  # keys are line numbers: rules.check_source_lines_types
+    made: list[int | float]  # integral, >= 1, each once: kinds.source_lines.check_types
+    lines: dict[str, str]  # keys are line numbers: kinds.source_lines.check_types
     error: str | None
 
 
@@ -224,7 +224,7 @@ class SourceLinesDoc(msgspec.Struct, forbid_unknown_fields=True):
     """``spyre_source_lines`` version 1, field order as written."""
 
     version: int | float
-    context: int | float  # integral, >= 0: rules.check_source_lines_types
+    context: int | float  # integral, >= 0: kinds.source_lines.check_types
     files: dict[str, SourceLinesFile]
 
 

@@ -1,7 +1,7 @@
 """The fast engine's decoding: msgspec into typed values, each problem at its exact path.
 
 A ``Decoding`` is one check of one document's text. Each kind's fast decoder
-(``validate.decoders``) reads it through ``top`` (the top-level object, key by key),
+(``fast`` in its module, ``validate/kinds/``) reads it through ``top`` (the top-level object, key by key),
 ``decode`` and ``decode_map``, and counts what it decoded (``tally_*``: object keys and
 colons inside strings), which ``fastpath`` holds against the text to find repeated keys.
 
@@ -24,6 +24,8 @@ from spyre_provenance.model.jsonio import not_utf8
 MISSING: Any = object()  # what a decode that found a problem returns
 #: (object keys, colons inside strings) of what was decoded; None: it did not decode cleanly
 Tally = tuple[int, int] | None
+#: What a kind's fast decoder returns: the detection, the typed document for the rules, the tally.
+Decoded = tuple[Detected, Any, Tally]
 
 
 class Decoding:

@@ -1,12 +1,11 @@
 """The fast validation path: msgspec typed decode + the invariants, for 100 MB+ artifacts.
 
 No jsonschema and no generic object walk: each kind's fast decoder (its record's ``fast``,
-``validate.kinds``; the decoders are ``validate.decoders``) decodes straight into the typed
-values its rules take (``dict[str, list[str]]`` for the node maps); a 2.0 mapping is checked
-one map at a time, so peak memory is the text plus its largest decoded map (about 2.7x the
+in its module in ``validate/kinds/``) decodes straight into the typed values its rules take
+(``dict[str, list[str]]`` for the node maps); a 2.0 mapping is checked one map at a time, so peak memory is the text plus its largest decoded map (about 2.7x the
 text for a 100 MB mapping, the text included). The types mirror the schema files; where a
-type cannot say a rule (integral numbers, enums, key patterns, uniqueness) ``rules`` checks
-it, so this path and the jsonschema path agree on every document
+type cannot say a rule (integral numbers, enums, key patterns, uniqueness) the kind's rules
+check it, so this path and the jsonschema path agree on every document
 (tests/unit/test_validator_agreement.py).
 
 Use it through ``spyre_provenance.validate.schemas.validate_bytes``.

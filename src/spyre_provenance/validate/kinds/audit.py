@@ -1,25 +1,39 @@
-"""What a provenance audit must be beyond its JSON Schema (``schemas/provenance_audit/``).
+"""The provenance audit (``provenance_audit``, ``compile --audit``): one per compile, where
+each field of provenance was dropped on the way through the compile.
 
-``check_audit_types`` states what the wire types leave open (enums, integral non-negative
-counts, the kernel-key pattern, a non-empty backend); ``check_audit`` the invariants no
-schema can state: a count's ``present <= total`` and ``missing`` naming exactly the other
-nodes of its stage; a stage once per graph; a drop at a stage of its graph where its field
-is counted; kernel keys once per graph; a linked kernel is mapped. Both engines run both
-(tests/unit/test_validator_agreement.py).
+Its record and every part of it: a ``version`` key, told by its keys ``graphs`` and
+``toolchain``, the fast decoder, ``check_audit_types`` (what the wire types leave open:
+enums, integral non-negative counts, the kernel-key pattern, a non-empty backend) and
+``check_audit`` (its record's ``rules``, the invariants no schema can state: a count's
+``present <= total`` and ``missing`` naming exactly the other nodes of its stage; a stage
+once per graph; a drop at a stage of its graph where its field is counted; kernel keys once
+per graph; a linked kernel is mapped). Both engines run both
+(tests/unit/test_validator_agreement.py). For the audit golden case its generated time and
+toolchain are fixed and its model's path normalized.
 
 Pure: no torch, no jsonschema.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
+from spyre_provenance.links import portable
+from spyre_provenance.links.redact import Redactor
+from spyre_provenance.model import wire
 from spyre_provenance.model.audit_records import AUDIT_STAGES, FIELDS
-from spyre_provenance.model.detect import KERNEL_KEY_RE, Problem, key_path, quote
-from spyre_provenance.model.names import GRAPH_KINDS
+from spyre_provenance.model.detect import KERNEL_KEY_RE, Problem, key_path, keyed, quote, versions
+from spyre_provenance.model.names import AUDIT, GRAPH_KINDS
+from spyre_provenance.model.names import KINDS as FILINGS
+from spyre_provenance.validate.decoding import Decoded, Decoding, add, tally, tally_keys
+from spyre_provenance.validate.kind import Kind, as_is
 
 MSG_KERNEL_KEY = 'not a kernel key "<kernel>:<N>" (N a positive integer)'
 GRAPH_CACHES = ("bypassed",)
+read_version = versions(1)
 
 
 def _one_of(options: Any, value: Any) -> str:
@@ -150,3 +164,72 @@ def _first_duplicate(items: Any) -> Any:
             return item
         seen.add(item)
     return None
+
+
+# --- the two decoders ------------------------------------------------------------------------
+
+
+def fast(run: Decoding) -> Decoded:
+    """A provenance audit: top-level keys one by one (exact paths), then the rules."""
+    det, version = run.versioned(AUDIT, read_version)
+    if det.schema is None:
+        return det, None, None
+    top = run.top()
+    doc_type = wire.AUDIT_DOCS[det.schema]
+    run.keys_of(doc_type.__struct_fields__)
+    values = {}
+    for name, type_ in wire.field_types(doc_type).items():
+        if name in top and name != "version":
+            values[name] = run.decode(top[name], type_, f"$.{name}")
+    if run.problems:
+        return det, None, None
+    doc = doc_type(version=version, **values)
+    run.problems.extend(check_audit_types(doc))
+    if run.problems:
+        return det, None, None
+    return det, doc, add(tally_keys(top), tally(list(values.values())))
+
+
+def full(schema: int, doc: Mapping[str, Any]) -> Any:
+    return msgspec.convert(dict(doc), wire.AUDIT_DOCS[schema])
+
+
+# --- golden files and --redact-paths: its machine-dependent text -------------------------------
+
+
+#: What a golden provenance audit holds for its ``generated`` time (the one field that
+#: differs between two runs of the same model on the same toolchain).
+GENERATED_TEXT = "<generated>"
+#: What a golden audit holds for each part of its toolchain: a golden case's manifest says
+#: which torch made it, and a torch change is a hint there, never a change of the case.
+TOOLCHAIN_TEXT = "<in manifest.json>"
+
+
+def normalize(doc: Any, redactor: Redactor) -> Any:
+    """A provenance audit with its generated time and toolchain fixed (the manifest holds
+    the toolchain) and the model's path (a ``PATH.py:FACTORY`` model) normalized; counts,
+    node and kernel names stay."""
+    if not isinstance(doc, dict):
+        return doc
+    doc = dict(doc)
+    if "generated" in doc:
+        doc["generated"] = GENERATED_TEXT
+    if isinstance(doc.get("toolchain"), dict):
+        doc["toolchain"] = dict.fromkeys(doc["toolchain"], TOOLCHAIN_TEXT)
+    if isinstance(doc.get("model"), str) and ":" in doc["model"]:
+        path, _, factory = doc["model"].rpartition(":")
+        doc["model"] = f"{portable.normalize_path(path, redactor)}:{factory}"
+    return doc
+
+
+KIND = Kind(
+    FILINGS[AUDIT],
+    version=read_version,
+    current="1",
+    fast=fast,
+    full=full,
+    rules=check_audit,
+    normalize=normalize,
+    redact=as_is,
+    shape=keyed("graphs", "toolchain"),
+)

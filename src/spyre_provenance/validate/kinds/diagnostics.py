@@ -1,23 +1,32 @@
-"""What a diagnostics document must be beyond its JSON Schema (``schemas/spyre_provenance_diagnostics/``).
+"""The diagnostics (``spyre_provenance_diagnostics``): what went wrong in a graph and what was
+inferred, written by the hook beside its artifacts; checked, never compared by golden files.
 
-``check_diagnostics_types`` states what the wire types leave open (enums, integral
-non-negative counts, non-empty strings); ``check_diagnostics`` (the ``rules`` of its kind's
-record, ``validate.kinds``) the invariants no schema can state: partial exactly when there
-are faults, counts that bound each other, and (version 2 on) complete exactly when not
-partial, coverage judged and nothing violated. Both engines run both
-(tests/unit/test_validator_agreement.py).
+Its record and every part of it: a ``version`` key (1 to 6), told by its keys ``faults`` and
+``partial``, the fast decoder, ``check_diagnostics_types`` (what the wire types leave open:
+enums, integral non-negative counts, non-empty strings) and ``check_diagnostics`` (its
+record's ``rules``: the invariants no schema can state: partial exactly when there are
+faults, counts that bound each other, and, version 2 on, complete exactly when not partial,
+coverage judged and nothing violated). Both engines run both
+(tests/unit/test_validator_agreement.py). ``--redact-paths`` rewrites its fault messages and
+misnamed handles' lines.
 
 Pure: no torch, no jsonschema.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import copy
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from spyre_provenance.model.detect import KERNEL_KEY_RE, Problem, quote
+import msgspec
+
+from spyre_provenance.links.redact import Redactor
+from spyre_provenance.model import wire
+from spyre_provenance.model.detect import KERNEL_KEY_RE, Problem, keyed, quote, versions
 from spyre_provenance.model.names import (
     COVERAGE_RULES,
+    DIAGNOSTICS,
     FAULT_STAGES,
     GRAPH_KINDS,
     INFERRED_PRE_GRAD_REASONS,
@@ -25,6 +34,7 @@ from spyre_provenance.model.names import (
     INFERRED_SOURCE_REASONS,
     MAPPING_SOURCES,
 )
+from spyre_provenance.model.names import KINDS as FILINGS
 from spyre_provenance.model.records import CACHE_STATES, MISNAMED_PARTS, UPSTREAM_RELATIONS, ExemptNodes
 from spyre_provenance.model.wire import (
     DiagnosticsDocV1,
@@ -34,6 +44,8 @@ from spyre_provenance.model.wire import (
     DiagnosticsDocV5,
     DiagnosticsDocV6,
 )
+from spyre_provenance.validate.decoding import Decoded, Decoding, add, tally, tally_keys
+from spyre_provenance.validate.kind import Kind, as_is
 from spyre_provenance.validate.rules import (
     HANDLE_ID_RE,
     MSG_EMPTY,
@@ -47,6 +59,7 @@ from spyre_provenance.validate.rules import (
 # bundle_handles: those of the document's version, read off its wire type)
 DIAGNOSTICS_COUNTS = ("kernels", "opspecs", "handleless_opspecs")
 EXEMPT_COUNTS = ExemptNodes.__struct_fields__
+read_version = versions(1, 2, 3, 4, 5, 6)
 
 DiagnosticsDoc = (
     DiagnosticsDocV1 | DiagnosticsDocV2 | DiagnosticsDocV3 | DiagnosticsDocV4 | DiagnosticsDocV5 | DiagnosticsDocV6
@@ -286,3 +299,58 @@ def _check_diagnostics_v2(
     dup = first_duplicate([[link.node, link.kernel] for link in doc.inferred])
     if dup is not NO_DUPLICATE:
         problems.append(Problem("$.inferred", f"duplicate link of {quote(dup[0])} to {quote(dup[1])}"))
+
+
+# --- the two decoders ------------------------------------------------------------------------
+
+
+def fast(run: Decoding) -> Decoded:
+    det, version = run.versioned(DIAGNOSTICS, read_version)
+    if det.schema is None:
+        return det, None, None
+    top = run.top()
+    run.keys_of(wire.diagnostics_fields(det.schema))
+    values = {}
+    for name, type_ in wire.diagnostics_field_types(det.schema).items():
+        if name in top and name != "version":
+            values[name] = run.decode(top[name], type_, f"$.{name}")
+    if run.problems:
+        return det, None, None
+    doc = wire.DIAGNOSTICS_DOCS[det.schema](version=version, **values)
+    run.problems.extend(check_diagnostics_types(doc))
+    if run.problems:
+        return det, None, None
+    return det, doc, add(tally_keys(top), tally(list(values.values())))
+
+
+def full(schema: int, doc: Mapping[str, Any]) -> Any:
+    return msgspec.convert(dict(doc), wire.DIAGNOSTICS_DOCS[schema])
+
+
+# --- --redact-paths: its machine-dependent text (golden files never compare it) ------------------
+
+
+def redact(doc: dict[str, Any] | None, redactor: Redactor) -> dict[str, Any] | None:
+    if doc is None:
+        return None
+    doc = copy.deepcopy(doc)
+    for fault in doc.get("faults", []):
+        fault["error"] = redactor.redact_text(fault["error"])
+    for misnamed in doc.get("misnamed_handles", []):
+        if isinstance(misnamed.get("handle_line"), str):
+            misnamed["handle_line"] = redactor.redact_line(misnamed["handle_line"])
+        misnamed["node_lines"] = [redactor.redact_line(line) for line in misnamed.get("node_lines", [])]
+    return doc
+
+
+KIND = Kind(
+    FILINGS[DIAGNOSTICS],
+    version=read_version,
+    current="6",
+    fast=fast,
+    full=full,
+    rules=check_diagnostics,
+    normalize=as_is,  # never compared by golden files
+    redact=redact,
+    shape=keyed("faults", "partial"),
+)
