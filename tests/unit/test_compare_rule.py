@@ -248,7 +248,7 @@ def _decode_like(changed: int, regrouped: int, same: int) -> Comparison:
     prefill, decode = [], []
     for n in range(regrouped + same):
         kernel = "cpp_fused_mul_1" if n < regrouped else "cpp_fused_mm_9"
-        own = dict(opspecs=(), ops=["aten.mul"], ops_from="post-grad nodes", graph="m 0/0 inference")
+        own = {"opspecs": (), "ops": ["aten.mul"], "ops_from": "post-grad nodes", "graph": "m 0/0 inference"}
         prefill.append(use(n + 1, f"h{n} = h * {n}", **own, kernels_n=(kernel, 5)))
         decode.append(use(n + 1, f"h{n} = h * {n}", **{**own, "graph": "m 0/1 inference"},
                           kernels_n=("cpp_fused_cat_mul_1" if n < regrouped else kernel, 5)))  # fmt: skip
