@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.base.process import gc_paused
@@ -43,8 +43,8 @@ from spyre_provenance.model.compare_records import (
     Side,
 )
 from spyre_provenance.model.detect import split_key
+from spyre_provenance.model.frames import Frame, is_user_frame
 from spyre_provenance.model.frames import frames as stack_frames
-from spyre_provenance.model.frames import is_user_frame
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.runtime import index as kernel_index
 from spyre_provenance.runtime import time_summary
@@ -187,21 +187,21 @@ class _Lines:
         opspecs = graph.opspecs if isinstance(graph.opspecs, dict) else {}
         kernel_specs = _object(opspecs.get("kernels"))
         handles = _object(opspecs.get("handles"))
-        nodes = _NodeLines(graph, users)
+        nodes = _NodeLines(graph, users, codes)
         for key in graph.keys:
             use = KernelUse(split_key(key)[0] or key, key, label)
             specs = kernel_specs.get(key)
             if isinstance(specs, list) and specs:
                 placed = [self._add_opspec(s, handles, use, codes) for s in specs if isinstance(s, dict)]
-                self._add_kernel(use, own[key] or ([] if any(placed) else [NOWHERE]), {}, [], "opspecs", codes)
+                self._add_kernel(use, own[key].lines or ([] if any(placed) else [NOWHERE]), {}, [], "opspecs", codes)
                 continue
-            by_line = nodes.own_ops(key)
+            by_line = nodes.own_ops(key, own[key].by_innermost)
             if by_line is not None:  # the nodes carrying each line: its own ops, apart from the kernel's
-                lines = list(dict.fromkeys([*own[key], *by_line]))
+                lines = list(dict.fromkeys([*own[key].lines, *by_line]))
                 self._add_kernel(use, lines or [NOWHERE], by_line, [], "post-grad nodes", codes)
             else:  # nothing tells the kernel's nodes apart: its ATen ops are the finest evidence
                 ops = GraphView.of(graph).call_site(key).aten_ops
-                self._add_kernel(use, own[key] or [NOWHERE], {}, ops, "kernels", codes)
+                self._add_kernel(use, own[key].lines or [NOWHERE], {}, ops, "kernels", codes)
 
     def _add_kernel(
         self,
@@ -272,25 +272,33 @@ class _NodeLines:
     ``runtime.lookup``'s own ops of a call site (``GraphView._own_ops``), its nodes those
     at the line."""
 
-    def __init__(self, graph: IndexedGraph, users: dict[str, bool]) -> None:
+    def __init__(self, graph: IndexedGraph, users: dict[str, bool], codes: dict[Where, str]) -> None:
         self.graph = graph
         self.users = users
-        self.frames = node_frames(graph.post_grad_graph) if graph.post_grad_graph else {}
+        self.codes = codes
+        self._frames: dict[str, Frame] | None = None  # read at the first call site without OpSpecs
 
-    def own_ops(self, key: str) -> dict[Where, list[str]] | None:
-        """The call site's lines, each with the ops of its nodes at that line; None when no
-        node of the call site has a printed frame (no log, or no stack traces)."""
+    @property
+    def frames(self) -> dict[str, Frame]:
+        if self._frames is None:
+            self._frames = node_frames(self.graph.post_grad_graph) if self.graph.post_grad_graph else {}
+        return self._frames
+
+    def own_ops(self, key: str, lines_of: dict[Where, list[Where]]) -> dict[Where, list[str]] | None:
+        """The call site's lines, each with the ops of its nodes at that line (``lines_of``:
+        its traces' lines by their innermost frame); None when no node of the call site has
+        a printed frame (no log, or no stack traces)."""
         post = self.graph.mapping.get("cppCodeToPost", {}).get(key, [])
         printed = [(n, self.frames[n]) for n in post if isinstance(n, str) and n in self.frames]
         if not printed:
             return None
-        lines_of = _lines_of_frames(self.graph.stack_traces.get(key), self.users)
         nodes_at: dict[Where, list[str]] = {}
         for node, frame in printed:
             # FX prints a node's innermost frame; its line is that trace's innermost user frame
             at = lines_of.get((frame.file, frame.line))
             if at is None:
                 at = [(frame.file, frame.line)] if self._user(frame.file) else []
+                self.codes.setdefault((frame.file, frame.line), frame.code.strip())
             for where in at:
                 nodes_at.setdefault(where, []).append(node)
         view = GraphView.of(self.graph)
@@ -302,26 +310,21 @@ class _NodeLines:
         return self.users[file]
 
 
-def _lines_of_frames(traces: Any, users: dict[str, bool]) -> dict[Where, list[Where]]:
-    """A call site's stack traces as (innermost frame) -> the lines of the traces ending
-    there (their innermost user frames, ``_user_lines``' rule)."""
-    found: dict[Where, dict[Where, None]] = {}
-    for trace in traces if isinstance(traces, list) else []:
-        frames = stack_frames(trace) if isinstance(trace, str) else []
-        for frame in frames:
-            if frame.file not in users:
-                users[frame.file] = is_user_frame(frame.file)
-        user = [f for f in frames if users[f.file]]
-        if frames and user:
-            found.setdefault((frames[-1].file, frames[-1].line), {})[(user[-1].file, user[-1].line)] = None
-    return {inner: list(lines) for inner, lines in found.items()}
+class _TraceLines(NamedTuple):
+    """A call site's stack traces read once: the lines they carry, and by which frame."""
+
+    #: the innermost user frame of each trace (``time_summary``'s rule), in order, each once
+    lines: list[Where]
+    #: a trace's innermost frame (what FX prints above a node) -> the lines of the traces ending there
+    by_innermost: dict[Where, list[Where]]
 
 
-def _user_lines(traces: Any, codes: dict[Where, str], users: dict[str, bool]) -> list[Where]:
-    """The innermost user frame of each of a call site's stack traces (``time_summary``'s
-    rule), in order, each once; every frame's code goes into ``codes``. ``users`` keeps
-    ``is_user_frame``'s answer per file: a graph's traces name few files, many times."""
+def _user_lines(traces: Any, codes: dict[Where, str], users: dict[str, bool]) -> _TraceLines:
+    """A call site's stack traces as ``_TraceLines``; every frame's code goes into ``codes``.
+    ``users`` keeps ``is_user_frame``'s answer per file: a graph's traces name few files,
+    many times."""
     found: dict[Where, None] = {}
+    by_innermost: dict[Where, dict[Where, None]] = {}
     for trace in traces if isinstance(traces, list) else []:
         if not isinstance(trace, str):
             continue
@@ -332,8 +335,10 @@ def _user_lines(traces: Any, codes: dict[Where, str], users: dict[str, bool]) ->
                 users[frame.file] = is_user_frame(frame.file)
         user = [f for f in frames if users[f.file]]
         if user:
-            found[(user[-1].file, user[-1].line)] = None
-    return list(found)
+            line = (user[-1].file, user[-1].line)
+            found[line] = None
+            by_innermost.setdefault((frames[-1].file, frames[-1].line), {})[line] = None
+    return _TraceLines(list(found), {inner: list(lines) for inner, lines in by_innermost.items()})
 
 
 def _handle_lines(handle_id: Any, handles: dict[str, Any]) -> dict[Where, list[str]]:
