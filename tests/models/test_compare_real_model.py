@@ -156,3 +156,24 @@ def test_the_default_text_fits_a_screen_and_the_rest_stays_complete(decoded, com
     assert {r["ops_from_b"] for r in rows if r["status"] == "only_b"} == {"post-grad nodes"}
     if "not shown: " in screen:
         assert "--all lists every line" in screen.splitlines()[-1]
+
+
+def test_on_the_reference_backend_the_screen_fits_and_shows_the_cache_lines_first(compile_case, run_cli):
+    """With OpSpecs every shared line of prefill and decode changed its iteration spaces
+    (a shape counts): the screen still fits, and the decode step's own lines, on one side
+    only, are shown before the lines whose OpSpecs alone changed."""
+    case = compile_case(f"{ZOO / 'hf_models.py'}:granite_decode", "--no-tlparse")
+    assert case.returncode == 0, case.stderr[-2000:]
+    sides = (f"{case.out}:0/0", f"{case.out}:0/1")
+    code, out, err = run_cli("compare", *sides, "--format", "json")
+    assert code == 1, err
+    doc = json.loads(out)
+    only_b = [p["b"] for p in doc["lines"] if p["status"] == "only_b"]
+    assert {Path(u["file"]).name for u in only_b} == {"cache_utils.py"} and all(u["opspecs"] for u in only_b)
+    screen = run_cli("compare", *sides)[1].splitlines()
+    assert len(screen) <= SCREEN, "\n".join(screen)
+    shown = [i for i, r in enumerate(screen) if r.startswith("only in B   cache_utils.py:")]
+    first_changed = next(i for i, r in enumerate(screen) if r.startswith("changed "))
+    assert len(shown) == len(only_b) and max(shown) < first_changed
+    everything = run_cli("compare", *sides, "--all")[1]
+    assert all(f"{(p['a'] or p['b'])['file']}:{(p['a'] or p['b'])['line']}" in everything for p in doc["lines"])

@@ -271,7 +271,7 @@ def test_the_screen_names_what_changed_and_fits_while_all_lists_every_line():
     assert "only in B   cache.py:500  k0 = torch.cat([k0, x])" in rows
     assert "    ops aten.cat · in cpp_fused_cat_mul_1 ×5" in rows
     assert "only in A   masking.py:700  12 lines: 700, 701, 702 +9 more" in rows  # a file's one-sided lines, one row
-    (regrouped,) = [r for r in rows if r.startswith("  30 lines: model.py:1, model.py:2, model.py:3 +27 more")]
+    (regrouped,) = [r for r in rows if r.startswith("  30 lines: model.py:1, :2, :3 +27 more")]
     assert regrouped.endswith("kernels cpp_fused_mul_1 ×5 -> cpp_fused_cat_mul_1 ×5")
     assert "same: 40 lines (code, own OpSpecs and ops, kernels)" in rows
     assert "not shown" not in screen
@@ -284,9 +284,12 @@ def test_the_screen_says_what_it_left_out():
 
     before = [use(n, f"y{n} = x + {n}", ops=["aten.add"]) for n in range(1, 40)]
     after = [use(n, f"y{n} = x + {n}", ops=["aten.sub"]) for n in range(1, 40)]
+    after.append(use(3, "k = torch.cat([k, x])", ops=["aten.cat"], file="/m/zz_cache.py"))
     screen = compare_screen.render(compare(side("A", *before), side("B", *after)))
     assert len(screen.splitlines()) <= 60
     assert "ops -aten.add  +aten.sub" in screen
+    # a line on one side only comes first, though its file comes last and the screen is full
+    assert screen.splitlines()[4] == "only in B   zz_cache.py:3  k = torch.cat([k, x])"
     shown = screen.count("changed     model.py:")
     assert 0 < shown < 39
     assert screen.splitlines()[-1] == (

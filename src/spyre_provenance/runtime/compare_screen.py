@@ -6,10 +6,11 @@ buries them: each kernel is called once per layer, each line is held by several 
 whose names change whenever any line fused into them does (FMS's llama ``micro``: 107 lines,
 72 KB). So the screen shows
 
-- the lines whose **own** work differs (``changed``: their code, own OpSpecs or own ATen
-  ops) and the lines only in A or only in B, each once with what differs: the ops or OpSpecs
-  one side has and the other lacks, and the kernels when they differ too. A file's
-  one-sided lines beyond ``GROUPED_AT`` are one row (prefill's mask building, say);
+- the lines only in A or only in B, and those whose **own** work differs (``changed``: their
+  code, own OpSpecs or own ATen ops), each once with what differs: the ops or OpSpecs one
+  side has and the other lacks, and the kernels when they differ too. A file's one-sided
+  lines beyond ``GROUPED_AT`` are one row (prefill's mask building, say). One-sided lines
+  come first, then changes of code or ops, then of OpSpecs alone (``_rank``);
 - the **regrouped** lines (their own work the same, the kernels holding them not), one row
   per change of kernels, naming the first few lines and a count;
 - how many lines are the same;
@@ -66,7 +67,7 @@ def render(comparison: Comparison) -> str:
     printed, shown_pairs = 0, 0
     blocks = [_entry_text(e, graphs) for e in changed]
     if blocks:
-        out.append("what each line itself became differs (code, own OpSpecs or ATen ops), or the line is on one side:")
+        out.append("lines on one side only, and lines whose own work differs (code, own OpSpecs or ATen ops):")
     for block, entry in zip(blocks, changed, strict=True):
         if printed + len(block) > CHANGED_ROWS:
             break
@@ -109,7 +110,16 @@ def _changed_entries(pairs: list[LinePair]) -> list[_Entry]:
             groups[key].pairs.append(pair)
         else:
             entries.append(_Entry(pair.status, [pair]))
-    return entries
+    return sorted(entries, key=_rank)  # stable: each rank in the comparison's order
+
+
+def _rank(entry: _Entry) -> int:
+    """What the screen shows first, when not all fits: lines on one side only (decode's KV
+    cache), then lines whose code or own ops changed, then those whose OpSpecs alone did
+    (prefill against decode: every OpSpec's iteration space differs)."""
+    if entry.status != "changed":
+        return 0
+    return 1 if {"code", "ops"} & set(entry.pairs[0].changes) else 2
 
 
 def _entry_text(entry: _Entry, graphs: bool) -> list[str]:
@@ -146,9 +156,7 @@ def _regrouped_rows(pairs: list[LinePair], graphs: bool) -> list[tuple[str, int]
             groups.setdefault(_kernel_change(pair.a, pair.b, graphs), []).append(pair.a)
     rows = []
     for change, lines in sorted(groups.items(), key=lambda g: (-len(g[1]), _short(g[1][0]))):
-        named = ", ".join(_short(u) for u in lines[:NAMED]) + (
-            f" +{len(lines) - NAMED} more" if len(lines) > NAMED else ""
-        )
+        named = _named_lines(lines[:NAMED]) + (f" +{len(lines) - NAMED} more" if len(lines) > NAMED else "")
         count = f"{len(lines)} line{'s' if len(lines) != 1 else ''}"
         rows.append((f"  {count}: {named}  kernels {change}", len(lines)))
     return rows
@@ -194,6 +202,15 @@ def _became(line: LineUse, graphs: bool) -> str:
         parts.append(ops_text(line))
     parts.append(f"in {kernel_groups(line.kernels, KERNEL_WIDTH, graphs) or 'no kernel'}")
     return " · ".join(parts)
+
+
+def _named_lines(lines: list[LineUse]) -> str:
+    """Lines in a row: ``model.py:46, :47, util.py:3`` (a line of the file before, its number)."""
+    named, previous = [], None
+    for line in lines:
+        named.append(f":{line.line}" if line.file == previous and line.file != NO_LINE else _short(line))
+        previous = line.file
+    return ", ".join(named)
 
 
 def _one(pair: LinePair) -> LineUse:
