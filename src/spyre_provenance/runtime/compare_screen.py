@@ -94,8 +94,9 @@ def render(comparison: Comparison) -> str:
 
 
 def _changed_entries(pairs: list[LinePair]) -> list[_Entry]:
-    """The changed and one-sided pairs in the comparison's order; a file's one-sided lines
-    of one status beyond ``GROUPED_AT``, one entry where the first of them is."""
+    """The changed and one-sided pairs, by ``_rank`` and then in the comparison's order; a
+    file's one-sided lines of one status beyond ``GROUPED_AT``, one entry where the first of
+    them is."""
     one_sided: Counter[tuple[str, str]] = Counter((p.status, p.file) for p in pairs if p.status in ("only_a", "only_b"))
     entries: list[_Entry] = []
     groups: dict[tuple[str, str], _Entry] = {}
