@@ -30,7 +30,8 @@ from spyre_provenance.validate import schemas
 def use(line: int, code: str, kernel: str = "sdsc_fused_add_0", opspecs=("add [4]",), ops=("aten.add.Tensor",), **kw):
     file = kw.pop("file", "/m/model.py")
     graph = kw.pop("graph", "m 0/0 inference")
-    kernels = [KernelUse(kernel, f"{kernel}:1", graph)] if kernel else []
+    kernel, calls = kw.pop("kernels_n", (kernel, 1))  # a kernel called once per layer: its call sites
+    kernels = [KernelUse(kernel, f"{kernel}:{i + 1}", graph) for i in range(calls)] if kernel else []
     return LineUse(file, line, code, kernels, list(opspecs), list(ops), **kw)
 
 
@@ -212,3 +213,107 @@ def test_a_trace_that_is_none_is_unusable_input(synthetic, run_cli, tmp_path):
     bad.write_text("[1, 2")
     code, out, err = run_cli("compare", synthetic / "a", synthetic / "b", "--trace-a", bad)
     assert code == 2 and out == "" and err.count("\n") == 1 and str(bad) in err
+
+
+def test_own_ops_from_post_grad_nodes_regroup_a_line_and_kernel_wide_ops_change_it():
+    """Stock Inductor records no OpSpecs: where the log's post-grad graph told a line's nodes
+    apart, a renamed kernel regroups the line; where nothing did, the kernels count."""
+    a = use(1, "y = x + 1", kernel="cpp_fused_add_0", opspecs=(), ops_from="post-grad nodes")
+    b = use(1, "y = x + 1", kernel="cpp_fused_add_cat_0", opspecs=(), ops_from="post-grad nodes")
+    assert [(p.status, p.changes) for p in compare(side("A", a), side("B", b)).lines] == [("regrouped", ["kernels"])]
+    wide = msgspec.structs.replace(b, ops_from="kernels")
+    assert [(p.status, p.changes) for p in compare(side("A", a), side("B", wide)).lines] == [("changed", ["kernels"])]
+    cat = msgspec.structs.replace(b, ops=["aten.add.Tensor", "aten.cat.default"])
+    assert [(p.status, p.changes) for p in compare(side("A", a), side("B", cat)).lines] == [
+        ("changed", ["ops", "kernels"])
+    ]
+
+
+def _layers(kernel: str, count: int, graph: str = "m 0/1 inference") -> list[KernelUse]:
+    return [KernelUse(kernel, f"{kernel}:{i}", graph) for i in range(count)]
+
+
+def test_a_kernel_called_per_layer_is_named_once_with_its_count():
+    assert compare_render.kernel_groups(_layers("cpp_fused_cat_2", 5)) == "cpp_fused_cat_2 ×5 (m 0/1 inference)"
+    alike = [KernelUse("cpp_fused_add_4", "k:1", "g"), KernelUse("cpp_fused_add_8", "k:2", "g")]
+    assert compare_render.kernel_groups(alike, graphs=False) == "cpp_fused_add_{4,8}"
+    assert compare_render.kernel_groups(alike * 2, graphs=False) == "cpp_fused_add_{4,8} ×4"
+    long = compare_render.kernel_groups(_layers("cpp_fused_" + "x" * 100 + "_3", 2), width=40, graphs=False)
+    assert long.endswith("xx_3 ×2") and "…" in long and len(long) == 40 + len(" ×2")
+
+
+def _decode_like(changed: int, regrouped: int, same: int) -> Comparison:
+    """A prefill/decode-shaped comparison: ``changed`` lines only in B, a mask file's lines
+    only in A, ``regrouped`` lines in kernels that were renamed, each kernel called per layer."""
+    prefill, decode = [], []
+    for n in range(regrouped + same):
+        kernel = "cpp_fused_mul_1" if n < regrouped else "cpp_fused_mm_9"
+        own = {"opspecs": (), "ops": ["aten.mul"], "ops_from": "post-grad nodes", "graph": "m 0/0 inference"}
+        prefill.append(use(n + 1, f"h{n} = h * {n}", **own, kernels_n=(kernel, 5)))
+        decode.append(use(n + 1, f"h{n} = h * {n}", **{**own, "graph": "m 0/1 inference"},
+                          kernels_n=("cpp_fused_cat_mul_1" if n < regrouped else kernel, 5)))  # fmt: skip
+    for n in range(changed):
+        decode.append(use(500 + n, f"k{n} = torch.cat([k{n}, x])", opspecs=(), ops=["aten.cat"], file="/m/cache.py",
+                          ops_from="post-grad nodes", graph="m 0/1 inference", kernels_n=("cpp_fused_cat_mul_1", 5)))  # fmt: skip
+    for n in range(12):
+        prefill.append(use(700 + n, f"mask{n} = q <= kv", opspecs=(), ops=["aten.le"], file="/m/masking.py",
+                           ops_from="post-grad nodes", graph="m 0/0 inference"))  # fmt: skip
+    return compare(side("A", *prefill), side("B", *decode))
+
+
+def test_the_screen_names_what_changed_and_fits_while_all_lists_every_line():
+    from spyre_provenance.runtime import compare_screen
+
+    done = _decode_like(changed=2, regrouped=30, same=40)
+    screen = compare_screen.render(done)
+    rows = screen.splitlines()
+    assert len(rows) <= 60 and len(compare_render.render_text(done).splitlines()) > 100
+    assert "only in B   cache.py:500  k0 = torch.cat([k0, x])" in rows
+    assert "    ops aten.cat · in cpp_fused_cat_mul_1 ×5" in rows
+    assert "only in A   masking.py:700  12 lines: 700, 701, 702 +9 more" in rows  # a file's one-sided lines, one row
+    (regrouped,) = [r for r in rows if r.startswith("  30 lines: model.py:1, :2, :3 +27 more")]
+    assert regrouped.endswith("kernels cpp_fused_mul_1 ×5 -> cpp_fused_cat_mul_1 ×5")
+    assert "same: 40 lines (code, own OpSpecs and ops, kernels)" in rows
+    assert "not shown" not in screen
+    many = compare_screen.render(_decode_like(changed=4, regrouped=0, same=0))
+    assert "not shown" not in many and many.count("only in B   cache.py:") == 4
+
+
+def test_the_screen_says_what_it_left_out():
+    from spyre_provenance.runtime import compare_screen
+
+    before = [use(n, f"y{n} = x + {n}", ops=["aten.add"]) for n in range(1, 40)]
+    after = [use(n, f"y{n} = x + {n}", ops=["aten.sub"]) for n in range(1, 40)]
+    after.append(use(3, "k = torch.cat([k, x])", ops=["aten.cat"], file="/m/zz_cache.py"))
+    screen = compare_screen.render(compare(side("A", *before), side("B", *after)))
+    assert len(screen.splitlines()) <= 60
+    assert "ops -aten.add  +aten.sub" in screen
+    # a line on one side only comes first, though its file comes last and the screen is full
+    assert screen.splitlines()[4] == "only in B   zz_cache.py:3  k = torch.cat([k, x])"
+    shown = screen.count("changed     model.py:")
+    assert 0 < shown < 39
+    assert screen.splitlines()[-1] == (
+        f"not shown: {39 - shown} changed or one-sided lines; --all lists every line, kernels named in full"
+        " (--format json and csv always do)"
+    )
+
+
+def test_a_logged_post_grad_graph_gives_each_node_its_printed_frame():
+    from spyre_provenance.logs.post_grad import node_frames
+
+    text = """class <lambda>(torch.nn.Module):
+    def forward(self, arg0_1: "f32[2, 8][8, 1]cpu"):
+        # File: /m/model.py:12 in forward, code: h = x * 2
+        mul: "f32[2, 8][8, 1]cpu" = torch.ops.aten.mul.Tensor(arg0_1, 2)
+
+        # File: /m/cache.py:3 in update, code: k = torch.cat([k, h], dim=-2)
+        cat: "f32[4, 8][8, 1]cpu" = torch.ops.aten.cat.default([mul, mul])
+        # No stacktrace found for following nodes
+        clone: "f32[4, 8][8, 1]cpu" = torch.ops.aten.clone.default(cat)
+        return (clone,)
+"""
+    frames = node_frames(text)
+    assert {n: (f.file, f.line, f.code) for n, f in frames.items()} == {
+        "mul": ("/m/model.py", 12, "h = x * 2"),
+        "cat": ("/m/cache.py", 3, "k = torch.cat([k, h], dim=-2)"),
+    }

@@ -116,6 +116,30 @@ def gpt2_checkpointed():
     return model, inputs
 
 
+class _Decoding(nn.Module):
+    """A causal LM called as generation calls it: the prompt, then one token with the KV
+    cache the prompt filled (``past_key_values``), returning the logits."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, cache=None) -> torch.Tensor:
+        return self.model(input_ids, past_key_values=cache, use_cache=cache is not None).logits
+
+
+def granite_decode():
+    """Granite's prefill and one decode step, two calls and two compiles (``0/0``, ``0/1``):
+    the decode step appends to the KV cache (``torch.cat`` in transformers' ``cache_utils``)
+    and builds no causal mask; the layers share kernels. The cache comes from an eager
+    prefill, so the decode call is what ``generate`` would make."""
+    model, (ids,) = granite()
+    with torch.no_grad():
+        prefill = model(ids, use_cache=True)
+    token = prefill.logits[:, -1:].argmax(-1)
+    return _Decoding(model), [(ids,), (token, prefill.past_key_values)]
+
+
 class _Seq2Seq(nn.Module):
     """T5 taking ``(input_ids, decoder_input_ids)`` by position, as ``compile`` calls it."""
 

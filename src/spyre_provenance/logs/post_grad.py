@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from spyre_provenance.model.frames import Frame
 from spyre_provenance.model.post_grad_graph import GraphNode, PostGradGraph
 
 # ``name: "f32[8, 256]..." = rhs`` at the top level of the printed forward (8 spaces deep)
@@ -24,6 +25,10 @@ _SUBSCRIPT = re.compile(r"^(?P<base>[A-Za-z_]\w*)\[")
 _ATTRIBUTE = re.compile(r"^self\.[\w.]+$")
 _NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 _STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+# FX's comment above the nodes a stack trace made (``_ParsedStackTrace.get_summary_str``),
+# and the one it writes above nodes without one
+_FRAME_COMMENT = re.compile(r"^ {8}# File: (?P<file>.+):(?P<line>\d+) in (?P<function>.+?), code: (?P<code>.*)$")
+_NO_FRAME = "        # No stacktrace found for following nodes"
 
 
 def parse_post_grad_graph(text: str) -> PostGradGraph:
@@ -66,6 +71,29 @@ def parse_post_grad_graph(text: str) -> PostGradGraph:
         nodes.append(GraphNode(name, kind, op, tuple(_names_in(args, known)), name in highlightable))
         known.add(name)
     return PostGradGraph(nodes, outputs, shadowed=known & printed_later)
+
+
+def node_frames(text: str) -> dict[str, Frame]:
+    """Each top-level node of a logged post-grad graph that FX printed under a frame: the
+    ``# File: PATH:LINE in FUNCTION, code: CODE`` comment above it, which FX writes from the
+    node's own stack trace (its innermost frame) whenever it differs from the node before.
+    A node under ``# No stacktrace found`` has none. What a line's own nodes are, where the
+    compile recorded no OpSpecs (``runtime.compare_folders``)."""
+    found: dict[str, Frame] = {}
+    current: Frame | None = None
+    for line in text.splitlines():
+        if found and _SUBGRAPH_CLASS.match(line):  # a subgraph's class: the forward is over
+            break
+        comment = _FRAME_COMMENT.match(line)
+        if comment:
+            current = Frame(comment["file"], int(comment["line"]), comment["code"])
+        elif line.startswith(_NO_FRAME):
+            current = None
+        elif current is not None:
+            assigned = _ASSIGNMENT.match(line)
+            if assigned:
+                found[assigned["name"]] = current
+    return found
 
 
 def line_name(line: str) -> str | None:

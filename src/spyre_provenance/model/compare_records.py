@@ -21,6 +21,12 @@ STATUSES: tuple[Status, ...] = get_args(Status)
 #: What differs in a pair of lines.
 Change = Literal["code", "opspecs", "ops", "kernels"]
 CHANGES: tuple[Change, ...] = get_args(Change)
+#: Where a line's ``ops`` come from, finest first: its own OpSpecs' debug handles; the
+#: post-grad nodes its compile printed under its frame (a compile without OpSpecs, read from
+#: the logged post-grad graph); else, nothing telling a line's nodes apart, the kernels it went
+#: into, every op of theirs. A line with ops of several, the coarsest.
+OpsFrom = Literal["opspecs", "post-grad nodes", "kernels"]
+OPS_FROM: tuple[OpsFrom, ...] = get_args(OpsFrom)
 #: The records are as strict as the schema (types, value sets, bounds, no other field):
 #: decoding a document into ``Comparison`` checks it as the schema does, at msgspec's speed.
 Micros = Annotated[float, msgspec.Meta(ge=0)]
@@ -45,10 +51,12 @@ class LineUse(msgspec.Struct, **_STRICT):
     kernels: list[KernelUse]
     #: the line's own OpSpecs (their debug handle's source is this line): ``op [iteration space]``
     opspecs: list[str]
-    #: its ATen ops: its OpSpecs' handles', else (no OpSpecs recorded) its kernels'
+    #: its own ATen ops (the nodes carrying this line), as ``ops_from`` says they were known
     ops: list[str]
     #: kernel time under this line in the side's traces; None: no trace was read
     time_us: Micros | None = None
+    #: where ``ops`` come from; None: no kernel holding the line was read (a line only a trace placed)
+    ops_from: OpsFrom | None = None
 
 
 class Side(msgspec.Struct, **_STRICT):

@@ -13,10 +13,12 @@ read from folders by ``runtime.compare_folders``) and pairs the lines:
   equal pair are one line edited; the rest are only in A or only in B;
 - **a pair is judged** by what the line itself became: its code, its own OpSpecs (their
   debug handle's source is the line; with their iteration space, so a shape counts) and
-  ATen ops. On Spyre one kernel holds many lines, so a kernel renamed because a fused
-  neighbour changed leaves the line ``regrouped``, not ``changed``; where no OpSpecs were
-  recorded the kernels are the finest evidence and count. Kernel names are compared without
-  their per-graph suffix (``_0``), which a kernel added above renumbers.
+  its own ATen ops (its OpSpecs' handles', else the post-grad nodes carrying the line). One
+  kernel holds many lines, so a kernel renamed because a fused neighbour changed leaves the
+  line ``regrouped``, not ``changed``; only where nothing told a line's own ops from its
+  kernels' (``ops_from`` ``kernels``: no OpSpecs and no logged post-grad graph) are the
+  kernels the finest evidence, and count. Kernel names are compared without their per-graph
+  suffix (``_0``), which a kernel added above renumbers.
 
 The lines that changed (and those only in A or B) come first, then the regrouped, then the
 same; in file order, each file's lines in order. Pure: no torch, no files.
@@ -36,6 +38,7 @@ from spyre_provenance.model.compare_records import (
     Comparison,
     CompileLines,
     FilePair,
+    KernelUse,
     LinePair,
     LineUse,
     Status,
@@ -157,7 +160,7 @@ def judge(a: LineUse, b: LineUse) -> LinePair:
     status: Status
     if not changes:
         status = "same"
-    elif changes == ["kernels"] and (a.opspecs or b.opspecs):
+    elif changes == ["kernels"] and own_work_known(a) and own_work_known(b):
         status = "regrouped"
     else:
         status = "changed"
@@ -166,7 +169,17 @@ def judge(a: LineUse, b: LineUse) -> LinePair:
     return LinePair(status, changes, a.file, a, b, delta)
 
 
+def own_work_known(line: LineUse) -> bool:
+    """Whether a line's OpSpecs and ops are its own, told apart from its kernels' others."""
+    return line.ops_from in ("opspecs", "post-grad nodes") or bool(line.opspecs)
+
+
 def kernel_shape(line: LineUse) -> list[tuple[str, str]]:
     """The kernels a line went into, as compared: (graph kind, name without its per-graph
     suffix), sorted. Compile ids and handle numbers differ between compiles by nature."""
-    return sorted((k.graph.rpartition(" ")[2], _SUFFIX.sub("", k.kernel)) for k in line.kernels)
+    return sorted(kernel_key(k) for k in line.kernels)
+
+
+def kernel_key(kernel: KernelUse) -> tuple[str, str]:
+    """A kernel as compared: (graph kind, name without its per-graph suffix)."""
+    return kernel.graph.rpartition(" ")[2], _SUFFIX.sub("", kernel.kernel)

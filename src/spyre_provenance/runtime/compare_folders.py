@@ -12,7 +12,10 @@ against decode in one folder. What a line became:
   of its OpSpecs;
 - its own OpSpecs: those whose debug handle's source is the line (a fused handle's, its
   children's), each with its iteration space, and their handles' ATen ops;
-- where the compile recorded no OpSpecs (stock Inductor), its kernels' ATen ops;
+- where the compile recorded no OpSpecs (stock Inductor), the ATen ops of its own post-grad
+  nodes: those the logged post-grad graph prints under the line's frame, apart from the
+  rest of the kernel they were fused into (``_NodeLines``); without that graph (no log
+  beside the folder), its kernels' ATen ops, every op of theirs. ``LineUse.ops_from`` says which;
 - its time, from the profiler traces given, or found beside the logs (``compile --profile``
   writes ``profile/<model>.trace.json``): ``time_summary.summarize``'s rows, the kernels of the
   named graphs only. A line the trace places that no stack trace of the compile names (an
@@ -25,14 +28,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.base.process import gc_paused
-from spyre_provenance.model.compare_records import Comparison, CompileLines, KernelUse, LineUse, Side
+from spyre_provenance.logs.post_grad import node_frames
+from spyre_provenance.model.compare_records import (
+    OPS_FROM,
+    Comparison,
+    CompileLines,
+    KernelUse,
+    LineUse,
+    OpsFrom,
+    Side,
+)
 from spyre_provenance.model.detect import split_key
+from spyre_provenance.model.frames import Frame, is_user_frame
 from spyre_provenance.model.frames import frames as stack_frames
-from spyre_provenance.model.frames import is_user_frame
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.runtime import index as kernel_index
 from spyre_provenance.runtime import time_summary
@@ -41,6 +53,7 @@ from spyre_provenance.runtime.index import IndexedGraph, KernelIndex
 from spyre_provenance.runtime.lookup import GraphView
 
 Where = tuple[str, int]  # (file, line)
+NOWHERE: Where = (time_summary.NO_LINE, 0)  # kernels no user frame names
 PathLike = str | os.PathLike[str]
 
 
@@ -133,14 +146,23 @@ def traces_beside(graphs: list[IndexedGraph]) -> list[Path]:
 
 
 class _Line:
-    __slots__ = ("code", "kernels", "opspecs", "ops", "time")
+    __slots__ = ("code", "kernels", "opspecs", "ops", "ops_from", "time")
 
     def __init__(self, code: str) -> None:
         self.code = code
         self.kernels: dict[KernelUse, None] = {}
         self.opspecs: list[str] = []
         self.ops: list[str] = []
+        self.ops_from: OpsFrom | None = None
         self.time = 0.0
+
+    def went_into(self, use: KernelUse, ops: list[str], ops_from: OpsFrom) -> None:
+        """The line went into the kernel ``use`` with ``ops`` of its own, known from ``ops_from``
+        (of several, the coarsest is what the line's ops are)."""
+        self.kernels[use] = None
+        self.ops += ops
+        if self.ops_from is None or OPS_FROM.index(ops_from) > OPS_FROM.index(self.ops_from):
+            self.ops_from = ops_from
 
 
 class _Lines:
@@ -165,21 +187,34 @@ class _Lines:
         opspecs = graph.opspecs if isinstance(graph.opspecs, dict) else {}
         kernel_specs = _object(opspecs.get("kernels"))
         handles = _object(opspecs.get("handles"))
+        nodes = _NodeLines(graph, users, codes)
         for key in graph.keys:
             use = KernelUse(split_key(key)[0] or key, key, label)
             specs = kernel_specs.get(key)
-            placed = False
-            ops: list[str] = []
             if isinstance(specs, list) and specs:
-                for spec in specs:
-                    if isinstance(spec, dict):
-                        placed |= self._add_opspec(spec, handles, use, codes)
-            else:  # no OpSpecs: the kernel's ATen ops are the finest evidence
+                placed = [self._add_opspec(s, handles, use, codes) for s in specs if isinstance(s, dict)]
+                self._add_kernel(use, own[key].lines or ([] if any(placed) else [NOWHERE]), {}, [], "opspecs", codes)
+                continue
+            by_line = nodes.own_ops(key, own[key].by_innermost)
+            if by_line is not None:  # the nodes carrying each line: its own ops, apart from the kernel's
+                lines = list(dict.fromkeys([*own[key].lines, *by_line]))
+                self._add_kernel(use, lines or [NOWHERE], by_line, [], "post-grad nodes", codes)
+            else:  # nothing tells the kernel's nodes apart: its ATen ops are the finest evidence
                 ops = GraphView.of(graph).call_site(key).aten_ops
-            for where in own[key] or ([] if placed else [(time_summary.NO_LINE, 0)]):
-                line = self._at(where, codes.get(where, ""))
-                line.kernels[use] = None
-                line.ops += ops
+                self._add_kernel(use, own[key].lines or [NOWHERE], {}, ops, "kernels", codes)
+
+    def _add_kernel(
+        self,
+        use: KernelUse,
+        lines: list[Where],
+        own_ops: dict[Where, list[str]],
+        ops: list[str],
+        ops_from: OpsFrom,
+        codes: dict[Where, str],
+    ) -> None:
+        """The kernel ``use`` holds ``lines``: each with its ``own_ops``, else ``ops``."""
+        for where in lines:
+            self._at(where, codes.get(where, "")).went_into(use, own_ops.get(where, ops), ops_from)
 
     def _add_opspec(
         self, spec: dict[str, Any], handles: dict[str, Any], use: KernelUse, codes: dict[Where, str]
@@ -192,9 +227,8 @@ class _Lines:
         lines = _handle_lines(spec.get("debug_handle"), handles)
         for where, aten in lines.items():
             line = self._at(where, codes.get(where, ""))
-            line.kernels[use] = None
+            line.went_into(use, aten, "opspecs")
             line.opspecs.append(text)
-            line.ops += aten
         return bool(lines)
 
     def add_times(self, summary: time_summary.TimeSummary, labels: set[str]) -> float:
@@ -222,6 +256,7 @@ class _Lines:
                 opspecs=line.opspecs,
                 ops=list(dict.fromkeys(line.ops)),
                 time_us=line.time if timed else None,
+                ops_from=line.ops_from,
             )
             for (file, number), line in sorted(self._lines.items())
         ]
@@ -231,11 +266,65 @@ def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _user_lines(traces: Any, codes: dict[Where, str], users: dict[str, bool]) -> list[Where]:
-    """The innermost user frame of each of a call site's stack traces (``time_summary``'s
-    rule), in order, each once; every frame's code goes into ``codes``. ``users`` keeps
-    ``is_user_frame``'s answer per file: a graph's traces name few files, many times."""
+class _NodeLines:
+    """Which post-grad nodes of a graph carry which line, where its log printed the graph
+    with each node's frame (``logs.post_grad.node_frames``); the ops of a line's nodes are
+    ``runtime.lookup``'s own ops of a call site (``GraphView._own_ops``), its nodes those
+    at the line."""
+
+    def __init__(self, graph: IndexedGraph, users: dict[str, bool], codes: dict[Where, str]) -> None:
+        self.graph = graph
+        self.users = users
+        self.codes = codes
+        self._frames: dict[str, Frame] | None = None  # read at the first call site without OpSpecs
+
+    @property
+    def frames(self) -> dict[str, Frame]:
+        if self._frames is None:
+            self._frames = node_frames(self.graph.post_grad_graph) if self.graph.post_grad_graph else {}
+        return self._frames
+
+    def own_ops(self, key: str, lines_of: dict[Where, list[Where]]) -> dict[Where, list[str]] | None:
+        """The call site's lines, each with the ops of its nodes at that line (``lines_of``:
+        its traces' lines by their innermost frame); None when no node of the call site has
+        a printed frame (no log, or no stack traces)."""
+        post = self.graph.mapping.get("cppCodeToPost", {}).get(key, [])
+        printed = [(n, self.frames[n]) for n in post if isinstance(n, str) and n in self.frames]
+        if not printed:
+            return None
+        nodes_at: dict[Where, list[str]] = {}
+        for node, frame in printed:
+            # FX prints a node's innermost frame; its line is that trace's innermost user frame
+            at = lines_of.get((frame.file, frame.line))
+            if at is None:
+                at = [(frame.file, frame.line)] if self._user(frame.file) else []
+                self.codes.setdefault((frame.file, frame.line), frame.code.strip())
+            for where in at:
+                nodes_at.setdefault(where, []).append(node)
+        view = GraphView.of(self.graph)
+        return {where: view._own_ops(nodes) for where, nodes in nodes_at.items()}
+
+    def _user(self, file: str) -> bool:
+        if file not in self.users:
+            self.users[file] = is_user_frame(file)
+        return self.users[file]
+
+
+class _TraceLines(NamedTuple):
+    """A call site's stack traces read once: the lines they carry, and by which frame."""
+
+    #: the innermost user frame of each trace (``time_summary``'s rule), in order, each once
+    lines: list[Where]
+    #: a trace's innermost frame (what FX prints above a node) -> the lines of the traces ending there
+    by_innermost: dict[Where, list[Where]]
+
+
+def _user_lines(traces: Any, codes: dict[Where, str], users: dict[str, bool]) -> _TraceLines:
+    """A call site's stack traces as ``_TraceLines``; every frame's code goes into ``codes``.
+    ``users`` keeps ``is_user_frame``'s answer per file: a graph's traces name few files,
+    many times."""
     found: dict[Where, None] = {}
+    by_innermost: dict[Where, dict[Where, None]] = {}
     for trace in traces if isinstance(traces, list) else []:
         if not isinstance(trace, str):
             continue
@@ -246,8 +335,10 @@ def _user_lines(traces: Any, codes: dict[Where, str], users: dict[str, bool]) ->
                 users[frame.file] = is_user_frame(frame.file)
         user = [f for f in frames if users[f.file]]
         if user:
-            found[(user[-1].file, user[-1].line)] = None
-    return list(found)
+            line = (user[-1].file, user[-1].line)
+            found[line] = None
+            by_innermost.setdefault((frames[-1].file, frames[-1].line), {})[line] = None
+    return _TraceLines(list(found), {inner: list(lines) for inner, lines in by_innermost.items()})
 
 
 def _handle_lines(handle_id: Any, handles: dict[str, Any]) -> dict[Where, list[str]]:

@@ -1,5 +1,9 @@
 """A comparison by source line (``runtime.compare``) as text, CSV or JSON (``compare --format``).
 
+``render_text`` is ``compare --all``: every pair of lines, with what each became (a kernel
+called once per layer named once, with its count); the default text is ``runtime.compare_screen``,
+one screen. CSV and JSON always hold every pair and every call site.
+
 The JSON document is validated against ``schemas/provenance_compare`` before it is
 returned: what the command prints always is what the schema says.
 
@@ -10,23 +14,23 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable
 
 import msgspec
 
-from spyre_provenance.model.compare_records import Comparison, LinePair, LineUse, Side
+from spyre_provenance.model.compare_records import Comparison, KernelUse, LinePair, LineUse, Side
 from spyre_provenance.model.names import COMPARE
 from spyre_provenance.runtime.time_summary import NO_LINE
 
 LISTED_GRAPHS = 4  # text: graphs named per side
-_TITLES = {"changed": "changed", "only_a": "only in A", "only_b": "only in B", "regrouped": "regrouped", "same": "same"}
+TITLES = {"changed": "changed", "only_a": "only in A", "only_b": "only in B", "regrouped": "regrouped", "same": "same"}
 
 
 def render_text(comparison: Comparison) -> str:
-    out = [_side("A", comparison.a), _side("B", comparison.b)]
-    counts = ", ".join(f"{n} {_TITLES[s]}" for s, n in comparison.counts.items())
-    out.append(f"lines: {counts}: " + ("the compiles are the same" if comparison.same else "the compiles differ"))
+    """Every pair of lines (``compare --all``)."""
+    out = header(comparison)
     for pair in comparison.lines:
-        out.append(f"{_TITLES[pair.status]:<10}  {_where(pair)}  {_code(pair)}{_time(pair)}")
+        out.append(f"{TITLES[pair.status]:<10}  {_where(pair)}  {code_text(pair)}{time_text(pair)}")
         if pair.status != "same":
             if pair.changes:
                 out.append(f"    differs in: {', '.join(pair.changes)}")
@@ -34,6 +38,13 @@ def render_text(comparison: Comparison) -> str:
                 if line is not None:
                     out.append(f"    {label}  {_became(line)}")
     return "\n".join(out) + "\n"
+
+
+def header(comparison: Comparison) -> list[str]:
+    """What both texts begin with: the two sides and the count of lines per status."""
+    counts = ", ".join(f"{n} {TITLES[s]}" for s, n in comparison.counts.items())
+    verdict = "the compiles are the same" if comparison.same else "the compiles differ"
+    return [_side("A", comparison.a), _side("B", comparison.b), f"lines: {counts}: {verdict}"]
 
 
 def _side(label: str, side: Side) -> str:
@@ -56,12 +67,12 @@ def _where(pair: LinePair) -> str:
     return f"{pair.a.file}:{pair.a.line} -> {file_b}{pair.b.line}"
 
 
-def _code(pair: LinePair) -> str:
+def code_text(pair: LinePair) -> str:
     codes = [u.code.strip() for u in (pair.a, pair.b) if u is not None]
     return codes[0] if len(set(codes)) == 1 else " -> ".join(codes)
 
 
-def _time(pair: LinePair) -> str:
+def time_text(pair: LinePair) -> str:
     times = [u.time_us for u in (pair.a, pair.b) if u is not None and u.time_us is not None]
     if not times:
         return ""
@@ -70,14 +81,55 @@ def _time(pair: LinePair) -> str:
     return f"  [{_us(times[0])} -> {_us(times[1])}, {'+' if pair.time_change_us >= 0 else '-'}{_us(abs(pair.time_change_us))}]"
 
 
+def kernel_groups(kernels: Iterable[KernelUse], width: int | None = None, graphs: bool = True) -> str:
+    """Kernels as a line's text names them, once per graph: a kernel called once per layer
+    once with its count (``cpp_fused_add_3 ×5``), kernels alike but for their per-graph suffix
+    together (``cpp_fused_add_{3,7}``); ``width``: a name longer is cut in its middle;
+    ``graphs``: each graph's kernels followed by its name."""
+    stems: dict[str, dict[str, list[str]]] = {}
+    for k in kernels:
+        stem, suffix = _split_suffix(k.kernel)
+        stems.setdefault(k.graph, {}).setdefault(stem, []).append(suffix)
+    return "; ".join(
+        ", ".join(_named(stem, suffixes, width) for stem, suffixes in named.items()) + (f" ({graph})" if graphs else "")
+        for graph, named in stems.items()
+    )
+
+
+def _split_suffix(name: str) -> tuple[str, str]:
+    """``cpp_fused_add_3`` -> (``cpp_fused_add``, ``3``); a name without a suffix, itself and ''."""
+    stem, underscore, suffix = name.rpartition("_")
+    return (stem, suffix) if underscore and stem and suffix.isdigit() else (name, "")
+
+
+def _named(stem: str, suffixes: list[str], width: int | None) -> str:
+    distinct = list(dict.fromkeys(suffixes))
+    if distinct == [""]:
+        name = stem
+    elif len(distinct) == 1:
+        name = f"{stem}_{distinct[0]}"
+    else:
+        name = f"{stem}_{{{','.join(distinct)}}}"
+    if width is not None and len(name) > width:
+        tail = max(12, width // 3)
+        name = name[: width - tail - 1] + "…" + name[-tail:]
+    # the count of call sites, where the name does not list each of them
+    return name + (f" ×{len(suffixes)}" if len(suffixes) > len(distinct) else "")
+
+
 def _became(line: LineUse) -> str:
-    kernels = " ".join(f"{k.call_site} ({k.graph})" for k in line.kernels) or "no kernel"
-    parts = [f"kernels {kernels}"]
+    parts = [f"kernels {kernel_groups(line.kernels) or 'no kernel'}"]
     if line.opspecs:
         parts.append(f"OpSpecs {'; '.join(line.opspecs)}")
     if line.ops:
-        parts.append(f"ops {' '.join(line.ops)}")
+        parts.append(ops_text(line))
     return " · ".join(parts)
+
+
+def ops_text(line: LineUse) -> str:
+    """A line's ops, and whether they are its own or, nothing telling them apart, its kernels' all."""
+    whose = "ops of its kernels" if line.ops_from == "kernels" else "ops"
+    return f"{whose} {' '.join(line.ops)}"
 
 
 def _us(us: float) -> str:
@@ -98,6 +150,8 @@ CSV_COLUMNS = (
     "opspecs_b",
     "ops_a",
     "ops_b",
+    "ops_from_a",
+    "ops_from_b",
     "time_a_us",
     "time_b_us",
     "time_change_us",
@@ -117,6 +171,7 @@ def render_csv(comparison: Comparison) -> str:
         cells += ["; ".join(k.call_site for k in u.kernels) if u is not None else "" for u in (a, b)]
         cells += ["; ".join(u.opspecs) if u is not None else "" for u in (a, b)]
         cells += ["; ".join(u.ops) if u is not None else "" for u in (a, b)]
+        cells += [(u.ops_from or "") if u is not None else "" for u in (a, b)]
         cells += [_number(u.time_us if u is not None else None) for u in (a, b)]
         cells.append(_number(pair.time_change_us))
         writer.writerow(cells)
