@@ -27,9 +27,9 @@ from helpers.run_program import (
     start_program,
     wait_for_line,
 )
+from spyre_provenance.launch import run_summary
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.logs.graphs import read_log_graphs
-from spyre_provenance.validate import run_summary
 
 pytestmark = [pytest.mark.compile, needs_startup_hook]
 

@@ -28,6 +28,7 @@ LAYERS = (
     ("golden", "audit"),  # cases, normalize, store, diff, the regression check; the provenance audit
     ("runtime",),  # run-time names -> provenance: lookup, profiler-trace annotation
     ("capture", "backends", "viewer"),  # the only code that touches torch._inductor; the viewer's page
+    ("launch",),  # running programs: the launcher, the early end, the run's summary and report
     ("compile",),  # one compile: request, run against eager, checks, profile, ranks, summary; the built-in models
     ("cli", "plugin"),  # entry points: imported by nothing
 )

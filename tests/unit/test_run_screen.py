@@ -1,13 +1,13 @@
 """``run``'s screen for processes whose compiles went to a backend tracking does not record
-(issue 55 point 5), from counts alone (``validate.run_summary.render``); the real runs are
+(issue 55 point 5), from counts alone (``launch.run_summary.render``); the real runs are
 ``tests/attach/test_run_backends.py``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from spyre_provenance.launch.run_summary import RECORDED, ProcessSummary, render
 from spyre_provenance.model.folders import ProcessFolder
-from spyre_provenance.validate.run_summary import RECORDED, ProcessSummary, render
 
 
 def test_no_process_recorded_names_the_backends_used_instead(tmp_path: Path) -> None:
