@@ -23,7 +23,7 @@ from pathlib import Path
 
 import msgspec
 
-from spyre_provenance.base.errors import UnusableInput
+from spyre_provenance.base.errors import UnusableInput, Verdict
 from spyre_provenance.logs import tracelog
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model.folders import ProcessFolder
@@ -32,9 +32,12 @@ from spyre_provenance.model.records import CACHE_STATES
 from spyre_provenance.runtime.lookup import logged_per_op
 from spyre_provenance.validate import coverage
 
+#: The screen's word for a process's verdict (``ProcessSummary.verdict``, the compile judge's
+#: record, ``base.errors.Verdict``): ok is complete; found wanting is said by the kind of its
+#: first reason, the worst first
 COMPLETE = "complete"
-PARTIAL = "partial"  # a finished graph's coverage is not complete, or the log is damaged
 UNFINISHED = "unfinished"  # a compile or graph the process never finished
+PARTIAL = "partial"  # a finished graph's coverage is not complete, or the log is damaged
 NO_GRAPH = "no graph"  # the process logged no compiled graph
 
 #: what tracking records, said where a run's compiles went to another backend
@@ -86,12 +89,31 @@ class ProcessSummary(msgspec.Struct):
     per_op: dict[str, Tally] = msgspec.field(default_factory=dict)
 
     @property
-    def verdict(self) -> str:
-        if self.unfinished:
-            return UNFINISHED
-        if self.problems or self.unrecorded or self.complete_graphs < self.graphs:
-            return PARTIAL
-        return COMPLETE if self.graphs else NO_GRAPH
+    def verdict(self) -> Verdict:
+        """The process's verdict, in the record the compile's judge gives (``Verdict``): ok,
+        or found wanting with one reason per thing its log lacks."""
+        return Verdict.judge(wanting=[reason for _, reason in self._wanting()])
+
+    @property
+    def word(self) -> str:
+        """What the screen says of ``verdict``: complete when ok, else its first reason's kind."""
+        wanting = self._wanting()
+        return wanting[0][0] if wanting else COMPLETE
+
+    def _wanting(self) -> list[tuple[str, str]]:
+        """(kind, reason) of everything the process's log lacks, the worst kind first."""
+        found = [(UNFINISHED, f"compile {cid} {_UNFINISHED}") for cid in self.unfinished]
+        found += [(PARTIAL, problem) for problem in self.problems]
+        found += [(PARTIAL, f"compile {cid} {_UNRECORDED}") for cid in self.unrecorded]
+        if self.complete_graphs < self.graphs:
+            found.append((PARTIAL, f"{self.graphs - self.complete_graphs} graph(s) with incomplete coverage"))
+        if not found and not self.graphs:
+            found.append((NO_GRAPH, "no compiled graph logged"))
+        return found
+
+
+_UNFINISHED = "UNFINISHED: the process stopped in the middle of it"
+_UNRECORDED = "NOT RECORDED: compiled, but the hook saw none of it"
 
 
 def summarize_run(out: Path) -> list[ProcessSummary]:
@@ -161,15 +183,15 @@ def render(
     for s in summaries:
         lines.append(
             f"  {s.folder.name.ljust(width)}  {s.graphs} graph(s){_from_cache(s)}, {s.linked_call_sites}/{s.call_sites}"
-            f" kernel call site(s) linked: {s.verdict}"
+            f" kernel call site(s) linked: {s.word}"
         )
         lines += [
             f"    compile {cid} CACHED WITHOUT PROVENANCE: its Inductor cache entry held none"
             for cid, how in s.cached.items()
             if how == CACHE_STATES[2]
         ]
-        lines += [f"    compile {cid} UNFINISHED: the process stopped in the middle of it" for cid in s.unfinished]
-        lines += [f"    compile {cid} NOT RECORDED: compiled, but the hook saw none of it" for cid in s.unrecorded]
+        lines += [f"    compile {cid} {_UNFINISHED}" for cid in s.unfinished]
+        lines += [f"    compile {cid} {_UNRECORDED}" for cid in s.unrecorded]
         lines += [f"    {failure}" for failure in s.failed]
         lines += [f"    {problem}" for problem in s.problems]
         lines += per_op_lines(s)
