@@ -212,6 +212,13 @@ def test_entry_points_are_imported_by_nothing(graph):
     assert importers == []
 
 
+def test_no_command_module_imports_another(graph):
+    """A subcommand's module (``cli.<name>_command``) reaches what another command does
+    through the layers below, never through that command's module."""
+    commands = [module for module in graph if module.startswith("cli.") and module.endswith("_command")]
+    assert [f"{m} imports {t}" for m in commands for t in sorted(graph[m]) if t in commands] == []
+
+
 def test_the_torch_list_names_real_modules(graph):
     assert [m for m in TORCH_ON_IMPORT if m not in graph] == []
 
