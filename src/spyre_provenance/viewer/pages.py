@@ -85,15 +85,19 @@ class Pages(msgspec.Struct):
         """The pages as (label, page) lines, each owner first: the multi-rank landing pages,
         every graph's page (with its note), each viewer page."""
         return [
-            *((f"{stem} ranks", str(landing)) for stem, landing in self.landings),
-            *((f"{owner} {page.label}", f"{page.page}{page.note}") for owner, page in self.graphs),
-            *((f"{owner} viewer", page.shown) for owner, page in self.viewers),
+            *((_owned(stem, "ranks"), str(landing)) for stem, landing in self.landings),
+            *((_owned(owner, page.label), f"{page.page}{page.note}") for owner, page in self.graphs),
+            *((_owned(owner, "viewer"), page.shown) for owner, page in self.viewers),
         ]
 
     @property
     def viewer(self) -> Page | None:
         """The one viewer page of a compile's or a ranks folder, if written or tried."""
         return self.viewers[0][1] if self.viewers else None
+
+
+def _owned(owner: str, label: str) -> str:
+    return f"{owner} {label}" if owner else label
 
 
 def write(
