@@ -130,7 +130,7 @@ def write(
     written). tlparse's failure is ``tlparse_problem``; with ``refuse`` (``open``'s) it is
     raised instead, before a viewer page is written."""
     pages = Pages(profile=_profile(profile) if profile is not None else None)
-    run_folder = logs is None and rank_logs is None and bool(Layout(folder).processes())
+    run_folder = logs is None and rank_logs is None and folder.is_dir() and bool(Layout(folder).processes())
     try:
         if rank_logs is not None:
             _ranks_folder(pages, folder, into, tlparse, rank_logs)
