@@ -23,9 +23,9 @@ import pytest
 from helpers.eager_case import PROGRAM
 from helpers.fresh_process import TIMEOUT, environment
 from helpers.run_program import Ran, cli, needs_startup_hook, run_command
+from spyre_provenance.launch import run_summary
+from spyre_provenance.launch.run_summary import ProcessSummary
 from spyre_provenance.model.layout import Layout
-from spyre_provenance.validate import run_summary
-from spyre_provenance.validate.run_summary import ProcessSummary
 
 pytestmark = [pytest.mark.compile, needs_startup_hook]
 
@@ -158,9 +158,7 @@ def test_an_incomplete_per_op_graph_is_named_on_its_op_line(eager_under_run: Ran
     and names it, and the process's verdict is partial. The run's own counts, with one per-op
     graph of the most compiled op counted incomplete."""
     process, layout = Layout(eager_under_run.out).processes()[0]
-    from spyre_provenance.runtime.lookup import logged_per_op
-
-    summary = run_summary.summarize_process(process, layout, logged_per_op)
+    summary = run_summary.summarize_process(process, layout)
     op = max(sorted(summary.per_op), key=lambda o: summary.per_op[o].graphs)
     fold = summary.per_op[op]
     worse = ProcessSummary(

@@ -27,9 +27,9 @@ from helpers.run_program import (
     start_program,
     wait_for_line,
 )
+from spyre_provenance.launch import run_summary
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.logs.graphs import read_log_graphs
-from spyre_provenance.validate import run_summary
 
 pytestmark = [pytest.mark.compile, needs_startup_hook]
 
@@ -105,14 +105,14 @@ def test_the_finished_compile_is_whole_and_valid(faults, case):
 @pytest.mark.parametrize("case", ["raise", "exit3", "_exit3", "sigint"])
 def test_a_program_that_compiled_everything_it_started_is_complete(faults, case):
     (summary,) = run_summary.summarize_run(faults[case].out)
-    assert (summary.verdict, summary.graphs, summary.unfinished) == ("complete", 1, [])
+    assert (summary.word, summary.graphs, summary.unfinished) == ("complete", 1, [])
     assert f"{summary.folder.name}  1 graph(s), 1/1 kernel call site(s) linked: complete" in faults[case].stderr
 
 
 @pytest.mark.parametrize("case", ["sigterm", "sigkill"])
 def test_the_compile_it_stopped_in_is_unfinished_never_complete(faults, case):
     (summary,) = run_summary.summarize_run(faults[case].out)
-    assert (summary.verdict, summary.graphs, summary.unfinished) == ("unfinished", 1, ["[1/0]"])
+    assert (summary.word, summary.graphs, summary.unfinished) == ("unfinished", 1, ["[1/0]"])
     done = cli("validate", faults[case].out)
     assert f"{summary.folder.name}  1 graph(s), 1/1 kernel call site(s) linked: unfinished" in done.stdout
     assert "compile [1/0] UNFINISHED" in done.stdout

@@ -47,7 +47,7 @@ class EnvOnly:
 
     def __init__(self, root: Path) -> None:
         self.out, self.user_trace, self.plain_trace = root / "out", root / "user-trace", root / "plain-trace"
-        self.ended = root / "ended"  # where run would hear which processes ended (run_end)
+        self.ended = root / "ended"  # where run would hear which processes ended (early_end)
         self.ended.mkdir()
         user = {"INDUCTOR_PROVENANCE": "1", "TORCH_LOGS": "graph_breaks", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
         ours = {"SPYRE_PROVENANCE_OUT": str(self.out), "SPYRE_PROVENANCE_ENDED": str(self.ended)}
@@ -164,31 +164,33 @@ def _copy_without_pages(run: Path, target: Path) -> Path:
 @needs_tlparse
 def test_the_pages_written_while_tlparse_runs_are_opens_in_opens_order(transformers_run, tmp_path):
     """``run`` writes the viewer pages while tlparse runs: the same pages and lines as
-    ``open``'s ``run_pages``, tlparse's first, the viewer's last."""
-    from spyre_provenance.cli import open_command, run_command
+    ``open``'s (``viewer.pages.write`` at once), tlparse's first, the viewer's last."""
+    from spyre_provenance.launch import end_report as report
+    from spyre_provenance.viewer import pages
 
     ours, opens = _copy_without_pages(transformers_run.out, tmp_path / "a"), tmp_path / "b"
     _copy_without_pages(transformers_run.out, opens)
-    lines = run_command._pages(ours)
-    expected = open_command.run_pages(tlparse_run.tlparse_binary(), opens, opens / "tlparse")[0]
+    lines = report.pages(ours, [], tlparse_run.tlparse_binary()).lines
+    expected = pages.write(opens, opens / "tlparse", tlparse=tlparse_run.tlparse_binary()).labelled
     assert [(label, page.replace(str(ours), "OUT")) for label, page in lines] == [
         (label, page.replace(str(opens), "OUT")) for label, page in expected
     ]
     assert lines[-1][0].endswith(" viewer") and all(Path(page).is_file() for _, page in lines)
 
 
-def test_a_tlparse_that_fails_still_leaves_the_viewer_pages(transformers_run, tmp_path, monkeypatch, capsys):
-    from spyre_provenance.cli import run_command
+def test_a_tlparse_that_fails_still_leaves_the_viewer_pages(transformers_run, tmp_path):
+    from spyre_provenance.launch import end_report as report
 
     out = _copy_without_pages(transformers_run.out, tmp_path / "run")
     broken = tmp_path / "tlparse"  # a stand-in for a tlparse that cannot read the log
     broken.write_text("#!/bin/sh\necho 'cannot parse' >&2\nexit 3\n")
     broken.chmod(0o755)
-    monkeypatch.setattr(tlparse_run, "tlparse_binary", lambda: str(broken))
     (folder,) = [layout.out for _, layout in Layout(out).processes()]
-    assert run_command._pages(out) == [(f"{folder.name} viewer", str(folder / "view.html"))]
+    written = report.pages(out, [], str(broken))
+    assert written.lines == [(f"{folder.name} viewer", str(folder / "view.html"))]
     assert (folder / "view.html").is_file() and not (out / "tlparse" / folder.name / "index.html").exists()
-    (line,) = [line for line in capsys.readouterr().err.splitlines() if "tlparse pages" in line]
+    (line,) = written.problems
+    assert line.startswith("  tlparse pages: NOT WRITTEN: ")
     assert "NOT WRITTEN" in line and "exit 3" in line and "cannot parse" in line
 
 
@@ -276,12 +278,11 @@ def test_a_process_that_compiles_nothing_leaves_nothing(env_only):
 
 @needs_tlparse
 def test_runs_early_end_is_what_the_end_makes_and_is_dropped_when_the_folder_changes(env_only, tmp_path):
-    """What ``run`` makes of a process that said it ended (run_end) equals what its end makes
+    """What ``run`` makes of a process that said it ended (early_end) equals what its end makes
     of the same folder; a folder that changed afterwards has its early end dropped."""
-    from spyre_provenance.cli.open_command import run_pages, run_viewers
-    from spyre_provenance.cli.run_end import EarlyEnd
-    from spyre_provenance.runtime.lookup import logged_per_op
-    from spyre_provenance.validate import run_summary
+    from spyre_provenance.launch import run_summary
+    from spyre_provenance.launch.early_end import EarlyEnd
+    from spyre_provenance.viewer import pages
 
     out = tmp_path / "run"
     shutil.copytree(env_only.out, out)
@@ -309,10 +310,10 @@ def test_runs_early_end_is_what_the_end_makes_and_is_dropped_when_the_folder_cha
         ((got_name, got),) = ended.items()
         assert got_name == name
         ((process, layout),) = Layout(out).processes()
-        assert got.summary == run_summary.summarize_process(process, layout, logged_per_op)
+        assert got.summary == run_summary.summarize_process(process, layout)
         assert got.summary.graphs >= 1 and got.pages
-        assert [("x", got.viewer)] == [("x", where) for _, where in run_viewers(out)]
-        lines, _, _ = run_pages(tlparse, out, Layout(out).pages_root, viewers=False)
+        assert [("x", got.viewer)] == [("x", page) for _, page in pages.write(out, out, tlparse=None).viewers]
+        lines = pages.write(out, Layout(out).pages_root, tlparse=tlparse, viewer=False).labelled
         assert [str(page.page) for page in got.pages] == [where.split("  (")[0] for _, where in lines]
 
 

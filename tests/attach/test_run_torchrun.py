@@ -25,9 +25,9 @@ from helpers.run_program import (
     run_command,
     start_program,
 )
+from spyre_provenance.launch import run_summary
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.model import folders
-from spyre_provenance.validate import run_summary
 
 pytestmark = [pytest.mark.compile, needs_startup_hook]
 needs_tlparse = pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")
@@ -82,7 +82,7 @@ def test_every_rank_has_its_own_folder_and_the_launchers_none(torchruns, name):
 @pytest.mark.parametrize("name", ["ddp", "nodes"])
 def test_each_rank_compiled_forward_and_backward_complete(torchruns, name):
     summaries = run_summary.summarize_run(torchruns[name].out)
-    assert [(s.process.rank, s.graphs, s.verdict) for s in summaries] == [(0, 2, "complete"), (1, 2, "complete")]
+    assert [(s.process.rank, s.graphs, s.word) for s in summaries] == [(0, 2, "complete"), (1, 2, "complete")]
     for s in summaries:
         assert f"{s.folder.name}  2 graph(s), {s.linked_call_sites}/{s.call_sites}" in torchruns[name].stderr
 

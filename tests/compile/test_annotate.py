@@ -203,6 +203,7 @@ def test_a_gigabyte_on_one_line_is_refused_without_reading_it_all(run_cli, tmp_p
 def test_a_profiled_run_that_fails_is_one_line_and_leaves_no_trace(tmp_path):
     from spyre_provenance.compile import profile as profiled_run
     from spyre_provenance.model.layout import Layout
+    from spyre_provenance.viewer import pages
 
     profiler = profiled_run.Profiler(Layout(tmp_path, "mlp"))
 
@@ -210,5 +211,7 @@ def test_a_profiled_run_that_fails_is_one_line_and_leaves_no_trace(tmp_path):
         raise RuntimeError("device lost\nmore detail")
 
     profiler.after_run(rerun)  # the compile goes on: nothing raised
-    assert profiler.finish() == "  PROFILE NOT WRITTEN: the profiled run failed: RuntimeError: device lost"
+    written = pages.write(tmp_path, tmp_path, tlparse=None, viewer=False, logs=[], profile=profiler.run)
+    assert written.profile is not None
+    assert written.profile.lines == ["  PROFILE NOT WRITTEN: the profiled run failed: RuntimeError: device lost"]
     assert not profiler.raw.exists() and not Layout(tmp_path, "mlp").profile_trace.exists()

@@ -28,6 +28,7 @@ LAYERS = (
     ("golden", "audit"),  # cases, normalize, store, diff, the regression check; the provenance audit
     ("runtime",),  # run-time names -> provenance: lookup, profiler-trace annotation
     ("capture", "backends", "viewer"),  # the only code that touches torch._inductor; the viewer's page
+    ("launch",),  # running programs: the launcher, the early end, the run's summary and report
     ("compile",),  # one compile: request, run against eager, checks, profile, ranks, summary; the built-in models
     ("cli", "plugin"),  # entry points: imported by nothing
 )
@@ -209,6 +210,13 @@ def test_entry_points_are_imported_by_nothing(graph):
         if layer(target) == top and target.split(".")[0] != module.split(".")[0] and module not in ROOT
     )
     assert importers == []
+
+
+def test_no_command_module_imports_another(graph):
+    """A subcommand's module (``cli.<name>_command``) reaches what another command does
+    through the layers below, never through that command's module."""
+    commands = [module for module in graph if module.startswith("cli.") and module.endswith("_command")]
+    assert [f"{m} imports {t}" for m in commands for t in sorted(graph[m]) if t in commands] == []
 
 
 def test_the_torch_list_names_real_modules(graph):

@@ -1,13 +1,13 @@
 """``run``'s screen for processes whose compiles went to a backend tracking does not record
-(issue 55 point 5), from counts alone (``validate.run_summary.render``); the real runs are
+(issue 55 point 5), from counts alone (``launch.run_summary.render``); the real runs are
 ``tests/attach/test_run_backends.py``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from spyre_provenance.launch.run_summary import RECORDED, ProcessSummary, render
 from spyre_provenance.model.folders import ProcessFolder
-from spyre_provenance.validate.run_summary import RECORDED, ProcessSummary, render
 
 
 def test_no_process_recorded_names_the_backends_used_instead(tmp_path: Path) -> None:
@@ -50,7 +50,9 @@ def test_a_graph_the_hook_never_saw_is_not_recorded_not_unfinished(tmp_path: Pat
     summary = ProcessSummary(ProcessFolder("toggles", None, None, 3), tmp_path / "toggles_pid3", graphs=1)
     summary.complete_graphs = summary.call_sites = summary.linked_call_sites = 1
     summary.unrecorded = ["[1/0]"]
-    assert summary.verdict == "partial"
+    assert summary.word == "partial"
+    assert summary.verdict.reasons == ("compile [1/0] NOT RECORDED: compiled, but the hook saw none of it",)
+    assert summary.verdict.exit_code == 1  # found wanting, as the compile judge says it
     lines = render([summary], tmp_path, {})
     assert "    compile [1/0] NOT RECORDED: compiled, but the hook saw none of it" in lines
     assert not any("UNFINISHED" in line for line in lines)

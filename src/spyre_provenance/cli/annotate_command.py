@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from spyre_provenance.base.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
-from spyre_provenance.cli.lookup_command import add_from_option
+from spyre_provenance.cli.from_option import add_from_option
 from spyre_provenance.runtime import index as kernel_index
 from spyre_provenance.runtime import time_screen, time_summary
 from spyre_provenance.runtime.annotate import annotate, default_output

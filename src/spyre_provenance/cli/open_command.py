@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import sys
 import webbrowser
-from collections.abc import Mapping
 from pathlib import Path
 
 from spyre_provenance.base.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
 from spyre_provenance.logs import tlparse_run
 from spyre_provenance.model.layout import Layout
+from spyre_provenance.viewer.pages import Pages, viewer_folder
+from spyre_provenance.viewer.pages import write as write_pages
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,19 +53,16 @@ def run(args: argparse.Namespace) -> int:
     _check_out(out, target, logs)
     # a compile --out folder's default: each log's pages where compile wrote and printed
     # them (OUT/tlparse/<label>/), never replacing the folder that holds them all
-    per_log = len(logs) > 1 or (args.out is None and Layout.of_log(logs[0]) is not None)
-    pages: list[tlparse_run.GraphPage] = []
-    for log in logs:
-        try:
-            pages += tlparse_run.render_pages(tlparse, log, _log_out(args, out, log) if per_log else out)
-        except tlparse_run.TlparseError as exc:
-            raise UnusableInput(str(log), str(exc)) from None
+    written = write_pages(
+        target, out, tlparse=tlparse, viewer=_has_viewer(target), logs=logs, own_places=args.out is None, refuse=True
+    )
+    pages = [page for _, page in written.graphs]
 
     mapped = [page for page in pages if page.has_mapping]
     width = max((len(page.label) for page in pages), default=0)
     for page in pages:
         print(f"{page.label.ljust(width)}  {page.page}{page.note}")
-    _print_viewer(target, width)
+    _print_viewer(written, width)
     if not mapped:
         print(f"{target}: no compiled graph with a provenance mapping in the log", file=sys.stderr)
         return EXIT_FOUND_WANTING
@@ -82,27 +80,19 @@ def _open_ranks(args: argparse.Namespace, target: Path) -> int:
         raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_run.INSTALL_HINT}")
     out = args.out if args.out is not None else Layout(target).pages_root
     _check_out(out, target, [log for logs in models.values() for log in logs.values()])
-    landings: list[Path] = []
-    pages: list[tlparse_run.GraphPage] = []
-    for stem, logs in models.items():
-        try:
-            where = out if len(models) == 1 else Layout(target, stem).pages if args.out is None else out / stem
-            report = tlparse_run.render_all_ranks(tlparse, logs, where)
-        except tlparse_run.TlparseError as exc:
-            raise UnusableInput(str(target), str(exc)) from None
-        landings.append(report.landing)
-        pages += report.pages
+    written = write_pages(target, out, tlparse=tlparse, viewer=_has_viewer(target), rank_logs=models, refuse=True)
+    pages = [page for _, page in written.graphs]
     width = max((len(page.label) for page in pages), default=0)
-    for landing in landings:
+    for _, landing in written.landings:
         print(f"{'ranks'.ljust(width)}  {landing}")
     for page in pages:
         print(f"{page.label.ljust(width)}  {page.page}{page.note}")
-    _print_viewer(target, width)
+    _print_viewer(written, width)
     if not any(page.has_mapping for page in pages):
         print(f"{target}: no compiled graph with a provenance mapping in the ranks' logs", file=sys.stderr)
         return EXIT_FOUND_WANTING
     if not args.no_browser:
-        webbrowser.open(landings[0].resolve().as_uri())
+        webbrowser.open(written.landings[0][1].resolve().as_uri())
     return EXIT_OK
 
 
@@ -115,89 +105,33 @@ def _open_run(args: argparse.Namespace, target: Path) -> int:
     out = args.out if args.out is not None else Layout(target).pages_root
     ranked, others = tlparse_run.find_process_logs(target)
     _check_out(out, target, [*(log for logs in ranked.values() for log in logs.values()), *(log for _, log in others)])
-    lines, landing, mapped = run_pages(tlparse, target, out)
+    written = write_pages(target, out, tlparse=tlparse, refuse=True)
+    lines = written.labelled
     width = max((len(label) for label, _ in lines), default=0)
     for label, where in lines:
         print(f"{label.ljust(width)}  {where}")
+    mapped = next((page.page for _, page in written.graphs if page.has_mapping), None)
     if mapped is None:
         print(f"{target}: no compiled graph with a provenance mapping in the run's logs", file=sys.stderr)
         return EXIT_FOUND_WANTING
     if not args.no_browser:
-        webbrowser.open((landing or mapped).resolve().as_uri())
+        webbrowser.open((written.landings[0][1] if written.landings else mapped).resolve().as_uri())
     return EXIT_OK
 
 
-def run_pages(
-    tlparse: str,
-    target: Path,
-    out: Path,
-    *,
-    viewers: bool = True,
-    rendered: Mapping[str, list[tlparse_run.GraphPage]] | None = None,
-) -> tuple[list[tuple[str, str]], Path | None, Path | None]:
-    """The pages of a ``run`` folder into ``out`` (``open`` and ``run`` write the same):
-    (label, page) lines, the first multi-rank landing page, the first page with a mapping.
-    One multi-rank report per program run by torchrun's ranks (``out/<program>/``), the
-    pages of every other process (``out/<process folder>/``), each process's viewer page
-    (``viewers=False``: not those, which ``run`` writes while tlparse runs). ``rendered``:
-    the pages already made of processes of no rank, by folder name (``run``'s early end)."""
-    ranked, others = tlparse_run.find_process_logs(target)
-    lines: list[tuple[str, str]] = []
-    landing = mapped = None
-    pages: list[tuple[str, tlparse_run.GraphPage]] = []
-    try:
-        for stem, logs in sorted(ranked.items()):
-            report = tlparse_run.render_all_ranks(tlparse, logs, out / stem)
-            landing = landing or report.landing
-            lines.append((f"{stem} ranks", str(report.landing)))
-            pages += [(stem, page) for page in report.pages]
-        for name, log in others:
-            made = (rendered or {}).get(name)
-            pages += [
-                (name, page)
-                for page in (made if made is not None else tlparse_run.render_pages(tlparse, log, out / name))
-            ]
-    except tlparse_run.TlparseError as exc:
-        raise UnusableInput(str(target), str(exc)) from None
-    for owner, page in pages:
-        lines.append((f"{owner} {page.label}", f"{page.page}{page.note}"))
-        mapped = mapped or (page.page if page.has_mapping else None)
-    return [*lines, *(run_viewers(target) if viewers else [])], landing, mapped
-
-
-def run_viewers(target: Path, written: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """Each process's viewer page of a ``run`` folder, written now unless ``written`` holds
-    its line already (by folder name): (label, page) lines."""
-    from spyre_provenance.viewer import page as view
-
-    written = written or {}
-    return [
-        (
-            f"{layout.out.name} viewer",
-            written.get(layout.out.name) or view.beside(layout.out).removeprefix("viewer page: "),
-        )
-        for _, layout in Layout(target).processes()
-    ]
-
-
-def _print_viewer(target: Path, width: int) -> None:
-    """Beside tlparse's pages, the viewer's page (``view``) of a compile --out folder, written
-    now; a log alone has no graph folders to make it of."""
+def _has_viewer(target: Path) -> bool:
+    """Whether a viewer page stands beside the pages of ``target``: a compile --out folder's
+    (of its log or trace folder too) with graph folders; a log alone has none to make it of."""
     from spyre_provenance.viewer import data
-    from spyre_provenance.viewer import page as view
 
-    owner = Layout.of_log(target) if target.is_file() else Layout.of_trace_dir(target)
-    out = owner.out if owner is not None else target  # a compile --out folder's log or trace folder
-    if out.is_dir() and data.has_graph_folders(out):
-        line = view.beside(out)
-        print(f"{'viewer'.ljust(width)}  {line.removeprefix('viewer page: ')}")
+    out = viewer_folder(target)
+    return out.is_dir() and data.has_graph_folders(out)
 
 
-def _log_out(args: argparse.Namespace, out: Path, log: Path) -> Path:
-    """One log's pages among several: by default where ``compile`` wrote them (its
-    ``Layout.pages``), else in a folder of ``--out`` named after the log."""
-    owner = Layout.of_log(log, log.stem)
-    return owner.pages if args.out is None and owner is not None else out / log.stem
+def _print_viewer(written: Pages, width: int) -> None:
+    """Beside tlparse's pages, the viewer's page (``view``) of a compile --out folder."""
+    if written.viewer is not None:
+        print(f"{'viewer'.ljust(width)}  {written.viewer.shown}")
 
 
 def _default_out(target: Path, log: Path) -> Path:

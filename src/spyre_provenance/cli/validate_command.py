@@ -96,17 +96,16 @@ def run(args: argparse.Namespace) -> int:
 
 def process_lines(paths: list[str]) -> list[str]:
     """For a ``run`` folder: one line per tracked process (graphs, call sites linked, its
-    verdict) and each compile it never finished (``validate.run_summary``): an artifact
+    verdict) and each compile it never finished (``launch.run_summary``): an artifact
     can be valid in a run that stopped in the middle of a compile. Per-op compiles fold into
     one line per op kind, as on ``run``'s screen."""
-    from spyre_provenance.runtime.lookup import logged_per_op
-    from spyre_provenance.validate import run_summary
+    from spyre_provenance.launch import run_summary
 
     lines: list[str] = []
     for name in paths:
         folder = Path(name)
         if folder.is_dir() and Layout(folder).processes():
-            lines += run_summary.render(run_summary.summarize_run(folder, logged_per_op), folder)[1:]
+            lines += run_summary.render(run_summary.summarize_run(folder), folder)[1:]
     return lines
 
 

@@ -36,8 +36,10 @@ from spyre_provenance.capture import trace_log
 from spyre_provenance.compile import eager_run, out_folder
 from spyre_provenance.compile.outcome import AuditFiles, CompileOutcome, judge
 from spyre_provenance.compile.request import CompileRequest, resolved_model
-from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
+from spyre_provenance.logs.tlparse_run import tlparse_binary
 from spyre_provenance.model.layout import Layout
+from spyre_provenance.viewer.pages import Pages
+from spyre_provenance.viewer.pages import write as write_pages
 
 if TYPE_CHECKING:
     from spyre_provenance.backends.base import Backend
@@ -131,21 +133,23 @@ def _tracked_compile(
         backend, choice = _trace_then_backend(request, layout, announce, ranked=ranked)
         loaded, reference = _load_and_run_eager(request)  # all that may refuse the model, before out is touched
         report = _compile_into(layout, request, loaded, reference, backend, ranked=ranked, profiler=profiler)
-        written = _read_back(request, layout, report, previous)  # the log claimed, outputs checked, pages, audit
-        profile = profiler.finish() if profiler is not None else None  # annotated from the claimed log
-        viewer = _viewer_page(request, layout, report)  # last: the page shows every file written
+        written = _read_back(request, layout, report, previous)  # the log claimed, outputs checked, audit
+        pages = _pages(request, layout, report, written.log, profiler)  # profile, tlparse's, the viewer's
     return CompileOutcome(
         request,
         layout.out if layout is not None else None,
         choice,
         report,
         written.checked,
-        written.pages,
-        written.page_problems,
+        [page.page for _, page in pages.graphs if page.has_mapping],
+        [tlparse.what] if (tlparse := pages.tlparse_problem) is not None else [],
         written.audit,
         judge(report, written.checked, written.audit),
-        profile=profile,
-        viewer=viewer,
+        profile=pages.profile.path if pages.profile is not None else None,
+        viewer=pages.viewer.path if pages.viewer is not None else None,
+        viewer_problem=pages.viewer.problem if pages.viewer is not None else None,
+        profile_problem=pages.profile.problem if pages.profile is not None else None,
+        profile_summary=pages.profile.summary if pages.profile is not None else None,
     )
 
 
@@ -244,8 +248,7 @@ def _refusals(model: str) -> Iterator[None]:
 
 class _Written(NamedTuple):
     checked: OutputCheck | None  # None when nothing was written
-    pages: list[Path]
-    page_problems: list[str]
+    log: Path | None  # the model's log, claimed
     audit: AuditFiles | None
 
 
@@ -253,29 +256,32 @@ def _read_back(
     request: CompileRequest, layout: Layout | None, report: CompileReport, previous: AuditV1 | None
 ) -> _Written:
     """What the compile wrote, read back: its log claimed under the model's name, the
-    artifacts checked against the log, tlparse's pages, the audit files."""
+    artifacts checked against the log, the audit files."""
     if layout is None:
-        return _Written(None, [], [], None)
+        return _Written(None, None, None)
     from spyre_provenance.compile.output_check import check_outputs
 
     log = out_folder.claim_log(layout)
     checked = check_outputs(layout.graph_folders(), log, report.graphs)
-    pages: list[Path] = []
-    page_problems: list[str] = []
-    tlparse = tlparse_binary()
-    if log is not None and request.tlparse and tlparse:
-        pages, page_problems = _graph_pages(tlparse, log, layout.pages)
     audit = _write_audit(report, layout, previous, request.audit_against) if request.audit else None
-    return _Written(checked, pages, page_problems, audit)
+    return _Written(checked, log, audit)
 
 
-def _viewer_page(request: CompileRequest, layout: Layout | None, report: CompileReport) -> str | None:
-    """The viewer's page of the out folder (``viewer.page.beside``): its line, or None."""
-    if layout is None or not request.viewer or not report.graphs:
-        return None
-    from spyre_provenance.viewer.page import beside
-
-    return beside(layout.out)
+def _pages(
+    request: CompileRequest, layout: Layout | None, report: CompileReport, log: Path | None, profiler: Profiler | None
+) -> Pages:
+    """The out folder's pages (``viewer.pages.write``): the profile annotated from the claimed
+    log, tlparse's pages of it, and the viewer's page, last: it shows every file written."""
+    if layout is None:
+        return Pages()
+    return write_pages(
+        layout.out,
+        layout.pages,
+        tlparse=tlparse_binary() if log is not None and request.tlparse else None,
+        viewer=request.viewer and bool(report.graphs),
+        logs=[log] if log is not None else [],
+        profile=profiler.run if profiler is not None else None,
+    )
 
 
 def _write_audit(report: CompileReport, layout: Layout, previous: AuditV1 | None, against: Path | None) -> AuditFiles:
@@ -314,15 +320,6 @@ def _backend(request: CompileRequest, layout: Layout | None) -> tuple[Backend, s
         name = chosen.name if request.backend == "auto" else request.backend
         raise UnusableInput("--kernel-cache", f"models torch-spyre's kernel cache on the reference backend, not {name}")
     return chosen, line
-
-
-def _graph_pages(tlparse: str, log: Path, out: Path) -> tuple[list[Path], list[str]]:
-    """One provenance page per graph (forward and backward apart); none, and why, when
-    tlparse fails."""
-    try:
-        return [page.page for page in render_pages(tlparse, log, out) if page.has_mapping], []
-    except TlparseError as exc:
-        return [], [str(exc)]
 
 
 _LINE = 400  # characters of a refusal's reason

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from spyre_provenance.compile.output_check import OutputCheck
     from spyre_provenance.compile.run import CompileReport
     from spyre_provenance.model.audit_records import AuditV1
+    from spyre_provenance.runtime.annotate import AnnotateSummary
 
 
 class AuditFiles(msgspec.Struct):
@@ -46,8 +47,11 @@ class CompileOutcome(msgspec.Struct):
     page_problems: list[str]  # tlparse could not render the pages: why
     audit: AuditFiles | None
     verdict: Verdict
-    profile: str | None = None  # with ``profile``: the profile's summary line
-    viewer: str | None = None  # with ``viewer``: the viewer page's line (``viewer.page.beside``)
+    profile: Path | None = None  # with ``profile``: the annotated trace; None: not written
+    viewer: Path | None = None  # with ``viewer``: the viewer's page; None: not written
+    viewer_problem: str | None = None  # why the viewer's page could not be written
+    profile_problem: str | None = None  # why the annotated trace was not written
+    profile_summary: AnnotateSummary | None = None  # what annotating the trace found
 
     @property
     def exit_code(self) -> int:

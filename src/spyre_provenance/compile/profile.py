@@ -22,17 +22,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 from spyre_provenance.base.patches import Patches
 from spyre_provenance.capture import trace_log
 from spyre_provenance.model.layout import Layout
+from spyre_provenance.viewer.pages import ProfileRun
 
 
 class Profiler:
     """``compile --profile`` for one compile: ``after_run`` runs the tracked compiled model
-    once more under torch.profiler and exports its trace; ``finish`` annotates that trace
-    from the compile's log (claimed by then) and says how it went, in one line."""
+    once more under torch.profiler and exports its trace; ``run`` is what the page writer
+    annotates (``viewer.pages``)."""
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
@@ -52,11 +52,11 @@ class Profiler:
             text = str(exc).strip()
             self.failed = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
-    def finish(self) -> str | None:
-        """The summary line of the profile (None when the run never came to profiling)."""
-        if self.failed is not None:
-            return f"  PROFILE NOT WRITTEN: the profiled run failed: {self.failed}"
-        return _annotate(self.raw, self.layout) if self.raw.is_file() else None
+    @property
+    def run(self) -> ProfileRun:
+        """The rerun as the page writer (``viewer.pages.write``) annotates it, from the
+        compile's log, claimed by then."""
+        return ProfileRun(self.raw, self.layout.profile_trace, self.layout.trace_log, self.failed)
 
 
 @contextlib.contextmanager
@@ -72,20 +72,3 @@ def profiling(layout: Layout) -> Iterator[Profiler]:
         except BaseException:
             profiler.raw.unlink(missing_ok=True)
             raise
-
-
-def _annotate(raw: Path, layout: Layout) -> str:
-    from spyre_provenance.base.errors import UnusableInput
-    from spyre_provenance.runtime import index
-    from spyre_provenance.runtime.annotate import annotate
-
-    try:
-        summary = annotate(raw, index.build([layout.trace_log]), layout.profile_trace)
-    except UnusableInput as exc:
-        return f"  PROFILE NOT WRITTEN: {exc}"
-    finally:
-        raw.unlink(missing_ok=True)
-    line = f"  profile: {summary.line()}"
-    if summary.annotated != summary.kernel_events:
-        line += "\n  PROFILE INCOMPLETE: kernel events without provenance (listed above)"
-    return line

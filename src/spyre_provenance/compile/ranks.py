@@ -46,9 +46,10 @@ import msgspec
 from spyre_provenance.base.errors import EXIT_FOUND_WANTING, UnusableInput, Verdict
 from spyre_provenance.compile import out_folder, process_group
 from spyre_provenance.compile.request import CompileRequest, command_line
-from spyre_provenance.logs.tlparse_run import TlparseError, render_all_ranks, tlparse_binary
+from spyre_provenance.logs.tlparse_run import tlparse_binary
 from spyre_provenance.model.layout import Layout
-from spyre_provenance.viewer import page as viewer_page
+from spyre_provenance.viewer.pages import Page
+from spyre_provenance.viewer.pages import write as write_pages
 
 if TYPE_CHECKING:
     from torch.distributed.elastic.multiprocessing import LogsSpecs
@@ -134,7 +135,7 @@ class RanksOutcome(msgspec.Struct):
             width = max((len(page.label) for page in self.pages), default=0)
             lines += [f"  {page.label.ljust(width)}  {page.page}" for page in self.pages]
         written = self.viewer is not None or self.viewer_problem is not None
-        return lines + ([viewer_page.line(self.viewer, self.viewer_problem)] if written else [])
+        return lines + ([f"viewer page: {Page(self.viewer, self.viewer_problem).shown}"] if written else [])
 
     @property
     def verdict(self) -> Verdict:
@@ -160,26 +161,26 @@ def run(request: CompileRequest, layout: Layout) -> RanksOutcome:
         if end.code < 0 and end.pid is not None:
             out_folder.discard_torn_log(layout.rank(r), end.pid)
 
-    problems: list[str] = []
-    report, pages = None, []
     logs = {r.rank: log for r in ranks if (log := layout.rank(r.rank).trace_log).is_file()}
-    tlparse = tlparse_binary()
-    if logs and request.tlparse and tlparse:
-        try:
-            rendered = render_all_ranks(tlparse, logs, layout.pages)
-        except TlparseError as exc:
-            problems.append(str(exc))
-        else:
-            report, pages = rendered.landing, [RankPage(p.label, p.page) for p in rendered.pages]
-    # one page for every rank's graphs
-    viewer, viewer_problem = viewer_page.written_beside(out) if logs and request.viewer else (None, None)
+    # one multi-rank report, and one viewer page for every rank's graphs
+    written = write_pages(
+        out,
+        layout.pages,
+        tlparse=tlparse_binary() if logs and request.tlparse else None,
+        viewer=bool(logs) and request.viewer,
+        rank_logs={out.name: logs},
+    )
+    problems = [written.tlparse_problem.what] if written.tlparse_problem is not None else []
+    report = written.landings[0][1] if written.landings else None
+    pages = [RankPage(p.label, p.page) for _, p in written.graphs]
+    viewer = written.viewer.path if written.viewer is not None else None
+    viewer_problem = written.viewer.problem if written.viewer is not None else None
 
     failed = sorted((r for r in ranks if r.failed), key=lambda r: (not r.hung, ended[r.rank].order, r.rank))
     first = failed[0] if failed else None
     if first is None:
-        return RanksOutcome(
-            out, ranks, report, pages, viewer, None, problems, max(r.exit_code for r in ranks), viewer_problem
-        )
+        code = max(r.exit_code for r in ranks)
+        return RanksOutcome(out, ranks, report, pages, viewer, None, problems, code, viewer_problem)
     problems.append(_failure_line(first, ranks, request.ranks))
     code = first.exit_code if first.exit_code >= 2 and not first.stopped else EXIT_FOUND_WANTING
     return RanksOutcome(out, ranks, report, pages, viewer, first, problems, code, viewer_problem)

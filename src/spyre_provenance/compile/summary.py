@@ -20,6 +20,7 @@ from spyre_provenance.model.records import (
 )
 from spyre_provenance.runtime.lookup import graph_per_op
 from spyre_provenance.validate import coverage
+from spyre_provenance.viewer.pages import Page, Profiled
 
 if TYPE_CHECKING:
     from spyre_provenance.compile.run import CompileReport
@@ -34,7 +35,7 @@ SHOWN_VIOLATIONS = 10
 
 def render(outcome: CompileOutcome) -> str:
     """The summary of a compile into an ``--out`` folder (the command line's); the viewer
-    page's line (``viewer.page.beside``) comes after tlparse's pages."""
+    page's line comes after tlparse's pages."""
     report, checked, pages, out, viewer = outcome.report, outcome.checked, outcome.pages, outcome.out, outcome.viewer
     assert checked is not None and out is not None  # the command always compiles into an --out folder
     calls = f", {report.calls} calls" if report.calls > 1 else ""
@@ -61,8 +62,8 @@ def render(outcome: CompileOutcome) -> str:
     lines.append(f"  written to {out}")
     for page in pages:
         lines.append(f"  provenance page: {page}")
-    if viewer is not None:
-        lines.append(f"  {viewer}")
+    if viewer is not None or outcome.viewer_problem is not None:
+        lines.append(f"  viewer page: {Page(viewer, outcome.viewer_problem).shown}")
     return "\n".join(lines)
 
 
@@ -203,8 +204,8 @@ def tail(outcome: CompileOutcome) -> list[str]:
         lines += [f"  AUDIT NOT WRITTEN: {line}" for line in outcome.audit.problems]
         if outcome.audit.written:
             lines.append(f"  audit: {', '.join(map(str, outcome.audit.written))}")
-    if outcome.profile is not None:  # --profile: the annotated trace, last
-        lines.append(outcome.profile)
+    if outcome.profile_summary is not None or outcome.profile_problem is not None:  # --profile: last
+        lines += Profiled(outcome.profile, outcome.profile_problem, outcome.profile_summary).lines
     return lines
 
 

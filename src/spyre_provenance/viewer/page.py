@@ -17,7 +17,7 @@ from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.base.files import atomic_write_bytes
 from spyre_provenance.model.layout import VIEWER_PAGE, Layout
 
-#: The page's name in an ``--out`` folder, where ``compile`` and ``open`` write it.
+#: The page's name in an ``--out`` folder, where ``compile`` and ``open`` write it (``viewer.pages``).
 PAGE = VIEWER_PAGE
 
 
@@ -84,23 +84,3 @@ def _path_of(name: str) -> Path:
     from spyre_provenance.runtime.compare_folders import split_name
 
     return split_name(name)[0]
-
-
-def beside(out: Path) -> str:
-    """``compile``'s and ``open``'s line for the page of ``out``, written now; a folder the
-    page cannot be made of is said, never a failure of the command that printed it."""
-    return line(*written_beside(out))
-
-
-def written_beside(out: Path) -> tuple[Path | None, str | None]:
-    """The page of ``out``, written now: (where, None), or (None, why it could not be)."""
-    try:
-        target, _ = write_page(out)
-    except UnusableInput as exc:
-        return None, str(exc)
-    return target, None
-
-
-def line(page: Path | None, problem: str | None) -> str:
-    """The line ``beside`` prints for ``written_beside``'s answer."""
-    return f"viewer page: {page}" if page is not None else f"viewer page: NOT WRITTEN: {problem}"

@@ -1,4 +1,5 @@
-"""A whole run's verdict, process by process: what ``spyre-provenance run`` prints at the end.
+"""A whole run's verdict, process by process: what ``spyre-provenance run`` prints at the end
+(and ``validate`` of a run folder).
 
 A run's ``OUT`` holds one folder per tracked process (``Layout.processes``), each with its
 TORCH_TRACE log. Everything here is read from those logs with the same judge ``compile``,
@@ -9,34 +10,36 @@ interrupted in the middle) is reported unfinished, never complete.
 
 Per-op compiles (torch-spyre's eager mode: ``links.per_op``) are folded into one line per op
 kind, which says how many graphs and call sites it stands for and names every graph of it
-whose coverage is not complete. Which graphs are per-op is asked of the caller's
-``PerOp`` (``runtime.lookup.logged_per_op``, above this layer); without one, nothing folds.
+whose coverage is not complete; which graphs are per-op is ``runtime.lookup.logged_per_op``'s
+rule, below this layer.
 
 Pure: reads files, imports no torch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import msgspec
 
-from spyre_provenance.base.errors import UnusableInput
+from spyre_provenance.base.errors import UnusableInput, Verdict
 from spyre_provenance.logs import tracelog
-from spyre_provenance.logs.graphs import LoggedGraph, read_log_graphs
+from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model.folders import ProcessFolder
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.records import CACHE_STATES
+from spyre_provenance.runtime.lookup import logged_per_op
 from spyre_provenance.validate import coverage
 
+#: The screen's word for a process's verdict (``ProcessSummary.verdict``, the compile judge's
+#: record, ``base.errors.Verdict``): ok is complete; found wanting is said by the kind of its
+#: first reason, the worst first
 COMPLETE = "complete"
-PARTIAL = "partial"  # a finished graph's coverage is not complete, or the log is damaged
 UNFINISHED = "unfinished"  # a compile or graph the process never finished
+PARTIAL = "partial"  # a finished graph's coverage is not complete, or the log is damaged
 NO_GRAPH = "no graph"  # the process logged no compiled graph
 
-#: a logged graph's ATen op when it is a per-op compile (``links.per_op``), else None
-PerOp = Callable[[LoggedGraph], str | None]
 #: what tracking records, said where a run's compiles went to another backend
 RECORDED = (
     "tracking records torch.compile's compiles through Inductor"
@@ -86,30 +89,49 @@ class ProcessSummary(msgspec.Struct):
     per_op: dict[str, Tally] = msgspec.field(default_factory=dict)
 
     @property
-    def verdict(self) -> str:
-        if self.unfinished:
-            return UNFINISHED
-        if self.problems or self.unrecorded or self.complete_graphs < self.graphs:
-            return PARTIAL
-        return COMPLETE if self.graphs else NO_GRAPH
+    def verdict(self) -> Verdict:
+        """The process's verdict, in the record the compile's judge gives (``Verdict``): ok,
+        or found wanting with one reason per thing its log lacks."""
+        return Verdict.judge(wanting=[reason for _, reason in self._wanting()])
+
+    @property
+    def word(self) -> str:
+        """What the screen says of ``verdict``: complete when ok, else its first reason's kind."""
+        wanting = self._wanting()
+        return wanting[0][0] if wanting else COMPLETE
+
+    def _wanting(self) -> list[tuple[str, str]]:
+        """(kind, reason) of everything the process's log lacks, the worst kind first."""
+        found = [(UNFINISHED, f"compile {cid} {_UNFINISHED}") for cid in self.unfinished]
+        found += [(PARTIAL, problem) for problem in self.problems]
+        found += [(PARTIAL, f"compile {cid} {_UNRECORDED}") for cid in self.unrecorded]
+        if self.complete_graphs < self.graphs:
+            found.append((PARTIAL, f"{self.graphs - self.complete_graphs} graph(s) with incomplete coverage"))
+        if not found and not self.graphs:
+            found.append((NO_GRAPH, "no compiled graph logged"))
+        return found
 
 
-def summarize_run(out: Path, per_op: PerOp | None = None) -> list[ProcessSummary]:
+_UNFINISHED = "UNFINISHED: the process stopped in the middle of it"
+_UNRECORDED = "NOT RECORDED: compiled, but the hook saw none of it"
+
+
+def summarize_run(out: Path) -> list[ProcessSummary]:
     """Every tracked process of the run in ``out``, ranks first (``Layout.processes``)."""
-    return [summarize_process(process, layout, per_op) for process, layout in Layout(out).processes()]
+    return [summarize_process(process, layout) for process, layout in Layout(out).processes()]
 
 
-def summarize_process(process: ProcessFolder, layout: Layout, per_op: PerOp | None = None) -> ProcessSummary:
+def summarize_process(process: ProcessFolder, layout: Layout) -> ProcessSummary:
     summary = ProcessSummary(process, layout.out)
     for log in layout.trace_logs():
         try:
-            _count_log(summary, log, per_op)
+            _count_log(summary, log)
         except (UnusableInput, OSError) as exc:
             summary.problems.append(f"{log}: {exc}")
     return summary
 
 
-def _count_log(summary: ProcessSummary, log: Path, per_op: PerOp | None) -> None:
+def _count_log(summary: ProcessSummary, log: Path) -> None:
     unfinished = tracelog.unfinished_compiles(log)
     for graph in read_log_graphs(log):
         if graph.output_code is not None and graph.diagnostics is None:
@@ -129,7 +151,7 @@ def _count_log(summary: ProcessSummary, log: Path, per_op: PerOp | None) -> None
         cache = graph.diagnostics.get("cache", CACHE_STATES[0])
         if cache != CACHE_STATES[0]:
             summary.cached[graph.compile_id] = str(cache)
-        op = per_op(graph) if per_op is not None else None
+        op = logged_per_op(graph)
         if op is not None:
             summary.per_op.setdefault(op, Tally()).add(graph.compile_id, verdict)
     summary.unfinished += unfinished
@@ -161,15 +183,15 @@ def render(
     for s in summaries:
         lines.append(
             f"  {s.folder.name.ljust(width)}  {s.graphs} graph(s){_from_cache(s)}, {s.linked_call_sites}/{s.call_sites}"
-            f" kernel call site(s) linked: {s.verdict}"
+            f" kernel call site(s) linked: {s.word}"
         )
         lines += [
             f"    compile {cid} CACHED WITHOUT PROVENANCE: its Inductor cache entry held none"
             for cid, how in s.cached.items()
             if how == CACHE_STATES[2]
         ]
-        lines += [f"    compile {cid} UNFINISHED: the process stopped in the middle of it" for cid in s.unfinished]
-        lines += [f"    compile {cid} NOT RECORDED: compiled, but the hook saw none of it" for cid in s.unrecorded]
+        lines += [f"    compile {cid} {_UNFINISHED}" for cid in s.unfinished]
+        lines += [f"    compile {cid} {_UNRECORDED}" for cid in s.unrecorded]
         lines += [f"    {failure}" for failure in s.failed]
         lines += [f"    {problem}" for problem in s.problems]
         lines += per_op_lines(s)

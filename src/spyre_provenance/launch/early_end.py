@@ -29,8 +29,9 @@ from spyre_provenance.model import folders
 from spyre_provenance.model.layout import VIEWER_PAGE, Layout
 
 if TYPE_CHECKING:  # imported when a process has ended, not before COMMAND starts
+    from spyre_provenance.launch.run_summary import ProcessSummary
     from spyre_provenance.logs.tlparse_run import GraphPage
-    from spyre_provenance.validate.run_summary import ProcessSummary
+    from spyre_provenance.viewer.pages import Page
 
 #: how often ``run`` looks for processes that ended, while it waits for COMMAND (seconds)
 POLL = 0.05
@@ -44,7 +45,7 @@ class ProcessEnd(msgspec.Struct):
 
     summary: ProcessSummary
     pages: list[GraphPage] | None = None  # tlparse's, of a process of no rank; None: not made
-    viewer: str | None = None  # the viewer page, or why it was not written; None: not made
+    viewer: Page | None = None  # the viewer page, or why it was not written; None: not made
 
 
 def folder_state(folder: Path) -> FolderState:
@@ -127,22 +128,27 @@ class EarlyEnd:
     ) -> tuple[Future[ProcessEnd], Future[list[GraphPage]] | None]:
         """The summary and the viewer page in one thread, tlparse's pages (a process of its
         own) in the other: the end waits for the longer, not both."""
-        from spyre_provenance.logs import tlparse_run
-
         logs = layout.trace_logs()
         pages: Future[list[GraphPage]] | None = None
         if self.pages and self.tlparse is not None and process.rank is None and len(logs) == 1:
-            pages_out = Layout(self.out).pages_root / layout.out.name
-            pages = self._pool.submit(tlparse_run.render_pages, self.tlparse, logs[0], pages_out)
+            pages = self._pool.submit(self._tlparse_pages, layout, logs[0])
         return self._pool.submit(self._summary_and_viewer, process, layout), pages
 
+    def _tlparse_pages(self, layout: Layout, log: Path) -> list[GraphPage]:
+        from spyre_provenance.viewer import pages
+
+        into = Layout(self.out).pages_root / layout.out.name
+        written = pages.write(layout.out, into, tlparse=self.tlparse, viewer=False, logs=[log])
+        if written.tlparse_problem is not None:  # made again at the end, where it is told
+            raise written.tlparse_problem
+        return [page for _, page in written.graphs]
+
     def _summary_and_viewer(self, process: folders.ProcessFolder, layout: Layout) -> ProcessEnd:
+        from spyre_provenance.launch.run_summary import summarize_process
         from spyre_provenance.logs.graphs import reading_each_log_once
-        from spyre_provenance.runtime.lookup import logged_per_op
-        from spyre_provenance.validate import run_summary
-        from spyre_provenance.viewer import page as view
+        from spyre_provenance.viewer import pages
 
         with reading_each_log_once():
-            summary = run_summary.summarize_process(process, layout, logged_per_op)
-            viewer = view.beside(layout.out).removeprefix("viewer page: ") if self.pages else None
+            summary = summarize_process(process, layout)
+            viewer = pages.write(layout.out, layout.pages, tlparse=None, logs=[]).viewer if self.pages else None
         return ProcessEnd(summary, viewer=viewer)
