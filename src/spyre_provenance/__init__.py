@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and the API pages (
     from spyre_provenance.compile.outcome import AuditFiles, CompileOutcome
     from spyre_provenance.compile.output_check import OutputCheck
     from spyre_provenance.compile.ranks import RankPage, RankResult, RanksOutcome
-    from spyre_provenance.compile.run import CompileReport
+    from spyre_provenance.compile.tracked import CompileReport
     from spyre_provenance.model.compare_records import Comparison
     from spyre_provenance.model.layout import Layout
     from spyre_provenance.model.lookup_records import LookupDocument
@@ -119,7 +119,7 @@ _LAZY = {
     "CompileRequest": "spyre_provenance.compile.job",
     "CompileOutcome": "spyre_provenance.compile.outcome",
     "AuditFiles": "spyre_provenance.compile.outcome",
-    "CompileReport": "spyre_provenance.compile.run",
+    "CompileReport": "spyre_provenance.compile.tracked",
     "OutputCheck": "spyre_provenance.compile.output_check",
     "RanksOutcome": "spyre_provenance.compile.ranks",  # what compile_request returns for ranks=N
     "RankResult": "spyre_provenance.compile.ranks",

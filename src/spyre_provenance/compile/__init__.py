@@ -1,7 +1,7 @@
 """The compile: one request in, its outcome and verdict out, every entry point's.
 
 ``job``           ``compile_request``: the one door (a single process, a rank, ``--ranks N``)
-``run``           the tracked ``torch.compile`` of a model, checked against eager
+``tracked``       the tracked ``torch.compile`` of a model, checked against eager
 ``profile``       ``compile --profile``: the compiled model once more under torch.profiler
 ``output_check``  what a compile wrote, re-read: artifacts validated, coverage judged on the log
 ``audit_files``   the provenance audit files of a compile, built and written

@@ -22,7 +22,7 @@ from spyre_provenance.runtime.lookup import graph_per_op
 from spyre_provenance.validate import coverage
 
 if TYPE_CHECKING:
-    from spyre_provenance.compile.run import CompileReport
+    from spyre_provenance.compile.tracked import CompileReport
 
 #: Below this, every output of a model is so small that any output would match eager.
 TINY_OUTPUTS = 1e-6
