@@ -229,7 +229,7 @@ def _attach() -> Any:
     layout = _process.folder()
     name, _ = resolve_attached(os.environ.get(environment.BACKEND) or "auto", "torch_spyre" in sys.modules)
     return tracking.attach(
-        lambda: tracking.enable(get_backend(name, bundle_dir=layout.bundle_root), layout=layout),
+        lambda: tracking.start(get_backend(name, bundle_dir=layout.bundle_root), layout=layout),
         _step_aside,
     )
 
