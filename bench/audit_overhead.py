@@ -78,7 +78,7 @@ def compile_once(
     model_name: str, with_audit: bool, scratch: Path, backend_name: str = "reference"
 ) -> tuple[float, float, float, int]:
     """(wall seconds, CPU seconds, the audit's own seconds, stages audited) of one fresh
-    tracked compile (``compile.tracked.tracked_run``, the compile step of ``compile``, resets
+    tracked compile (``compile.tracked.compile_tracked``, the compile step of ``compile``, resets
     Dynamo before and after)."""
     from torch._inductor.utils import fresh_cache
 
@@ -86,7 +86,7 @@ def compile_once(
     from spyre_provenance.audit import report
     from spyre_provenance.backends import get_backend
     from spyre_provenance.capture.audit_probe import toolchain
-    from spyre_provenance.compile.tracked import tracked_run
+    from spyre_provenance.compile.tracked import compile_tracked
     from spyre_provenance.model.layout import Layout
 
     model, inputs = MODELS[model_name]()
@@ -95,7 +95,7 @@ def compile_once(
     with fresh_cache(), _timing_probe(own):
         start, start_cpu = time.perf_counter(), _cpu_seconds()
         backend = get_backend(backend_name, bundle_dir=Layout(scratch, "bench").bundle_root)
-        session, _ = tracked_run(
+        session, _ = compile_tracked(
             model,
             [inputs],
             backend,

@@ -112,7 +112,7 @@ def compile_model(
     # as the eager run found them: the tracked run updates buffers (BatchNorm's statistics)
     pristine = copy.deepcopy(loaded.module)
     try:
-        session, got = tracked_run(
+        session, got = compile_tracked(
             loaded.module,
             loaded.calls,
             backend,
@@ -207,7 +207,7 @@ def _fallback_random_run(model: Any, calls: list[tuple[Any, ...]], chosen: Backe
         torch._dynamo.reset()
 
 
-def tracked_run(
+def compile_tracked(
     model: Any,
     calls: list[tuple[Any, ...]],
     backend: Backend,
