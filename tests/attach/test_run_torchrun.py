@@ -25,12 +25,12 @@ from helpers.run_program import (
     run_command,
     start_program,
 )
-from spyre_provenance.logs import tlparse_run
+from spyre_provenance.logs import tlparse_render
 from spyre_provenance.model import folders
 from spyre_provenance.validate import run_summary
 
 pytestmark = [pytest.mark.compile, needs_startup_hook]
-needs_tlparse = pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")
+needs_tlparse = pytest.mark.skipif(tlparse_render.tlparse_binary() is None, reason="tlparse is not installed")
 DDP = PROGRAMS / "ddp_train.py"
 
 

@@ -3,7 +3,7 @@
 Runs ``tlparse -i`` on the TORCH_TRACE log (of a ``compile --out`` folder, a trace folder,
 or a log file) and prints one provenance page per compile folder and graph: a training
 compile's forward and backward each get theirs, though tlparse puts both in one compile
-folder (see ``tlparse_run``). Opens the first page in the system browser unless
+folder (see ``tlparse_render``). Opens the first page in the system browser unless
 ``--no-browser``.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from spyre_provenance.base.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
-from spyre_provenance.logs import tlparse_run
+from spyre_provenance.logs import tlparse_render
 from spyre_provenance.model.layout import Layout
 
 
@@ -39,25 +39,25 @@ def run(args: argparse.Namespace) -> int:
         raise UnusableInput(str(target), "no such file or folder")
     if target.is_dir() and Layout(target).processes():
         return _open_run(args, target)
-    if tlparse_run.find_rank_logs(target):
+    if tlparse_render.find_rank_logs(target):
         return _open_ranks(args, target)
-    logs = tlparse_run.find_logs(target)
+    logs = tlparse_render.find_logs(target)
     if not logs:
         raise UnusableInput(str(target), "no TORCH_TRACE log (*.log) here nor in its trace/ folder")
-    tlparse = tlparse_run.tlparse_binary()
+    tlparse = tlparse_render.tlparse_binary()
     if tlparse is None:
-        raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_run.INSTALL_HINT}")
+        raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_render.INSTALL_HINT}")
 
     out = args.out if args.out is not None else _default_out(target, logs[0])
     _check_out(out, target, logs)
     # a compile --out folder's default: each log's pages where compile wrote and printed
     # them (OUT/tlparse/<label>/), never replacing the folder that holds them all
     per_log = len(logs) > 1 or (args.out is None and Layout.of_log(logs[0]) is not None)
-    pages: list[tlparse_run.GraphPage] = []
+    pages: list[tlparse_render.GraphPage] = []
     for log in logs:
         try:
-            pages += tlparse_run.render_pages(tlparse, log, _log_out(args, out, log) if per_log else out)
-        except tlparse_run.TlparseError as exc:
+            pages += tlparse_render.render_pages(tlparse, log, _log_out(args, out, log) if per_log else out)
+        except tlparse_render.TlparseError as exc:
             raise UnusableInput(str(log), str(exc)) from None
 
     mapped = [page for page in pages if page.has_mapping]
@@ -76,19 +76,19 @@ def run(args: argparse.Namespace) -> int:
 def _open_ranks(args: argparse.Namespace, target: Path) -> int:
     """A ``compile --ranks N`` run folder: tlparse's multi-rank report per model (its
     landing page, and each rank's pages), printed landing page first."""
-    models = tlparse_run.find_rank_logs(target)
-    tlparse = tlparse_run.tlparse_binary()
+    models = tlparse_render.find_rank_logs(target)
+    tlparse = tlparse_render.tlparse_binary()
     if tlparse is None:
-        raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_run.INSTALL_HINT}")
+        raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_render.INSTALL_HINT}")
     out = args.out if args.out is not None else Layout(target).pages_root
     _check_out(out, target, [log for logs in models.values() for log in logs.values()])
     landings: list[Path] = []
-    pages: list[tlparse_run.GraphPage] = []
+    pages: list[tlparse_render.GraphPage] = []
     for stem, logs in models.items():
         try:
             where = out if len(models) == 1 else Layout(target, stem).pages if args.out is None else out / stem
-            report = tlparse_run.render_all_ranks(tlparse, logs, where)
-        except tlparse_run.TlparseError as exc:
+            report = tlparse_render.render_all_ranks(tlparse, logs, where)
+        except tlparse_render.TlparseError as exc:
             raise UnusableInput(str(target), str(exc)) from None
         landings.append(report.landing)
         pages += report.pages
@@ -109,11 +109,11 @@ def _open_ranks(args: argparse.Namespace, target: Path) -> int:
 def _open_run(args: argparse.Namespace, target: Path) -> int:
     """A ``run`` folder (one folder per tracked process): tlparse's multi-rank report of
     torchrun's ranks, every other process's pages, each process's viewer page."""
-    tlparse = tlparse_run.tlparse_binary()
+    tlparse = tlparse_render.tlparse_binary()
     if tlparse is None:
-        raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_run.INSTALL_HINT}")
+        raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_render.INSTALL_HINT}")
     out = args.out if args.out is not None else Layout(target).pages_root
-    ranked, others = tlparse_run.find_process_logs(target)
+    ranked, others = tlparse_render.find_process_logs(target)
     _check_out(out, target, [*(log for logs in ranked.values() for log in logs.values()), *(log for _, log in others)])
     lines, landing, mapped = run_pages(tlparse, target, out)
     width = max((len(label) for label, _ in lines), default=0)
@@ -133,7 +133,7 @@ def run_pages(
     out: Path,
     *,
     viewers: bool = True,
-    rendered: Mapping[str, list[tlparse_run.GraphPage]] | None = None,
+    rendered: Mapping[str, list[tlparse_render.GraphPage]] | None = None,
 ) -> tuple[list[tuple[str, str]], Path | None, Path | None]:
     """The pages of a ``run`` folder into ``out`` (``open`` and ``run`` write the same):
     (label, page) lines, the first multi-rank landing page, the first page with a mapping.
@@ -141,13 +141,13 @@ def run_pages(
     pages of every other process (``out/<process folder>/``), each process's viewer page
     (``viewers=False``: not those, which ``run`` writes while tlparse runs). ``rendered``:
     the pages already made of processes of no rank, by folder name (``run``'s early end)."""
-    ranked, others = tlparse_run.find_process_logs(target)
+    ranked, others = tlparse_render.find_process_logs(target)
     lines: list[tuple[str, str]] = []
     landing = mapped = None
-    pages: list[tuple[str, tlparse_run.GraphPage]] = []
+    pages: list[tuple[str, tlparse_render.GraphPage]] = []
     try:
         for stem, logs in sorted(ranked.items()):
-            report = tlparse_run.render_all_ranks(tlparse, logs, out / stem)
+            report = tlparse_render.render_all_ranks(tlparse, logs, out / stem)
             landing = landing or report.landing
             lines.append((f"{stem} ranks", str(report.landing)))
             pages += [(stem, page) for page in report.pages]
@@ -155,9 +155,9 @@ def run_pages(
             made = (rendered or {}).get(name)
             pages += [
                 (name, page)
-                for page in (made if made is not None else tlparse_run.render_pages(tlparse, log, out / name))
+                for page in (made if made is not None else tlparse_render.render_pages(tlparse, log, out / name))
             ]
-    except tlparse_run.TlparseError as exc:
+    except tlparse_render.TlparseError as exc:
         raise UnusableInput(str(target), str(exc)) from None
     for owner, page in pages:
         lines.append((f"{owner} {page.label}", f"{page.page}{page.note}"))
@@ -218,5 +218,5 @@ def _check_out(out: Path, target: Path, logs: list[Path]) -> None:
             raise UnusableInput(str(out), f"--out would replace {path}, which is the input")
     if out.exists() and not out.is_dir():
         raise UnusableInput(str(out), "exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not tlparse_run.looks_like_tlparse_output(out):
+    if out.is_dir() and any(out.iterdir()) and not tlparse_render.looks_like_tlparse_output(out):
         raise UnusableInput(str(out), "exists, is not empty and is no tlparse output; refusing to replace it")

@@ -204,9 +204,9 @@ def _report(out: Path, ended: dict[str, ProcessEnd], other_backends: dict[str, l
 
 
 def _tlparse() -> str | None:
-    from spyre_provenance.logs import tlparse_run
+    from spyre_provenance.logs import tlparse_render
 
-    return tlparse_run.tlparse_binary()
+    return tlparse_render.tlparse_binary()
 
 
 def _pages(out: Path, ended: dict[str, ProcessEnd] | None = None) -> list[tuple[str, str]]:
@@ -216,14 +216,16 @@ def _pages(out: Path, ended: dict[str, ProcessEnd] | None = None) -> list[tuple[
     from concurrent.futures import ThreadPoolExecutor
 
     from spyre_provenance.cli.open_command import run_pages, run_viewers
-    from spyre_provenance.logs import tlparse_run
+    from spyre_provenance.logs import tlparse_render
 
     ended = ended or {}
     rendered = {name: end.pages for name, end in ended.items() if end.pages is not None}
     written = {name: end.viewer for name, end in ended.items() if end.viewer is not None}
     tlparse = _tlparse()
     if tlparse is None:
-        print(f"  tlparse pages: NOT WRITTEN: tlparse is not installed ({tlparse_run.INSTALL_HINT})", file=sys.stderr)
+        print(
+            f"  tlparse pages: NOT WRITTEN: tlparse is not installed ({tlparse_render.INSTALL_HINT})", file=sys.stderr
+        )
         return run_viewers(out, written)
     with ThreadPoolExecutor(max_workers=1) as pool:
         tlparse_pages = pool.submit(run_pages, tlparse, out, Layout(out).pages_root, viewers=False, rendered=rendered)

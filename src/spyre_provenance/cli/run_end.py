@@ -29,7 +29,7 @@ from spyre_provenance.model import folders
 from spyre_provenance.model.layout import VIEWER_PAGE, Layout
 
 if TYPE_CHECKING:  # imported when a process has ended, not before COMMAND starts
-    from spyre_provenance.logs.tlparse_run import GraphPage
+    from spyre_provenance.logs.tlparse_render import GraphPage
     from spyre_provenance.validate.run_summary import ProcessSummary
 
 #: how often ``run`` looks for processes that ended, while it waits for COMMAND (seconds)
@@ -127,13 +127,13 @@ class EarlyEnd:
     ) -> tuple[Future[ProcessEnd], Future[list[GraphPage]] | None]:
         """The summary and the viewer page in one thread, tlparse's pages (a process of its
         own) in the other: the end waits for the longer, not both."""
-        from spyre_provenance.logs import tlparse_run
+        from spyre_provenance.logs import tlparse_render
 
         logs = layout.trace_logs()
         pages: Future[list[GraphPage]] | None = None
         if self.pages and self.tlparse is not None and process.rank is None and len(logs) == 1:
             pages_out = Layout(self.out).pages_root / layout.out.name
-            pages = self._pool.submit(tlparse_run.render_pages, self.tlparse, logs[0], pages_out)
+            pages = self._pool.submit(tlparse_render.render_pages, self.tlparse, logs[0], pages_out)
         return self._pool.submit(self._summary_and_viewer, process, layout), pages
 
     def _summary_and_viewer(self, process: folders.ProcessFolder, layout: Layout) -> ProcessEnd:

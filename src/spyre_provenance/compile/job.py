@@ -36,7 +36,7 @@ from spyre_provenance.capture import trace_log
 from spyre_provenance.compile import eager, out_folder
 from spyre_provenance.compile.outcome import AuditFiles, CompileOutcome, judge
 from spyre_provenance.compile.request import CompileRequest, resolved_model
-from spyre_provenance.logs.tlparse_run import TlparseError, render_pages, tlparse_binary
+from spyre_provenance.logs.tlparse_render import TlparseError, render_pages, tlparse_binary
 from spyre_provenance.model.layout import Layout
 
 if TYPE_CHECKING:
