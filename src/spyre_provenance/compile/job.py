@@ -12,7 +12,7 @@ Python API all call it. Read it top to bottom:
 - the steps, each a short function below it.
 
 With ``out``, the compile writes into that folder, everything named after the model's label
-(``compile.request.run_label``); where each file goes is ``model.layout.Layout``, built once
+(``compile.request.label_of``); where each file goes is ``model.layout.Layout``, built once
 here and handed down whole; the folder's lifecycle (prepared, claimed, a failed run
 discarded) is ``compile.out_folder``'s, torch's trace log ``capture.trace_log``'s. Without
 ``out`` nothing is written and the verdict is on the hook's records alone (the pytest
