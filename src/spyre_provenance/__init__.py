@@ -100,7 +100,7 @@ _LAZY = {
     "Comparison": "spyre_provenance.model.compare_records",
 }
 
-#: The names 0.1.0 also had at the top, each still served for one release with a
+#: The names the top level also had before (since 0.1.0), each still served for one release with a
 #: DeprecationWarning: a record type, from its one home ``spyre_provenance.types``, or an
 #: internal seam (home, what to use instead).
 _DEPRECATED = {

@@ -105,7 +105,7 @@ def test_a_command_imports_no_other_commands_module():
     assert printed == ["spyre_provenance.cli.run_command", "spyre_provenance.cli.run_command"]
 
 
-def test_enable_and_tracking_take_0_1_0s_seams_with_a_warning_at_the_callers_line(tmp_path):
+def test_enable_and_tracking_take_the_old_seams_with_a_warning_at_the_callers_line(tmp_path):
     """``layout`` and ``inductor`` left the public signature (internal seams); for one release
     they still work, each with a DeprecationWarning pointing at the caller's own line."""
     from spyre_provenance.capture.inductor import Inductor

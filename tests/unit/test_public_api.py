@@ -5,7 +5,7 @@ The package's folders are internal (docs/contributing.md). What holds the line: 
 page documents exactly the two ``__all__`` and nothing else, the pages and the README show
 code that imports only the two modules, every public name resolves without loading torch
 up front, and the lazy names' static imports (read by the API pages and mypy) agree with
-where they are loaded from. The names 0.1.0 also had at the top still resolve, each with a
+where they are loaded from. The names the top level also had before still resolve, each with a
 DeprecationWarning naming its new home; the package's own code never reads them there.
 """
 
@@ -102,7 +102,7 @@ def test_every_public_name_resolves_to_its_home(module):
 
 
 @pytest.mark.parametrize("name", sorted(spyre_provenance._DEPRECATED))
-def test_a_name_of_0_1_0_still_resolves_and_says_where_it_went(name):
+def test_a_name_the_top_level_had_still_resolves_and_says_where_it_went(name):
     home, instead = spyre_provenance._DEPRECATED[name]
     with pytest.warns(DeprecationWarning, match=f"spyre_provenance.{name} is deprecated: use ") as caught:
         got = getattr(spyre_provenance, name)

@@ -160,7 +160,7 @@ def _old_keywords(
     caller: str, given: dict[str, object], out_dir: str | Path | None, label: str | None, *, stacklevel: int
 ) -> tuple[Layout | None, Inductor | None]:
     """``enable``'s out folder as one ``Layout``, and its ``Inductor``: built from ``out_dir``
-    and ``label``, or taken, with a DeprecationWarning, from 0.1.0's keywords ``layout`` and
+    and ``label``, or taken, with a DeprecationWarning, from the old keywords ``layout`` and
     ``inductor`` (internal seams, out of the public signature)."""
     import warnings
 
