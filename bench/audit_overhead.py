@@ -78,14 +78,15 @@ def compile_once(
     model_name: str, with_audit: bool, scratch: Path, backend_name: str = "reference"
 ) -> tuple[float, float, float, int]:
     """(wall seconds, CPU seconds, the audit's own seconds, stages audited) of one fresh
-    tracked compile (``tracked_compile`` resets Dynamo before and after)."""
+    tracked compile (``compile.tracked.compile_tracked``, the compile step of ``compile``, resets
+    Dynamo before and after)."""
     from torch._inductor.utils import fresh_cache
 
     from bench.models import MODELS
     from spyre_provenance.audit import report
     from spyre_provenance.backends import get_backend
     from spyre_provenance.capture.audit_probe import toolchain
-    from spyre_provenance.compile.run import tracked_compile
+    from spyre_provenance.compile.tracked import compile_tracked
     from spyre_provenance.model.layout import Layout
 
     model, inputs = MODELS[model_name]()
@@ -94,7 +95,17 @@ def compile_once(
     with fresh_cache(), _timing_probe(own):
         start, start_cpu = time.perf_counter(), _cpu_seconds()
         backend = get_backend(backend_name, bundle_dir=Layout(scratch, "bench").bundle_root)
-        graphs, _ = tracked_compile(model, inputs, backend, out_dir=scratch, label="bench", audit=with_audit)
+        session, _ = compile_tracked(
+            model,
+            [inputs],
+            backend,
+            train=False,
+            layout=Layout(scratch, "bench"),
+            redact_paths=False,
+            keep_run_failure=False,
+            audit=with_audit,
+        )
+        graphs = session.results
         stages = 0
         if with_audit:
             making = time.perf_counter()

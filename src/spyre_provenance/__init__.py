@@ -1,10 +1,12 @@
-"""spyre-provenance's public API: the names in ``__all__``, and only these.
+"""spyre-provenance's public API: the names in ``__all__`` here and in ``spyre_provenance.types``.
 
-``enable``/``disable``/``tracking`` track the compiles of a block of code;
+The verbs: ``enable``/``disable``/``tracking`` track the compiles of a block of code;
 ``compile_request(CompileRequest(model=...))`` is the ``compile`` command's compile, with
 its verdict (a ``RanksOutcome`` for ``ranks=N``). Both default to the command line's backend
 (``auto``). ``lookup``, ``annotate``, ``time_summary`` and ``compare`` answer as the commands
-of the same names do.
+of the same names do. Beside them, what they hand back (the outcomes) and what they raise
+(the errors); the records inside the outcomes, and the types a caller hands in, live in
+``spyre_provenance.types``.
 
 Everything in the package's folders (``base/``, ``model/`` ... ``cli/``, one folder per
 layer) is internal: it may change in any release. The API, the ``spyre-provenance``
@@ -28,7 +30,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # the lazy names below, for type checkers and the API pages (read statically)
     from collections.abc import Iterable
 
-    from spyre_provenance.backends.base import Backend
     from spyre_provenance.base.errors import (
         ProvenanceWarning,
         TorchNotInstalled,
@@ -37,18 +38,12 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and the API pages (
         Verdict,
     )
     from spyre_provenance.capture.hook import Session
-    from spyre_provenance.capture.inductor import Inductor
     from spyre_provenance.capture.tracking import disable, enable, tracking
     from spyre_provenance.compile.job import CompileRequest, compile_request
-    from spyre_provenance.compile.outcome import AuditFiles, CompileOutcome
-    from spyre_provenance.compile.output_check import OutputCheck
-    from spyre_provenance.compile.ranks import RankPage, RankResult, RanksOutcome
-    from spyre_provenance.compile.run import CompileReport
+    from spyre_provenance.compile.outcome import CompileOutcome
+    from spyre_provenance.compile.ranks import RanksOutcome
     from spyre_provenance.model.compare_records import Comparison
-    from spyre_provenance.model.layout import Layout
     from spyre_provenance.model.lookup_records import LookupDocument
-    from spyre_provenance.model.records import GraphDiagnostics, GraphResult, KernelRecord
-    from spyre_provenance.plugin.pytest_fixture import ProvenanceRegression, ProvenanceToolchainHint
     from spyre_provenance.runtime.annotate import AnnotateSummary
     from spyre_provenance.runtime.time_summary import TimeSummary
 
@@ -57,44 +52,30 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers and the API pages (
 
 __all__ = [
     "__version__",
-    # tracking the compiles of a block of code
+    # the verbs
     "enable",
     "disable",
     "tracking",
-    "Session",
-    "Layout",
-    "Backend",
-    "Inductor",
-    "GraphResult",
-    "GraphDiagnostics",
-    "KernelRecord",
-    # the command line's compile, and its lookups, from Python
     "compile_request",
-    "CompileRequest",
-    "CompileOutcome",
-    "CompileReport",
-    "OutputCheck",
-    "AuditFiles",
-    "Verdict",
-    "RanksOutcome",
-    "RankResult",
-    "RankPage",
     "lookup",
-    "LookupDocument",
     "annotate",
-    "AnnotateSummary",
     "time_summary",
-    "TimeSummary",
     "compare",
+    # what they take and hand back
+    "CompileRequest",
+    "Session",
+    "CompileOutcome",
+    "RanksOutcome",
+    "Verdict",
+    "LookupDocument",
+    "AnnotateSummary",
+    "TimeSummary",
     "Comparison",
     # errors and warnings
     "UnusableInput",
     "TorchNotInstalled",
     "UnsupportedTorch",
     "ProvenanceWarning",
-    # the pytest fixture's types (the fixture itself comes from the plugin, entry point pytest11)
-    "ProvenanceRegression",
-    "ProvenanceToolchainHint",
 ]
 
 #: Where each lazy name lives (the TYPE_CHECKING imports above name the same; a test holds them
@@ -105,39 +86,56 @@ _LAZY = {
     "UnsupportedTorch": "spyre_provenance.base.errors",
     "UnusableInput": "spyre_provenance.base.errors",
     "Verdict": "spyre_provenance.base.errors",
-    "Backend": "spyre_provenance.backends.base",
-    "Inductor": "spyre_provenance.capture.inductor",
-    "GraphDiagnostics": "spyre_provenance.model.records",
-    "GraphResult": "spyre_provenance.model.records",
-    "KernelRecord": "spyre_provenance.model.records",
+    "Session": "spyre_provenance.capture.hook",
     "enable": "spyre_provenance.capture.tracking",
     "disable": "spyre_provenance.capture.tracking",
     "tracking": "spyre_provenance.capture.tracking",
-    "Session": "spyre_provenance.capture.hook",
-    "Layout": "spyre_provenance.model.layout",  # enable(layout=...): where a session writes
     "compile_request": "spyre_provenance.compile.job",
     "CompileRequest": "spyre_provenance.compile.job",
     "CompileOutcome": "spyre_provenance.compile.outcome",
-    "AuditFiles": "spyre_provenance.compile.outcome",
-    "CompileReport": "spyre_provenance.compile.run",
-    "OutputCheck": "spyre_provenance.compile.output_check",
     "RanksOutcome": "spyre_provenance.compile.ranks",  # what compile_request returns for ranks=N
-    "RankResult": "spyre_provenance.compile.ranks",
-    "RankPage": "spyre_provenance.compile.ranks",
     "AnnotateSummary": "spyre_provenance.runtime.annotate",
     "LookupDocument": "spyre_provenance.model.lookup_records",
     "TimeSummary": "spyre_provenance.runtime.time_summary",
     "Comparison": "spyre_provenance.model.compare_records",
-    "ProvenanceRegression": "spyre_provenance.plugin.pytest_fixture",
-    "ProvenanceToolchainHint": "spyre_provenance.plugin.pytest_fixture",
+}
+
+#: The names the top level also had before (since 0.1.0), each still served for one release with a
+#: DeprecationWarning: a record type, from its one home ``spyre_provenance.types``, or an
+#: internal seam (home, what to use instead).
+_DEPRECATED = {
+    **{
+        name: ("spyre_provenance.types", f"spyre_provenance.types.{name}")
+        for name in (
+            "Backend",
+            "GraphResult",
+            "GraphDiagnostics",
+            "KernelRecord",
+            "CompileReport",
+            "OutputCheck",
+            "AuditFiles",
+            "RankResult",
+            "RankPage",
+            "ProvenanceRegression",
+            "ProvenanceToolchainHint",
+        )
+    },
+    "Layout": ("spyre_provenance.model.layout", "enable(out_dir=..., label=...): the Layout is internal"),
+    "Inductor": ("spyre_provenance.capture.inductor", "nothing: the Inductor seam is internal"),
 }
 
 
 def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
+    import importlib
 
+    if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if name == "types":  # ``spyre_provenance.types.GraphResult`` without importing it first
+        return importlib.import_module("spyre_provenance.types")
+    if name in _DEPRECATED:
+        home, instead = _DEPRECATED[name]
+        _deprecated(name, instead)
+        return getattr(importlib.import_module(home), name)
     raise AttributeError(f"module 'spyre_provenance' has no attribute {name!r}")
 
 

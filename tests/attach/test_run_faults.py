@@ -28,7 +28,7 @@ from helpers.run_program import (
     wait_for_line,
 )
 from spyre_provenance.launch import run_summary
-from spyre_provenance.logs import tlparse_run
+from spyre_provenance.logs import tlparse_render
 from spyre_provenance.logs.graphs import read_log_graphs
 
 pytestmark = [pytest.mark.compile, needs_startup_hook]
@@ -123,7 +123,7 @@ def test_run_says_which_compile_was_unfinished(faults):
     assert ": complete" not in faults["sigterm"].stderr
 
 
-@pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")
+@pytest.mark.skipif(tlparse_render.tlparse_binary() is None, reason="tlparse is not installed")
 def test_open_makes_the_pages_of_a_killed_run_later(faults):
     out = faults["sigkill"].out
     assert not (out / "tlparse").exists()  # run was killed before it could make them

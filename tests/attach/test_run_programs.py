@@ -20,13 +20,13 @@ import pytest
 
 from helpers.fresh_process import environment
 from helpers.run_program import PROGRAMS, Ran, cli, leftovers, needs_startup_hook, run_program
-from spyre_provenance.logs import tlparse_run
+from spyre_provenance.logs import tlparse_render
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model import folders
 from spyre_provenance.model.layout import Layout
 
 pytestmark = [pytest.mark.compile, needs_startup_hook]
-needs_tlparse = pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")
+needs_tlparse = pytest.mark.skipif(tlparse_render.tlparse_binary() is None, reason="tlparse is not installed")
 
 
 @pytest.fixture(scope="session")
@@ -170,8 +170,8 @@ def test_the_pages_written_while_tlparse_runs_are_opens_in_opens_order(transform
 
     ours, opens = _copy_without_pages(transformers_run.out, tmp_path / "a"), tmp_path / "b"
     _copy_without_pages(transformers_run.out, opens)
-    lines = report.pages(ours, [], tlparse_run.tlparse_binary()).lines
-    expected = pages.write(opens, opens / "tlparse", tlparse=tlparse_run.tlparse_binary()).labelled
+    lines = report.pages(ours, [], tlparse_render.tlparse_binary()).lines
+    expected = pages.write(opens, opens / "tlparse", tlparse=tlparse_render.tlparse_binary()).labelled
     assert [(label, page.replace(str(ours), "OUT")) for label, page in lines] == [
         (label, page.replace(str(opens), "OUT")) for label, page in expected
     ]
@@ -264,7 +264,7 @@ def test_the_users_torch_trace_gets_the_whole_log_with_the_artifacts(env_only, t
     (ours,) = env_only.out.glob("*/trace/plain.log")
     (own,) = read_log_graphs(ours)
     assert own.node_mappings == graph.node_mappings and own.output_code == graph.output_code
-    pages = tlparse_run.render_pages(tlparse_run.tlparse_binary(), log, tmp_path / "pages")
+    pages = tlparse_render.render_pages(tlparse_render.tlparse_binary(), log, tmp_path / "pages")
     assert [p.has_mapping for p in pages] == [True]
 
 
@@ -287,7 +287,7 @@ def test_runs_early_end_is_what_the_end_makes_and_is_dropped_when_the_folder_cha
     out = tmp_path / "run"
     shutil.copytree(env_only.out, out)
     (name,) = [p.name for p in env_only.ended.iterdir()]
-    tlparse = tlparse_run.tlparse_binary()
+    tlparse = tlparse_render.tlparse_binary()
     assert tlparse is not None
     for changed in (False, True):
         early = EarlyEnd(out, pages=True, tlparse=tlparse)

@@ -26,11 +26,11 @@ from helpers.run_program import (
     start_program,
 )
 from spyre_provenance.launch import run_summary
-from spyre_provenance.logs import tlparse_run
+from spyre_provenance.logs import tlparse_render
 from spyre_provenance.model import folders
 
 pytestmark = [pytest.mark.compile, needs_startup_hook]
-needs_tlparse = pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")
+needs_tlparse = pytest.mark.skipif(tlparse_render.tlparse_binary() is None, reason="tlparse is not installed")
 DDP = PROGRAMS / "ddp_train.py"
 
 

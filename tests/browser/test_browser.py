@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from helpers.chromium import CHROMIUM, launched, skip_or_fail  # tests/helpers/chromium.py
-from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
+from spyre_provenance.logs import tlparse_render, tracelog, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model.names import NODE_MAPPINGS
 
@@ -36,7 +36,7 @@ _NODE = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::\s*\"[^\"]*\")?\s*=")
 def _unavailable() -> str | None:
     if not CHROMIUM.exists():
         return f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)"
-    if tlparse_run.tlparse_binary() is None:
+    if tlparse_render.tlparse_binary() is None:
         return "tlparse is missing: pip install 'spyre-provenance[tlparse]'"
     return None
 

@@ -19,12 +19,12 @@ from helpers import tlparse_page
 from helpers.fresh_process import FRESH  # tests/ is on sys.path
 from helpers.where import on_measured_torch
 from spyre_provenance.golden.normalize import normalize
-from spyre_provenance.logs import tlparse_run, tracelog
+from spyre_provenance.logs import tlparse_render, tracelog
 from spyre_provenance.model.names import DIAGNOSTICS, NODE_MAPPINGS
 
 pytestmark = [
     pytest.mark.compile,
-    pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed"),
+    pytest.mark.skipif(tlparse_render.tlparse_binary() is None, reason="tlparse is not installed"),
 ]
 
 HIT_ARTIFACTS = ("fx_graph_cache_hit", "aotautograd_cache_hit")

@@ -226,6 +226,6 @@ def test_two_models_one_label_are_refused_in_one_line(tmp_path):
     assert len(second.stderr.strip().splitlines()) == 1 and "use another --out" in second.stderr
     assert "Traceback" not in second.stderr
     assert (out / before[0] / "inductor_provenance_tracking_node_mappings.json").read_bytes() == mapping
-    from spyre_provenance.compile.request import default_out, run_label
+    from spyre_provenance.compile.request import default_out, label_of
 
-    assert run_label("modèle.py:build") == "modele-build" and default_out("modèle.py:build") == Path("out/modele")
+    assert label_of("modèle.py:build") == "modele-build" and default_out("modèle.py:build") == Path("out/modele")

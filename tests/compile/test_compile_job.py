@@ -13,7 +13,7 @@ import spyre_provenance
 from spyre_provenance.backends import DEFAULT_BACKEND
 from spyre_provenance.base.errors import FOUND_WANTING, OK, UNUSABLE, UnusableInput
 from spyre_provenance.compile import job as compile_job
-from spyre_provenance.compile.run import CompileReport
+from spyre_provenance.compile.tracked import CompileReport
 
 
 def test_every_entry_point_defaults_to_the_same_backend() -> None:
@@ -31,9 +31,9 @@ def test_every_entry_point_defaults_to_the_same_backend() -> None:
     }
     assert defaults == dict.fromkeys(defaults, DEFAULT_BACKEND)
     # below the request, the backend is the compile's one instance, built from the request
-    from spyre_provenance.compile import run as compile_run
+    from spyre_provenance.compile import tracked
 
-    assert inspect.signature(compile_run.compile_model).parameters["backend"].default is inspect.Parameter.empty
+    assert inspect.signature(tracked.compile_model).parameters["backend"].default is inspect.Parameter.empty
 
 
 def _report(**fields) -> CompileReport:
@@ -153,7 +153,7 @@ def test_one_compile_builds_one_backend_and_compares_on_it_writing_nothing_more(
     """A model that draws random numbers is compared with eager on a second, untracked
     compile: on the compile's own backend instance (built once, with its bundle folder), and
     that compile writes no bundle."""
-    from spyre_provenance.compile.run import COMPARED_FALLBACK_RANDOM
+    from spyre_provenance.compile.tracked import COMPARED_FALLBACK_RANDOM
     from spyre_provenance.model.layout import Layout
 
     # no cached graph: both compiles generate code

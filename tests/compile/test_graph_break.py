@@ -10,12 +10,12 @@ from __future__ import annotations
 import pytest
 
 from helpers import tlparse_page
-from spyre_provenance.logs import tlparse_run
+from spyre_provenance.logs import tlparse_render
 from spyre_provenance.logs.graphs import read_log_graphs
 
 pytestmark = [
     pytest.mark.compile,
-    pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed"),
+    pytest.mark.skipif(tlparse_render.tlparse_binary() is None, reason="tlparse is not installed"),
 ]
 
 

@@ -29,7 +29,7 @@ from helpers.fresh_process import FRESH  # tests/ is on sys.path
 from helpers.where import DATA, GOLDEN  # tests/ is on sys.path
 from spyre_provenance import golden
 from spyre_provenance.compile import process_group, ranks
-from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
+from spyre_provenance.logs import tlparse_render, tracelog, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model import folders
 from spyre_provenance.validate import coverage
@@ -40,7 +40,7 @@ COLLECTIVES = ("torch.ops._c10d_functional.all_reduce_.default", "torch.ops._c10
 MAPPINGS = "inductor_provenance_tracking_node_mappings.json"
 FAULTY = DATA / "ranked_faults.py"
 
-needs_tlparse = pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")
+needs_tlparse = pytest.mark.skipif(tlparse_render.tlparse_binary() is None, reason="tlparse is not installed")
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers import tlparse_page
-from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
+from spyre_provenance.logs import tlparse_render, tracelog, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model.names import DIAGNOSTICS, NODE_MAPPINGS
 
@@ -31,7 +31,7 @@ CASES = [
     ("graph_break", "--backend", "inductor"),
 ]
 
-needs_tlparse = pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")
+needs_tlparse = pytest.mark.skipif(tlparse_render.tlparse_binary() is None, reason="tlparse is not installed")
 
 
 @pytest.mark.compile
@@ -91,7 +91,7 @@ def test_open_prints_a_page_per_graph_and_opens_the_first(compile_case, run_cli,
 
 
 def test_missing_tlparse_is_one_line_naming_the_install_command(run_cli, monkeypatch, data_dir):
-    monkeypatch.setattr(tlparse_run, "tlparse_binary", lambda: None)
+    monkeypatch.setattr(tlparse_render, "tlparse_binary", lambda: None)
     code, out, err = run_cli("open", data_dir / "logs" / "seed_mlp.log", "--no-browser")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "pip install 'spyre-provenance[tlparse]'" in err
@@ -194,13 +194,13 @@ def training_log(tmp_path) -> Path:
 
 
 def test_records_round_trip_byte_for_byte(training_log):
-    records = tlparse_run.read_records(training_log)
+    records = tlparse_render.read_records(training_log)
     assert b"".join(r.data for r in records) == training_log.read_bytes()
     assert [r.compile_id for r in records][:2] == [None, "[0/0]"]
 
 
 def test_graphs_of_a_compile_id_follow_each_other(training_log):
-    graphs = tlparse_run.graphs_of(tlparse_run.read_records(training_log))
+    graphs = tlparse_render.graphs_of(tlparse_render.read_records(training_log))
     assert [(g.compile_id, g.position, g.kind, g.has_mapping) for g in graphs] == [
         ("[0/0]", 0, "forward", True),
         ("[0/0]", 1, "backward", True),
@@ -217,9 +217,9 @@ def test_graphs_of_a_compile_id_follow_each_other(training_log):
     ],
 )
 def test_graph_log_keeps_what_its_page_needs(training_log, tmp_path, index, keeps, drops):
-    records = tlparse_run.read_records(training_log)
-    graphs = tlparse_run.graphs_of(records)
-    text = tlparse_run.graph_log(records, graphs, graphs[index]).decode()
+    records = tlparse_render.read_records(training_log)
+    graphs = tlparse_render.graphs_of(records)
+    text = tlparse_render.graph_log(records, graphs, graphs[index]).decode()
     assert all(k in text for k in keeps) and not any(d in text for d in drops)
     split = tmp_path / "split.log"
     split.write_text(text)
@@ -233,7 +233,7 @@ def test_graph_log_keeps_what_its_page_needs(training_log, tmp_path, index, keep
 
 @needs_tlparse
 def test_render_pages_gives_forward_and_backward_their_own_page(training_log, tmp_path):
-    pages = tlparse_run.render_pages(tlparse_run.tlparse_binary(), training_log, tmp_path / "out")
+    pages = tlparse_render.render_pages(tlparse_render.tlparse_binary(), training_log, tmp_path / "out")
     assert [p.label for p in pages] == ["[0/0] forward", "[0/0] backward", "[1/0] inference"]
     for page, tag in zip(pages, ["fwd", "bwd", "other"], strict=True):
         parsed = tlparse_page.parse_page(page.page.read_text())
@@ -243,11 +243,11 @@ def test_render_pages_gives_forward_and_backward_their_own_page(training_log, tm
     # the last graph of a folder when it logs again every kind the earlier ones did: that
     # page is byte for byte what tlparse makes of the graph's own log
     assert [p.page.parent for p in pages] == [tmp_path / "out" / "graphs" / "-_0_0_0_forward", *[tmp_path / "out"] * 2]
-    records = tlparse_run.read_records(training_log)
-    graphs = tlparse_run.graphs_of(records)
+    records = tlparse_render.read_records(training_log)
+    graphs = tlparse_render.graphs_of(records)
     own_log = tmp_path / "backward.log"
-    own_log.write_bytes(tlparse_run.graph_log(records, graphs, graphs[1]))
-    tlparse_run.run_tlparse_raw(tlparse_run.tlparse_binary(), own_log, tmp_path / "own")
+    own_log.write_bytes(tlparse_render.graph_log(records, graphs, graphs[1]))
+    tlparse_render.run_tlparse_raw(tlparse_render.tlparse_binary(), own_log, tmp_path / "own")
     assert pages[1].page.read_bytes() == (tmp_path / "own" / pages[1].page.name).read_bytes()
 
 
@@ -258,7 +258,7 @@ def test_a_last_graph_missing_a_kind_gets_its_own_log(training_log, tmp_path):
     text = training_log.read_text()
     backward_mapping = _graph("backward", "bwd")[2]
     training_log.write_text(text.replace(backward_mapping, ""))
-    pages = tlparse_run.render_pages(tlparse_run.tlparse_binary(), training_log, tmp_path / "out")
+    pages = tlparse_render.render_pages(tlparse_render.tlparse_binary(), training_log, tmp_path / "out")
     assert [p.label for p in pages] == ["[0/0] forward", "[0/0] backward", "[1/0] inference"]
     assert pages[1].page.parent == tmp_path / "out" / "graphs" / "-_0_0_0_backward"
     (kernel,) = tlparse_page.kernel_lines(tlparse_page.parse_page(pages[1].page.read_text()))
@@ -285,7 +285,7 @@ def test_pages_follow_the_graphs_not_their_compile_ids(tmp_path):
         + "".join(_graph("backward", "bwd1")).replace('"frame_id": 0', '"frame_id": 1')
         + "".join(_graph("backward", "bwd")).replace('"attempt": 0', '"attempt": 1')
     )
-    pages = tlparse_run.render_pages(tlparse_run.tlparse_binary(), log, tmp_path / "out")
+    pages = tlparse_render.render_pages(tlparse_render.tlparse_binary(), log, tmp_path / "out")
     assert [p.label for p in pages] == [
         "[0/0] no compiled graph",
         "[0/0_1] forward",
@@ -367,11 +367,11 @@ def mixed_log(tmp_path) -> Path:
 
 
 def test_graphs_take_the_folders_kind_and_aotinductor_is_a_compile(mixed_log):
-    graphs = tlparse_run.graphs_of(tlparse_run.read_records(mixed_log), with_code=False)
+    graphs = tlparse_render.graphs_of(tlparse_render.read_records(mixed_log), with_code=False)
     assert [(g.compile_id, g.kind, g.has_code, g.has_mapping) for g in graphs] == [
         ("[0/0]", "inference", True, True),  # the diagnostics win over the code's "_forward"
         ("[1/0]", None, False, False),
-        (tlparse_run.NO_COMPILE_ID, "inference", True, True),
+        (tlparse_render.NO_COMPILE_ID, "inference", True, True),
     ]
 
 

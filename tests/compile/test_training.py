@@ -15,13 +15,13 @@ import pytest
 
 from helpers import tlparse_page
 from helpers.where import REPO  # tests/ is on sys.path
-from spyre_provenance.logs import tlparse_run
+from spyre_provenance.logs import tlparse_render
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
 
 pytestmark = [
     pytest.mark.compile,
-    pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed"),
+    pytest.mark.skipif(tlparse_render.tlparse_binary() is None, reason="tlparse is not installed"),
 ]
 
 CASES = [("mlp", "--train"), ("mlp", "--train", "--backend", "inductor")]

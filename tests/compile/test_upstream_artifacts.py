@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from helpers.tlparse_page import parse_page  # tests/ is on sys.path (rootdir-relative "prepend" import mode)
-from spyre_provenance.logs import tlparse_run, tracelog, wrapper_code
+from spyre_provenance.logs import tlparse_render, tracelog, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model.names import KERNEL_INFORMATION, KERNEL_STACK_TRACES, NODE_MAPPINGS
 from spyre_provenance.validate import schemas
@@ -169,11 +169,11 @@ def test_aoti_kernel_information_is_valid(aoti_log: Path, tmp_path: Path, run_cl
         assert externs and all(len(e["input_shapes"]) == len(e["input_dtypes"]) for e in externs)
 
 
-@pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")
+@pytest.mark.skipif(tlparse_render.tlparse_binary() is None, reason="tlparse is not installed")
 def test_tlparse_renders_the_aoti_page_from_the_folder_the_warning_names(aoti_log: Path, tmp_path: Path) -> None:
     out = tmp_path / "tlparse"
     subprocess.run(
-        [tlparse_run.tlparse_binary(), str(aoti_log), "-i", "--no-browser", "-o", str(out), "--overwrite"],
+        [tlparse_render.tlparse_binary(), str(aoti_log), "-i", "--no-browser", "-o", str(out), "--overwrite"],
         check=True,
         capture_output=True,
         timeout=120,
@@ -184,7 +184,7 @@ def test_tlparse_renders_the_aoti_page_from_the_folder_the_warning_names(aoti_lo
     assert page.links.get("cppCodeToPost")  # the page links the C++ wrapper's calls: not empty
 
 
-@pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")
+@pytest.mark.skipif(tlparse_render.tlparse_binary() is None, reason="tlparse is not installed")
 def test_open_lists_the_aoti_page(aoti_log: Path, tmp_path: Path, run_cli) -> None:
     """Issue 55 point 3: ``open`` lists tlparse's page of an AOTInductor compile (no
     compile id: tlparse's ``-_-_-_-``) as what it is, with its mapping."""

@@ -137,9 +137,10 @@ def test_compile_in_process_writes_and_logs_no_path(
 ) -> None:
     import torch
 
-    import spyre_provenance
     from helpers.inductor_doubles import RecordingInductor
     from spyre_provenance.backends.reference.backend import ReferenceBackend
+    from spyre_provenance.capture.tracking import started
+    from spyre_provenance.model.layout import Layout
 
     monkeypatch.setenv("HOME", str(alices_project.parent))
     monkeypatch.setenv("USER", "alice")
@@ -152,8 +153,8 @@ def test_compile_in_process_writes_and_logs_no_path(
 
     out = tmp_path / "out"
     torch._dynamo.reset()
-    with spyre_provenance.tracking(
-        ReferenceBackend(), out_dir=out, redact_paths=alices_project, inductor=inductor
+    with started(
+        ReferenceBackend(), layout=Layout(out, None), redact_paths=alices_project, inductor=inductor
     ) as session:
         torch.compile(model)(*inputs)
     torch._dynamo.reset()

@@ -17,7 +17,7 @@ import pytest
 
 from helpers import compiled_checks as check
 from helpers.where import ZOO  # tests/ is on sys.path
-from spyre_provenance.logs import tlparse_run
+from spyre_provenance.logs import tlparse_render
 
 transformers = pytest.importorskip("transformers", reason="the real-model zoo needs the [models] extra")
 
@@ -34,7 +34,7 @@ CASES = [
 pytestmark = [
     pytest.mark.compile,
     pytest.mark.models,
-    pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed"),
+    pytest.mark.skipif(tlparse_render.tlparse_binary() is None, reason="tlparse is not installed"),
 ]
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from helpers import compiled_checks as check
 from helpers.where import ZOO as ZOO_DIR  # tests/ is on sys.path
-from spyre_provenance.logs import tlparse_run
+from spyre_provenance.logs import tlparse_render
 from spyre_provenance.logs.graphs import read_log_graphs
 from zoo.models import INFERENCE_ONLY, ZOO
 
@@ -31,7 +31,7 @@ CASES = [
 
 pytestmark = [
     pytest.mark.compile,
-    pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed"),
+    pytest.mark.skipif(tlparse_render.tlparse_binary() is None, reason="tlparse is not installed"),
 ]
 
 

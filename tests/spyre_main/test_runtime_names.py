@@ -85,7 +85,7 @@ def test_the_rule_is_torch_spyre_descriptor(torch_spyre_python, spec):
         f"""
         import json, torch
         from spyre_main import route
-        from spyre_provenance.compile.eager_run import load
+        from spyre_provenance.compile.eager import load
         from spyre_provenance.model import kernel_keys
         from torch_spyre.execution.async_compile import SpyreAsyncCompile
 

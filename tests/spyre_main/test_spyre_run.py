@@ -80,7 +80,7 @@ def test_its_one_process_is_tracked_on_torch_spyre_and_complete(spyre_run):
     folder = spyre_run.folder()
     assert folder.name.startswith("spyre-mlp_pid")
     assert spyre_run.graph().name == "graph_spyre-mlp_00_0-0_inference"
-    # auto chose torch-spyre because the program loaded it (backends.resolve_attached): its
+    # auto chose torch-spyre because the program loaded it (backends.resolve_backend): its
     # OpSpec handles are written, which stock Inductor's tracking never writes
     assert (spyre_run.graph() / f"{OPSPEC_DEBUG_HANDLES}.json").is_file()
     assert f"{folder.name}  1 graph(s), 1/1 kernel call site(s) linked: complete" in spyre_run.stderr

@@ -14,12 +14,12 @@ import pytest
 from helpers import tlparse_page
 from helpers.fresh_process import FRESH
 from helpers.where import ZOO
-from spyre_provenance.logs import tlparse_run, wrapper_code
+from spyre_provenance.logs import tlparse_render, wrapper_code
 from spyre_provenance.logs.graphs import read_log_graphs
 
 pytestmark = [
     pytest.mark.compile,
-    pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed"),
+    pytest.mark.skipif(tlparse_render.tlparse_binary() is None, reason="tlparse is not installed"),
 ]
 
 PARAM_FREE = f"{ZOO / 'models.py'}:param_free"

@@ -23,7 +23,7 @@ import pytest
 from helpers import compiled_checks as check
 from helpers import tlparse_page
 from helpers.where import ZOO
-from spyre_provenance.logs import tlparse_run, tracelog
+from spyre_provenance.logs import tlparse_render, tracelog
 from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.logs.post_grad import parse_post_grad_graph
 from spyre_provenance.model.names import POST_GRAD_GRAPHS
@@ -41,7 +41,7 @@ ACCEPTED = [
 
 pytestmark = [
     pytest.mark.compile,
-    pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed"),
+    pytest.mark.skipif(tlparse_render.tlparse_binary() is None, reason="tlparse is not installed"),
 ]
 
 

@@ -103,3 +103,45 @@ def test_a_command_imports_no_other_commands_module():
     )
     printed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert printed == ["spyre_provenance.cli.run_command", "spyre_provenance.cli.run_command"]
+
+
+def test_enable_and_tracking_take_the_old_seams_with_a_warning_at_the_callers_line(tmp_path):
+    """``layout`` and ``inductor`` left the public signature (internal seams); for one release
+    they still work, each with a DeprecationWarning pointing at the caller's own line."""
+    from spyre_provenance.capture.inductor import Inductor
+    from spyre_provenance.model.layout import Layout
+
+    layout, inductor = Layout(tmp_path, "m"), Inductor()
+    import torch  # noqa: F401 - its own import-time deprecations are not the ones counted here
+
+    with pytest.warns(DeprecationWarning) as caught:
+        session = spyre_provenance.enable("inductor", layout=layout, inductor=inductor)
+    spyre_provenance.disable()
+    assert (session.layout, session.inductor) == (layout, inductor)
+    assert [str(w.message) for w in _ours(caught)] == [
+        "spyre_provenance.enable(layout=...) is deprecated: use out_dir=... and label=...",
+        "spyre_provenance.enable(inductor=...) is deprecated: use nothing: the Inductor seam is internal",
+    ]
+    assert {w.filename for w in _ours(caught)} == {__file__}
+    warned = pytest.warns(DeprecationWarning, match=r"tracking\(layout=\.\.\.\)")
+    with warned as caught, spyre_provenance.tracking("inductor", layout=layout) as session:
+        assert session.layout == layout
+    assert {w.filename for w in _ours(caught)} == {__file__}
+
+
+def _ours(caught):
+    return [w for w in caught if str(w.message).startswith("spyre_provenance.")]
+
+
+def test_enable_builds_its_out_folder_from_out_dir_and_label_and_refuses_what_it_does_not_take(tmp_path):
+    from spyre_provenance.model.layout import Layout
+
+    with spyre_provenance.tracking("inductor", out_dir=tmp_path, label="m") as session:
+        assert session.layout == Layout(tmp_path, "m") and session.label == "m"
+    with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
+        spyre_provenance.enable("inductor", out=tmp_path)
+    with (
+        pytest.raises(ValueError, match="a layout or an out_dir and label, not both"),
+        pytest.warns(DeprecationWarning),
+    ):
+        spyre_provenance.enable("inductor", out_dir=tmp_path, layout=Layout(tmp_path, None))

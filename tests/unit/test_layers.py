@@ -32,9 +32,10 @@ LAYERS = (
     ("compile",),  # one compile: request, run against eager, checks, profile, ranks, summary; the built-in models
     ("cli", "plugin"),  # entry points: imported by nothing
 )
-#: The package root's modules, a layer above ``cli``/``plugin``: ``__init__`` (the public API)
-#: and ``__main__`` (``python -m``) import from the folders; nothing in them imports these.
-ROOT = ("__init__", "__main__")
+#: The package root's modules, a layer above ``cli``/``plugin``: ``__init__`` and ``types``
+#: (the public API) and ``__main__`` (``python -m``) import from the folders; nothing in them
+#: imports these.
+ROOT = ("__init__", "__main__", "types")
 #: The only modules that may load torch when imported; every other one must not.
 TORCH_ON_IMPORT = (
     "backends.reference.backend",
@@ -168,10 +169,10 @@ def test_every_module_has_a_layer(graph):
 
 
 def test_the_top_level_is_the_layer_folders():
-    """Nothing loose at the top: the public API (``__init__``), ``__main__`` and a folder per layer."""
+    """Nothing loose at the top: the public API (``__init__``, ``types``), ``__main__`` and a folder per layer."""
     top = {p.name for p in PACKAGE.iterdir() if p.name != "__pycache__"}
     folders = {folder for folders in LAYERS for folder in folders}
-    assert top - {"__init__.py", "__main__.py"} == folders
+    assert top - {f"{module}.py" for module in ROOT} == folders
     assert all((PACKAGE / folder / "__init__.py").is_file() for folder in folders)
 
 

@@ -1,10 +1,12 @@
 """The public surface states its types: every type a caller meets in the public functions'
-signatures, and in the fields of a compile's outcome, is importable from ``spyre_provenance``,
-and none is ``Any``.
+signatures, and in the fields of a compile's outcome, is importable from ``spyre_provenance``
+or, a record type, from ``spyre_provenance.types`` (the one module of them), and none is
+``Any``. No internal seam (``Layout``, ``Inductor``) is among them.
 
 The annotations are resolved as a type checker reads them: against the names of the
-``if TYPE_CHECKING:`` block of ``spyre_provenance/__init__.py`` (the public names and
-the ``StrPath`` alias), so an internal type named in a signature fails to resolve. The
+``if TYPE_CHECKING:`` blocks of ``spyre_provenance/__init__.py`` and ``types.py`` (the
+public names and the ``StrPath`` alias), so an internal type named in a signature fails to
+resolve. The
 runtime answers' nested records (``LookupDocument.answers``, ``Comparison.lines``, ...) are
 wire documents, each described by its JSON schema (``schemas/``); a compile's outcome is
 read field by field (``CompileOutcome.report.graphs``), so its fields are walked too.
@@ -24,9 +26,15 @@ import typing
 import pytest
 
 import spyre_provenance
+import spyre_provenance.types
 from helpers.where import PACKAGE
 
-PUBLIC = {name: getattr(spyre_provenance, name) for name in spyre_provenance.__all__ if name != "__version__"}
+PUBLIC = {
+    name: getattr(module, name)
+    for module in (spyre_provenance, spyre_provenance.types)
+    for name in module.__all__
+    if name != "__version__"
+}
 FUNCTIONS = {name: value for name, value in PUBLIC.items() if inspect.isfunction(value)}
 #: the outcomes a caller reads field by field
 OUTCOMES = ("CompileOutcome", "RanksOutcome")
@@ -35,11 +43,12 @@ STANDARD = {"builtins", "pathlib", "os", "collections.abc", "typing", "types"}
 
 
 def _static_names() -> dict[str, object]:
-    """What a type checker sees in ``__init__``: its ``if TYPE_CHECKING:`` block, run."""
-    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
-    (block,) = [n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)]
+    """What a type checker sees in the public modules: their ``if TYPE_CHECKING:`` blocks, run."""
     names: dict[str, object] = {**vars(spyre_provenance), "__builtins__": builtins}
-    exec(compile(ast.Module(body=block.body, type_ignores=[]), "__init__ TYPE_CHECKING", "exec"), names)
+    for file in ("__init__.py", "types.py"):
+        tree = ast.parse((PACKAGE / file).read_text(encoding="utf-8"))
+        (block,) = [n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)]
+        exec(compile(ast.Module(body=block.body, type_ignores=[]), f"{file} TYPE_CHECKING", "exec"), names)
     return names
 
 
@@ -77,7 +86,7 @@ def _refused(where: str, hint: object) -> list[str]:
         elif t.__module__ in STANDARD or t.__module__ == "builtins":
             continue
         elif not any(t is value for value in PUBLIC.values()):
-            wrong.append(f"{where}: {t.__module__}.{t.__qualname__} is not importable from spyre_provenance")
+            wrong.append(f"{where}: {t.__module__}.{t.__qualname__} is not public (spyre_provenance[.types])")
     return wrong
 
 
@@ -100,7 +109,7 @@ def test_the_walk_refuses_any_and_an_internal_type():
 
     assert _refused("f(x)", typing.Any) == ["f(x): Any"]
     assert _refused("f(x)", list[KernelIndex] | None) == [
-        "f(x): spyre_provenance.runtime.index.KernelIndex is not importable from spyre_provenance"
+        "f(x): spyre_provenance.runtime.index.KernelIndex is not public (spyre_provenance[.types])"
     ]
     assert _refused("f(x)", dict[str, pathlib.Path] | os.PathLike[str] | collections.abc.Iterable[int]) == []
 
@@ -113,3 +122,13 @@ def test_every_parameter_is_typed():
         if p not in _hints(function)
     ]
     assert missing == []
+
+
+def test_no_internal_seam_is_public():
+    from spyre_provenance.capture.inductor import Inductor
+    from spyre_provenance.model.layout import Layout
+
+    assert not any(value is Layout or value is Inductor for value in PUBLIC.values())
+    assert _refused("enable(layout)", Layout | None) == [
+        "enable(layout): spyre_provenance.model.layout.Layout is not public (spyre_provenance[.types])"
+    ]

@@ -24,7 +24,7 @@ import yaml
 from helpers.fresh_process import FRESH  # tests/ is on sys.path (rootdir-relative "prepend" import mode)
 from helpers.tlparse_page import parse_page
 from helpers.where import DATA, REPO  # tests/ is on sys.path
-from spyre_provenance.logs import tlparse_run
+from spyre_provenance.logs import tlparse_render
 from spyre_provenance.model.detect import artifact_for_filename
 from spyre_provenance.model.names import AUDIT, KERNEL_STACK_TRACES, NODE_MAPPINGS, filename_regex
 from spyre_provenance.validate import paths as path_validation
@@ -343,7 +343,7 @@ def test_json_report_carries_both_verdicts(run_cli: RunCli, data_dir: Path, tmp_
     assert run_cli("validate", "--format", "json", "--strict", "--artifact", NODE_MAPPINGS, log, good)[0] == 1
 
 
-needs_tlparse = pytest.mark.skipif(tlparse_run.tlparse_binary() is None, reason="tlparse is not installed")
+needs_tlparse = pytest.mark.skipif(tlparse_render.tlparse_binary() is None, reason="tlparse is not installed")
 
 
 @needs_tlparse
@@ -367,7 +367,7 @@ def test_warnings_say_what_tlparse_does(
     [warning] = [line for line in out.splitlines() if line.startswith("  warning: ")]
     out_dir = tmp_path / "tlparse"
     subprocess.run(
-        [tlparse_run.tlparse_binary(), str(log), "-i", "--no-browser", "-o", str(out_dir), "--overwrite"],
+        [tlparse_render.tlparse_binary(), str(log), "-i", "--no-browser", "-o", str(out_dir), "--overwrite"],
         check=True,
         capture_output=True,
         timeout=120,

@@ -1,7 +1,8 @@
 """Backends the hook can track: stock Inductor, the Spyre-modelled reference, torch-spyre.
 
 Each is one small adapter (see ``base.Backend``); ``get_backend(name)`` picks one, and
-``choose_backend(name)`` also says, in one line, which one ``auto`` picked and why.
+``choose_backend(name)`` also says, in one line, which one ``auto`` picked and why
+(``resolve_backend``: the one rule ``auto`` stands for, on every entry point).
 """
 
 from __future__ import annotations
@@ -14,35 +15,30 @@ BACKEND_NAMES = ("auto", "reference", "inductor", "spyre")
 DEFAULT_BACKEND = "auto"
 
 
-def resolve_backend(name: str) -> tuple[str, str]:
-    """(the backend ``name`` stands for, why): ``auto`` is torch-spyre when the adapter can
-    install on it (``spyre_backend.probe``), else reference; any other name is itself."""
+def resolve_backend(name: str, *, attached: bool = False, loaded: bool = True) -> tuple[str, str]:
+    """(the backend ``name`` stands for, why). Any name but ``auto`` is itself.
+
+    ``auto`` is one rule for every entry point: torch-spyre when the code compiled reaches
+    it and the adapter can install on it (``spyre_backend.probe``), else the backend that
+    compiles the code as it would be compiled anyway. When this tool compiles the model
+    (``compile``, ``compile_request``, the fixture) it reaches torch-spyre always, and
+    otherwise the reference backend, its Spyre-modelled stand-in, compiles it. In a program
+    tracked from outside (``attached``: ``run``, ``SPYRE_PROVENANCE_OUT``) it reaches
+    torch-spyre only when the program ``loaded`` it (``torch_spyre`` is imported), and
+    otherwise stock Inductor, whose kernels the program compiles anyway: there ``auto``
+    never changes what the program compiles to (``reference``, which replaces Inductor's CPU
+    code generation, is asked for, never chosen)."""
     if name not in BACKEND_NAMES:
         raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKEND_NAMES)}")
     if name != "auto":
         return name, "asked for"
-    from spyre_provenance.backends import spyre as spyre_backend
-
-    usable, why = spyre_backend.probe()
-    return ("spyre" if usable else "reference"), f"auto: {why}"
-
-
-def resolve_attached(name: str, loaded: bool) -> tuple[str, str]:
-    """(the backend ``name`` stands for in a program tracked from outside, why): there
-    ``auto`` never changes what the program compiles to: torch-spyre when the program
-    loaded it (``loaded``: ``torch_spyre`` is imported) and the adapter can install on it,
-    else stock Inductor, whose kernels the program compiles anyway. Any other name is itself
-    (``reference`` replaces Inductor's CPU code generation: asked for, never chosen)."""
-    if name not in BACKEND_NAMES:
-        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKEND_NAMES)}")
-    if name != "auto":
-        return name, "asked for"
+    otherwise = "inductor" if attached else "reference"
     if not loaded:
-        return "inductor", "auto: the program did not load torch_spyre"
+        return otherwise, "auto: the program did not load torch_spyre"
     from spyre_provenance.backends import spyre as spyre_backend
 
     usable, why = spyre_backend.probe()
-    return ("spyre" if usable else "inductor"), f"auto: {why}"
+    return ("spyre" if usable else otherwise), f"auto: {why}"
 
 
 def choose_backend(

@@ -1,1 +1,1 @@
-"""What every layer uses: exit codes and errors (``errors``), atomic files (``files``), the GC paused and torch looked for (``process``), patching torch and undoing it (``patches``)."""
+"""What every layer uses: exit codes and errors, atomic files, the GC paused and torch looked for, patching torch and undoing it, the environment variables, the version (modules: docs/contributing.md)."""

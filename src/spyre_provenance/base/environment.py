@@ -10,7 +10,7 @@ where the package is installed.
 #: under it (``model.folders.ProcessFolder``). Unset or empty: nothing happens.
 OUT = "SPYRE_PROVENANCE_OUT"
 #: The backend the attached session tracks (``backends.BACKEND_NAMES``); unset: ``auto``,
-#: torch-spyre when the program loaded it, else stock Inductor (``backends.resolve_attached``).
+#: torch-spyre when the program loaded it, else stock Inductor (``backends.resolve_backend``).
 BACKEND = "SPYRE_PROVENANCE_BACKEND"
 #: A folder ``run`` makes: a tracked process that ends creates a file named after its own
 #: folder there, once its log is flushed, so ``run`` begins its end while the process is

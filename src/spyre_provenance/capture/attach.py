@@ -223,13 +223,14 @@ def _start_session() -> None:
 
 
 def _attach() -> Any:
-    from spyre_provenance.backends import get_backend, resolve_attached
+    from spyre_provenance.backends import get_backend, resolve_backend
     from spyre_provenance.capture import tracking
 
     layout = _process.folder()
-    name, _ = resolve_attached(os.environ.get(environment.BACKEND) or "auto", "torch_spyre" in sys.modules)
+    asked = os.environ.get(environment.BACKEND) or "auto"
+    name, _ = resolve_backend(asked, attached=True, loaded="torch_spyre" in sys.modules)
     return tracking.attach(
-        lambda: tracking.enable(get_backend(name, bundle_dir=layout.bundle_root), layout=layout),
+        lambda: tracking.start(get_backend(name, bundle_dir=layout.bundle_root), layout=layout),
         _step_aside,
     )
 

@@ -62,15 +62,13 @@ class _Built:
 class Session:
     """One enable() .. disable() span: the patches, and what each graph produced.
 
-    ``enable`` and ``tracking`` return it; read it after the compiles (or after ``disable``).
+    ``enable`` and ``tracking`` make it and return it (a caller never does); read it after
+    the compiles (or after ``disable``).
 
     :ivar results: one ``GraphResult`` per compiled graph, in compile order (a training
         compile: forward, then backward; a graph break: one per frame).
     :ivar backend: the backend adapter in use (``backend.name``: reference, spyre, inductor).
-    :ivar layout: the out folder each graph's artifacts are written into, named after its
-        label (None: only logged, and written into Inductor's debug folder when its trace is on).
-    :ivar label: the model label graph folders are named with (None: ``graph_00_...``); the
-        layout's when there is one.
+    :ivar label: the model label graph folders are named with (None: ``graph_00_...``).
     """
 
     def __init__(

@@ -3,7 +3,9 @@
 ``enable`` checks the installed torch for every seam the hook patches (``missing_seams``)
 before anything is patched, builds the session (``hook.Session``) with the backend asked
 for, and installs it; ``disable`` undoes it. The package's top level re-exports these
-(``spyre_provenance.enable`` ...).
+(``spyre_provenance.enable`` ...): their out folder is ``out_dir`` and ``label``. ``start``
+and ``started`` are ``enable`` and ``tracking`` for the compile door and an attached
+process, which hold it as one ``Layout``, and for tests, which hand in an ``Inductor``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from spyre_provenance.backends import DEFAULT_BACKEND, get_backend
 from spyre_provenance.backends.base import TRACING_FUNCTION, Backend
@@ -79,36 +81,60 @@ def enable(
     out_dir: str | Path | None = None,
     label: str | None = None,
     redact_paths: bool | str | Path = False,
-    inductor: Inductor | None = None,
     audit: bool = False,
     beyond_upstream: bool = False,
-    layout: Layout | None = None,
+    **deprecated: object,
 ) -> Session:
     """Start tracking every compile in this process; returns the session (its results).
 
     ``backend``: ``"auto"`` (the default, as on the command line: torch-spyre when the
     adapter can install on it, else the reference backend), ``"reference"``, ``"spyre"``,
-    ``"inductor"`` (stock Inductor), or a ``backends.base.Backend``. ``out_dir``: also write
-    each graph's artifacts into ``out_dir/graph_.../`` (None: they are logged, and written
-    into Inductor's debug folder when its trace is on).
+    ``"inductor"`` (stock Inductor), or a ``Backend`` (``spyre_provenance.types``).
+    ``out_dir``: also write each graph's artifacts into ``out_dir/graph_.../`` (None: they
+    are logged, and written into Inductor's debug folder when its trace is on).
     ``label`` names the graph folders written into ``out_dir`` (``graph_<label>_00_...``),
     so runs of different models can share one ``out_dir``; None: ``graph_00_...``.
     ``redact_paths``: absolute paths in the stack traces, handle sources and fault messages
     of the artifacts written and logged become ``<project>/...``, ``<site-packages>/...``,
-    ``~/...`` (``spyre_provenance.links.redact``); the KernelRecords keep them. True: the project
-    is found from the current folder; a path: from that folder (the model's file's).
-    ``inductor``: what the session reads Inductor through (default ``Inductor()``; a test
-    makes one step fail with a subclass). ``audit``: also count which provenance fields
-    every stage carries (``capture.audit_probe``; each graph's ``GraphResult.audit``).
+    ``~/...``; the KernelRecords keep them. True: the project is found from the current
+    folder; a path: from that folder (the model's file's).
+    ``audit``: also count which provenance fields every stage carries (each graph's
+    ``GraphResult.audit``).
     ``beyond_upstream``: on stock Inductor, complete the mapping as the Spyre backends do
-    (``backends.base.StockInductor``) instead of logging torch's own.
-    ``layout``: ``out_dir`` and ``label`` as the one value the compile door and an attached
-    process hold (``model.layout.Layout``), handed down whole; give it or them, not both.
+    instead of logging torch's own.
+    ``deprecated``: ``layout`` and ``inductor``, internal seams, still work for one release
+    with a ``DeprecationWarning``.
 
     Raises ``UnsupportedTorch`` (a RuntimeError, one line) when the installed torch lacks a
-    seam the hook patches (``missing_seams``), and ``TorchNotInstalled`` (an ImportError,
-    one line naming the ``[compile]`` extra) without torch, before anything is patched.
+    seam the hook patches, and ``TorchNotInstalled`` (an ImportError, one line naming the
+    ``[compile]`` extra) without torch, before anything is patched.
     """
+    layout, inductor = _old_keywords("enable", deprecated, out_dir, label, stacklevel=3)
+    return start(
+        backend,
+        layout=layout,
+        label=label,
+        redact_paths=redact_paths,
+        inductor=inductor,
+        audit=audit,
+        beyond_upstream=beyond_upstream,
+    )
+
+
+def start(
+    backend: str | Backend = DEFAULT_BACKEND,
+    *,
+    layout: Layout | None = None,
+    label: str | None = None,
+    redact_paths: bool | str | Path = False,
+    inductor: Inductor | None = None,
+    audit: bool = False,
+    beyond_upstream: bool = False,
+) -> Session:
+    """``enable`` as the compile door and an attached process call it: the out folder as the
+    one ``Layout`` they hold (``label`` names the graph folders when there is none), and
+    ``inductor``, what the session reads Inductor through (default ``Inductor()``; a test
+    makes one step fail with a subclass)."""
     global _session
     with _lock:
         if _session is not None and _step_aside is not None:
@@ -121,23 +147,36 @@ def enable(
         if redact_paths:
             from spyre_provenance.links.redact import Redactor, find_project
 
-            start = Path.cwd() if redact_paths is True else Path(redact_paths)
-            redactor = Redactor.default(find_project(start, Path.home()))
-        session = Session(chosen, _layout(layout, out_dir, label), label, redactor, inductor, audit)
+            project_at = Path.cwd() if redact_paths is True else Path(redact_paths)
+            redactor = Redactor.default(find_project(project_at, Path.home()))
+        session = Session(chosen, layout, label, redactor, inductor, audit)
         chosen.path_redactor = redactor  # files the backend writes itself (SuperDSC bundles)
         session.install()
         _session = session
         return session
 
 
-def _layout(layout: Layout | None, out_dir: str | Path | None, label: str | None) -> Layout | None:
-    """``enable``'s out folder as one ``Layout``: the one given, or built once from
-    ``out_dir`` and ``label`` (the public arguments)."""
+def _old_keywords(
+    caller: str, given: dict[str, object], out_dir: str | Path | None, label: str | None, *, stacklevel: int
+) -> tuple[Layout | None, Inductor | None]:
+    """``enable``'s out folder as one ``Layout``, and its ``Inductor``: built from ``out_dir``
+    and ``label``, or taken, with a DeprecationWarning, from the old keywords ``layout`` and
+    ``inductor`` (internal seams, out of the public signature)."""
+    import warnings
+
+    unknown = sorted(set(given) - {"layout", "inductor"})
+    if unknown:
+        raise TypeError(f"{caller}() got an unexpected keyword argument {unknown[0]!r}")
+    for old, new in (("layout", "out_dir=... and label=..."), ("inductor", "nothing: the Inductor seam is internal")):
+        if old in given:
+            message = f"spyre_provenance.{caller}({old}=...) is deprecated: use {new}"
+            warnings.warn(message, DeprecationWarning, stacklevel=stacklevel)
+    layout, inductor = cast("Layout | None", given.get("layout")), cast("Inductor | None", given.get("inductor"))
     if layout is None:
-        return Layout(Path(out_dir), label) if out_dir is not None else None
+        return (Layout(Path(out_dir), label) if out_dir is not None else None), inductor
     if out_dir is not None or label is not None:
-        raise ValueError("give enable() a layout or an out_dir and label, not both")
-    return layout
+        raise ValueError(f"give {caller}() a layout or an out_dir and label, not both")
+    return layout, inductor
 
 
 def current() -> Session | None:
@@ -177,23 +216,46 @@ def tracking(
     out_dir: str | Path | None = None,
     label: str | None = None,
     redact_paths: bool | str | Path = False,
-    inductor: Inductor | None = None,
     audit: bool = False,
     beyond_upstream: bool = False,
-    layout: Layout | None = None,
+    **deprecated: object,
 ) -> Iterator[Session]:
     """``with tracking(...) as session: torch.compile(model)(x)``: ``enable`` for the block,
     ``disable`` when it ends (also on an exception). Takes ``enable``'s arguments and yields
     its ``Session``; ``session.results`` holds one ``GraphResult`` per compiled graph."""
-    session = enable(
+    layout, inductor = _old_keywords("tracking", deprecated, out_dir, label, stacklevel=4)
+    with started(
         backend,
-        out_dir=out_dir,
+        layout=layout,
         label=label,
         redact_paths=redact_paths,
         inductor=inductor,
         audit=audit,
         beyond_upstream=beyond_upstream,
+    ) as session:
+        yield session
+
+
+@contextlib.contextmanager
+def started(
+    backend: str | Backend = DEFAULT_BACKEND,
+    *,
+    layout: Layout | None = None,
+    label: str | None = None,
+    redact_paths: bool | str | Path = False,
+    inductor: Inductor | None = None,
+    audit: bool = False,
+    beyond_upstream: bool = False,
+) -> Iterator[Session]:
+    """``start`` for a block, ``disable`` when it ends: ``tracking`` as the compile door calls it."""
+    session = start(
+        backend,
         layout=layout,
+        label=label,
+        redact_paths=redact_paths,
+        inductor=inductor,
+        audit=audit,
+        beyond_upstream=beyond_upstream,
     )
     try:
         yield session

@@ -3,7 +3,7 @@
 Runs ``tlparse -i`` on the TORCH_TRACE log (of a ``compile --out`` folder, a trace folder,
 or a log file) and prints one provenance page per compile folder and graph: a training
 compile's forward and backward each get theirs, though tlparse puts both in one compile
-folder (see ``tlparse_run``). Opens the first page in the system browser unless
+folder (see ``tlparse_render``). Opens the first page in the system browser unless
 ``--no-browser``.
 """
 
@@ -15,7 +15,7 @@ import webbrowser
 from pathlib import Path
 
 from spyre_provenance.base.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
-from spyre_provenance.logs import tlparse_run
+from spyre_provenance.logs import tlparse_render
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.viewer.pages import Pages, viewer_folder
 from spyre_provenance.viewer.pages import write as write_pages
@@ -40,14 +40,14 @@ def run(args: argparse.Namespace) -> int:
         raise UnusableInput(str(target), "no such file or folder")
     if target.is_dir() and Layout(target).processes():
         return _open_run(args, target)
-    if tlparse_run.find_rank_logs(target):
+    if tlparse_render.find_rank_logs(target):
         return _open_ranks(args, target)
-    logs = tlparse_run.find_logs(target)
+    logs = tlparse_render.find_logs(target)
     if not logs:
         raise UnusableInput(str(target), "no TORCH_TRACE log (*.log) here nor in its trace/ folder")
-    tlparse = tlparse_run.tlparse_binary()
+    tlparse = tlparse_render.tlparse_binary()
     if tlparse is None:
-        raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_run.INSTALL_HINT}")
+        raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_render.INSTALL_HINT}")
 
     out = args.out if args.out is not None else _default_out(target, logs[0])
     _check_out(out, target, logs)
@@ -74,10 +74,10 @@ def run(args: argparse.Namespace) -> int:
 def _open_ranks(args: argparse.Namespace, target: Path) -> int:
     """A ``compile --ranks N`` run folder: tlparse's multi-rank report per model (its
     landing page, and each rank's pages), printed landing page first."""
-    models = tlparse_run.find_rank_logs(target)
-    tlparse = tlparse_run.tlparse_binary()
+    models = tlparse_render.find_rank_logs(target)
+    tlparse = tlparse_render.tlparse_binary()
     if tlparse is None:
-        raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_run.INSTALL_HINT}")
+        raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_render.INSTALL_HINT}")
     out = args.out if args.out is not None else Layout(target).pages_root
     _check_out(out, target, [log for logs in models.values() for log in logs.values()])
     written = write_pages(target, out, tlparse=tlparse, viewer=_has_viewer(target), rank_logs=models, refuse=True)
@@ -99,11 +99,11 @@ def _open_ranks(args: argparse.Namespace, target: Path) -> int:
 def _open_run(args: argparse.Namespace, target: Path) -> int:
     """A ``run`` folder (one folder per tracked process): tlparse's multi-rank report of
     torchrun's ranks, every other process's pages, each process's viewer page."""
-    tlparse = tlparse_run.tlparse_binary()
+    tlparse = tlparse_render.tlparse_binary()
     if tlparse is None:
-        raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_run.INSTALL_HINT}")
+        raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_render.INSTALL_HINT}")
     out = args.out if args.out is not None else Layout(target).pages_root
-    ranked, others = tlparse_run.find_process_logs(target)
+    ranked, others = tlparse_render.find_process_logs(target)
     _check_out(out, target, [*(log for logs in ranked.values() for log in logs.values()), *(log for _, log in others)])
     written = write_pages(target, out, tlparse=tlparse, refuse=True)
     lines = written.labelled
@@ -152,5 +152,5 @@ def _check_out(out: Path, target: Path, logs: list[Path]) -> None:
             raise UnusableInput(str(out), f"--out would replace {path}, which is the input")
     if out.exists() and not out.is_dir():
         raise UnusableInput(str(out), "exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not tlparse_run.looks_like_tlparse_output(out):
+    if out.is_dir() and any(out.iterdir()) and not tlparse_render.looks_like_tlparse_output(out):
         raise UnusableInput(str(out), "exists, is not empty and is no tlparse output; refusing to replace it")

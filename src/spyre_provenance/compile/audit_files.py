@@ -16,7 +16,7 @@ from spyre_provenance.model.layout import Layout
 
 if TYPE_CHECKING:
     from spyre_provenance.audit.report import Changes
-    from spyre_provenance.compile.run import CompileReport
+    from spyre_provenance.compile.tracked import CompileReport
     from spyre_provenance.model.audit_records import AuditV1
 
 

@@ -12,7 +12,7 @@ Python API all call it. Read it top to bottom:
 - the steps, each a short function below it.
 
 With ``out``, the compile writes into that folder, everything named after the model's label
-(``compile.request.run_label``); where each file goes is ``model.layout.Layout``, built once
+(``compile.request.label_of``); where each file goes is ``model.layout.Layout``, built once
 here and handed down whole; the folder's lifecycle (prepared, claimed, a failed run
 discarded) is ``compile.out_folder``'s, torch's trace log ``capture.trace_log``'s. Without
 ``out`` nothing is written and the verdict is on the hook's records alone (the pytest
@@ -33,21 +33,21 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from spyre_provenance.base.errors import UnsupportedTorch, UnusableInput
 from spyre_provenance.capture import trace_log
-from spyre_provenance.compile import eager_run, out_folder
+from spyre_provenance.compile import eager, out_folder
 from spyre_provenance.compile.outcome import AuditFiles, CompileOutcome, judge
 from spyre_provenance.compile.request import CompileRequest, resolved_model
-from spyre_provenance.logs.tlparse_run import tlparse_binary
+from spyre_provenance.logs.tlparse_render import tlparse_binary
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.viewer.pages import Pages
 from spyre_provenance.viewer.pages import write as write_pages
 
 if TYPE_CHECKING:
     from spyre_provenance.backends.base import Backend
-    from spyre_provenance.compile.eager_run import LoadedModel
+    from spyre_provenance.compile.eager import LoadedModel
     from spyre_provenance.compile.output_check import OutputCheck
     from spyre_provenance.compile.profile import Profiler
     from spyre_provenance.compile.ranks import RanksOutcome
-    from spyre_provenance.compile.run import CompileReport
+    from spyre_provenance.compile.tracked import CompileReport
     from spyre_provenance.model.audit_records import AuditV1
 
 #: the door's request and outcome, as its callers (the command line, the fixture) name them
@@ -194,12 +194,12 @@ def _load_and_run_eager(request: CompileRequest) -> tuple[LoadedModel, list[Any]
     try:
         if request.instance is not None:
             module, inputs = request.instance
-            dtype = request.dtype or eager_run.AS_BUILT
-            loaded = eager_run.LoadedModel(request.model, module, [tuple(inputs)], dtype)
+            dtype = request.dtype or eager.AS_BUILT
+            loaded = eager.LoadedModel(request.model, module, [tuple(inputs)], dtype)
         else:
-            loaded = eager_run.load(request.model, request.dtype)
-        return loaded, eager_run.run_eager(loaded, train=request.train)
-    except (ModelLoadError, eager_run.NotCompilable) as exc:
+            loaded = eager.load(request.model, request.dtype)
+        return loaded, eager.run_eager(loaded, train=request.train)
+    except (ModelLoadError, eager.NotCompilable) as exc:
         raise UnusableInput(request.model, str(exc)) from None
 
 
@@ -213,13 +213,13 @@ def _compile_into(
     ranked: bool,
     profiler: Profiler | None,
 ) -> CompileReport:
-    """The tracked ``torch.compile`` (``compile.run.compile_model``) into the out folder,
+    """The tracked ``torch.compile`` (``compile.tracked.compile_model``) into the out folder,
     claimed for this model first; a run that fails discards what it wrote
     (``out_folder.claimed``) and says why in one line (``_refusals``)."""
-    from spyre_provenance.compile import run as compile_run
+    from spyre_provenance.compile import tracked
 
     with out_folder.claimed(layout, resolved_model(request)), _refusals(request.model):
-        return compile_run.compile_model(
+        return tracked.compile_model(
             loaded,
             reference,
             backend=backend,
@@ -240,7 +240,7 @@ def _refusals(model: str) -> Iterator[None]:
         yield
     except UnsupportedTorch:  # enable() refused this torch before compiling: its own line
         raise
-    except eager_run.NotCompilable as exc:  # the device cannot hold the model: its own line
+    except eager.NotCompilable as exc:  # the device cannot hold the model: its own line
         raise UnusableInput(model, str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - the model's compile, whatever it raised: one line
         raise UnusableInput(model, f"torch.compile failed: {_cause_line(exc)}") from None

@@ -3,7 +3,7 @@ eager as the judge, by Dynamo's own accuracy rule.
 
 ``compare`` takes the compiled outputs (then gradients) and eager's, as flat lists of
 tensors in the same order, and, only when the tolerance is missed, asks for the float64
-run (``compile.run`` makes it). torch is imported inside the functions.
+run (``compile.tracked`` makes it). torch is imported inside the functions.
 """
 
 from __future__ import annotations

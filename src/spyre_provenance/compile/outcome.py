@@ -18,7 +18,7 @@ from spyre_provenance.compile.request import CompileRequest
 if TYPE_CHECKING:
     from spyre_provenance.audit.report import Changes
     from spyre_provenance.compile.output_check import OutputCheck
-    from spyre_provenance.compile.run import CompileReport
+    from spyre_provenance.compile.tracked import CompileReport
     from spyre_provenance.model.audit_records import AuditV1
     from spyre_provenance.runtime.annotate import AnnotateSummary
 

@@ -9,7 +9,7 @@ so its kernels carry the same record, under their ``sdsc_`` names:
 ``graph_0_sdsc_fused_addmm_relu_t_0``. ``runtime.kernel_names`` reads the ``graph_<i>_`` off.
 
 The run reuses the compiled code: the tracked compile hands ``Profiler.after_run`` a rerun
-of the same compiled function (``compile_run.compile_model``'s ``after_run``), which runs
+of the same compiled function (``compile.tracked.compile_model``'s ``after_run``), which runs
 once more under the profiler (inference, or forward + backward with ``--train``), on the
 compile's own inputs, from the model state its first run started from (a KV cache or a
 step counter the first run changed is put back). No second compile, no record added to the

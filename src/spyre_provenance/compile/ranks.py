@@ -46,7 +46,7 @@ import msgspec
 from spyre_provenance.base.errors import EXIT_FOUND_WANTING, UnusableInput, Verdict
 from spyre_provenance.compile import out_folder, process_group
 from spyre_provenance.compile.request import CompileRequest, command_line
-from spyre_provenance.logs.tlparse_run import tlparse_binary
+from spyre_provenance.logs.tlparse_render import tlparse_binary
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.viewer.pages import Page
 from spyre_provenance.viewer.pages import write as write_pages

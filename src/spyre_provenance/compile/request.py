@@ -57,8 +57,8 @@ class CompileRequest(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def label(self) -> str:
-        """The model's label: what its files are named after (``run_label``)."""
-        return run_label(self.model)
+        """The model's label: what its files are named after (``label_of``)."""
+        return label_of(self.model)
 
 
 class NotACommandLine(ValueError):
@@ -130,7 +130,7 @@ def default_out(model: str) -> Path:
     return Path("out") / (folders.transliterate(Path(model.split(":", 1)[0]).stem) or "model")
 
 
-def run_label(model: str) -> str:
+def label_of(model: str) -> str:
     """The model's label, the one name derived from it: what its files are named after.
     The built-in model's name, or for ``PATH.py:FACTORY`` the file's stem and the factory
     (two factories of one file are two models). Letters, digits, ``.`` and ``-`` only."""

@@ -23,7 +23,7 @@ from spyre_provenance.validate import coverage
 from spyre_provenance.viewer.pages import Page, Profiled
 
 if TYPE_CHECKING:
-    from spyre_provenance.compile.run import CompileReport
+    from spyre_provenance.compile.tracked import CompileReport
 
 #: Below this, every output of a model is so small that any output would match eager.
 TINY_OUTPUTS = 1e-6

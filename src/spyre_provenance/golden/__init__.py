@@ -12,13 +12,10 @@ A *golden case* is a folder ``golden/<case>/`` laid out like a compile's ``--out
 An *audit case* (``Case.audit``) holds ``manifest.json`` and ``provenance_audit.json`` only,
 compared by its counts (``spyre_provenance.audit.report.compare``).
 
-``cases``      the case list (``CASES``) and manifests
-``normalize``  what varies between machines rewritten (on ``redact``); the one serializer
-``store``      ``Provenance`` (artifacts by graph): ``load`` anything, read and write cases
-``diff``       ``compare`` and ``render``: kernels added, removed, renamed, nodes, handles
-``check``      ``golden check|update`` for one compiled case
+The folder's modules, one line each: docs/contributing.md, *What each folder holds*
+(``tests/unit/test_folder_map.py`` holds that map).
 
-The commands (``diff``, ``golden``) and the pytest plugin are thin layers over these, so
+The commands (``diff``, ``golden``) and the pytest plugin are thin layers over this folder, so
 all three write and read the same bytes. Pure: no torch import.
 """
 

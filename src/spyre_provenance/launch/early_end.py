@@ -30,7 +30,7 @@ from spyre_provenance.model.layout import VIEWER_PAGE, Layout
 
 if TYPE_CHECKING:  # imported when a process has ended, not before COMMAND starts
     from spyre_provenance.launch.run_summary import ProcessSummary
-    from spyre_provenance.logs.tlparse_run import GraphPage
+    from spyre_provenance.logs.tlparse_render import GraphPage
     from spyre_provenance.viewer.pages import Page
 
 #: how often ``run`` looks for processes that ended, while it waits for COMMAND (seconds)

@@ -14,7 +14,7 @@ import msgspec
 from spyre_provenance.launch import run_summary
 from spyre_provenance.launch.early_end import ProcessEnd
 from spyre_provenance.launch.run_summary import ProcessSummary
-from spyre_provenance.logs import tlparse_run
+from spyre_provenance.logs import tlparse_render
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.viewer import pages as page_writer
 from spyre_provenance.viewer.pages import Pages
@@ -48,7 +48,7 @@ def pages(
     into = Layout(out).pages_root
     if tlparse is None:
         viewers = page_writer.write(out, into, tlparse=None, made_viewers=made_viewers)
-        problem = f"tlparse is not installed ({tlparse_run.INSTALL_HINT})"
+        problem = f"tlparse is not installed ({tlparse_render.INSTALL_HINT})"
         return RunPages([_not_written(problem)], fold_pages(viewers.labelled, summaries))
     with ThreadPoolExecutor(max_workers=1) as pool:
         graphs = pool.submit(page_writer.write, out, into, tlparse=tlparse, viewer=False, made=made)

@@ -192,6 +192,6 @@ def remove_if_empty(out: Path) -> None:
 
 
 def _tlparse() -> str | None:
-    from spyre_provenance.logs import tlparse_run
+    from spyre_provenance.logs import tlparse_render
 
-    return tlparse_run.tlparse_binary()
+    return tlparse_render.tlparse_binary()

@@ -1,1 +1,1 @@
-"""Pure: records -> node mappings and stack traces (``mapping``), links beyond a kernel's origins (``inference``), two runs paired (``pairing``), paths redacted (``redact``)."""
+"""Pure: records -> node mappings and stack traces, links beyond a kernel's origins, two runs paired, paths redacted (modules: docs/contributing.md)."""

@@ -83,7 +83,7 @@ def reading_each_log_once() -> Iterator[None]:
 
 def read_log_graphs(path: str | os.PathLike[str]) -> list[LoggedGraph]:
     """The graphs of a TORCH_TRACE log, in compile order, split by ``tracelog.GraphSplitter``
-    (the rule ``logs.tlparse_run`` splits logs by, too)."""
+    (the rule ``logs.tlparse_render`` splits logs by, too)."""
     read = _READ.get()
     if read is None:
         return _read_log_graphs(path)

@@ -1,12 +1,7 @@
 """The data model every layer shares: names, records, the wire form, detection, folders.
 
-``names``    artifact names, torch's record names, fault stages, coverage rules, file names
-``records``  what the hook collects and writes (msgspec Structs)
-``post_grad_graph``  the post-grad graph model the coverage judge and the inference read
-``wire``     the artifacts as on disk, derived from the records where they are written as is
-``detect``   which artifact and version a document is; ``Problem`` and JSON paths
-``folders``  graph-folder names (written by capture and compile, read by golden)
-``cached_graph``  what a tracked compile stores with its Inductor cache entry
+The folder's modules, one line each: docs/contributing.md, *What each folder holds*
+(``tests/unit/test_folder_map.py`` holds that map).
 
 Pure: no torch, nothing above ``base/``.
 """

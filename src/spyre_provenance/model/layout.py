@@ -1,7 +1,7 @@
 """Where everything under an ``--out`` folder goes, in one value: ``Layout(out, label)``.
 
 A compile builds one ``Layout`` (its ``--out`` folder and the model's label,
-``compile.request.run_label``) and hands it down; every writer and every reader names its
+``compile.request.label_of``) and hands it down; every writer and every reader names its
 paths through it, and no other module spells a folder of ``OUT``
 (``tests/unit/test_layout.py`` holds that)::
 

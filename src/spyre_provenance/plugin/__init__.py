@@ -1,1 +1,1 @@
-"""An entry point: the pytest plugin with the ``provenance_regression`` fixture (``pytest_fixture``, entry point ``pytest11``)."""
+"""Entry points: the pytest plugin with the ``provenance_regression`` fixture (``pytest_fixture``, entry point ``pytest11``) and vLLM's general plugin (``startup``, entry point ``vllm.general_plugins``)."""

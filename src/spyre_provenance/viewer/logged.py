@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from spyre_provenance.base.errors import UnusableInput
-from spyre_provenance.logs import tlparse_run
+from spyre_provenance.logs import tlparse_render
 from spyre_provenance.logs.graphs import LoggedGraph, read_log_graphs
 from spyre_provenance.logs.post_grad import line_name
 from spyre_provenance.logs.wrapper_code import call_sites
@@ -111,10 +111,10 @@ class LoggedGraphInput:
 
 def logged_inputs(target: Path) -> list[LoggedGraphInput]:
     """The graphs with a node mapping of a TORCH_TRACE log, or of the logs of a folder
-    (``open``'s rule, ``logs.tlparse_run.find_logs``)."""
+    (``open``'s rule, ``logs.tlparse_render.find_logs``)."""
     root = target if target.is_dir() else target.parent
     found = []
-    for log in tlparse_run.find_logs(target):
+    for log in tlparse_render.find_logs(target):
         try:
             graphs = read_log_graphs(log)
         except OSError as exc:

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import msgspec
 
 from spyre_provenance.base.errors import UnusableInput
-from spyre_provenance.logs import tlparse_run
-from spyre_provenance.logs.tlparse_run import GraphPage
+from spyre_provenance.logs import tlparse_render
+from spyre_provenance.logs.tlparse_render import GraphPage
 from spyre_provenance.model.layout import Layout
 
 if TYPE_CHECKING:
@@ -138,10 +138,10 @@ def write(
             _logs(pages, list(logs), into, tlparse, own_places)
         elif run_folder:
             _run_folder(pages, folder, into, tlparse, made or {})
-        elif models := tlparse_run.find_rank_logs(folder):
+        elif models := tlparse_render.find_rank_logs(folder):
             _ranks_folder(pages, folder, into, tlparse, models)
         else:
-            _logs(pages, tlparse_run.find_logs(folder), into, tlparse, own_places)
+            _logs(pages, tlparse_render.find_logs(folder), into, tlparse, own_places)
     except UnusableInput as exc:
         if refuse:
             raise
@@ -177,7 +177,7 @@ def _run_folder(
 ) -> None:
     if tlparse is None:
         return
-    ranked, others = tlparse_run.find_process_logs(folder)
+    ranked, others = tlparse_render.find_process_logs(folder)
     for stem, logs in sorted(ranked.items()):
         report = _all_ranks(tlparse, logs, into / stem, folder)
         pages.landings.append((stem, report.landing))
@@ -220,15 +220,15 @@ def _viewers(folder: Path, made: Mapping[str, Page]) -> list[tuple[str, Page]]:
 
 def _rendered(tlparse: str, log: Path, into: Path, where: Path) -> list[GraphPage]:
     try:
-        return tlparse_run.render_pages(tlparse, log, into)
-    except tlparse_run.TlparseError as exc:
+        return tlparse_render.render_pages(tlparse, log, into)
+    except tlparse_render.TlparseError as exc:
         raise UnusableInput(str(where), str(exc)) from None
 
 
-def _all_ranks(tlparse: str, logs: dict[int, Path], into: Path, where: Path) -> tlparse_run.MultiRankReport:
+def _all_ranks(tlparse: str, logs: dict[int, Path], into: Path, where: Path) -> tlparse_render.MultiRankReport:
     try:
-        return tlparse_run.render_all_ranks(tlparse, logs, into)
-    except tlparse_run.TlparseError as exc:
+        return tlparse_render.render_all_ranks(tlparse, logs, into)
+    except tlparse_render.TlparseError as exc:
         raise UnusableInput(str(where), str(exc)) from None
 
 

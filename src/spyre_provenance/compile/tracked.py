@@ -1,12 +1,10 @@
-"""One tracked ``torch.compile`` of a model, checked against eager.
+"""The tracked ``torch.compile`` of a model, checked against eager.
 
-``tracked_compile`` is the one way this project compiles with tracking on; every entry
-point reaches it through ``compile.job.compile_request`` and ``compile_model`` (the bench
-calls it directly). ``compile_model`` runs the eager reference first
-(``compile.eager_run``, on copies of the model and its inputs): a model that fails in eager
-mode, or a training run with nothing to differentiate, is refused before anything is
-compiled or written. Whether the compiled output matches eager is ``compile.numerics``'s
-to say.
+``compile_model`` is the compile step of ``compile.job.compile_request`` (the door every
+entry point goes through). It runs the eager reference first (``compile.eager``, on copies
+of the model and its inputs): a model that fails in eager mode, or a training run with
+nothing to differentiate, is refused before anything is compiled or written. Whether the
+compiled output matches eager is ``compile.numerics``'s to say.
 """
 
 from __future__ import annotations
@@ -20,9 +18,9 @@ import msgspec
 
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture import inductor, trace_log
-from spyre_provenance.capture.tracking import tracking
+from spyre_provenance.capture.tracking import started
 from spyre_provenance.compile import numerics
-from spyre_provenance.compile.eager_run import (
+from spyre_provenance.compile.eager import (
     LoadedModel,
     NotCompilable,
     copies,
@@ -114,7 +112,7 @@ def compile_model(
     # as the eager run found them: the tracked run updates buffers (BatchNorm's statistics)
     pristine = copy.deepcopy(loaded.module)
     try:
-        session, got = _tracked(
+        session, got = compile_tracked(
             loaded.module,
             loaded.calls,
             backend,
@@ -209,42 +207,7 @@ def _fallback_random_run(model: Any, calls: list[tuple[Any, ...]], chosen: Backe
         torch._dynamo.reset()
 
 
-def tracked_compile(
-    model: Any,
-    inputs: tuple[Any, ...] | list[tuple[Any, ...]],
-    backend: Backend,
-    *,
-    train: bool = False,
-    out_dir: Path | None = None,
-    label: str | None = None,
-    redact_paths: bool | Path = False,
-    keep_run_failure: bool = False,
-    audit: bool = False,
-) -> tuple[list[GraphResult], list[Any]]:
-    """The one tracked compile (``compile``'s and the pytest plugin's): ``torch.compile`` of
-    ``model`` called on ``inputs`` (a tuple: once; a list of tuples: once per tuple, in
-    order) with tracking on (under ``no_grad``, or with a backward through every output
-    that requires grad when ``train``). Returns the graphs the session saw, and the
-    outputs (then gradients) of every call as one flat list of tensors.
-
-    ``keep_run_failure``: raise RunFailed when the session recorded graphs and the error is
-    not one of compiling (Dynamo wraps every compile error in its own exception types): the
-    compiled code failed as it ran."""
-    calls = inputs if isinstance(inputs, list) else [inputs]
-    session, got = _tracked(
-        model,
-        calls,
-        backend,
-        train=train,
-        layout=Layout(Path(out_dir), label) if out_dir is not None else None,
-        redact_paths=redact_paths,
-        keep_run_failure=keep_run_failure,
-        audit=audit,
-    )
-    return session.results, got
-
-
-def _tracked(
+def compile_tracked(
     model: Any,
     calls: list[tuple[Any, ...]],
     backend: Backend,
@@ -256,7 +219,14 @@ def _tracked(
     audit: bool,
     after_run: Callable[[Callable[[], object]], None] | None = None,
 ) -> tuple[Any, list[Any]]:
-    """``tracked_compile``, returning the whole session (its audit probe included)."""
+    """``torch.compile`` of ``model`` called on each of ``calls`` in order, with tracking on
+    (under ``no_grad``, or with a backward through every output that requires grad when
+    ``train``). Returns the session (its graphs, its audit probe) and the outputs (then
+    gradients) of every call as one flat list of tensors.
+
+    ``keep_run_failure``: raise RunFailed when the session recorded graphs and the error is
+    not one of compiling (Dynamo wraps every compile error in its own exception types): the
+    compiled code failed as it ran."""
     import torch
     from torch._dynamo.exc import TorchDynamoException
 
@@ -264,7 +234,7 @@ def _tracked(
     model, calls = _placed(backend, model, calls)
     session = None
     try:
-        with tracking(backend, layout=layout, redact_paths=redact_paths, audit=audit) as session:
+        with started(backend, layout=layout, redact_paths=redact_paths, audit=audit) as session:
             compiled = torch.compile(model, backend=backend.compiler())
             before = _State(model, calls) if after_run is not None else None
             got = _on_cpu(run_calls(compiled, model, calls, train))

@@ -1,4 +1,4 @@
-"""Run tlparse on a TORCH_TRACE log: one provenance page per compile folder *and* graph.
+"""tlparse's provenance pages of a TORCH_TRACE log: one per compile folder *and* graph.
 
 tlparse builds a compile folder's provenance page from the **last** pre-grad graph,
 post-grad graph, output code and node mapping logged under that compile id. A training
