@@ -145,3 +145,15 @@ def test_enable_builds_its_out_folder_from_out_dir_and_label_and_refuses_what_it
         pytest.warns(DeprecationWarning),
     ):
         spyre_provenance.enable("inductor", out_dir=tmp_path, layout=Layout(tmp_path, None))
+
+
+@pytest.mark.parametrize("argv", [["run"], ["run", "--"], ["run", "--no-pages", "--"]], ids=" ".join)
+def test_run_with_nothing_to_run_names_the_command_in_its_one_line(run_cli, argv):
+    """``run``'s program is its own argument: it once took the subcommand's place in the
+    parsed arguments, and the error line read ``spyre-provenance []: error: ...``."""
+    code, out, err = run_cli(*argv)
+    assert (code, out) == (2, "")
+    assert (
+        err
+        == "spyre-provenance run: error: COMMAND: nothing to run: spyre-provenance run [--out OUT] -- COMMAND [ARGS...]\n"
+    )

@@ -51,11 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " loaded it, else stock Inductor: tracking never changes what the program compiles",
     )
     parser.add_argument("--no-pages", action="store_true", help="write no tlparse or viewer pages at the end")
-    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]", help="the program to run")
+    parser.add_argument("program", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]", help="the program to run")
 
 
 def run(args: argparse.Namespace) -> int:
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    command = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not command:
         raise UnusableInput("COMMAND", "nothing to run: spyre-provenance run [--out OUT] -- COMMAND [ARGS...]")
     with Runner(args.out.absolute(), backend=args.backend, pages=not args.no_pages) as runner:
