@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass, field
 
 from spyre_provenance.runtime.time_summary import (
+    BY_MODULE,
     NO_LINE,
     PER_OP,
     PHASES,
@@ -126,6 +127,8 @@ def line_entries(summary: TimeSummary) -> list[LineEntry]:
 
 def _short(row: Row) -> str:
     """A line in a list of lines: its file's name and line number (the full path is in --all)."""
+    if row.placed_by == BY_MODULE:
+        return f"module {row.code}"
     return NO_LINE if row.file == NO_LINE else f"{os.path.basename(row.file)}:{row.line}"
 
 
