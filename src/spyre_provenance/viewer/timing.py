@@ -25,6 +25,7 @@ from typing import Any
 from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.runtime import index as kernel_index
 from spyre_provenance.runtime import time_summary
+from spyre_provenance.viewer.module_names import module_times
 
 
 class Timing:
@@ -36,8 +37,9 @@ class Timing:
 
     def apply(self, graphs: list[dict[str, Any]], out: Path, line_at: Mapping[tuple[str, int], int]) -> None:
         """Add ``t`` (total duration, us) and ``n`` (calls) to each call site of ``graphs`` (the
-        viewer's, read from ``out``) its events ran in, and ``lt`` (line position -> us) to
-        each graph. Raises UnusableInput when the trace is no trace or times no kernel."""
+        viewer's, read from ``out``) its events ran in, and ``lt`` (line position -> us) and
+        ``mt`` (module position -> us, ``viewer.module_names``) to each graph. Raises
+        UnusableInput when the trace is no trace or times no kernel."""
         try:
             index = kernel_index.build([out])
         except UnusableInput:  # graph folders without one call site: nothing to place events in
@@ -58,6 +60,7 @@ class Timing:
                     times = g.setdefault("lt", {})
                     times[str(at)] = times.get(str(at), 0.0) + kernel.total_us
         for g in graphs:
+            module_times(g, [*result.lines, *result.modules], _unranked(g))
             for call in g["calls"]:
                 timed = sites.get((_unranked(g), call["k"]))
                 if timed is not None:
