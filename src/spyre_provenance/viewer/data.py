@@ -574,7 +574,7 @@ def document(
         if side is not None:
             graph["side"] = side
     if timing is not None:
-        timing.apply(graphs[: len(sides[0][1])], out, lines.index)
+        timing.apply(graphs[: len(sides[0][1])], out, lines.index, lines.of)
     return {
         "version": DOCUMENT_VERSION,
         "out": name,

@@ -48,6 +48,7 @@
   function usedLines(g) {
     if (g._lines) return g._lines;
     const s = new Set(); g.calls.forEach((c) => c.l.forEach((l) => s.add(l))); g.specs.forEach((x) => x.l.forEach((l) => s.add(l)));
+    Object.keys(g.rt || {}).forEach((l) => s.add(Number(l)));  // lines recorded at launch (viewer.timing)
     return (g._lines = Array.from(s).sort((a, b) => (D.lines[a][0] - D.lines[b][0]) || (D.lines[a][1] - D.lines[b][1])));
   }
 
@@ -73,14 +74,15 @@
     const lineAt = new Map(); used.forEach((l) => lineAt.set(D.lines[l][0] + ":" + D.lines[l][1], l));
     // lines only kernels named by module hold: torch's frames (model.modules: no frame of
     // those kernels is the user's), shown as recorded, never counted as lines that made kernels
-    const byUser = new Set();
-    g.calls.forEach((c) => { if (!c.m) c.l.forEach((l) => byUser.add(l)); });
-    g.specs.forEach((x) => { if (!g.calls[x.c].m) x.l.forEach((l) => byUser.add(l)); });
-    const torchOnly = used.filter((l) => !byUser.has(l)).length;
+    // (a line recorded at launch alone made none: it launched them)
+    const made = new Set(), byUser = new Set();
+    g.calls.forEach((c) => c.l.forEach((l) => { made.add(l); if (!c.m) byUser.add(l); }));
+    g.specs.forEach((x) => x.l.forEach((l) => { made.add(l); if (!g.calls[x.c].m) byUser.add(l); }));
+    const torchOnly = used.filter((l) => made.has(l) && !byUser.has(l)).length;
     const out = [];
     byFile.forEach((ls, f) => {
       const file = D.files[f];
-      const theirs = ls.every((l) => !byUser.has(l)) ? ' <span class="muted">(torch\'s frames: no frame of these kernels is the user\'s; see their modules below)</span>' : "";
+      const theirs = ls.every((l) => made.has(l) && !byUser.has(l)) ? ' <span class="muted">(torch\'s frames: no frame of these kernels is the user\'s; see their modules below)</span>' : "";
       out.push('<div class="file">' + esc(file.path) + (file.error ? ' <span class="warn">(not read at compile time: ' + esc(file.error) + ")</span>" : "") + theirs + "</div>");
       // the captured lines and context; a made line no snapshot holds (an out folder written
       // before spyre_source_lines existed) is shown by its number alone
@@ -98,14 +100,18 @@
           style = ' style="background:rgba(240,138,36,' + (0.12 + 0.6 * share).toFixed(3) + ')"';
           note = '  <span class="time">' + (100 * share).toFixed(1) + "% of kernel time</span>";
         }
+        // a line the tracked process recorded at launch: the time of the kernels launched from it
+        const launched = (g.rt || {})[String(l)];
+        if (launched) note += '  <span class="time recorded">' + fmtTime(launched) + " launched from this line (recorded at launch)</span>";
         out.push({ i: l, f: () => '<div class="row" data-kind="line" data-i="' + l + '" data-key="' + esc(file.path + ":" + n) + '"' + style + ' title="' + esc(file.path + ":" + n) + '"><span class="ln">' + n + "</span>" + esc(text) + note + "</div>", i: l });
       });
     });
     const mods = renderModules(g, total);
     out.push(...mods);
     const named = g.calls.filter((c) => c.m).length;
-    return { html: out, count: (used.length - torchOnly) + " lines that made kernels" + (torchOnly ? ", " + torchOnly + " of torch's" : "") +
-      (named ? ", " + named + " kernel" + (named === 1 ? "" : "s") + " named by module" : "") + (total ? ", shaded by share of kernel time" : "") };
+    return { html: out, count: (made.size - torchOnly) + " lines that made kernels" + (torchOnly ? ", " + torchOnly + " of torch's" : "") +
+      (named ? ", " + named + " kernel" + (named === 1 ? "" : "s") + " named by module" : "") + (total ? ", shaded by share of kernel time" : "") +
+      (g.rt ? ", " + Object.keys(g.rt).length + " recorded at launch" : "") };
   }
   // Kernels no user frame made, named by the modules their nodes ran in (viewer.module_names):
   // module evidence, said apart from the source lines, with the time the summary counts
