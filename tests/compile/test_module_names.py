@@ -18,7 +18,7 @@ from helpers.where import ZOO  # tests/ is on sys.path
 from spyre_provenance.model.frames import frames, is_user_frame
 from spyre_provenance.model.modules import MODULE_FILE
 from spyre_provenance.runtime import index as kernel_index
-from spyre_provenance.runtime import time_summary
+from spyre_provenance.runtime import time_screen, time_summary
 from spyre_provenance.viewer import data, timing
 
 pytestmark = pytest.mark.compile
@@ -96,6 +96,8 @@ def test_the_time_summary_and_the_viewer_count_time_under_modules(encoder: Path)
     top = {r.code: r.total_us for r in summary.modules}
     assert top["TransformerEncoder"] == pytest.approx(summary.total_us - summary.unattributed_us)
     assert "module TransformerEncoder  [module path" in time_summary.render_text(summary)
+    screen = time_screen.render(summary)  # the default text: modules said as modules, never as lines
+    assert "modules, same kernels: module layers.0." in screen and " lines, same kernels" not in screen
     (graph,) = data.build(encoder, timing.read(trace))["graphs"]
     at = {m["name"]: str(i) for i, m in enumerate(graph["mods"])}
     assert graph["mt"][at["TransformerEncoder"]] == pytest.approx(top["TransformerEncoder"])

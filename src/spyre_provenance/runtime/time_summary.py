@@ -238,6 +238,7 @@ class _Tally:
         self.attributed = self.per_op_events = self.unplaced = self.recorded = 0
         self.per_op_graphs: dict[str, set[int]] = {}  # op -> graph positions
         self._places: dict[Site, tuple[str, _Where, _Where]] = {}
+        self._module_stacks: dict[int, dict[str, list[list[ModuleCall]]]] = {}  # per graph, read once
 
     def add(self, event: dict[str, Any]) -> None:
         dur = float(event["dur"])
@@ -249,7 +250,9 @@ class _Tally:
         self.attributed += 1
         site = verdict.site
         if site not in self._places:
-            self._places[site] = _place(self.index, site)
+            if site[0] not in self._module_stacks:
+                self._module_stacks[site[0]] = read_module_stacks(self.index.graphs[site[0]].diagnostics)
+            self._places[site] = _place(self.index, site, self._module_stacks[site[0]].get(site[1]))
         phase, own, callers = self._places[site]
         op = launches.per_op(self.index, site[0])
         launch = self.stacks.of(event) if self.places is not None else None
@@ -311,13 +314,16 @@ def _launch_where(frame: launches.LaunchFrame) -> tuple[str, int, str]:
     return frame.file, frame.line, f"in {frame.function}"
 
 
-def _place(index: KernelIndex, site: Site) -> tuple[str, list[tuple[str, int, str]], list[tuple[str, int, str]]]:
+def _place(
+    index: KernelIndex, site: Site, module_stacks: list[list[ModuleCall]] | None
+) -> tuple[str, list[tuple[str, int, str]], list[tuple[str, int, str]]]:
     """(phase, the site's own user lines, the user frames calling them) from its traces; where
-    no frame is the user's, its own modules and the modules around them (``model.modules``)."""
+    no frame is the user's, its own modules and the modules around them (``model.modules``,
+    from the site's recorded ``module_stacks``)."""
     graph = index.graphs[site[0]]
     phase = "backward" if graph.graph == "backward" else "forward"
     traces = graph.stack_traces.get(site[1]) or []
-    named = module_names(traces, read_module_stacks(graph.diagnostics).get(site[1]))
+    named = module_names(traces, module_stacks)
     if named is not None:
         return phase, module_rows(named.own), module_rows(named.enclosing)
     own: dict[tuple[str, int, str], None] = {}
