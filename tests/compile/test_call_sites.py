@@ -22,6 +22,7 @@ from spyre_provenance.capture import call_recording as recording
 from spyre_provenance.model import call_sites
 from spyre_provenance.runtime import index as kernel_index
 from spyre_provenance.runtime import time_summary
+from spyre_provenance.viewer import data, relation, timing
 
 # torch-spyre's eager dispatch (torch_spyre/ops/eager.py: compile_once), in a file under a
 # torch_spyre folder so the run-time rule takes it for torch-spyre's package, as it would be
@@ -194,3 +195,21 @@ def test_under_a_strict_suites_filters_the_failure_is_said_on_stderr_not_raised(
             assert torch.allclose(model(run.x), run.expected[0])
     said = [line for line in capfd.readouterr().err.splitlines() if "frame finder broke" in line]
     assert said == ["spyre-provenance: a call site not recorded: RuntimeError: frame finder broke"]
+
+
+def test_the_viewer_shows_the_recorded_lines_times(run):
+    """``view OUT --trace``: each line recorded at launch on the page, with the time the summary
+    counts under it (issue 56 point 5), on the graphs whose kernels it launched."""
+    summary = run.summary()
+    recorded = {r.line: r.total_us for r in summary.lines + summary.modules if r.placed_by == time_summary.BY_RECORDED}
+    assert len(recorded) == 4
+    doc = data.build(run.out, timing.read(run.trace))
+    shown: dict[int, float] = {}
+    for g in doc["graphs"]:
+        for at, us in (g.get("rt") or {}).items():
+            file, line = doc["lines"][int(at)]
+            assert doc["files"][file]["path"] == __file__
+            # the line lights the call sites it launched
+            assert g["rel"]["line"][at][relation.ENTRY.index("call")]
+            shown[line] = max(shown.get(line, 0.0), us)  # a per-op op's graphs each show the op's time
+    assert shown == pytest.approx(recorded)

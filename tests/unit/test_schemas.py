@@ -670,7 +670,15 @@ DIAG_V5 = {
         ],
     },
 }
-DIAG_V6 = {**DIAG_V5, "version": 6, "cache": "cached", "misnamed_handles": []}
+DIAG_V6 = {
+    **DIAG_V5,
+    "version": 6,
+    "cache": "cached",
+    "misnamed_handles": [],
+    "module_stacks": {
+        "sdsc_a_0:1": [[["", "torch.nn.modules.container.Sequential"], ["0", "torch.nn.modules.linear.Linear"]]]
+    },
+}
 VIOLATION = {
     "rule": "node-reach",
     "where": "0/0: add",
@@ -1163,6 +1171,16 @@ BROKEN_DIAGNOSTICS: dict[str, tuple[str, dict[str, str], str | None]] = {
     "v6-without-cache": (
         _diag(DIAG_V5, version=6),
         {"$": "cache"},
+        "6",
+    ),
+    "v6-module-stack-of-no-call-site": (
+        _diag(DIAG_V6, module_stacks={"sdsc_a_0": [[["0", "torch.nn.modules.linear.Linear"]]]}),
+        {'$.module_stacks["sdsc_a_0"]': '"<kernel>:<N>"'},
+        "6",
+    ),
+    "v6-module-without-class": (
+        _diag(DIAG_V6, module_stacks={"sdsc_a_0:1": [[["0"]]]}),
+        {'$.module_stacks["sdsc_a_0:1"][0][0]': ""},
         "6",
     ),
     "version-7": (

@@ -188,6 +188,7 @@ class Session:
                 post_grad_nodes=self.inductor.origin_names(node_schedule, is_extern),
                 is_extern=is_extern,
                 stack_traces=self.inductor.stack_traces(node_schedule, is_extern),
+                module_stacks=self.inductor.module_stacks(node_schedule, is_extern),
             )
             record.held_by = self.inductor.holders()
             if not is_extern and not record.held_by:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from spyre_provenance.links import inference, mapping
+from spyre_provenance.model import modules
 from spyre_provenance.model.names import POST_GRAD_GRAPHS
 from spyre_provenance.model.post_grad_graph import NO_FACTS, GraphNode, NodeFacts, PostGradGraph, PreGradSubgraphs
 from spyre_provenance.model.records import NodeMap
@@ -33,22 +34,34 @@ class Inductor:
 
     def origin_names(self, node_schedule: Any, is_extern: bool) -> list[str]:
         """Post-grad node names in a call site's schedule, as upstream collects them."""
-        names: list[str] = []
+        return list(self._origins(node_schedule, is_extern))
+
+    def module_stacks(self, node_schedule: Any, is_extern: bool) -> list[list[list[str]]]:
+        """The distinct ``nn_module_stack`` of the call site's own nodes (``origin_names``),
+        each ``[[path, class], ...]`` outermost first (``model.modules.recorded_stack``)."""
+        found: dict[str, list[list[str]]] = {}
+        for origin in self._origins(node_schedule, is_extern).values():
+            stack = modules.recorded_stack(origin.meta.get("nn_module_stack"))
+            if stack:
+                found.setdefault(repr(stack), stack)
+        return list(found.values())
+
+    def _origins(self, node_schedule: Any, is_extern: bool) -> dict[str, Any]:
+        """Post-grad node name -> node, in the order upstream collects them."""
+        found: dict[str, Any] = {}
         if is_extern:
             origin_node = getattr(node_schedule, "origin_node", None)
             origins = [origin_node] if origin_node is not None else node_schedule.origins
             for origin in origins:
-                if origin.name not in names:
-                    names.append(origin.name)
-            return names
+                found.setdefault(origin.name, origin)
+            return found
         for snode in node_schedule:
             ir_node = getattr(snode, "node", None)  # reduction markers carry no node
             if ir_node is None:
                 continue
             for origin in ir_node.origins:
-                if origin.name not in names:
-                    names.append(origin.name)
-        return names
+                found.setdefault(origin.name, origin)
+        return found
 
     def consumers(self, node_schedule: Any, own: list[str]) -> list[str]:
         """Post-grad nodes of the scheduler nodes that read what this call site writes."""

@@ -518,6 +518,7 @@ def diagnostics_document(result: GraphResult) -> dict[str, Any]:
             without_pre_grad=list(diag.without_pre_grad),
             cache=diag.cache,
             misnamed_handles=list(diag.misnamed_handles),
+            module_stacks={r.key: r.module_stacks for r in result.records if r.module_stacks},
         )
     )
 

@@ -17,7 +17,9 @@ from spyre_provenance.model.records import GraphResult
 #: The stored form's version. It is part of tracking's own cache-key component
 #: (``capture.graph_cache.key_component``), so an entry of another form is never hit: a
 #: change here recompiles once instead of misreading an old entry.
-CACHE_FORMAT = 2  # 2: the diagnostics judge misnamed handles, which a form-1 entry never did
+#: 2: the diagnostics judge misnamed handles, which a form-1 entry never did; 3: the records
+#: keep their nodes' module stacks, which a form-2 entry never did
+CACHE_FORMAT = 3
 
 
 class CachedGraph(msgspec.Struct, kw_only=True):

@@ -30,6 +30,17 @@ class SourceLine(msgspec.Struct, frozen=True):
     role: str
 
 
+class ModuleEntry(msgspec.Struct, frozen=True):
+    """A module a call site's nodes ran in (their ``nn_module_stack``), where no frame of its
+    stack traces is the user's (``model.modules``): module evidence, never a source line."""
+
+    path: str  # from the compiled module: "" for that module itself, "layers.0.self_attn"
+    module_class: str  # qualified, as recorded: "torch.nn.modules.activation.MultiheadAttention"
+    name: str  # "layers.0.self_attn: MultiheadAttention"
+    #: "fused", a module whose own ops the kernel runs; "enclosing", a module around them
+    role: str
+
+
 class OwnNode(msgspec.Struct, frozen=True):
     """Where an OpSpec's handle names another op or line than its nodes (the diagnostics'
     ``misnamed_handles``, torch-spyre main's ``origin_node`` rule): what the nodes are."""
@@ -67,6 +78,9 @@ class CallSite(msgspec.Struct, frozen=True):
     bundle_files: list[str]
     provenance_key: str | None = None  # torch-spyre's key of the bundle it runs (version 2)
     bundle_folder: str | None = None  # that bundle's folder name (version 2)
+    #: where no frame of its stack traces is the user's: the modules its nodes ran in, the
+    #: kernel's own first (``model.modules``; version 3)
+    modules: list[ModuleEntry] = msgspec.field(default_factory=list)
 
 
 class Match(msgspec.Struct, frozen=True):

@@ -115,6 +115,9 @@ class KernelRecord(msgspec.Struct):
     #: lowered apart: the top-level post-grad nodes holding it, which the mapping lists
     #: instead of the subgraph's own nodes (their names repeat the top level's)
     held_by: list[str] = msgspec.field(default_factory=list)
+    #: the distinct ``nn_module_stack`` of its own nodes, each ``[[path, class], ...]``
+    #: outermost first (``model.modules``): what names it where no frame is the user's
+    module_stacks: list[list[list[str]]] = msgspec.field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -386,12 +389,16 @@ class DiagnosticsV6(DiagnosticsV5, kw_only=True):
     """``spyre_provenance_diagnostics`` version 6: version 5, with ``cache`` saying whether
     the graph was compiled or came from an Inductor cache entry (``CACHE_STATES``), and
     ``misnamed_handles``, the OpSpecs whose handle names another op or line than its nodes
-    do (their kernels are among ``disagreements``). Fields keep version 5's order, the new
+    do (their kernels are among ``disagreements``), and ``module_stacks``, each call site's
+    modules (``model.modules``: what names it where no frame is the user's). Fields keep version 5's order, the new
     ones last."""
 
     version: int = 6
     cache: str = "compiled"
     misnamed_handles: list[MisnamedHandle] = msgspec.field(default_factory=list)
+    #: call site -> its nodes' distinct ``nn_module_stack``s, ``[[path, class], ...]`` each,
+    #: outermost first (``model.modules``); call sites whose nodes carry none are left out
+    module_stacks: dict[str, list[list[list[str]]]] = msgspec.field(default_factory=dict)
 
 
 # --- what the hook produced per graph ---------------------------------------------------

@@ -34,10 +34,12 @@ from spyre_provenance.model.lookup_records import (
     CallSite,
     LookupDocument,
     Match,
+    ModuleEntry,
     OpSpecEntry,
     OwnNode,
     SourceLine,
 )
+from spyre_provenance.model.modules import module_names, read_module_stacks
 from spyre_provenance.runtime import kernel_names
 from spyre_provenance.runtime.index import IndexedGraph, KernelIndex, Site
 
@@ -150,6 +152,7 @@ class GraphView:
         self._wrapper_aten = _wrapper_aten(graph.output_code)
         self._defined = set(defined_kernels(graph.output_code or ""))
         self.own_nodes = own_nodes(graph.diagnostics)
+        self.module_stacks = read_module_stacks(graph.diagnostics)
         self._node_ops: dict[str, str] | None = None
         self._per_op: tuple[str | None] | None = None
 
@@ -167,19 +170,32 @@ class GraphView:
         aten, aten_from = self._aten(key, post)
         kernel, handle = split_key(key)
         bundle = self.graph.bundles.get(key) or {}
+        traces = self.graph.stack_traces.get(key) or []
         return CallSite(
             key=key,
             handle=int(handle),
             post_grad_nodes=post,
             pre_grad_nodes=pre,
-            source=source_lines(self.graph.stack_traces.get(key) or []),
+            source=source_lines(traces),
             aten_ops=aten,
             aten_from=aten_from,
             opspecs=[self._opspec(key, o) for o in self.kernel_opspecs.get(key, []) if isinstance(o, dict)],
             bundle_files=_bundle_files(self.graph, bundle.get("folder")),
             provenance_key=bundle.get("provenance_key") or self.graph.sidecar_keys.get(key),
             bundle_folder=bundle.get("folder"),
+            modules=self.modules(key, traces),
         )
+
+    def modules(self, key: str, traces: list[Any]) -> list[ModuleEntry]:
+        """The modules naming a call site none of whose frames is the user's (``model.modules``)."""
+        named = module_names(traces, self.module_stacks.get(key))
+        if named is None:
+            return []
+        return [
+            ModuleEntry(m.path, m.cls, m.name, role)
+            for role, part in (("fused", named.own), ("enclosing", named.enclosing))
+            for m in part
+        ]
 
     def _opspec(self, key: str, opspec: dict[str, Any]) -> OpSpecEntry:
         handle_id = opspec.get("debug_handle")
@@ -319,7 +335,7 @@ def _bundle_files(graph: IndexedGraph, folder_name: Any) -> list[str]:
 
 def logged_per_op(graph: LoggedGraph) -> str | None:
     """The ATen op when a graph of a TORCH_TRACE log is a per-op compile (``graph_per_op``).
-    The summaries that read logs (``validate.run_summary``, below this layer) are handed this."""
+    The run summary that reads logs (``launch.run_summary``, above this layer) imports it."""
     return graph_per_op(
         graph.node_mappings or {},
         graph.stack_traces or {},

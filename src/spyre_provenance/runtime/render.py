@@ -69,6 +69,17 @@ PER_OP_NOTE = (
 _ROLES = {"fused": "also fused", "enclosing": "enclosing call", "inner": "inner frame"}
 
 
+def _modules(site: CallSite) -> list[str]:
+    """A call site with no user frame, named by its modules: said as module evidence."""
+    if not site.modules:
+        return []
+    lines = ["      module (no frame is the user's; from the nodes' nn_module_stack, not a source line):"]
+    for module in site.modules:
+        label = "fused" if module.role == "fused" else "enclosing module"
+        lines.append(f"        {label}: {module.name}  ({module.module_class})")
+    return lines
+
+
 def _call_site(site: CallSite) -> list[str]:
     lines = [f"    call site {site.key}"]
     if site.source:
@@ -81,6 +92,7 @@ def _call_site(site: CallSite) -> list[str]:
             lines.append(f"        {label}: {frame.file}:{frame.line}" + (f"  {frame.code}" if frame.code else ""))
     else:
         lines.append("      source: (no stack trace recorded)")
+    lines += _modules(site)
     lines.append(f"      post-grad nodes: {', '.join(site.post_grad_nodes) or '(none)'}")
     lines.append(f"      pre-grad nodes: {', '.join(site.pre_grad_nodes) or '(none)'}")
     aten = ", ".join(site.aten_ops) or "(none)"

@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass, field
 
 from spyre_provenance.runtime.time_summary import (
+    BY_MODULE,
     NO_LINE,
     PER_OP,
     PHASES,
@@ -126,7 +127,15 @@ def line_entries(summary: TimeSummary) -> list[LineEntry]:
 
 def _short(row: Row) -> str:
     """A line in a list of lines: its file's name and line number (the full path is in --all)."""
+    if row.placed_by == BY_MODULE:
+        return f"module {row.code}"
     return NO_LINE if row.file == NO_LINE else f"{os.path.basename(row.file)}:{row.line}"
+
+
+def _places(rows: list[Row]) -> str:
+    """What rows are called together: lines, or modules where no frame is the user's."""
+    modules = sum(r.placed_by == BY_MODULE for r in rows)
+    return "modules" if modules == len(rows) else "lines" if not modules else "lines and modules"
 
 
 def _named(rows: list[Row]) -> str:
@@ -138,7 +147,9 @@ def _line_text(entry: LineEntry, total: float) -> str:
     share = entry.total_us / total if total else 0.0
     fused = entry.total_us - entry.exclusive_us
     place = (
-        where(entry.rows[0]) if len(entry.rows) == 1 else f"{len(entry.rows)} lines, same kernels: {_named(entry.rows)}"
+        where(entry.rows[0])
+        if len(entry.rows) == 1
+        else f"{len(entry.rows)} {_places(entry.rows)}, same kernels: {_named(entry.rows)}"
     )
     return f"  {share:6.1%}  {ms(entry.total_us):>10}  {ms(entry.exclusive_us):>10}  {ms(fused):>10}  {entry.kernels:>7}  {place}"
 
@@ -149,7 +160,7 @@ def _kernel_text(entry: KernelEntry, total: float) -> str:
     if entry.per_op:
         lines = f"launched from {count} line{'s' if count > 1 else ''}: {_named(entry.lines)}"
     elif count > 1:
-        lines = f"fused from {count} lines: {_named(entry.lines)}"
+        lines = f"fused from {count} {_places(entry.lines)}: {_named(entry.lines)}"
     else:
         lines = f"from {_named(entry.lines)}"
     return f"  {share:6.1%}  {ms(entry.total_us):>10}  {entry.calls:>6}  {entry.label}  ({entry.graph})  {lines}"

@@ -10,6 +10,11 @@ rule ``annotate`` follows); its ``dur`` then counts under:
 - every **module** call around it: the user's outer frames of the same traces (the line
   that called the submodule, ``x = self.block(x)``), inclusive as a profiler's call tree.
 
+A call site none of whose frames is the user's (a model built of torch's own modules) is
+named by the modules its nodes ran in instead (``model.modules``): its rows are module
+evidence, never source lines (file ``(module)``, line 0, code the module's name,
+``placed_by`` ``module``): its own modules as lines, the modules around them as modules.
+
 Forward (inference too) and backward are apart; rows come heaviest first, each with its
 calls, total, share of all timed kernel time, and the kernels under it. Which events are
 timed, one kind only so no time counts twice: torch-spyre's device kernel events (a
@@ -39,6 +44,7 @@ from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.frames import frames as stack_frames
 from spyre_provenance.model.frames import is_user_frame
 from spyre_provenance.model.kernel_keys import KEY_RE, key_of_event
+from spyre_provenance.model.modules import MODULE_EVIDENCE, MODULE_FILE, ModuleCall, module_names, read_module_stacks
 from spyre_provenance.runtime import attribution, kernel_names, launches, trace_stream
 from spyre_provenance.runtime.index import KernelIndex, Site
 
@@ -47,6 +53,9 @@ SUMMARY_VERSION = 2
 #: profiler's frames: a function, at its first line), or the call site the tracked process
 #: recorded at launch (``model.call_sites``: the line that made the call)
 BY_COMPILE, BY_LAUNCH, BY_RECORDED = "compile", "launch", launches.BY_RECORDED
+#: a row named by a module (``model.modules``: no frame of its call sites is the user's), its
+#: file MODULE and its code the module's name: module evidence, not a source line
+BY_MODULE = MODULE_EVIDENCE
 #: the hint a summary gives for a trace whose launches are placed at functions only
 TAKE_LINES = (
     "run it under tracking (spyre-provenance run, SPYRE_PROVENANCE_OUT or spyre_provenance.enable()) and"
@@ -81,7 +90,8 @@ class Row(msgspec.Struct, frozen=True):
     total_us: float
     share: float  # of all timed kernel time, 0..1
     kernels: list[KernelTime]
-    placed_by: str = BY_COMPILE  # BY_LAUNCH: the user's function that launched them; BY_RECORDED: the line
+    #: BY_LAUNCH: the user's function that launched them; BY_RECORDED: the line; BY_MODULE: a module
+    placed_by: str = BY_COMPILE
 
 
 class TimeSummary(msgspec.Struct, frozen=True):
@@ -228,6 +238,7 @@ class _Tally:
         self.attributed = self.per_op_events = self.unplaced = self.recorded = 0
         self.per_op_graphs: dict[str, set[int]] = {}  # op -> graph positions
         self._places: dict[Site, tuple[str, _Where, _Where]] = {}
+        self._module_stacks: dict[int, dict[str, list[list[ModuleCall]]]] = {}  # per graph, read once
 
     def add(self, event: dict[str, Any]) -> None:
         dur = float(event["dur"])
@@ -239,7 +250,9 @@ class _Tally:
         self.attributed += 1
         site = verdict.site
         if site not in self._places:
-            self._places[site] = _place(self.index, site)
+            if site[0] not in self._module_stacks:
+                self._module_stacks[site[0]] = read_module_stacks(self.index.graphs[site[0]].diagnostics)
+            self._places[site] = _place(self.index, site, self._module_stacks[site[0]].get(site[1]))
         phase, own, callers = self._places[site]
         op = launches.per_op(self.index, site[0])
         launch = self.stacks.of(event) if self.places is not None else None
@@ -282,7 +295,9 @@ class _Tally:
         for where, table in ((own, self.lines), (callers, self.modules)):
             for file, line, code in dict.fromkeys(where):
                 cell = table.setdefault((phase, file, line, code), _Cell())
-                if (file, line, code) == exact:
+                if file == MODULE_FILE:
+                    cell.placed_by = BY_MODULE
+                elif (file, line, code) == exact:
                     cell.placed_by = BY_RECORDED
                 elif table is self.lines:
                     cell.placed_by = placed_by
@@ -299,12 +314,21 @@ def _launch_where(frame: launches.LaunchFrame) -> tuple[str, int, str]:
     return frame.file, frame.line, f"in {frame.function}"
 
 
-def _place(index: KernelIndex, site: Site) -> tuple[str, list[tuple[str, int, str]], list[tuple[str, int, str]]]:
-    """(phase, the site's own user lines, the user frames calling them) from its traces."""
+def _place(
+    index: KernelIndex, site: Site, module_stacks: list[list[ModuleCall]] | None
+) -> tuple[str, list[tuple[str, int, str]], list[tuple[str, int, str]]]:
+    """(phase, the site's own user lines, the user frames calling them) from its traces; where
+    no frame is the user's, its own modules and the modules around them (``model.modules``,
+    from the site's recorded ``module_stacks``)."""
     graph = index.graphs[site[0]]
+    phase = "backward" if graph.graph == "backward" else "forward"
+    traces = graph.stack_traces.get(site[1]) or []
+    named = module_names(traces, module_stacks)
+    if named is not None:
+        return phase, module_rows(named.own), module_rows(named.enclosing)
     own: dict[tuple[str, int, str], None] = {}
     callers: dict[tuple[str, int, str], None] = {}
-    for trace in graph.stack_traces.get(site[1]) or []:
+    for trace in traces:
         if not isinstance(trace, str):
             continue
         user = [(f.file, f.line, f.code.strip()) for f in stack_frames(trace) if is_user_frame(f.file)]
@@ -312,8 +336,12 @@ def _place(index: KernelIndex, site: Site) -> tuple[str, list[tuple[str, int, st
             own[user[-1]] = None
             for frame in user[:-1]:
                 callers[frame] = None
-    phase = "backward" if graph.graph == "backward" else "forward"
     return phase, list(own) or [(NO_LINE, 0, "")], [c for c in callers if c not in own]
+
+
+def module_rows(modules: list[ModuleCall]) -> list[tuple[str, int, str]]:
+    """Modules as a row's (file, line, code): MODULE_FILE, no line, the module's name."""
+    return [(MODULE_FILE, 0, m.name) for m in modules]
 
 
 def _rows(
@@ -416,7 +444,10 @@ def no_timed_event(summary: TimeSummary) -> str:
 
 
 def where(row: Row) -> str:
-    """A row's place as the text prints it: ``file:line  code``, marked when recorded at launch."""
+    """A row's place as the text prints it: ``file:line  code``, marked when recorded at launch;
+    a module by its name, marked as one."""
+    if row.placed_by == BY_MODULE:
+        return f"module {row.code}  [module path: no frame is the user's]"
     text = NO_LINE if row.file == NO_LINE else f"{row.file}:{row.line}  {row.code}"
     return text + ("  [line recorded at launch]" if row.placed_by == BY_RECORDED else "")
 

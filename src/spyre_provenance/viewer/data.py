@@ -48,6 +48,7 @@ from spyre_provenance.runtime.lookup import GraphView, own_nodes
 from spyre_provenance.validate import schemas, spyre_sidecar
 from spyre_provenance.validate.coverage import handle_nodes
 from spyre_provenance.viewer.logged import LoggedGraphInput, LogGraphs, graph_code, log_of, logged_inputs, wrapper_calls
+from spyre_provenance.viewer.module_names import add_modules
 from spyre_provenance.viewer.relation import relation
 from spyre_provenance.viewer.sources import file_problem, handle_lines, kernel_lines
 
@@ -244,6 +245,7 @@ def _graph(
             "post": graph_code(logged.post_grad_graph if logged is not None else None, post),
         },
     }
+    add_modules(graph, g.stack_traces, g.diagnostics)
     graph["rel"] = relation(graph)
     return graph
 
@@ -572,7 +574,7 @@ def document(
         if side is not None:
             graph["side"] = side
     if timing is not None:
-        timing.apply(graphs[: len(sides[0][1])], out, lines.index)
+        timing.apply(graphs[: len(sides[0][1])], out, lines.index, lines.of)
     return {
         "version": DOCUMENT_VERSION,
         "out": name,

@@ -10,7 +10,12 @@ which events are timed, where each ran and which lines it counts under:
   never attributed;
 - per call site: its events' time and count; per source line: the time of the call sites
   whose stack traces end at that line (the innermost user frame), per graph; per element:
-  the time of the call sites the click lights or marks as containers (the page adds them).
+  the time of the call sites the click lights or marks as containers (the page adds them);
+- per line a tracked process recorded at launch (``model.call_sites``: the summary's rows
+  ``placed_by`` ``recorded at launch``, the line that made a call into a compiled graph or a
+  per-op kernel's launch): the time of the kernels launched from it, on each graph they ran
+  in (a per-op compile's: the op's, over all its graphs, as the summary counts it), the line
+  added to the page where the compile did not record it, and lighting those call sites.
 
 Pure: no torch.
 """
@@ -18,13 +23,17 @@ Pure: no torch.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.runtime import index as kernel_index
 from spyre_provenance.runtime import time_summary
+from spyre_provenance.viewer.module_names import module_times
+from spyre_provenance.viewer.relation import ENTRY
+
+_CALLS = ENTRY.index("call")  # where a line's entry in ``rel`` lists the call sites it lights
 
 
 class Timing:
@@ -34,10 +43,18 @@ class Timing:
         self.path = str(path)
         self.result: time_summary.TimeSummary | None = None
 
-    def apply(self, graphs: list[dict[str, Any]], out: Path, line_at: Mapping[tuple[str, int], int]) -> None:
+    def apply(
+        self,
+        graphs: list[dict[str, Any]],
+        out: Path,
+        line_at: Mapping[tuple[str, int], int],
+        line_of: Callable[[str, int], int] | None = None,
+    ) -> None:
         """Add ``t`` (total duration, us) and ``n`` (calls) to each call site of ``graphs`` (the
-        viewer's, read from ``out``) its events ran in, and ``lt`` (line position -> us) to
-        each graph. Raises UnusableInput when the trace is no trace or times no kernel."""
+        viewer's, read from ``out``) its events ran in, and ``lt`` (line position -> us) and
+        ``mt`` (module position -> us, ``viewer.module_names``) to each graph; with ``line_of``
+        (a line's position in the document, added if new), ``rt`` (``recorded_lines``). Raises
+        UnusableInput when the trace is no trace or times no kernel."""
         try:
             index = kernel_index.build([out])
         except UnusableInput:  # graph folders without one call site: nothing to place events in
@@ -58,10 +75,13 @@ class Timing:
                     times = g.setdefault("lt", {})
                     times[str(at)] = times.get(str(at), 0.0) + kernel.total_us
         for g in graphs:
+            module_times(g, [*result.lines, *result.modules], _unranked(g))
             for call in g["calls"]:
                 timed = sites.get((_unranked(g), call["k"]))
                 if timed is not None:
                     call["t"], call["n"] = timed.total_us, timed.calls
+        if line_of is not None:
+            recorded_lines(graphs, [*result.lines, *result.modules], line_of)
 
     def summary(self) -> dict[str, Any]:
         result = self.result
@@ -74,6 +94,29 @@ class Timing:
             "unmatched": result.timed_events - result.attributed,
             "unmatched_us": result.unattributed_us,
         }
+
+
+def recorded_lines(graphs: list[dict[str, Any]], rows: list[Any], line_of: Callable[[str, int], int]) -> None:
+    """Give each graph ``rt`` (line position -> us): the summary's rows recorded at launch, by
+    the graphs of their kernels (a whole graph's by its label, a per-op entry's by its op), and
+    light those call sites from the line (``rel``)."""
+    by_label = {_unranked(g): g for g in graphs}
+    for row in rows:
+        if row.placed_by != time_summary.BY_RECORDED:
+            continue
+        at = str(line_of(row.file, row.line))
+        for kernel in row.kernels:
+            if kernel.call_site == time_summary.PER_OP:
+                found = [(g, list(range(len(g["calls"])))) for g in graphs if g.get("per_op") == kernel.kernel]
+            else:
+                g = by_label.get(kernel.graph)
+                found = [] if g is None else [(g, [c for c, x in enumerate(g["calls"]) if x["k"] == kernel.call_site])]
+            for g, calls in found:
+                times = g.setdefault("rt", {})
+                times[at] = times.get(at, 0.0) + kernel.total_us
+                lit = g["rel"]["line"].setdefault(at, [])
+                lit.extend([] for _ in range(_CALLS + 1 - len(lit)))
+                lit[_CALLS] = sorted(set(lit[_CALLS]) | set(calls))
 
 
 def _unranked(g: dict[str, Any]) -> str:

@@ -133,7 +133,9 @@ def check_diagnostics_types(doc: DiagnosticsDoc) -> list[Problem]:
 
 
 def _check_misnamed_types(doc: DiagnosticsDocV6, problems: list[Problem]) -> None:
-    """``misnamed_handles``: a handle id, and what differs said once each, at least once."""
+    """``misnamed_handles``: a handle id, and what differs said once each, at least once;
+    then ``module_stacks``, version 6's other list."""
+    _check_module_stacks_types(doc, problems)
     for i, misnamed in enumerate(doc.misnamed_handles):
         where = f"$.misnamed_handles[{i}]"
         if not HANDLE_ID_RE.search(misnamed.handle):
@@ -146,6 +148,18 @@ def _check_misnamed_types(doc: DiagnosticsDocV6, problems: list[Problem]) -> Non
         dup = first_duplicate(misnamed.differs)
         if dup is not NO_DUPLICATE:
             problems.append(Problem(f"{where}.differs", f"duplicate entry {quote(dup)}"))
+
+
+def _check_module_stacks_types(doc: DiagnosticsDocV6, problems: list[Problem]) -> None:
+    """``module_stacks``: keyed by call site, each module a ``[path, class]`` pair."""
+    for key, stacks in doc.module_stacks.items():
+        where = f"$.module_stacks[{quote(key)}]"
+        if not KERNEL_KEY_RE.search(key):
+            problems.append(Problem(where, MSG_KERNEL_KEY))
+        for i, stack in enumerate(stacks):
+            for j, module in enumerate(stack):
+                if len(module) != 2:
+                    problems.append(Problem(f"{where}[{i}][{j}]", f"expected [path, class], got {len(module)} items"))
 
 
 def _check_misnamed(doc: DiagnosticsDocV6, problems: list[Problem]) -> None:

@@ -48,6 +48,7 @@
   function usedLines(g) {
     if (g._lines) return g._lines;
     const s = new Set(); g.calls.forEach((c) => c.l.forEach((l) => s.add(l))); g.specs.forEach((x) => x.l.forEach((l) => s.add(l)));
+    Object.keys(g.rt || {}).forEach((l) => s.add(Number(l)));  // lines recorded at launch (viewer.timing)
     return (g._lines = Array.from(s).sort((a, b) => (D.lines[a][0] - D.lines[b][0]) || (D.lines[a][1] - D.lines[b][1])));
   }
 
@@ -71,10 +72,18 @@
     const total = g.calls.reduce((a, c) => a + (c.t || 0), 0);
     const byFile = new Map(); used.forEach((l) => { const f = D.lines[l][0]; if (!byFile.has(f)) byFile.set(f, []); byFile.get(f).push(l); });
     const lineAt = new Map(); used.forEach((l) => lineAt.set(D.lines[l][0] + ":" + D.lines[l][1], l));
+    // lines only kernels named by module hold: torch's frames (model.modules: no frame of
+    // those kernels is the user's), shown as recorded, never counted as lines that made kernels
+    // (a line recorded at launch alone made none: it launched them)
+    const made = new Set(), byUser = new Set();
+    g.calls.forEach((c) => c.l.forEach((l) => { made.add(l); if (!c.m) byUser.add(l); }));
+    g.specs.forEach((x) => x.l.forEach((l) => { made.add(l); if (!g.calls[x.c].m) byUser.add(l); }));
+    const torchOnly = used.filter((l) => made.has(l) && !byUser.has(l)).length;
     const out = [];
     byFile.forEach((ls, f) => {
       const file = D.files[f];
-      out.push('<div class="file">' + esc(file.path) + (file.error ? ' <span class="warn">(not read at compile time: ' + esc(file.error) + ")</span>" : "") + "</div>");
+      const theirs = ls.every((l) => made.has(l) && !byUser.has(l)) ? ' <span class="muted">(torch\'s frames: no frame of these kernels is the user\'s; see their modules below)</span>' : "";
+      out.push('<div class="file">' + esc(file.path) + (file.error ? ' <span class="warn">(not read at compile time: ' + esc(file.error) + ")</span>" : "") + theirs + "</div>");
       // the captured lines and context; a made line no snapshot holds (an out folder written
       // before spyre_source_lines existed) is shown by its number alone
       const shown = Array.from(new Set(Object.keys(file.text).map(Number).concat(ls.map((l) => D.lines[l][1])))).sort((a, b) => a - b);
@@ -91,10 +100,36 @@
           style = ' style="background:rgba(240,138,36,' + (0.12 + 0.6 * share).toFixed(3) + ')"';
           note = '  <span class="time">' + (100 * share).toFixed(1) + "% of kernel time</span>";
         }
+        // a line the tracked process recorded at launch: the time of the kernels launched from it
+        const launched = (g.rt || {})[String(l)];
+        if (launched) note += '  <span class="time recorded">' + fmtTime(launched) + " launched from this line (recorded at launch)</span>";
         out.push({ i: l, f: () => '<div class="row" data-kind="line" data-i="' + l + '" data-key="' + esc(file.path + ":" + n) + '"' + style + ' title="' + esc(file.path + ":" + n) + '"><span class="ln">' + n + "</span>" + esc(text) + note + "</div>", i: l });
       });
     });
-    return { html: out, count: used.length + " lines that made kernels" + (total ? ", shaded by share of kernel time" : "") };
+    const mods = renderModules(g, total);
+    out.push(...mods);
+    const named = g.calls.filter((c) => c.m).length;
+    return { html: out, count: (made.size - torchOnly) + " lines that made kernels" + (torchOnly ? ", " + torchOnly + " of torch's" : "") +
+      (named ? ", " + named + " kernel" + (named === 1 ? "" : "s") + " named by module" : "") + (total ? ", shaded by share of kernel time" : "") +
+      (g.rt ? ", " + Object.keys(g.rt).length + " recorded at launch" : "") };
+  }
+  // Kernels no user frame made, named by the modules their nodes ran in (viewer.module_names):
+  // module evidence, said apart from the source lines, with the time the summary counts
+  function renderModules(g, total) {
+    if (!g.mods || !g.mods.length) return [];
+    const time = g.mt || {};
+    const out = ['<div class="file mods">modules: the nodes\' nn_module_stack, for kernels with no user frame (module evidence, not source lines)</div>'];
+    g.mods.forEach((m, i) => {
+      const parts = [];
+      if (m.c.length) parts.push("ran " + m.c.length + " kernel" + (m.c.length === 1 ? "" : "s"));
+      if (m.e.length) parts.push("encloses " + m.e.length);
+      const t = time[String(i)], share = total > 0 && t ? t / total : 0;
+      const style = share ? ' style="background:rgba(240,138,36,' + (0.12 + 0.6 * Math.min(1, share)).toFixed(3) + ')"' : "";
+      const keys = m.c.concat(m.e).map((c) => g.calls[c].k).join("\n");
+      out.push('<div class="mod" data-mod="' + i + '"' + style + ' title="' + esc(m.cls + "\n" + keys) + '"><span class="ln">module</span>' + esc(m.name) +
+        ' <span class="muted">' + esc(parts.join(", ")) + "</span>" + (share ? '  <span class="time">' + (100 * share).toFixed(1) + "% of kernel time</span>" : "") + "</div>");
+    });
+    return out;
   }
   // A graph panel: the graph's code as logged (tlparse's), each node's row the line tlparse
   // finds it on; the names alone where no log was beside the artifacts.
@@ -117,7 +152,7 @@
       post: renderNodes(g, "post"),
       call: {
         html: g.calls.map((c, i) => row("call", i, () =>
-          (c.t ? '<span class="bar" style="width:' + Math.max(1, Math.round(60 * c.t / maxT)) + 'px"></span>' : "") + esc(c.k) +
+          (c.t ? '<span class="bar" style="width:' + Math.max(1, Math.round(60 * c.t / maxT)) + 'px"></span>' : "") + esc(c.k) + moduleMark(g, c) +
           ' <span class="muted">' + c.s.length + " OpSpec" + (c.s.length === 1 ? "" : "s") + "</span>" +
           (c.t ? ' <span class="time">' + fmtTime(c.t) + ", " + c.n + " call" + (c.n === 1 ? "" : "s") + "</span>" : "") + sidecarMark(c))),
         count: g.calls.length,
@@ -212,6 +247,7 @@
     if (kind === "call") {
       const c = g.calls[i];
       d.push(' <span class="kv">post-grad nodes:</span> ' + c.p.length + ' <span class="kv">OpSpecs:</span> ' + c.s.length + (c.t ? ' <span class="kv">time:</span> ' + fmtTime(c.t) + " in " + c.n + " calls" : ""));
+      if (c.m) d.push('<br><span class="kv">no frame is the user\'s; its modules (nn_module_stack, module evidence):</span> <span class="mods-of">' + esc(c.m.map((m) => g.mods[m].name + " (" + g.mods[m].cls + ")").join(", ")) + "</span>");
       // torch-spyre's own provenance (its sidecar), where the run wrote one that holds this call site
       if (c.sk) d.push('<br><span class="kv">torch-spyre\'s provenance key:</span> <span class="sk">' + esc(c.sk) + '</span> <span class="kv">handles:</span> <span class="sh">' + esc(c.sh.join(", ") || "none") + "</span>" +
         (c.sd.length ? c.sd.map((x) => '<br><span class="warn sd">' + esc(x) + "</span>").join("") : ' <span class="muted">(the hook\'s handles agree)</span>'));
@@ -248,6 +284,9 @@
       const c = g.calls[i];
       view.textContent = c.w ? "the call in the wrapper code:\n" + c.w.join("\n") : "the wrapper code of " + c.k + " was not logged beside the artifacts";
     } else view.textContent = "";
+  }
+  function moduleMark(g, c) {
+    return c.m ? ' <span class="muted mod-of">module ' + esc(c.m.map((i) => g.mods[i].name).join(", ")) + "</span>" : "";
   }
   function sidecarMark(c) {
     if (!c.sk) return "";
