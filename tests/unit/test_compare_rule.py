@@ -21,8 +21,9 @@ from spyre_provenance.model.compare_records import (
     LineUse,
     Side,
 )
+from spyre_provenance.model.modules import MODULE_FILE, MODULE_MARK
 from spyre_provenance.model.names import COMPARE, PRINTED_DOCUMENTS
-from spyre_provenance.runtime import compare_render
+from spyre_provenance.runtime import compare_render, compare_screen
 from spyre_provenance.runtime.compare import compare, pair_files
 from spyre_provenance.validate import schemas
 
@@ -317,3 +318,54 @@ def test_a_logged_post_grad_graph_gives_each_node_its_printed_frame():
         "mul": ("/m/model.py", 12, "h = x * 2"),
         "cat": ("/m/cache.py", 3, "k = torch.cat([k, h], dim=-2)"),
     }
+
+
+def module(name: str, kernel: str = "cpp_fused_add_0", ops=("aten.add",)) -> LineUse:
+    """A place named by its module (``model.modules``): no file, line 0, its name for code."""
+    return use(0, name, kernel, opspecs=(), ops=ops, file=MODULE_FILE, ops_from="kernels", evidence="module")
+
+
+def test_modules_pair_by_path_and_a_path_on_one_side_is_never_paired_by_position():
+    before = [module("layers.10: Linear"), module("layers.2: GELU", "cpp_fused_gelu_1"), module("norm: LayerNorm")]
+    after = [
+        module("layers.10: Linear"),
+        module("layers.2: ReLU", "cpp_fused_relu_1", ops=["aten.relu"]),
+        module("head: Linear"),
+        module("proj: Linear"),
+    ]
+    done = compare(side("A", *before), side("B", *after))
+    assert by_code(done) == {
+        "layers.2: GELU": ("changed", ["code", "ops", "kernels"], 0, 0),
+        "norm: LayerNorm": ("only_a", [], 0, None),
+        "head: Linear": ("only_b", [], None, 0),
+        "proj: Linear": ("only_b", [], None, 0),
+        "layers.10: Linear": ("same", [], 0, 0),
+    }
+    # modules in path order, numbers as numbers; each printed as module evidence, never a line
+    assert [p.a.code for p in done.lines if p.status == "same"] == ["layers.10: Linear"]
+    text = compare_render.render_text(done)
+    assert f"changed     module layers.2: GELU -> layers.2: ReLU  {MODULE_MARK}" in text
+    assert "modules: 1 changed, 1 only in A, 2 only in B, 0 regrouped, 1 same" in text
+    assert "(module):0" not in text and "(module):0" not in compare_screen.render(done)
+    rows = list(csv.DictReader(io.StringIO(compare_render.render_csv(done))))
+    assert {r["evidence"] for r in rows} == {"module"}
+    pairs = json.loads(compare_render.render_json(done))["lines"]
+    assert [(p["a"] or p["b"])["code"] for p in pairs][:4] == [
+        "head: Linear",  # what changed first, in path order
+        "layers.2: GELU",
+        "norm: LayerNorm",
+        "proj: Linear",
+    ]
+    assert {u["evidence"] for p in pairs for u in (p["a"], p["b"]) if u} == {"module"}
+
+
+def test_lines_and_modules_of_one_compile_are_counted_apart():
+    a = side("A", use(3, "h = self.layers(x)"), module("layers.10: Linear"), module("layers.9: Linear"))
+    done = compare(a, a)
+    assert [(p.a.evidence, p.a.code) for p in done.lines] == [  # a path's numbers in number order
+        ("module", "layers.9: Linear"),
+        ("module", "layers.10: Linear"),
+        ("line", "h = self.layers(x)"),
+    ]
+    assert "same: 3 lines and modules" in compare_screen.render(done)
+    assert compare_render.header(done)[2].startswith("lines and modules: 0 changed")

@@ -32,3 +32,20 @@ def ddp_sequential():
     torch.manual_seed(SEED)
     model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
     return DistributedDataParallel(torch.compile(model)), (torch.randn(4, 8),)
+
+
+def _sequential(activation: nn.Module):
+    torch.manual_seed(SEED)
+    model = nn.Sequential(nn.Linear(8, 16), activation, nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 4))
+    return model, (torch.randn(4, 8),)
+
+
+def sequential_gelu():
+    """An ``nn.Sequential`` of ``nn.Linear``, ``nn.GELU`` (module ``1``) and ``nn.Tanh``: the
+    compiled region is ``Sequential.forward``, torch's, so no frame is the user's."""
+    return _sequential(nn.GELU())
+
+
+def sequential_relu():
+    """``sequential_gelu`` edited in one module: ``1`` is an ``nn.ReLU``."""
+    return _sequential(nn.ReLU())

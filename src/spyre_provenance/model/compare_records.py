@@ -27,6 +27,11 @@ CHANGES: tuple[Change, ...] = get_args(Change)
 #: into, every op of theirs. A line with ops of several, the coarsest.
 OpsFrom = Literal["opspecs", "post-grad nodes", "kernels"]
 OPS_FROM: tuple[OpsFrom, ...] = get_args(OpsFrom)
+#: What names a place: a source line, or (``model.modules``: no frame of its kernels' stack
+#: traces is the user's) a module, by its path and class: module evidence, never a line (its
+#: file ``model.modules.MODULE_FILE``, its line 0, its code the module's name ``0: Linear``).
+Evidence = Literal["line", "module"]
+EVIDENCE: tuple[Evidence, ...] = get_args(Evidence)
 #: The records are as strict as the schema (types, value sets, bounds, no other field):
 #: decoding a document into ``Comparison`` checks it as the schema does, at msgspec's speed.
 Micros = Annotated[float, msgspec.Meta(ge=0)]
@@ -43,7 +48,7 @@ class KernelUse(msgspec.Struct, **_STRICT):
 
 
 class LineUse(msgspec.Struct, **_STRICT):
-    """What one source line became in one compile."""
+    """What one source line (or, ``evidence`` ``module``, one module) became in one compile."""
 
     file: str
     line: Count
@@ -57,6 +62,8 @@ class LineUse(msgspec.Struct, **_STRICT):
     time_us: Micros | None = None
     #: where ``ops`` come from; None: no kernel holding the line was read (a line only a trace placed)
     ops_from: OpsFrom | None = None
+    #: ``module``: the place is a module (``Evidence``), its code the module's name
+    evidence: Evidence = "line"
 
 
 class Side(msgspec.Struct, **_STRICT):

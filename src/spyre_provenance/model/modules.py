@@ -28,6 +28,8 @@ MODULE_EVIDENCE = "module"
 #: the file a place named by a module gives where a reader's row has a file and a line (the
 #: time summary's rows): no file, line 0, the module's name for code
 MODULE_FILE = "(module)"
+#: how a full text form marks a place named by its module (the time summary's rows, compare's)
+MODULE_MARK = "[module path: no frame is the user's]"
 
 # Dynamo names a module by the source it read it from: the root is the compiled callable's
 # argument (``L['self']``, ``L['fn']``, ``L['mod']``; a global ``G['model']``), a child an
@@ -49,6 +51,18 @@ class ModuleCall(NamedTuple):
         module itself by its class alone."""
         short = self.cls.rsplit(".", 1)[-1]
         return f"{self.path}: {short}" if self.path else short
+
+
+def module_text(name: str) -> str:
+    """A module's name as a full text form prints a place: marked as module evidence."""
+    return f"{MODULE_EVIDENCE} {name}  {MODULE_MARK}"
+
+
+def path_of(name: str) -> str:
+    """The module path of a module's name (``ModuleCall.name``'s inverse): ``0: Linear`` ->
+    ``0``; the compiled module itself, its class alone, -> ``""``."""
+    path, colon, _ = name.rpartition(": ")
+    return path if colon else ""
 
 
 def module_path(fqn: str) -> str:

@@ -20,6 +20,12 @@ read from folders by ``runtime.compare_folders``) and pairs the lines:
   kernels the finest evidence, and count. Kernel names are compared without their per-graph
   suffix (``_0``), which a kernel added above renumbers.
 
+Where no frame is the user's, a module names the place (``LineUse.evidence`` ``module``,
+``model.modules``): modules pair by their module path, so a module whose class changed
+(``1: GELU`` -> ``1: ReLU``) is one module ``changed`` in its ``code`` (its name); a path on
+one side only is only in A or only in B, never paired by position. Their ops are their
+kernels', so their kernels count.
+
 The lines that changed (and those only in A or B) come first, then the regrouped, then the
 same; in file order, each file's lines in order. Pure: no torch, no files.
 """
@@ -43,6 +49,7 @@ from spyre_provenance.model.compare_records import (
     LineUse,
     Status,
 )
+from spyre_provenance.model.modules import path_of
 
 _SUFFIX = re.compile(r"_[0-9]+\Z")
 #: the order lines are listed in: what changed first
@@ -79,7 +86,16 @@ def _by_file(lines: Iterable[LineUse]) -> dict[str, list[LineUse]]:
     found: dict[str, list[LineUse]] = {}
     for line in lines:
         found.setdefault(line.file, []).append(line)
-    return {f: sorted(found[f], key=lambda u: (u.line, u.code)) for f in sorted(found)}
+    return {f: sorted(found[f], key=_order) for f in sorted(found)}
+
+
+def _order(line: LineUse) -> tuple[int, list[tuple[int, int | str]], str]:
+    """A file's lines by number; modules (all line 0) by their path, ``layers.2`` before
+    ``layers.10``."""
+    if line.evidence != "module":
+        return line.line, [], line.code
+    path = [(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"[.]", path_of(line.code))]
+    return 0, path, line.code
 
 
 def pair_files(a: list[str], b: list[str]) -> list[tuple[str | None, str | None]]:
@@ -115,6 +131,10 @@ def _align(a: list[LineUse], b: list[LineUse]) -> list[LinePair]:
         if tag == "equal":
             pairs += [judge(a[i1 + k], b[j1 + k]) for k in range(i2 - i1)]
             anchor = (a[i2 - 1].line, b[j2 - 1].line)
+        elif a[i1:i2] and a[i1].evidence == "module" or b[j1:j2] and b[j1].evidence == "module":
+            # a module's place is its path: one not on both sides is on one side only
+            pairs += [_one_sided("only_a", u, None) for u in a[i1:i2]]
+            pairs += [_one_sided("only_b", None, u) for u in b[j1:j2]]
         else:
             pairs += _edited(a[i1:i2], b[j1:j2], anchor)
     return pairs
@@ -135,7 +155,9 @@ def _edited(a: list[LineUse], b: list[LineUse], anchor: tuple[int, int]) -> list
 
 def _key(line: LineUse) -> str:
     """What aligns a line: its code, stripped; a line without code (a trace recorded
-    without source text) by its number, the only thing known of it."""
+    without source text) by its number, the only thing known of it; a module by its path."""
+    if line.evidence == "module":
+        return f"\0module {path_of(line.code)}"
     code = line.code.strip()
     return code if code else f"\0{line.line}"
 

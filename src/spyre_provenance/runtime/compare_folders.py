@@ -21,7 +21,13 @@ against decode in one folder. What a line became:
   named graphs only. A line the trace places that no stack trace of the compile names (an
   eager per-op kernel, placed by the profiler's own stacks) is one more line.
 
-Kernels that no user frame names are one line, ``(no source line)``.
+Where no frame of a kernel's stack traces is the user's (a model built of torch's own modules),
+its modules name it instead (``model.modules``, the rule of ``lookup`` and the time summary):
+each of its own modules is one place, keyed by its name (``0: Linear``), module evidence
+(``LineUse.evidence``), never a line of torch's; its ops are its kernels' (the module stacks
+are recorded per kernel, not per node), and its OpSpecs' handles, whose sources are torch's
+frames, name no line of it. Kernels that neither a user frame nor a module names are one
+line, ``(no source line)``.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from spyre_provenance.model.compare_records import (
     OPS_FROM,
     Comparison,
     CompileLines,
+    Evidence,
     KernelUse,
     LineUse,
     OpsFrom,
@@ -46,6 +53,7 @@ from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.frames import Frame, is_user_frame
 from spyre_provenance.model.frames import frames as stack_frames
 from spyre_provenance.model.layout import Layout
+from spyre_provenance.model.modules import MODULE_FILE, module_names, read_module_stacks
 from spyre_provenance.runtime import index as kernel_index
 from spyre_provenance.runtime import time_summary
 from spyre_provenance.runtime.compare import compare
@@ -170,6 +178,13 @@ class _Lines:
 
     def __init__(self) -> None:
         self._lines: dict[Where, _Line] = {}
+        self._modules: dict[str, _Line] = {}  # by the module's name: each would be (MODULE_FILE, 0)
+
+    def _module(self, name: str) -> _Line:
+        line = self._modules.get(name)
+        if line is None:
+            line = self._modules[name] = _Line(name)
+        return line
 
     def _at(self, where: Where, code: str) -> _Line:
         line = self._lines.get(where)
@@ -188,8 +203,15 @@ class _Lines:
         kernel_specs = _object(opspecs.get("kernels"))
         handles = _object(opspecs.get("handles"))
         nodes = _NodeLines(graph, users, codes)
+        module_stacks = read_module_stacks(graph.diagnostics)
         for key in graph.keys:
             use = KernelUse(split_key(key)[0] or key, key, label)
+            named = module_names(graph.stack_traces.get(key) or [], module_stacks.get(key))
+            if named is not None:  # no user frame: its modules name it, its handles' torch lines do not
+                ops = GraphView.of(graph).call_site(key).aten_ops
+                for module in named.own:
+                    self._module(module.name).went_into(use, ops, "kernels")
+                continue
             specs = kernel_specs.get(key)
             if isinstance(specs, list) and specs:
                 placed = [self._add_opspec(s, handles, use, codes) for s in specs if isinstance(s, dict)]
@@ -239,7 +261,8 @@ class _Lines:
             kernels = [k for k in row.kernels if k.graph in labels]
             if not kernels:
                 continue
-            line = self._at((row.file, row.line), row.code)
+            by_module = row.placed_by == time_summary.BY_MODULE
+            line = self._module(row.code) if by_module else self._at((row.file, row.line), row.code)
             for k in kernels:
                 line.time += k.total_us
                 line.kernels[KernelUse(k.kernel, k.call_site, k.graph)] = None
@@ -247,6 +270,8 @@ class _Lines:
         return max(0.0, summary.total_us - sum(placed.values()))
 
     def done(self, timed: bool) -> list[LineUse]:
+        places: list[tuple[Where, _Line, Evidence]] = [(w, line, "line") for w, line in sorted(self._lines.items())]
+        places += [((MODULE_FILE, 0), line, "module") for _, line in sorted(self._modules.items())]
         return [
             LineUse(
                 file=file,
@@ -257,8 +282,9 @@ class _Lines:
                 ops=list(dict.fromkeys(line.ops)),
                 time_us=line.time if timed else None,
                 ops_from=line.ops_from,
+                evidence=evidence,
             )
-            for (file, number), line in sorted(self._lines.items())
+            for (file, number), line, evidence in places
         ]
 
 

@@ -1,4 +1,6 @@
 """A comparison by source line (``runtime.compare``) as text, CSV or JSON (``compare --format``).
+A module (no frame is the user's) is printed as the time summary prints one, marked as
+module evidence (``model.modules.module_text``); CSV's ``evidence`` column says which.
 
 ``render_text`` is ``compare --all``: every pair of lines, with what each became (a kernel
 called once per layer named once, with its count); the default text is ``runtime.compare_screen``,
@@ -19,6 +21,7 @@ from collections.abc import Iterable
 import msgspec
 
 from spyre_provenance.model.compare_records import Comparison, KernelUse, LinePair, LineUse, Side
+from spyre_provenance.model.modules import MODULE_EVIDENCE, module_text
 from spyre_provenance.model.names import COMPARE
 from spyre_provenance.runtime.time_summary import NO_LINE
 
@@ -30,7 +33,7 @@ def render_text(comparison: Comparison) -> str:
     """Every pair of lines (``compare --all``)."""
     out = header(comparison)
     for pair in comparison.lines:
-        out.append(f"{TITLES[pair.status]:<10}  {_where(pair)}  {code_text(pair)}{time_text(pair)}")
+        out.append(f"{TITLES[pair.status]:<10}  {place(pair)}{time_text(pair)}")
         if pair.status != "same":
             if pair.changes:
                 out.append(f"    differs in: {', '.join(pair.changes)}")
@@ -44,7 +47,16 @@ def header(comparison: Comparison) -> list[str]:
     """What both texts begin with: the two sides and the count of lines per status."""
     counts = ", ".join(f"{n} {TITLES[s]}" for s, n in comparison.counts.items())
     verdict = "the compiles are the same" if comparison.same else "the compiles differ"
-    return [_side("A", comparison.a), _side("B", comparison.b), f"lines: {counts}: {verdict}"]
+    what = places_word([is_module(p) for p in comparison.lines])
+    return [_side("A", comparison.a), _side("B", comparison.b), f"{what}: {counts}: {verdict}"]
+
+
+def places_word(modules: list[bool]) -> str:
+    """What places are called together, each a module or not: ``lines``, ``modules``, or
+    ``lines and modules`` (a module is never called a line)."""
+    if not any(modules):
+        return "lines"
+    return "modules" if all(modules) else "lines and modules"
 
 
 def _side(label: str, side: Side) -> str:
@@ -54,6 +66,19 @@ def _side(label: str, side: Side) -> str:
     timed = f"time from {', '.join(side.traces)}" if side.traces else "no profiler trace"
     unplaced = f", {_us(side.unplaced_us)} of it in no call site of these graphs" if side.unplaced_us else ""
     return f"{label}  {side.name}  ({len(side.graphs)} graph{'s' if len(side.graphs) != 1 else ''}: {graphs}; {timed}{unplaced})"
+
+
+def place(pair: LinePair) -> str:
+    """A pair's place and code (``model.py:12 -> 13  h = self.fc(x)``); a module's name,
+    marked as module evidence (``model.modules``), never as a line."""
+    if is_module(pair):
+        return module_text(code_text(pair))
+    return f"{_where(pair)}  {code_text(pair)}"
+
+
+def is_module(pair: LinePair) -> bool:
+    """Whether a pair's place is a module (both sides alike: modules pair only with modules)."""
+    return any(u is not None and u.evidence == MODULE_EVIDENCE for u in (pair.a, pair.b))
 
 
 def _where(pair: LinePair) -> str:
@@ -140,6 +165,7 @@ CSV_COLUMNS = (
     "status",
     "changes",
     "file",
+    "evidence",
     "line_a",
     "line_b",
     "code_a",
@@ -166,6 +192,7 @@ def render_csv(comparison: Comparison) -> str:
     for pair in comparison.lines:
         a, b = pair.a, pair.b
         cells: list[str | int] = [pair.status, "; ".join(pair.changes), pair.file]
+        cells.append(MODULE_EVIDENCE if is_module(pair) else "line")
         cells += [u.line if u is not None else "" for u in (a, b)]
         cells += [u.code if u is not None else "" for u in (a, b)]
         cells += ["; ".join(k.call_site for k in u.kernels) if u is not None else "" for u in (a, b)]

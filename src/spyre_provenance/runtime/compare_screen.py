@@ -27,13 +27,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from spyre_provenance.model.compare_records import Comparison, KernelUse, LinePair, LineUse
+from spyre_provenance.model.modules import MODULE_EVIDENCE
 from spyre_provenance.runtime.compare import kernel_key, kernel_shape
 from spyre_provenance.runtime.compare_render import (
     TITLES,
     code_text,
     header,
+    is_module,
     kernel_groups,
     ops_text,
+    place,
+    places_word,
     time_text,
 )
 from spyre_provenance.runtime.time_summary import NO_LINE
@@ -67,7 +71,8 @@ def render(comparison: Comparison) -> str:
     printed, shown_pairs = 0, 0
     blocks = [_entry_text(e, graphs) for e in changed]
     if blocks:
-        out.append("lines on one side only, and lines whose own work differs (code, own OpSpecs or ATen ops):")
+        what = places_word([is_module(p) for e in changed for p in e.pairs])
+        out.append(f"{what} on one side only, and {what} whose own work differs (code, own OpSpecs or ATen ops):")
     for block, entry in zip(blocks, changed, strict=True):
         if printed + len(block) > CHANGED_ROWS:
             break
@@ -80,7 +85,8 @@ def render(comparison: Comparison) -> str:
         out += [text for text, _ in regrouped[:REGROUPED_SHOWN]]
     same = comparison.counts.get("same", 0)
     if same:
-        out.append(f"same: {same} line{'s' if same != 1 else ''} (code, own OpSpecs and ops, kernels)")
+        counted = _count([_one(p) for p in comparison.lines if p.status == "same"])
+        out.append(f"same: {counted} (code, own OpSpecs and ops, kernels)")
     left = [
         (sum(len(e.pairs) for e in changed) - shown_pairs, "changed or one-sided lines"),
         (sum(n for _, n in regrouped[REGROUPED_SHOWN:]), "regrouped lines"),
@@ -127,15 +133,14 @@ def _entry_text(entry: _Entry, graphs: bool) -> list[str]:
     title = f"{TITLES[entry.status]:<10}"
     if len(entry.pairs) > 1:
         lines = [_one(p) for p in entry.pairs]
-        named = ", ".join(f"{u.line}" for u in lines[:NAMED]) + (
-            f" +{len(lines) - NAMED} more" if len(lines) > NAMED else ""
-        )
+        if is_module(entry.pairs[0]):
+            return [f"{title}  {len(lines)} modules: {_named_lines(lines[:NAMED])}{_more(lines)}"]
+        named = ", ".join(f"{u.line}" for u in lines[:NAMED]) + _more(lines)
         return [f"{title}  {_short(lines[0])}  {len(lines)} lines: {named}"]
     pair = entry.pairs[0]
     if pair.a is None or pair.b is None:
-        line = _one(pair)
-        return [f"{title}  {_short(line)}  {code_text(pair)}{time_text(pair)}", f"    {_became(line, graphs)}"]
-    rows = [f"{title}  {_short(pair.a)}{_moved(pair)}  {code_text(pair)}{time_text(pair)}"]
+        return [f"{title}  {_place(pair)}{time_text(pair)}", f"    {_became(_one(pair), graphs)}"]
+    rows = [f"{title}  {_place(pair)}{time_text(pair)}"]
     differs = []
     if "opspecs" in pair.changes:
         differs.append(f"OpSpecs {_difference(pair.a.opspecs, pair.b.opspecs)}")
@@ -148,6 +153,20 @@ def _entry_text(entry: _Entry, graphs: bool) -> list[str]:
     return rows
 
 
+def _place(pair: LinePair) -> str:
+    """A pair as a row names it: the line's file name and number (moved: its new one) and its
+    code; a module as ``compare_render.place`` marks it."""
+    if is_module(pair):
+        return place(pair)
+    line = _one(pair)
+    moved = _moved(pair) if pair.a is not None and pair.b is not None else ""
+    return f"{_short(line)}{moved}  {code_text(pair)}"
+
+
+def _more(lines: list[LineUse]) -> str:
+    return f" +{len(lines) - NAMED} more" if len(lines) > NAMED else ""
+
+
 def _regrouped_rows(pairs: list[LinePair], graphs: bool) -> list[tuple[str, int]]:
     """One row per change of kernels (those of A's lines B lacks, those B has instead),
     most lines first: its text and how many lines it holds."""
@@ -157,8 +176,8 @@ def _regrouped_rows(pairs: list[LinePair], graphs: bool) -> list[tuple[str, int]
             groups.setdefault(_kernel_change(pair.a, pair.b, graphs), []).append(pair.a)
     rows = []
     for change, lines in sorted(groups.items(), key=lambda g: (-len(g[1]), _short(g[1][0]))):
-        named = _named_lines(lines[:NAMED]) + (f" +{len(lines) - NAMED} more" if len(lines) > NAMED else "")
-        count = f"{len(lines)} line{'s' if len(lines) != 1 else ''}"
+        named = _named_lines(lines[:NAMED]) + _more(lines)
+        count = _count(lines)
         rows.append((f"  {count}: {named}  kernels {change}", len(lines)))
     return rows
 
@@ -209,9 +228,17 @@ def _named_lines(lines: list[LineUse]) -> str:
     """Lines in a row: ``model.py:46, :47, util.py:3`` (a line of the file before, its number)."""
     named, previous = [], None
     for line in lines:
-        named.append(f":{line.line}" if line.file == previous and line.file != NO_LINE else _short(line))
+        one_file = line.file == previous and line.file != NO_LINE and line.evidence != MODULE_EVIDENCE
+        named.append(f":{line.line}" if one_file else _short(line))
         previous = line.file
     return ", ".join(named)
+
+
+def _count(lines: list[LineUse]) -> str:
+    """``3 lines``, ``2 modules``, ``4 lines and modules``, ``1 line``: modules are never
+    called lines."""
+    what = places_word([u.evidence == MODULE_EVIDENCE for u in lines])
+    return f"{len(lines)} {what if len(lines) != 1 else what[:-1]}"
 
 
 def _one(pair: LinePair) -> LineUse:
@@ -221,7 +248,10 @@ def _one(pair: LinePair) -> LineUse:
 
 
 def _short(line: LineUse) -> str:
-    """A line as the screen names it: its file's name and number (the path is in --all)."""
+    """A line as the screen names it: its file's name and number (the path is in --all); a
+    module by its name (``runtime.time_screen``'s form)."""
+    if line.evidence == MODULE_EVIDENCE:
+        return f"{MODULE_EVIDENCE} {line.code}"
     return NO_LINE if line.file == NO_LINE else f"{os.path.basename(line.file)}:{line.line}"
 
 

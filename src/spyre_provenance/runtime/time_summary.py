@@ -44,7 +44,14 @@ from spyre_provenance.model.detect import split_key
 from spyre_provenance.model.frames import frames as stack_frames
 from spyre_provenance.model.frames import is_user_frame
 from spyre_provenance.model.kernel_keys import KEY_RE, key_of_event
-from spyre_provenance.model.modules import MODULE_EVIDENCE, MODULE_FILE, ModuleCall, module_names, read_module_stacks
+from spyre_provenance.model.modules import (
+    MODULE_EVIDENCE,
+    MODULE_FILE,
+    ModuleCall,
+    module_names,
+    module_text,
+    read_module_stacks,
+)
 from spyre_provenance.runtime import attribution, kernel_names, launches, trace_stream
 from spyre_provenance.runtime.index import KernelIndex, Site
 
@@ -447,7 +454,7 @@ def where(row: Row) -> str:
     """A row's place as the text prints it: ``file:line  code``, marked when recorded at launch;
     a module by its name, marked as one."""
     if row.placed_by == BY_MODULE:
-        return f"module {row.code}  [module path: no frame is the user's]"
+        return module_text(row.code)
     text = NO_LINE if row.file == NO_LINE else f"{row.file}:{row.line}  {row.code}"
     return text + ("  [line recorded at launch]" if row.placed_by == BY_RECORDED else "")
 
