@@ -2,7 +2,8 @@
 source line (``runtime.compare``): for each line, the kernels, its own OpSpecs and ATen ops
 it became in A and in B, with its time in each when there are profiler traces, the lines that
 changed first; on one screen (``runtime.compare_screen``), every line with ``--all``. A and B are ``--out`` folders (or ``run`` folders, TORCH_TRACE logs),
-``PATH:COMPILE_ID`` for one compile of a folder (prefill against decode). Exit 0 when the
+``PATH:COMPILE_ID`` for one compile of a folder (prefill against decode). Where no frame is
+the user's, a module (path and class) is the place, marked as module evidence. Exit 0 when the
 compiles are the same line by line, 1 when they differ, 2 for unusable input."""
 
 from __future__ import annotations
