@@ -210,6 +210,6 @@ def test_the_viewer_shows_the_recorded_lines_times(run):
             file, line = doc["lines"][int(at)]
             assert doc["files"][file]["path"] == __file__
             # the line lights the call sites it launched
-            assert g["rel"]["line"][at][relation.ENTRY.index("call")]
+            assert g["lights"]["line"][at][relation.ENTRY.index("call")]
             shown[line] = max(shown.get(line, 0.0), us)  # a per-op op's graphs each show the op's time
     assert shown == pytest.approx(recorded)
