@@ -22,6 +22,6 @@ def test_the_synthetic_out_is_what_it_claims(tmp_path):
     viewer.write_out(tmp_path / "out", 40)
     doc = data.build(tmp_path / "out")
     (graph,) = doc["graphs"]
-    assert len(graph["calls"]) == 40 and len(graph["specs"]) == 40 * viewer.SPECS
-    assert len(graph["bundles"]) == 40 * viewer.SPECS and all(b["handle"] for b in graph["bundles"])
-    assert all(len(c["l"]) == 1 and len(c["p"]) == 2 for c in graph["calls"])
+    assert len(graph["calls"]) == 40 and len(graph["opspecs"]) == 40 * viewer.SPECS
+    assert len(graph["bundles"]) == 40 * viewer.SPECS and all(b["handle_id_only"] for b in graph["bundles"])
+    assert all(len(c["lines"]) == 1 and len(c["post_nodes"]) == 2 for c in graph["calls"])

@@ -206,10 +206,10 @@ def test_the_viewer_shows_the_recorded_lines_times(run):
     doc = data.build(run.out, timing.read(run.trace))
     shown: dict[int, float] = {}
     for g in doc["graphs"]:
-        for at, us in (g.get("rt") or {}).items():
+        for at, us in (g.get("launched_time_us") or {}).items():
             file, line = doc["lines"][int(at)]
             assert doc["files"][file]["path"] == __file__
             # the line lights the call sites it launched
-            assert g["rel"]["line"][at][relation.ENTRY.index("call")]
+            assert g["lights"]["line"][at][relation.ENTRY.index("call")]
             shown[line] = max(shown.get(line, 0.0), us)  # a per-op op's graphs each show the op's time
     assert shown == pytest.approx(recorded)

@@ -75,7 +75,11 @@ def test_the_multiply_named_as_the_linear_is_counted_and_shown_with_its_own_line
     ]
     # the viewer: the OpSpec is marked and says the same beside its handle when clicked
     (graph,) = data.build(done.out)["graphs"]
-    marked = [(spec["op"], spec["buf"], spec["own"]) for spec in graph["specs"] if spec["own"] is not None]
+    marked = [
+        (spec["op"], spec["buffer"], spec["handle_names_other"])
+        for spec in graph["opspecs"]
+        if spec["handle_names_other"] is not None
+    ]
     assert marked == [("mul", misnamed["buffer"], lines[at + 1].strip())]
 
 

@@ -72,8 +72,8 @@ def test_a_ddp_wrapped_sequential_is_named_by_module_path(run_cli, ddp: Path) ->
     code, text, _ = run_cli("lookup", site["key"], "--from", ddp)
     assert code == 0 and "module (no frame is the user's" in text and "fused: 0: Linear" in text
     (graph,) = data.build(ddp)["graphs"]
-    assert [m["name"] for m in graph["mods"]] == ["0: Linear", "1: GELU", "2: Linear", "Sequential"]
-    assert [graph["mods"][i]["name"] for i in graph["calls"][0]["m"]] == fused
+    assert [m["name"] for m in graph["modules"]] == ["0: Linear", "1: GELU", "2: Linear", "Sequential"]
+    assert [graph["modules"][i]["name"] for i in graph["calls"][0]["modules"]] == fused
 
 
 def test_a_transformer_encoder_is_named_by_module_path(run_cli, encoder: Path) -> None:
@@ -99,13 +99,13 @@ def test_the_time_summary_and_the_viewer_count_time_under_modules(encoder: Path)
     screen = time_screen.render(summary)  # the default text: modules said as modules, never as lines
     assert "modules, same kernels: module layers.0." in screen and " lines, same kernels" not in screen
     (graph,) = data.build(encoder, timing.read(trace))["graphs"]
-    at = {m["name"]: str(i) for i, m in enumerate(graph["mods"])}
-    assert graph["mt"][at["TransformerEncoder"]] == pytest.approx(top["TransformerEncoder"])
+    at = {m["name"]: str(i) for i, m in enumerate(graph["modules"])}
+    assert graph["module_time_us"][at["TransformerEncoder"]] == pytest.approx(top["TransformerEncoder"])
     # the summary's numbers, by its own rule: a module's time on the page is its row as a line
     # (the kernels it ran) and its row as a module call (the kernels it encloses), summed
     inclusive: dict[str, float] = {}
     for row in summary.lines + summary.modules:
         inclusive[row.code] = inclusive.get(row.code, 0.0) + row.total_us
-    assert {m["name"]: graph["mt"][i] for m, i in ((m, at[m["name"]]) for m in graph["mods"])} == pytest.approx(
-        inclusive
-    )
+    assert {
+        m["name"]: graph["module_time_us"][i] for m, i in ((m, at[m["name"]]) for m in graph["modules"])
+    } == pytest.approx(inclusive)

@@ -86,10 +86,10 @@ def test_the_viewer_times_each_event_in_the_compile_that_ran_it(compile_case):
     timed: dict[str, int] = {}
     for graph in doc["graphs"]:
         for call in graph["calls"]:
-            if "n" in call:
-                timed[graph["compile_id"]] = timed.get(graph["compile_id"], 0) + call["n"]
+            if "calls" in call:
+                timed[graph["compile_id"]] = timed.get(graph["compile_id"], 0) + call["calls"]
     assert timed == expected
-    assert doc["trace"]["matched"] == sum(expected.values()) and doc["trace"]["unmatched"] == 0
+    assert doc["trace"]["matched_events"] == sum(expected.values()) and doc["trace"]["unmatched_events"] == 0
 
 
 @pytest.mark.compile

@@ -15,7 +15,7 @@ from helpers.vanishing import remove_after_listing  # tests/ is on sys.path
 from spyre_provenance.model import folders
 from spyre_provenance.model.names import NODE_MAPPINGS, artifact_file
 from spyre_provenance.runtime import index
-from spyre_provenance.viewer import data
+from spyre_provenance.viewer import bundles
 
 
 def test_index_passes_over_a_graph_folder_removed_meanwhile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,4 +41,4 @@ def test_viewer_bundles_pass_over_a_bundle_folder_removed_meanwhile(
         (folder / folders.BUNDLE_FILE.format(0)).write_text(json.dumps(bundle))
     remove_after_listing(monkeypatch, spyre, going)
     # by its path, and by its handle's id
-    assert list(data.served_bundles([tmp_path])) == [f"{kept.name}/{folders.BUNDLE_FILE.format(0)}", "7"]
+    assert list(bundles.served_bundles([tmp_path])) == [f"{kept.name}/{folders.BUNDLE_FILE.format(0)}", "7"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from spyre_provenance.viewer import data, sources, timing
+from spyre_provenance.viewer import data, inputs, sources, timing
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "mlp_train"
 _DATA = re.compile(r'<script type="application/json" id="data">(.*?)</script>', re.S)
@@ -40,7 +40,7 @@ def test_the_page_holds_every_graph_once_and_asks_for_nothing(run_cli, out, tmp_
     mapping = json.loads(
         (out / "graph_01_0-0_backward" / "inductor_provenance_tracking_node_mappings.json").read_text()
     )
-    assert [c["k"] for c in doc["graphs"][1]["calls"]] == list(mapping["cppCodeToPost"])
+    assert [c["key"] for c in doc["graphs"][1]["calls"]] == list(mapping["cppCodeToPost"])
     html = (tmp_path / "a.html").read_text()
     # no address a browser would fetch: no src/href attribute, no URL outside the CSP's own text
     assert not re.search(r"<[^>]*\s(src|href)\s*=", html) and "default-src 'none'" in html
@@ -128,7 +128,7 @@ def test_the_snapshot_keeps_made_lines_with_context_and_says_what_it_could_not_r
     folder = tmp_path / "graph_00_0-0_inference"
     folder.mkdir()
     (folder / "spyre_source_lines.json").write_text(json.dumps(doc))
-    assert data._source_lines(folder) == doc  # valid under its schema
+    assert inputs.source_lines(folder) == doc  # valid under its schema
 
 
 def test_a_torch_spyre_trace_is_read_by_its_events_debug_handles(out, tmp_path):
@@ -163,9 +163,11 @@ def test_a_torch_spyre_trace_is_read_by_its_events_debug_handles(out, tmp_path):
     )
     (tmp_path / "t.json").write_text(json.dumps({"traceEvents": events}))
     doc = data.build(out, timing.read(tmp_path / "t.json"))
-    timed = {(g["label"], c["k"]): (c["t"], c["n"]) for g in doc["graphs"] for c in g["calls"] if "t" in c}
+    timed = {
+        (g["label"], c["key"]): (c["time_us"], c["calls"]) for g in doc["graphs"] for c in g["calls"] if "time_us" in c
+    }
     assert timed == {("out 0/0 backward", key): (15.0, 3)}
-    assert doc["trace"]["matched"] == 3 and doc["trace"]["unmatched"] == 1
+    assert doc["trace"]["matched_events"] == 3 and doc["trace"]["unmatched_events"] == 1
 
 
 def test_every_rank_and_graph_of_a_multi_rank_run_is_on_the_page(run_cli, tmp_path):
@@ -216,8 +218,8 @@ def test_a_snapshot_the_schema_refuses_is_never_written(tmp_path, monkeypatch):
 
 
 def _graph(calls: list[dict], specs: list[dict], post: int, pp: list[list[int]]) -> dict:
-    return {"pre": [f"q{i}" for i in range(len(pp))], "post": [f"p{i}" for i in range(post)], "pp": pp,
-            "calls": calls, "specs": specs, "bundles": [{"s": [i]} for i in range(len(specs))]}  # fmt: skip
+    return {"pre": [f"q{i}" for i in range(len(pp))], "post": [f"p{i}" for i in range(post)], "pre_to_post": pp,
+            "calls": calls, "opspecs": specs, "bundles": [{"opspecs": [i]} for i in range(len(specs))]}  # fmt: skip
 
 
 def test_a_click_lights_element_by_element_and_marks_the_kernel_holding_them():
@@ -226,8 +228,14 @@ def test_a_click_lights_element_by_element_and_marks_the_kernel_holding_them():
     naming it; a second kernel with no OpSpecs at all."""
     from spyre_provenance.viewer.relation import ENTRY, relation
 
-    specs = [{"c": 0, "p": [0], "l": [10], "b": 0}, {"c": 0, "p": [1], "l": [11], "b": 1}]
-    calls = [{"p": [0, 1, 2], "l": [10, 11, 12], "s": [0, 1]}, {"p": [3], "l": [13], "s": []}]
+    specs = [
+        {"call": 0, "post_nodes": [0], "lines": [10], "bundle": 0},
+        {"call": 0, "post_nodes": [1], "lines": [11], "bundle": 1},
+    ]
+    calls = [
+        {"post_nodes": [0, 1, 2], "lines": [10, 11, 12], "opspecs": [0, 1]},
+        {"post_nodes": [3], "lines": [13], "opspecs": []},
+    ]
     rel = relation(_graph(calls, specs, 4, [[0], [1, 2], [3]]))
 
     def lit(kind: str, i: int) -> dict[str, list[int]]:

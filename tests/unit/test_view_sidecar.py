@@ -39,7 +39,7 @@ def _write(out: Path, doc: dict) -> Path:
 
 def _call(doc: dict) -> dict:
     (graph,) = doc["graphs"]
-    return next(c for c in graph["calls"] if c["k"] == SITE)
+    return next(c for c in graph["calls"] if c["key"] == SITE)
 
 
 def _position(doc: dict, line: int) -> int:
@@ -51,11 +51,11 @@ def test_a_call_site_shows_torch_spyres_key_and_handles(out: Path) -> None:
     _write(out, sidecar)
     call = _call(data.build(out))
     (occurrence,) = sidecar["kernelOccurrences"].values()
-    assert call["sk"] == occurrence["identityKey"]
-    assert call["sh"] == sidecar["kernelIdentities"][call["sk"]]["directHandleIds"]
+    assert call["spyre_key"] == occurrence["identityKey"]
+    assert call["spyre_handles"] == sidecar["kernelIdentities"][call["spyre_key"]]["directHandleIds"]
     hooks = json.loads((GOLDEN / "spyre_opspec_debug_handles.json").read_text())["kernels"][SITE]
-    assert call["sh"] == [s["debug_handle"] for s in hooks]  # the same handles: they agree
-    assert call["sd"] == []
+    assert call["spyre_handles"] == [s["debug_handle"] for s in hooks]  # the same handles: they agree
+    assert call["spyre_disagreements"] == []
 
 
 def test_a_disagreement_is_the_compile_summarys_line_and_its_line_joins_the_call_site(out: Path) -> None:
@@ -65,17 +65,19 @@ def test_a_disagreement_is_the_compile_summarys_line_and_its_line_joins_the_call
     doc = data.build(out)
     call = _call(doc)
     hook = json.loads((GOLDEN / "spyre_opspec_debug_handles.json").read_text())
-    assert call["sd"] == spyre_sidecar.cross_check(hook, sidecar) != []
-    assert call["sd"] == [
+    assert call["spyre_disagreements"] == spyre_sidecar.cross_check(hook, sidecar) != []
+    assert call["spyre_disagreements"] == [
         f"{SITE}: handle {RELU} at src/spyre_provenance/compile/examples.py:38 here,"
         " at src/spyre_provenance/compile/examples.py:40 in torch-spyre's spyre_provenance"
     ]
     # torch-spyre's line for the handle is evidence too: the call site lights it, as its
     # stack traces' lines; the hook's OpSpecs keep their own lines
-    assert _position(doc, 40) in call["l"] and all(_position(doc, 40) not in s["l"] for s in doc["graphs"][0]["specs"])
-    assert call["l"][: len(_call(plain)["l"])] == _call(plain)["l"]
-    rel = doc["graphs"][0]["rel"]  # compact entries: the lit lines first, call sites fourth
-    assert rel["call"][0][0] == sorted(call["l"])
+    assert _position(doc, 40) in call["lines"] and all(
+        _position(doc, 40) not in s["lines"] for s in doc["graphs"][0]["opspecs"]
+    )
+    assert call["lines"][: len(_call(plain)["lines"])] == _call(plain)["lines"]
+    rel = doc["graphs"][0]["lights"]  # compact entries: the lit lines first, call sites fourth
+    assert rel["call"][0][0] == sorted(call["lines"])
     assert rel["line"][str(_position(doc, 40))][3] == [0]  # torch-spyre's line lights its call site
 
 
@@ -106,10 +108,10 @@ def test_a_run_without_the_hook_gets_its_lines_from_the_sidecar_its_compile_logg
     mapping = (GOLDEN / "inductor_provenance_tracking_node_mappings.json").read_text()
     records = {"inductor_output_code": WRAPPER, "inductor_provenance_tracking_node_mappings": mapping}
     bare = data.build(pr3449.log_records(tmp_path / "bare", records))
-    assert not {"sk", "sh", "sd"} & set(_call(bare)) and _call(bare)["l"] == []
+    assert not {"spyre_key", "spyre_handles", "spyre_disagreements"} & set(_call(bare)) and _call(bare)["lines"] == []
     records["spyre_provenance"] = pr3449.text(sidecar)
     doc = data.build(pr3449.log_records(tmp_path / "logged", records))
     call = _call(doc)
     (occurrence,) = sidecar["kernelOccurrences"].values()
-    assert (call["sk"], call["sd"]) == (occurrence["identityKey"], [])
-    assert sorted(doc["lines"][i][1] for i in call["l"]) == [38, 39]  # the example's two Linear lines
+    assert (call["spyre_key"], call["spyre_disagreements"]) == (occurrence["identityKey"], [])
+    assert sorted(doc["lines"][i][1] for i in call["lines"]) == [38, 39]  # the example's two Linear lines

@@ -122,10 +122,10 @@ def _open_run(args: argparse.Namespace, target: Path) -> int:
 def _has_viewer(target: Path) -> bool:
     """Whether a viewer page stands beside the pages of ``target``: a compile --out folder's
     (of its log or trace folder too) with graph folders; a log alone has none to make it of."""
-    from spyre_provenance.viewer import data
+    from spyre_provenance.viewer import inputs
 
     out = viewer_folder(target)
-    return out.is_dir() and data.has_graph_folders(out)
+    return out.is_dir() and inputs.has_graph_folders(out)
 
 
 def _print_viewer(written: Pages, width: int) -> None:

@@ -68,6 +68,11 @@ TIME_SUMMARY = "provenance_time_summary"
 COMPARE = "provenance_compare"
 #: Documents the command line prints (schemas/<name>/, no file name, no detection).
 PRINTED_DOCUMENTS = (LOOKUP, TIME_SUMMARY, COMPARE)
+#: The viewer's one JSON document, embedded in its page (``model.viewer_records``): a schema
+#: held equal to its records, no file of its own, no detection.
+VIEWER_DOCUMENT = "spyre_viewer_document"
+#: Documents with a schema but no artifact kind: the printed ones and the viewer's.
+SCHEMA_ONLY_DOCUMENTS = (*PRINTED_DOCUMENTS, VIEWER_DOCUMENT)
 
 #: The model's source lines that made a graph's kernels, with context, read at compile time
 #: (the file may have changed, or be absent, where the viewer's page is opened). A companion

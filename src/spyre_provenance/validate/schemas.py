@@ -51,7 +51,7 @@ from spyre_provenance.model.names import (
     MAP_FIELDS,
     NODE_MAPPINGS,
     OPSPEC_DEBUG_HANDLES,
-    PRINTED_DOCUMENTS,
+    SCHEMA_ONLY_DOCUMENTS,
 )
 from spyre_provenance.validate import fastpath, rules
 from spyre_provenance.validate.kinds import KINDS, detect, guess_artifact, kind_of  # re-exported too
@@ -114,7 +114,7 @@ def schema_dir() -> Any:
 
 def _folder(artifact: str) -> str:
     """The schema folder of an artifact kind (its record's ``schema``) or a printed document."""
-    return artifact if artifact in PRINTED_DOCUMENTS else kind_of(artifact).schema
+    return artifact if artifact in SCHEMA_ONLY_DOCUMENTS else kind_of(artifact).schema
 
 
 def available_versions(artifact: str) -> list[int]:

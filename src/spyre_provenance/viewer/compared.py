@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from spyre_provenance.runtime.compare_folders import compare_folders, split_name
-from spyre_provenance.viewer import data
+from spyre_provenance.viewer import data, inputs
 
 
 def build(
@@ -32,7 +32,7 @@ def build(
     sides: list[data.Side] = []
     for side, name in (("a", a), ("b", b)):
         path, compile_id = split_name(name)
-        graphs = data.graph_folders(path)
+        graphs = inputs.graph_folders(path)
         if compile_id is not None:  # the graphs of the compile compare read (it checked it exists)
             graphs = [g for g in graphs if g.compile_id.strip("[]") == compile_id]
         sides.append((side, graphs))

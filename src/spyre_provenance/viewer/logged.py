@@ -44,7 +44,7 @@ def graph_code(text: str | None, nodes: list[str]) -> dict[str, Any] | None:
         name = line_name(line)
         if name is not None and name not in first:
             first[name] = n
-    return {"text": "\n".join(lines), "at": [first.get(node, -1) for node in nodes]}
+    return {"text": "\n".join(lines), "node_lines": [first.get(node, -1) for node in nodes]}
 
 
 def wrapper_calls(code: str | None) -> dict[str, list[str]]:
@@ -83,7 +83,7 @@ def log_of(folder: Path, model: str) -> Path | None:
 
 
 class LoggedGraphInput:
-    """A graph of a plain TORCH_TRACE log, read as ``viewer.data.GraphFolder`` reads a graph
+    """A graph of a plain TORCH_TRACE log, read as ``viewer.inputs.GraphFolder`` reads a graph
     folder: its mapping, stack traces, OpSpecs and diagnostics as logged."""
 
     def __init__(self, log: Path, graph: LoggedGraph, root: Path, nth: int) -> None:

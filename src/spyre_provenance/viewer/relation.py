@@ -1,7 +1,7 @@
 """What a click lights: for every element of a graph, the elements the evidence relates to
 it, element by element, and the call sites that hold them (their *containers*).
 
-The page only follows this (``rel`` in each graph of the document); the rule is here once:
+The page only follows this (``lights`` in each graph of the document); the rule is here once:
 
 - a **post-grad node**: its pre-grad nodes (the mapping), the OpSpecs whose debug handle
   names it (``ir_chain``, fused-from children's included), and those OpSpecs' source lines
@@ -42,23 +42,23 @@ class _Index:
     def __init__(self, g: dict[str, Any]) -> None:
         self.g = g
         self.post_pre: list[list[int]] = [[] for _ in g["post"]]
-        for q, posts in enumerate(g["pp"]):
+        for q, posts in enumerate(g["pre_to_post"]):
             for p in posts:
                 self.post_pre[p].append(q)
         self.post_calls: list[list[int]] = [[] for _ in g["post"]]
         for c, call in enumerate(g["calls"]):
-            for p in call["p"]:
+            for p in call["post_nodes"]:
                 self.post_calls[p].append(c)
         self.post_specs: list[list[int]] = [[] for _ in g["post"]]
         self.line_specs: dict[int, list[int]] = {}
-        for s, spec in enumerate(g["specs"]):
-            for p in spec["p"]:
+        for s, spec in enumerate(g["opspecs"]):
+            for p in spec["post_nodes"]:
                 self.post_specs[p].append(s)
-            for line in spec["l"]:
+            for line in spec["lines"]:
                 self.line_specs.setdefault(line, []).append(s)
         self.line_calls: dict[int, list[int]] = {}
         for c, call in enumerate(g["calls"]):
-            for line in call["l"]:
+            for line in call["lines"]:
                 self.line_calls.setdefault(line, []).append(c)
 
     def lines(self) -> list[int]:
@@ -76,18 +76,18 @@ class _Lit:
     def specs(self, specs: Iterable[int], posts: bool = True, lines: bool = True) -> None:
         """OpSpecs lit with their bundles, their lines and the post-grad nodes they name."""
         for s in specs:
-            spec = self.ix.g["specs"][s]
+            spec = self.ix.g["opspecs"][s]
             self.sets["spec"].add(s)
             if lines:
-                self.sets["line"].update(spec["l"])
-            if spec["b"] is not None:
-                self.sets["bundle"].add(spec["b"])
+                self.sets["line"].update(spec["lines"])
+            if spec["bundle"] is not None:
+                self.sets["bundle"].add(spec["bundle"])
             if posts:
-                self.sets["post"].update(spec["p"])
+                self.sets["post"].update(spec["post_nodes"])
 
     def entry(self) -> dict[str, list[int]]:
         g, sets = self.ix.g, self.sets
-        held = {g["specs"][s]["c"] for s in sets["spec"]}
+        held = {g["opspecs"][s]["call"] for s in sets["spec"]}
         # a kernel-wide relative lights unless one of its OpSpecs already says which part
         sets["call"].update(self.wide - held)
         boxes = held | {c for p in sets["post"] for c in self.ix.post_calls[p]}
@@ -110,7 +110,7 @@ def _post(ix: _Index, p: int) -> dict[str, list[int]]:
 def _pre(ix: _Index, q: int) -> dict[str, list[int]]:
     lit = _Lit(ix)
     lit.sets["pre"].add(q)
-    for p in ix.g["pp"][q]:
+    for p in ix.g["pre_to_post"][q]:
         lit.sets["post"].add(p)
         # its nodes, their OpSpecs and those OpSpecs' lines: exactly the lines that light this
         # node (``_line``), so the relation is the same both ways
@@ -128,7 +128,7 @@ def _spec(ix: _Index, s: int) -> dict[str, list[int]]:
 def _bundle(ix: _Index, b: int) -> dict[str, list[int]]:
     lit = _Lit(ix)
     lit.sets["bundle"].add(b)
-    lit.specs(ix.g["bundles"][b]["s"])
+    lit.specs(ix.g["bundles"][b]["opspecs"])
     return lit.entry()
 
 
@@ -146,10 +146,10 @@ def _call(ix: _Index, c: int) -> dict[str, list[int]]:
     call = ix.g["calls"][c]
     lit = _Lit(ix)
     lit.sets["call"].add(c)
-    lit.sets["line"].update(call["l"])
-    lit.specs(call["s"], posts=False)
-    lit.sets["post"].update(call["p"])
-    for p in call["p"]:
+    lit.sets["line"].update(call["lines"])
+    lit.specs(call["opspecs"], posts=False)
+    lit.sets["post"].update(call["post_nodes"])
+    for p in call["post_nodes"]:
         lit.sets["pre"].update(ix.post_pre[p])
     return lit.entry()
 
@@ -169,13 +169,13 @@ def _compact(entry: dict[str, list[int]], kind: str, i: int) -> list[list[int]]:
 
 
 def relation(g: dict[str, Any]) -> dict[str, Any]:
-    """``rel``: per kind, each element's lit set and containers (``_compact``: positions per
+    """``lights``: per kind, each element's lit set and containers (``_compact``: positions per
     kind of ``ENTRY``); source lines keyed by their position in the document's ``lines`` (as
     text, JSON's keys)."""
     ix = _Index(g)
     rules = {"pre": _pre, "post": _post, "call": _call, "spec": _spec, "bundle": _bundle}
     sizes = {"pre": len(g["pre"]), "post": len(g["post"]), "call": len(g["calls"])}
-    sizes |= {"spec": len(g["specs"]), "bundle": len(g["bundles"])}
+    sizes |= {"spec": len(g["opspecs"]), "bundle": len(g["bundles"])}
     rel: dict[str, Any] = {"line": {str(line): _compact(_line(ix, line), "line", line) for line in ix.lines()}}
     for kind, rule in rules.items():
         rel[kind] = [_compact(rule(ix, i), kind, i) for i in range(sizes[kind])]

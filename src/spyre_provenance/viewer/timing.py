@@ -33,7 +33,7 @@ from spyre_provenance.runtime import time_summary
 from spyre_provenance.viewer.module_names import module_times
 from spyre_provenance.viewer.relation import ENTRY
 
-_CALLS = ENTRY.index("call")  # where a line's entry in ``rel`` lists the call sites it lights
+_CALLS = ENTRY.index("call")  # where a line's entry in ``lights`` lists the call sites it lights
 
 
 class Timing:
@@ -50,10 +50,10 @@ class Timing:
         line_at: Mapping[tuple[str, int], int],
         line_of: Callable[[str, int], int] | None = None,
     ) -> None:
-        """Add ``t`` (total duration, us) and ``n`` (calls) to each call site of ``graphs`` (the
-        viewer's, read from ``out``) its events ran in, and ``lt`` (line position -> us) and
-        ``mt`` (module position -> us, ``viewer.module_names``) to each graph; with ``line_of``
-        (a line's position in the document, added if new), ``rt`` (``recorded_lines``). Raises
+        """Add ``time_us`` (total duration) and ``calls`` (events) to each call site of ``graphs`` (the
+        viewer's, read from ``out``) its events ran in, and ``line_time_us`` (line position -> us) and
+        ``module_time_us`` (module position -> us, ``viewer.module_names``) to each graph; with ``line_of``
+        (a line's position in the document, added if new), ``launched_time_us`` (``recorded_lines``). Raises
         UnusableInput when the trace is no trace or times no kernel."""
         try:
             index = kernel_index.build([out])
@@ -72,14 +72,14 @@ class Timing:
                 g = by_label.get(kernel.graph)
                 at = line_at.get((row.file, row.line))
                 if g is not None and at is not None:
-                    times = g.setdefault("lt", {})
+                    times = g.setdefault("line_time_us", {})
                     times[str(at)] = times.get(str(at), 0.0) + kernel.total_us
         for g in graphs:
             module_times(g, [*result.lines, *result.modules], _unranked(g))
             for call in g["calls"]:
-                timed = sites.get((_unranked(g), call["k"]))
+                timed = sites.get((_unranked(g), call["key"]))
                 if timed is not None:
-                    call["t"], call["n"] = timed.total_us, timed.calls
+                    call["time_us"], call["calls"] = timed.total_us, timed.calls
         if line_of is not None:
             recorded_lines(graphs, [*result.lines, *result.modules], line_of)
 
@@ -89,17 +89,17 @@ class Timing:
         return {
             "path": self.path,
             "time_from": result.time_from,
-            "matched": result.attributed,
-            "total": result.total_us - result.unattributed_us,
-            "unmatched": result.timed_events - result.attributed,
+            "matched_events": result.attributed,
+            "total_us": result.total_us - result.unattributed_us,
+            "unmatched_events": result.timed_events - result.attributed,
             "unmatched_us": result.unattributed_us,
         }
 
 
 def recorded_lines(graphs: list[dict[str, Any]], rows: list[Any], line_of: Callable[[str, int], int]) -> None:
-    """Give each graph ``rt`` (line position -> us): the summary's rows recorded at launch, by
+    """Give each graph ``launched_time_us`` (line position -> us): the summary's rows recorded at launch, by
     the graphs of their kernels (a whole graph's by its label, a per-op entry's by its op), and
-    light those call sites from the line (``rel``)."""
+    light those call sites from the line (``lights``)."""
     by_label = {_unranked(g): g for g in graphs}
     for row in rows:
         if row.placed_by != time_summary.BY_RECORDED:
@@ -110,11 +110,13 @@ def recorded_lines(graphs: list[dict[str, Any]], rows: list[Any], line_of: Calla
                 found = [(g, list(range(len(g["calls"])))) for g in graphs if g.get("per_op") == kernel.kernel]
             else:
                 g = by_label.get(kernel.graph)
-                found = [] if g is None else [(g, [c for c, x in enumerate(g["calls"]) if x["k"] == kernel.call_site])]
+                found = (
+                    [] if g is None else [(g, [c for c, x in enumerate(g["calls"]) if x["key"] == kernel.call_site])]
+                )
             for g, calls in found:
-                times = g.setdefault("rt", {})
+                times = g.setdefault("launched_time_us", {})
                 times[at] = times.get(at, 0.0) + kernel.total_us
-                lit = g["rel"]["line"].setdefault(at, [])
+                lit = g["lights"]["line"].setdefault(at, [])
                 lit.extend([] for _ in range(_CALLS + 1 - len(lit)))
                 lit[_CALLS] = sorted(set(lit[_CALLS]) | set(calls))
 

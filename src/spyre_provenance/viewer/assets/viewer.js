@@ -1,9 +1,10 @@
 // spyre-provenance view: the page's behaviour. Plain JavaScript, no framework, no request.
 //
-// The document (viewer/data.py) holds, for every element, what a click on it lights
-// (viewer/relation.py says the rule): the page follows it, element by element, and marks the
-// call sites holding lit elements as their containers. Panels are built per graph, when the
-// graph is first shown.
+// The document (viewer/data.py builds it; its fields are model/viewer_records.py's, held
+// equal to schemas/spyre_viewer_document/v1.schema.json by tests/unit/test_viewer_document.py)
+// holds, for every element, what a click on it lights (viewer/relation.py says the rule): the
+// page follows it, element by element, and marks the call sites holding lit elements as their
+// containers. Panels are built per graph, when the graph is first shown.
 "use strict";
 (function () {
   const T0 = performance.now();
@@ -23,7 +24,7 @@
   // itself left out.
   const ENTRY = KINDS.concat(["box"]);
   function relatives(g, kind, i) {
-    const e = (kind === "line" ? g.rel.line[String(i)] : g.rel[kind][i]) || [];
+    const e = (kind === "line" ? g.lights.line[String(i)] : g.lights[kind][i]) || [];
     const S = {}; ENTRY.forEach((k, n) => (S[k] = new Set(e[n] || [])));
     S[kind].add(i);
     return S;
@@ -35,20 +36,20 @@
     if (kind === "line") return lineKey(i);
     if (kind === "pre") return g.pre[i];
     if (kind === "post") return g.post[i];
-    if (kind === "call") return g.calls[i].k;
-    if (kind === "spec") return g.calls[g.specs[i].c].k + "#" + g.specs[i].i;
+    if (kind === "call") return g.calls[i].key;
+    if (kind === "spec") return g.calls[g.opspecs[i].call].key + "#" + g.opspecs[i].index;
     return g.bundles[i].path;
   }
   function find(g, kind, key) {
     if (kind === "line") { for (const l of usedLines(g)) if (lineKey(l) === key) return l; return -1; }
-    const n = { pre: g.pre.length, post: g.post.length, call: g.calls.length, spec: g.specs.length, bundle: g.bundles.length }[kind];
+    const n = { pre: g.pre.length, post: g.post.length, call: g.calls.length, spec: g.opspecs.length, bundle: g.bundles.length }[kind];
     for (let i = 0; i < n; i++) if (keyOf(g, kind, i) === key) return i;
     return -1;
   }
   function usedLines(g) {
     if (g._lines) return g._lines;
-    const s = new Set(); g.calls.forEach((c) => c.l.forEach((l) => s.add(l))); g.specs.forEach((x) => x.l.forEach((l) => s.add(l)));
-    Object.keys(g.rt || {}).forEach((l) => s.add(Number(l)));  // lines recorded at launch (viewer.timing)
+    const s = new Set(); g.calls.forEach((c) => c.lines.forEach((l) => s.add(l))); g.opspecs.forEach((x) => x.lines.forEach((l) => s.add(l)));
+    Object.keys(g.launched_time_us || {}).forEach((l) => s.add(Number(l)));  // lines recorded at launch (viewer.timing)
     return (g._lines = Array.from(s).sort((a, b) => (D.lines[a][0] - D.lines[b][0]) || (D.lines[a][1] - D.lines[b][1])));
   }
 
@@ -68,16 +69,16 @@
     const used = usedLines(g), usedSet = new Set(used);
     // a line's time is the document's (runtime.time_summary's rule: the kernels whose stack
     // traces end at it), over the graph's kernel time
-    const time = new Map(Object.entries(g.lt || {}).map(([l, t]) => [Number(l), t]));
-    const total = g.calls.reduce((a, c) => a + (c.t || 0), 0);
+    const time = new Map(Object.entries(g.line_time_us || {}).map(([l, t]) => [Number(l), t]));
+    const total = g.calls.reduce((a, c) => a + (c.time_us || 0), 0);
     const byFile = new Map(); used.forEach((l) => { const f = D.lines[l][0]; if (!byFile.has(f)) byFile.set(f, []); byFile.get(f).push(l); });
     const lineAt = new Map(); used.forEach((l) => lineAt.set(D.lines[l][0] + ":" + D.lines[l][1], l));
     // lines only kernels named by module hold: torch's frames (model.modules: no frame of
     // those kernels is the user's), shown as recorded, never counted as lines that made kernels
     // (a line recorded at launch alone made none: it launched them)
     const made = new Set(), byUser = new Set();
-    g.calls.forEach((c) => c.l.forEach((l) => { made.add(l); if (!c.m) byUser.add(l); }));
-    g.specs.forEach((x) => x.l.forEach((l) => { made.add(l); if (!g.calls[x.c].m) byUser.add(l); }));
+    g.calls.forEach((c) => c.lines.forEach((l) => { made.add(l); if (!c.modules) byUser.add(l); }));
+    g.opspecs.forEach((x) => x.lines.forEach((l) => { made.add(l); if (!g.calls[x.call].modules) byUser.add(l); }));
     const torchOnly = used.filter((l) => made.has(l) && !byUser.has(l)).length;
     const out = [];
     byFile.forEach((ls, f) => {
@@ -101,32 +102,32 @@
           note = '  <span class="time">' + (100 * share).toFixed(1) + "% of kernel time</span>";
         }
         // a line the tracked process recorded at launch: the time of the kernels launched from it
-        const launched = (g.rt || {})[String(l)];
+        const launched = (g.launched_time_us || {})[String(l)];
         if (launched) note += '  <span class="time recorded">' + fmtTime(launched) + " launched from this line (recorded at launch)</span>";
         out.push({ i: l, f: () => '<div class="row" data-kind="line" data-i="' + l + '" data-key="' + esc(file.path + ":" + n) + '"' + style + ' title="' + esc(file.path + ":" + n) + '"><span class="ln">' + n + "</span>" + esc(text) + note + "</div>", i: l });
       });
     });
     const mods = renderModules(g, total);
     out.push(...mods);
-    const named = g.calls.filter((c) => c.m).length;
+    const named = g.calls.filter((c) => c.modules).length;
     return { html: out, count: (made.size - torchOnly) + " lines that made kernels" + (torchOnly ? ", " + torchOnly + " of torch's" : "") +
       (named ? ", " + named + " kernel" + (named === 1 ? "" : "s") + " named by module" : "") + (total ? ", shaded by share of kernel time" : "") +
-      (g.rt ? ", " + Object.keys(g.rt).length + " recorded at launch" : "") };
+      (g.launched_time_us ? ", " + Object.keys(g.launched_time_us).length + " recorded at launch" : "") };
   }
   // Kernels no user frame made, named by the modules their nodes ran in (viewer.module_names):
   // module evidence, said apart from the source lines, with the time the summary counts
   function renderModules(g, total) {
-    if (!g.mods || !g.mods.length) return [];
-    const time = g.mt || {};
+    if (!g.modules || !g.modules.length) return [];
+    const time = g.module_time_us || {};
     const out = ['<div class="file mods">modules: the nodes\' nn_module_stack, for kernels with no user frame (module evidence, not source lines)</div>'];
-    g.mods.forEach((m, i) => {
+    g.modules.forEach((m, i) => {
       const parts = [];
-      if (m.c.length) parts.push("ran " + m.c.length + " kernel" + (m.c.length === 1 ? "" : "s"));
-      if (m.e.length) parts.push("encloses " + m.e.length);
+      if (m.ran_calls.length) parts.push("ran " + m.ran_calls.length + " kernel" + (m.ran_calls.length === 1 ? "" : "s"));
+      if (m.enclosing_calls.length) parts.push("encloses " + m.enclosing_calls.length);
       const t = time[String(i)], share = total > 0 && t ? t / total : 0;
       const style = share ? ' style="background:rgba(240,138,36,' + (0.12 + 0.6 * Math.min(1, share)).toFixed(3) + ')"' : "";
-      const keys = m.c.concat(m.e).map((c) => g.calls[c].k).join("\n");
-      out.push('<div class="mod" data-mod="' + i + '"' + style + ' title="' + esc(m.cls + "\n" + keys) + '"><span class="ln">module</span>' + esc(m.name) +
+      const keys = m.ran_calls.concat(m.enclosing_calls).map((c) => g.calls[c].key).join("\n");
+      out.push('<div class="mod" data-mod="' + i + '"' + style + ' title="' + esc(m.module_class + "\n" + keys) + '"><span class="ln">module</span>' + esc(m.name) +
         ' <span class="muted">' + esc(parts.join(", ")) + "</span>" + (share ? '  <span class="time">' + (100 * share).toFixed(1) + "% of kernel time</span>" : "") + "</div>");
     });
     return out;
@@ -136,38 +137,38 @@
   function renderNodes(g, kind) {
     const names = g[kind], code = g.code && g.code[kind];
     if (!code) return { html: names.map((n, i) => row(kind, i, () => esc(n))), count: names.length + " nodes" };
-    const node = new Map(); code.at.forEach((n, i) => { if (n >= 0) node.set(n, i); });
+    const node = new Map(); code.node_lines.forEach((n, i) => { if (n >= 0) node.set(n, i); });
     const numbered = (n, text) => '<span class="ln">' + (n + 1) + "</span>" + esc(text);
     const out = code.text.split("\n").map((text, n) => node.has(n) ? row(kind, node.get(n), () => numbered(n, text)) : '<div class="ctx">' + numbered(n, text) + "</div>");
-    const missing = names.map((_, i) => i).filter((i) => code.at[i] < 0);
+    const missing = names.map((_, i) => i).filter((i) => code.node_lines[i] < 0);
     if (missing.length) { out.push('<div class="file">not on a line of the logged graph</div>'); missing.forEach((i) => out.push(row(kind, i, () => esc(names[i])))); }
     return { html: out, count: names.length + " nodes, the code as logged" };
   }
   function renderGraph() {
     const g = G;
-    const maxT = Math.max(0, ...g.calls.map((c) => c.t || 0));
+    const maxT = Math.max(0, ...g.calls.map((c) => c.time_us || 0));
     const parts = {
       line: renderLines(g),
       pre: renderNodes(g, "pre"),
       post: renderNodes(g, "post"),
       call: {
         html: g.calls.map((c, i) => row("call", i, () =>
-          (c.t ? '<span class="bar" style="width:' + Math.max(1, Math.round(60 * c.t / maxT)) + 'px"></span>' : "") + esc(c.k) + moduleMark(g, c) +
-          ' <span class="muted">' + c.s.length + " OpSpec" + (c.s.length === 1 ? "" : "s") + "</span>" +
-          (c.t ? ' <span class="time">' + fmtTime(c.t) + ", " + c.n + " call" + (c.n === 1 ? "" : "s") + "</span>" : "") + sidecarMark(c))),
+          (c.time_us ? '<span class="bar" style="width:' + Math.max(1, Math.round(60 * c.time_us / maxT)) + 'px"></span>' : "") + esc(c.key) + moduleMark(g, c) +
+          ' <span class="muted">' + c.opspecs.length + " OpSpec" + (c.opspecs.length === 1 ? "" : "s") + "</span>" +
+          (c.time_us ? ' <span class="time">' + fmtTime(c.time_us) + ", " + c.calls + " call" + (c.calls === 1 ? "" : "s") + "</span>" : "") + sidecarMark(c))),
         count: g.calls.length,
       },
       spec: {
-        html: [].concat(...g.calls.map((c, ci) => c.s.length ? ['<div class="group" data-call="' + ci + '">' + esc(c.k) + "</div>"].concat(c.s.map((s) => {
-          const x = g.specs[s];
-          return row("spec", s, () => "  #" + x.i + " " + esc(x.op) + (x.buf ? " \u2192 " + esc(x.buf) : "") + '  <span class="muted">handle ' + esc(x.h || "none") + esc(handleText(g, x.h)) + "</span>" +
-            (x.own ? ' <span class="warn own">\u2260 its node</span>' : ""));
+        html: [].concat(...g.calls.map((c, ci) => c.opspecs.length ? ['<div class="group" data-call="' + ci + '">' + esc(c.key) + "</div>"].concat(c.opspecs.map((s) => {
+          const x = g.opspecs[s];
+          return row("spec", s, () => "  #" + x.index + " " + esc(x.op) + (x.buffer ? " \u2192 " + esc(x.buffer) : "") + '  <span class="muted">handle ' + esc(x.handle || "none") + esc(handleText(g, x.handle)) + "</span>" +
+            (x.handle_names_other ? ' <span class="warn own">\u2260 its node</span>' : ""));
         })) : [])),
-        count: g.specs.length,
+        count: g.opspecs.length,
       },
       bundle: {
-        html: g.bundles.map((b, i) => row("bundle", i, () => esc(b.path) + (b.s.length > 1 ? ' <span class="muted">' + b.s.length + " call sites</span>" : "") +
-          (b.s.every((x) => g.specs[x].ba) ? "" : ' <span class="warn">debug_handle_ ' + esc(b.id) + " is not every OpSpec's</span>"))),
+        html: g.bundles.map((b, i) => row("bundle", i, () => esc(b.path) + (b.opspecs.length > 1 ? ' <span class="muted">' + b.opspecs.length + " call sites</span>" : "") +
+          (b.opspecs.every((x) => g.opspecs[x].bundle_is_its_own) ? "" : ' <span class="warn">debug_handle_ ' + esc(b.id) + " is not every OpSpec's</span>"))),
         count: g.bundles.length,
       },
     };
@@ -243,18 +244,18 @@
   function showDetail(kind, i) {
     const g = G, d = [];
     d.push('<b>' + kind + "</b> " + esc(keyOf(g, kind, i)));
-    const specsShown = kind === "spec" ? [i] : kind === "bundle" ? g.bundles[i].s : [];
+    const specsShown = kind === "spec" ? [i] : kind === "bundle" ? g.bundles[i].opspecs : [];
     if (kind === "call") {
       const c = g.calls[i];
-      d.push(' <span class="kv">post-grad nodes:</span> ' + c.p.length + ' <span class="kv">OpSpecs:</span> ' + c.s.length + (c.t ? ' <span class="kv">time:</span> ' + fmtTime(c.t) + " in " + c.n + " calls" : ""));
-      if (c.m) d.push('<br><span class="kv">no frame is the user\'s; its modules (nn_module_stack, module evidence):</span> <span class="mods-of">' + esc(c.m.map((m) => g.mods[m].name + " (" + g.mods[m].cls + ")").join(", ")) + "</span>");
+      d.push(' <span class="kv">post-grad nodes:</span> ' + c.post_nodes.length + ' <span class="kv">OpSpecs:</span> ' + c.opspecs.length + (c.time_us ? ' <span class="kv">time:</span> ' + fmtTime(c.time_us) + " in " + c.calls + " calls" : ""));
+      if (c.modules) d.push('<br><span class="kv">no frame is the user\'s; its modules (nn_module_stack, module evidence):</span> <span class="mods-of">' + esc(c.modules.map((m) => g.modules[m].name + " (" + g.modules[m].module_class + ")").join(", ")) + "</span>");
       // torch-spyre's own provenance (its sidecar), where the run wrote one that holds this call site
-      if (c.sk) d.push('<br><span class="kv">torch-spyre\'s provenance key:</span> <span class="sk">' + esc(c.sk) + '</span> <span class="kv">handles:</span> <span class="sh">' + esc(c.sh.join(", ") || "none") + "</span>" +
-        (c.sd.length ? c.sd.map((x) => '<br><span class="warn sd">' + esc(x) + "</span>").join("") : ' <span class="muted">(the hook\'s handles agree)</span>'));
+      if (c.spyre_key) d.push('<br><span class="kv">torch-spyre\'s provenance key:</span> <span class="sk">' + esc(c.spyre_key) + '</span> <span class="kv">handles:</span> <span class="sh">' + esc(c.spyre_handles.join(", ") || "none") + "</span>" +
+        (c.spyre_disagreements.length ? c.spyre_disagreements.map((x) => '<br><span class="warn sd">' + esc(x) + "</span>").join("") : ' <span class="muted">(the hook\'s handles agree)</span>'));
     } else if (D.trace) {
       // an element's time: its kernels', those the click lights or marks as holding it
       const held = new Set([...lit.call, ...lit.box]); let t = 0;
-      held.forEach((c) => { t += g.calls[c].t || 0; });
+      held.forEach((c) => { t += g.calls[c].time_us || 0; });
       if (t) d.push(' <span class="kv">time of the kernels holding it:</span> ' + fmtTime(t) + " in " + held.size + " kernel" + (held.size === 1 ? "" : "s"));
     }
     // the same source lines in the other graphs: a backward kernel leads to the forward line it differentiates
@@ -262,35 +263,35 @@
     const others = [];
     D.graphs.forEach((og, j) => {
       if (j === gi || !lines.length) return;
-      const want = new Set(lines); const hits = og.calls.filter((c) => c.l.some((l) => want.has(l)));
-      if (hits.length) others.push('<a data-g="' + j + '" data-k="' + esc(hits[0].k) + '">' + esc(og.label) + ": " + hits.length + " kernel" + (hits.length === 1 ? "" : "s") + "</a>");
+      const want = new Set(lines); const hits = og.calls.filter((c) => c.lines.some((l) => want.has(l)));
+      if (hits.length) others.push('<a data-g="' + j + '" data-k="' + esc(hits[0].key) + '">' + esc(og.label) + ": " + hits.length + " kernel" + (hits.length === 1 ? "" : "s") + "</a>");
     });
     if (others.length) d.push('<br><span class="kv">the same source lines in:</span> ' + others.join(""));
     $("detail").innerHTML = d.join("");
     const view = $("bundle-view");
     if (specsShown.length) {
-      const x = g.specs[specsShown[0]], h = g.handles[x.h];
-      const text = ["OpSpec #" + x.i + " of " + g.calls[x.c].k + ": " + x.op + (x.red ? " (reduction)" : "") + ", iteration space " + JSON.stringify(x.it) + (x.buf ? ", buffer " + x.buf : "")];
-      text.push(handleDescription(g, x.h, h, ""));
-      if (x.miss) text.push("no handle: " + x.miss);
-      if (x.own) text.push(x.own);
-      const b = x.b !== null ? g.bundles[x.b] : null;
+      const x = g.opspecs[specsShown[0]], h = g.handles[x.handle];
+      const text = ["OpSpec #" + x.index + " of " + g.calls[x.call].key + ": " + x.op + (x.is_reduction ? " (reduction)" : "") + ", iteration space " + JSON.stringify(x.iteration_space) + (x.buffer ? ", buffer " + x.buffer : "")];
+      text.push(handleDescription(g, x.handle, h, ""));
+      if (x.missing_handle) text.push("no handle: " + x.missing_handle);
+      if (x.handle_names_other) text.push(x.handle_names_other);
+      const b = x.bundle !== null ? g.bundles[x.bundle] : null;
       let body = b ? b.text : "";
       if (b && !b.cut) body = JSON.stringify(JSON.parse(b.text), null, 1);
-      text.push(b ? "\nSuperDSC bundle " + b.path + (x.ba ? "" : "  (its debug_handle_ " + b.id + " is not this OpSpec's)") +
-        (b.handle ? "  (its debug_handle_ is the handle above, id " + b.id + ": only the id is repeated here)" : "") + ":\n" + body + (b.cut ? "\n\u2026 (cut)" : "") : "\nno SuperDSC bundle in the out folder for this OpSpec");
+      text.push(b ? "\nSuperDSC bundle " + b.path + (x.bundle_is_its_own ? "" : "  (its debug_handle_ " + b.id + " is not this OpSpec's)") +
+        (b.handle_id_only ? "  (its debug_handle_ is the handle above, id " + b.id + ": only the id is repeated here)" : "") + ":\n" + body + (b.cut ? "\n\u2026 (cut)" : "") : "\nno SuperDSC bundle in the out folder for this OpSpec");
       view.textContent = text.join("\n");
     } else if (kind === "call") {
       const c = g.calls[i];
-      view.textContent = c.w ? "the call in the wrapper code:\n" + c.w.join("\n") : "the wrapper code of " + c.k + " was not logged beside the artifacts";
+      view.textContent = c.wrapper_lines ? "the call in the wrapper code:\n" + c.wrapper_lines.join("\n") : "the wrapper code of " + c.key + " was not logged beside the artifacts";
     } else view.textContent = "";
   }
   function moduleMark(g, c) {
-    return c.m ? ' <span class="muted mod-of">module ' + esc(c.m.map((i) => g.mods[i].name).join(", ")) + "</span>" : "";
+    return c.modules ? ' <span class="muted mod-of">module ' + esc(c.modules.map((i) => g.modules[i].name).join(", ")) + "</span>" : "";
   }
   function sidecarMark(c) {
-    if (!c.sk) return "";
-    return ' <span class="muted">torch-spyre ' + esc(c.sk) + "</span>" + (c.sd.length ? ' <span class="warn disagree">\u2260 hook</span>' : "");
+    if (!c.spyre_key) return "";
+    return ' <span class="muted">torch-spyre ' + esc(c.spyre_key) + "</span>" + (c.spyre_disagreements.length ? ' <span class="warn disagree">\u2260 hook</span>' : "");
   }
   function handleDescription(g, id, h, indent) {
     if (!h) return indent + "debug handle " + (id || "none");
@@ -306,16 +307,16 @@
     const hit = new Set();
     if (!q) return null;
     g.calls.forEach((c, i) => {
-      if (c.k.toLowerCase().includes(q)) { hit.add(i); return; }
-      if (c.sk && [c.sk].concat(c.sh).some((v) => v.toLowerCase().includes(q))) { hit.add(i); return; }  // torch-spyre's key, handles
-      if (c.l.some((l) => lineKey(l).toLowerCase().includes(q))) { hit.add(i); return; }
-      if (c.s.some((s) => { const x = g.specs[s], h = g.handles[x.h] || {}; return [x.op, x.h, x.buf, h.aten_op].concat(h.fused_from || []).some((v) => v && String(v).toLowerCase().includes(q)); })) hit.add(i);
+      if (c.key.toLowerCase().includes(q)) { hit.add(i); return; }
+      if (c.spyre_key && [c.spyre_key].concat(c.spyre_handles).some((v) => v.toLowerCase().includes(q))) { hit.add(i); return; }  // torch-spyre's key, handles
+      if (c.lines.some((l) => lineKey(l).toLowerCase().includes(q))) { hit.add(i); return; }
+      if (c.opspecs.some((s) => { const x = g.opspecs[s], h = g.handles[x.handle] || {}; return [x.op, x.handle, x.buffer, h.aten_op].concat(h.fused_from || []).some((v) => v && String(v).toLowerCase().includes(q)); })) hit.add(i);
     });
     return hit;
   }
   function hideMisses(root) {
     root.querySelectorAll(".row[data-kind=call]").forEach((el) => el.classList.toggle("hidden", hit !== null && !hit.has(+el.dataset.i)));
-    root.querySelectorAll(".row[data-kind=spec]").forEach((el) => el.classList.toggle("hidden", hit !== null && !hit.has(G.specs[+el.dataset.i].c)));
+    root.querySelectorAll(".row[data-kind=spec]").forEach((el) => el.classList.toggle("hidden", hit !== null && !hit.has(G.opspecs[+el.dataset.i].call)));
     root.querySelectorAll(".group").forEach((el) => el.classList.toggle("hidden", hit !== null && !hit.has(+el.dataset.call)));
   }
   function applySearch() {
@@ -327,7 +328,7 @@
       const elsewhere = D.graphs.map((og, j) => (j === gi ? 0 : matches(og, q).size)).reduce((a, b) => a + b, 0);
       status = hit.size + " of " + G.calls.length + " call sites match" + (elsewhere ? " (" + elsewhere + " in other graphs)" : "");
     }
-    $("status").textContent = status + (D.trace ? " \u00b7 trace: " + D.trace.matched + " kernel events timed, " + D.trace.unmatched + " not matched" : "");
+    $("status").textContent = status + (D.trace ? " \u00b7 trace: " + D.trace.matched_events + " kernel events timed, " + D.trace.unmatched_events + " not matched" : "");
     return hit;
   }
 
