@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers import tlparse_page
+from helpers import tlparse_page, warm_start
 from helpers.fresh_process import FRESH  # tests/ is on sys.path
 from helpers.where import on_measured_torch
 from spyre_provenance.golden.normalize import normalize
 from spyre_provenance.logs import tlparse_render, tracelog
-from spyre_provenance.model.names import DIAGNOSTICS, NODE_MAPPINGS
+from spyre_provenance.model.names import DIAGNOSTICS
 
 pytestmark = [
     pytest.mark.compile,
@@ -36,12 +36,7 @@ CASES = {
 
 
 def _compile(args: tuple[str, ...], out: Path, cache: Path, extra: dict[str, str] | None = None):
-    env = {
-        "TORCHINDUCTOR_CACHE_DIR": str(cache),
-        "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
-        "TORCHINDUCTOR_AUTOGRAD_CACHE": "1",
-        **(extra or {}),
-    }
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(cache), **warm_start.CACHES_ON, **(extra or {})}
     done = FRESH.run("compile", *args, "--out", out, env=env)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     return done
@@ -53,9 +48,6 @@ class Pair:
         self.cold_out, self.warm_out = root / "cold", root / "warm"
         self.cold: subprocess.CompletedProcess[str] = _compile(args, self.cold_out, self.cache)
         self.warm: subprocess.CompletedProcess[str] = _compile(args, self.warm_out, self.cache)
-
-    def graph_files(self) -> list[Path]:
-        return sorted(p.relative_to(self.cold_out) for p in self.cold_out.glob("graph_*/*.json"))
 
     def log(self, out: Path) -> Path:
         (log,) = (out / "trace").glob("*.log")
@@ -85,23 +77,7 @@ def test_the_warm_run_hits_the_cache_the_cold_run_wrote(pair: Pair) -> None:
 
 
 def test_a_hit_writes_every_artifact_the_miss_wrote(pair: Pair) -> None:
-    files = pair.graph_files()
-    assert any(p.name == f"{NODE_MAPPINGS}.json" for p in files)
-    warm = sorted(p.relative_to(pair.warm_out) for p in pair.warm_out.glob("graph_*/*.json"))
-    assert warm == files
-    for name in files:
-        cold, hot = (out / name for out in (pair.cold_out, pair.warm_out))
-        if name.name == f"{DIAGNOSTICS}.json":
-            cold_doc, hot_doc = json.loads(cold.read_bytes()), json.loads(hot.read_bytes())
-            assert (cold_doc.pop("cache"), hot_doc.pop("cache")) == ("compiled", "cached"), name
-            assert cold_doc == hot_doc, name
-            continue
-        docs = (normalize(name.stem, json.loads(path.read_bytes())) for path in (cold, hot))
-        assert next(docs) == next(docs), name
-    cold_bundles = sorted(p.relative_to(pair.cold_out) for p in pair.cold_out.glob("sdsc/**/*.json"))
-    assert cold_bundles == sorted(p.relative_to(pair.warm_out) for p in pair.warm_out.glob("sdsc/**/*.json"))
-    for name in cold_bundles:
-        assert (pair.cold_out / name).read_bytes() == (pair.warm_out / name).read_bytes(), name
+    warm_start.recorded_as_cold(pair.cold_out, pair.warm_out)
 
 
 def test_the_screen_says_which_graphs_came_from_the_cache(pair: Pair) -> None:

@@ -229,3 +229,47 @@ def test_two_models_one_label_are_refused_in_one_line(tmp_path):
     from spyre_provenance.compile.request import default_out, label_of
 
     assert label_of("modèle.py:build") == "modele-build" and default_out("modèle.py:build") == Path("out/modele")
+
+
+# A model that compiles a part of itself, as DistributedDataParallel(torch.compile(seq)) does
+SELF_COMPILING = """
+import torch
+from torch import nn
+
+
+def model():
+    torch.manual_seed(0)
+    return nn.Sequential(torch.compile(nn.Linear(4, 4)), nn.ReLU()), (torch.randn(2, 4),)
+"""
+
+# compile as it was before the eager reference ran the model's own torch.compile eagerly
+# (compile.eager.eagerly): that compile, stock Inductor's and untracked, lands on the log
+UNTRACKED_EAGER_DRIVER = """
+import contextlib
+import sys
+from spyre_provenance import cli
+from spyre_provenance.compile import eager
+
+eager.eagerly = contextlib.nullcontext
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_a_compile_found_wanting_prints_why(tmp_path):
+    (tmp_path / "self_compiling.py").write_text(SELF_COMPILING)
+    model = f"{tmp_path / 'self_compiling.py'}:model"
+    done = FRESH.run(
+        "compile", model, "--out", tmp_path / "out", "--no-tlparse", "--no-viewer", driver=UNTRACKED_EAGER_DRIVER
+    )
+    assert done.returncode == 1, done.stdout + done.stderr[-3000:]
+    # the log holds a graph the hook did not record, of the tracked graph's compile id (ids
+    # start again at each torch._dynamo.reset): the hook's graph is paired with its own, and
+    # the other has a block of its own, where the violation is; then the verdict's reasons
+    tracked, _, untracked = done.stdout.partition("  graph [0/0] on the log, recorded by no hook of this compile")
+    assert untracked and "VIOLATION" not in tracked, done.stdout
+    assert "    VIOLATION: graph: no node mappings to check [call-sites]" in untracked.splitlines()
+    closing = done.stdout.rstrip().splitlines()
+    at = next(i for i, line in enumerate(closing) if line.startswith("  FOUND WANTING (exit 1): "))
+    reasons = closing[at + 1 :]
+    assert closing[at] == f"  FOUND WANTING (exit 1): {len(reasons)} reason(s)"
+    assert "    graph [0/0]: its coverage on the log is not complete" in reasons

@@ -5,16 +5,21 @@ Two models built of torch's own modules, compiled for real: a DDP-wrapped ``nn.S
 ``nn.TransformerEncoder``. Their stack traces hold torch's frames only (DDP's ``forward``) or
 none; ``lookup``, the time summary and the viewer's document name their kernels by module
 path and class, marked as module evidence, and never give a module a file or a line.
+The DDP model is compiled twice over one Inductor cache, cold then warm: both whole (exit 0),
+the warm run recording what the cold one did.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
-from helpers.where import ZOO  # tests/ is on sys.path
+from helpers import warm_start  # tests/ is on sys.path
+from helpers.where import ZOO
+from spyre_provenance.logs.graphs import read_log_graphs
 from spyre_provenance.model.frames import frames, is_user_frame
 from spyre_provenance.model.modules import MODULE_FILE
 from spyre_provenance.runtime import index as kernel_index
@@ -26,22 +31,34 @@ pytestmark = pytest.mark.compile
 MODELS = ZOO / "torch_modules.py"
 
 
+class ColdAndWarm(NamedTuple):
+    cold: Path
+    warm: Path
+    printed: dict[str, str]  # "cold", "warm" -> what each compile printed
+
+
 @pytest.fixture(scope="module")
-def ddp(fresh_process, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def ddp_runs(fresh_process, tmp_path_factory: pytest.TempPathFactory) -> ColdAndWarm:
+    """The DDP model compiled cold, then warm from the Inductor cache (FX-graph and
+    AOTAutograd caches on) the cold compile wrote, each in its own process."""
     root = tmp_path_factory.mktemp("ddp")
-    out = root / "out"
-    # an Inductor cache of its own: a warm FX-graph cache hit of DDP's outer graph (no
-    # kernels) logs upstream's node mappings without a payload, which compile refuses (exit 2)
-    # whatever this issue does; a cold compile records what is tested here
-    env = {"TORCHINDUCTOR_CACHE_DIR": str(root / "inductor-cache")}
-    done = fresh_process.run(
-        "compile", f"{MODELS}:ddp_sequential", "--out", out, "--no-tlparse", "--no-viewer", env=env
-    )
-    # exit 1, as before this issue: DDP's own forward is a graph of its own (0/0, no kernel),
-    # whose coverage on the log the judge finds incomplete; the Sequential's graph is whole
-    assert done.returncode in (0, 1), done.stderr[-2000:]
-    assert "graph 0/1 inference: 1 kernel call site(s)" in done.stdout and "all valid" in done.stdout, done.stdout
-    return out
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(root / "inductor-cache"), **warm_start.CACHES_ON}
+    printed = {}
+    for run in ("cold", "warm"):
+        done = fresh_process.run(
+            "compile", f"{MODELS}:ddp_sequential", "--out", root / run, "--no-tlparse", "--no-viewer", env=env
+        )
+        # both whole: the eager reference compiles nothing (the model's own torch.compile runs
+        # eagerly there), so no graph made outside tracking is on the log, or in the cache
+        assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+        printed[run] = done.stdout
+    return ColdAndWarm(root / "cold", root / "warm", printed)
+
+
+@pytest.fixture(scope="module")
+def ddp(ddp_runs: ColdAndWarm) -> Path:
+    assert "graph 0/1 inference: 1 kernel call site(s)" in ddp_runs.printed["cold"]
+    return ddp_runs.cold
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +126,15 @@ def test_the_time_summary_and_the_viewer_count_time_under_modules(encoder: Path)
     assert {
         m["name"]: graph["module_time_us"][i] for m, i in ((m, at[m["name"]]) for m in graph["modules"])
     } == pytest.approx(inclusive)
+
+
+
+def test_a_warm_ddp_compile_records_what_its_cold_one_did(ddp_runs: ColdAndWarm) -> None:
+    warm_start.recorded_as_cold(ddp_runs.cold, ddp_runs.warm)
+    for run, printed in ddp_runs.printed.items():
+        graphs = [line for line in printed.splitlines() if line.startswith("  graph ")]
+        # one graph, the tracked one: the log holds no graph the hook did not record
+        assert len(graphs) == 1 and "recorded by no hook" not in printed and "FOUND WANTING" not in printed, run
+    assert "(cached: from Inductor's cache)" in ddp_runs.printed["warm"]
+    (cold_log,), (warm_log,) = ((out / "trace").glob("*.log") for out in (ddp_runs.cold, ddp_runs.warm))
+    assert [g.compile_id for g in read_log_graphs(cold_log)] == [g.compile_id for g in read_log_graphs(warm_log)]

@@ -304,6 +304,10 @@ def test_compile_command_reports_the_loss(tmp_path: Path, fresh_process) -> None
     assert "output vs eager: match" in done.stdout
     assert "PARTIAL: build: RuntimeError: injected fault" in done.stdout
     assert "mapping left out" in done.stdout and "all valid" in done.stdout
+    # the verdict's reasons close the summary: the exit status never comes without them
+    closing = done.stdout[done.stdout.index("  FOUND WANTING (exit 1): ") :].splitlines()
+    assert closing[0] == f"  FOUND WANTING (exit 1): {len(closing) - 1} reason(s)", done.stdout
+    assert "    graph 0/0 inference: build: RuntimeError: injected fault" in closing[1:], done.stdout
     assert done.stderr.count("spyre-provenance: build: RuntimeError: injected fault") == 1
 
     (folder,) = out.glob("graph_tiny-tiny_*")

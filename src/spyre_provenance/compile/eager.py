@@ -3,13 +3,15 @@
 ``load`` builds a model by its name (a built-in example or ``PATH.py:FACTORY``) with its
 calls; ``run_eager`` runs copies of it, and ``run_calls`` is the one way every run (eager,
 compiled, the float64 judge) calls a model: each call from the same random seed, with a
-backward through every output that requires grad when training. A model that fails in
+backward through every output that requires grad when training. Loading and the eager runs
+are eager (``eagerly``), even for a model that compiles parts of itself. A model that fails in
 eager mode, or a training run with nothing to differentiate, is ``NotCompilable`` here,
 before anything is compiled or written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Any
 
@@ -49,7 +51,8 @@ def load(model: str, dtype: str | None = None) -> LoadedModel:
 
     if dtype is None and (model in EXAMPLES or model in RANKED_EXAMPLES):
         dtype = "float32"
-    module, calls = load_calls(model, None if dtype is None else getattr(torch, dtype))
+    with eagerly():  # a factory that runs its model once (a warm-up) compiles nothing untracked
+        module, calls = load_calls(model, None if dtype is None else getattr(torch, dtype))
     return LoadedModel(model, module, calls, dtype or AS_BUILT)
 
 
@@ -76,7 +79,8 @@ def run_eager(loaded: LoadedModel, *, train: bool = False) -> list[Any]:
     loaded.module.train(train)
     model, calls = copy.deepcopy(loaded.module), [copies(call) for call in loaded.calls]
     try:
-        return run_calls(model, model, calls, train)
+        with eagerly():
+            return run_calls(model, model, calls, train)
     except NotCompilable:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's model: one line, never a traceback
@@ -99,9 +103,21 @@ def float64_run(model: Any, calls: list[tuple[Any, ...]], train: bool) -> list[A
         for call in calls
     ]
     try:
-        return run_calls(wide, wide, widened, train)
+        with eagerly():
+            return run_calls(wide, wide, widened, train)
     except Exception:  # noqa: BLE001 - an op without float64 support: no verdict from here
         return None
+
+
+def eagerly() -> contextlib.AbstractContextManager[object]:
+    """Every ``torch.compile`` the model makes itself run eagerly: a model may compile its own
+    parts (``DistributedDataParallel(torch.compile(seq))``), and a reference run that
+    compiled them would be stock Inductor's, not eager, and its graphs, made untracked,
+    would land in the model's log beside the tracked compile's (their compile ids too, as
+    ``torch._dynamo.reset`` starts those again) and in Inductor's cache without provenance."""
+    import torch
+
+    return torch.compiler.set_stance("force_eager")
 
 
 def copies(inputs: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -30,6 +30,8 @@ class GraphCheck(msgspec.Struct):
     #: where the hook's OpSpec handles disagree with it (``validate.spyre_sidecar.cross_check``)
     spyre_provenance: bool = False
     spyre_disagreements: list[str] = []
+    #: whether the log holds the hook's diagnostics for the graph: a graph it recorded
+    tracked: bool = False
 
     @property
     def complete(self) -> bool:
@@ -76,7 +78,12 @@ def check_outputs(paths: Path | list[Path], log: Path | None, recorded: Sequence
             if graph.output_code is None:
                 continue  # a graph Inductor did not finish: no code, nothing to judge
             judged = judge_logged(graph)
-            check = GraphCheck(graph.compile_id, judged, _disagreements(judged, graph.diagnostics))
+            check = GraphCheck(
+                graph.compile_id,
+                judged,
+                _disagreements(judged, graph.diagnostics),
+                tracked=graph.diagnostics is not None,
+            )
             if graph.spyre_provenance is not None:  # absent: nothing changes
                 check.spyre_provenance = True
                 check.spyre_disagreements = against_spyre_provenance(graph.opspec_handles, graph.spyre_provenance)
@@ -115,10 +122,14 @@ def _disagreements(judged: coverage.GraphCoverage, diagnostics: dict | None) -> 
 
 def pair_graphs(graphs: Sequence[GraphResult], logged: list[GraphCheck]) -> list[GraphCheck | None]:
     """For each graph the hook recorded, the log's graph of the same compile id (the n-th
-    of that id for the n-th), or None when the log has no such graph."""
+    of that id for the n-th), or None when the log has no such graph. The log's graphs
+    carrying the hook's diagnostics come first within an id: a graph compiled outside
+    tracking may share the id (``torch._dynamo.reset`` starts compile ids again), and is
+    never taken for one the hook recorded while one of those is left."""
+    order = sorted(range(len(logged)), key=lambda i: not logged[i].tracked)  # stable: log order within each
     pairs = pairing.pair_graphs(
         [(g.compile_id, i) for i, g in enumerate(graphs)],
-        [(c.compile_id.strip("[]"), i) for i, c in enumerate(logged)],
+        [(logged[i].compile_id.strip("[]"), i) for i in order],
         lambda g: g[0],
         by_position=False,
     )

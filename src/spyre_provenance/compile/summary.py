@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from spyre_provenance.base.errors import UNUSABLE
 from spyre_provenance.compile.outcome import NO_TORCH_SPYRE_KERNEL, CompileOutcome
-from spyre_provenance.compile.output_check import GraphCheck
+from spyre_provenance.compile.output_check import GraphCheck, OutputCheck
 from spyre_provenance.links import misnamed as misnamed_rule
 from spyre_provenance.model.names import COMPARED_FALLBACK_RANDOM
 from spyre_provenance.model.records import (
@@ -54,6 +55,7 @@ def render(outcome: CompileOutcome) -> str:
     elif report.torch_spyre_kernels == 0:
         lines.append(f"  NOT TORCH-SPYRE: {NO_TORCH_SPYRE_KERNEL}")
     lines += _graphs_lines(report.graphs, checked.paired)
+    lines += _unrecorded_lines(checked)
     lines.append(
         f"  artifacts: {checked.artifacts} validated, "
         + ("all valid" if checked.all_valid else f"{len(checked.invalid)} INVALID")
@@ -64,7 +66,40 @@ def render(outcome: CompileOutcome) -> str:
         lines.append(f"  provenance page: {page}")
     if viewer is not None or outcome.viewer_problem is not None:
         lines.append(f"  viewer page: {Page(viewer, outcome.viewer_problem).shown}")
+    lines += verdict_lines(outcome)
     return "\n".join(lines)
+
+
+def _unrecorded_lines(checked: OutputCheck) -> list[str]:
+    """A block for each graph the log holds code for but the hook recorded no graph of (a
+    compile made outside tracking, or one the hook lost): the verdict judges its coverage
+    too, so the screen shows it."""
+    paired = {id(logged) for logged in checked.paired if logged is not None}
+    lines = []
+    for logged in checked.graphs:
+        if id(logged) in paired or logged.coverage is None:
+            continue
+        lines.append(
+            f"  graph {logged.compile_id} on the log, recorded by no hook of this compile:"
+            f" {logged.coverage.counts.call_sites} kernel call site(s)"
+        )
+        lines += _coverage_lines(logged.coverage, [])
+        lines += [f"    INCONSISTENT: {problem}" for problem in logged.inconsistent]
+    return lines
+
+
+def verdict_lines(outcome: CompileOutcome) -> list[str]:
+    """What the exit status stands for, with each of the verdict's reasons about the compile
+    (the audit's are ``tail``'s): an exit status saying something is wanting always comes
+    with its reasons on the screen, from the count it came from. Nothing when ok."""
+    verdict = outcome.verdict
+    if verdict.ok:
+        return []
+    state = "UNUSABLE" if verdict.state == UNUSABLE else "FOUND WANTING"
+    reasons = outcome.compile_reasons
+    if not reasons:  # the audit files' problems alone: tail prints each
+        return [f"  {state} (exit {verdict.exit_code}): the audit files' problems, below"]
+    return [f"  {state} (exit {verdict.exit_code}): {len(reasons)} reason(s)"] + [f"    {r}" for r in reasons]
 
 
 def _eager_lines(report: CompileReport) -> list[str]:
