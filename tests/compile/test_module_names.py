@@ -128,7 +128,6 @@ def test_the_time_summary_and_the_viewer_count_time_under_modules(encoder: Path)
     } == pytest.approx(inclusive)
 
 
-
 def test_a_warm_ddp_compile_records_what_its_cold_one_did(ddp_runs: ColdAndWarm) -> None:
     warm_start.recorded_as_cold(ddp_runs.cold, ddp_runs.warm)
     for run, printed in ddp_runs.printed.items():
