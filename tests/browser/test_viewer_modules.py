@@ -40,3 +40,39 @@ def test_modules_are_listed_apart_from_source_lines(browser, compile_case, run_c
         assert page.errors == []
     finally:
         page.close()
+
+
+def test_a_compared_module_reads_as_one_and_a_click_lights_the_kernel_it_ran(browser, compile_case, run_cli, tmp_path):
+    """``view A --compare B`` of an ``nn.Sequential`` edited in module ``1`` (GELU -> ReLU,
+    the compiles ``tests/compile/test_compare_modules.py`` compares): the pair reads as
+    compare's text does (``model.modules.module_text``), never ``(module):0``, and a click on
+    it lights, in each side's graph, a kernel that module ran."""
+    from spyre_provenance.model.modules import module_text
+
+    sides = [
+        compile_case(
+            f"{ZOO / 'torch_modules.py'}:{f}", "--backend", "inductor", "--no-tlparse", "--no-viewer", "--profile"
+        )
+        for f in ("sequential_gelu", "sequential_relu")
+    ]
+    assert all(s.returncode == 0 for s in sides), [s.stderr[-2000:] for s in sides]
+    html = tmp_path / "compare.html"
+    assert run_cli("view", sides[0].out, "--compare", sides[1].out, "-o", html)[0] == 0
+    page = Page(browser, html)
+    try:
+        changed = page.page.eval_on_selector_all(
+            '#compare .pair[data-status="changed"] .use .code', "es => es.map(e => e.textContent)"
+        )
+        assert changed == [module_text("1: GELU"), module_text("1: ReLU")]
+        assert not page.page.eval_on_selector_all(
+            "#compare .use .code", "es => es.filter(e => e.textContent.includes('(module)'))"
+        )
+        page.page.click('#compare .pair[data-status="changed"]')
+        for side, name in (("a", "1: GELU"), ("b", "1: ReLU")):
+            page.page.click(f'#detail a[data-pair][data-g]:text-matches("^{side.upper()}:")')
+            selected = page.page.eval_on_selector("#p-call .row.sel", "e => e.dataset.key")
+            mod = page.page.eval_on_selector("#p-call .row.sel .mod-of", "e => e.textContent")
+            assert selected and name in mod, (side, selected, mod)
+        assert page.errors == []
+    finally:
+        page.close()

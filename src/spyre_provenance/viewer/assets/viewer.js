@@ -403,10 +403,19 @@
   const lineAt = new Map(); D.lines.forEach(([f, n], l) => lineAt.set(D.files[f].path + ":" + n, l));
   function pairLine(p, side) { const u = C.lines[p][side]; const l = u ? lineAt.get(u.file + ":" + u.line) : undefined; return l === undefined ? -1 : l; }
   const holds = (g, l) => l >= 0 && usedLines(g).includes(l);
+  // a compared place named by module (no frame is the user's: compare's evidence "module"),
+  // held by a graph as one of its modules; lit as the first kernel it ran (or encloses)
+  const byModule = (p, side) => { const u = C.lines[p][side]; return !!u && u.evidence === "module"; };
+  function pairCall(g, p, side) {
+    const m = (g.modules || []).find((x) => x.name === C.lines[p][side].code);
+    return m ? m.ran_calls.concat(m.enclosing_calls)[0] : undefined;
+  }
+  const holdsPair = (g, p, side) => (byModule(p, side) ? pairCall(g, p, side) !== undefined : holds(g, pairLine(p, side)));
   function useCell(u) {
     if (!u) return '<div class="use muted">not in this compile</div>';
     const list = (xs) => (xs.length ? esc(Array.from(new Set(xs)).join(", ")) : '<span class="muted">none</span>');
-    return '<div class="use"><div class="code">' + esc(u.file.split("/").pop() + ":" + u.line + "  " + u.code.trim()) + "</div>" +
+    const place = u.evidence === "module" ? "module " + u.code + "  [module path: no frame is the user's]" : u.file.split("/").pop() + ":" + u.line + "  " + u.code.trim();
+    return '<div class="use"><div class="code">' + esc(place) + "</div>" +
       "<div>kernels: " + list(u.kernels.map((k) => k.kernel + " (" + k.graph.split(" ").pop() + ")")) + "</div>" +
       "<div>OpSpecs: " + list(u.opspecs) + "</div><div>ops: " + list(u.ops) + "</div>" +
       (u.time_us !== null ? '<div class="time">' + fmtTime(u.time_us) + "</div>" : "") + "</div>";
@@ -431,19 +440,19 @@
     unselectPair(); pairSel = p;
     const el = document.querySelector('#compare .pair[data-p="' + p + '"]'); el.classList.add("sel");
     // the graph shown when it holds the line on its side, else the first of A's, then of B's, that does
-    if (!(G.side && holds(G, pairLine(p, G.side)))) {
-      for (const side of ["a", "b"]) { const j = D.graphs.findIndex((g) => g.side === side && holds(g, pairLine(p, side))); if (j >= 0) { showGraph(j); break; } }
+    if (!(G.side && holdsPair(G, p, G.side))) {
+      for (const side of ["a", "b"]) { const j = D.graphs.findIndex((g) => g.side === side && holdsPair(g, p, side)); if (j >= 0) { showGraph(j); break; } }
     }
     lightPair();
   }
   function lightPair() {
     const p = pairSel, l = G.side ? pairLine(p, G.side) : -1;
-    if (holds(G, l)) select("line", l, { scroll: true, pair: true });
+    if (G.side && byModule(p, G.side) && holdsPair(G, p, G.side)) select("call", pairCall(G, p, G.side), { scroll: true, pair: true });
+    else if (holds(G, l)) select("line", l, { scroll: true, pair: true });
     else { clearLit(); sel = null; $("bundle-view").textContent = ""; $("detail").textContent = "this graph (" + G.label + ") holds no kernel of the line"; }
     const links = [];
     ["a", "b"].forEach((side) => {
-      const l = pairLine(p, side);
-      D.graphs.forEach((g, j) => { if (g.side === side && holds(g, l)) links.push('<a data-g="' + j + '" data-pair="' + p + '">' + side.toUpperCase() + ": " + esc(g.label) + "</a>"); });
+      D.graphs.forEach((g, j) => { if (g.side === side && holdsPair(g, p, side)) links.push('<a data-g="' + j + '" data-pair="' + p + '">' + side.toUpperCase() + ": " + esc(g.label) + "</a>"); });
     });
     $("detail").innerHTML += '<br><span class="kv">line ' + esc(C.lines[p].status.replace("_", " ") + " in the comparison; what it became in:") + "</span> " + (links.join("") || "no graph of the page");
   }
