@@ -148,12 +148,13 @@ def render(r: Result) -> str:
     """``OK      v2.0  <artifact>  <where>`` (``WARN`` for a valid one with warnings), the
     problems and the warnings indented below."""
     version = f"v{r.version}" if r.version else "-"
-    head = "WARN" if r.status == "ok" and r.warnings else r.status.upper()
+    head = "WARN" if r.status == "ok" and r.warnings else "NOTE" if r.notes and not r.problems else r.status.upper()
     lines = [f"{head:<7} {version:<5} {r.artifact}  {r.where()}" + "".join(_copy(r, c) for c in r.copies)]
     lines += [f"  {p}" for p in r.problems]
     if r.omitted:
         lines.append(f"  ... and {r.omitted} more problems")
     lines += [f"  warning: {w}" for w in r.warnings]
+    lines += [f"  note: {n}" for n in r.notes]
     return "\n".join(lines)
 
 

@@ -70,6 +70,34 @@ class TraceEntry(msgspec.Struct, frozen=True):
         return self.payload.decode("utf-8", errors="replace")
 
 
+class EmptyRecord(msgspec.Struct, frozen=True):
+    """A provenance record logged without a payload: torch saying it kept no provenance for
+    the graph, not an artifact (``logs_nothing``). Readers take it as not logged."""
+
+    line: int
+    name: str
+    compile_id: str | None
+
+
+def logs_nothing(envelope: dict) -> bool:
+    """Whether a record is a provenance artifact logged with no payload (no ``has_payload``).
+
+    Inductor writes these on every FX-graph-cache hit of a graph compiled without provenance
+    tracking (``codecache.py``: its ``payload_fn`` returns the entry's mapping, None): the
+    record says only that no provenance was kept for the graph.
+    """
+    return "has_payload" not in envelope and record_name(envelope) in LOGGED_ARTIFACTS
+
+
+def empty_records_note(count: int) -> str:
+    """Why ``count`` empty records (``EmptyRecord``) are passed over: one line for every reader."""
+    records = "1 provenance record on the log is" if count == 1 else f"{count} provenance records on the log are"
+    return (
+        f"{records} empty: Inductor logs them so on a cache hit of a graph compiled without"
+        " provenance tracking (TORCHINDUCTOR_FX_GRAPH_CACHE); nothing to check"
+    )
+
+
 def has_log_name(path: str | os.PathLike[str]) -> bool:
     """Whether the name is one torch gives TORCH_TRACE logs (``*.log``, ``dedicated_log_torch_trace*``)."""
     name = os.path.basename(path)
@@ -99,10 +127,11 @@ def read_trace(
     source: str | os.PathLike[str] | BinaryIO,
     *,
     names: Container[str] | None = LOGGED_ARTIFACTS,
-) -> Iterator[TraceEntry | Problem]:
+) -> Iterator[TraceEntry | EmptyRecord | Problem]:
     """Stream the records named in ``names`` (None: every record) and every problem found.
 
-    Problems inside a yielded record are on ``entry.problems``; problems elsewhere (lines that
+    A provenance record logged without a payload comes as an ``EmptyRecord``, never as a
+    ``TraceEntry``: it holds no artifact to read. Problems inside a yielded record are on ``entry.problems``; problems elsewhere (lines that
     are no record, records of other names that are damaged) are yielded as they are found,
     consecutive alike ones merged into one (``lines 10-20``).
     """
@@ -239,7 +268,7 @@ class _Reader:
         self.names = names
         self.run: tuple[str, int, int] | None = None  # (message, first line, last line)
 
-    def read(self, fh: BinaryIO) -> Iterator[TraceEntry | Problem]:
+    def read(self, fh: BinaryIO) -> Iterator[TraceEntry | EmptyRecord | Problem]:
         record: _Record | None = None
         for number, raw in enumerate(fh, 1):
             line = raw.rstrip(b"\n").rstrip(b"\r")
@@ -277,8 +306,11 @@ class _Reader:
         wanted = self.names is None or record_name(envelope) in self.names
         return _Record(number, envelope, keep=wanted)
 
-    def finish(self, record: _Record) -> Iterator[TraceEntry | Problem]:
+    def finish(self, record: _Record) -> Iterator[TraceEntry | EmptyRecord | Problem]:
         envelope = record.envelope
+        if record.lines is not None and logs_nothing(envelope):
+            yield EmptyRecord(record.line, record_name(envelope) or "unknown", compile_id(envelope))
+            return
         problems = []
         expected = envelope.get("has_payload")
         if expected is not None:
