@@ -26,7 +26,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Container, Generator, Iterator
+from collections.abc import Container, Generator, Iterable, Iterator
 from typing import BinaryIO
 
 import msgspec
@@ -94,8 +94,15 @@ def empty_records_note(count: int) -> str:
     records = "1 provenance record on the log is" if count == 1 else f"{count} provenance records on the log are"
     return (
         f"{records} empty: Inductor logs them so on a cache hit of a graph compiled without"
-        " provenance tracking (TORCHINDUCTOR_FX_GRAPH_CACHE); nothing to check"
+        " provenance tracking (TORCHINDUCTOR_FX_GRAPH_CACHE); they hold no provenance"
     )
+
+
+def count_empty_records(paths: Iterable[str | os.PathLike[str]]) -> int:
+    """How many ``EmptyRecord`` the logs among ``paths`` hold (other files are passed over):
+    for a reader that found no provenance to say why, with ``empty_records_note``."""
+    logs = [p for p in paths if os.path.isfile(p) and looks_like_trace_log(p)]
+    return sum(isinstance(item, EmptyRecord) for log in logs for item in read_trace(log))
 
 
 def has_log_name(path: str | os.PathLike[str]) -> bool:
