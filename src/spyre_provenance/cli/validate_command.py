@@ -15,7 +15,9 @@ its log record): ``INVALID`` and its problems, exit 1. Whether tlparse will file
 as the user expects (a log record with no compile id goes to tlparse's ``-_-_-_-`` folder;
 one with part of a compile id lands where no page shows it): ``WARN`` and the reasons,
 indented as ``warning: ...``, exit 0, or 1 with ``--strict`` (as tlparse's own ``--strict``
-fails a log it can read only in part). A valid artifact without warnings is ``OK``.
+fails a log it can read only in part). A valid artifact without warnings is ``OK``. A log's
+provenance records logged with no payload (``tracelog.EmptyRecord``: a cache hit of a graph
+compiled without provenance tracking) are no artifact: a ``NOTE`` line says so, no verdict.
 
 Exit 0: all valid (warnings allowed without --strict); 1: any invalid, or any warning with
 --strict; 2: any PATH unusable (missing, empty, not JSON, not UTF-8, top level not an object,

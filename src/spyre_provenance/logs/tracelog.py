@@ -16,8 +16,9 @@ Damage (a line without the glog prefix, an envelope that is not JSON, a payload 
 not hash to its ``has_payload``) is reported as a ``Problem`` whose path is ``line N``,
 never raised. How tlparse will file a provenance record that is not damaged (an envelope
 with no compile id, or only part of one) is a warning on the entry (``TraceEntry.warnings``),
-worded after what tlparse 0.4 does with it (``compile_id_warning``). Pure module: no torch
-import.
+worded after what tlparse 0.4 does with it (``compile_id_warning``). A provenance record
+with no payload at all is neither: it is torch saying no provenance was kept for the graph
+(``logs_nothing``), read as not logged (``EmptyRecord``). Pure module: no torch import.
 """
 
 from __future__ import annotations
