@@ -18,6 +18,7 @@ from helpers import warm_start
 from helpers.fresh_process import FRESH  # tests/ is on sys.path
 from spyre_provenance.logs import tlparse_render, tracelog
 from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS
+from spyre_provenance.validate.paths import validate_paths
 
 pytestmark = pytest.mark.compile
 
@@ -84,6 +85,8 @@ def test_validate_notes_them_beside_a_tracked_log(
     code, out, _ = run_cli("validate", "--format", "json", tmp_path)
     notes = [r["notes"] for r in json.loads(out) if r["notes"]]
     assert notes == [[NOTE]]
+    # the API's reports are verdicts on artifacts: the note is none
+    assert [r.artifact for r in validate_paths([tmp_path])] == [NODE_MAPPINGS, KERNEL_STACK_TRACES]
 
 
 @pytest.mark.parametrize("command", ["lookup", "compare", "annotate"])

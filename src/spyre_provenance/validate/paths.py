@@ -116,7 +116,8 @@ def validate_paths(
     ``artifact=None`` and its one problem at ``$``.
     """
     options = Options(artifact=artifact, max_bytes=max_bytes, engine=engine)
-    return [r.as_report() for r in check_paths([str(p) for p in paths], options)]
+    results = check_paths([str(p) for p in paths], options)
+    return [r.as_report() for r in results if not r.notes]  # a note is no artifact's verdict
 
 
 def _check_path(path: Path, options: Options) -> list[Result]:
