@@ -101,6 +101,24 @@ def test_payload_md5_mismatch_in_an_artifact(tmp_path: Path) -> None:
     assert "does not match has_payload 00000000000000000000000000000000" in entry.problems[0].message
 
 
+def test_a_provenance_record_without_payload_is_no_artifact(tmp_path: Path) -> None:
+    # as Inductor logs a cache hit of a graph compiled without provenance tracking: the
+    # envelope alone, no has_payload
+    empty = record({"artifact": {"name": NODE_MAPPINGS, "encoding": "json"}, **IDS})
+    items = read(tmp_path, empty + artifact(KERNEL_STACK_TRACES, "{}"))
+    assert items[0] == tracelog.EmptyRecord(1, NODE_MAPPINGS, "[0/0]")
+    assert isinstance(items[1], TraceEntry) and items[1].name == KERNEL_STACK_TRACES
+    log = tmp_path / "dedicated_log_torch_trace_test.log"
+    assert [name for _, name, _ in tracelog.artifact_payloads(log)] == [KERNEL_STACK_TRACES]
+    assert tracelog.empty_records_note(2).startswith("2 provenance records on the log are empty: Inductor")
+
+
+def test_an_empty_payload_logged_as_such_is_still_read(tmp_path: Path) -> None:
+    # has_payload present: torch meant a payload, and its emptiness is the artifact's to judge
+    [entry] = read(tmp_path, artifact(NODE_MAPPINGS, ""))
+    assert isinstance(entry, TraceEntry) and entry.payload == b""
+
+
 def test_damage_to_other_records_is_reported_too(tmp_path: Path) -> None:
     text = record({"chromium_event": {}, **IDS}, "{}", md5="f" * 32) + artifact(NODE_MAPPINGS, MAPPING)
     problem, entry = read(tmp_path, text)

@@ -15,7 +15,7 @@ import webbrowser
 from pathlib import Path
 
 from spyre_provenance.base.errors import EXIT_FOUND_WANTING, EXIT_OK, UnusableInput
-from spyre_provenance.logs import tlparse_render
+from spyre_provenance.logs import tlparse_render, tracelog
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.viewer.pages import Pages, viewer_folder
 from spyre_provenance.viewer.pages import write as write_pages
@@ -64,7 +64,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{page.label.ljust(width)}  {page.page}{page.note}")
     _print_viewer(written, width)
     if not mapped:
-        print(f"{target}: no compiled graph with a provenance mapping in the log", file=sys.stderr)
+        empty = tracelog.count_empty_records(logs)  # a warm-cache log of an untracked compile: say so
+        why = f" ({tracelog.empty_records_note(empty)})" if empty else ""
+        print(f"{target}: no compiled graph with a provenance mapping in the log{why}", file=sys.stderr)
         return EXIT_FOUND_WANTING
     if not args.no_browser:
         webbrowser.open(mapped[0].page.resolve().as_uri())

@@ -15,7 +15,9 @@ its log record): ``INVALID`` and its problems, exit 1. Whether tlparse will file
 as the user expects (a log record with no compile id goes to tlparse's ``-_-_-_-`` folder;
 one with part of a compile id lands where no page shows it): ``WARN`` and the reasons,
 indented as ``warning: ...``, exit 0, or 1 with ``--strict`` (as tlparse's own ``--strict``
-fails a log it can read only in part). A valid artifact without warnings is ``OK``.
+fails a log it can read only in part). A valid artifact without warnings is ``OK``. A log's
+provenance records logged with no payload (``tracelog.EmptyRecord``: a cache hit of a graph
+compiled without provenance tracking) are no artifact: a ``NOTE`` line says so, no verdict.
 
 Exit 0: all valid (warnings allowed without --strict); 1: any invalid, or any warning with
 --strict; 2: any PATH unusable (missing, empty, not JSON, not UTF-8, top level not an object,
@@ -148,12 +150,13 @@ def render(r: Result) -> str:
     """``OK      v2.0  <artifact>  <where>`` (``WARN`` for a valid one with warnings), the
     problems and the warnings indented below."""
     version = f"v{r.version}" if r.version else "-"
-    head = "WARN" if r.status == "ok" and r.warnings else r.status.upper()
+    head = "WARN" if r.status == "ok" and r.warnings else "NOTE" if r.notes and not r.problems else r.status.upper()
     lines = [f"{head:<7} {version:<5} {r.artifact}  {r.where()}" + "".join(_copy(r, c) for c in r.copies)]
     lines += [f"  {p}" for p in r.problems]
     if r.omitted:
         lines.append(f"  ... and {r.omitted} more problems")
     lines += [f"  warning: {w}" for w in r.warnings]
+    lines += [f"  note: {n}" for n in r.notes]
     return "\n".join(lines)
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import msgspec
 
-from spyre_provenance.logs.tracelog import GLOG_PREFIX, GraphSplitter, compile_id, record_name
+from spyre_provenance.logs.tracelog import GLOG_PREFIX, GraphSplitter, compile_id, logs_nothing, record_name
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
@@ -105,6 +105,8 @@ class RawRecord(msgspec.Struct):
     compile_id: str | None  # "[0/0]" as tlparse's compile_directory.json keys it
     data: bytes
     first_payload_line: str = ""
+    #: a provenance record logged with no payload (``tracelog.logs_nothing``): no mapping
+    empty: bool = False
 
 
 def read_records(log: Path) -> list[RawRecord]:
@@ -128,27 +130,29 @@ def read_records(log: Path) -> list[RawRecord]:
                 current.data = b"".join(chunks)
                 records.append(current)
             chunks, seen_payload = [raw], False
-            current = RawRecord(number, *_name_and_id(line[prefix.end() :]), b"")
+            name, cid, empty = _name_and_id(line[prefix.end() :])
+            current = RawRecord(number, name, cid, b"", empty=empty)
     if chunks:
         current.data = b"".join(chunks)
         records.append(current)
     return records
 
 
-def _name_and_id(envelope_text: bytes) -> tuple[str | None, str | None]:
+def _name_and_id(envelope_text: bytes) -> tuple[str | None, str | None, bool]:
+    """The record's name, compile id, and whether it is an empty provenance record."""
     try:
         envelope = json.loads(envelope_text)
     except (ValueError, UnicodeDecodeError):
-        return None, None
+        return None, None, False
     if not isinstance(envelope, dict):
-        return None, None
+        return None, None, False
     name, cid = record_name(envelope), compile_id(envelope)
     dump = envelope.get("graph_dump")
     if name == "graph_dump" and isinstance(dump, dict) and isinstance(dump.get("name"), str):
         name = dump["name"]  # AOTInductor's code: inductor_aot_wrapper_code, inductor_aot_kernel_code
     if cid is None and name in _NO_COMPILE_ID_GRAPH_RECORDS:
         cid = NO_COMPILE_ID  # an AOTInductor compile's graph: where tlparse files it
-    return name, cid
+    return name, cid, logs_nothing(envelope)
 
 
 class LogGraph(msgspec.Struct):
@@ -219,7 +223,7 @@ def graphs_of(records: list[RawRecord], *, with_code: bool = True) -> list[LogGr
             graph.has_code = True
             kind = _AOT_ID.search(record.first_payload_line)
             graph.code_kind = kind["kind"] if kind else None
-        elif name == NODE_MAPPINGS:
+        elif name == NODE_MAPPINGS and not record.empty:
             graph.has_mapping = True
         elif name == DIAGNOSTICS:
             graph.logged_kind = _diagnosed_kind(record)

@@ -16,8 +16,9 @@ Damage (a line without the glog prefix, an envelope that is not JSON, a payload 
 not hash to its ``has_payload``) is reported as a ``Problem`` whose path is ``line N``,
 never raised. How tlparse will file a provenance record that is not damaged (an envelope
 with no compile id, or only part of one) is a warning on the entry (``TraceEntry.warnings``),
-worded after what tlparse 0.4 does with it (``compile_id_warning``). Pure module: no torch
-import.
+worded after what tlparse 0.4 does with it (``compile_id_warning``). A provenance record
+with no payload at all is neither: it is torch saying no provenance was kept for the graph
+(``logs_nothing``), read as not logged (``EmptyRecord``). Pure module: no torch import.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Container, Generator, Iterator
+from collections.abc import Container, Generator, Iterable, Iterator
 from typing import BinaryIO
 
 import msgspec
@@ -70,6 +71,41 @@ class TraceEntry(msgspec.Struct, frozen=True):
         return self.payload.decode("utf-8", errors="replace")
 
 
+class EmptyRecord(msgspec.Struct, frozen=True):
+    """A provenance record logged without a payload: torch saying it kept no provenance for
+    the graph, not an artifact (``logs_nothing``). Readers take it as not logged."""
+
+    line: int
+    name: str
+    compile_id: str | None
+
+
+def logs_nothing(envelope: dict) -> bool:
+    """Whether a record is a provenance artifact logged with no payload (no ``has_payload``).
+
+    Inductor writes these on every FX-graph-cache hit of a graph compiled without provenance
+    tracking (``codecache.py``: its ``payload_fn`` returns the entry's mapping, None): the
+    record says only that no provenance was kept for the graph.
+    """
+    return "has_payload" not in envelope and record_name(envelope) in LOGGED_ARTIFACTS
+
+
+def empty_records_note(count: int) -> str:
+    """Why ``count`` empty records (``EmptyRecord``) are passed over: one line for every reader."""
+    records = "1 provenance record on the log is" if count == 1 else f"{count} provenance records on the log are"
+    return (
+        f"{records} empty: Inductor logs them so on a cache hit of a graph compiled without"
+        " provenance tracking (TORCHINDUCTOR_FX_GRAPH_CACHE); they hold no provenance"
+    )
+
+
+def count_empty_records(paths: Iterable[str | os.PathLike[str]]) -> int:
+    """How many ``EmptyRecord`` the logs among ``paths`` hold (other files are passed over):
+    for a reader that found no provenance to say why, with ``empty_records_note``."""
+    logs = [p for p in paths if os.path.isfile(p) and looks_like_trace_log(p)]
+    return sum(isinstance(item, EmptyRecord) for log in logs for item in read_trace(log))
+
+
 def has_log_name(path: str | os.PathLike[str]) -> bool:
     """Whether the name is one torch gives TORCH_TRACE logs (``*.log``, ``dedicated_log_torch_trace*``)."""
     name = os.path.basename(path)
@@ -99,10 +135,11 @@ def read_trace(
     source: str | os.PathLike[str] | BinaryIO,
     *,
     names: Container[str] | None = LOGGED_ARTIFACTS,
-) -> Iterator[TraceEntry | Problem]:
+) -> Iterator[TraceEntry | EmptyRecord | Problem]:
     """Stream the records named in ``names`` (None: every record) and every problem found.
 
-    Problems inside a yielded record are on ``entry.problems``; problems elsewhere (lines that
+    A provenance record logged without a payload comes as an ``EmptyRecord``, never as a
+    ``TraceEntry``: it holds no artifact to read. Problems inside a yielded record are on ``entry.problems``; problems elsewhere (lines that
     are no record, records of other names that are damaged) are yielded as they are found,
     consecutive alike ones merged into one (``lines 10-20``).
     """
@@ -239,7 +276,7 @@ class _Reader:
         self.names = names
         self.run: tuple[str, int, int] | None = None  # (message, first line, last line)
 
-    def read(self, fh: BinaryIO) -> Iterator[TraceEntry | Problem]:
+    def read(self, fh: BinaryIO) -> Iterator[TraceEntry | EmptyRecord | Problem]:
         record: _Record | None = None
         for number, raw in enumerate(fh, 1):
             line = raw.rstrip(b"\n").rstrip(b"\r")
@@ -277,8 +314,11 @@ class _Reader:
         wanted = self.names is None or record_name(envelope) in self.names
         return _Record(number, envelope, keep=wanted)
 
-    def finish(self, record: _Record) -> Iterator[TraceEntry | Problem]:
+    def finish(self, record: _Record) -> Iterator[TraceEntry | EmptyRecord | Problem]:
         envelope = record.envelope
+        if record.lines is not None and logs_nothing(envelope):
+            yield EmptyRecord(record.line, record_name(envelope) or "unknown", compile_id(envelope))
+            return
         problems = []
         expected = envelope.get("has_payload")
         if expected is not None:

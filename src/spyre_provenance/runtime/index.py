@@ -190,7 +190,12 @@ def build(paths: Iterable[str | os.PathLike[str]] = ()) -> KernelIndex:
             sidecars += sidecars_under(path)
     if not any(g.keys for g in graphs):
         where = ", ".join(map(str, paths))
-        raise UnusableInput(where, "no kernel call sites found: no TORCH_TRACE log or graph folder with a node mapping")
+        logs = [p for p in folders if p.is_file()] + [log for p in folders if p.is_dir() for log in _trace_logs(p)]
+        empty = tracelog.count_empty_records(logs)  # a warm-cache log of an untracked compile: say so
+        why = f" ({tracelog.empty_records_note(empty)})" if empty else ""
+        raise UnusableInput(
+            where, f"no kernel call sites found: no TORCH_TRACE log or graph folder with a node mapping{why}"
+        )
     return KernelIndex(graphs, sidecars=sidecars)
 
 

@@ -54,6 +54,8 @@ class Result(msgspec.Struct):
     #: files holding the same artifact, checked and found as valid (a log record's graph
     #: folder file, ``fold_copies``): said on this result's line, not on lines of their own
     copies: list[str] = []
+    #: not verdicts: what was passed over and why (a log's empty provenance records)
+    notes: list[str] = []
 
     def where(self) -> str:
         """``path``, or ``path:[0/0] (line 1168)`` for an artifact inside a log."""
@@ -99,7 +101,7 @@ def by_rank(results: list[Result]) -> dict[int, list[Result]]:
     """The results of each rank, for a multi-rank run's per-rank report ({} without ranks)."""
     ranks: dict[int, list[Result]] = {}
     for r in results:
-        if r.rank is not None:
+        if r.rank is not None and not r.notes:  # a note is no artifact of the rank's
             ranks.setdefault(r.rank, []).append(r)
     return dict(sorted(ranks.items()))
 
@@ -114,7 +116,8 @@ def validate_paths(
     ``artifact=None`` and its one problem at ``$``.
     """
     options = Options(artifact=artifact, max_bytes=max_bytes, engine=engine)
-    return [r.as_report() for r in check_paths([str(p) for p in paths], options)]
+    results = check_paths([str(p) for p in paths], options)
+    return [r.as_report() for r in results if not r.notes]  # a note is no artifact's verdict
 
 
 def _check_path(path: Path, options: Options) -> list[Result]:
@@ -142,9 +145,13 @@ def _check_log(path: Path, options: Options, *, explicit: bool) -> list[Result]:
     names = {options.artifact} if options.artifact else LOGGED_ARTIFACTS
     results: list[Result] = []
     damage: list[Problem] = []
+    empty = 0
     for item in tracelog.read_trace(path, names=names):
         if isinstance(item, Problem):
             damage.append(item)
+            continue
+        if isinstance(item, tracelog.EmptyRecord):  # torch's "no provenance kept": not an artifact
+            empty += 1
             continue
         location = f"{path}:{item.compile_id or '[-/-]'}"
         try:
@@ -171,14 +178,20 @@ def _check_log(path: Path, options: Options, *, explicit: bool) -> list[Result]:
         failures = tracelog.compile_failures(path)
         if failures:
             raise UnusableInput(str(path), "; ".join(map(str, failures)))
+    note = tracelog.empty_records_note(empty) if empty else None
     if not results and explicit:
         which = options.artifact or "provenance artifacts"
-        raise UnusableInput(str(path), f"no {which} in this TORCH_TRACE log (was INDUCTOR_PROVENANCE=1 set?)")
+        raise UnusableInput(
+            str(path), f"no {which} in this TORCH_TRACE log ({note or 'was INDUCTOR_PROVENANCE=1 set?'})"
+        )
+    if note is not None:  # no verdict: a line saying what was passed over, and why
+        results.append(Result(str(path), "ok", LOG_ARTIFACT, notes=[note]))
     return results
 
 
 def _check_folder(folder: Path, options: Options) -> list[Result]:
     results: list[Result] = []
+    logs = 0
     for path in _walk(folder):
         try:
             if path.suffix == ".json":
@@ -186,13 +199,17 @@ def _check_folder(folder: Path, options: Options) -> list[Result]:
                 if artifact is not None and options.artifact in (None, artifact):
                     results.append(_check_json(path, artifact, options))
             elif tracelog.is_trace_log(path):
+                logs += 1
                 results.extend(_check_log(path, options, explicit=False))
         except UnusableInput as exc:
             results.append(Result(path=str(path), status="unusable", error=exc.what))
         except OSError as exc:
             results.append(Result(path=str(path), status="unusable", error=exc.strerror or str(exc)))
-    if not results:
-        raise UnusableInput(str(folder), "no provenance artifacts or TORCH_TRACE logs in this folder")
+    notes = [f"{r.path}: {n}" for r in results if r.artifact == LOG_ARTIFACT for n in r.notes]
+    if len(notes) == len(results):  # nothing checked, at most logs' notes of what was passed over
+        # truthful about the logs: found and read, they held no provenance artifact
+        nothing = "in this folder's files or TORCH_TRACE logs" if logs else "or TORCH_TRACE logs in this folder"
+        raise UnusableInput(str(folder), "; ".join([f"no provenance artifacts {nothing}", *notes]))
     return fold_copies(results)
 
 
@@ -222,7 +239,7 @@ def fold_copies(results: list[Result]) -> list[Result]:
     files: dict[_Key, list[Result]] = {}
     for r in results:
         key = _record_key(r) if r.line is not None else _file_key(r)
-        if key is not None and r.status == "ok":
+        if key is not None and r.status == "ok" and r.artifact != LOG_ARTIFACT:
             (records if r.line is not None else files).setdefault(key, []).append(r)
     folded: set[int] = set()
     for key, found in files.items():
