@@ -110,14 +110,15 @@ def float64_run(model: Any, calls: list[tuple[Any, ...]], train: bool) -> list[A
 
 
 def eagerly() -> contextlib.AbstractContextManager[object]:
-    """Every ``torch.compile`` the model makes itself run eagerly: a model may compile its own
-    parts (``DistributedDataParallel(torch.compile(seq))``), and a reference run that
-    compiled them would be stock Inductor's, not eager, and its graphs, made untracked,
-    would land in the model's log beside the tracked compile's (their compile ids too, as
-    ``torch._dynamo.reset`` starts those again) and in Inductor's cache without provenance."""
-    import torch
+    """The reference run logs nothing: a model may compile its own parts
+    (``DistributedDataParallel(torch.compile(seq))``), and the graphs its reference run
+    compiles, untracked, would land in the model's log beside the tracked compile's (their
+    compile ids too, as ``torch._dynamo.reset`` starts those again). They still compile: a
+    model's own ``torch.compile`` is how it runs (``torch.cond`` compiles even in eager mode,
+    so a stance forcing eager breaks it)."""
+    from spyre_provenance.capture import trace_log
 
-    return torch.compiler.set_stance("force_eager")
+    return trace_log.off()
 
 
 def copies(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
