@@ -54,3 +54,29 @@ def test_diagnostics_give_their_recorded_stacks() -> None:
     assert read_module_stacks(doc) == {"k:1": [[SEQ, LINEAR]]}
     assert read_module_stacks({"version": 5}) == {}
     assert read_module_stacks(None) == {}
+
+
+def test_a_model_files_class_is_named_by_the_files_stem_not_its_path(tmp_path) -> None:
+    """A ``PATH.py:FACTORY`` model is loaded under a module name spelling the file's whole
+    path; recorded under it, the diagnostics would hold the path (past ``--redact-paths``)
+    and differ by where the file lives."""
+    from spyre_provenance.compile.examples import load_model
+
+    model_file = tmp_path / "deep" / "my_model.py"
+    model_file.parent.mkdir()
+    model_file.write_text(
+        "import torch\n\nclass Block(torch.nn.Module):\n    def forward(self, x):\n        return x\n\n"
+        "def build(dtype=torch.float32):\n    return Block(), (torch.zeros(2, dtype=dtype),)\n"
+    )
+    module, _ = load_model(f"{model_file}:build")
+    recorded = recorded_stack({"L__self__": ("L['self']", type(module))})
+    assert recorded == [["", "my_model.Block"]]
+    text = recorded_stack({"L__self__": ("L['self']", f"<class '{type(module).__module__}.Block'>")})
+    assert text == [["", "my_model.Block"]]
+
+
+def test_a_damaged_stack_entry_is_passed_over_not_a_crash() -> None:
+    """``lookup`` and the summaries read diagnostics from logs without validating them: an
+    entry whose class is not a string (a hand-edited log) must not reach ``.name``."""
+    doc = {"module_stacks": {"k": [[["0", "torch.nn.Linear"], ["1", None], [2, "x"]]]}}
+    assert [[m.name for m in stack] for stack in read_module_stacks(doc)["k"]] == [["0: Linear"]]

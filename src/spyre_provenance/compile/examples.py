@@ -16,6 +16,8 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from spyre_provenance.model import names
+
 Factory = Callable[[torch.dtype], tuple[nn.Module, tuple[Tensor, ...]]]
 
 SEED = 0
@@ -242,7 +244,7 @@ def _import_file(path: Path) -> object:
     if not path.is_file():
         raise ModelLoadError(f"{path}: no such file")
     # A name derived from the path, so two model files never replace each other's module.
-    name = "spyre_provenance_model_" + "".join(c if c.isalnum() else "_" for c in str(path))
+    name = names.FILE_MODEL_MODULE + "".join(c if c.isalnum() else "_" for c in str(path))
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ModelLoadError(f"{path}: cannot be imported")

@@ -18,9 +18,12 @@ last part.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, NamedTuple
 
+from spyre_provenance.model import names
 from spyre_provenance.model.frames import frames, is_user_frame
 
 #: what a reader calls a place named by its module, beside "source line"
@@ -75,12 +78,24 @@ def module_path(fqn: str) -> str:
 
 def class_name(cls: Any) -> str:
     """A module class as recorded: its qualified name (a class object, or the text Dynamo
-    keeps where it has no class: ``"<class 'torch.nn.modules.linear.Linear'>"``)."""
+    keeps where it has no class: ``"<class 'torch.nn.modules.linear.Linear'>"``). A class of
+    a model file the compile loaded (``PATH.py:FACTORY``) is named by the file's stem, not by
+    the module name it was loaded under, which spells the file's whole path."""
     if isinstance(cls, type):
-        return f"{cls.__module__}.{cls.__qualname__}"
+        return f"{_module_name(cls.__module__)}.{cls.__qualname__}"
     text = str(cls)
     quoted = re.fullmatch(r"<class '([^']+)'>", text)
-    return quoted[1] if quoted else text
+    if not quoted:
+        return text
+    module, dot, rest = quoted[1].partition(".")
+    return f"{_module_name(module)}{dot}{rest}" if module.startswith(names.FILE_MODEL_MODULE) else quoted[1]
+
+
+def _module_name(module: str) -> str:
+    if not module.startswith(names.FILE_MODEL_MODULE):
+        return module
+    file = getattr(sys.modules.get(module), "__file__", None)
+    return Path(file).stem if file else "model"
 
 
 def recorded_stack(meta_stack: Any) -> list[list[str]]:
@@ -106,7 +121,11 @@ def read_module_stacks(diagnostics: Any) -> dict[str, list[list[ModuleCall]]]:
         if not isinstance(stacks, list):
             continue
         found[key] = [
-            [ModuleCall(m[0], m[1]) for m in stack if isinstance(m, list) and len(m) == 2]
+            [
+                ModuleCall(m[0], m[1])
+                for m in stack
+                if isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m)
+            ]
             for stack in stacks
             if isinstance(stack, list)
         ]

@@ -60,6 +60,9 @@ INFERRED_PRE_GRAD_REASONS = ("seq_nr", "write-back", "consumer", "inputs", "subg
 #: a label: ``lookup`` and ``annotate`` name the model by it, not by the log's file name
 #: (torch names a TORCH_TRACE log at random). Not a provenance artifact: no schema, no file.
 MODEL_LABEL = "spyre_provenance_model_label"
+#: The module name a model file (``PATH.py:FACTORY``) is loaded under starts so, the rest
+#: spelling its path (``compile.examples``); what records a class names it by the file's stem.
+FILE_MODEL_MODULE = "spyre_provenance_model_"
 #: What ``lookup --format json`` prints: a document with a schema, never a file of a compile.
 LOOKUP = "provenance_lookup"
 #: What ``annotate --summary --format json`` prints: kernel time per source line and module.
