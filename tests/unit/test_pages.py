@@ -51,3 +51,16 @@ def test_refused_tlparse_failure_raises_before_the_viewer_page(tmp_path: Path, f
     with pytest.raises(UnusableInput, match="cannot parse"):
         pages.write(folder, folder / "tlparse", tlparse=failing_tlparse, refuse=True)
     assert sorted(p.name for p in folder.iterdir()) == ["model.log"]
+
+
+def test_a_compile_folder_named_trace_keeps_its_own_viewer_page(tmp_path) -> None:
+    """``open`` on a compile folder's ``trace/`` writes the viewer page beside the compile
+    folder; a compile folder the user named ``trace`` (``compile --out runs/trace``) holds
+    graph folders and is its own (the page once went to ``runs/``)."""
+    from spyre_provenance.viewer.pages import viewer_folder
+
+    named_trace = tmp_path / "runs" / "trace"
+    (named_trace / "graph_mlp_00_0-0_inference").mkdir(parents=True)
+    (named_trace / "trace").mkdir()
+    assert viewer_folder(named_trace) == named_trace
+    assert viewer_folder(named_trace / "trace") == named_trace

@@ -22,6 +22,7 @@ import msgspec
 from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.logs import tlparse_render
 from spyre_provenance.logs.tlparse_render import GraphPage
+from spyre_provenance.model import folders
 from spyre_provenance.model.layout import Layout
 
 if TYPE_CHECKING:
@@ -155,7 +156,10 @@ def write(
 
 def viewer_folder(target: Path) -> Path:
     """The folder whose viewer page stands beside ``target``'s tlparse pages: a compile
-    folder's own, for its log or trace folder."""
+    folder's own, for its log or trace folder. A compile folder the user named ``trace``
+    (``compile --out runs/trace``) is its own: it holds graph folders."""
+    if target.is_dir() and any(target.glob(f"{folders.GRAPH_PREFIX}*")):
+        return target
     owner = Layout.of_log(target) if target.is_file() else Layout.of_trace_dir(target)
     return owner.out if owner is not None else target
 
