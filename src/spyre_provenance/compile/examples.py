@@ -16,8 +16,6 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from spyre_provenance.model import names
-
 Factory = Callable[[torch.dtype], tuple[nn.Module, tuple[Tensor, ...]]]
 
 SEED = 0
@@ -243,8 +241,11 @@ def _cast(value: object, dtype: torch.dtype) -> object:
 def _import_file(path: Path) -> object:
     if not path.is_file():
         raise ModelLoadError(f"{path}: no such file")
+    # imported here: a line added above the models would move their lines, which goldens hold
+    from spyre_provenance.model.names import FILE_MODEL_MODULE
+
     # A name derived from the path, so two model files never replace each other's module.
-    name = names.FILE_MODEL_MODULE + "".join(c if c.isalnum() else "_" for c in str(path))
+    name = FILE_MODEL_MODULE + "".join(c if c.isalnum() else "_" for c in str(path))
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ModelLoadError(f"{path}: cannot be imported")
