@@ -31,13 +31,11 @@ PROGRAM = SCRIPTS / "eager" / "spyre_main_program.py"
 REGION = "Torch-Compiled Region: "
 
 
-@pytest.fixture(scope="session")
-def spyre_eager(tmp_path_factory: pytest.TempPathFactory, torch_spyre_env: dict[str, str]) -> Path:
-    root = tmp_path_factory.mktemp("spyre_eager")
-    env = {**torch_spyre_env, "TORCH_TRACE": str(root / "torch_trace")}
-    env["PYTHONPATH"] = f"{Path(__file__).resolve().parents[2] / 'src'}:{env['PYTHONPATH']}"
+def _run_booted(program: Path, root: Path, env: dict[str, str]) -> Path:
+    """``program OUT TRACE`` in a process booted on the stand-in, this checkout's package first."""
+    env = {**env, "PYTHONPATH": f"{Path(__file__).resolve().parents[2] / 'src'}:{env['PYTHONPATH']}"}
     done = subprocess.run(
-        [sys.executable, str(PROGRAM), str(root / "out"), str(root / "trace.json")],
+        [sys.executable, str(program), str(root / "out"), str(root / "trace.json")],
         env=env,
         capture_output=True,
         text=True,
@@ -46,6 +44,12 @@ def spyre_eager(tmp_path_factory: pytest.TempPathFactory, torch_spyre_env: dict[
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return root
+
+
+@pytest.fixture(scope="session")
+def spyre_eager(tmp_path_factory: pytest.TempPathFactory, torch_spyre_env: dict[str, str]) -> Path:
+    root = tmp_path_factory.mktemp("spyre_eager")
+    return _run_booted(PROGRAM, root, {**torch_spyre_env, "TORCH_TRACE": str(root / "torch_trace")})
 
 
 def test_torch_spyre_mains_per_op_compiles_are_recognized(spyre_eager):
@@ -124,21 +128,7 @@ REGISTERED = SCRIPTS / "eager" / "spyre_main_registered.py"
 
 @pytest.fixture(scope="session")
 def registered_run(tmp_path_factory: pytest.TempPathFactory, torch_spyre_env: dict[str, str]) -> Path:
-    root = tmp_path_factory.mktemp("spyre_registered")
-    env = {
-        **torch_spyre_env,
-        "PYTHONPATH": f"{Path(__file__).resolve().parents[2] / 'src'}:{torch_spyre_env['PYTHONPATH']}",
-    }
-    done = subprocess.run(
-        [sys.executable, str(REGISTERED), str(root / "out"), str(root / "trace.json")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return root
+    return _run_booted(REGISTERED, tmp_path_factory.mktemp("spyre_registered"), torch_spyre_env)
 
 
 def test_torch_spyre_mains_registered_kernel_is_placed_on_the_line_that_called_it(registered_run):
