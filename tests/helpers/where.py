@@ -19,6 +19,16 @@ STAND_INS = TESTS / "stand_ins"
 SCRIPTS = TESTS / "scripts"
 
 
+def golden_graphs(case: str, into: Path) -> Path:
+    """A copy of golden case ``case``'s graph folders in ``into`` (an out folder a test may
+    write in), returned."""
+    import shutil
+
+    for sub in (GOLDEN / case).glob("graph_*"):
+        shutil.copytree(sub, into / sub.name)
+    return into
+
+
 def regressions(module: Path) -> Path:
     """The pytest-regressions data folder of a test module (``data/regressions/<stem>``)."""
     return DATA / "regressions" / Path(module).stem

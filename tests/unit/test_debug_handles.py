@@ -8,26 +8,22 @@ provenance key where a test needs the key's path (OpSpec artifact v2 records one
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
+from helpers.where import golden_graphs  # tests/ is on sys.path
 from spyre_provenance.model.kernel_keys import MalformedHandles, event_handle_ids
 from spyre_provenance.runtime import index as kernel_index
 from spyre_provenance.runtime.annotate import PREFIX, annotate
 
-GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "mlp_train"
 BACKWARD = "graph_01_0-0_backward"
 KEY = "abcdefghijklmnop"
 
 
 @pytest.fixture
 def out(tmp_path: Path) -> Path:
-    folder = tmp_path / "out"
-    for sub in GOLDEN.glob("graph_*"):
-        shutil.copytree(sub, folder / sub.name)
-    return folder
+    return golden_graphs("mlp_train", tmp_path / "out")
 
 
 def _site(out: Path) -> tuple[str, list[str]]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.where import golden_graphs  # tests/ is on sys.path
 from spyre_provenance.viewer import data, inputs, sources, timing
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "mlp_train"
@@ -21,10 +22,7 @@ _DATA = re.compile(r'<script type="application/json" id="data">(.*?)</script>', 
 
 @pytest.fixture
 def out(tmp_path: Path) -> Path:
-    folder = tmp_path / "out"
-    for sub in GOLDEN.glob("graph_*"):
-        shutil.copytree(sub, folder / sub.name)
-    return folder
+    return golden_graphs("mlp_train", tmp_path / "out")
 
 
 def _embedded(html: Path) -> dict:

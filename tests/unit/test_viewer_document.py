@@ -16,12 +16,12 @@ import msgspec
 import pytest
 
 from bench import viewer as bench_viewer
+from helpers.where import golden_graphs  # tests/ is on sys.path
 from spyre_provenance.model import viewer_records as records
 from spyre_provenance.model.names import COMPARE, VIEWER_DOCUMENT
 from spyre_provenance.validate import schemas
 from spyre_provenance.viewer import compared, data, relation
 
-GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "mlp_train"
 RECORDS = [
     records.ViewerDocument,
     records.ViewerGraph,
@@ -66,10 +66,7 @@ def _check(doc: dict[str, Any]) -> records.ViewerDocument:
 
 @pytest.fixture
 def out(tmp_path: Path) -> Path:
-    folder = tmp_path / "out"
-    for sub in GOLDEN.glob("graph_*"):
-        shutil.copytree(sub, folder / sub.name)
-    return folder
+    return golden_graphs("mlp_train", tmp_path / "out")
 
 
 def test_a_folders_document_is_the_contracts(out):
