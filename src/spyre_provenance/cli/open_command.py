@@ -64,8 +64,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{page.label.ljust(width)}  {page.page}{page.note}")
     _print_viewer(written, width)
     if not mapped:
-        empty = tracelog.count_empty_records(logs)  # a warm-cache log of an untracked compile: say so
-        why = f" ({tracelog.empty_records_note(empty)})" if empty else ""
+        why = tracelog.empty_records_aside(logs)
         print(f"{target}: no compiled graph with a provenance mapping in the log{why}", file=sys.stderr)
         return EXIT_FOUND_WANTING
     if not args.no_browser:

@@ -100,10 +100,16 @@ def empty_records_note(count: int) -> str:
 
 
 def count_empty_records(paths: Iterable[str | os.PathLike[str]]) -> int:
-    """How many ``EmptyRecord`` the logs among ``paths`` hold (other files are passed over):
-    for a reader that found no provenance to say why, with ``empty_records_note``."""
+    """How many ``EmptyRecord`` the logs among ``paths`` hold (other files are passed over)."""
     logs = [p for p in paths if os.path.isfile(p) and looks_like_trace_log(p)]
     return sum(isinstance(item, EmptyRecord) for log in logs for item in read_trace(log))
+
+
+def empty_records_aside(paths: Iterable[str | os.PathLike[str]]) -> str:
+    """For a reader that found no provenance in the logs among ``paths``: `` (why)`` when they
+    hold empty records (a warm-cache log of an untracked compile), else nothing."""
+    empty = count_empty_records(paths)
+    return f" ({empty_records_note(empty)})" if empty else ""
 
 
 def has_log_name(path: str | os.PathLike[str]) -> bool:

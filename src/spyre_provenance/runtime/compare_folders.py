@@ -295,7 +295,7 @@ def _object(value: Any) -> dict[str, Any]:
 class _NodeLines:
     """Which post-grad nodes of a graph carry which line, where its log printed the graph
     with each node's frame (``logs.post_grad.node_frames``); the ops of a line's nodes are
-    ``runtime.lookup``'s own ops of a call site (``GraphView._own_ops``), its nodes those
+    ``runtime.lookup``'s own ops of a call site (``GraphView.own_ops``), its nodes those
     at the line."""
 
     def __init__(self, graph: IndexedGraph, users: dict[str, bool], codes: dict[Where, str]) -> None:
@@ -328,7 +328,7 @@ class _NodeLines:
             for where in at:
                 nodes_at.setdefault(where, []).append(node)
         view = GraphView.of(self.graph)
-        return {where: view._own_ops(nodes) for where, nodes in nodes_at.items()}
+        return {where: view.own_ops(nodes) for where, nodes in nodes_at.items()}
 
     def _user(self, file: str) -> bool:
         if file not in self.users:

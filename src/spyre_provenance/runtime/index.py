@@ -191,8 +191,7 @@ def build(paths: Iterable[str | os.PathLike[str]] = ()) -> KernelIndex:
     if not any(g.keys for g in graphs):
         where = ", ".join(map(str, paths))
         logs = [p for p in folders if p.is_file()] + [log for p in folders if p.is_dir() for log in _trace_logs(p)]
-        empty = tracelog.count_empty_records(logs)  # a warm-cache log of an untracked compile: say so
-        why = f" ({tracelog.empty_records_note(empty)})" if empty else ""
+        why = tracelog.empty_records_aside(logs)
         raise UnusableInput(
             where, f"no kernel call sites found: no TORCH_TRACE log or graph folder with a node mapping{why}"
         )

@@ -235,7 +235,7 @@ class GraphView:
         comment = self._wrapper_aten.get(key)
         if comment is not None and split_key(key)[0] in self._defined:
             return comment, "wrapper comment"
-        own = self._own_ops(post)
+        own = self.own_ops(post)
         if comment is not None:
             packets = {_packet(o) for o in own}
             kept = [op for op in comment if _packet(op) in packets]
@@ -251,7 +251,7 @@ class GraphView:
             return sorted(set(from_handles)), "OpSpec handles"
         return own, ("post-grad nodes" if own else None)
 
-    def _own_ops(self, post: list[str]) -> list[str]:
+    def own_ops(self, post: list[str]) -> list[str]:
         """The ops of the post-grad nodes ``post``, each once: ATen and prims ops only (a
         getitem or a symbolic expression is no ATen op)."""
         ops = self.node_ops()
