@@ -299,7 +299,7 @@ def test_compare_lost_mapping_added_and_removed_kernels_and_toolchains() -> None
     kernels = new.graphs[0].kernels
     kernels[0].mapped = kernels[0].linked = False
     kernels[1].key, kernels[1].nodes = "sdsc_brand_new_9:9", ["other"]
-    changes = report.compare(old, new)
+    changes = report.changes_between(old, new)
     head = "graph 0/0 inference"
     assert changes.failures == [
         f"{head}: kernel {kernels[0].key} lost its mapping (was [{', '.join(old.graphs[0].kernels[0].nodes)}])"
@@ -311,17 +311,17 @@ def test_compare_lost_mapping_added_and_removed_kernels_and_toolchains() -> None
     assert f"{head}: kernel added: sdsc_brand_new_9:9 -> [other]" in changes.lines
     assert changes.toolchains[0].startswith("previous run: torch ") and changes.fell
     # coverage that rose is a change, never a failure
-    rose = report.compare(new, old)
+    rose = report.changes_between(new, old)
     assert rose.failures == [] and f"{head}: kernel {kernels[0].key} is mapped now" in rose.lines
-    assert report.compare(old, old).lines == []
+    assert report.changes_between(old, old).lines == []
     # mapped still, but no longer linked on the page: a loss as well
     unlinked = copy.deepcopy(old)
     unlinked.graphs[0].kernels[1].linked = False
     key = unlinked.graphs[0].kernels[1].key
-    assert report.compare(old, unlinked).failures == [
+    assert report.changes_between(old, unlinked).failures == [
         f"{head}: kernel {key} is no longer linked on the provenance page"
     ]
-    assert report.compare(unlinked, old).failures == []
+    assert report.changes_between(unlinked, old).failures == []
 
 
 def test_drops_are_the_first_fall_only() -> None:

@@ -59,7 +59,7 @@ def bundle_folder(root: Path, handles: dict[str, dict | None], label: str = "m-m
 def diff(tmp_path: Path, a: dict, b: dict) -> list[str]:
     pa = golden.load(bundle_folder(tmp_path / "a", a))
     pb = golden.load(bundle_folder(tmp_path / "b", b, label="other-make"))  # labels never count
-    return [str(c) for c in golden.compare(pa, pb, golden.Roots(), labels=("A", "B")).changes]
+    return [str(c) for c in golden.differences(pa, pb, golden.Roots(), labels=("A", "B")).changes]
 
 
 B0, B1 = f"{KERNEL}/sdsc_0.json", f"{KERNEL}/sdsc_1.json"
@@ -98,7 +98,7 @@ def test_a_null_handle_is_a_handle_lost_or_gained(tmp_path):
 def test_one_side_without_any_bundles_says_so(tmp_path):
     with_bundles = golden.load(bundle_folder(tmp_path, {B0: handle(), B1: None}))
     without = golden.Provenance("B", {})
-    comparison = golden.compare(with_bundles, without, golden.Roots(), labels=("A", "B"))
+    comparison = golden.differences(with_bundles, without, golden.Roots(), labels=("A", "B"))
     assert [str(c) for c in comparison.changes] == ["SuperDSC bundles only in A (2 bundle(s))"]
 
 
@@ -198,7 +198,7 @@ def test_editing_a_golden_bundle_handle_is_a_change(tmp_path):
     edited["source"]["start_line"] += 2
     doc["bundles"][key] = edited
     file.write_text(json.dumps(doc, indent=2))
-    comparison = golden.compare(golden.read_case(GOLDEN / "mlp"), golden.read_case(tmp_path / "mlp"))
+    comparison = golden.differences(golden.read_case(GOLDEN / "mlp"), golden.read_case(tmp_path / "mlp"))
     old, new = first["source"]["start_line"], edited["source"]["start_line"]
     assert [str(c) for c in comparison.changes] == [
         f"bundle {key}: debug_handle_ source {first['source']['file']}:{old} -> {first['source']['file']}:{new}"
@@ -233,7 +233,7 @@ def test_a_compile_and_its_own_log_are_the_same_provenance(compile_case):
     out, log = golden.load(case.out), golden.load(case.log)
     assert out.bundles and log.bundles is None and not log.holds_bundles
     for a, b in ((out, log), (log, out)):
-        comparison = golden.compare(a, b, labels=("A", "B"))
+        comparison = golden.differences(a, b, labels=("A", "B"))
         assert comparison.changes == []
         assert [h for h in comparison.hints if "SuperDSC bundles not compared" in h] == [
             f"SuperDSC bundles not compared: {'B' if b is log else 'A'} is a TORCH_TRACE log, which holds none"

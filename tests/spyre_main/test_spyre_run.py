@@ -121,7 +121,7 @@ def test_the_same_provenance_modulo_what_the_normaliser_normalises(spyre_run, sp
     compiled = store.load(spyre_compile.out).normalized(None)
     assert ran.files() == compiled.files()
     assert sorted({rel.split("/")[0] for rel in ran.files()}) == [GRAPH]
-    assert golden.compare(compiled, ran, None, labels=("compile", "run")).changes == []
+    assert golden.differences(compiled, ran, None, labels=("compile", "run")).changes == []
 
 
 def test_the_same_superdsc_bundles(spyre_run, spyre_compile):

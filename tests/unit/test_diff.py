@@ -1,4 +1,4 @@
-"""``golden.compare`` and ``spyre-provenance diff``: one readable line per change (no compile)."""
+"""``golden.differences`` and ``spyre-provenance diff``: one readable line per change (no compile)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ BASE_PRE = {"linear": ["permute", "mm", "add"], "h": ["relu"], "linear_1": ["mm_
 def changes(cpp_b=None, pre_b=None, cpp_a=BASE_CPP, pre_a=BASE_PRE) -> list[str]:
     a = golden.Provenance("A", {"g": {NODE_MAPPINGS: mappings(cpp_a, pre_a)}})
     b = golden.Provenance("B", {"g": {NODE_MAPPINGS: mappings(cpp_b or cpp_a, pre_b or pre_a)}})
-    return [c.text for c in golden.compare(a, b, golden.Roots()).changes]
+    return [c.text for c in golden.differences(a, b, golden.Roots()).changes]
 
 
 def test_equal_is_no_change():
@@ -80,7 +80,7 @@ def test_one_node_name_edited_in_one_place_is_one_line():
     a = mappings(BASE_CPP, BASE_PRE)
     edited = copy.deepcopy(a)
     edited["cppCodeToPost"]["k_fused_0:1"][3] = "relux"  # only there: the file is now inconsistent
-    got = golden.compare(
+    got = golden.differences(
         golden.Provenance("golden", {"g": {NODE_MAPPINGS: edited}}), golden.Provenance("now", {"g": {NODE_MAPPINGS: a}})
     )
     assert [str(c) for c in got.changes] == ["g: kernel k_fused_0:1: post-grad node relux -> relu"]
@@ -111,7 +111,7 @@ def test_an_inverse_map_that_disagrees_is_reported():
     a = mappings(BASE_CPP, BASE_PRE)
     b = copy.deepcopy(a)
     b["postToCppCode"]["relu"] = ["k_1:2"]
-    got = golden.compare(
+    got = golden.differences(
         golden.Provenance("A", {"g": {NODE_MAPPINGS: a}}), golden.Provenance("B", {"g": {NODE_MAPPINGS: b}})
     )
     assert [c.text for c in got.changes] == ["postToCppCode[relu]: kernel k_fused_0:1 -> k_1:2"]
@@ -120,7 +120,7 @@ def test_an_inverse_map_that_disagrees_is_reported():
 def test_version_and_unknown_keys_never_pass_silently():
     a = mappings(BASE_CPP, BASE_PRE)
     b = {**a, "version": 1.0, "extra": 1}
-    got = golden.compare(
+    got = golden.differences(
         golden.Provenance("A", {"g": {NODE_MAPPINGS: a}}), golden.Provenance("B", {"g": {NODE_MAPPINGS: b}})
     )
     assert [c.text for c in got.changes] == ["version 2.0 -> 1.0", 'node mappings["extra"] added: 1']
@@ -143,7 +143,7 @@ def edit(folder: Path, rel: str, change) -> None:
 
 
 def diff_lines(a: Path, b: Path) -> list[str]:
-    return [c.text for c in golden.compare(golden.load(a), golden.load(b)).changes]
+    return [c.text for c in golden.differences(golden.load(a), golden.load(b)).changes]
 
 
 def test_stack_trace_moved(case):
@@ -209,7 +209,7 @@ def test_different_cases_explain_backend_changes():
 
 def test_manifests_give_hints_not_changes(case):
     edit(case, golden.MANIFEST, lambda d: d.update(torch="2.12.0", dtype="float16"))
-    got = golden.compare(golden.load(GOLDEN / "mlp"), golden.load(case), labels=("golden", "copy"))
+    got = golden.differences(golden.load(GOLDEN / "mlp"), golden.load(case), labels=("golden", "copy"))
     assert got.equal
     assert got.hints[0].startswith(f"golden was made with torch {golden.torch_version()}, copy with torch 2.12.0")
     assert got.hints[1] == 'golden has dtype "float32", copy has "float16"'

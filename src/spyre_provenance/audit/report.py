@@ -5,7 +5,7 @@ stale whenever the compiler moved. Here it is data: ``capture.audit_probe`` coun
 the tracked compile, which provenance fields the live objects of each stage carry
 (``model.audit_records.Stage``); this module turns those counts into the audit document
 (``make_audit``), finds where each field's coverage first falls (``find_drops``), compares
-two audits (``compare``: exit 1 when a field's coverage fell or a kernel lost its mapping)
+two audits (``changes_between``: exit 1 when a field's coverage fell or a kernel lost its mapping)
 and renders the tables (``render_markdown``) and the short form ``audit`` prints
 (``render_short``).
 
@@ -174,7 +174,7 @@ def toolchain_text(audit: AuditV1) -> str:
     return f"{torch}, {spyre}, spyre-provenance {t.spyre_provenance}"
 
 
-def compare(old: AuditV1, new: AuditV1) -> Changes:
+def changes_between(old: AuditV1, new: AuditV1) -> Changes:
     """Everything that moved from ``old`` (the previous run) to ``new``."""
     lines: list[str] = []
     failures: list[str] = []

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         if kind_a != kind_b:
             raise UnusableInput(args.b, f"is {kind_b}, while {args.a} is {kind_a}: nothing to compare")
     roots = golden.Roots.default(*(args.root or []))
-    comparison = golden.compare(a, b, roots, labels=(args.a, args.b))
+    comparison = golden.differences(a, b, roots, labels=(args.a, args.b))
     print(golden.render(comparison, args.a, args.b))
     return Verdict.judge(wanting=[] if comparison.equal else [f"{args.a} and {args.b} differ"]).exit_code
 

@@ -88,7 +88,7 @@ def run_eager(loaded: LoadedModel, *, train: bool = False) -> list[Any]:
 
 
 def float64_run(model: Any, calls: list[tuple[Any, ...]], train: bool) -> list[Any] | None:
-    """Eager in float64, the judge past the tolerance (``numerics.compare``); None when the
+    """Eager in float64, the judge past the tolerance (``numerics.check``); None when the
     model cannot run in float64 (then the tolerance's verdict stands)."""
     import torch
 

@@ -289,7 +289,7 @@ def _write_audit(report: CompileReport, layout: Layout, previous: AuditV1 | None
     from spyre_provenance.compile.audit_files import build, write
 
     document = build(report)
-    changes = provenance_audit.compare(previous, document) if previous is not None else None
+    changes = provenance_audit.changes_between(previous, document) if previous is not None else None
     try:
         written, problems = write(report, layout, document, changes, str(against) if against is not None else None)
     except UnusableInput as exc:

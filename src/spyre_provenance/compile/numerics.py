@@ -1,7 +1,7 @@
 """Does the compiled output match eager: the tolerances, and past them a float64 run of
 eager as the judge, by Dynamo's own accuracy rule.
 
-``compare`` takes the compiled outputs (then gradients) and eager's, as flat lists of
+``check`` takes the compiled outputs (then gradients) and eager's, as flat lists of
 tensors in the same order, and, only when the tolerance is missed, asks for the float64
 run (``compile.tracked`` makes it). torch is imported inside the functions.
 """
@@ -32,7 +32,7 @@ class PrecisionCheck(msgspec.Struct, frozen=True):
     eager_max_error: float  # the largest difference between eager and float64 over all tensors
 
 
-class Comparison(msgspec.Struct, frozen=True):
+class NumericsCheck(msgspec.Struct, frozen=True):
     """The compiled output against eager's."""
 
     matches: bool
@@ -42,7 +42,7 @@ class Comparison(msgspec.Struct, frozen=True):
     output_scale: float  # the largest magnitude of eager's outputs and gradients
 
 
-def compare(got: list[Any], reference: list[Any], float64: Callable[[], list[Any] | None]) -> Comparison:
+def check(got: list[Any], reference: list[Any], float64: Callable[[], list[Any] | None]) -> NumericsCheck:
     """``got`` against ``reference`` within the tolerance of their dtype, scaled by the
     outputs' magnitude; past it (a bug, or a model that amplifies rounding: train-mode
     BatchNorm over two values), ``float64()`` (eager in float64; None when the model cannot
@@ -56,7 +56,7 @@ def compare(got: list[Any], reference: list[Any], float64: Callable[[], list[Any
     if not matches and len(got) == len(reference):
         precision = _precision(got, reference, float64())
         matches = precision is not None and precision.within
-    return Comparison(matches, error, precision, _scale(reference) if reference else 0.0)
+    return NumericsCheck(matches, error, precision, _scale(reference) if reference else 0.0)
 
 
 def _precision(got: list[Any], reference: list[Any], truth: list[Any] | None) -> PrecisionCheck | None:

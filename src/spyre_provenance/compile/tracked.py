@@ -153,7 +153,7 @@ def _compared_with_eager(
         calls = [copies(call) for call in loaded.calls]
         got = _fallback_random_run(copy.deepcopy(pristine), calls, backend, train)
         compared = COMPARED_FALLBACK_RANDOM
-    compared_with = numerics.compare(
+    compared_with = numerics.check(
         got, reference, lambda: float64_run(pristine, [copies(call) for call in loaded.calls], train)
     )
     return _report(

@@ -10,7 +10,7 @@ A *golden case* is a folder ``golden/<case>/`` laid out like a compile's ``--out
     superdsc_bundle_handles.json        (backends with bundles) each bundle's debug_handle_
 
 An *audit case* (``Case.audit``) holds ``manifest.json`` and ``provenance_audit.json`` only,
-compared by its counts (``spyre_provenance.audit.report.compare``).
+compared by its counts (``spyre_provenance.audit.report.changes_between``).
 
 The folder's modules, one line each: docs/contributing.md, *What each folder holds*
 (``tests/unit/test_folder_map.py`` holds that map).
@@ -30,7 +30,7 @@ from spyre_provenance.golden.cases import (
     source_checkout,
     torch_version,
 )
-from spyre_provenance.golden.diff import Change, Comparison, compare, render
+from spyre_provenance.golden.diff import Change, Differences, differences, render
 from spyre_provenance.golden.normalize import (
     BUNDLE_HANDLES,
     Roots,
@@ -61,11 +61,11 @@ __all__ = [
     "MANIFEST",
     "Case",
     "Change",
-    "Comparison",
+    "Differences",
     "Provenance",
     "Roots",
     "case_manifest",
-    "compare",
+    "differences",
     "dumps",
     "fresh_case",
     "graph_names",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from spyre_provenance.base.errors import UnusableInput, Verdict
 from spyre_provenance.golden.cases import Case
-from spyre_provenance.golden.diff import compare
+from spyre_provenance.golden.diff import differences
 from spyre_provenance.golden.store import (
     Provenance,
     fresh_case,
@@ -89,7 +89,7 @@ def check_case(case: Case, compiled: CaseCompile, folder: Path) -> tuple[list[st
         return [
             f"{head}: FAILED: no golden in {_show(folder)} (run: spyre-provenance golden update {case.name})"
         ], False
-    comparison = compare(expected, fresh, labels=(_show(folder), "this compile"))
+    comparison = differences(expected, fresh, labels=(_show(folder), "this compile"))
     violations = coverage_violations(compiled, fresh)
     failure = compiled.failure()
     problems = len(comparison.changes) + len(violations) + bool(failure)
@@ -124,7 +124,7 @@ def update_case(case: Case, compiled: CaseCompile, folder: Path) -> tuple[list[s
         return [f"{head}: created {_show(folder)} ({len(files)} files)"], True
     if unchanged and not stale:
         return [f"{head}: unchanged"], True
-    comparison = compare(previous, fresh, labels=("the old golden", "this compile"))
+    comparison = differences(previous, fresh, labels=("the old golden", "this compile"))
     lines = [f"{head}: updated {_show(folder)}, {len(comparison.changes)} change(s)"]
     lines += [f"  {change}" for change in comparison.changes]
     lines += [f"  removed {rel}" for rel in stale]

@@ -1,6 +1,6 @@
 """The structural diff: two sets of artifacts explained the way a person asks about them.
 
-``compare(a, b)`` normalizes both sides, pairs their graphs (by name, then by position),
+``differences(a, b)`` normalizes both sides, pairs their graphs (by name, then by position),
 and lists kernels added, removed or renamed, post-grad nodes gained or lost per kernel,
 pre/post links changed, stack-trace and OpSpec handle changes; ``render`` prints it, one
 line per change, with the manifests' hints. Handles and bundles are compared in
@@ -64,7 +64,7 @@ class Change:
 
 
 @dataclasses.dataclass
-class Comparison:
+class Differences:
     changes: list[Change]
     hints: list[str]
 
@@ -73,9 +73,9 @@ class Comparison:
         return not self.changes
 
 
-def compare(
+def differences(
     a: Provenance, b: Provenance, roots: Roots | None = None, *, labels: tuple[str, str] = ("A", "B")
-) -> Comparison:
+) -> Differences:
     """Normalize both sides, then explain every difference (A is the old side, B the new).
 
     ``labels`` name the sides in hints (a torch mismatch between the manifests is a hint:
@@ -103,23 +103,23 @@ def compare(
         hints.append(f"provenance audit not compared: only {labels[0] if b.audit is None else labels[1]} has one")
     logs = [label for side, label in zip((a, b), labels, strict=True) if not side.holds_bundles]
     if a.audit is not None and b.audit is not None and not a.graphs and not b.graphs:
-        return Comparison(changes, hints)  # two audits: nothing else to compare
+        return Differences(changes, hints)  # two audits: nothing else to compare
     if logs:
         hints.append(f"SuperDSC bundles not compared: {' and '.join(logs)} is a TORCH_TRACE log, which holds none")
-        return Comparison(changes, hints)
+        return Differences(changes, hints)
     try:
         changes += [Change("", line) for line in bundle_lines(a.bundles, b.bundles, labels)]
     except Malformed as bad:
         raise UnusableInput((a if bad.side == "A" else b).label, str(bad)) from None
-    return Comparison(changes, hints)
+    return Differences(changes, hints)
 
 
 def audit_changes(a: Any, b: Any) -> list[Change]:
-    """The provenance audits' changes (``audit_report.compare``), one per line, when both sides
+    """The provenance audits' changes (``audit_report.changes_between``), one per line, when both sides
     have one. Coverage that fell is said so in the line."""
     if a is None or b is None:
         return []
-    found = report.compare(report.from_document(a), report.from_document(b))
+    found = report.changes_between(report.from_document(a), report.from_document(b))
     return [Change("audit", line) for line in found.lines]
 
 
@@ -128,7 +128,7 @@ def _rank_part(graph: str) -> str:
     return graph.split("/", 1)[0] if "/" in graph else ""
 
 
-def render(comparison: Comparison, a_label: str, b_label: str) -> str:
+def render(comparison: Differences, a_label: str, b_label: str) -> str:
     """The text ``diff`` and ``golden check`` print: a headline, one line per change, hints."""
     n = len(comparison.changes)
     if not n:

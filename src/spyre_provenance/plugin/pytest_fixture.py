@@ -109,7 +109,7 @@ class ProvenanceRegression:
         files = provenance.files()
         expected = golden.read_case(case_dir)
         comparison = (
-            golden.compare(expected, provenance, self.roots, labels=(_rel(case_dir, self.request), "this run"))
+            golden.differences(expected, provenance, self.roots, labels=(_rel(case_dir, self.request), "this run"))
             if expected is not None
             else None
         )
