@@ -76,7 +76,7 @@ def compile_request(request: CompileRequest, *, announce: Announce | None = None
     if started is None:  # the parent: torchrun's launcher starts a process per rank
         from spyre_provenance.compile import ranks
 
-        return ranks.run(request, layout)
+        return ranks.compile_ranks(request, layout)
     return _compile_rank(request, layout, *started, announce)
 
 

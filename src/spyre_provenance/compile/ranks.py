@@ -142,7 +142,7 @@ class RanksOutcome(msgspec.Struct):
         return Verdict.of_exit(self.exit_code, self.problems[-1] if self.problems else "")
 
 
-def run(request: CompileRequest, layout: Layout) -> RanksOutcome:
+def compile_ranks(request: CompileRequest, layout: Layout) -> RanksOutcome:
     """Start ``request.ranks`` processes through torchrun's launcher, each the ``compile`` of
     one rank into ``layout.rank(r)``, wait for them, and render tlparse's multi-rank report
     and the viewer's page."""
