@@ -66,6 +66,17 @@ def _new_temporary(folder: Path) -> tuple[int, Path]:
             continue
 
 
+#: A file as it is now: (real path, inode, size, modification time in ns). Two reads with the
+#: same stamp read the same bytes, short of a writer that keeps all four (none of ours does).
+Stamp = tuple[str, int, int, int]
+
+
+def stamp(path: str | os.PathLike[str]) -> Stamp:
+    """The file's stamp; raises OSError as ``os.stat`` does."""
+    found = os.stat(path)
+    return (os.path.realpath(path), found.st_ino, found.st_size, found.st_mtime_ns)
+
+
 def make_folders(path: str | os.PathLike[str]) -> list[Path]:
     """``path`` and its missing parents made, as ``mkdir -p`` makes them; returns the ones
     this call made, outermost first, so that its caller can remove them again (``rmdir``,

@@ -38,6 +38,7 @@ from spyre_provenance.compile.outcome import AuditFiles, CompileOutcome, judge
 from spyre_provenance.compile.request import CompileRequest, resolved_model
 from spyre_provenance.logs.tlparse_render import tlparse_binary
 from spyre_provenance.model.layout import Layout
+from spyre_provenance.validate.read_once import reading_once
 from spyre_provenance.viewer.pages import Pages
 from spyre_provenance.viewer.pages import write as write_pages
 
@@ -133,8 +134,9 @@ def _tracked_compile(
         backend, choice = _trace_then_backend(request, layout, announce, ranked=ranked)
         loaded, reference = _load_and_run_eager(request)  # all that may refuse the model, before out is touched
         report = _compile_into(layout, request, loaded, reference, backend, ranked=ranked, profiler=profiler)
-        written = _read_back(request, layout, report, previous)  # the log claimed, outputs checked, audit
-        pages = _pages(request, layout, report, written.log, profiler)  # profile, tlparse's, the viewer's
+        with reading_once():  # the viewer's page is built from what the check read and validated
+            written = _read_back(request, layout, report, previous)  # the log claimed, outputs checked, audit
+            pages = _pages(request, layout, report, written.log, profiler)  # profile, tlparse's, the viewer's
     return CompileOutcome(
         request,
         layout.out if layout is not None else None,

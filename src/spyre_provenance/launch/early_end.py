@@ -145,10 +145,10 @@ class EarlyEnd:
 
     def _summary_and_viewer(self, process: folders.ProcessFolder, layout: Layout) -> ProcessEnd:
         from spyre_provenance.launch.run_summary import summarize_process
-        from spyre_provenance.logs.graphs import reading_each_log_once
+        from spyre_provenance.validate.read_once import reading_once
         from spyre_provenance.viewer import pages
 
-        with reading_each_log_once():
+        with reading_once():
             summary = summarize_process(process, layout)
             viewer = pages.write(layout.out, layout.pages, tlparse=None, logs=[]).viewer if self.pages else None
         return ProcessEnd(summary, viewer=viewer)

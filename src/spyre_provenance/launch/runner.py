@@ -83,14 +83,14 @@ class Runner:
         """COMMAND to its end, then the run's screen."""
         from spyre_provenance.launch import end_report as report
         from spyre_provenance.launch import run_summary
-        from spyre_provenance.logs.graphs import reading_each_log_once
+        from spyre_provenance.validate.read_once import reading_once
 
         env = {**child_environment(self.out, self.backend), **self._early.environment}
         status, lines = launch(command, env, self._early.poll)
         if not self._users:
             remove_if_empty(self.out)
         self._ended = self._early.ended()
-        self._stack.enter_context(reading_each_log_once())  # each log read for its line and viewer page
+        self._stack.enter_context(reading_once())  # each log read for its line and viewer page
         self._summaries = report.summaries(self.out, self._ended)
         lines += run_summary.render(self._summaries, self.out, self._early.other_backends())
         return Ran(status, lines, len(self._summaries))

@@ -17,6 +17,7 @@ from contextvars import ContextVar
 
 import msgspec
 
+from spyre_provenance.base import files
 from spyre_provenance.logs import tracelog
 from spyre_provenance.model import jsonio
 from spyre_provenance.model.names import (
@@ -66,7 +67,7 @@ class LoggedGraph(msgspec.Struct):
 
 
 #: A log's graphs by (path, inode, size, modification time), inside ``reading_each_log_once``
-_READ: ContextVar[dict[tuple[str, int, int, int], list[LoggedGraph]] | None] = ContextVar("logs_read", default=None)
+_READ: ContextVar[dict[files.Stamp, list[LoggedGraph]] | None] = ContextVar("logs_read", default=None)
 
 
 @contextmanager
@@ -87,8 +88,7 @@ def read_log_graphs(path: str | os.PathLike[str]) -> list[LoggedGraph]:
     read = _READ.get()
     if read is None:
         return _read_log_graphs(path)
-    stat = os.stat(path)
-    key = (os.path.realpath(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    key = files.stamp(path)
     if key not in read:
         read[key] = _read_log_graphs(path)
     return list(read[key])

@@ -27,7 +27,7 @@ from spyre_provenance.model import folders, jsonio
 from spyre_provenance.model.detect import Problem
 from spyre_provenance.model.layout import NO_LOG_FOLDERS, Layout
 from spyre_provenance.model.names import LOGGED_ARTIFACTS
-from spyre_provenance.validate import schemas
+from spyre_provenance.validate import read_once, schemas
 
 DEFAULT_MAX_BYTES = jsonio.DEFAULT_MAX_BYTES
 AUTO_FULL_BYTES = schemas.AUTO_FULL_BYTES  # --engine auto: jsonschema up to this, then fast
@@ -134,9 +134,12 @@ def _check_path(path: Path, options: Options) -> list[Result]:
 
 
 def _check_json(path: Path, artifact: str | None, options: Options) -> Result:
+    before = read_once.stamp(path)
     data = _read(path, options)
     artifact = artifact or schemas.artifact_for_filename(path.name)
     report = schemas.validate_bytes(data, artifact, location=str(path), full=_full(options, len(data)))
+    if report.ok:
+        read_once.keep_valid(before, bytes(data))
     return _result(str(path), report)
 
 

@@ -30,7 +30,7 @@ from spyre_provenance.model.names import (
     SOURCE_LINES,
     artifact_file,
 )
-from spyre_provenance.validate import schemas
+from spyre_provenance.validate import read_once, schemas
 from spyre_provenance.viewer.logged import LoggedGraphInput, LogGraphs, log_of, logged_inputs
 from spyre_provenance.viewer.sources import file_problem
 
@@ -118,14 +118,17 @@ def _graph_paths(out: Path) -> Iterator[Path]:
 
 
 def _artifact(folder: Path, artifact: str) -> dict[str, Any] | None:
-    """The artifact's file in ``folder``, validated; None when it has none."""
+    """The artifact's file in ``folder``, validated (by ``validate`` a moment before, inside
+    ``read_once.reading_once``, else here); None when it has none."""
     path = folder / artifact_file(artifact)
-    if not path.is_file():
-        return None
-    data = jsonio.read_file(path)
-    report = schemas.validate_bytes(data, artifact, location=str(path))
-    if not report.ok:
-        raise UnusableInput(str(path), str(report.problems[0]))
+    data = read_once.valid_bytes(path)
+    if data is None:
+        if not path.is_file():
+            return None
+        data = jsonio.read_file(path)
+        report = schemas.validate_bytes(data, artifact, location=str(path))
+        if not report.ok:
+            raise UnusableInput(str(path), str(report.problems[0]))
     doc = jsonio.load_json(data, location=str(path))
     if not isinstance(doc, dict):  # the schemas say so too; keep the type checker told
         raise UnusableInput(str(path), "$: not a JSON object")
