@@ -163,3 +163,6 @@ class ViewerDocument(msgspec.Struct, **_STRICT):
     graphs: list[ViewerGraph]
     trace: TraceSummary | None
     compare: Comparison | msgspec.UnsetType = msgspec.UNSET  # ``view A --compare B``: compare's own
+    #: with ``compare``: how its text marks a place named by its module (``model.modules``'s
+    #: ``MODULE_MARK``), so the page prints compare's words, not a copy of them
+    module_mark: str | msgspec.UnsetType = msgspec.UNSET

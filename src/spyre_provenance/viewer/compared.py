@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from spyre_provenance.model.modules import MODULE_MARK
 from spyre_provenance.runtime.compare_folders import compare_folders, split_name
 from spyre_provenance.viewer import data, inputs
 
@@ -38,4 +39,5 @@ def build(
         sides.append((side, graphs))
     document = data.document(f"{a} --compare {b}", sides, split_name(a)[0], timing, bundles)
     document["compare"] = msgspec.to_builtins(comparison)
+    document["module_mark"] = MODULE_MARK
     return document

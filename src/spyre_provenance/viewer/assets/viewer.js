@@ -414,7 +414,7 @@
   function useCell(u) {
     if (!u) return '<div class="use muted">not in this compile</div>';
     const list = (xs) => (xs.length ? esc(Array.from(new Set(xs)).join(", ")) : '<span class="muted">none</span>');
-    const place = u.evidence === "module" ? "module " + u.code + "  [module path: no frame is the user's]" : u.file.split("/").pop() + ":" + u.line + "  " + u.code.trim();
+    const place = u.evidence === "module" ? u.evidence + " " + u.code + "  " + D.module_mark : u.file.split("/").pop() + ":" + u.line + "  " + u.code.trim();
     return '<div class="use"><div class="code">' + esc(place) + "</div>" +
       "<div>kernels: " + list(u.kernels.map((k) => k.kernel + " (" + k.graph.split(" ").pop() + ")")) + "</div>" +
       "<div>OpSpecs: " + list(u.opspecs) + "</div><div>ops: " + list(u.ops) + "</div>" +
