@@ -8,6 +8,8 @@ import pytest
 
 from spyre_provenance.model.layout import Layout
 
+pytestmark = pytest.mark.compile
+
 
 @pytest.mark.parametrize(
     "args",
