@@ -1,6 +1,7 @@
 """``make bench``'s call-site section (``bench.call_sites``) keeps working: its quick run
 prints the full run's table, a row per workload and profiler state, the eager loop with the
-profiler on judged against its target. Timings are never asserted."""
+profiler on judged against its target, and the floor (a range alone) for each workload.
+Timings are never asserted."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from helpers.bench_section import quick_run
 pytestmark = pytest.mark.compile
 
 
-def test_quick_run_prints_a_row_per_workload_and_profiler_state():
+def test_quick_run_prints_a_row_per_workload_and_profiler_state_and_the_floor():
     text = quick_run("call_sites", timeout=600)
     assert text.startswith(f"#### {call_sites.SECTION}. Call sites recorded at launch")
     rows = re.findall(
@@ -28,3 +29,8 @@ def test_quick_run_prints_a_row_per_workload_and_profiler_state():
     assert all(math.isfinite(float(ratio)) and float(ratio) > 0 for _, _, ratio, _, _ in rows)
     judged = [(w, p, v.strip()) for w, p, _, t, v in rows if t.strip() != "reported"]
     assert len(judged) == 1 and judged[0][:2] == ("per-op eager loop", "on") and judged[0][2] in ("ok", "OVER")
+    # the floor (a range alone, reported under the table) for each workload
+    floor = re.search(r"^Floor, the profiler on: .*: (?P<parts>.*)\.$", text, re.MULTILINE)
+    assert floor is not None
+    parts = re.findall(r"(?P<workload>[^;]+?) [0-9.]+x \([+-][0-9.]+ us a call\)(?:; |$)", floor["parts"])
+    assert [p.strip() for p in parts] == list(call_sites.WORKLOADS)

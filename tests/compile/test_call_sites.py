@@ -119,6 +119,25 @@ def test_the_name_format_reads_back():
     assert call_sites.parse("## Call CompiledFxGraph x ##") is None
 
 
+def test_a_call_site_is_named_by_its_own_line_each_time_it_calls():
+    """Names are cached per code object and call instruction: a second round of calls from
+    the same lines (the cache's hits) names each line as the first round did."""
+
+    def compiled_graph_stand_in() -> str | None:
+        return recording.find_call_site(2)  # as the wrapper looks: from its caller up
+
+    def calls_from_two_lines() -> list[str | None]:
+        return [
+            compiled_graph_stand_in(),  # first
+            compiled_graph_stand_in(),  # second
+        ]
+
+    first = _line(calls_from_two_lines, "# first")
+    named = [call_sites.parse(name or "") for _ in range(2) for name in calls_from_two_lines()]
+    expected = [call_sites.CallSite(__file__, line, "calls_from_two_lines") for line in (first, first + 1)]
+    assert named == expected * 2
+
+
 def test_a_whole_graph_called_from_two_lines_is_two_rows(run):
     lines = {_line(model, "scaled(x)"), _line(model, "scaled(x + 1.0)")}
     expected = _time_per_recorded_line(run.events())
