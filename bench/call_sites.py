@@ -48,7 +48,7 @@ class Plan(msgspec.Struct, frozen=True):
     steps: int  # model calls per timed block
 
 
-FULL = Plan(rounds=15, steps=200)
+FULL = Plan(rounds=21, steps=1000)
 QUICK = Plan(rounds=2, steps=5)
 
 
