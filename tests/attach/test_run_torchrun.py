@@ -24,6 +24,7 @@ from helpers.run_program import (
     needs_startup_hook,
     run_command,
     start_program,
+    torch_aborted_in_teardown,
 )
 from spyre_provenance.launch import run_summary
 from spyre_provenance.logs import tlparse_render
@@ -44,22 +45,34 @@ def _two_nodes(port: int) -> list[str]:
     return ["sh", "-c", f"{node} & first=$!; {node}; second=$?; wait $first; first=$?; exit $((first | second))"]
 
 
-@pytest.fixture(scope="session")
-def torchruns(tmp_path_factory) -> dict[str, Ran]:
-    root = tmp_path_factory.mktemp("torchrun")
-    commands = {
+def _commands() -> dict[str, list[str]]:
+    return {
         "ddp": ["torchrun", "--nproc-per-node", "2", "--master-port", str(free_port()), str(DDP)],
         "nodes": _two_nodes(free_port()),
     }
-    started = {
-        name: start_program(run_command(root / name, *command), root / name) for name, command in commands.items()
-    }
+
+
+def _at_once(root: Path, names: list[str]) -> dict[str, Ran]:
+    commands = _commands()
+    started = {name: start_program(run_command(root / name, *commands[name]), root / name) for name in names}
     ran = {}
     for name, process in started.items():
         code = process.wait(timeout=1200)
         ran[name] = Ran(
             root / name, code, Path(f"{root / name}.stdout").read_text(), Path(f"{root / name}.stderr").read_text()
         )
+    return ran
+
+
+@pytest.fixture(scope="session")
+def torchruns(tmp_path_factory) -> dict[str, Ran]:
+    """Both jobs at once; a job whose rank torch's own teardown aborted
+    (``run_program.TEARDOWN_ABORT``, tracked or not) once more, from scratch: an abort in both
+    attempts would be no accident."""
+    ran = _at_once(tmp_path_factory.mktemp("torchrun"), ["ddp", "nodes"])
+    aborted = [name for name, job in ran.items() if torch_aborted_in_teardown(job)]
+    if aborted:
+        ran.update(_at_once(tmp_path_factory.mktemp("torchrun-again"), aborted))
     return ran
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.run_program import PROGRAMS, Ran, free_port, needs_startup_hook, run_program
+from helpers.run_program import PROGRAMS, Ran, free_port, needs_startup_hook, run_program, torch_aborted_in_teardown
 from helpers.where import on_measured_torch
 from spyre_provenance.golden.normalize import normalize
 from spyre_provenance.logs import tracelog
@@ -41,31 +41,16 @@ def plain(tmp_path_factory) -> tuple[Ran, Ran]:
     return _twice(tmp_path_factory.mktemp("warm-plain"), "python", PROGRAMS / "plain.py")
 
 
-#: how torch's own teardown of a gloo DDP job with Inductor's caches on ends a rank now and
-#: then: SIGABRT after its interpreter is gone (no Python frame left, PYTHONFAULTHANDLER says;
-#: the rank printed its loss and its folder is complete). Untracked, programs/ddp_train.py
-#: with the caches on ended so in 4 of 151 runs here, 2 of them with its DDP model deleted
-#: before destroy_process_group; tracked, in none of 36.
-TEARDOWN_ABORT = "terminate called without an active exception"
-
-
-def _torch_aborted_in_teardown(ran: Ran) -> bool:
-    """Every rank printed its loss and torchrun names a rank SIGABRT ended, after the
-    message torch's C++ runtime prints as it aborts."""
-    losses = [line for line in ran.stdout.splitlines() if line.startswith("rank ") and " loss " in line]
-    return len(losses) == 2 and TEARDOWN_ABORT in ran.stderr and "(SIGABRT)" in ran.stderr
-
-
 @pytest.fixture(scope="module")
 def ddp(tmp_path_factory) -> tuple[Ran, Ran]:
     """Cold then warm, over a fresh cache dir; once more from scratch if torch's teardown
-    aborted a rank (``TEARDOWN_ABORT``): an abort in both attempts would be no accident."""
+    aborted a rank (``run_program.TEARDOWN_ABORT``): an abort in both attempts would be no accident."""
     for attempt in range(2):
         root = tmp_path_factory.mktemp(f"warm-ddp-{attempt}")
         ran = _twice(
             root, "torchrun", "--nproc-per-node", "2", "--master-port", str(free_port()), PROGRAMS / "ddp_train.py"
         )
-        if not any(_torch_aborted_in_teardown(r) for r in ran):
+        if not any(torch_aborted_in_teardown(r) for r in ran):
             break
     return ran
 

@@ -43,6 +43,20 @@ class Ran(msgspec.Struct):
         return [layout.out for _, layout in Layout(self.out).processes()]
 
 
+#: how torch's own teardown of a gloo DDP job ends a rank now and then: SIGABRT after its
+#: interpreter is gone (no Python frame left, PYTHONFAULTHANDLER says; the rank printed its
+#: loss and its folder is complete). Untracked, programs/ddp_train.py with the caches on ended
+#: so in 4 of 151 runs here, 2 of them with its DDP model deleted before destroy_process_group.
+TEARDOWN_ABORT = "terminate called without an active exception"
+
+
+def torch_aborted_in_teardown(ran: Ran, ranks: int = 2) -> bool:
+    """Every rank printed its loss and torchrun names a rank SIGABRT ended, after the
+    message torch's C++ runtime prints as it aborts (``TEARDOWN_ABORT``)."""
+    losses = [line for line in ran.stdout.splitlines() if line.startswith("rank ") and " loss " in line]
+    return len(losses) == ranks and TEARDOWN_ABORT in ran.stderr and "(SIGABRT)" in ran.stderr
+
+
 def run_command(out: Path, *command: object, options: tuple[str, ...] = ()) -> list[str]:
     """``spyre-provenance run --out OUT [options] -- COMMAND``, as argv."""
     return [sys.executable, "-m", "spyre_provenance", "run", "--out", str(out), *options, "--", *map(str, command)]
