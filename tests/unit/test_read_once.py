@@ -1,7 +1,7 @@
 """Read once, validate once (``validate.read_once``): inside ``reading_once``, the viewer's
 page is built from the artifact files a compile's check found valid, without reading or
 validating them again, and is the page built from the folder alone; a file found wanting,
-or changed since, is read again."""
+or changed since, or over the viewer's size limit, is read again."""
 
 from __future__ import annotations
 
@@ -13,9 +13,12 @@ import pytest
 from helpers.where import golden_graphs  # tests/ is on sys.path
 from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.compile.output_check import check_outputs
+from spyre_provenance.model import jsonio
 from spyre_provenance.model.names import NODE_MAPPINGS, artifact_file
 from spyre_provenance.validate import read_once
 from spyre_provenance.viewer import data
+
+LIMIT = 2**30
 
 
 def _check(out: Path) -> bool:
@@ -43,9 +46,9 @@ def test_the_check_keeps_every_artifact_it_found_valid(out):
     with read_once.reading_once():
         assert _check(out)
         for path in _mappings(out):
-            assert read_once.valid_bytes(path) == path.read_bytes()
-            assert read_once.valid_bytes(os.path.relpath(path)) == path.read_bytes()  # however it is named
-    assert [read_once.valid_bytes(p) for p in _mappings(out)] == [None, None]  # nothing kept outside
+            assert read_once.valid_bytes(path, LIMIT) == path.read_bytes()
+            assert read_once.valid_bytes(os.path.relpath(path), LIMIT) == path.read_bytes()  # however it is named
+    assert [read_once.valid_bytes(p, LIMIT) for p in _mappings(out)] == [None, None]  # nothing kept outside
 
 
 def test_a_page_from_the_kept_files_is_the_page_from_the_folder(out):
@@ -80,6 +83,17 @@ def test_a_file_found_invalid_is_not_kept(tmp_path: Path):
     mapping.write_text('{"version": "2.0"}', encoding="utf-8")
     with read_once.reading_once():
         assert not _check(out)
-        assert read_once.valid_bytes(mapping) is None
+        assert read_once.valid_bytes(mapping, LIMIT) is None
         with pytest.raises(UnusableInput):
             data.build(out)  # the viewer says it in its own words
+
+
+def test_a_file_over_the_viewers_size_limit_is_refused_as_view_alone_refuses_it(out, monkeypatch):
+    """The check reads up to its own limit; the viewer's (``SPYRE_PROVENANCE_MAX_BYTES``) may
+    be lower, and a kept file over it is the viewer's to refuse, in its own words."""
+    smallest = min(p.stat().st_size for p in _mappings(out))
+    with read_once.reading_once():
+        assert _check(out)
+        monkeypatch.setenv(jsonio.MAX_BYTES_ENV, str(smallest - 1))
+        with pytest.raises(UnusableInput, match="over the size limit"):
+            data.build(out)

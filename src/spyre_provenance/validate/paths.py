@@ -139,7 +139,7 @@ def _check_json(path: Path, artifact: str | None, options: Options) -> Result:
     artifact = artifact or schemas.artifact_for_filename(path.name)
     report = schemas.validate_bytes(data, artifact, location=str(path), full=_full(options, len(data)))
     if report.ok:
-        read_once.keep_valid(before, bytes(data))
+        read_once.keep_valid(before, data)
     return _result(str(path), report)
 
 

@@ -7,7 +7,8 @@ A compile checks what it wrote (``compile.output_check``), then builds its viewe
 the same files; ``run`` reads each process's log for its line of the screen, then for its
 viewer page. Outside it, as for ``view`` on a folder, every reader reads and validates on
 its own. Only what was found valid is given on: a file found wanting is read again by the
-next reader, which says so in its own words; a file changed since is read again too.
+next reader, which says so in its own words; a file changed since, or over the next
+reader's size limit, is read again too.
 
 Pure: no torch.
 """
@@ -53,12 +54,15 @@ def keep_valid(stamp: files.Stamp | None, data: bytes) -> None:
         valid[stamp] = data
 
 
-def valid_bytes(path: str | os.PathLike[str]) -> bytes | None:
-    """The file's bytes as found valid, if the file is unchanged since; else None."""
+def valid_bytes(path: str | os.PathLike[str], max_bytes: int) -> bytes | None:
+    """The file's bytes as found valid, if the file is unchanged since and within the
+    reader's size limit ``max_bytes``; else None (the reader reads it, and refuses it in its
+    own words: the first reader's limit may have been another)."""
     valid = _VALID.get()
     if not valid:
         return None
     try:
-        return valid.get(files.stamp(path))
+        data = valid.get(files.stamp(path))
     except OSError:
         return None
+    return data if data is not None and len(data) <= max_bytes else None
