@@ -158,7 +158,13 @@ def run(plan: Plan, progress: Callable[[str], None] = lambda _: None) -> Results
 
 
 def _pair(
-    torch: Any, step: Callable[[], Any], steps: int, profiler: str, *, first: bool, timed: Any = None
+    torch: Any,
+    step: Callable[[], Any],
+    steps: int,
+    profiler: str,
+    *,
+    first: bool,
+    timed: Callable[[Any], Any] | None = None,
 ) -> tuple[float, float]:
     """One block with the session's wrapper (or the ``__call__`` ``timed`` makes from
     Inductor's) and one without, ``first`` saying which runs first; under the profiler when
