@@ -33,7 +33,7 @@ from spyre_provenance.backends.reference.backend import ReferenceBackend
 from spyre_provenance.base.errors import ProvenanceWarning
 from spyre_provenance.capture import hook
 from spyre_provenance.capture.inductor import Inductor
-from spyre_provenance.capture.tracking import started
+from spyre_provenance.capture.tracking import start, until_disabled
 from spyre_provenance.links import mapping
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.names import DIAGNOSTICS, FAULT_STAGES, MAP_FIELDS, NODE_MAPPINGS, OPSPEC_DEBUG_HANDLES
@@ -103,7 +103,7 @@ def compile_tiny(backend: Backend, inductor: RecordingInductor, out_dir: Path | 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         layout = Layout(out_dir, None) if out_dir is not None else None
-        with started(backend, layout=layout, inductor=inductor) as session:  # the seam is internal
+        with until_disabled(start(backend, layout=layout, inductor=inductor)) as session:  # the seam is internal
             got = torch.compile(Tiny())(*INPUTS)
     torch._dynamo.reset()
     torch.testing.assert_close(got, Tiny()(*INPUTS))  # the compile completed, and is right
@@ -274,7 +274,6 @@ DRIVER = """
 import sys
 from spyre_provenance import cli
 from spyre_provenance.capture.inductor import Inductor
-from spyre_provenance.capture.tracking import started
 
 
 def boom(*args, **kwargs):

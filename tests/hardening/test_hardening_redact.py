@@ -139,7 +139,7 @@ def test_compile_in_process_writes_and_logs_no_path(
 
     from helpers.inductor_doubles import RecordingInductor
     from spyre_provenance.backends.reference.backend import ReferenceBackend
-    from spyre_provenance.capture.tracking import started
+    from spyre_provenance.capture.tracking import start, until_disabled
     from spyre_provenance.model.layout import Layout
 
     monkeypatch.setenv("HOME", str(alices_project.parent))
@@ -153,8 +153,8 @@ def test_compile_in_process_writes_and_logs_no_path(
 
     out = tmp_path / "out"
     torch._dynamo.reset()
-    with started(
-        ReferenceBackend(), layout=Layout(out, None), redact_paths=alices_project, inductor=inductor
+    with until_disabled(
+        start(ReferenceBackend(), layout=Layout(out, None), redact_paths=alices_project, inductor=inductor)
     ) as session:
         torch.compile(model)(*inputs)
     torch._dynamo.reset()

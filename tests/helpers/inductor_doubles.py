@@ -1,6 +1,6 @@
 """The session's view of Inductor (``capture.inductor.Inductor``), with a recorder or a fault.
 
-Handed to ``capture.tracking.started(..., inductor=...)``: a test sees what the hook logs,
+Handed to ``capture.tracking.start(..., inductor=...)``: a test sees what the hook logs,
 or makes one step fail, through the same seam the hook reads Inductor by, without patching
 names inside the package.
 """

@@ -224,30 +224,6 @@ def tracking(
     ``disable`` when it ends (also on an exception). Takes ``enable``'s arguments and yields
     its ``Session``; ``session.results`` holds one ``GraphResult`` per compiled graph."""
     layout, inductor = _old_keywords("tracking", deprecated, out_dir, label, stacklevel=4)
-    with started(
-        backend,
-        layout=layout,
-        label=label,
-        redact_paths=redact_paths,
-        inductor=inductor,
-        audit=audit,
-        beyond_upstream=beyond_upstream,
-    ) as session:
-        yield session
-
-
-@contextlib.contextmanager
-def started(
-    backend: str | Backend = DEFAULT_BACKEND,
-    *,
-    layout: Layout | None = None,
-    label: str | None = None,
-    redact_paths: bool | str | Path = False,
-    inductor: Inductor | None = None,
-    audit: bool = False,
-    beyond_upstream: bool = False,
-) -> Iterator[Session]:
-    """``start`` for a block, ``disable`` when it ends: ``tracking`` as the compile door calls it."""
     session = start(
         backend,
         layout=layout,
@@ -257,6 +233,14 @@ def started(
         audit=audit,
         beyond_upstream=beyond_upstream,
     )
+    with until_disabled(session):
+        yield session
+
+
+@contextlib.contextmanager
+def until_disabled(session: Session) -> Iterator[Session]:
+    """``session`` (``start``'s) for a block, ``disable`` when it ends (also on an
+    exception): ``tracking``, and the compile door's ``with until_disabled(start(...))``."""
     try:
         yield session
     finally:

@@ -18,7 +18,7 @@ import msgspec
 
 from spyre_provenance.backends.base import Backend
 from spyre_provenance.capture import inductor, trace_log
-from spyre_provenance.capture.tracking import started
+from spyre_provenance.capture.tracking import start, until_disabled
 from spyre_provenance.compile import numerics
 from spyre_provenance.compile.eager import (
     LoadedModel,
@@ -234,7 +234,7 @@ def compile_tracked(
     model, calls = _placed(backend, model, calls)
     session = None
     try:
-        with started(backend, layout=layout, redact_paths=redact_paths, audit=audit) as session:
+        with until_disabled(start(backend, layout=layout, redact_paths=redact_paths, audit=audit)) as session:
             compiled = torch.compile(model, backend=backend.compiler())
             before = _State(model, calls) if after_run is not None else None
             got = _on_cpu(run_calls(compiled, model, calls, train))
