@@ -182,7 +182,7 @@ def _trace_then_backend(
     rank pointed its trace before joining its group. ``auto``'s choice is announced."""
     if layout is not None and not ranked:
         trace_log.point_at(layout.trace_dir)
-    backend, choice = _backend(request, layout)
+    backend, choice = _backend(request, layout.bundle_root if layout is not None else None)
     if request.backend == "auto" and announce is not None:
         announce(choice)
     return backend, choice
@@ -299,9 +299,9 @@ def _write_audit(report: CompileReport, layout: Layout, previous: AuditV1 | None
     return AuditFiles(document, changes, written, problems)
 
 
-def _backend(request: CompileRequest, layout: Layout | None) -> tuple[Backend, str]:
+def _backend(request: CompileRequest, bundle_dir: Path | None) -> tuple[Backend, str]:
     """The compile's one backend instance, built with the options that are its own (its
-    bundle folder; the reference backend's kernel cache; stock Inductor's mapping completed
+    bundle folder, ``bundle_dir``; the reference backend's kernel cache; stock Inductor's mapping completed
     beyond upstream), and one line saying which and why. ``spyre`` is refused (one line,
     exit 2) when the adapter cannot install on torch-spyre, ``--kernel-cache`` on any
     backend but the reference."""
@@ -314,7 +314,7 @@ def _backend(request: CompileRequest, layout: Layout | None) -> tuple[Backend, s
             raise UnusableInput("--backend spyre", why)
     chosen, line = choose_backend(
         request.backend,
-        bundle_dir=layout.bundle_root if layout is not None else None,
+        bundle_dir=bundle_dir,
         kernel_cache=request.kernel_cache,
         beyond_upstream=request.beyond_upstream,
     )
