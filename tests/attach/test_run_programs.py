@@ -290,7 +290,7 @@ def test_runs_early_end_is_what_the_end_makes_and_is_dropped_when_the_folder_cha
     tlparse = tlparse_render.tlparse_binary()
     assert tlparse is not None
     for changed in (False, True):
-        early = EarlyEnd(out, pages=True, tlparse=tlparse)
+        early = EarlyEnd(Layout(out), pages=True, tlparse=tlparse)
         try:
             early.poll()
             assert early.ended() == {}  # nothing said yet

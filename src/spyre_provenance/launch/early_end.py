@@ -67,13 +67,13 @@ def folder_state(folder: Path) -> FolderState:
 class EarlyEnd:
     """The processes of one ``run`` that said they ended, and what was made of each."""
 
-    def __init__(self, out: Path, *, pages: bool, tlparse: str | None) -> None:
-        self.out = out
+    def __init__(self, run: Layout, *, pages: bool, tlparse: str | None) -> None:
+        self.run = run  # the run's folder, each process's a folder of it
         self.pages = pages
         self.tlparse = tlparse
         self.markers = Path(tempfile.mkdtemp(prefix="spyre-provenance-ended-"))
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="spyre-provenance-end")
-        self._begun: dict[str, tuple[FolderState, Future[ProcessEnd], Future[list[GraphPage]] | None]] = {}
+        self._begun: dict[str, tuple[Path, FolderState, Future[ProcessEnd], Future[list[GraphPage]] | None]] = {}
 
     @property
     def environment(self) -> dict[str, str]:
@@ -90,22 +90,21 @@ class EarlyEnd:
             process = folders.process_of_folder(name)
             if name in self._begun or process is None:
                 continue
-            layout = Layout(self.out).process(process)
-            state = folder_state(layout.out)
-            self._begun[name] = (state, *self._end(process, layout))
+            layout = self.run.process(process)
+            self._begun[name] = (layout.out, folder_state(layout.out), *self._end(process, layout))
 
     def ended(self) -> dict[str, ProcessEnd]:
         """Every process's end made early that still holds (by its folder's name), once made."""
         self.poll()
         kept: dict[str, ProcessEnd] = {}
-        for name, (state, made, pages) in self._begun.items():
+        for name, (folder, state, made, pages) in self._begun.items():
             try:
                 end = made.result()
                 if pages is not None:
                     end.pages = pages.result()
             except Exception:  # noqa: BLE001 - made again at the end, where its error is told
                 continue
-            if folder_state(self.out / name) == state:
+            if folder_state(folder) == state:
                 kept[name] = end
         return kept
 
@@ -137,7 +136,7 @@ class EarlyEnd:
     def _tlparse_pages(self, layout: Layout, log: Path) -> list[GraphPage]:
         from spyre_provenance.viewer import pages
 
-        into = Layout(self.out).pages_root / layout.out.name
+        into = self.run.pages_root / layout.out.name
         written = pages.write(layout.out, into, tlparse=self.tlparse, viewer=False, logs=[log])
         if written.tlparse_problem is not None:  # made again at the end, where it is told
             raise written.tlparse_problem

@@ -69,7 +69,7 @@ class Runner:
         #: said before COMMAND starts
         self.warnings = [] if startup_hook_installed() else [_NO_HOOK]
         self.tlparse = _tlparse() if pages else None
-        self._early = EarlyEnd(out, pages=pages, tlparse=self.tlparse)
+        self._early = EarlyEnd(Layout(out), pages=pages, tlparse=self.tlparse)
         self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> Runner:
