@@ -170,7 +170,8 @@ def test_the_pages_written_while_tlparse_runs_are_opens_in_opens_order(transform
 
     ours, opens = _copy_without_pages(transformers_run.out, tmp_path / "a"), tmp_path / "b"
     _copy_without_pages(transformers_run.out, opens)
-    lines = report.pages(ours, [], tlparse_render.tlparse_binary()).lines
+    run = Layout(ours)
+    lines = report.pages(run.processes(), run.pages_root, [], tlparse_render.tlparse_binary()).lines
     expected = pages.write(opens, opens / "tlparse", tlparse=tlparse_render.tlparse_binary()).labelled
     assert [(label, page.replace(str(ours), "OUT")) for label, page in lines] == [
         (label, page.replace(str(opens), "OUT")) for label, page in expected
@@ -186,7 +187,7 @@ def test_a_tlparse_that_fails_still_leaves_the_viewer_pages(transformers_run, tm
     broken.write_text("#!/bin/sh\necho 'cannot parse' >&2\nexit 3\n")
     broken.chmod(0o755)
     (folder,) = [layout.out for _, layout in Layout(out).processes()]
-    written = report.pages(out, [], str(broken))
+    written = report.pages(Layout(out).processes(), Layout(out).pages_root, [], str(broken))
     assert written.lines == [(f"{folder.name} viewer", str(folder / "view.html"))]
     assert (folder / "view.html").is_file() and not (out / "tlparse" / folder.name / "index.html").exists()
     (line,) = written.problems

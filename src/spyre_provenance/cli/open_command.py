@@ -104,7 +104,7 @@ def _open_run(args: argparse.Namespace, target: Path) -> int:
     if tlparse is None:
         raise UnusableInput("tlparse", f"not installed; install it with: {tlparse_render.INSTALL_HINT}")
     out = args.out if args.out is not None else Layout(target).pages_root
-    ranked, others = tlparse_render.find_process_logs(target)
+    ranked, others = tlparse_render.process_logs(Layout(target).processes())
     _check_out(out, target, [*(log for logs in ranked.values() for log in logs.values()), *(log for _, log in others)])
     written = write_pages(target, out, tlparse=tlparse, refuse=True)
     lines = written.labelled

@@ -6,6 +6,7 @@ What was made early of a process that had ended (``launch.early_end``) is not ma
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from spyre_provenance.launch import run_summary
 from spyre_provenance.launch.early_end import ProcessEnd
 from spyre_provenance.launch.run_summary import ProcessSummary
 from spyre_provenance.logs import tlparse_render
+from spyre_provenance.model.folders import ProcessFolder
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.viewer import pages as page_writer
 from spyre_provenance.viewer.pages import Pages
@@ -28,31 +30,36 @@ class RunPages(msgspec.Struct):
     lines: list[tuple[str, str]]
 
 
-def summaries(out: Path, ended: dict[str, ProcessEnd]) -> list[ProcessSummary]:
-    """Every tracked process's summary, the ones made early kept."""
+def summaries(processes: Sequence[tuple[ProcessFolder, Layout]], ended: dict[str, ProcessEnd]) -> list[ProcessSummary]:
+    """Every tracked process's summary (``processes``: the run's, ``Layout.processes``), the
+    ones made early kept."""
     return [
         ended[layout.out.name].summary if layout.out.name in ended else run_summary.summarize_process(process, layout)
-        for process, layout in Layout(out).processes()
+        for process, layout in processes
     ]
 
 
 def pages(
-    out: Path, summaries: list[ProcessSummary], tlparse: str | None, ended: dict[str, ProcessEnd] | None = None
+    processes: Sequence[tuple[ProcessFolder, Layout]],
+    into: Path,
+    summaries: list[ProcessSummary],
+    tlparse: str | None,
+    ended: dict[str, ProcessEnd] | None = None,
 ) -> RunPages:
-    """tlparse's pages and the viewer's, in that order. tlparse runs in processes of its own
-    while this one writes the viewer pages (they read and write different files), so the
-    program's user waits for the longer of the two, not both."""
+    """tlparse's pages (into ``into``, the run's ``Layout.pages_root``) and the viewer's, in
+    that order. tlparse runs in processes of its own while this one writes the viewer pages
+    (they read and write different files), so the program's user waits for the longer of the
+    two, not both."""
     ended = ended or {}
     made = {name: end.pages for name, end in ended.items() if end.pages is not None}
     made_viewers = {name: end.viewer for name, end in ended.items() if end.viewer is not None}
-    into = Layout(out).pages_root
     if tlparse is None:
-        viewers = page_writer.write(out, into, tlparse=None, made_viewers=made_viewers)
+        viewers = page_writer.write_run(processes, into, tlparse=None, made_viewers=made_viewers)
         problem = f"tlparse is not installed ({tlparse_render.INSTALL_HINT})"
         return RunPages([_not_written(problem)], fold_pages(viewers.labelled, summaries))
     with ThreadPoolExecutor(max_workers=1) as pool:
-        graphs = pool.submit(page_writer.write, out, into, tlparse=tlparse, viewer=False, made=made)
-        viewers = page_writer.write(out, into, tlparse=None, made_viewers=made_viewers)
+        graphs = pool.submit(page_writer.write_run, processes, into, tlparse=tlparse, viewer=False, made=made)
+        viewers = page_writer.write_run(processes, into, tlparse=None, made_viewers=made_viewers)
         written: Pages = graphs.result()
     problems = [] if written.tlparse_problem is None else [_not_written(str(written.tlparse_problem))]
     return RunPages(problems, fold_pages([*written.labelled, *viewers.labelled], summaries))

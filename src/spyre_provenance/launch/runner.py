@@ -91,7 +91,8 @@ class Runner:
             remove_if_empty(self.out)
         self._ended = self._early.ended()
         self._stack.enter_context(reading_once())  # each log read for its line and viewer page
-        self._summaries = report.summaries(self.out, self._ended)
+        self._processes = Layout(self.out).processes()  # listed once: the screen and the pages are of these
+        self._summaries = report.summaries(self._processes, self._ended)
         lines += run_summary.render(self._summaries, self.out, self._early.other_backends())
         return Ran(status, lines, len(self._summaries))
 
@@ -99,7 +100,8 @@ class Runner:
         """The run's pages, after ``run``: tlparse's and the viewer's."""
         from spyre_provenance.launch import end_report as report
 
-        return report.pages(self.out, self._summaries, _tlparse(), self._ended)
+        into = Layout(self.out).pages_root
+        return report.pages(self._processes, into, self._summaries, _tlparse(), self._ended)
 
 
 _NO_HOOK = (

@@ -23,11 +23,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 
 from spyre_provenance.logs.tracelog import GLOG_PREFIX, GraphSplitter, compile_id, logs_nothing, record_name
+from spyre_provenance.model.folders import ProcessFolder
 from spyre_provenance.model.layout import Layout
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
@@ -429,26 +431,28 @@ def find_logs(target: Path) -> list[Path]:
 
 def find_rank_logs(target: Path) -> dict[str, dict[int, Path]]:
     """The logs of a ``compile --ranks N`` run folder (``rank<r>/trace/*.log``), or of the
-    torchrun ranks of a ``run`` folder (``find_process_logs``), by model (the log's name)
+    torchrun ranks of a ``run`` folder (``process_logs``), by model (the log's name)
     and rank; {} for any other target."""
     found: dict[str, dict[int, Path]] = {}
     for rank, ranked in Layout(target).ranks():
         for log in ranked.trace_logs():
             found.setdefault(log.stem, {})[rank] = log
-    for stem, logs in find_process_logs(target)[0].items():
+    for stem, logs in process_logs(Layout(target).processes())[0].items():
         for rank, log in logs.items():
             found.setdefault(stem, {}).setdefault(rank, log)
     return {stem: dict(sorted(logs.items())) for stem, logs in sorted(found.items())}
 
 
-def find_process_logs(target: Path) -> tuple[dict[str, dict[int, Path]], list[tuple[str, Path]]]:
-    """The logs of a ``run`` folder's processes (``<program>_rank<r>_..._pid<p>/trace/*.log``):
-    those of torchrun's ranks by program and rank (one multi-rank report each), and every
-    other (a process without a rank, or a second one of a rank: a worker it started) with
-    its folder's name."""
+def process_logs(
+    processes: Sequence[tuple[ProcessFolder, Layout]],
+) -> tuple[dict[str, dict[int, Path]], list[tuple[str, Path]]]:
+    """The logs of a ``run`` folder's processes (``Layout.processes``: each
+    ``<program>_rank<r>_..._pid<p>/trace/*.log``): those of torchrun's ranks by program and
+    rank (one multi-rank report each), and every other (a process without a rank, or a
+    second one of a rank: a worker it started) with its folder's name."""
     ranked: dict[str, dict[int, Path]] = {}
     others: list[tuple[str, Path]] = []
-    for process, layout in Layout(target).processes():
+    for process, layout in processes:
         for log in layout.trace_logs():
             ranks = ranked.setdefault(log.stem, {})
             if process.rank is not None and process.rank not in ranks:

@@ -3,10 +3,11 @@
 written) that every door and command prints from.
 
 ``write`` serves every folder that has pages: a ``compile --out`` folder (or a trace folder,
-or a log), a ``compile --ranks N`` folder (tlparse's multi-rank report) and a ``run`` folder
-(one multi-rank report per program torchrun ran, the pages of every other process, each
-process's viewer page). ``compile``, ``compile --ranks``, ``open``, ``run`` and ``run``'s
-early end all call it; none reads a printed line back.
+or a log), a ``compile --ranks N`` folder (tlparse's multi-rank report) and a ``run`` folder,
+whose processes it lists once and hands to ``write_run`` (one multi-rank report per program
+torchrun ran, the pages of every other process, each process's viewer page). ``compile``,
+``compile --ranks``, ``open`` and ``run``'s early end call ``write``; ``run``'s end, which has
+listed its processes already, calls ``write_run``; none reads a printed line back.
 
 Pure: no torch.
 """
@@ -110,16 +111,13 @@ def write(
     logs: Sequence[Path] | None = None,
     rank_logs: Mapping[str, dict[int, Path]] | None = None,
     own_places: bool = False,
-    made: Mapping[str, list[GraphPage]] | None = None,
-    made_viewers: Mapping[str, Page] | None = None,
     profile: ProfileRun | None = None,
     refuse: bool = False,
 ) -> Pages:
     """The pages of ``folder``, tlparse's into ``into``. ``tlparse``: its binary (None: no
     tlparse pages); ``viewer``: write the viewer's page(s) too. By the folder's shape:
 
-    - a ``run`` folder: its processes' pages, each process's viewer page; ``made`` and
-      ``made_viewers``: the pages already made of a process (by folder name), kept;
+    - a ``run`` folder: ``write_run`` of its processes;
     - a ``compile --ranks`` folder (or ``rank_logs``, by model): one multi-rank report per
       model, into ``into`` (``into/<model>`` for several);
     - else a compile's folder, a trace folder or a log: the pages of each of ``logs``
@@ -130,15 +128,15 @@ def write(
     The profile goes first, then tlparse's pages, then the viewer's (which shows every file
     written). tlparse's failure is ``tlparse_problem``; with ``refuse`` (``open``'s) it is
     raised instead, before a viewer page is written."""
+    processes = Layout(folder).processes() if logs is None and rank_logs is None and folder.is_dir() else []
+    if processes:
+        return write_run(processes, into, tlparse=tlparse, viewer=viewer, refuse=refuse)
     pages = Pages(profile=_profile(profile) if profile is not None else None)
-    run_folder = logs is None and rank_logs is None and folder.is_dir() and bool(Layout(folder).processes())
     try:
         if rank_logs is not None:
             _ranks_folder(pages, folder, into, tlparse, rank_logs)
         elif logs is not None:
             _logs(pages, list(logs), into, tlparse, own_places)
-        elif run_folder:
-            _run_folder(pages, folder, into, tlparse, made or {})
         elif models := tlparse_render.find_rank_logs(folder):
             _ranks_folder(pages, folder, into, tlparse, models)
         else:
@@ -148,9 +146,33 @@ def write(
             raise
         pages.tlparse_problem = exc
     if viewer:
-        pages.viewers = (
-            _viewers(folder, made_viewers or {}) if run_folder else [("", write_viewer(viewer_folder(folder)))]
-        )
+        pages.viewers = [("", write_viewer(viewer_folder(folder)))]
+    return pages
+
+
+def write_run(
+    processes: Sequence[tuple[folders.ProcessFolder, Layout]],
+    into: Path,
+    *,
+    tlparse: str | None,
+    viewer: bool = True,
+    made: Mapping[str, list[GraphPage]] | None = None,
+    made_viewers: Mapping[str, Page] | None = None,
+    refuse: bool = False,
+) -> Pages:
+    """The pages of a ``run`` folder's ``processes`` (``Layout.processes``, listed once by the
+    caller): one multi-rank report per program torchrun ran and the pages of every other
+    process, into ``into``; each process's viewer page. ``made`` and ``made_viewers``: the
+    pages already made of a process (by folder name), kept. tlparse's failure as ``write``'s."""
+    pages = Pages()
+    try:
+        _run_folder(pages, processes, into, tlparse, made or {})
+    except UnusableInput as exc:
+        if refuse:
+            raise
+        pages.tlparse_problem = exc
+    if viewer:
+        pages.viewers = _viewers(processes, made_viewers or {})
     return pages
 
 
@@ -177,18 +199,23 @@ def write_viewer(folder: Path) -> Page:
 
 
 def _run_folder(
-    pages: Pages, folder: Path, into: Path, tlparse: str | None, made: Mapping[str, list[GraphPage]]
+    pages: Pages,
+    processes: Sequence[tuple[folders.ProcessFolder, Layout]],
+    into: Path,
+    tlparse: str | None,
+    made: Mapping[str, list[GraphPage]],
 ) -> None:
-    if tlparse is None:
+    if tlparse is None or not processes:
         return
-    ranked, others = tlparse_render.find_process_logs(folder)
+    where = processes[0][1].out.parent  # the run's folder, which tlparse's failure names
+    ranked, others = tlparse_render.process_logs(processes)
     for stem, logs in sorted(ranked.items()):
-        report = _all_ranks(tlparse, logs, into / stem, folder)
+        report = _all_ranks(tlparse, logs, into / stem, where)
         pages.landings.append((stem, report.landing))
         pages.graphs += [(stem, page) for page in report.pages]
     for name, log in others:
         early = made.get(name)
-        found = early if early is not None else _rendered(tlparse, log, into / name, folder)
+        found = early if early is not None else _rendered(tlparse, log, into / name, where)
         pages.graphs += [(name, page) for page in found]
 
 
@@ -213,10 +240,12 @@ def _ranks_folder(
         pages.graphs += [(stem, page) for page in report.pages]
 
 
-def _viewers(folder: Path, made: Mapping[str, Page]) -> list[tuple[str, Page]]:
+def _viewers(
+    processes: Sequence[tuple[folders.ProcessFolder, Layout]], made: Mapping[str, Page]
+) -> list[tuple[str, Page]]:
     """Each process's viewer page of a run folder, the ones made early kept."""
     found = []
-    for _, layout in Layout(folder).processes():
+    for _, layout in processes:
         early = made.get(layout.out.name)
         found.append((layout.out.name, early if early is not None else write_viewer(layout.out)))
     return found
