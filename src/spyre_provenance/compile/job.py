@@ -301,10 +301,10 @@ def _write_audit(report: CompileReport, layout: Layout, previous: AuditV1 | None
 
 def _backend(request: CompileRequest, bundle_dir: Path | None) -> tuple[Backend, str]:
     """The compile's one backend instance, built with the options that are its own (its
-    bundle folder, ``bundle_dir``; the reference backend's kernel cache; stock Inductor's mapping completed
-    beyond upstream), and one line saying which and why. ``spyre`` is refused (one line,
-    exit 2) when the adapter cannot install on torch-spyre, ``--kernel-cache`` on any
-    backend but the reference."""
+    bundle folder, ``bundle_dir``; the reference backend's kernel cache; stock Inductor's
+    mapping completed beyond upstream), and one line saying which and why. ``spyre`` is
+    refused (one line, exit 2) when the adapter cannot install on torch-spyre,
+    ``--kernel-cache`` on any backend but the reference."""
     from spyre_provenance.backends import choose_backend
     from spyre_provenance.backends import spyre as spyre_backend
 
