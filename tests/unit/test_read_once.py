@@ -14,7 +14,7 @@ from helpers.where import golden_graphs  # tests/ is on sys.path
 from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.compile.output_check import check_outputs
 from spyre_provenance.model import jsonio
-from spyre_provenance.model.names import NODE_MAPPINGS, artifact_file
+from spyre_provenance.model.names import KERNEL_STACK_TRACES, NODE_MAPPINGS, artifact_file
 from spyre_provenance.validate import read_once
 from spyre_provenance.viewer import data
 
@@ -46,9 +46,15 @@ def test_the_check_keeps_every_artifact_it_found_valid(out):
     with read_once.reading_once():
         assert _check(out)
         for path in _mappings(out):
-            assert read_once.valid_bytes(path, LIMIT) == path.read_bytes()
-            assert read_once.valid_bytes(os.path.relpath(path), LIMIT) == path.read_bytes()  # however it is named
-    assert [read_once.valid_bytes(p, LIMIT) for p in _mappings(out)] == [None, None]  # nothing kept outside
+            assert read_once.valid_bytes(path, NODE_MAPPINGS, LIMIT) == path.read_bytes()
+            # however it is named
+            assert read_once.valid_bytes(os.path.relpath(path), NODE_MAPPINGS, LIMIT) == path.read_bytes()
+            # valid as what it was validated as, not as another kind a reader asks for
+            assert read_once.valid_bytes(path, KERNEL_STACK_TRACES, LIMIT) is None
+    assert [read_once.valid_bytes(p, NODE_MAPPINGS, LIMIT) for p in _mappings(out)] == [
+        None,
+        None,
+    ]  # nothing kept outside
 
 
 def test_a_page_from_the_kept_files_is_the_page_from_the_folder(out):
@@ -83,7 +89,7 @@ def test_a_file_found_invalid_is_not_kept(tmp_path: Path):
     mapping.write_text('{"version": "2.0"}', encoding="utf-8")
     with read_once.reading_once():
         assert not _check(out)
-        assert read_once.valid_bytes(mapping, LIMIT) is None
+        assert read_once.valid_bytes(mapping, NODE_MAPPINGS, LIMIT) is None
         with pytest.raises(UnusableInput):
             data.build(out)  # the viewer says it in its own words
 

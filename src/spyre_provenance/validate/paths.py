@@ -138,8 +138,8 @@ def _check_json(path: Path, artifact: str | None, options: Options) -> Result:
     data = _read(path, options)
     artifact = artifact or schemas.artifact_for_filename(path.name)
     report = schemas.validate_bytes(data, artifact, location=str(path), full=_full(options, len(data)))
-    if report.ok:
-        read_once.keep_valid(before, data)
+    if report.ok and artifact is not None:
+        read_once.keep_valid(before, artifact, data)
     return _result(str(path), report)
 
 

@@ -121,7 +121,7 @@ def _artifact(folder: Path, artifact: str) -> dict[str, Any] | None:
     """The artifact's file in ``folder``, validated (by ``validate`` a moment before, inside
     ``read_once.reading_once``, else here); None when it has none."""
     path = folder / artifact_file(artifact)
-    data = read_once.valid_bytes(path, jsonio.default_max_bytes())
+    data = read_once.valid_bytes(path, artifact, jsonio.default_max_bytes())
     if data is None:
         if not path.is_file():
             return None
