@@ -6,7 +6,6 @@ What was made early of a process that had ended (``launch.early_end``) is not ma
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,8 +15,7 @@ from spyre_provenance.launch import run_summary
 from spyre_provenance.launch.early_end import ProcessEnd
 from spyre_provenance.launch.run_summary import ProcessSummary
 from spyre_provenance.logs import tlparse_render
-from spyre_provenance.model.folders import ProcessFolder
-from spyre_provenance.model.layout import Layout
+from spyre_provenance.model.layout import ProcessLayouts
 from spyre_provenance.viewer import pages as page_writer
 from spyre_provenance.viewer.pages import Pages
 
@@ -30,7 +28,7 @@ class RunPages(msgspec.Struct):
     lines: list[tuple[str, str]]
 
 
-def summaries(processes: Sequence[tuple[ProcessFolder, Layout]], ended: dict[str, ProcessEnd]) -> list[ProcessSummary]:
+def summaries(processes: ProcessLayouts, ended: dict[str, ProcessEnd]) -> list[ProcessSummary]:
     """Every tracked process's summary (``processes``: the run's, ``Layout.processes``), the
     ones made early kept."""
     return [
@@ -40,7 +38,7 @@ def summaries(processes: Sequence[tuple[ProcessFolder, Layout]], ended: dict[str
 
 
 def pages(
-    processes: Sequence[tuple[ProcessFolder, Layout]],
+    processes: ProcessLayouts,
     into: Path,
     summaries: list[ProcessSummary],
     tlparse: str | None,

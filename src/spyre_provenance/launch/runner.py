@@ -62,6 +62,7 @@ class Runner:
 
     def __init__(self, out: Path, *, backend: str | None, pages: bool) -> None:
         self.out = out
+        self.layout = Layout(out)  # where each process's folder and the pages go
         self.backend = backend
         self.write_pages = pages
         self._users = out.is_dir() and not any(out.iterdir())  # an empty folder the user made: stays
@@ -69,7 +70,7 @@ class Runner:
         #: said before COMMAND starts
         self.warnings = [] if startup_hook_installed() else [_NO_HOOK]
         self.tlparse = _tlparse() if pages else None
-        self._early = EarlyEnd(Layout(out), pages=pages, tlparse=self.tlparse)
+        self._early = EarlyEnd(self.layout, pages=pages, tlparse=self.tlparse)
         self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> Runner:
@@ -91,7 +92,7 @@ class Runner:
             remove_if_empty(self.out)
         self._ended = self._early.ended()
         self._stack.enter_context(reading_once())  # each log read for its line and viewer page
-        self._processes = Layout(self.out).processes()  # listed once: the screen and the pages are of these
+        self._processes = self.layout.processes()  # listed once: the screen and the pages are of these
         self._summaries = report.summaries(self._processes, self._ended)
         lines += run_summary.render(self._summaries, self.out, self._early.other_backends())
         return Ran(status, lines, len(self._summaries))
@@ -100,8 +101,7 @@ class Runner:
         """The run's pages, after ``run``: tlparse's and the viewer's."""
         from spyre_provenance.launch import end_report as report
 
-        into = Layout(self.out).pages_root
-        return report.pages(self._processes, into, self._summaries, _tlparse(), self._ended)
+        return report.pages(self._processes, self.layout.pages_root, self._summaries, _tlparse(), self._ended)
 
 
 _NO_HOOK = (

@@ -23,14 +23,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 
 from spyre_provenance.logs.tracelog import GLOG_PREFIX, GraphSplitter, compile_id, logs_nothing, record_name
-from spyre_provenance.model.folders import ProcessFolder
-from spyre_provenance.model.layout import Layout
+from spyre_provenance.model.layout import Layout, ProcessLayouts
 from spyre_provenance.model.names import (
     DIAGNOSTICS,
     KERNEL_STACK_TRACES,
@@ -444,7 +442,7 @@ def find_rank_logs(target: Path) -> dict[str, dict[int, Path]]:
 
 
 def process_logs(
-    processes: Sequence[tuple[ProcessFolder, Layout]],
+    processes: ProcessLayouts,
 ) -> tuple[dict[str, dict[int, Path]], list[tuple[str, Path]]]:
     """The logs of a ``run`` folder's processes (``Layout.processes``: each
     ``<program>_rank<r>_..._pid<p>/trace/*.log``): those of torchrun's ranks by program and

@@ -29,6 +29,7 @@ Pure: imports nothing but ``model``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
@@ -220,6 +221,11 @@ class Layout(msgspec.Struct, frozen=True):
         if self.label is None:
             raise ValueError(f"{self.out}: a model's own path needs its label")
         return self.label
+
+
+#: A run's tracked processes as ``Layout.processes`` lists them: each process's folder name
+#: read, and its own ``Layout``. A run's end lists them once and hands the list on.
+ProcessLayouts = Sequence[tuple[folders.ProcessFolder, Layout]]
 
 
 def kernel_bundle_folder(root: Path, name: str) -> Path:

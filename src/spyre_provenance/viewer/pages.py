@@ -24,7 +24,7 @@ from spyre_provenance.base.errors import UnusableInput
 from spyre_provenance.logs import tlparse_render
 from spyre_provenance.logs.tlparse_render import GraphPage
 from spyre_provenance.model import folders
-from spyre_provenance.model.layout import Layout
+from spyre_provenance.model.layout import Layout, ProcessLayouts
 
 if TYPE_CHECKING:
     from spyre_provenance.runtime.annotate import AnnotateSummary
@@ -151,7 +151,7 @@ def write(
 
 
 def write_run(
-    processes: Sequence[tuple[folders.ProcessFolder, Layout]],
+    processes: ProcessLayouts,
     into: Path,
     *,
     tlparse: str | None,
@@ -200,7 +200,7 @@ def write_viewer(folder: Path) -> Page:
 
 def _run_folder(
     pages: Pages,
-    processes: Sequence[tuple[folders.ProcessFolder, Layout]],
+    processes: ProcessLayouts,
     into: Path,
     tlparse: str | None,
     made: Mapping[str, list[GraphPage]],
@@ -240,9 +240,7 @@ def _ranks_folder(
         pages.graphs += [(stem, page) for page in report.pages]
 
 
-def _viewers(
-    processes: Sequence[tuple[folders.ProcessFolder, Layout]], made: Mapping[str, Page]
-) -> list[tuple[str, Page]]:
+def _viewers(processes: ProcessLayouts, made: Mapping[str, Page]) -> list[tuple[str, Page]]:
     """Each process's viewer page of a run folder, the ones made early kept."""
     found = []
     for _, layout in processes:
