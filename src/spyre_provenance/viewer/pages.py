@@ -14,7 +14,8 @@ Pure: no torch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -132,7 +133,7 @@ def write(
     if processes:
         return write_run(processes, into, tlparse=tlparse, viewer=viewer, refuse=refuse)
     pages = Pages(profile=_profile(profile) if profile is not None else None)
-    try:
+    with _tlparse_failure(pages, refuse):
         if rank_logs is not None:
             _ranks_folder(pages, folder, into, tlparse, rank_logs)
         elif logs is not None:
@@ -141,10 +142,6 @@ def write(
             _ranks_folder(pages, folder, into, tlparse, models)
         else:
             _logs(pages, tlparse_render.find_logs(folder), into, tlparse, own_places)
-    except UnusableInput as exc:
-        if refuse:
-            raise
-        pages.tlparse_problem = exc
     if viewer:
         pages.viewers = [("", write_viewer(viewer_folder(folder)))]
     return pages
@@ -165,15 +162,23 @@ def write_run(
     process, into ``into``; each process's viewer page. ``made`` and ``made_viewers``: the
     pages already made of a process (by folder name), kept. tlparse's failure as ``write``'s."""
     pages = Pages()
-    try:
+    with _tlparse_failure(pages, refuse):
         _run_folder(pages, processes, into, tlparse, made or {})
+    if viewer:
+        pages.viewers = _viewers(processes, made_viewers or {})
+    return pages
+
+
+@contextlib.contextmanager
+def _tlparse_failure(pages: Pages, refuse: bool) -> Iterator[None]:
+    """tlparse's failure is the pages' ``tlparse_problem`` (the viewer's page is still
+    written); with ``refuse`` (``open``'s) it is raised."""
+    try:
+        yield
     except UnusableInput as exc:
         if refuse:
             raise
         pages.tlparse_problem = exc
-    if viewer:
-        pages.viewers = _viewers(processes, made_viewers or {})
-    return pages
 
 
 def viewer_folder(target: Path) -> Path:
